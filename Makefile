@@ -1,0 +1,49 @@
+# The two commands README promises: `make run` and `make test`. Both install what is missing.
+SWIFT ?= swift
+APT_DEPS = libmicrohttpd-dev libsqlite3-dev pkg-config python3-venv
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BIN_DEBUG = .build/debug/fcm-mock
+BIN_RELEASE = .build/release/fcm-mock
+
+.PHONY: deps build release run test unit-test interop bench clean format
+
+# Installs the Debian packages the build needs, only when one is missing.
+deps:
+	@missing=""; for p in $(APT_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+# Serves on the defaults: HTTP 127.0.0.1:8080, XMPP 127.0.0.1:5235, ./data/fcm-mock.sqlite,
+# the built-in default fixture. Extra flags: make run ARGS="--http-port 9000".
+run: release
+	$(BIN_RELEASE) serve $(ARGS)
+
+# Every test: Swift unit and end-to-end tests, then the interop suite with a real client (pyfcm).
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	bash Tests/interop/run.sh $(BIN_DEBUG)
+
+unit-test: deps
+	$(SWIFT) test
+
+interop: build
+	bash Tests/interop/run.sh $(BIN_DEBUG)
+
+# Throughput, latency, start-up and memory against a minimal C server measured in the same run.
+bench: deps
+	bash bench/run.sh
+
+format:
+	$(SWIFT) format -i -r Sources Tests Package.swift
+
+clean:
+	rm -rf .build data

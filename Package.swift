@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Dependencies point one way: fcm-mock → FCMServer → {FCMStore, HTTPServer} → FCMCore / C targets.
+let package = Package(
+    name: "fcm-mock",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "fcm-mock", targets: ["fcm-mock"]),
+        .library(name: "FCMTesting", targets: ["FCMTesting"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "FCMCore"),
+        .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer"]),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore"]),
+        .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
+        .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
+        .testTarget(name: "FCMServerTests", dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

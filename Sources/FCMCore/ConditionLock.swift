@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A mutex with a condition variable, for the few places that must block a thread until
+/// something happens (group commit followers, long-poll waiters).
+///
+/// `@unchecked Sendable` is safe because the only state is the pthread mutex and condition,
+/// which exist to be shared between threads; they live in heap memory this object owns, so their
+/// addresses never move. Callers keep their own state inside `withLock`.
+public final class ConditionLock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    /// A new unlocked lock; the condition waits on the monotonic clock.
+    public init() {
+        pthread_mutex_init(mutex, nil)
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attr)
+        pthread_condattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Runs `body` holding the mutex.
+    public func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits for a broadcast; call only inside `withLock`. Spurious wake-ups happen: loop on the
+    /// real condition.
+    public func wait() {
+        pthread_cond_wait(cond, mutex)
+    }
+
+    /// Waits for a broadcast until `deadline` (monotonic nanoseconds, see `monotonicNanos()`);
+    /// returns false on time-out. Call only inside `withLock`.
+    @discardableResult
+    public func wait(untilMonotonicNanos deadline: UInt64) -> Bool {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        return pthread_cond_timedwait(cond, mutex, &ts) == 0
+    }
+
+    /// Wakes every waiter. May be called with or without the mutex held.
+    public func broadcast() {
+        pthread_cond_broadcast(cond)
+    }
+}
+
+/// Monotonic time in nanoseconds, for deadlines that must not move with the wall clock.
+public func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}

@@ -1,0 +1,171 @@
+import Synchronization
+
+/// A downstream message id as FCM printed it: `0:<16-digit epoch µs>%<16 hex>`.
+///
+/// The hex part of real ids was a per-app value written twice (`%31bd1c9631bd1c96`); the mock
+/// derives it from the sender id, so ids of one project look alike and ids stay unique through
+/// the microsecond part alone (which is also what the store indexes).
+public struct MessageID: Hashable, Sendable, CustomStringConvertible {
+    /// Microseconds since the epoch; unique across every id this process hands out.
+    public let micros: Int64
+    /// The per-sender half of the hex suffix.
+    public let suffix: UInt32
+
+    /// Makes an id from its two parts.
+    public init(micros: Int64, suffix: UInt32) {
+        self.micros = micros
+        self.suffix = suffix
+    }
+
+    /// The wire form, `0:1700000000000123%31bd1c9631bd1c96`.
+    public var description: String {
+        var digits = String(micros)
+        if digits.count < 16 { digits = String(repeating: "0", count: 16 - digits.count) + digits }
+        let half = hex8(suffix)
+        return "0:" + digits + "%" + half + half
+    }
+
+    /// Parses the wire form; nil when `text` is not shaped like an id this mock issues.
+    public init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 2 + 16 + 1 + 16, bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: ":")
+        else { return nil }
+        guard let pct = bytes.firstIndex(of: UInt8(ascii: "%")), bytes.count - pct - 1 == 16 else { return nil }
+        var micros: Int64 = 0
+        for b in bytes[2..<pct] {
+            guard b >= 48, b <= 57 else { return nil }
+            let (m, o1) = micros.multipliedReportingOverflow(by: 10)
+            let (s, o2) = m.addingReportingOverflow(Int64(b - 48))
+            if o1 || o2 { return nil }
+            micros = s
+        }
+        guard pct - 2 >= 16 else { return nil }
+        guard let hi = parseHex32(bytes[(pct + 1)..<(pct + 9)]), let lo = parseHex32(bytes[(pct + 9)...]),
+            hi == lo
+        else { return nil }
+        self.init(micros: micros, suffix: hi)
+    }
+}
+
+/// The per-project half of message ids: FNV-1a of the sender id.
+public func messageIDSuffix(senderID: String) -> UInt32 {
+    var h: UInt32 = 0x811c_9dc5
+    for b in senderID.utf8 {
+        h ^= UInt32(b)
+        h = h &* 0x0100_0193
+    }
+    return h
+}
+
+/// Hands out strictly increasing microsecond stamps for message ids.
+///
+/// Ids must be unique even when a 1000-token multicast needs 1000 of them in one microsecond, so
+/// the allocator runs ahead of the wall clock when it has to and falls back in step when idle.
+public final class MessageIDAllocator: Sendable {
+    private let last = Mutex<Int64>(0)
+
+    /// Creates an allocator that will never return a value at or below `floor` (the newest id in
+    /// the store, so ids stay unique across restarts even if the wall clock went back).
+    public init(floor: Int64 = 0) {
+        last.withLock { $0 = floor }
+    }
+
+    /// Reserves `count` consecutive stamps and returns the first.
+    public func reserve(_ count: Int, nowMicros: Int64) -> Int64 {
+        last.withLock { last in
+            let first = max(nowMicros, last + 1)
+            last = first + Int64(count) - 1
+            return first
+        }
+    }
+}
+
+/// A fresh multicast id: a positive 63-bit number with 19 digits, as real ones had.
+public func newMulticastID() -> Int64 {
+    Int64.random(in: 1_000_000_000_000_000_000...Int64.max)
+}
+
+private let base64URL: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+/// A new registration token shaped like FCM's: an 11-character instance id, `:APA91b`, and
+/// base64url noise, 152 characters in all.
+public func newRegistrationToken() -> String {
+    var rng = SystemRandomNumberGenerator()
+    var out = [UInt8]()
+    out.reserveCapacity(152)
+    for _ in 0..<11 { out.append(base64URL[Int(rng.next() & 63)]) }
+    out.append(contentsOf: Array(":APA91b".utf8))
+    while out.count < 152 { out.append(base64URL[Int(rng.next() & 63)]) }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// A token derived from `seed`, for fixture devices that name none: loading the same fixture
+/// twice must give the same token, or loading would not be idempotent.
+public func deterministicRegistrationToken(seed: String) -> String {
+    var state = UInt64(0xcbf2_9ce4_8422_2325)
+    for b in seed.utf8 {
+        state ^= UInt64(b)
+        state = state &* 0x0000_0100_0000_01b3
+    }
+    var out = [UInt8]()
+    func nextByte() -> UInt8 {
+        // splitmix64: deterministic, well spread, no dependency.
+        state = state &+ 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return base64URL[Int((z ^ (z >> 31)) & 63)]
+    }
+    for _ in 0..<11 { out.append(nextByte()) }
+    out.append(contentsOf: Array(":APA91b".utf8))
+    while out.count < 152 { out.append(nextByte()) }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Longest registration token the mock accepts; anything longer is `InvalidRegistration`.
+public let maxTokenLength = 4096
+
+/// Whether `token` is well formed: 1 to 4096 characters of `A-Z a-z 0-9 - _ : .`.
+///
+/// Real tokens are base64url with one colon; the mock also allows short readable tokens
+/// (`demo-android-1`, `42` as in the seeds' plain-text example) so tests can name devices.
+public func isWellFormedToken(_ token: String) -> Bool {
+    var n = 0
+    for b in token.utf8 {
+        n += 1
+        if n > maxTokenLength { return false }
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"),
+            UInt8(ascii: ":"), UInt8(ascii: "."):
+            continue
+        default:
+            return false
+        }
+    }
+    return n > 0
+}
+
+private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+func hex8(_ v: UInt32) -> String {
+    var out = [UInt8](repeating: 0, count: 8)
+    for i in 0..<8 { out[i] = hexDigits[Int((v >> (28 - 4 * UInt32(i))) & 0xf)] }
+    return String(decoding: out, as: UTF8.self)
+}
+
+private func parseHex32<S: Sequence>(_ s: S) -> UInt32? where S.Element == UInt8 {
+    var v: UInt32 = 0
+    var n = 0
+    for b in s {
+        let d: UInt32
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(b - 48)
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(b - 87)
+        default: return nil
+        }
+        v = v << 4 | d
+        n += 1
+    }
+    return n == 8 ? v : nil
+}

@@ -1,0 +1,79 @@
+import FCMCore
+import FCMStore
+import Foundation
+import HTTPServer
+
+/// The running mock: store, engine and listeners, started and stopped together.
+public final class Application: Sendable {
+    public let configuration: Configuration
+    public let engine: Engine
+    let http: HTTPServer
+    let xmpp: XMPPPlaceholderListener
+    let log: Log
+
+    /// The bound HTTP port (the real one when 0 was asked for).
+    public var httpPort: Int { http.port }
+    /// The bound XMPP port.
+    public var xmppPort: Int { xmpp.port }
+
+    /// Opens the store, loads fixtures and binds both ports; nothing is started when any step fails.
+    public init(_ c: Configuration, log: Log = Log()) throws(ConfigurationError) {
+        self.configuration = c
+        self.log = log
+        if c.dbPath != ":memory:" && c.dbPath == Configuration().dbPath {
+            // The default path lives in ./data/, created on first use; a path the user names must
+            // already have its folder.
+            try? FileManager.default.createDirectory(atPath: "./data", withIntermediateDirectories: true)
+        }
+        let store: Store
+        do {
+            store = try Store(path: c.dbPath)
+        } catch {
+            throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
+        }
+        do {
+            engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey)
+        } catch {
+            throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
+        }
+        try Fixtures.load(c.fixtures, into: engine)
+        let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes)
+        do {
+            http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, handler: app.handle)
+            xmpp = try XMPPPlaceholderListener(host: c.host, port: c.xmppPort)
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+    }
+
+    /// Starts accepting connections on both ports.
+    public func start() throws(ConfigurationError) {
+        do {
+            try http.start()
+        } catch {
+            throw ConfigurationError(error.description)
+        }
+        xmpp.start()
+    }
+
+    /// The machine-readable line tests wait for.
+    public var listeningLine: String {
+        "listening http=\(hostForDisplay):\(httpPort) xmpp=\(hostForDisplay):\(xmppPort)"
+    }
+
+    private var hostForDisplay: String {
+        configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+    }
+
+    /// Stops accepting, ends long polls, lets requests in flight finish, checkpoints the store.
+    public func stop() {
+        xmpp.stop()
+        engine.beginShutdown()
+        http.stop()
+        engine.close()
+    }
+}
+
+extension StoreError {
+    var message: String { description }
+}

@@ -1,0 +1,105 @@
+/// Everything `fcm-mock serve` can be told, after flags, environment and defaults are merged.
+public struct Configuration: Sendable {
+    public var host = "127.0.0.1"
+    public var httpPort = 8080
+    public var xmppPort = 5235
+    public var dbPath = "./data/fcm-mock.sqlite"
+    /// Fixture files or folders; empty means the bundled `fixtures/default.json`.
+    public var fixtures: [String] = []
+    public var unknownTokens: UnknownTokenPolicy = .register
+    public var acceptAnyKey = false
+    public var controlToken: String?
+    public var logLevel = "info"
+    public var logFormat = "text"
+    /// Largest request body; bigger ones get 413.
+    public var maxBodyBytes = 1 << 20
+
+    /// Defaults.
+    public init() {}
+}
+
+/// A configuration problem: one line for stderr, exit code 2.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension Configuration {
+    /// Builds the configuration of `serve` from its arguments and the environment; flags win over
+    /// variables, variables over defaults.
+    public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
+        var c = Configuration()
+        func port(_ s: String, _ name: String) throws(ConfigurationError) -> Int {
+            guard let p = Int(s), (0...65535).contains(p) else { throw ConfigurationError("\(name) must be a port number 0-65535, got '\(s)'") }
+            return p
+        }
+        func bool(_ s: String, _ name: String) throws(ConfigurationError) -> Bool {
+            switch s.lowercased() {
+            case "1", "true", "yes", "on": return true
+            case "0", "false", "no", "off", "": return false
+            default: throw ConfigurationError("\(name) must be true or false, got '\(s)'")
+            }
+        }
+        func policy(_ s: String, _ name: String) throws(ConfigurationError) -> UnknownTokenPolicy {
+            guard let p = UnknownTokenPolicy(rawValue: s) else { throw ConfigurationError("\(name) must be register or reject, got '\(s)'") }
+            return p
+        }
+        func level(_ s: String, _ name: String) throws(ConfigurationError) -> String {
+            guard ["debug", "info", "warning", "error"].contains(s) else { throw ConfigurationError("\(name) must be debug, info, warning or error") }
+            return s
+        }
+        let env = environment
+        if let v = env["FCM_MOCK_HTTP_PORT"] { c.httpPort = try port(v, "FCM_MOCK_HTTP_PORT") }
+        if let v = env["FCM_MOCK_XMPP_PORT"] { c.xmppPort = try port(v, "FCM_MOCK_XMPP_PORT") }
+        if let v = env["FCM_MOCK_HOST"], !v.isEmpty { c.host = v }
+        if let v = env["FCM_MOCK_DB"], !v.isEmpty { c.dbPath = v }
+        if let v = env["FCM_MOCK_FIXTURES"], !v.isEmpty { c.fixtures = v.split(separator: ":").map(String.init) }
+        if let v = env["FCM_MOCK_UNKNOWN_TOKENS"], !v.isEmpty { c.unknownTokens = try policy(v, "FCM_MOCK_UNKNOWN_TOKENS") }
+        if let v = env["FCM_MOCK_ACCEPT_ANY_KEY"] { c.acceptAnyKey = try bool(v, "FCM_MOCK_ACCEPT_ANY_KEY") }
+        if let v = env["FCM_MOCK_CONTROL_TOKEN"], !v.isEmpty { c.controlToken = v }
+        if let v = env["FCM_MOCK_LOG_LEVEL"], !v.isEmpty { c.logLevel = try level(v, "FCM_MOCK_LOG_LEVEL") }
+
+        var flagFixtures: [String] = []
+        var i = 0
+        func value(_ flag: String) throws(ConfigurationError) -> String {
+            i += 1
+            guard i < arguments.count else { throw ConfigurationError("\(flag) needs a value") }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            var arg = arguments[i]
+            var inline: String?
+            if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
+                inline = String(arg[arg.index(after: eq)...])
+                arg = String(arg[..<eq])
+            }
+            func v() throws(ConfigurationError) -> String {
+                if let inline { return inline }
+                return try value(arg)
+            }
+            switch arg {
+            case "--http-port": c.httpPort = try port(try v(), arg)
+            case "--xmpp-port": c.xmppPort = try port(try v(), arg)
+            case "--host": c.host = try v()
+            case "--db": c.dbPath = try v()
+            case "--fixtures": flagFixtures.append(try v())
+            case "--unknown-tokens": c.unknownTokens = try policy(try v(), arg)
+            case "--accept-any-key": c.acceptAnyKey = inline.map { (try? bool($0, arg)) ?? true } ?? true
+            case "--control-token": c.controlToken = try v()
+            case "--log-level": c.logLevel = try level(try v(), arg)
+            case "--log-format":
+                let f = try v()
+                guard ["text", "json"].contains(f) else { throw ConfigurationError("--log-format must be text or json") }
+                c.logFormat = f
+            case "--tls-cert", "--tls-key", "--xmpp-tls", "--http-tls":
+                throw ConfigurationError("\(arg) is not supported by this version of fcm-mock yet")
+            default:
+                throw ConfigurationError("unknown option '\(arguments[i])' (see fcm-mock --help)")
+            }
+            i += 1
+        }
+        if !flagFixtures.isEmpty { c.fixtures = flagFixtures }
+        if c.dbPath.isEmpty { throw ConfigurationError("--db must not be empty") }
+        return c
+    }
+}

@@ -1,0 +1,250 @@
+import FCMCore
+import FCMStore
+
+/// What `POST /api/v1/devices` (and a fixture's `devices[]`) asks for.
+public struct DeviceSpec: Sendable {
+    public var token: String?
+    public var senderID: String
+    public var app: String?
+    public var platform: Platform
+    public var online: Bool
+
+    public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool) {
+        self.token = token
+        self.senderID = senderID
+        self.app = app
+        self.platform = platform
+        self.online = online
+    }
+}
+
+extension Engine {
+    // MARK: Projects
+
+    /// Creates a project; with `upsert` (fixtures), an existing one gains the keys and apps it lacks.
+    @discardableResult
+    public func createProject(_ p: Project, upsert: Bool = false) throws(ControlError) -> Project {
+        let result: Result<(Project, Store.Ticket?), ControlError> = state.withLock { s in
+            for k in p.serverKeys {
+                if let owner = s.keyOwner[k], owner != p.senderID {
+                    return .failure(.conflict("server key is already a key of project '\(owner)'"))
+                }
+            }
+            var merged = p
+            if let old = s.projects[p.senderID] {
+                guard upsert else { return .failure(.conflict("project '\(p.senderID)' already exists")) }
+                merged = old
+                for k in p.serverKeys where !merged.serverKeys.contains(k) { merged.serverKeys.append(k) }
+                for a in p.apps where merged.app(named: a.app) == nil { merged.apps.append(a) }
+                if merged == old { return .success((old, nil)) }
+            }
+            s.insert(merged)
+            let row = merged
+            return .success((merged, submit([{ (c: SQLiteConnection) throws in
+                try c.run("INSERT OR REPLACE INTO projects(sender_id, server_keys, apps, created_at) VALUES (?,?,?,?)",
+                          [.text(row.senderID), .text(row.keysJSON), .text(row.appsJSON), .int(row.createdAt)])
+            }])))
+        }
+        let (project, ticket) = try result.get()
+        if let ticket { try commitControl(ticket) }
+        return project
+    }
+
+    /// Every project, in creation order.
+    public func projects() -> [Project] {
+        state.withLock { s in s.projectOrder.compactMap { s.projects[$0] } }
+    }
+
+    /// One project.
+    public func project(_ senderID: String) throws(ControlError) -> Project {
+        guard let p = state.withLock({ $0.projects[senderID] }) else { throw .notFound("project '\(senderID)' does not exist") }
+        return p
+    }
+
+    /// Forgets a project (its keys stop working; its devices stay until reset).
+    public func deleteProject(_ senderID: String) throws(ControlError) {
+        let ticket: Store.Ticket? = state.withLock { s in
+            guard let p = s.projects[senderID] else { return nil }
+            for k in p.serverKeys where s.keyOwner[k] == senderID { s.keyOwner[k] = nil }
+            s.projects[senderID] = nil
+            s.projectOrder.removeAll { $0 == senderID }
+            return submit([{ (c: SQLiteConnection) throws in
+                try c.run("DELETE FROM projects WHERE sender_id = ?", [.text(senderID)])
+            }])
+        }
+        guard let ticket else { throw .notFound("project '\(senderID)' does not exist") }
+        try commitControl(ticket)
+    }
+
+    // MARK: Devices
+
+    /// Creates a device. With `idempotent` (fixtures), an existing token is left as it is.
+    @discardableResult
+    public func createDevice(_ spec: DeviceSpec, idempotent: Bool = false) throws(ControlError) -> Device {
+        if let t = spec.token, !isWellFormedToken(t) {
+            throw .badRequest("token must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 - _ : .")
+        }
+        let now = clock.nowMillis()
+        let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
+            guard let project = s.projects[spec.senderID] else {
+                return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
+            }
+            let token = spec.token ?? newRegistrationToken()
+            if let existing = s.device(token: token) {
+                return idempotent ? .success((existing, nil)) : .failure(.conflict("device '\(token)' already exists"))
+            }
+            let app = spec.app
+                ?? project.apps.first(where: { $0.platform == spec.platform })?.app
+                ?? project.apps.first?.app ?? "unknown.app"
+            let d = Device(id: s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
+                           state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now, pending: 0)
+            s.nextDeviceID += 1
+            s.insert(d)
+            return .success((d, submit([{ (c: SQLiteConnection) throws in try c.run(Device.insertSQL, d.insertValues) }])))
+        }
+        let (device, ticket) = try result.get()
+        if let ticket { try commitControl(ticket) }
+        return device
+    }
+
+    /// One device by token.
+    public func device(_ token: String) throws(ControlError) -> Device {
+        guard let d = state.withLock({ $0.device(token: token) }) else { throw .notFound("device '\(token)' does not exist") }
+        return d
+    }
+
+    /// Devices matching the filters, ordered by creation, after `afterID`.
+    public func devices(senderID: String?, app: String?, state wanted: DeviceState?, afterID: Int64, limit: Int) -> [Device] {
+        state.withLock { s in
+            s.devices.values
+                .filter { d in
+                    d.id > afterID && (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
+                        && (wanted == nil || d.state == wanted)
+                }
+                .sorted { $0.id < $1.id }
+                .prefix(limit)
+                .map { $0 }
+        }
+    }
+
+    /// Token of a device id (for rendering deliveries).
+    func tokens(for ids: [Int64]) -> [Int64: String] {
+        state.withLock { s in
+            var out: [Int64: String] = [:]
+            for id in ids { if let d = s.devices[id] { out[id] = d.token } }
+            return out
+        }
+    }
+
+    /// Takes a device offline or brings it back; back online, everything it stored that has not
+    /// expired is delivered in acceptance order.
+    public func setOnline(_ token: String, _ online: Bool) throws(ControlError) -> Device {
+        let now = clock.nowMillis()
+        let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
+            guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            guard d.online != online else { return .success((d, nil)) }
+            d.online = online
+            d.lastSeenAt = now
+            let flush = online && d.pending > 0
+            if online { d.pending = 0 }
+            s.devices[d.id] = d
+            let id = d.id
+            return .success((d, submit([{ (c: SQLiteConnection) throws in
+                try c.run("UPDATE devices SET online = ?, last_seen_at = ? WHERE id = ?", [.int(online ? 1 : 0), .int(now), .int(id)])
+                if flush {
+                    try c.run("UPDATE deliveries SET status = 'expired' WHERE device = ? AND status = 'pending' AND expires_at <= ?",
+                              [.int(id), .int(now)])
+                    try c.run("UPDATE deliveries SET status = 'delivered', delivered_at = ? WHERE device = ? AND status = 'pending'",
+                              [.int(now), .int(id)])
+                }
+            }])))
+        }
+        let (device, ticket) = try result.get()
+        if let ticket { try commitControl(ticket) }
+        return device
+    }
+
+    /// The app was uninstalled: later sends get `NotRegistered`.
+    public func unregister(_ token: String) throws(ControlError) -> Device {
+        let result: Result<(Device, Store.Ticket), ControlError> = state.withLock { s in
+            guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            d.state = .unregistered
+            s.devices[d.id] = d
+            let id = d.id
+            return .success((d, submit([{ (c: SQLiteConnection) throws in
+                try c.run("UPDATE devices SET state = 'unregistered' WHERE id = ?", [.int(id)])
+            }])))
+        }
+        let (device, ticket) = try result.get()
+        try commitControl(ticket)
+        return device
+    }
+
+    /// Rotates the token: returns the new device; sends to the old token reach it and report it as
+    /// canonical.
+    public func refresh(_ token: String) throws(ControlError) -> Device {
+        let now = clock.nowMillis()
+        let result: Result<(Device, Store.Ticket), ControlError> = state.withLock { s in
+            guard var old = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            guard old.state == .registered else {
+                return .failure(.conflict("device '\(token)' is \(old.state.rawValue); only a registered token can be refreshed"))
+            }
+            var newToken = newRegistrationToken()
+            while s.tokenIndex[newToken] != nil { newToken = newRegistrationToken() }
+            let fresh = Device(id: s.nextDeviceID, token: newToken, senderID: old.senderID, app: old.app, platform: old.platform,
+                               state: .registered, canonicalID: nil, online: old.online, createdAt: now, lastSeenAt: now, pending: 0)
+            s.nextDeviceID += 1
+            old.state = .refreshed
+            old.canonicalID = fresh.id
+            s.devices[old.id] = old
+            s.insert(fresh)
+            let oldID = old.id
+            return .success((fresh, submit([{ (c: SQLiteConnection) throws in
+                try c.run(Device.insertSQL, fresh.insertValues)
+                try c.run("UPDATE devices SET state = 'refreshed', canonical_id = ? WHERE id = ?", [.int(fresh.id), .int(oldID)])
+            }])))
+        }
+        let (device, ticket) = try result.get()
+        try commitControl(ticket)
+        return device
+    }
+
+    /// Forgets a device entirely: its token is unknown again. Its past deliveries keep the token
+    /// as text so message records still say whom they addressed.
+    public func deleteDevice(_ token: String) throws(ControlError) {
+        let result: Result<Store.Ticket, ControlError> = state.withLock { s in
+            guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            s.devices[d.id] = nil
+            s.tokenIndex[token] = nil
+            let id = d.id
+            return .success(submit([{ (c: SQLiteConnection) throws in
+                try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE device = ?", [.text(token), .int(id)])
+                try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
+            }]))
+        }
+        try commitControl(try result.get())
+    }
+
+    /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
+    public func reset() throws(ControlError) {
+        let ticket = state.withLock { s in
+            s.devices.removeAll()
+            s.tokenIndex.removeAll()
+            return submit([{ (c: SQLiteConnection) throws in
+                // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
+                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices;")
+            }])
+        }
+        clock.reset()
+        try commitControl(ticket)
+    }
+
+    /// Commits a control change, mapping a store failure to a control-API error.
+    func commitControl(_ ticket: Store.Ticket) throws(ControlError) {
+        do {
+            try commit(ticket)
+        } catch {
+            throw .internal("the store failed: \(error.description)")
+        }
+    }
+}

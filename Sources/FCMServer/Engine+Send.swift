@@ -1,0 +1,282 @@
+import FCMCore
+import FCMStore
+
+/// The outcome for one recipient of a send (one entry of `results`).
+public struct RecipientResult: Sendable, Equatable {
+    /// The message id when accepted (`fake_message_id` in a dry run).
+    public var messageID: String?
+    public var error: FCMErrorCode?
+    /// The token to use from now on, when the addressed one was refreshed.
+    public var canonicalToken: String?
+}
+
+/// The outcome of a send to tokens.
+public struct SendResult: Sendable {
+    public var multicastID: Int64
+    public var results: [RecipientResult]
+    /// The record's id in the control API (`GET /api/v1/messages/{id}`).
+    public var recordID: String
+
+    public var success: Int { results.count(where: { $0.error == nil }) }
+    public var failure: Int { results.count(where: { $0.error != nil }) }
+    public var canonicalIDs: Int { results.count(where: { $0.canonicalToken != nil }) }
+}
+
+/// One `messages` row.
+struct MessageRow: Sendable {
+    var id: Int64
+    var mid: Int64
+    var suffix: UInt32
+    var multicastID: Int64?
+    var senderID: String?
+    var transport: Transport
+    var format: BodyFormat
+    var acceptedAt: Int64
+    var targetKind: String
+    var targetValue: String?
+    var options: String
+    var data: String?
+    var notification: String?
+    var priority: Priority
+    var status: String
+    var error: String?
+    var errorDetail: String?
+    var httpStatus: Int
+    var raw: String?
+    var firstDelivery: Int64
+    var deliveryCount: Int
+
+    static let insertSQL = """
+        INSERT INTO messages(id, mid, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
+          target_value, options, data, notification, priority, status, error, error_detail, http_status, raw,
+          first_delivery, delivery_count)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+        """
+
+    var values: [SQLValue] {
+        [.int(id), .int(mid), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport.rawValue),
+         .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .text(options),
+         .optional(data), .optional(notification), .text(priority.rawValue), .text(status), .optional(error),
+         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(firstDelivery), .int(Int64(deliveryCount))]
+    }
+}
+
+/// One `deliveries` row: a message meeting one recipient.
+struct DeliveryRow: Sendable {
+    var id: Int64
+    var device: Int64?
+    /// Only for recipients that are no device (malformed or rejected unknown tokens).
+    var token: String?
+    var mid: Int64
+    var status: String
+    var error: String?
+    var canonical: Int64?
+    var deliveredAt: Int64?
+    var expiresAt: Int64
+
+    static let insertSQL = """
+        INSERT INTO deliveries(id, message, device, token, mid, status, error, canonical, accepted_at, delivered_at,
+          expires_at, collapse_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+        """
+}
+
+extension Device {
+    static let insertSQL = """
+        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at)
+        VALUES (?,?,?,?,?,?,?,?,?,?)
+        """
+
+    var insertValues: [SQLValue] {
+        [.int(id), .text(token), .text(senderID), .text(app), .text(platform.rawValue), .text(state.rawValue),
+         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt)]
+    }
+}
+
+extension Engine {
+    /// Sends `req` (token, multicast or missing target) as `senderID`: resolves every recipient
+    /// against the fake devices, stores the message and its deliveries, and answers once they are
+    /// committed. A dry run is validated the same way and stores nothing.
+    public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: String? = nil) throws(StoreError) -> SendResult {
+        let tokens: [String]
+        switch req.target {
+        case .token, .multicast: tokens = req.target.tokens
+        case .missing, .topic, .condition: tokens = []
+        }
+        let now = clock.nowMillis()
+        let multicastID = newMulticastID()
+        let suffix = messageIDSuffix(senderID: senderID)
+        let count = max(tokens.count, 1)
+        let firstMid = ids.reserve(count, nowMicros: clock.nowMicros())
+        let expiresAt = now + req.options.timeToLive * 1000
+        let dryRun = req.options.dryRun
+
+        let (results, ticket): ([RecipientResult], Store.Ticket?) = state.withLock { s in
+            var results: [RecipientResult] = []
+            results.reserveCapacity(count)
+            var rows: [DeliveryRow] = []
+            var newDevices: [Device] = []
+            var firstDelivery = s.nextDeliveryRow
+
+            if tokens.isEmpty {
+                // No recipient at all: one result carrying the message's error.
+                let err = req.messageError ?? .missingRegistration
+                results.append(RecipientResult(error: err))
+                rows.append(DeliveryRow(id: 0, device: nil, token: nil, mid: firstMid, status: "failed",
+                                        error: err.rawValue, canonical: nil, deliveredAt: nil, expiresAt: expiresAt))
+            }
+            for (i, token) in tokens.enumerated() {
+                let mid = firstMid + Int64(i)
+                var row = DeliveryRow(id: 0, device: nil, token: nil, mid: mid, status: "failed", error: nil,
+                                      canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
+                var result = RecipientResult()
+                let outcome = resolveRecipient(token, req: req, senderID: senderID, transport: transport,
+                                               state: &s, newDevices: &newDevices, now: now, dryRun: dryRun)
+                switch outcome {
+                case .failed(let err, let deviceID):
+                    result.error = err
+                    row.error = err.rawValue
+                    row.device = deviceID
+                    if deviceID == nil { row.token = token }
+                case .accepted(let target, let canonical):
+                    row.device = target.id
+                    if canonical {
+                        result.canonicalToken = target.token
+                        row.canonical = target.id
+                    }
+                    result.messageID = dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: suffix).description
+                    if target.online {
+                        row.status = "delivered"
+                        row.deliveredAt = now
+                    } else if req.options.timeToLive == 0 {
+                        // Now or never: an offline device never sees a TTL-0 message.
+                        row.status = "expired"
+                    } else {
+                        row.status = "pending"
+                        if !dryRun { s.devices[target.id]?.pending += 1 }
+                    }
+                }
+                results.append(result)
+                rows.append(row)
+            }
+            if dryRun { return (results, nil) }
+
+            for i in rows.indices {
+                rows[i].id = s.nextDeliveryRow
+                s.nextDeliveryRow += 1
+            }
+            if rows.isEmpty { firstDelivery = s.nextDeliveryRow }
+            let accepted = results.contains { $0.error == nil }
+            let errors = Set(results.compactMap { $0.error })
+            let message = MessageRow(
+                id: s.nextMessageRow, mid: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
+                transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
+                targetValue: req.target.value, options: Self.optionsJSON(req),
+                data: req.data.map { JSONValue.object($0).serialized() },
+                notification: req.notification.map { JSONValue.object($0).serialized() },
+                priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
+                error: errors.count == 1 ? errors.first?.rawValue : nil, errorDetail: req.messageErrorDetail,
+                httpStatus: 200, raw: accepted ? nil : raw, firstDelivery: firstDelivery, deliveryCount: rows.count)
+            s.nextMessageRow += 1
+            let collapseKey = req.options.collapseKey
+            let (createdDevices, deliveryRows) = (newDevices, rows)
+            let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
+                for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }
+                try c.run(MessageRow.insertSQL, message.values)
+                let stmt = try c.statement(DeliveryRow.insertSQL)
+                for r in deliveryRows {
+                    try stmt.bind([.int(r.id), .int(message.id), .optional(r.device), .optional(r.token), .int(r.mid),
+                                   .text(r.status), .optional(r.error), .optional(r.canonical), .int(now),
+                                   .optional(r.deliveredAt), .int(r.expiresAt), .optional(collapseKey)])
+                    while try stmt.step() {}
+                    try c.reset(stmt)
+                }
+            }]
+            return (results, submit(ops))
+        }
+        if let ticket { try commit(ticket) }
+        return SendResult(multicastID: multicastID, results: results,
+                          recordID: MessageID(micros: firstMid, suffix: suffix).description)
+    }
+
+    enum RecipientOutcome {
+        case failed(FCMErrorCode, Int64?)
+        /// Deliver to `target`; `canonical` when it replaced the addressed token.
+        case accepted(Device, canonical: Bool)
+    }
+
+    /// The rules of seeds Table 9 for one token, in the order the mock checks them.
+    private func resolveRecipient(_ token: String, req: SendRequest, senderID: String, transport: Transport,
+                                  state s: inout EngineState, newDevices: inout [Device], now: Int64,
+                                  dryRun: Bool) -> RecipientOutcome {
+        if let err = req.messageError { return .failed(err, s.tokenIndex[token]) }
+        guard isWellFormedToken(token) else { return .failed(.invalidRegistration, nil) }
+        var device: Device
+        if let d = s.device(token: token) {
+            device = d
+        } else {
+            guard unknownTokens == .register else { return .failed(.notRegistered, nil) }
+            // A well-formed unknown token becomes a new online device of the sending project.
+            device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
+                            app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,
+                            state: .registered, canonicalID: nil, online: true, createdAt: now, lastSeenAt: now, pending: 0)
+            if !dryRun {
+                s.nextDeviceID += 1
+                s.insert(device)
+                newDevices.append(device)
+            }
+        }
+        let addressedID = device.id
+        var canonical = false
+        var hops = 0
+        while device.state == .refreshed, let next = device.canonicalID, let d = s.devices[next], hops < 64 {
+            device = d
+            canonical = true
+            hops += 1
+        }
+        if device.state == .unregistered { return .failed(.notRegistered, addressedID) }
+        if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID) }
+        if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID) }
+        if device.platform == .ios, let app = s.projects[device.senderID]?.app(named: device.app), app.apnsCredential != "valid" {
+            return .failed(.invalidApnsCredential, addressedID)
+        }
+        if let interceptor, let (err, _) = interceptor.recipientError(transport: transport, senderID: senderID, token: token) {
+            return .failed(err, addressedID)
+        }
+        return .accepted(device, canonical: canonical)
+    }
+
+    /// Records a send that was refused as a whole (HTTP 400 or 401), so testers can see why.
+    public func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
+                               error: String, detail: String, raw: String?) throws(StoreError) -> String {
+        let now = clock.nowMillis()
+        let mid = ids.reserve(1, nowMicros: clock.nowMicros())
+        let suffix = messageIDSuffix(senderID: senderID ?? "")
+        let ticket = state.withLock { s in
+            let row = MessageRow(
+                id: s.nextMessageRow, mid: mid, suffix: suffix, multicastID: nil, senderID: senderID,
+                transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,
+                options: "{}", data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
+                errorDetail: detail, httpStatus: httpStatus, raw: raw, firstDelivery: s.nextDeliveryRow, deliveryCount: 0)
+            s.nextMessageRow += 1
+            return submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }])
+        }
+        try commit(ticket)
+        return MessageID(micros: mid, suffix: suffix).description
+    }
+
+    static func optionsJSON(_ req: SendRequest) -> String {
+        var w = JSONWriter()
+        let o = req.options
+        w.beginObject()
+        w.key("collapse_key"); w.value(o.collapseKey)
+        w.key("priority"); w.value(req.effectivePriority.rawValue)
+        w.key("time_to_live"); w.value(o.timeToLive)
+        w.key("restricted_package_name"); w.value(o.restrictedPackageName)
+        w.key("content_available"); w.value(o.contentAvailable)
+        w.key("mutable_content"); w.value(o.mutableContent)
+        w.key("dry_run"); w.value(o.dryRun)
+        if let d = o.delayWhileIdle { w.key("delay_while_idle"); w.value(d) }
+        w.endObject()
+        return w.string
+    }
+}

@@ -1,0 +1,192 @@
+import FCMCore
+import FCMStore
+import Synchronization
+
+/// Where fault injection and rate limits plug into the send path (issue 3 fills it in): asked
+/// once per recipient that would otherwise succeed.
+public protocol SendInterceptor: Sendable {
+    /// An error to report for this recipient instead of delivering, and the id of the fault
+    /// that caused it (nil for rate limits).
+    func recipientError(transport: Transport, senderID: String, token: String) -> (FCMErrorCode, String?)?
+}
+
+/// The mock's behaviour: projects, devices and the send path, shared by every listener.
+///
+/// In-memory state (projects, devices by token) answers the send path without touching SQLite;
+/// every change is also queued to the store inside the same critical section, so the store
+/// applies changes in exactly the order they were decided. A caller is answered only after its
+/// writes are committed.
+public final class Engine: Sendable {
+    public let store: Store
+    public let clock: MockClock
+    let ids: MessageIDAllocator
+    let state: Mutex<EngineState>
+    /// Woken after every commit that may change what an inbox shows (long polls wait here).
+    let changes = ConditionLock()
+    let changeGeneration = Mutex<UInt64>(0)
+    let shuttingDown = Mutex<Bool>(false)
+    public let unknownTokens: UnknownTokenPolicy
+    public let acceptAnyKey: Bool
+    let interceptor: (any SendInterceptor)?
+    /// Monotonic start time, for `uptime_s`.
+    public let startedAt = monotonicNanos()
+
+    /// Opens the engine over `store`, loading what the store already holds.
+    public init(store: Store, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
+                acceptAnyKey: Bool = false, interceptor: (any SendInterceptor)? = nil) throws(StoreError) {
+        self.store = store
+        self.clock = clock
+        self.unknownTokens = unknownTokens
+        self.acceptAnyKey = acceptAnyKey
+        self.interceptor = interceptor
+        let loaded = try EngineState.load(from: store)
+        self.ids = MessageIDAllocator(floor: loaded.maxMid)
+        self.state = Mutex(loaded.state)
+    }
+
+    // MARK: Authentication
+
+    /// The sender id a server key belongs to; with `--accept-any-key`, an unknown key counts as a
+    /// key of the first configured project.
+    public func senderID(forServerKey key: String) -> String? {
+        state.withLock { s in
+            if let owner = s.keyOwner[key] { return owner }
+            if acceptAnyKey, !key.isEmpty { return s.projectOrder.first }
+            return nil
+        }
+    }
+
+    /// The first configured project (Bearer-token sends map to it).
+    public func firstProjectID() -> String? {
+        state.withLock { $0.projectOrder.first }
+    }
+
+    // MARK: Change notification
+
+    /// Wakes every long poll; they re-read what they wait for.
+    func notifyChanged() {
+        changes.withLock { changeGeneration.withLock { $0 &+= 1 } }
+        changes.broadcast()
+    }
+
+    /// Current change generation (read before a query, then `waitForChange(after:)`).
+    func currentGeneration() -> UInt64 {
+        changes.withLock { changeGeneration.withLock { $0 } }
+    }
+
+    /// Blocks until something changed after `generation` or the deadline passed; false on time-out
+    /// or shutdown.
+    func waitForChange(after generation: UInt64, deadlineNanos: UInt64) -> Bool {
+        changes.withLock {
+            while changeGeneration.withLock({ $0 }) == generation {
+                if shuttingDown.withLock({ $0 }) { return false }
+                if monotonicNanos() >= deadlineNanos { return false }
+                changes.wait(untilMonotonicNanos: deadlineNanos)
+            }
+            return true
+        }
+    }
+
+    /// Ends every long poll at once (before the HTTP server waits for its requests to finish).
+    public func beginShutdown() {
+        shuttingDown.withLock { $0 = true }
+        notifyChanged()
+    }
+
+    /// Writes the store's log back into its file.
+    public func close() {
+        store.checkpoint()
+    }
+
+    /// Queues `ops` in decision order; call only while holding `state`.
+    func submit(_ ops: [WriteOp]) -> Store.Ticket {
+        store.submit(ops)
+    }
+
+    /// Waits for a ticket, then wakes long polls.
+    func commit(_ ticket: Store.Ticket) throws(StoreError) {
+        try store.wait(for: ticket)
+        notifyChanged()
+    }
+}
+
+/// Everything the engine keeps in memory, guarded by one mutex.
+struct EngineState: Sendable {
+    var projects: [String: Project] = [:]
+    var projectOrder: [String] = []
+    var keyOwner: [String: String] = [:]
+    var devices: [Int64: Device] = [:]
+    var tokenIndex: [String: Int64] = [:]
+    var nextDeviceID: Int64 = 1
+    var nextMessageRow: Int64 = 1
+    var nextDeliveryRow: Int64 = 1
+
+    func device(token: String) -> Device? {
+        tokenIndex[token].flatMap { devices[$0] }
+    }
+
+    mutating func insert(_ d: Device) {
+        devices[d.id] = d
+        tokenIndex[d.token] = d.id
+    }
+
+    mutating func insert(_ p: Project) {
+        if projects[p.senderID] == nil { projectOrder.append(p.senderID) }
+        if let old = projects[p.senderID] {
+            for k in old.serverKeys where keyOwner[k] == p.senderID { keyOwner[k] = nil }
+        }
+        projects[p.senderID] = p
+        for k in p.serverKeys { keyOwner[k] = p.senderID }
+    }
+
+    static func load(from store: Store) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
+        try store.read { (c: SQLiteConnection) throws(StoreError) -> (EngineState, Int64) in
+            var s = EngineState()
+            try c.query("SELECT sender_id, server_keys, apps, created_at FROM projects ORDER BY created_at, sender_id") {
+                (r: Statement) throws(StoreError) in
+                guard let p = Project.fromRow(sender: r.text(0) ?? "", keys: r.text(1) ?? "[]", apps: r.text(2) ?? "[]", createdAt: r.int(3))
+                else { return }
+                s.insert(p)
+            }
+            try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at FROM devices ORDER BY id") {
+                (r: Statement) throws(StoreError) in
+                s.insert(Device(
+                    id: r.int(0), token: r.text(1) ?? "", senderID: r.text(2) ?? "", app: r.text(3) ?? "",
+                    platform: Platform(rawValue: r.text(4) ?? "") ?? .android,
+                    state: DeviceState(rawValue: r.text(5) ?? "") ?? .registered,
+                    canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8), lastSeenAt: r.int(9), pending: 0))
+            }
+            try c.query("SELECT device, count(*) FROM deliveries WHERE status = 'pending' AND device IS NOT NULL GROUP BY device") {
+                (r: Statement) throws(StoreError) in
+                s.devices[r.int(0)]?.pending = Int(r.int(1))
+            }
+            s.nextDeviceID = (try c.scalar("SELECT max(id) FROM devices") ?? 0) + 1
+            s.nextMessageRow = (try c.scalar("SELECT max(id) FROM messages") ?? 0) + 1
+            s.nextDeliveryRow = (try c.scalar("SELECT max(id) FROM deliveries") ?? 0) + 1
+            let maxMid = try c.scalar("SELECT max(mid + max(delivery_count, 1) - 1) FROM messages") ?? 0
+            return (s, maxMid)
+        }
+    }
+}
+
+extension Project {
+    static func fromRow(sender: String, keys: String, apps: String, createdAt: Int64) -> Project? {
+        guard case .array(let k)? = try? JSONParser.parse(keys), case .array(let a)? = try? JSONParser.parse(apps) else { return nil }
+        return Project(
+            senderID: sender, serverKeys: k.compactMap(\.stringValue),
+            apps: a.compactMap { v in
+                guard let o = v.objectValue, let app = o["app"]?.stringValue else { return nil }
+                return AppConfig(app: app, platform: Platform(rawValue: o["platform"]?.stringValue ?? "") ?? .android,
+                                 apnsCredential: o["apns_credential"]?.stringValue ?? "valid")
+            }, createdAt: createdAt)
+    }
+
+    var keysJSON: String { JSONValue.array(serverKeys.map { .string($0) }).serialized() }
+
+    var appsJSON: String {
+        JSONValue.array(apps.map { a in
+            .object(JSONObject([("app", .string(a.app)), ("platform", .string(a.platform.rawValue)),
+                                ("apns_credential", .string(a.apnsCredential))]))
+        }).serialized()
+    }
+}

@@ -1,0 +1,155 @@
+import FCMCore
+import FCMStore
+import HTTPServer
+
+/// Content types of the protocol's answers.
+enum ContentType {
+    static let json = "application/json; charset=UTF-8"
+    static let text = "text/plain; charset=UTF-8"
+    static let html = "text/html; charset=UTF-8"
+}
+
+/// The 401 page Google's front end served (fcm-legacy.md section 1).
+let unauthorizedHTML = """
+    <HTML>
+    <HEAD>
+    <TITLE>Unauthorized</TITLE>
+    </HEAD>
+    <BODY BGCOLOR="#FFFFFF" TEXT="#000000">
+    <H1>Unauthorized</H1>
+    <H2>Error 401</H2>
+    </BODY>
+    </HTML>
+
+    """
+
+/// `POST /fcm/send` and `/gcm/send`: the legacy HTTP protocol.
+struct FCMSendRoute: Sendable {
+    let engine: Engine
+    let maxBodyBytes: Int
+
+    func handle(_ r: HTTPRequest) -> HTTPResponse {
+        guard r.method == "POST" else {
+            return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
+                                headers: [("Allow", "POST")])
+        }
+        if r.bodyTooLarge {
+            return HTTPResponse(status: 413, contentType: ContentType.text,
+                                body: "Request body larger than \(maxBodyBytes) bytes\n")
+        }
+        let isJSON = Self.isJSON(r.header("content-type"))
+        let format: BodyFormat = isJSON ? .json : .plain
+        let outcome = isJSON ? SendParser.parseJSON(r.body) : SendParser.parsePlain(r.body)
+        let raw = String(decoding: r.body.prefix(4096), as: UTF8.self)
+
+        // Authentication comes first: a bad key is a 401 whatever the body says.
+        guard let sender = authenticate(r.header("authorization"), outcome) else {
+            _ = try? engine.recordRejected(senderID: nil, transport: .http, format: format, httpStatus: 401,
+                                           error: "Unauthorized", detail: "missing or unknown server key", raw: raw)
+            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
+        }
+        do {
+            switch outcome {
+            case .badRequest(let reason):
+                _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
+                                              error: "InvalidJson", detail: reason, raw: raw)
+                return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
+            case .invalidParameters(let detail):
+                _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
+                                              error: "InvalidParameters", detail: detail, raw: raw)
+                var w = JSONWriter()
+                w.beginObject()
+                w.key("error"); w.value(FCMErrorCode.invalidParameters.rawValue)
+                w.key("error_description"); w.value(detail)
+                w.endObject()
+                return HTTPResponse(status: 400, contentType: ContentType.json, body: w.string)
+            case .request(let req):
+                switch req.target {
+                case .topic, .condition:
+                    let reason = "Topic and condition targets are not supported by this version of fcm-mock yet"
+                    _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
+                                                  error: "Unsupported", detail: reason, raw: raw)
+                    return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
+                default:
+                    break
+                }
+                let result = try engine.send(req, senderID: sender, transport: .http, raw: raw)
+                return isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+            }
+        } catch {
+            return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+        }
+    }
+
+    /// `key=<server key>`, or a Bearer token with `access_token_auth: true` in the body.
+    private func authenticate(_ header: String?, _ outcome: SendParseOutcome) -> String? {
+        guard let header else { return nil }
+        let trimmed = header.drop { $0 == " " }
+        if trimmed.lowercased().hasPrefix("key=") {
+            return engine.senderID(forServerKey: String(trimmed.dropFirst(4)).trimmingSpaces())
+        }
+        if trimmed.lowercased().hasPrefix("bearer "), case .request(let req) = outcome, req.accessTokenAuth,
+            !String(trimmed.dropFirst(7)).trimmingSpaces().isEmpty
+        {
+            return engine.firstProjectID()
+        }
+        return nil
+    }
+
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let ct = contentType else { return false }
+        let media = ct.split(separator: ";", maxSplits: 1).first.map { String($0).trimmingSpaces().lowercased() } ?? ""
+        return media == "application/json"
+    }
+
+    /// Seeds Table 5: `multicast_id`, counts and one result per recipient in request order.
+    static func jsonResponse(_ result: SendResult) -> HTTPResponse {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("multicast_id"); w.value(result.multicastID)
+        w.key("success"); w.value(result.success)
+        w.key("failure"); w.value(result.failure)
+        w.key("canonical_ids"); w.value(result.canonicalIDs)
+        w.key("results"); w.beginArray()
+        for r in result.results {
+            w.beginObject()
+            if let e = r.error {
+                w.key("error"); w.value(e.rawValue)
+            } else {
+                w.key("message_id"); w.value(r.messageID)
+                if let c = r.canonicalToken { w.key("registration_id"); w.value(c) }
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+    }
+
+    /// Seeds Tables 7 and 8: `id=…` (plus `registration_id=…`) or `Error=…`; errors that mean
+    /// "retry later" become HTTP 500/503, since the plain format cannot say so in its body.
+    static func plainResponse(_ result: SendResult) -> HTTPResponse {
+        guard let r = result.results.first else {
+            return HTTPResponse(status: 200, contentType: ContentType.text, body: "Error=MissingRegistration\n")
+        }
+        if let e = r.error {
+            if let status = e.plainTextStatus {
+                return HTTPResponse(status: status, contentType: ContentType.text,
+                                    body: status == 503 ? "Service Unavailable\n" : "Internal Server Error\n")
+            }
+            return HTTPResponse(status: 200, contentType: ContentType.text, body: "Error=\(e.rawValue)\n")
+        }
+        var body = "id=\(r.messageID ?? "")\n"
+        if let c = r.canonicalToken { body += "registration_id=\(c)\n" }
+        return HTTPResponse(status: 200, contentType: ContentType.text, body: body)
+    }
+}
+
+extension StringProtocol {
+    func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

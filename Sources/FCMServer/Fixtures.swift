@@ -1,0 +1,81 @@
+import FCMCore
+import Foundation
+
+/// Loads fixture files (control-api.md "Fixtures file") through the same engine calls the control
+/// API uses. Loading is idempotent: projects merge, devices that exist are left alone, and devices
+/// without a token get one derived from their place in the file.
+public enum Fixtures {
+    /// Loads each path (a file, or a folder meaning every `*.json` in it in name order); with no
+    /// paths, the default fixture built into the binary.
+    public static func load(_ paths: [String], into engine: Engine) throws(ConfigurationError) {
+        if paths.isEmpty {
+            try load(Array(defaultFixtureJSON.utf8), name: "fixtures/default.json (built in)", into: engine)
+            return
+        }
+        for path in paths {
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+                throw ConfigurationError("fixtures: \(path) does not exist")
+            }
+            var files = [path]
+            if isDir.boolValue {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+                files = names.filter { $0.hasSuffix(".json") }.sorted().map { (path as NSString).appendingPathComponent($0) }
+            }
+            for f in files {
+                guard let data = FileManager.default.contents(atPath: f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
+                try load(Array(data), name: f, into: engine)
+            }
+        }
+    }
+
+    /// Loads one fixture document; errors name the file and the JSON path of the problem.
+    public static func load(_ bytes: [UInt8], name: String, into engine: Engine) throws(ConfigurationError) {
+        func fail(_ path: String, _ message: String) -> ConfigurationError {
+            ConfigurationError("fixtures: \(name): \(path): \(message)")
+        }
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse(bytes)
+        } catch {
+            throw fail("$", "invalid JSON: \(error.message)")
+        }
+        guard let obj = root.objectValue else { throw fail("$", "the document must be a JSON object") }
+        for k in obj.keys where !["projects", "devices", "subscriptions", "groups"].contains(k) {
+            throw fail("$.\(k)", "unknown key; allowed: projects, devices, subscriptions, groups")
+        }
+        for k in ["subscriptions", "groups"] where obj[k] != nil {
+            throw fail("$.\(k)", "topics and device groups are not supported by this version of fcm-mock yet")
+        }
+        let now = engine.clock.nowMillis()
+        if let v = obj["projects"] {
+            guard let items = v.arrayValue else { throw fail("$.projects", "must be an array") }
+            for (i, item) in items.enumerated() {
+                let path = "$.projects[\(i)]"
+                guard let o = item.objectValue else { throw fail(path, "must be an object") }
+                do {
+                    try engine.createProject(try ControlAPI.projectSpec(Body(o, path: ""), now: now), upsert: true)
+                } catch {
+                    throw fail(path, error.message)
+                }
+            }
+        }
+        if let v = obj["devices"] {
+            guard let items = v.arrayValue else { throw fail("$.devices", "must be an array") }
+            for (i, item) in items.enumerated() {
+                let path = "$.devices[\(i)]"
+                guard let o = item.objectValue else { throw fail(path, "must be an object") }
+                do {
+                    var spec = try ControlAPI.deviceSpec(Body(o, path: ""))
+                    if spec.token == nil {
+                        spec.token = deterministicRegistrationToken(
+                            seed: "\(spec.senderID)|\(spec.app ?? "")|\(spec.platform.rawValue)|\(i)")
+                    }
+                    try engine.createDevice(spec, idempotent: true)
+                } catch {
+                    throw fail(path, error.message)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import FCMCore
+import HTTPServer
+
+/// Routes every HTTP request: the FCM paths, the control API, and 404s in each one's own format.
+public struct HTTPApp: Sendable {
+    let engine: Engine
+    let send: FCMSendRoute
+    let control: ControlAPI
+
+    /// The application over `engine`.
+    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int) {
+        self.engine = engine
+        self.send = FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes)
+        self.control = ControlAPI(engine: engine, controlToken: controlToken)
+    }
+
+    /// Answers one request (runs on the connection's thread).
+    public func handle(_ r: HTTPRequest) -> HTTPResponse {
+        let path = r.path
+        switch path {
+        case "/fcm/send", "/gcm/send":
+            return send.handle(r)
+        default:
+            break
+        }
+        if path.hasPrefix("/api/v1/") {
+            let rest = path.dropFirst("/api/v1/".count)
+            let segments = rest.split(separator: "/", omittingEmptySubsequences: false)
+            if segments.contains(where: { $0.isEmpty }) {
+                return control.handle(r, segments: [""])
+            }
+            return control.handle(r, segments: segments)
+        }
+        if path == "/" {
+            return HTTPResponse(status: 200, contentType: ContentType.text,
+                                body: "fcm-mock \(fcmMockVersion): POST /fcm/send, control API under /api/v1/ (see README)\n")
+        }
+        return HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(path)\n")
+    }
+}

@@ -1,0 +1,56 @@
+import FCMCore
+import Foundation
+
+/// A small leveled logger writing one line per event to stderr, as text or JSON.
+///
+/// Libraries take it instead of creating one; messages are autoclosures, so a disabled level costs
+/// nothing on the hot path.
+public struct Log: Sendable {
+    public enum Level: Int, Sendable, Comparable {
+        case debug, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        init(_ name: String) {
+            switch name {
+            case "debug": self = .debug
+            case "warning": self = .warning
+            case "error": self = .error
+            default: self = .info
+            }
+        }
+        var name: String { ["debug", "info", "warning", "error"][rawValue] }
+    }
+
+    public let level: Level
+    public let json: Bool
+
+    /// A logger at `level` (`debug`…`error`) in `format` (`text` or `json`).
+    public init(level: String = "info", format: String = "text") {
+        self.level = Level(level)
+        self.json = format == "json"
+    }
+
+    /// Logs `message` with dotted metadata keys when `at` is enabled.
+    public func log(_ at: Level, _ message: @autoclosure () -> String, _ metadata: @autoclosure () -> [(String, String)] = []) {
+        guard at >= level else { return }
+        let ts = rfc3339(millis: wallClockMicros() / 1000)
+        var line: String
+        if json {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("ts"); w.value(ts)
+            w.key("level"); w.value(at.name)
+            w.key("msg"); w.value(message())
+            for (k, v) in metadata() { w.key(k); w.value(v) }
+            w.endObject()
+            line = w.string
+        } else {
+            line = "\(ts) \(at.name) \(message())"
+            for (k, v) in metadata() { line += " \(k)=\(v)" }
+        }
+        FileHandle.standardError.write((line + "\n").data(using: .utf8) ?? Data())
+    }
+
+    public func info(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.info, m(), md()) }
+    public func warning(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.warning, m(), md()) }
+    public func error(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.error, m(), md()) }
+}

@@ -1,0 +1,59 @@
+import FCMCore
+
+/// An app of a project (`apps[]` of `POST /api/v1/projects`).
+public struct AppConfig: Sendable, Equatable {
+    public var app: String
+    public var platform: Platform
+    /// `valid` | `missing` | `expired`: sends reaching an iOS device of an app whose credential is
+    /// not valid fail with `InvalidApnsCredential`.
+    public var apnsCredential: String
+}
+
+/// A fake device's platform.
+public enum Platform: String, Sendable, Equatable {
+    case android, ios, web
+}
+
+/// A Firebase project as the mock knows it: a sender id, its server keys and its apps.
+public struct Project: Sendable, Equatable {
+    public var senderID: String
+    public var serverKeys: [String]
+    public var apps: [AppConfig]
+    public var createdAt: Int64
+
+    func app(named name: String) -> AppConfig? { apps.first { $0.app == name } }
+}
+
+/// Lifecycle state of a registration token (control-api.md, device object `state`).
+public enum DeviceState: String, Sendable, Equatable {
+    case registered, unregistered, refreshed
+}
+
+/// A fake app instance holding one registration token. Kept in memory (the send path resolves
+/// every recipient here) and mirrored in the store.
+public struct Device: Sendable, Equatable {
+    /// Interned id: what message and delivery rows index instead of the 150-byte token.
+    public var id: Int64
+    public var token: String
+    public var senderID: String
+    public var app: String
+    public var platform: Platform
+    public var state: DeviceState
+    /// For a refreshed token: the device that replaced it.
+    public var canonicalID: Int64?
+    public var online: Bool
+    public var createdAt: Int64
+    public var lastSeenAt: Int64
+    /// Messages stored for it while offline.
+    public var pending: Int
+}
+
+/// How a send was made.
+public enum Transport: String, Sendable {
+    case http, xmpp
+}
+
+/// What a send does with a well-formed token nobody registered (`--unknown-tokens`).
+public enum UnknownTokenPolicy: String, Sendable {
+    case register, reject
+}

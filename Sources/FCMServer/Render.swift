@@ -1,0 +1,56 @@
+import FCMCore
+
+/// JSON forms of the control API's objects.
+enum Render {
+    static func device(_ d: Device, canonicalToken: String?) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("token"); w.value(d.token)
+        w.key("sender_id"); w.value(d.senderID)
+        w.key("app"); w.value(d.app)
+        w.key("platform"); w.value(d.platform.rawValue)
+        w.key("state"); w.value(d.state.rawValue)
+        w.key("canonical_token"); w.value(canonicalToken)
+        w.key("online"); w.value(d.online)
+        w.key("topics"); w.beginArray(); w.endArray()
+        w.key("pending"); w.value(d.pending)
+        w.key("created_at"); w.value(rfc3339(millis: d.createdAt))
+        w.key("last_seen_at"); w.value(rfc3339(millis: d.lastSeenAt))
+        w.endObject()
+        return w.string
+    }
+
+    static func project(_ p: Project) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("sender_id"); w.value(p.senderID)
+        w.key("server_keys"); w.raw(p.keysJSON)
+        w.key("apps"); w.raw(p.appsJSON)
+        w.key("created_at"); w.value(rfc3339(millis: p.createdAt))
+        w.endObject()
+        return w.string
+    }
+
+    /// `{"items":[…],"next":…}`, the shape of every list.
+    static func list(_ items: [String], next: Int64?) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("items"); w.beginArray()
+        for i in items { w.raw(i) }
+        w.endArray()
+        w.key("next"); w.value(next.map { String($0) })
+        w.endObject()
+        return w.string
+    }
+
+    static func error(_ e: ControlError) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("error"); w.beginObject()
+        w.key("code"); w.value(e.code)
+        w.key("message"); w.value(e.message)
+        w.endObject()
+        w.endObject()
+        return w.string
+    }
+}

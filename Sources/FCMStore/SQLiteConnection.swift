@@ -1,0 +1,199 @@
+import CSQLite
+
+/// A failure reported by SQLite: the extended result code, its message and the SQL that failed.
+/// Bound values are never included (they may be tokens or keys).
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
+    public let sql: String?
+
+    public var description: String {
+        "SQLite error \(code): \(message)" + (sql.map { " (in: \($0.prefix(120)))" } ?? "")
+    }
+}
+
+/// A value bound to or read from a statement.
+public enum SQLValue: Sendable, Equatable {
+    case null
+    case int(Int64)
+    case text(String)
+
+    /// `.text` for a non-nil string, `.null` otherwise.
+    public static func optional(_ s: String?) -> SQLValue { s.map { .text($0) } ?? .null }
+    /// `.int` for a non-nil integer, `.null` otherwise.
+    public static func optional(_ i: Int64?) -> SQLValue { i.map { .int($0) } ?? .null }
+}
+
+/// One SQLite connection with a cache of prepared statements.
+///
+/// Deliberately not Sendable: the store reaches it only through one serialized owner
+/// (`Store`), so no two threads ever use it at once.
+public final class SQLiteConnection {
+    let db: OpaquePointer
+    private var cache: [String: Statement] = [:]
+
+    /// Opens (creating when missing) the database at `path`; `:memory:` is a private in-memory one.
+    public init(path: String) throws(StoreError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let msg = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let handle { sqlite3_close_v2(handle) }
+            throw StoreError(code: rc, message: msg, sql: nil)
+        }
+        db = handle
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        cache.removeAll()
+        sqlite3_close_v2(db)
+    }
+
+    /// Runs one or more statements that take no parameters and return nothing of interest.
+    public func execute(_ sql: String) throws(StoreError) {
+        var err: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &err)
+        if rc != SQLITE_OK {
+            let msg = err.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(db))
+            sqlite3_free(err)
+            throw StoreError(code: rc, message: msg, sql: sql)
+        }
+    }
+
+    /// The cached prepared statement for `sql`, reset and with bindings cleared.
+    public func statement(_ sql: String) throws(StoreError) -> Statement {
+        if let s = cache[sql] {
+            s.reset()
+            return s
+        }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, sql) }
+        let s = Statement(stmt, connection: self, sql: sql)
+        cache[sql] = s
+        return s
+    }
+
+    /// Runs `sql` with `args` for its side effect.
+    public func run(_ sql: String, _ args: [SQLValue] = []) throws(StoreError) {
+        let s = try statement(sql)
+        try s.bind(args)
+        while try s.step() {}
+    }
+
+    /// Runs a query, calling `row` for each result row.
+    public func query(_ sql: String, _ args: [SQLValue] = [], row: (Statement) throws(StoreError) -> Void) throws(StoreError) {
+        let s = try statement(sql)
+        try s.bind(args)
+        while try s.step() { try row(s) }
+    }
+
+    /// The first column of the first row as an integer, or nil when there is no row or it is NULL.
+    public func scalar(_ sql: String, _ args: [SQLValue] = []) throws(StoreError) -> Int64? {
+        var out: Int64?
+        try query(sql, args) { (s: Statement) throws(StoreError) in
+            if out == nil, !s.isNull(0) { out = s.int(0) }
+        }
+        return out
+    }
+
+    /// A single text value from the first row.
+    public func scalarText(_ sql: String, _ args: [SQLValue] = []) throws(StoreError) -> String? {
+        var out: String?
+        try query(sql, args) { (s: Statement) throws(StoreError) in
+            if out == nil { out = s.text(0) }
+        }
+        return out
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let v = try body()
+            try execute("COMMIT")
+            return v
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Resets a statement after a step loop so it can run again with new bindings.
+    public func reset(_ s: Statement) throws(StoreError) {
+        s.reset()
+    }
+
+    func error(_ rc: Int32, _ sql: String?) -> StoreError {
+        StoreError(code: rc, message: String(cString: sqlite3_errmsg(db)), sql: sql)
+    }
+}
+
+/// A prepared statement owned by its connection's cache.
+public final class Statement {
+    let stmt: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+
+    init(_ stmt: OpaquePointer, connection: SQLiteConnection, sql: String) {
+        self.stmt = stmt
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(stmt) }
+
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    /// Binds `args` to parameters 1...n.
+    public func bind(_ args: [SQLValue]) throws(StoreError) {
+        for (i, a) in args.enumerated() {
+            let idx = Int32(i + 1)
+            let rc: Int32
+            switch a {
+            case .null: rc = sqlite3_bind_null(stmt, idx)
+            case .int(let v): rc = sqlite3_bind_int64(stmt, idx, v)
+            case .text(let s):
+                var copy = s
+                rc = copy.withUTF8 { buf -> Int32 in
+                    guard let base = buf.baseAddress, buf.count > 0 else {
+                        return sqlite3_bind_text(stmt, idx, "", 0, fcm_sqlite_transient())
+                    }
+                    return UnsafeRawPointer(base).withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                        sqlite3_bind_text(stmt, idx, $0, Int32(buf.count), fcm_sqlite_transient())
+                    }
+                }
+            }
+            guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
+        }
+    }
+
+    /// Advances; true when a row is available.
+    public func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw connection.error(rc, sql)
+    }
+
+    /// Column `i` as an integer (0 for NULL).
+    public func int(_ i: Int32) -> Int64 { sqlite3_column_int64(stmt, i) }
+
+    /// Column `i` as an integer, nil for NULL.
+    public func optionalInt(_ i: Int32) -> Int64? { isNull(i) ? nil : int(i) }
+
+    /// Column `i` as text, nil for NULL.
+    public func text(_ i: Int32) -> String? {
+        guard let p = sqlite3_column_text(stmt, i) else { return nil }
+        let n = Int(sqlite3_column_bytes(stmt, i))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    /// Whether column `i` is NULL.
+    public func isNull(_ i: Int32) -> Bool { sqlite3_column_type(stmt, i) == SQLITE_NULL }
+}

@@ -1,0 +1,60 @@
+/// An HTTP request as the server hands it to the application: the whole body already read.
+public struct HTTPRequest: Sendable {
+    /// `GET`, `POST`, …
+    public var method: String
+    /// The path as sent, still percent-encoded, without the query string.
+    public var path: String
+    /// Query arguments as sent (still percent-encoded), in order; a bare `?flag` has a nil value.
+    public var rawQuery: [(String, String?)]
+    /// Header fields with lower-cased names; repeated fields are joined with ", ".
+    public var headers: [String: String]
+    /// The request body (empty when `bodyTooLarge`).
+    public var body: [UInt8]
+    /// Set when the body went over the server's limit: it was read and discarded.
+    public var bodyTooLarge: Bool
+
+    /// A request built by hand (tests, in-process calls).
+    public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [String: String] = [:],
+                body: [UInt8] = [], bodyTooLarge: Bool = false) {
+        self.method = method
+        self.path = path
+        self.rawQuery = rawQuery
+        self.headers = headers
+        self.body = body
+        self.bodyTooLarge = bodyTooLarge
+    }
+
+    /// The value of header `name` (any case).
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// An HTTP response: status, headers and a body sent in one piece.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    /// Close the connection after this response (fault injection, fatal errors).
+    public var closeConnection = false
+
+    /// A response with the given parts.
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response with a text body and its content type.
+    public init(status: Int, contentType: String, body: String, headers: [(String, String)] = []) {
+        self.init(status: status, headers: [("Content-Type", contentType)] + headers, body: Array(body.utf8))
+    }
+}
+
+/// The application behind the server. It runs on the connection's own thread and may block
+/// (long polls do), because the server gives every connection its own thread.
+public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+
+/// Why the server could not start.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

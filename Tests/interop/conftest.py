@@ -1,0 +1,122 @@
+"""Starts the fcm-mock binary for the interop suite and talks to its control API.
+
+The binary comes from $FCM_MOCK_BIN (Tests/interop/run.sh sets it). One server per test module:
+it is started on port 0 with an in-memory store and this suite's own fixtures file, its
+`listening http=... xmpp=...` line is read from stdout, and on teardown it gets SIGTERM and must
+exit 0. Tests make their own devices through the control API, so no reset is needed between them.
+"""
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from mocksupport import FIXTURES, LISTENING_RE, MockServer
+
+STARTUP_TIMEOUT_S = float(os.environ.get("FCM_MOCK_STARTUP_TIMEOUT", "20"))
+STOP_TIMEOUT_S = 10.0
+
+
+def _start(binary, fixtures_path, stderr_path):
+    cmd = [binary, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", ":memory:",
+           "--fixtures", str(fixtures_path)]
+    stderr_file = open(stderr_path, "wb")
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=stderr_file)
+    finally:
+        stderr_file.close()
+    return cmd, proc
+
+
+def _read_listening_line(proc, deadline):
+    """Returns (line, other_output) once a `listening` line arrives, or (None, output)."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    buf = b""
+    seen = []
+    try:
+        while True:
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode("utf-8", "replace").rstrip("\r")
+                if line.startswith("listening "):
+                    return line, seen
+                seen.append(line)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, seen + ([buf.decode("utf-8", "replace")] if buf else [])
+            if not sel.select(timeout=remaining):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:  # stdout closed: the process is gone or closed it
+                return None, seen + ([buf.decode("utf-8", "replace")] if buf else [])
+            buf += chunk
+    finally:
+        sel.close()
+
+
+def _drain(stream):
+    # Keeps the pipe from filling up should the server print more to stdout later.
+    try:
+        while stream.read(65536):
+            pass
+    except (OSError, ValueError):
+        pass
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory):
+    binary = os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock")
+    binary = os.path.abspath(binary)
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        pytest.fail(f"FCM_MOCK_BIN={binary} is not an executable file", pytrace=False)
+
+    tmp = tmp_path_factory.mktemp("fcm-mock")
+    fixtures_path = tmp / "fixtures.json"
+    fixtures_path.write_text(json.dumps(FIXTURES, indent=2))
+    stderr_path = tmp / "stderr.log"
+
+    cmd, proc = _start(binary, fixtures_path, stderr_path)
+    server = None
+    try:
+        line, other = _read_listening_line(proc, time.monotonic() + STARTUP_TIMEOUT_S)
+        if line is None:
+            try:
+                proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+            status = ("still running" if proc.poll() is None
+                      else f"exited with code {proc.returncode}")
+            with open(stderr_path, "r", errors="replace") as f:
+                err = f.read()[-4000:]
+            pytest.fail(
+                f"fcm-mock printed no 'listening http=... xmpp=...' line within "
+                f"{STARTUP_TIMEOUT_S:.0f}s ({status}).\n"
+                f"command: {' '.join(cmd)}\nstdout: {other!r}\nstderr:\n{err}",
+                pytrace=False)
+        m = LISTENING_RE.match(line)
+        assert m, f"unexpected listening line: {line!r}"
+        threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
+
+        server = MockServer(f"http://{m['host']}:{m['port']}", proc, stderr_path)
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                pytest.fail(f"fcm-mock did not exit within {STOP_TIMEOUT_S:.0f}s of SIGTERM",
+                            pytrace=False)
+    if server is not None:
+        assert proc.returncode == 0, (
+            f"fcm-mock exited with {proc.returncode} after SIGTERM (wanted 0); stderr:\n"
+            f"{server.stderr_tail()}")

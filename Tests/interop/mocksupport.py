@@ -1,0 +1,155 @@
+"""Shared pieces of the interop suite: the fixture data, FCM-shaped tokens, and a small client
+for fcm-mock's control API with pyfcm pointed at the mock."""
+
+import json
+import os
+import re
+import secrets
+import urllib.parse
+
+import requests
+from pyfcm import FCMNotification
+
+# Loopback only, whatever proxy the environment names.
+os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+os.environ["no_proxy"] = "127.0.0.1,localhost"
+
+LONG_POLL_S = 5
+
+# Two projects, so that a token of the second one is a MismatchSenderId for the first one's key.
+SENDER_A = "111111111111"
+KEY_A = "AAAAinterop:project-a-server-key"
+APP_A = "com.example.interop"
+APP_A_IOS = "com.example.interop.ios"
+SENDER_B = "222222222222"
+KEY_B = "AAAAinterop:project-b-server-key"
+APP_B = "com.example.other"
+
+MESSAGE_ID_RE = re.compile(r"0:\d{16}%[0-9a-f]{16}")
+LISTENING_RE = re.compile(r"^listening http=(?P<host>[^\s:]+):(?P<port>\d+) xmpp=\S+:\d+\s*$")
+
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def fcm_token():
+    """A fresh FCM-shaped registration token: 22 chars, ':APA91b', 123 chars (152 in all)."""
+    head = "".join(secrets.choice(_ALPHABET) for _ in range(22))
+    tail = "".join(secrets.choice(_ALPHABET) for _ in range(123))
+    return f"{head}:APA91b{tail}"
+
+
+FIXTURE_TOKEN_A = fcm_token()
+
+FIXTURES = {
+    "projects": [
+        {
+            "sender_id": SENDER_A,
+            "server_keys": [KEY_A],
+            "apps": [
+                {"app": APP_A, "platform": "android"},
+                {"app": APP_A_IOS, "platform": "ios"},
+            ],
+        },
+        {
+            "sender_id": SENDER_B,
+            "server_keys": [KEY_B],
+            "apps": [{"app": APP_B, "platform": "android"}],
+        },
+    ],
+    "devices": [
+        {"token": FIXTURE_TOKEN_A, "sender_id": SENDER_A, "app": APP_A,
+         "platform": "android", "online": True},
+    ],
+}
+
+
+def q(segment):
+    """Percent-encodes one path segment (tokens hold ':', message ids hold ':' and '%')."""
+    return urllib.parse.quote(segment, safe="")
+
+
+class MockServer:
+    def __init__(self, base_url, proc, stderr_path):
+        self.base_url = base_url
+        self.proc = proc
+        self.stderr_path = stderr_path
+        self.http = requests.Session()
+        self.http.trust_env = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def stderr_tail(self, limit=4000):
+        try:
+            with open(self.stderr_path, "r", errors="replace") as f:
+                return f.read()[-limit:]
+        except OSError:
+            return ""
+
+    def api(self, method, path, expect=200, **kwargs):
+        """Calls the control API; asserts the status and returns the decoded JSON (or None)."""
+        kwargs.setdefault("timeout", LONG_POLL_S + 10)
+        resp = self.http.request(method, self.base_url + path, **kwargs)
+        assert resp.status_code == expect, (
+            f"{method} {path} -> {resp.status_code} (wanted {expect}): {resp.text[:2000]}")
+        if not resp.content:
+            return None
+        return resp.json()
+
+    # -- pyfcm, pointed at the mock -----------------------------------------------------------
+    def fcm(self, api_key=KEY_A):
+        push = FCMNotification(api_key=api_key)
+        # pyfcm 1.5.x posts to the FCM_END_POINT attribute; an instance attribute overrides it.
+        push.FCM_END_POINT = self.base_url + "/fcm/send"
+        push.requests_session.trust_env = False
+        return push
+
+    # -- devices and what they received ---------------------------------------------------------
+    def create_device(self, sender_id=SENDER_A, app=APP_A, platform="android", online=True):
+        token = fcm_token()
+        body = {"token": token, "sender_id": sender_id, "app": app,
+                "platform": platform, "online": online}
+        dev = self.api("POST", "/api/v1/devices", expect=201, json=body)
+        assert dev["token"] == token, dev
+        assert dev["state"] == "registered", dev
+        return token
+
+    def device(self, token):
+        return self.api("GET", f"/api/v1/devices/{q(token)}")
+
+    def inbox(self, token, wait=None, min_count=None, status=None):
+        params = {}
+        if wait is not None:
+            params["wait"] = wait
+        if min_count is not None:
+            params["min"] = min_count
+        if status is not None:
+            params["status"] = status
+        page = self.api("GET", f"/api/v1/devices/{q(token)}/messages", params=params)
+        return page["items"]
+
+    def wait_inbox(self, token, count=1):
+        """Long-polls the inbox until it holds at least `count` entries (no sleeping)."""
+        return self.inbox(token, wait=LONG_POLL_S, min_count=count)
+
+    def message(self, message_id):
+        return self.api("GET", f"/api/v1/messages/{q(message_id)}")
+
+    def messages(self, **params):
+        params.setdefault("limit", 1000)
+        return self.api("GET", "/api/v1/messages", params=params)["items"]
+
+    def rejected_for(self, token):
+        """Rejected sends recorded for a token (filtered here too, in case a filter is ignored)."""
+        items = self.messages(status="rejected", token=token)
+        return [m for m in items if token in json.dumps(m)]
+
+    def assert_inbox_only_barrier(self, token, push):
+        """Proves nothing earlier reached `token`: sends one real message and long-polls for it;
+        the inbox must then hold exactly that message. Avoids sleeping to prove a negative."""
+        res = push.single_device_data_message(registration_id=token,
+                                              data_message={"probe": "barrier"})
+        assert res["success"] == 1, res
+        barrier_id = res["results"][0]["message_id"]
+        items = self.wait_inbox(token, 1)
+        assert [e["message_id"] for e in items] == [barrier_id], items
+        assert items[0]["data"] == {"probe": "barrier"}, items[0]
+        return items[0]

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Interop suite: drives a running fcm-mock with a real third-party client (pyfcm 1.5.4).
+#
+#   bash Tests/interop/run.sh [PATH_TO_FCM_MOCK]
+#
+# The binary is the first argument, else $FCM_MOCK_BIN, else .build/release/fcm-mock.
+# A virtual environment with the pinned packages of Tests/interop/requirements.txt is made
+# once at .build/interop-venv and reused while it matches that file. Exits with pytest's code.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+
+bin="${1:-${FCM_MOCK_BIN:-.build/release/fcm-mock}}"
+case "$bin" in /*) ;; *) bin="$root/$bin" ;; esac
+if [ ! -x "$bin" ]; then
+    echo "interop: no fcm-mock binary at $bin (build it with 'swift build -c release'," \
+         "or pass its path as the first argument or in FCM_MOCK_BIN)" >&2
+    exit 2
+fi
+
+venv="$root/.build/interop-venv"
+req="$here/requirements.txt"
+stamp="$venv/.interop-requirements"
+
+venv_ok() {
+    [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp" \
+        && "$venv/bin/python" -c 'import pyfcm, pytest, requests' >/dev/null 2>&1
+}
+
+if ! venv_ok; then
+    log="$(mktemp)"
+    trap 'rm -f "$log"' EXIT
+    rm -rf "$venv"
+    mkdir -p "$root/.build"
+    pip_flags=(--quiet --disable-pip-version-check --no-input)
+    # Debian ships venv's pip bootstrap (ensurepip) in python3-venv; without it, make the venv
+    # without pip and install into it with the system pip (pip >= 22.3 understands --python).
+    if python3 -m venv "$venv" >"$log" 2>&1; then
+        pip=("$venv/bin/python" -m pip)
+    else
+        rm -rf "$venv"
+        if python3 -m venv --without-pip "$venv" >>"$log" 2>&1 \
+           && python3 -m pip --version >>"$log" 2>&1; then
+            pip=(python3 -m pip --python "$venv/bin/python")
+        else
+            cat "$log" >&2
+            echo "interop: could not create a virtual environment at $venv" \
+                 "(on Debian: apt-get install python3-venv)" >&2
+            exit 2
+        fi
+    fi
+    if ! "${pip[@]}" install "${pip_flags[@]}" -r "$req" >>"$log" 2>&1; then
+        cat "$log" >&2
+        echo "interop: installing $req into $venv failed" >&2
+        exit 2
+    fi
+    cp "$req" "$stamp"
+fi
+
+export FCM_MOCK_BIN="$bin"
+export PYTHONDONTWRITEBYTECODE=1
+# Loopback only: never route the suite's requests through a proxy from the environment.
+export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
+export no_proxy="$NO_PROXY"
+
+set +e
+"$venv/bin/python" -m pytest -q Tests/interop
+exit $?

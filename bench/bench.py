@@ -1,0 +1,585 @@
+#!/usr/bin/env python3
+"""fcm-mock benchmark driver (run through bench/run.sh, which installs and builds first).
+
+    python3 bench/bench.py --mock BIN --ceiling BIN --work DIR [--duration 10]
+
+Measures, on loopback only, with bounded loops:
+  a. single-token sends (wrk, 32 connections, 2 threads) against the mock and the ceiling
+  b. 1000-token multicasts (wrk, 4 connections) against the mock
+  c. start-up: process start to the first answered GET /api/v1/health (median of 10)
+  d. resident memory of the mock after at least 100,000 accepted messages
+and checks that every send answered 200 was recorded. Prints a markdown report (also written to
+WORK/report.md). Exit 0: all targets met; 1: a target missed; 2: could not measure.
+"""
+
+import argparse
+import hashlib
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+SENDER_ID = "424242424242"
+SERVER_KEY = "AAAAbench:bench-server-key"
+APP = "com.example.bench"
+DEVICES = 10_000
+MULTICAST_SIZE = 1000
+RSS_MESSAGES = 100_000
+
+TARGET_RATIO = 0.40
+TARGET_MULTICAST_P50_MS = 15.0
+TARGET_STARTUP_MS = 50.0
+TARGET_RSS_MB = 40.0
+
+_children = []
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+
+def bench_token(i):
+    """Deterministic FCM-shaped token for index i: 22 chars, ':APA91b', 123 chars (152)."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    out = []
+    counter = 0
+    while len(out) < 145:
+        digest = hashlib.sha256(f"fcm-mock-bench:{i}:{counter}".encode()).digest()
+        out.extend(alphabet[b & 63] for b in digest)
+        counter += 1
+    return "".join(out[:22]) + ":APA91b" + "".join(out[22:145])
+
+
+def write_fixtures(work):
+    fixtures = os.path.join(work, "fixtures-10k.json")
+    tokens_path = os.path.join(work, "tokens.txt")
+    if os.path.exists(fixtures) and os.path.exists(tokens_path):
+        return fixtures, tokens_path
+    tokens = [bench_token(i) for i in range(DEVICES)]
+    assert len(set(tokens)) == DEVICES
+    assert all(len(t) == 152 and re.fullmatch(r"[A-Za-z0-9_:-]+", t) for t in tokens)
+    doc = {
+        "projects": [{"sender_id": SENDER_ID, "server_keys": [SERVER_KEY],
+                      "apps": [{"app": APP, "platform": "android"}]}],
+        "devices": [{"token": t, "sender_id": SENDER_ID, "app": APP, "platform": "android",
+                     "online": True} for t in tokens],
+    }
+    with open(fixtures + ".tmp", "w") as f:
+        json.dump(doc, f)
+    with open(tokens_path + ".tmp", "w") as f:
+        f.write("\n".join(tokens) + "\n")
+    os.replace(fixtures + ".tmp", fixtures)
+    os.replace(tokens_path + ".tmp", tokens_path)
+    return fixtures, tokens_path
+
+
+# ---------------------------------------------------------------------------------------------
+# processes
+
+
+class Server:
+    def __init__(self, name, cmd, stderr_path, timeout_s):
+        self.name = name
+        self.cmd = cmd
+        self.stderr_path = stderr_path
+        with open(stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=err, cwd=ROOT)
+        _children.append(self.proc)
+        self.port = self._read_port(timeout_s)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _read_port(self, timeout_s):
+        import selectors
+        deadline = time.monotonic() + timeout_s
+        buf = b""
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            while True:
+                m = re.search(rb"listening http=[^\s:]+:(\d+)[^\n]*\n", buf)
+                if m:
+                    return int(m.group(1))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                if sel.select(timeout=min(left, 0.5)):
+                    chunk = os.read(self.proc.stdout.fileno(), 4096)
+                    if not chunk:  # stdout closed: the process is gone
+                        break
+                    buf += chunk
+        finally:
+            sel.close()
+        self.stop(timeout_s=2)
+        raise BenchError(f"{self.name} printed no 'listening http=...' line within {timeout_s}s "
+                         f"(command: {' '.join(self.cmd)}; exit code {self.proc.returncode}; "
+                         f"stdout {buf[-500:]!r}; stderr: {self.stderr_tail()})")
+
+    def stderr_tail(self, n=1500):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def rss_kib(self):
+        fields = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "VmHWM", "Threads"):
+                    fields[k] = int(v.split()[0])
+        return fields
+
+    def stop(self, timeout_s=60):
+        """SIGTERM, wait; returns the exit code (None if it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                return None
+        return self.proc.returncode
+
+
+def kill_children():
+    for p in _children:
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP helpers (stdlib only)
+
+
+def http_json(url, method="GET", body=None, headers=None, timeout=30):
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        path = u.path + (f"?{u.query}" if u.query else "")
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, data
+    finally:
+        conn.close()
+
+
+def fcm_send(url, payload, timeout=30):
+    status, data = http_json(url + "/fcm/send", "POST", json.dumps(payload).encode(),
+                             {"Content-Type": "application/json",
+                              "Authorization": f"key={SERVER_KEY}"}, timeout)
+    return status, data
+
+
+# ---------------------------------------------------------------------------------------------
+# wrk
+
+
+def run_wrk(script, url, threads, connections, duration_s, tokens_path):
+    env = dict(os.environ, BENCH_TOKENS=tokens_path, BENCH_SERVER_KEY=SERVER_KEY)
+    cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", "--timeout", "5s",
+           "-s", os.path.join(HERE, script), url + "/fcm/send"]
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                             timeout=duration_s + 60)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"wrk did not finish: {' '.join(cmd)}")
+    m = re.search(r"^WRK (.*)$", out.stdout, re.M)
+    if out.returncode != 0 or not m:
+        raise BenchError(f"wrk failed ({out.returncode}): {out.stdout[-1500:]} {out.stderr[-1500:]}")
+    r = {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+    r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
+    r["ok"] = r["requests"] - r["status_errors"]  # wrk counts status >= 400 as status errors
+    r["socket_errors"] = r["connect"] + r["read"] + r["write"] + r["timeout"]
+    return r
+
+
+# ---------------------------------------------------------------------------------------------
+# start-up
+
+
+def startup_once(cmd_for_port, tmpdir, limit_s=10.0):
+    """Milliseconds from spawning the process to the first 200 answer to GET /api/v1/health."""
+    port = free_port()
+    cmd = cmd_for_port(port, tmpdir)
+    request = (f"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               f"Connection: close\r\n\r\n").encode()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=ROOT)
+    _children.append(proc)
+    elapsed = None
+    try:
+        deadline = t0 + limit_s
+        while time.perf_counter() < deadline and proc.poll() is None:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(max(0.01, deadline - time.perf_counter()))
+            try:
+                s.connect(("127.0.0.1", port))
+                s.sendall(request)
+                head = b""
+                while b"\r\n" not in head:
+                    chunk = s.recv(256)
+                    if not chunk:
+                        break
+                    head += chunk
+                if head.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200")):
+                    elapsed = (time.perf_counter() - t0) * 1000.0
+                    break
+            except OSError:
+                pass
+            finally:
+                s.close()
+            time.sleep(0.0002)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return elapsed
+
+
+def startup_median(cmd_for_port, runs, work, label):
+    times = []
+    for i in range(runs):
+        d = tempfile.mkdtemp(prefix=f"startup-{label}-{i}-", dir=work)
+        try:
+            t = startup_once(cmd_for_port, d)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        if t is None:
+            raise BenchError(f"{label}: no answer to GET /api/v1/health within 10 s (run {i + 1})")
+        times.append(t)
+    return statistics.median(times), times
+
+
+# ---------------------------------------------------------------------------------------------
+# recorded messages
+
+
+def count_recorded(url, expected, time_limit_s=90.0):
+    """Counts GET /api/v1/messages by paging (limit=1000, cursor); bounded in pages and time.
+    Returns (count, note); count is None when the list is not available."""
+    status, data = http_json(url + "/api/v1/messages?limit=1")
+    try:
+        first = json.loads(data)
+    except ValueError:
+        first = None
+    if status != 200 or not isinstance(first, dict) or "items" not in first:
+        return None, f"GET /api/v1/messages?limit=1 -> {status} {data[:200]!r}"
+    for key in ("total", "count"):
+        if isinstance(first.get(key), int):
+            return first[key], f"'{key}' of GET /api/v1/messages"
+    count = 0
+    cursor = None
+    pages = 0
+    max_pages = expected // 1000 + 100
+    deadline = time.monotonic() + time_limit_s
+    while True:
+        q = {"limit": "1000"}
+        if cursor:
+            q["cursor"] = cursor
+        status, data = http_json(url + "/api/v1/messages?" + urllib.parse.urlencode(q), timeout=60)
+        if status != 200:
+            return None, f"GET /api/v1/messages page {pages + 1} -> {status} {data[:200]!r}"
+        page = json.loads(data)
+        count += len(page.get("items", []))
+        pages += 1
+        cursor = page.get("next")
+        if not cursor:
+            return count, f"paged GET /api/v1/messages ({pages} pages)"
+        if pages >= max_pages or time.monotonic() > deadline:
+            return count, f"stopped paging after {pages} pages (bound); at least this many"
+
+
+def sqlite_count(db_path):
+    """Rows of a `messages` table in the mock's SQLite file (after it stopped), or None."""
+    if not shutil.which("sqlite3") or not os.path.exists(db_path):
+        return None, "sqlite3 or the db file is missing"
+    try:
+        tables = subprocess.run(["sqlite3", "-readonly", db_path,
+                                 "SELECT name FROM sqlite_master WHERE type='table'"],
+                                capture_output=True, text=True, timeout=60).stdout.split()
+        if "messages" not in tables:
+            return None, f"no 'messages' table (tables: {', '.join(tables) or 'none'})"
+        out = subprocess.run(["sqlite3", "-readonly", db_path, "SELECT count(*) FROM messages"],
+                             capture_output=True, text=True, timeout=120)
+        return int(out.stdout.strip()), "sqlite3 count(*) of table messages"
+    except (subprocess.SubprocessError, ValueError) as e:
+        return None, f"sqlite3 failed: {e}"
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+
+
+def fmt_int(n):
+    return "n/a" if n is None else f"{n:,.0f}"
+
+
+def fmt_ms(us):
+    return f"{us / 1000.0:.2f}"
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mock", required=True)
+    ap.add_argument("--ceiling", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--duration", type=int, default=int(os.environ.get("BENCH_DURATION", "10")))
+    ap.add_argument("--warmup", type=int, default=int(os.environ.get("BENCH_WARMUP", "2")))
+    ap.add_argument("--startup-runs", type=int, default=10)
+    args = ap.parse_args()
+
+    work = os.path.abspath(args.work)
+    os.makedirs(work, exist_ok=True)
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=work)
+    mock_bin, ceiling_bin = os.path.abspath(args.mock), os.path.abspath(args.ceiling)
+    dur = args.duration
+    t_start = time.monotonic()
+    res = {}
+
+    fixtures, tokens_path = write_fixtures(work)
+    log(f"fixtures: {DEVICES} devices in {fixtures}")
+
+    # c. start-up, first, on a quiet machine -----------------------------------------------
+    def mock_cmd(fixture_file=None):
+        def build(port, tmpdir):
+            cmd = [mock_bin, "serve", "--http-port", str(port), "--xmpp-port", "0",
+                   "--db", os.path.join(tmpdir, "fcm-mock.sqlite")]
+            if fixture_file:
+                cmd += ["--fixtures", fixture_file]
+            return cmd
+        return build
+
+    log(f"start-up: {args.startup_runs} runs each")
+    res["startup_mock"], res["startup_mock_all"] = startup_median(
+        mock_cmd(), args.startup_runs, run_dir, "mock")
+    res["startup_ceiling"], res["startup_ceiling_all"] = startup_median(
+        lambda port, _d: [ceiling_bin, str(port)], args.startup_runs, run_dir, "ceiling")
+    res["startup_mock_10k"], _ = startup_median(mock_cmd(fixtures), 3, run_dir, "mock-10k")
+
+    # a. ceiling, single-token shape ---------------------------------------------------------
+    ceiling = Server("ceiling", [ceiling_bin, "0"], os.path.join(run_dir, "ceiling.stderr"), 10)
+    try:
+        log(f"ceiling: single-token sends, 32 connections, {dur}s (+{args.warmup}s warm-up)")
+        if args.warmup:
+            run_wrk("single.lua", ceiling.url, 2, 32, args.warmup, tokens_path)
+        res["ceiling_single"] = run_wrk("single.lua", ceiling.url, 2, 32, dur, tokens_path)
+        res["ceiling_rss"] = ceiling.rss_kib()
+    finally:
+        res["ceiling_exit"] = ceiling.stop(10)
+
+    # the mock, on a real database file --------------------------------------------------------
+    db_path = os.path.join(run_dir, "fcm-mock.sqlite")
+    mock = Server("fcm-mock", [mock_bin, "serve", "--http-port", "0", "--xmpp-port", "0",
+                               "--db", db_path, "--fixtures", fixtures],
+                  os.path.join(run_dir, "mock.stderr"), 60)
+    accepted = 0  # messages the mock accepted (single: one per 200; multicast: see probe)
+    answered_200 = 0  # every 200 answer of /fcm/send, all phases
+    try:
+        status, data = fcm_send(mock.url, {"to": bench_token(0), "data": {"probe": "1"}})
+        probe = json.loads(data) if status == 200 else None
+        if not probe or probe.get("success") != 1:
+            raise BenchError(f"probe send: POST /fcm/send to one bench token -> {status} "
+                             f"{data[:300]!r}")
+        accepted += 1
+        answered_200 += 1
+
+        log(f"fcm-mock: single-token sends, 32 connections, {dur}s (+{args.warmup}s warm-up)")
+        if args.warmup:
+            w = run_wrk("single.lua", mock.url, 2, 32, args.warmup, tokens_path)
+            answered_200 += w["ok"]
+            accepted += w["ok"]
+        res["mock_single"] = r = run_wrk("single.lua", mock.url, 2, 32, dur, tokens_path)
+        answered_200 += r["ok"]
+        accepted += r["ok"]
+
+        log("fcm-mock: counting recorded messages")
+        res["single_200"] = answered_200
+        res["recorded"], res["recorded_note"] = count_recorded(mock.url, answered_200)
+
+        status, data = fcm_send(mock.url, {"registration_ids": [bench_token(i) for i in
+                                                                range(MULTICAST_SIZE)],
+                                           "data": {"probe": "multicast"}})
+        probe = json.loads(data) if status == 200 else None
+        if not probe:
+            raise BenchError(f"multicast probe: {status} {data[:300]!r}")
+        per_multicast = int(probe.get("success", 0))
+        if per_multicast != MULTICAST_SIZE:
+            log(f"warning: a {MULTICAST_SIZE}-token multicast had {per_multicast} successes")
+        accepted += per_multicast
+        answered_200 += 1
+        res["per_multicast"] = per_multicast
+
+        log(f"fcm-mock: {MULTICAST_SIZE}-token multicasts, 4 connections, {dur}s")
+        res["mock_multicast"] = r = run_wrk("multicast.lua", mock.url, 2, 4, dur, tokens_path)
+        answered_200 += r["ok"]
+        accepted += r["ok"] * per_multicast
+
+        # d. at least 100,000 accepted messages, then RSS --------------------------------------
+        extra = 0
+        while accepted < RSS_MESSAGES and extra < 2 * RSS_MESSAGES // MULTICAST_SIZE:
+            status, data = fcm_send(mock.url, {
+                "registration_ids": [bench_token((extra * MULTICAST_SIZE + i) % DEVICES)
+                                     for i in range(MULTICAST_SIZE)], "data": {"fill": "1"}})
+            extra += 1
+            if status == 200:
+                answered_200 += 1
+                accepted += json.loads(data).get("success", 0)
+        res["accepted"] = accepted
+        res["mock_rss"] = mock.rss_kib()
+    finally:
+        res["mock_exit"] = mock.stop(120)
+    res["answered_200"] = answered_200
+    res["sqlite_count"], res["sqlite_note"] = sqlite_count(db_path)
+    res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
+                       if f.startswith("fcm-mock.sqlite")) / 1e6
+    if not os.environ.get("BENCH_KEEP"):
+        shutil.rmtree(run_dir, ignore_errors=True)
+    res["elapsed_s"] = time.monotonic() - t_start
+
+    ok = report(res, work)
+    return 0 if ok else 1
+
+
+def report(res, work):
+    ms, cs, mc = res["mock_single"], res["ceiling_single"], res["mock_multicast"]
+    ratio = ms["rps"] / cs["rps"] if cs["rps"] else 0.0
+    rss_mb = res["mock_rss"]["VmRSS"] / 1024.0
+    checks = {
+        "ratio": ratio >= TARGET_RATIO,
+        "multicast": mc["p50_us"] / 1000.0 < TARGET_MULTICAST_P50_MS,
+        "startup": res["startup_mock"] < TARGET_STARTUP_MS,
+        "rss": rss_mb < TARGET_RSS_MB and res["accepted"] >= RSS_MESSAGES,
+        "recorded": None if res["recorded"] is None else res["recorded"] >= res["single_200"],
+        "exit": res["mock_exit"] == 0,
+        "errors": ms["socket_errors"] + mc["socket_errors"] + ms["status_errors"]
+                  + mc["status_errors"] == 0,
+    }
+    if res["sqlite_count"] is not None:
+        checks["sqlite"] = res["sqlite_count"] >= res["answered_200"]
+
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    lines = [
+        f"fcm-mock benchmark — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}, "
+        f"loopback, wrk 2 threads",
+        "",
+        "| measure | fcm-mock | ceiling (libmicrohttpd, no work) | target | result |",
+        "|---|---:|---:|---|---|",
+        f"| single-token send, req/s (32 conns, {ms['duration_us'] / 1e6:.0f} s) "
+        f"| {ms['rps']:,.0f} | {cs['rps']:,.0f} | mock ≥ 40% of ceiling: **{ratio:.0%}** "
+        f"| {verdict(checks['ratio'])} |",
+        f"| single-token latency p50 / p99, ms | {fmt_ms(ms['p50_us'])} / {fmt_ms(ms['p99_us'])} "
+        f"| {fmt_ms(cs['p50_us'])} / {fmt_ms(cs['p99_us'])} | | |",
+        f"| 1000-token multicast, req/s (4 conns) | {mc['rps']:,.1f} "
+        f"({mc['rps'] * res['per_multicast']:,.0f} msg/s) | | | |",
+        f"| 1000-token multicast latency p50 / p99, ms | {fmt_ms(mc['p50_us'])} / "
+        f"{fmt_ms(mc['p99_us'])} | | p50 < {TARGET_MULTICAST_P50_MS:.0f} ms "
+        f"| {verdict(checks['multicast'])} |",
+        f"| start-up to first answered GET /api/v1/health, median of "
+        f"{len(res['startup_mock_all'])}, ms | {res['startup_mock']:.1f} "
+        f"| {res['startup_ceiling']:.1f} | < {TARGET_STARTUP_MS:.0f} ms "
+        f"| {verdict(checks['startup'])} |",
+        f"| start-up with the 10,000-device fixtures, median of 3, ms "
+        f"| {res['startup_mock_10k']:.1f} | | (info) | |",
+        f"| resident memory (VmRSS) after {res['accepted']:,} accepted messages, MB "
+        f"| {rss_mb:.1f} (peak {res['mock_rss']['VmHWM'] / 1024.0:.1f}) "
+        f"| {res['ceiling_rss']['VmRSS'] / 1024.0:.1f} | < {TARGET_RSS_MB:.0f} MB "
+        f"| {verdict(checks['rss'])} |",
+        f"| recorded messages ≥ 200 answers (single-token phase) "
+        f"| {fmt_int(res['recorded'])} ≥ {res['single_200']:,} | | nothing answered missing "
+        f"| {verdict(checks['recorded'])} |",
+    ]
+    if "sqlite" in checks:
+        lines.append(f"| rows in `messages` after stop ≥ all 200 answers "
+                     f"| {res['sqlite_count']:,} ≥ {res['answered_200']:,} | | nothing answered "
+                     f"missing | {verdict(checks['sqlite'])} |")
+    lines += [
+        f"| non-200 answers / socket errors under load "
+        f"| {ms['status_errors'] + mc['status_errors']} / "
+        f"{ms['socket_errors'] + mc['socket_errors']} | {cs['status_errors']} / "
+        f"{cs['socket_errors']} | 0 / 0 | {verdict(checks['errors'])} |",
+        f"| exit code after SIGTERM | {res['mock_exit']} | {res['ceiling_exit']} | 0 "
+        f"| {verdict(checks['exit'])} |",
+        "",
+        f"Store: SQLite file (WAL), {res['db_mb']:.0f} MB at the end. Recorded count: "
+        f"{res['recorded_note']}" + (f"; {res['sqlite_note']}" if res["sqlite_note"] else "")
+        + f". Start-up runs (ms): mock "
+        f"{', '.join(f'{t:.1f}' for t in res['startup_mock_all'])}; ceiling "
+        f"{', '.join(f'{t:.1f}' for t in res['startup_ceiling_all'])}. "
+        f"Whole run {res['elapsed_s']:.0f} s.",
+    ]
+    failed = [k for k, v in checks.items() if v is False]
+    unknown = [k for k, v in checks.items() if v is None]
+    lines.append("")
+    if failed:
+        lines.append(f"Missed: {', '.join(failed)}.")
+    if unknown:
+        lines.append(f"Could not check: {', '.join(unknown)}.")
+    if not failed and not unknown:
+        lines.append("All targets met.")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(work, "report.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    return not failed and not unknown
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        log(f"error: {e}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    finally:
+        kill_children()

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# fcm-mock benchmark (`make bench`). Loopback only; every phase is bounded in time.
+#
+#   bash bench/run.sh                        builds the mock (swift build -c release) and measures
+#   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
+#
+# Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3) with
+# apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
+# bench/bench.py, which prints a markdown report (also left in .build/bench/report.md).
+# Environment: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_WARMUP (default 2),
+# BENCH_KEEP=1 keeps the run's SQLite file under .build/bench/.
+# Exit: 0 all targets met, 1 a target missed, 2 could not build or measure.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+cd "$root"
+out="$root/.build/bench"
+mkdir -p "$out"
+
+# --- tools -------------------------------------------------------------------------------------
+missing=()
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libmicrohttpd; then
+    missing+=(libmicrohttpd-dev)
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    echo "bench: installing ${missing[*]}" >&2
+    if ! { "${sudo[@]}" apt-get update -qq \
+           && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+                  --no-install-recommends "${missing[@]}"; } >"$out/apt.log" 2>&1; then
+        cat "$out/apt.log" >&2
+        echo "bench: could not install ${missing[*]}" >&2
+        exit 2
+    fi
+fi
+
+# --- the ceiling server --------------------------------------------------------------------------
+ceiling="$out/ceiling"
+if [ ! -x "$ceiling" ] || [ "$here/ceiling.c" -nt "$ceiling" ]; then
+    # shellcheck disable=SC2046
+    gcc -O2 -Wall -Wextra -o "$ceiling" "$here/ceiling.c" \
+        $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+fi
+
+# --- the mock ------------------------------------------------------------------------------------
+if [ -n "${FCM_MOCK_BIN:-}" ]; then
+    mock="$FCM_MOCK_BIN"
+    case "$mock" in /*) ;; *) mock="$root/$mock" ;; esac
+else
+    echo "bench: building fcm-mock (swift build -c release)" >&2
+    if ! swift build -c release >"$out/swift-build.log" 2>&1; then
+        tail -n 40 "$out/swift-build.log" >&2
+        echo "bench: swift build -c release failed (log: $out/swift-build.log)" >&2
+        exit 2
+    fi
+    mock="$(swift build -c release --show-bin-path)/fcm-mock"
+fi
+if [ ! -x "$mock" ]; then
+    echo "bench: no fcm-mock binary at $mock" >&2
+    exit 2
+fi
+
+exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
