@@ -95,11 +95,11 @@ public enum SendParser {
                 ttl = n
             }
             if let v = obj["data"] {
-                guard case .object(let d) = v else { throw FieldError(typeError("data", "JSON object", v)) }
+                guard case .object(let d) = v else { throw FieldError(typeError("data", "object", v)) }
                 req.data = d
             }
             if let v = obj["notification"] {
-                guard case .object(let n) = v else { throw FieldError(typeError("notification", "JSON object", v)) }
+                guard case .object(let n) = v else { throw FieldError(typeError("notification", "object", v)) }
                 try checkNotification(n)
                 req.notification = n
             }
@@ -234,9 +234,9 @@ public enum SendParser {
                 case .string: continue
                 case .array(let items):
                     for item in items {
-                        guard case .string = item else { throw FieldError(typeError(field, "JSON array of java.lang.String", m.value)) }
+                        guard case .string = item else { throw FieldError(typeError(field, "array of java.lang.String", m.value)) }
                     }
-                default: throw FieldError(typeError(field, "JSON array", m.value))
+                default: throw FieldError(typeError(field, "array", m.value))
                 }
             case "badge":
                 switch m.value {

@@ -1,0 +1,155 @@
+import FCMCore
+import FCMServer
+import Foundation
+
+/// The demo project of the built-in default fixture, as tests and README use it.
+public enum DemoProject {
+    public static let senderID = "123456789012"
+    public static let serverKey = "AAAAfcmmock:demo-server-key"
+    public static let androidApp = "com.example.demo"
+    public static let iosApp = "com.example.demo.ios"
+}
+
+/// The application started in-process on port 0 with a throwaway store, for end-to-end tests
+/// that talk real HTTP to it. Stop it in `tearDown` (or with `defer`) even when a test fails.
+public final class TestServer {
+    public let app: Application
+    public let port: Int
+
+    /// Starts the server; `fixtures` are JSON documents written to a temporary folder (none: the
+    /// built-in default fixture).
+    public init(fixtures: [String] = [], db: String = ":memory:", unknownTokens: String = "register",
+                extraArguments: [String] = []) throws {
+        var args = ["--http-port", "0", "--xmpp-port", "0", "--db", db, "--unknown-tokens", unknownTokens]
+        for (i, f) in fixtures.enumerated() {
+            let path = NSTemporaryDirectory() + "fcm-mock-fixture-\(UUID().uuidString)-\(i).json"
+            try f.write(toFile: path, atomically: true, encoding: .utf8)
+            args += ["--fixtures", path]
+        }
+        let config = try Configuration.parse(arguments: args + extraArguments, environment: [:])
+        app = try Application(config, log: Log(level: "error"))
+        try app.start()
+        port = app.httpPort
+    }
+
+    /// A new client connected to this server.
+    public func client() -> HTTPTestClient { HTTPTestClient(port: port) }
+
+    /// Stops the server.
+    public func stop() { app.stop() }
+}
+
+/// The built `fcm-mock` binary started as a child process, for tests of the command line,
+/// signals and crash safety.
+public final class BinaryServer {
+    public let process: Process
+    public let httpPort: Int
+    public let xmppPort: Int
+    public let stderrPipe: Pipe
+
+    /// Where `swift build` put the executable: next to the test bundle.
+    public static var executablePath: String {
+        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var dir = testBinary.deletingLastPathComponent()
+        while dir.path != "/" {
+            let candidate = dir.appendingPathComponent("fcm-mock").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return ".build/debug/fcm-mock"
+    }
+
+    /// Starts `fcm-mock serve` with `arguments` (ports 0 are added unless given) and waits for the
+    /// `listening` line.
+    public init(arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 20) throws {
+        var args = ["serve"]
+        if !arguments.contains("--http-port") { args += ["--http-port", "0"] }
+        if !arguments.contains("--xmpp-port") { args += ["--xmpp-port", "0"] }
+        args += arguments
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.executablePath)
+        p.arguments = args
+        if let environment { p.environment = environment }
+        let out = Pipe()
+        stderrPipe = Pipe()
+        p.standardOutput = out
+        p.standardError = stderrPipe
+        try p.run()
+        process = p
+        let line = try Self.readLine(out.fileHandleForReading, timeout: timeout)
+        guard let l = line, let h = Self.port(l, "http="), let x = Self.port(l, "xmpp=") else {
+            p.terminate()
+            let err = String(decoding: stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
+            throw TestError("the server did not print its listening line (got \(line ?? "nothing")); stderr: \(err)")
+        }
+        httpPort = h
+        xmppPort = x
+    }
+
+    static func port(_ line: String, _ key: String) -> Int? {
+        guard let r = line.range(of: key) else { return nil }
+        let rest = line[r.upperBound...].prefix { $0 != " " }
+        guard let colon = rest.lastIndex(of: ":") else { return nil }
+        return Int(rest[rest.index(after: colon)...])
+    }
+
+    static func readLine(_ h: FileHandle, timeout: TimeInterval) throws -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var bytes: [UInt8] = []
+        let fd = h.fileDescriptor
+        while Date() < deadline {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&pfd, 1, 100) > 0 {
+                var b: UInt8 = 0
+                let n = read(fd, &b, 1)
+                if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+                if b == 10 { return String(decoding: bytes, as: UTF8.self) }
+                bytes.append(b)
+            }
+        }
+        return nil
+    }
+
+    /// A client for the HTTP port.
+    public func client() -> HTTPTestClient { HTTPTestClient(port: httpPort) }
+
+    /// Sends `signal` and waits for the process to exit; returns its exit status.
+    @discardableResult
+    public func stop(signal: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// Runs the binary to completion (for exit-code tests) and returns status, stdout and stderr.
+public func runBinary(_ arguments: [String], timeout: TimeInterval = 20) throws -> (status: Int32, stdout: String, stderr: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: BinaryServer.executablePath)
+    p.arguments = arguments
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning && Date() < deadline { usleep(10_000) }
+    if p.isRunning { p.terminate(); p.waitUntilExit(); throw TestError("fcm-mock \(arguments) did not exit within \(timeout)s") }
+    let o = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return (p.terminationStatus, o, e)
+}
+
+extension FileHandle {
+    /// What can be read right now without blocking.
+    func availableDataNonBlocking() -> Data {
+        var data = Data()
+        var pfd = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while poll(&pfd, 1, 50) > 0 {
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = Glibc.read(fileDescriptor, &buf, buf.count)
+            if n <= 0 { break }
+            data.append(contentsOf: buf[0..<n])
+        }
+        return data
+    }
+}

@@ -1,0 +1,83 @@
+import XCTest
+
+@testable import FCMCore
+
+final class IDTests: XCTestCase {
+    func testMessageIDShape() throws {
+        let id = MessageID(micros: 1_484_103_730_761_325, suffix: 0x9b9e_6c13)
+        XCTAssertEqual(id.description, "0:1484103730761325%9b9e6c139b9e6c13")
+        XCTAssertEqual(MessageID(id.description), id)
+        let regex = try NSRegularExpression(pattern: "^0:[0-9]{16}%[0-9a-f]{16}$")
+        let s = MessageID(micros: 42, suffix: 1).description
+        XCTAssertEqual(regex.numberOfMatches(in: s, range: NSRange(s.startIndex..., in: s)), 1, s)
+    }
+
+    func testMessageIDParsingRejects() {
+        for bad in ["", "fake_message_id", "0:123%abc", "1:1484103730761325%9b9e6c139b9e6c13",
+                    "0:1484103730761325%9b9e6c139b9e6c14", "0:1484103730761325%9B9E6C139B9E6C13",
+                    "0:99999999999999999999999%9b9e6c139b9e6c13", "0:148410373076132x%9b9e6c139b9e6c13"] {
+            XCTAssertNil(MessageID(bad), bad)
+        }
+    }
+
+    func testSuffixIsPerSender() {
+        XCTAssertEqual(messageIDSuffix(senderID: "123"), messageIDSuffix(senderID: "123"))
+        XCTAssertNotEqual(messageIDSuffix(senderID: "123"), messageIDSuffix(senderID: "124"))
+    }
+
+    func testAllocatorIsStrictlyIncreasingAndRunsAheadWhenNeeded() {
+        let a = MessageIDAllocator(floor: 1000)
+        XCTAssertEqual(a.reserve(1, nowMicros: 10), 1001, "never at or below the floor")
+        XCTAssertEqual(a.reserve(1000, nowMicros: 10), 1002)
+        XCTAssertEqual(a.reserve(1, nowMicros: 10), 2002, "a block of 1000 is consumed whole")
+        XCTAssertEqual(a.reserve(1, nowMicros: 5000), 5000, "falls back in step with the clock")
+    }
+
+    func testMulticastIDIs19DigitPositive() {
+        for _ in 0..<100 {
+            let m = newMulticastID()
+            XCTAssertGreaterThan(m, 0)
+            XCTAssertEqual(String(m).count, 19)
+        }
+    }
+
+    func testTokens() {
+        let t = newRegistrationToken()
+        XCTAssertEqual(t.count, 152)
+        XCTAssertTrue(t.contains(":APA91b"))
+        XCTAssertTrue(isWellFormedToken(t))
+        XCTAssertEqual(deterministicRegistrationToken(seed: "x"), deterministicRegistrationToken(seed: "x"))
+        XCTAssertNotEqual(deterministicRegistrationToken(seed: "x"), deterministicRegistrationToken(seed: "y"))
+        XCTAssertTrue(isWellFormedToken(deterministicRegistrationToken(seed: "x")))
+        let cases: [(String, Bool)] = [
+            ("42", true), ("demo-android-1", true), ("a:b.c_d-e", true), ("", false), ("a b", false),
+            ("a/b", false), ("a%b", false), ("ä", false), ("<script>", false),
+            (String(repeating: "a", count: 4096), true), (String(repeating: "a", count: 4097), false),
+        ]
+        for (token, ok) in cases { XCTAssertEqual(isWellFormedToken(token), ok, token) }
+    }
+
+    func testRFC3339() {
+        XCTAssertEqual(rfc3339(millis: 0), "1970-01-01T00:00:00.000Z")
+        XCTAssertEqual(rfc3339(millis: 1_700_000_000_123), "2023-11-14T22:13:20.123Z")
+        XCTAssertEqual(rfc3339(millis: 951_782_400_000), "2000-02-29T00:00:00.000Z")
+        for ms: Int64 in [0, 1, 999, 1_700_000_000_123, 951_782_400_000, 4_102_444_800_000] {
+            XCTAssertEqual(parseRFC3339(rfc3339(millis: ms)), ms)
+        }
+        XCTAssertEqual(parseRFC3339("2023-11-14T23:13:20+01:00"), 1_700_000_000_000)
+        XCTAssertEqual(parseRFC3339("2023-11-14T22:13:20Z"), 1_700_000_000_000)
+        XCTAssertNil(parseRFC3339("2023-11-14"))
+        XCTAssertNil(parseRFC3339("2023-13-14T22:13:20Z"))
+        XCTAssertNil(parseRFC3339("yesterday"))
+    }
+
+    func testErrorCodesMapToXMPP() {
+        XCTAssertEqual(FCMErrorCode.notRegistered.xmppCode, "DEVICE_UNREGISTERED")
+        XCTAssertEqual(FCMErrorCode.invalidRegistration.xmppCode, "BAD_REGISTRATION")
+        XCTAssertEqual(FCMErrorCode.mismatchSenderId.xmppCode, "SENDER_ID_MISMATCH")
+        XCTAssertEqual(FCMErrorCode.invalidTtl.xmppCode, "INVALID_JSON")
+        XCTAssertEqual(FCMErrorCode.unavailable.plainTextStatus, 503)
+        XCTAssertEqual(FCMErrorCode.internalServerError.plainTextStatus, 500)
+        XCTAssertNil(FCMErrorCode.notRegistered.plainTextStatus)
+    }
+}

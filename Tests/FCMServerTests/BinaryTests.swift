@@ -1,0 +1,184 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import Foundation
+import XCTest
+
+/// The built `fcm-mock` binary: command line, exit codes, signals, durability.
+final class BinaryTests: XCTestCase {
+    var tmp: String!
+
+    override func setUpWithError() throws {
+        tmp = NSTemporaryDirectory() + "fcm-mock-bin-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: tmp)
+    }
+
+    func testListeningLineDefaultFixtureAndCleanStop() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        let c = s.client()
+        let r = try c.sendJSON(#"{"to":"demo-android-1","data":{"score":"3x1"}}"#, key: DemoProject.serverKey)
+        XCTAssertNil(singleError(r))
+        XCTAssertEqual(items(try c.get("/api/v1/devices?sender_id=\(DemoProject.senderID)")).count, 4)
+        c.disconnect()
+        XCTAssertEqual(s.stop(signal: SIGTERM), 0)
+        let s2 = try BinaryServer(arguments: ["--db", ":memory:"])
+        XCTAssertEqual(s2.stop(signal: SIGINT), 0)
+    }
+
+    func testBadCommandLinesExit2WithOneLine() throws {
+        let cases: [[String]] = [
+            ["serve", "--bogus"],
+            ["serve", "--http-port", "70000"],
+            ["serve", "--http-port"],
+            ["serve", "--unknown-tokens", "maybe"],
+            ["serve", "--db", "/nonexistent-dir/x/y.sqlite", "--http-port", "0", "--xmpp-port", "0"],
+            ["serve", "--fixtures", "/nonexistent.json", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0"],
+            ["frobnicate"],
+        ]
+        for args in cases {
+            let r = try runBinary(args)
+            XCTAssertEqual(r.status, 2, "\(args): \(r.stderr)")
+            XCTAssertTrue(r.stderr.hasPrefix("fcm-mock: "), "\(args): \(r.stderr)")
+            XCTAssertEqual(r.stdout, "", "\(args): nothing half-started")
+        }
+        XCTAssertEqual(try runBinary(["serve", "--bogus"]).stderr.split(separator: "\n").count, 1)
+    }
+
+    func testBusyPortExits2() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let r = try runBinary(["serve", "--http-port", String(s.httpPort), "--xmpp-port", "0", "--db", ":memory:"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains("\(s.httpPort)") && r.stderr.contains("in use"), r.stderr)
+    }
+
+    func testInvalidFixtureNamesFileAndPath() throws {
+        let path = tmp + "/bad.json"
+        try #"{"projects":[{"sender_id":"1","server_keys":["k"]}],"devices":[{"sender_id":"1"},{"sender_id":"nope"}]}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try runBinary(["serve", "--fixtures", path, "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains(path) && r.stderr.contains("$.devices[1]"), r.stderr)
+    }
+
+    func testEnvironmentVariablesAndFlagsWin() throws {
+        var env = ProcessInfo.processInfo.environment
+        env["FCM_MOCK_DB"] = ":memory:"
+        env["FCM_MOCK_UNKNOWN_TOKENS"] = "reject"
+        let s = try BinaryServer(arguments: [], environment: env)
+        XCTAssertEqual(singleError(try s.client().sendJSON(#"{"to":"never-seen"}"#, key: DemoProject.serverKey)), "NotRegistered")
+        s.stop()
+        let s2 = try BinaryServer(arguments: ["--unknown-tokens", "register"], environment: env)
+        XCTAssertNil(singleError(try s2.client().sendJSON(#"{"to":"never-seen"}"#, key: DemoProject.serverKey)))
+        s2.stop()
+        env["FCM_MOCK_HTTP_PORT"] = "not-a-port"
+        let bad = Process()
+        bad.executableURL = URL(fileURLWithPath: BinaryServer.executablePath)
+        bad.arguments = ["serve"]
+        bad.environment = env
+        bad.standardError = Pipe()
+        bad.standardOutput = Pipe()
+        try bad.run()
+        bad.waitUntilExit()
+        XCTAssertEqual(bad.terminationStatus, 2)
+    }
+
+    func testFixturesAreIdempotentAndSurviveRestart() throws {
+        let db = tmp + "/store.sqlite"
+        let fx = tmp + "/fx.json"
+        try #"{"projects":[{"sender_id":"77","server_keys":["k77"],"apps":[{"app":"com.x","platform":"android"}]}],"devices":[{"sender_id":"77"},{"sender_id":"77","token":"named"}]}"#
+            .write(toFile: fx, atomically: true, encoding: .utf8)
+        let s = try BinaryServer(arguments: ["--db", db, "--fixtures", fx, "--fixtures", fx])
+        let c = s.client()
+        let devices = items(try c.get("/api/v1/devices")).compactMap { $0["token"]?.stringValue }
+        XCTAssertEqual(devices.count, 2, "loading the same file twice adds nothing")
+        c.disconnect()
+        XCTAssertEqual(s.stop(), 0)
+        let s2 = try BinaryServer(arguments: ["--db", db, "--fixtures", fx])
+        defer { s2.stop() }
+        XCTAssertEqual(items(try s2.client().get("/api/v1/devices")).compactMap { $0["token"]?.stringValue }, devices)
+    }
+
+    func testEverythingSurvivesARestart() throws {
+        let db = tmp + "/store.sqlite"
+        let s = try BinaryServer(arguments: ["--db", db])
+        let c = s.client()
+        XCTAssertEqual(try c.post("/api/v1/projects", #"{"sender_id":"9","server_keys":["k9"]}"#).status, 201)
+        let dev = try c.post("/api/v1/devices", #"{"sender_id":"9","online":false}"#)
+        let token = try XCTUnwrap(dev.object?["token"]?.stringValue)
+        let sent = try c.sendJSON("{\"to\":\"\(token)\",\"data\":{\"k\":\"v\"}}", key: "k9")
+        let id = try XCTUnwrap(results(sent).first?["message_id"]?.stringValue)
+        c.disconnect()
+        XCTAssertEqual(s.stop(), 0)
+
+        let s2 = try BinaryServer(arguments: ["--db", db])
+        defer { s2.stop() }
+        let c2 = s2.client()
+        XCTAssertEqual(try c2.get("/api/v1/devices/\(pathEncode(token))").object?["pending"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try c2.get("/api/v1/messages/\(pathEncode(id))").status, 200)
+        XCTAssertEqual(try c2.patch("/api/v1/devices/\(pathEncode(token))", #"{"online":true}"#).status, 200)
+        XCTAssertEqual(items(try c2.get("/api/v1/devices/\(pathEncode(token))/messages")).first?["status"]?.stringValue, "delivered")
+        // New ids after a restart never collide with stored ones.
+        let again = try XCTUnwrap(results(try c2.sendJSON("{\"to\":\"\(token)\"}", key: "k9")).first?["message_id"]?.stringValue)
+        XCTAssertGreaterThan(MessageID(again)!.micros, MessageID(id)!.micros)
+    }
+
+    func testKill9LosesNothingThatWasAnswered() throws {
+        let db = tmp + "/store.sqlite"
+        let s = try BinaryServer(arguments: ["--db", db])
+        let port = s.httpPort
+        let answered = LockedIDs()
+        let threads = (0..<4).map { t in
+            Thread {
+                let c = HTTPTestClient(port: port)
+                for i in 0..<10_000 {
+                    guard let r = try? c.sendJSON("{\"registration_ids\":[\"demo-android-1\",\"k9-\(t)-\(i)\"]}", key: DemoProject.serverKey) else { break }
+                    for res in r.object?["results"]?.arrayValue ?? [] {
+                        if let id = res.objectValue?["message_id"]?.stringValue { answered.add(id) }
+                    }
+                }
+                answered.done()
+            }
+        }
+        threads.forEach { $0.start() }
+        // Kill in the middle of the load, once some sends were answered.
+        while answered.all().count < 400 { usleep(5_000) }
+        kill(s.process.processIdentifier, SIGKILL)
+        s.process.waitUntilExit()
+        answered.waitForDone(count: 4)
+        let ids = Set(answered.all())
+        XCTAssertGreaterThanOrEqual(ids.count, 400)
+
+        let s2 = try BinaryServer(arguments: ["--db", db])
+        defer { s2.stop() }
+        let c = s2.client()
+        var stored = Set<String>()
+        var cursor = ""
+        repeat {
+            let page = try c.get("/api/v1/messages?limit=1000" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"))
+            for m in items(page) {
+                for r in m["recipients"]?.arrayValue ?? [] {
+                    if let id = r.objectValue?["message_id"]?.stringValue { stored.insert(id) }
+                }
+            }
+            cursor = page.object?["next"]?.stringValue ?? ""
+        } while !cursor.isEmpty
+        XCTAssertTrue(ids.isSubset(of: stored), "\(ids.subtracting(stored).count) of \(ids.count) answered ids were lost")
+    }
+
+    func testVersion() throws {
+        let r = try runBinary(["version"])
+        XCTAssertEqual(r.status, 0)
+        XCTAssertEqual(r.stdout, "fcm-mock \(fcmMockVersion)\n")
+    }
+
+    func testDefaultFixtureFileMatchesTheBuiltInOne() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = try String(contentsOf: root.appendingPathComponent("fixtures/default.json"), encoding: .utf8)
+        XCTAssertEqual(file, defaultFixtureJSON, "fixtures/default.json and DefaultFixture.swift must stay equal")
+    }
+}

@@ -1,0 +1,220 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+/// The control API core (control-api.md) over real HTTP.
+final class ControlAPITests: XCTestCase {
+    var server: TestServer!
+    var client: HTTPTestClient!
+
+    override func setUpWithError() throws {
+        server = try TestServer(fixtures: [errorTableFixture])
+        client = server.client()
+    }
+
+    override func tearDown() {
+        client?.disconnect()
+        server?.stop()
+    }
+
+    func testHealth() throws {
+        let r = try client.get("/api/v1/health")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.headers["content-type"], jsonType)
+        XCTAssertEqual(r.object?.keys, ["status", "version", "uptime_s"])
+        XCTAssertEqual(r.object?["status"]?.stringValue, "ok")
+    }
+
+    func testErrorShape() throws {
+        let r = try client.get("/api/v1/devices/nobody")
+        XCTAssertEqual(r.status, 404)
+        XCTAssertEqual(r.headers["content-type"], jsonType)
+        XCTAssertEqual(r.text, #"{"error":{"code":"not_found","message":"device 'nobody' does not exist"}}"#)
+        XCTAssertEqual(try client.get("/api/v1/nothing-here").object?["error"]?.objectValue?["code"]?.stringValue, "not_found")
+        let bad = try client.post("/api/v1/devices", "{not json")
+        XCTAssertEqual(bad.status, 400)
+        XCTAssertEqual(bad.object?["error"]?.objectValue?["code"]?.stringValue, "bad_request")
+        let unknownField = try client.post("/api/v1/devices", #"{"sender_id":"111","colour":"red"}"#)
+        XCTAssertEqual(unknownField.status, 400)
+        XCTAssertTrue(unknownField.text.contains("colour"), unknownField.text)
+        XCTAssertEqual(try client.get("/api/v1/messages?limit=0").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/messages?limit=1001").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/messages?cursor=abc").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/messages/not-an-id").status, 404)
+    }
+
+    func testProjects() throws {
+        let created = try client.post("/api/v1/projects", #"{"sender_id":"333","server_keys":["key-333"],"apps":[{"app":"com.c","platform":"ios","apns_credential":"expired"}]}"#)
+        XCTAssertEqual(created.status, 201, created.text)
+        XCTAssertEqual(created.object?["apps"]?.serialized(), #"[{"app":"com.c","platform":"ios","apns_credential":"expired"}]"#)
+        XCTAssertEqual(try client.post("/api/v1/projects", #"{"sender_id":"333"}"#).status, 409)
+        XCTAssertEqual(try client.post("/api/v1/projects", #"{"sender_id":"444","server_keys":["key-111"]}"#).status, 409, "a key belongs to one project")
+        XCTAssertEqual(try client.post("/api/v1/projects", #"{"server_keys":["x"]}"#).status, 400)
+        XCTAssertEqual(try client.post("/api/v1/projects", #"{"sender_id":"555","apps":[{"app":"x","apns_credential":"maybe"}]}"#).status, 400)
+        XCTAssertEqual(items(try client.get("/api/v1/projects")).map { $0["sender_id"]?.stringValue }, ["111", "222", "333"])
+        XCTAssertEqual(try client.get("/api/v1/projects/333").object?["server_keys"]?.serialized(), #"["key-333"]"#)
+        // The new key works at once; an expired APNs credential fails iOS sends.
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"333","token":"c-ios","platform":"ios"}"#).status, 201)
+        XCTAssertEqual(singleError(try client.sendJSON(#"{"to":"c-ios"}"#, key: "key-333")), "InvalidApnsCredential")
+        XCTAssertEqual(try client.delete("/api/v1/projects/333").status, 204)
+        XCTAssertEqual(try client.get("/api/v1/projects/333").status, 404)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"c-ios"}"#, key: "key-333").status, 401)
+    }
+
+    func testDeviceLifecycle() throws {
+        let created = try client.post("/api/v1/devices", #"{"sender_id":"111","app":"com.a","platform":"android"}"#)
+        XCTAssertEqual(created.status, 201)
+        let d = try XCTUnwrap(created.object)
+        XCTAssertEqual(d.keys, ["token", "sender_id", "app", "platform", "state", "canonical_token", "online", "topics",
+                                "pending", "created_at", "last_seen_at"])
+        let token = try XCTUnwrap(d["token"]?.stringValue)
+        XCTAssertEqual(token.count, 152, "generated tokens are FCM-shaped")
+        XCTAssertEqual(d["state"]?.stringValue, "registered")
+        XCTAssertEqual(d["online"]?.boolValue, true)
+        XCTAssertEqual(try client.post("/api/v1/devices", "{\"sender_id\":\"111\",\"token\":\"\(token)\"}").status, 409)
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"999"}"#).status, 400)
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"111","token":"bad token"}"#).status, 400)
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"111","platform":"symbian"}"#).status, 400)
+
+        // A real token contains a colon: GET must not read it as a verb.
+        let got = try client.get("/api/v1/devices/\(pathEncode(token))")
+        XCTAssertEqual(got.object?["token"]?.stringValue, token)
+        XCTAssertEqual(try client.get("/api/v1/devices/\(token)").object?["token"]?.stringValue, token)
+
+        // Lists and filters, with paging.
+        XCTAssertEqual(items(try client.get("/api/v1/devices?sender_id=222")).map { $0["token"]?.stringValue }, ["b1"])
+        XCTAssertEqual(items(try client.get("/api/v1/devices?app=com.a.ios")).map { $0["token"]?.stringValue }, ["ios-ok"])
+        let page1 = try client.get("/api/v1/devices?limit=2")
+        XCTAssertEqual(items(page1).count, 2)
+        let next = try XCTUnwrap(page1.object?["next"]?.stringValue)
+        let page2 = try client.get("/api/v1/devices?limit=100&cursor=\(next)")
+        XCTAssertEqual(items(page2).count, 5)
+        XCTAssertTrue(page2.object?["next"]?.isNull ?? false)
+
+        // Unregister, then delete: unknown again.
+        let unreg = try client.post("/api/v1/devices/\(pathEncode(token)):unregister")
+        XCTAssertEqual(unreg.object?["state"]?.stringValue, "unregistered")
+        XCTAssertEqual(items(try client.get("/api/v1/devices?state=unregistered")).count, 1)
+        XCTAssertEqual(try client.delete("/api/v1/devices/\(pathEncode(token))").status, 204)
+        XCTAssertEqual(try client.get("/api/v1/devices/\(pathEncode(token))").status, 404)
+        XCTAssertEqual(try client.delete("/api/v1/devices/\(pathEncode(token))").status, 404)
+        XCTAssertEqual(try client.post("/api/v1/devices/nobody:refresh").status, 404)
+        XCTAssertEqual(try client.patch("/api/v1/devices/nobody", #"{"online":false}"#).status, 404)
+        XCTAssertEqual(try client.patch("/api/v1/devices/a1", #"{"online":"no"}"#).status, 400)
+    }
+
+    func testOfflineDeviceGetsPendingInOrderWhenBackOnline() throws {
+        for i in 1...3 { XCTAssertNil(singleError(try client.sendJSON("{\"to\":\"a-offline\",\"data\":{\"n\":\"\(i)\"}}"))) }
+        let pending = items(try client.get("/api/v1/devices/a-offline/messages"))
+        XCTAssertEqual(pending.map { $0["status"]?.stringValue }, ["pending", "pending", "pending"])
+        XCTAssertEqual(pending.first?["delivered_at"]?.isNull, true)
+        XCTAssertEqual(try client.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 3)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?status=pending")).count, 3)
+
+        let online = try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#)
+        XCTAssertEqual(online.object?["online"]?.boolValue, true)
+        XCTAssertEqual(online.object?["pending"]?.numberValue?.int64, 0)
+        let inbox = items(try client.get("/api/v1/devices/a-offline/messages"))
+        XCTAssertEqual(inbox.map { $0["status"]?.stringValue }, ["delivered", "delivered", "delivered"])
+        XCTAssertEqual(inbox.map { $0["data"]?.objectValue?["n"]?.stringValue }, ["1", "2", "3"])
+        XCTAssertTrue(inbox.allSatisfy { $0["delivered_at"]?.stringValue != nil })
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a-offline/messages?status=pending")).count, 0)
+
+        // TTL 0 to an offline device: expired at once, never delivered.
+        XCTAssertEqual(try client.patch("/api/v1/devices/a2", #"{"online":false}"#).status, 200)
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a2","time_to_live":0}"#)))
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a2/messages")).map { $0["status"]?.stringValue }, ["expired"])
+    }
+
+    func testMessagesListAndGetIncludingRejected() throws {
+        let ok = try client.sendJSON(#"{"registration_ids":["a1","a2"],"data":{"k":"v"}}"#)
+        let ids = results(ok).compactMap { $0["message_id"]?.stringValue }
+        XCTAssertEqual(try client.sendJSON(#"{"to":"b1"}"#).status, 200)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1","time_to_live":"x"}"#).status, 400)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1"}"#, key: "wrong").status, 401)
+
+        let all = items(try client.get("/api/v1/messages"))
+        XCTAssertEqual(all.count, 4, "newest first, rejected ones included")
+        XCTAssertEqual(all.map { $0["status"]?.stringValue }, ["rejected", "rejected", "rejected", "accepted"])
+        XCTAssertEqual(all[0]["http_status"]?.numberValue?.int64, 401)
+        XCTAssertEqual(all[1]["error_detail"]?.stringValue, "Field \"time_to_live\" must be a JSON java.lang.Number: x")
+        XCTAssertEqual(all[2]["error"]?.stringValue, "MismatchSenderId")
+        XCTAssertEqual(all[2]["recipients"]?.serialized(), #"[{"token":"b1","message_id":null,"status":"failed","error":"MismatchSenderId","canonical_token":null}]"#)
+
+        XCTAssertEqual(items(try client.get("/api/v1/messages?status=rejected")).count, 3)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?status=accepted")).count, 1)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?token=a2")).count, 1)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?sender_id=111")).count, 3)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?transport=xmpp")).count, 0)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?since=2999-01-01T00:00:00Z")).count, 0)
+        XCTAssertEqual(try client.get("/api/v1/messages?status=weird").status, 400)
+
+        // Paging: limit 1, follow next.
+        var seen: [String] = []
+        var cursor = ""
+        repeat {
+            let page = try client.get("/api/v1/messages?limit=1" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"))
+            seen += items(page).compactMap { $0["message_id"]?.stringValue }
+            cursor = page.object?["next"]?.stringValue ?? ""
+        } while !cursor.isEmpty
+        XCTAssertEqual(seen.count, 4)
+
+        // Any recipient's id finds the multicast's record.
+        for id in ids {
+            let rec = try client.get("/api/v1/messages/\(pathEncode(id))")
+            XCTAssertEqual(rec.status, 200)
+            XCTAssertEqual(rec.object?["recipients"]?.arrayValue?.count, 2)
+            XCTAssertEqual(rec.object?["target"]?.objectValue?["kind"]?.stringValue, "multicast")
+            XCTAssertEqual(rec.object?["recipients"]?.arrayValue?.compactMap { $0.objectValue?["message_id"]?.stringValue }, ids)
+        }
+    }
+
+    func testLongPollWakesOnConcurrentSend() throws {
+        let before = items(try client.get("/api/v1/devices/a1/messages?wait=0"))
+        XCTAssertEqual(before.count, 0)
+        let port = server.port
+        let sender = Thread {
+            let c = HTTPTestClient(port: port)
+            // The poll below is already waiting when this send arrives, or it finds the message at
+            // once: either way it returns with one entry without sleeping for the whole wait.
+            _ = try? c.sendJSON(#"{"to":"a1","data":{"k":"late"}}"#)
+        }
+        let start = Date()
+        sender.start()
+        let r = try client.get("/api/v1/devices/a1/messages?wait=30&min=1")
+        XCTAssertEqual(items(r).count, 1)
+        XCTAssertEqual(items(r).first?["data"]?.objectValue?["k"]?.stringValue, "late")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 25, "the long poll returned because of the send, not the deadline")
+        // min=2 with one entry and a short wait: returns what there is when the wait ends.
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages?wait=0.2&min=2")).count, 1)
+        XCTAssertEqual(try client.get("/api/v1/devices/a1/messages?wait=61").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/devices/nobody/messages?wait=1").status, 404)
+    }
+
+    func testResetForgetsEverythingButProjects() throws {
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":3600}"#).status, 200)
+        let r = try client.post("/api/v1/reset")
+        XCTAssertEqual(r.status, 204)
+        XCTAssertEqual(r.body.count, 0)
+        XCTAssertEqual(items(try client.get("/api/v1/devices")).count, 0)
+        XCTAssertEqual(items(try client.get("/api/v1/messages")).count, 0)
+        XCTAssertEqual(items(try client.get("/api/v1/projects")).count, 2)
+        XCTAssertEqual(try client.get("/api/v1/clock").object?["offset_s"]?.numberValue?.int64, 0)
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":-1}"#).status, 400)
+        // Sends still work after a reset (unknown tokens register again).
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+    }
+
+    func testControlTokenProtectsTheAPIButNotHealth() throws {
+        let s = try TestServer(fixtures: [errorTableFixture], extraArguments: ["--control-token", "s3cret"])
+        defer { s.stop() }
+        let c = s.client()
+        XCTAssertEqual(try c.get("/api/v1/health").status, 200)
+        let denied = try c.get("/api/v1/devices")
+        XCTAssertEqual(denied.status, 401)
+        XCTAssertEqual(denied.object?["error"]?.objectValue?["code"]?.stringValue, "unauthorized")
+        XCTAssertEqual(try c.request("GET", "/api/v1/devices", headers: [("Authorization", "Bearer s3cret")]).status, 200)
+    }
+}

@@ -1,0 +1,91 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+let demoKey = DemoProject.serverKey
+let jsonType = "application/json; charset=UTF-8"
+
+/// A second project and devices of every kind the error table needs.
+let errorTableFixture = """
+    {"projects": [
+       {"sender_id": "111", "server_keys": ["key-111"],
+        "apps": [{"app": "com.a", "platform": "android"},
+                 {"app": "com.a.ios", "platform": "ios", "apns_credential": "valid"},
+                 {"app": "com.a.ios.nocred", "platform": "ios", "apns_credential": "missing"}]},
+       {"sender_id": "222", "server_keys": ["key-222"], "apps": [{"app": "com.b", "platform": "android"}]}],
+     "devices": [
+       {"token": "a1", "sender_id": "111", "app": "com.a"},
+       {"token": "a2", "sender_id": "111", "app": "com.a"},
+       {"token": "ios-ok", "sender_id": "111", "app": "com.a.ios", "platform": "ios"},
+       {"token": "ios-nocred", "sender_id": "111", "app": "com.a.ios.nocred", "platform": "ios"},
+       {"token": "a-offline", "sender_id": "111", "app": "com.a", "online": false},
+       {"token": "b1", "sender_id": "222", "app": "com.b"}]}
+    """
+
+extension HTTPTestClient {
+    /// POST /fcm/send with a JSON body and a server key.
+    func sendJSON(_ json: String, key: String? = "key-111", path: String = "/fcm/send") throws -> WireResponse {
+        var headers = [("Content-Type", "application/json")]
+        if let key { headers.append(("Authorization", "key=\(key)")) }
+        return try request("POST", path, headers: headers, body: Array(json.utf8))
+    }
+
+    /// POST /fcm/send with a plain-text (form) body.
+    func sendPlain(_ body: String, key: String? = "key-111", contentType: String? = "application/x-www-form-urlencoded;charset=UTF-8") throws -> WireResponse {
+        var headers: [(String, String)] = []
+        if let contentType { headers.append(("Content-Type", contentType)) }
+        if let key { headers.append(("Authorization", "key=\(key)")) }
+        return try request("POST", "/fcm/send", headers: headers, body: Array(body.utf8))
+    }
+
+    func get(_ path: String) throws -> WireResponse { try request("GET", path) }
+
+    func post(_ path: String, _ json: String = "") throws -> WireResponse {
+        try request("POST", path, headers: [("Content-Type", "application/json")], body: Array(json.utf8))
+    }
+
+    func patch(_ path: String, _ json: String) throws -> WireResponse {
+        try request("PATCH", path, headers: [("Content-Type", "application/json")], body: Array(json.utf8))
+    }
+
+    func delete(_ path: String) throws -> WireResponse { try request("DELETE", path) }
+}
+
+/// The `results` of a JSON send answer.
+func results(_ r: WireResponse, file: StaticString = #filePath, line: UInt = #line) -> [JSONObject] {
+    XCTAssertEqual(r.status, 200, r.text, file: file, line: line)
+    return r.object?["results"]?.arrayValue?.compactMap(\.objectValue) ?? []
+}
+
+/// The single error of a one-recipient JSON answer, checking the envelope on the way.
+func singleError(_ r: WireResponse, file: StaticString = #filePath, line: UInt = #line) -> String? {
+    let res = results(r, file: file, line: line)
+    XCTAssertEqual(res.count, 1, r.text, file: file, line: line)
+    if let e = res.first?["error"]?.stringValue {
+        XCTAssertEqual(r.object?["failure"]?.numberValue?.int64, 1, file: file, line: line)
+        XCTAssertEqual(r.object?["success"]?.numberValue?.int64, 0, file: file, line: line)
+        XCTAssertEqual(res.first?.keys, ["error"], file: file, line: line)
+        return e
+    }
+    return nil
+}
+
+func items(_ r: WireResponse, file: StaticString = #filePath, line: UInt = #line) -> [JSONObject] {
+    XCTAssertEqual(r.status, 200, r.text, file: file, line: line)
+    return r.object?["items"]?.arrayValue?.compactMap(\.objectValue) ?? []
+}
+
+let messageIDPattern = try! NSRegularExpression(pattern: "^0:[0-9]{16}%[0-9a-f]{16}$")
+
+func isMessageID(_ s: String?) -> Bool {
+    guard let s else { return false }
+    return messageIDPattern.numberOfMatches(in: s, range: NSRange(s.startIndex..., in: s)) == 1
+}
+
+/// Percent-encodes a path segment (message ids contain `%` and `:`).
+func pathEncode(_ s: String) -> String {
+    var allowed = CharacterSet.alphanumerics
+    allowed.insert(charactersIn: "-_.")
+    return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
+}
