@@ -18,7 +18,7 @@ public func wallClockMicros() -> Int64 {
 /// Every timestamp the mock shows (accepted, delivered, expires) is on this clock, so a test that
 /// advances it sees TTLs run out without sleeping.
 public final class MockClock: Sendable {
-    private let offsetMicros = Mutex<Int64>(0)
+    private let offsetMicros = Atomic<Int64>(0)
     private let source: @Sendable () -> Int64
 
     /// A clock over `source` (real time unless a test injects its own).
@@ -27,21 +27,21 @@ public final class MockClock: Sendable {
     }
 
     /// Now, in microseconds since the epoch.
-    public func nowMicros() -> Int64 { source() + offsetMicros.withLock { $0 } }
+    public func nowMicros() -> Int64 { source() + offsetMicros.load(ordering: .relaxed) }
 
     /// Now, in milliseconds since the epoch.
     public func nowMillis() -> Int64 { nowMicros() / 1000 }
 
     /// How far the clock runs ahead of real time, in whole seconds.
-    public var offsetSeconds: Int64 { offsetMicros.withLock { $0 } / 1_000_000 }
+    public var offsetSeconds: Int64 { offsetMicros.load(ordering: .relaxed) / 1_000_000 }
 
     /// Moves the clock forward by `seconds` (never back: messages already expired stay expired).
     public func advance(seconds: Int64) {
-        offsetMicros.withLock { $0 += seconds * 1_000_000 }
+        offsetMicros.wrappingAdd(seconds * 1_000_000, ordering: .relaxed)
     }
 
     /// Returns to real time.
-    public func reset() { offsetMicros.withLock { $0 = 0 } }
+    public func reset() { offsetMicros.store(0, ordering: .relaxed) }
 }
 
 /// RFC 3339 in UTC with milliseconds, `2024-05-30T12:34:56.789Z`.

@@ -62,7 +62,7 @@ public func messageIDSuffix(senderID: String) -> UInt32 {
 /// Ids must be unique even when a 1000-token multicast needs 1000 of them in one microsecond, so
 /// the allocator runs ahead of the wall clock when it has to and falls back in step when idle.
 public final class MessageIDAllocator: Sendable {
-    private let last = Mutex<Int64>(0)
+    private let last = Locked<Int64>(0)
 
     /// Creates an allocator that will never return a value at or below `floor` (the newest id in
     /// the store, so ids stay unique across restarts even if the wall clock went back).

@@ -34,15 +34,21 @@ public final class Application: Sendable {
         do {
             engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey)
         } catch {
+            store.close()
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
-        try Fixtures.load(c.fixtures, into: engine)
-        let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes)
-        do {
-            http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, handler: app.handle)
-            xmpp = try XMPPPlaceholderListener(host: c.host, port: c.xmppPort)
+        do throws(ConfigurationError) {
+            try Fixtures.load(c.fixtures, into: engine)
+            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes)
+            do {
+                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, handler: app.handle)
+                xmpp = try XMPPPlaceholderListener(host: c.host, port: c.xmppPort)
+            } catch {
+                throw ConfigurationError(error.description)
+            }
         } catch {
-            throw ConfigurationError(error.description)
+            store.close()
+            throw error
         }
     }
 

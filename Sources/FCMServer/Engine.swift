@@ -20,11 +20,11 @@ public final class Engine: Sendable {
     public let store: Store
     public let clock: MockClock
     let ids: MessageIDAllocator
-    let state: Mutex<EngineState>
+    let state: Locked<EngineState>
     /// Woken after every commit that may change what an inbox shows (long polls wait here).
     let changes = ConditionLock()
-    let changeGeneration = Mutex<UInt64>(0)
-    let shuttingDown = Mutex<Bool>(false)
+    let changeGeneration = Atomic<UInt64>(0)
+    let shuttingDown = Atomic<Bool>(false)
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     let interceptor: (any SendInterceptor)?
@@ -41,7 +41,7 @@ public final class Engine: Sendable {
         self.interceptor = interceptor
         let loaded = try EngineState.load(from: store)
         self.ids = MessageIDAllocator(floor: loaded.maxMid)
-        self.state = Mutex(loaded.state)
+        self.state = Locked(loaded.state)
     }
 
     // MARK: Authentication
@@ -65,21 +65,21 @@ public final class Engine: Sendable {
 
     /// Wakes every long poll; they re-read what they wait for.
     func notifyChanged() {
-        changes.withLock { changeGeneration.withLock { $0 &+= 1 } }
+        changes.withLock { _ = changeGeneration.wrappingAdd(1, ordering: .relaxed) }
         changes.broadcast()
     }
 
     /// Current change generation (read before a query, then `waitForChange(after:)`).
     func currentGeneration() -> UInt64 {
-        changes.withLock { changeGeneration.withLock { $0 } }
+        changes.withLock { changeGeneration.load(ordering: .relaxed) }
     }
 
     /// Blocks until something changed after `generation` or the deadline passed; false on time-out
     /// or shutdown.
     func waitForChange(after generation: UInt64, deadlineNanos: UInt64) -> Bool {
         changes.withLock {
-            while changeGeneration.withLock({ $0 }) == generation {
-                if shuttingDown.withLock({ $0 }) { return false }
+            while changeGeneration.load(ordering: .relaxed) == generation {
+                if shuttingDown.load(ordering: .relaxed) { return false }
                 if monotonicNanos() >= deadlineNanos { return false }
                 changes.wait(untilMonotonicNanos: deadlineNanos)
             }
@@ -89,13 +89,13 @@ public final class Engine: Sendable {
 
     /// Ends every long poll at once (before the HTTP server waits for its requests to finish).
     public func beginShutdown() {
-        shuttingDown.withLock { $0 = true }
+        shuttingDown.store(true, ordering: .relaxed)
         notifyChanged()
     }
 
     /// Writes the store's log back into its file.
     public func close() {
-        store.checkpoint()
+        store.close()
     }
 
     /// Queues `ops` in decision order; call only while holding `state`.

@@ -1,5 +1,6 @@
+import Dispatch
 import FCMCore
-import Synchronization
+import Foundation
 
 /// A unit of work for the group committer: runs inside the shared write transaction.
 public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
@@ -7,53 +8,68 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// The only owner of the SQLite connection: serialized reads, and writes by group commit.
 ///
 /// A request's writes are answered only after they are committed. Committing each request on its
-/// own would cap throughput at the commit rate, so concurrent requests' writes share one
-/// transaction: the first waiter to find no commit running becomes the leader, takes every
-/// queued batch, commits them together and wakes the rest (the classic leader/follower scheme;
-/// no dedicated thread, so an idle store costs nothing).
-public final class Store: Sendable {
-    private let connection: Mutex<SQLiteConnection>
+/// own would cap throughput at the commit rate, so one writer thread takes every batch queued
+/// while the previous transaction ran and commits them together, then wakes exactly the requests
+/// whose batches it committed (one wake-up per request: no thundering herd on two cores).
+///
+/// WAL checkpoints, the only step that waits for the disk, run on their own thread and connection
+/// (PASSIVE, so they never block the writer); the writer's automatic checkpoint is off.
+///
+/// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
+/// `connection` only inside `connectionLock`, `pending`/`stopping` only inside `queue`; a ticket's
+/// outcome is written before its semaphore is signalled and read after the wait returns.
+public final class Store: @unchecked Sendable {
+    private let connection: SQLiteConnection
+    private let connectionLock = ConditionLock()
     private let queue = ConditionLock()
-    private let state = Mutex<QueueState>(QueueState())
+    private var pending: [Ticket] = []
+    private var stopping = false
+    private let writerDone = DispatchSemaphore(value: 0)
+    private let checkpointer: Checkpointer?
     /// The path it was opened with (`:memory:` for a throwaway store).
     public let path: String
     /// The journal mode SQLite reports (`wal` for files, `memory` for `:memory:`).
     public let journalMode: String
 
     /// A batch of writes submitted together; `wait(for:)` blocks until it is committed.
-    public final class Ticket: Sendable {
+    ///
+    /// `@unchecked Sendable`: `ops` is immutable; `outcome` is written once by the writer thread
+    /// before `done` is signalled, and read only after waiting on `done`.
+    public final class Ticket: @unchecked Sendable {
         let ops: [WriteOp]
-        let outcome = Mutex<Outcome>(.pending)
-        enum Outcome { case pending, committed, failed(StoreError) }
+        var outcome: StoreError?
+        let done = DispatchSemaphore(value: 0)
         init(ops: [WriteOp]) { self.ops = ops }
     }
 
-    private struct QueueState: ~Copyable {
-        var pending: [Ticket] = []
-        var leaderActive = false
-    }
-
-    /// Opens the store at `path` (a file, created with its folder's existence assumed, or
-    /// `:memory:`), sets WAL and runs pending migrations.
+    /// Opens the store at `path` (a file, created when missing, or `:memory:`), sets WAL, runs
+    /// pending migrations and starts the writer.
     public init(path: String) throws(StoreError) {
         let conn = try SQLiteConnection(path: path)
         try conn.execute("PRAGMA busy_timeout=5000")
         let mode = try conn.scalarText("PRAGMA journal_mode=WAL") ?? ""
-        if path != ":memory:" && mode.lowercased() != "wal" {
+        let inMemory = path == ":memory:"
+        if !inMemory && mode.lowercased() != "wal" {
             throw StoreError(code: 0, message: "could not switch the journal to WAL (got \(mode))", sql: nil)
         }
         // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power
         // loss can take the last transactions back, which a test mock need not survive.
         try conn.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY")
         try Migrations.run(on: conn)
+        if !inMemory { try conn.execute("PRAGMA wal_autocheckpoint=0") }
         self.path = path
         self.journalMode = mode.lowercased()
-        self.connection = Mutex(conn)
+        self.connection = conn
+        self.checkpointer = inMemory ? nil : try Checkpointer(path: path)
+        let writer = Thread { [self] in runWriter() }
+        writer.name = "fcm-mock store writer"
+        writer.start()
+        checkpointer?.start()
     }
 
     /// Runs `body` with the connection, serialized with every other use.
     public func read<T: Sendable>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        try connection.withLock { (conn: inout SQLiteConnection) throws(StoreError) -> T in try body(conn) }
+        try connectionLock.withLock { () throws(StoreError) -> T in try body(connection) }
     }
 
     /// Queues `ops` for the next group commit and returns at once; ordering between submissions
@@ -61,37 +77,18 @@ public final class Store: Sendable {
     /// writes applied in the order they decided them.
     public func submit(_ ops: [WriteOp]) -> Ticket {
         let t = Ticket(ops: ops)
-        queue.withLock { state.withLock { $0.pending.append(t) } }
+        let wasEmpty = queue.withLock { () -> Bool in
+            pending.append(t)
+            return pending.count == 1
+        }
+        if wasEmpty { queue.broadcast() }
         return t
     }
 
-    /// Blocks until `ticket` is committed (leading the commit if nobody is); throws when the
-    /// transaction that carried it failed.
+    /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
     public func wait(for ticket: Ticket) throws(StoreError) {
-        while true {
-            let batch: [Ticket]? = queue.withLock {
-                while true {
-                    switch ticket.outcome.withLock({ $0 }) {
-                    case .committed, .failed: return nil
-                    case .pending: break
-                    }
-                    let lead = state.withLock { s -> [Ticket]? in
-                        guard !s.leaderActive else { return nil }
-                        s.leaderActive = true
-                        let b = s.pending
-                        s.pending.removeAll(keepingCapacity: true)
-                        return b
-                    }
-                    if let lead { return lead }
-                    queue.wait()
-                }
-            }
-            guard let batch else { break }
-            commit(batch)
-            queue.withLock { state.withLock { $0.leaderActive = false } }
-            queue.broadcast()
-        }
-        if case .failed(let e) = ticket.outcome.withLock({ $0 }) { throw e }
+        ticket.done.wait()
+        if let e = ticket.outcome { throw e }
     }
 
     /// Submits and waits: the common case of one request's writes.
@@ -99,33 +96,113 @@ public final class Store: Sendable {
         try wait(for: submit(ops))
     }
 
-    private func commit(_ batch: [Ticket]) {
-        guard !batch.isEmpty else { return }
-        let result: StoreError? = connection.withLock { (conn: inout SQLiteConnection) -> StoreError? in
-            do {
-                try conn.execute("BEGIN IMMEDIATE")
-                for t in batch {
-                    for op in t.ops { try op(conn) }
-                }
-                try conn.execute("COMMIT")
-                return nil
-            } catch {
-                try? conn.execute("ROLLBACK")
-                return error as? StoreError ?? StoreError(code: 0, message: "\(error)", sql: nil)
+    private func runWriter() {
+        while true {
+            let batch: [Ticket] = queue.withLock {
+                while pending.isEmpty && !stopping { queue.wait() }
+                let b = pending
+                pending.removeAll(keepingCapacity: true)
+                return b
             }
-        }
-        if result != nil, batch.count > 1 {
-            // One bad batch must not fail its neighbours: retry each on its own.
-            for t in batch { commit([t]) }
-            return
-        }
-        for t in batch {
-            t.outcome.withLock { $0 = result.map { .failed($0) } ?? .committed }
+            if batch.isEmpty {
+                writerDone.signal()
+                return
+            }
+            let results = commit(batch)
+            for (t, r) in zip(batch, results) {
+                t.outcome = r
+                t.done.signal()
+            }
+            checkpointer?.nudge()
         }
     }
 
-    /// Writes the WAL back into the main file (at shutdown, so the file alone is complete).
-    public func checkpoint() {
+    /// Commits `batch` in one transaction; returns each ticket's failure (nil: committed).
+    private func commit(_ batch: [Ticket]) -> [StoreError?] {
+        guard !batch.isEmpty else { return [] }
+        let failure: StoreError? = connectionLock.withLock {
+            do {
+                try connection.execute("BEGIN IMMEDIATE")
+                for t in batch {
+                    for op in t.ops { try op(connection) }
+                }
+                try connection.execute("COMMIT")
+                return nil
+            } catch {
+                try? connection.execute("ROLLBACK")
+                return error as? StoreError ?? StoreError(code: 0, message: "\(error)", sql: nil)
+            }
+        }
+        guard let failure else { return batch.map { _ in nil } }
+        // One bad ticket must not fail its neighbours: retry each on its own.
+        if batch.count > 1 { return batch.flatMap { commit([$0]) } }
+        return [failure]
+    }
+
+    /// Commits what is queued, stops the writer and the checkpointer, and writes the WAL back
+    /// into the main file, so the file alone is complete. Later writes fail.
+    public func close() {
+        let already = queue.withLock { () -> Bool in
+            defer { stopping = true }
+            return stopping
+        }
+        guard !already else { return }
+        queue.broadcast()
+        writerDone.wait()
+        checkpointer?.stop()
         _ = try? read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+}
+
+/// Runs PASSIVE WAL checkpoints on its own connection and thread, so the disk flush they need is
+/// never on a request's path.
+///
+/// `@unchecked Sendable`: `connection` is used only by the checkpointer thread (and by `stop()`
+/// after that thread has ended); `dirty`/`stopped` only under `lock`.
+final class Checkpointer: @unchecked Sendable {
+    private let connection: SQLiteConnection
+    private let lock = ConditionLock()
+    private var dirty = false
+    private var stopped = false
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(path: String) throws(StoreError) {
+        connection = try SQLiteConnection(path: path)
+        try connection.execute("PRAGMA busy_timeout=5000")
+    }
+
+    func start() {
+        let t = Thread { [self] in run() }
+        t.name = "fcm-mock store checkpointer"
+        t.start()
+    }
+
+    /// Something was committed: checkpoint soon.
+    func nudge() {
+        lock.withLock { dirty = true }
+    }
+
+    private func run() {
+        while true {
+            // At most every 100 ms: often enough to keep the WAL small, rarely enough that the
+            // flush costs nothing measurable.
+            let stop = lock.withLock { () -> Bool in
+                lock.wait(untilMonotonicNanos: monotonicNanos() + 100_000_000)
+                return stopped
+            }
+            if stop { break }
+            let work = lock.withLock { () -> Bool in
+                defer { dirty = false }
+                return dirty
+            }
+            if work { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+        }
+        finished.signal()
+    }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        lock.broadcast()
+        finished.wait()
     }
 }

@@ -64,3 +64,39 @@ public func monotonicNanos() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
+
+/// A value guarded by a plain pthread mutex (glibc's adaptive kind: it spins briefly before
+/// sleeping).
+///
+/// Used instead of `Synchronization.Mutex` on the send path: on Linux that one is a
+/// priority-inheritance futex whose contended path always enters the kernel, which measured at a
+/// third of the throughput under 32 concurrent senders on two cores.
+///
+/// `@unchecked Sendable` is safe because the value is only reached inside `withLock`, which holds
+/// the mutex, and `Value` itself is Sendable.
+public final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var value: Value
+
+    /// Guards `value`.
+    public init(_ value: Value) {
+        self.value = value
+        var attr = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attr)
+        pthread_mutexattr_settype(&attr, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        pthread_mutex_init(mutex, &attr)
+        pthread_mutexattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the value.
+    public func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value)
+    }
+}
