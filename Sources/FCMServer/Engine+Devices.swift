@@ -217,8 +217,10 @@ extension Engine {
             s.devices[d.id] = nil
             s.tokenIndex[token] = nil
             let id = d.id
+            let deliveries = JSONValue.array((s.inbox.removeValue(forKey: id) ?? []).map { .number(JSONNumber($0)) }).serialized()
             return .success(submit([{ (c: SQLiteConnection) throws in
-                try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE device = ?", [.text(token), .int(id)])
+                try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
+                          [.text(token), .text(deliveries)])
                 try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
             }]))
         }
@@ -230,6 +232,7 @@ extension Engine {
         let ticket = state.withLock { s in
             s.devices.removeAll()
             s.tokenIndex.removeAll()
+            s.inbox.removeAll()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
                 try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices;")

@@ -26,9 +26,12 @@ extension Engine {
         if let v = f.sinceMillis { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
         if let v = f.topic { sql += " AND target_kind = 'topic' AND target_value = ?"; args.append(.text("/topics/" + v)) }
         if let t = f.token {
-            let id = state.withLock { $0.tokenIndex[t] }
-            sql += " AND id IN (SELECT message FROM deliveries WHERE device = ? OR (device IS NULL AND token = ?))"
-            args.append(.optional(id))
+            // The device's deliveries come from the in-memory inbox index; deleted devices and
+            // tokens that never were devices are found by the token kept on the row.
+            let ids = state.withLock { s in s.tokenIndex[t].flatMap { s.inbox[$0] } ?? [] }
+            sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
+                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
+            args.append(.text(JSONValue.array(ids.map { .number(JSONNumber($0)) }).serialized()))
             args.append(.text(t))
         }
         if let st = f.status {
@@ -37,8 +40,8 @@ extension Engine {
                 sql += " AND status = ?"
                 args.append(.text(st))
             case _ where inboxStatuses.contains(st) || st == "failed":
-                sql += " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.first_delivery"
-                    + " AND d.id < messages.first_delivery + messages.delivery_count AND d.status = ?)"
+                sql += " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.id"
+                    + " AND d.id < messages.id + messages.recipients AND d.status = ?)"
                 args.append(.text(st))
             default:
                 throw .badRequest("status must be one of accepted, rejected, failed, delivered, pending, expired, collapsed, dropped")
@@ -71,13 +74,14 @@ extension Engine {
         let found: String?
         do {
             found = try store.read { (c: SQLiteConnection) throws(StoreError) -> String? in
+                // A recipient's id is a delivery row id; a record without recipients (400, 401)
+                // is found by its own id.
+                let messageID = try c.scalar("SELECT message FROM deliveries WHERE id = ?", [.int(wanted.micros)]) ?? wanted.micros
                 var row: MessageRecordRow?
-                try c.query("SELECT \(Self.messageColumns) FROM messages WHERE mid <= ? ORDER BY mid DESC LIMIT 1", [.int(wanted.micros)]) {
+                try c.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(messageID)]) {
                     (r: Statement) throws(StoreError) in row = MessageRecordRow(r)
                 }
-                guard let row, UInt32(truncatingIfNeeded: row.suffix) == wanted.suffix,
-                    wanted.micros < row.mid + Int64(max(row.deliveryCount, 1))
-                else { return nil }
+                guard let row, UInt32(truncatingIfNeeded: row.suffix) == wanted.suffix else { return nil }
                 return try render(row, c, now: now)
             }
         } catch {
@@ -88,16 +92,16 @@ extension Engine {
     }
 
     static let messageColumns = """
-        id, mid, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, options,
-        data, notification, status, error, error_detail, http_status, raw, first_delivery, delivery_count
+        id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, options,
+        data, notification, status, error, error_detail, http_status, raw, recipients
         """
 
     private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64) throws(StoreError) -> String {
         struct Recipient { var device: Int64?; var token: String?; var mid: Int64; var status: String; var error: String?; var canonical: Int64? }
         var recipients: [Recipient] = []
-        if m.deliveryCount > 0 {
-            try c.query("SELECT device, token, mid, status, error, canonical, expires_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id",
-                        [.int(m.firstDelivery), .int(m.firstDelivery + Int64(m.deliveryCount))]) { (r: Statement) throws(StoreError) in
+        if m.recipients > 0 {
+            try c.query("SELECT device, token, id, status, error, canonical, expires_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id",
+                        [.int(m.id), .int(m.id + Int64(m.recipients))]) { (r: Statement) throws(StoreError) in
                 var status = r.text(3) ?? ""
                 if status == "pending" && r.int(6) <= now { status = "expired" }
                 recipients.append(Recipient(device: r.optionalInt(0), token: r.text(1), mid: r.int(2), status: status,
@@ -108,7 +112,7 @@ extension Engine {
         let suffix = UInt32(truncatingIfNeeded: m.suffix)
         var w = JSONWriter()
         w.beginObject()
-        w.key("message_id"); w.value(MessageID(micros: m.mid, suffix: suffix).description)
+        w.key("message_id"); w.value(MessageID(micros: m.id, suffix: suffix).description)
         w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
         w.key("sender_id"); w.value(m.senderID)
         w.key("transport"); w.value(m.transport)
@@ -143,60 +147,69 @@ extension Engine {
 
     /// A device's inbox entries, oldest first, after delivery row `afterID`.
     public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [String], next: Int64?) {
-        let device = try self.device(token)
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
-        let now = clock.nowMillis()
-        var sql = """
-            SELECT d.id, d.mid, m.suffix, d.status, d.accepted_at, d.delivered_at, d.expires_at, d.collapse_key, m.priority,
-              m.transport, m.target_kind, m.data, m.notification
-            FROM deliveries d JOIN messages m ON m.id = d.message
-            WHERE d.device = ? AND d.id > ?
-            """
-        var args: [SQLValue] = [.int(device.id), .int(afterID)]
-        switch status {
-        case nil: sql += " AND d.status IN ('delivered', 'pending', 'expired', 'collapsed', 'dropped')"
-        case "pending": sql += " AND d.status = 'pending' AND d.expires_at > ?"; args.append(.int(now))
-        case "expired": sql += " AND (d.status = 'expired' OR (d.status = 'pending' AND d.expires_at <= ?))"; args.append(.int(now))
-        case let s?: sql += " AND d.status = ?"; args.append(.text(s))
+        let candidates: [Int64]? = state.withLock { s in
+            guard let id = s.tokenIndex[token] else { return nil }
+            let all = s.inbox[id] ?? []
+            var lo = 0, hi = all.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if all[mid] <= afterID { lo = mid + 1 } else { hi = mid }
+            }
+            return Array(all[lo...])
         }
-        sql += " ORDER BY d.id LIMIT ?"
-        args.append(.int(Int64(limit + 1)))
+        guard let candidates else { throw .notFound("device '\(token)' does not exist") }
+        let now = clock.nowMillis()
+        let sql = """
+            SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, d.collapse_key, m.priority,
+              m.transport, m.target_kind, m.data, m.notification
+            FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
+            """
         do {
             return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([String], Int64?) in
                 var items: [String] = []
                 var lastID: Int64 = 0
                 var more = false
-                try c.query(sql, args) { (r: Statement) throws(StoreError) in
-                    if items.count == limit { more = true; return }
-                    lastID = r.int(0)
-                    var status = r.text(3) ?? ""
-                    if status == "pending" && r.int(6) <= now { status = "expired" }
-                    var w = JSONWriter()
-                    w.beginObject()
-                    w.key("message_id"); w.value(MessageID(micros: r.int(1), suffix: UInt32(truncatingIfNeeded: r.int(2))).description)
-                    w.key("status"); w.value(status)
-                    w.key("accepted_at"); w.value(rfc3339(millis: r.int(4)))
-                    w.key("delivered_at"); w.value(r.optionalInt(5).map { rfc3339(millis: $0) })
-                    w.key("expires_at"); w.value(rfc3339(millis: r.int(6)))
-                    w.key("collapse_key"); w.value(r.text(7))
-                    w.key("priority"); w.value(r.text(8))
-                    w.key("via"); w.beginObject()
-                    w.key("transport"); w.value(r.text(9))
-                    w.key("target"); w.value(r.text(10))
-                    w.key("topic"); w.null()
-                    w.endObject()
-                    w.key("data"); if let d = r.text(11) { w.raw(d) } else { w.null() }
-                    w.key("notification"); if let n = r.text(12) { w.raw(n) } else { w.null() }
-                    w.endObject()
-                    items.append(w.string)
+                for id in candidates {
+                    if more { break }
+                    try c.query(sql, [.int(id)]) { (r: Statement) throws(StoreError) in
+                        var st = r.text(2) ?? ""
+                        guard inboxStatuses.contains(st) else { return }
+                        if st == "pending" && r.int(5) <= now { st = "expired" }
+                        if let status, status != st { return }
+                        if items.count == limit { more = true; return }
+                        lastID = r.int(0)
+                        items.append(Self.inboxEntry(r, status: st))
+                    }
                 }
                 return (items, more ? lastID : nil)
             }
         } catch {
             throw .internal(error.description)
         }
+    }
+
+    private static func inboxEntry(_ r: Statement, status: String) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_id"); w.value(MessageID(micros: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1))).description)
+        w.key("status"); w.value(status)
+        w.key("accepted_at"); w.value(rfc3339(millis: r.int(3)))
+        w.key("delivered_at"); w.value(r.optionalInt(4).map { rfc3339(millis: $0) })
+        w.key("expires_at"); w.value(rfc3339(millis: r.int(5)))
+        w.key("collapse_key"); w.value(r.text(6))
+        w.key("priority"); w.value(r.text(7))
+        w.key("via"); w.beginObject()
+        w.key("transport"); w.value(r.text(8))
+        w.key("target"); w.value(r.text(9))
+        w.key("topic"); w.null()
+        w.endObject()
+        w.key("data"); if let d = r.text(10) { w.raw(d) } else { w.null() }
+        w.key("notification"); if let n = r.text(11) { w.raw(n) } else { w.null() }
+        w.endObject()
+        return w.string
     }
 
     /// Long poll: returns as soon as the inbox holds at least `min` matching entries, or when
@@ -217,14 +230,14 @@ extension Engine {
 
 /// A `messages` row as read back.
 struct MessageRecordRow {
-    var id: Int64, mid: Int64, suffix: Int64, multicastID: Int64?, senderID: String?, transport: String?, format: String?
+    var id: Int64, suffix: Int64, multicastID: Int64?, senderID: String?, transport: String?, format: String?
     var acceptedAt: Int64, targetKind: String?, targetValue: String?, options: String, data: String?, notification: String?
-    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, firstDelivery: Int64, deliveryCount: Int
+    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int
 
     init(_ r: Statement) {
-        id = r.int(0); mid = r.int(1); suffix = r.int(2); multicastID = r.optionalInt(3); senderID = r.text(4)
-        transport = r.text(5); format = r.text(6); acceptedAt = r.int(7); targetKind = r.text(8); targetValue = r.text(9)
-        options = r.text(10) ?? "{}"; data = r.text(11); notification = r.text(12); status = r.text(13); error = r.text(14)
-        errorDetail = r.text(15); httpStatus = Int(r.int(16)); raw = r.text(17); firstDelivery = r.int(18); deliveryCount = Int(r.int(19))
+        id = r.int(0); suffix = r.int(1); multicastID = r.optionalInt(2); senderID = r.text(3)
+        transport = r.text(4); format = r.text(5); acceptedAt = r.int(6); targetKind = r.text(7); targetValue = r.text(8)
+        options = r.text(9) ?? "{}"; data = r.text(10); notification = r.text(11); status = r.text(12); error = r.text(13)
+        errorDetail = r.text(14); httpStatus = Int(r.int(15)); raw = r.text(16); recipients = Int(r.int(17))
     }
 }

@@ -22,10 +22,9 @@ public struct SendResult: Sendable {
     public var canonicalIDs: Int { results.count(where: { $0.canonicalToken != nil }) }
 }
 
-/// One `messages` row.
+/// One `messages` row. Its id is the first recipient's message-id stamp.
 struct MessageRow: Sendable {
     var id: Int64
-    var mid: Int64
     var suffix: UInt32
     var multicastID: Int64?
     var senderID: String?
@@ -43,31 +42,30 @@ struct MessageRow: Sendable {
     var errorDetail: String?
     var httpStatus: Int
     var raw: String?
-    var firstDelivery: Int64
-    var deliveryCount: Int
+    /// Its deliveries are the rows `id ..< id + recipients`.
+    var recipients: Int
 
     static let insertSQL = """
-        INSERT INTO messages(id, mid, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
-          target_value, options, data, notification, priority, status, error, error_detail, http_status, raw,
-          first_delivery, delivery_count)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+        INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
+          target_value, options, data, notification, priority, status, error, error_detail, http_status, raw, recipients)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
-        [.int(id), .int(mid), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport.rawValue),
+        [.int(id), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport.rawValue),
          .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .text(options),
          .optional(data), .optional(notification), .text(priority.rawValue), .text(status), .optional(error),
-         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(firstDelivery), .int(Int64(deliveryCount))]
+         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients))]
     }
 }
 
-/// One `deliveries` row: a message meeting one recipient.
+/// One `deliveries` row: a message meeting one recipient. Its id is that recipient's message-id
+/// stamp.
 struct DeliveryRow: Sendable {
     var id: Int64
     var device: Int64?
     /// Only for recipients that are no device (malformed or rejected unknown tokens).
     var token: String?
-    var mid: Int64
     var status: String
     var error: String?
     var canonical: Int64?
@@ -75,8 +73,8 @@ struct DeliveryRow: Sendable {
     var expiresAt: Int64
 
     static let insertSQL = """
-        INSERT INTO deliveries(id, message, device, token, mid, status, error, canonical, accepted_at, delivered_at,
-          expires_at, collapse_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at,
+          collapse_key) VALUES (?,?,?,?,?,?,?,?,?,?)
         """
 }
 
@@ -106,27 +104,28 @@ extension Engine {
         let multicastID = newMulticastID()
         let suffix = messageIDSuffix(senderID: senderID)
         let count = max(tokens.count, 1)
-        let firstMid = ids.reserve(count, nowMicros: clock.nowMicros())
         let expiresAt = now + req.options.timeToLive * 1000
         let dryRun = req.options.dryRun
 
-        let (results, ticket): ([RecipientResult], Store.Ticket?) = state.withLock { s in
+        let (firstMid, results, ticket): (Int64, [RecipientResult], Store.Ticket?) = state.withLock { s in
+            // Stamps are taken under the lock, so id order is acceptance order.
+            let firstMid = ids.reserve(count, nowMicros: clock.nowMicros())
             var results: [RecipientResult] = []
             results.reserveCapacity(count)
             var rows: [DeliveryRow] = []
+            rows.reserveCapacity(count)
             var newDevices: [Device] = []
-            var firstDelivery = s.nextDeliveryRow
 
             if tokens.isEmpty {
                 // No recipient at all: one result carrying the message's error.
                 let err = req.messageError ?? .missingRegistration
                 results.append(RecipientResult(error: err))
-                rows.append(DeliveryRow(id: 0, device: nil, token: nil, mid: firstMid, status: "failed",
-                                        error: err.rawValue, canonical: nil, deliveredAt: nil, expiresAt: expiresAt))
+                rows.append(DeliveryRow(id: firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
+                                        canonical: nil, deliveredAt: nil, expiresAt: expiresAt))
             }
             for (i, token) in tokens.enumerated() {
                 let mid = firstMid + Int64(i)
-                var row = DeliveryRow(id: 0, device: nil, token: nil, mid: mid, status: "failed", error: nil,
+                var row = DeliveryRow(id: mid, device: nil, token: nil, status: "failed", error: nil,
                                       canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
                 var result = RecipientResult()
                 let outcome = resolveRecipient(token, req: req, senderID: senderID, transport: transport,
@@ -158,25 +157,22 @@ extension Engine {
                 results.append(result)
                 rows.append(row)
             }
-            if dryRun { return (results, nil) }
+            if dryRun { return (firstMid, results, nil) }
 
-            for i in rows.indices {
-                rows[i].id = s.nextDeliveryRow
-                s.nextDeliveryRow += 1
+            for r in rows {
+                if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
-            if rows.isEmpty { firstDelivery = s.nextDeliveryRow }
             let accepted = results.contains { $0.error == nil }
             let errors = Set(results.compactMap { $0.error })
             let message = MessageRow(
-                id: s.nextMessageRow, mid: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
+                id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
                 transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
                 targetValue: req.target.value, options: Self.optionsJSON(req),
                 data: req.data.map { JSONValue.object($0).serialized() },
                 notification: req.notification.map { JSONValue.object($0).serialized() },
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: errors.count == 1 ? errors.first?.rawValue : nil, errorDetail: req.messageErrorDetail,
-                httpStatus: 200, raw: accepted ? nil : raw, firstDelivery: firstDelivery, deliveryCount: rows.count)
-            s.nextMessageRow += 1
+                httpStatus: 200, raw: accepted ? nil : raw, recipients: rows.count)
             let collapseKey = req.options.collapseKey
             let (createdDevices, deliveryRows) = (newDevices, rows)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
@@ -184,14 +180,14 @@ extension Engine {
                 try c.run(MessageRow.insertSQL, message.values)
                 let stmt = try c.statement(DeliveryRow.insertSQL)
                 for r in deliveryRows {
-                    try stmt.bind([.int(r.id), .int(message.id), .optional(r.device), .optional(r.token), .int(r.mid),
-                                   .text(r.status), .optional(r.error), .optional(r.canonical), .int(now),
+                    try stmt.bind([.int(r.id), .int(message.id), .optional(r.device), .optional(r.token),
+                                   .text(r.status), .optional(r.error), .optional(r.canonical),
                                    .optional(r.deliveredAt), .int(r.expiresAt), .optional(collapseKey)])
                     while try stmt.step() {}
                     try c.reset(stmt)
                 }
             }]
-            return (results, submit(ops))
+            return (firstMid, results, submit(ops))
         }
         if let ticket { try commit(ticket) }
         return SendResult(multicastID: multicastID, results: results,
@@ -249,16 +245,15 @@ extension Engine {
     public func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
                                error: String, detail: String, raw: String?) throws(StoreError) -> String {
         let now = clock.nowMillis()
-        let mid = ids.reserve(1, nowMicros: clock.nowMicros())
         let suffix = messageIDSuffix(senderID: senderID ?? "")
-        let ticket = state.withLock { s in
+        let (mid, ticket) = state.withLock { s in
+            let mid = ids.reserve(1, nowMicros: clock.nowMicros())
             let row = MessageRow(
-                id: s.nextMessageRow, mid: mid, suffix: suffix, multicastID: nil, senderID: senderID,
+                id: mid, suffix: suffix, multicastID: nil, senderID: senderID,
                 transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,
                 options: "{}", data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
-                errorDetail: detail, httpStatus: httpStatus, raw: raw, firstDelivery: s.nextDeliveryRow, deliveryCount: 0)
-            s.nextMessageRow += 1
-            return submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }])
+                errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0)
+            return (mid, submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }]))
         }
         try commit(ticket)
         return MessageID(micros: mid, suffix: suffix).description

@@ -118,8 +118,9 @@ struct EngineState: Sendable {
     var devices: [Int64: Device] = [:]
     var tokenIndex: [String: Int64] = [:]
     var nextDeviceID: Int64 = 1
-    var nextMessageRow: Int64 = 1
-    var nextDeliveryRow: Int64 = 1
+    /// Every delivery row id per device, ascending: the inbox index (see the schema's note on why
+    /// it is not a SQLite index).
+    var inbox: [Int64: [Int64]] = [:]
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }
@@ -160,10 +161,12 @@ struct EngineState: Sendable {
                 (r: Statement) throws(StoreError) in
                 s.devices[r.int(0)]?.pending = Int(r.int(1))
             }
+            try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") {
+                (r: Statement) throws(StoreError) in
+                s.inbox[r.int(1), default: []].append(r.int(0))
+            }
             s.nextDeviceID = (try c.scalar("SELECT max(id) FROM devices") ?? 0) + 1
-            s.nextMessageRow = (try c.scalar("SELECT max(id) FROM messages") ?? 0) + 1
-            s.nextDeliveryRow = (try c.scalar("SELECT max(id) FROM deliveries") ?? 0) + 1
-            let maxMid = try c.scalar("SELECT max(mid + max(delivery_count, 1) - 1) FROM messages") ?? 0
+            let maxMid = max(try c.scalar("SELECT max(id) FROM messages") ?? 0, try c.scalar("SELECT max(id) FROM deliveries") ?? 0)
             return (s, maxMid)
         }
     }

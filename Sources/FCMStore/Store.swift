@@ -12,8 +12,9 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// while the previous transaction ran and commits them together, then wakes exactly the requests
 /// whose batches it committed (one wake-up per request: no thundering herd on two cores).
 ///
-/// WAL checkpoints, the only step that waits for the disk, run on their own thread and connection
-/// (PASSIVE, so they never block the writer); the writer's automatic checkpoint is off.
+/// WAL checkpoints stay SQLite's automatic ones (PASSIVE, every 1000 pages), run by the writer
+/// between transactions: a checkpointer on another connection starves under continuous writes
+/// (the log never gets fully copied back, so it is never restarted and grows without bound).
 ///
 /// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
 /// `connection` only inside `connectionLock`, `pending`/`stopping` only inside `queue`; a ticket's
@@ -25,7 +26,6 @@ public final class Store: @unchecked Sendable {
     private var pending: [Ticket] = []
     private var stopping = false
     private let writerDone = DispatchSemaphore(value: 0)
-    private let checkpointer: Checkpointer?
     /// The path it was opened with (`:memory:` for a throwaway store).
     public let path: String
     /// The journal mode SQLite reports (`wal` for files, `memory` for `:memory:`).
@@ -56,15 +56,12 @@ public final class Store: @unchecked Sendable {
         // loss can take the last transactions back, which a test mock need not survive.
         try conn.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY")
         try Migrations.run(on: conn)
-        if !inMemory { try conn.execute("PRAGMA wal_autocheckpoint=0") }
         self.path = path
         self.journalMode = mode.lowercased()
         self.connection = conn
-        self.checkpointer = inMemory ? nil : try Checkpointer(path: path)
         let writer = Thread { [self] in runWriter() }
         writer.name = "fcm-mock store writer"
         writer.start()
-        checkpointer?.start()
     }
 
     /// Runs `body` with the connection, serialized with every other use.
@@ -113,7 +110,6 @@ public final class Store: @unchecked Sendable {
                 t.outcome = r
                 t.done.signal()
             }
-            checkpointer?.nudge()
         }
     }
 
@@ -139,7 +135,7 @@ public final class Store: @unchecked Sendable {
         return [failure]
     }
 
-    /// Commits what is queued, stops the writer and the checkpointer, and writes the WAL back
+    /// Commits what is queued, stops the writer, and writes the WAL back
     /// into the main file, so the file alone is complete. Later writes fail.
     public func close() {
         let already = queue.withLock { () -> Bool in
@@ -149,60 +145,6 @@ public final class Store: @unchecked Sendable {
         guard !already else { return }
         queue.broadcast()
         writerDone.wait()
-        checkpointer?.stop()
         _ = try? read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-    }
-}
-
-/// Runs PASSIVE WAL checkpoints on its own connection and thread, so the disk flush they need is
-/// never on a request's path.
-///
-/// `@unchecked Sendable`: `connection` is used only by the checkpointer thread (and by `stop()`
-/// after that thread has ended); `dirty`/`stopped` only under `lock`.
-final class Checkpointer: @unchecked Sendable {
-    private let connection: SQLiteConnection
-    private let lock = ConditionLock()
-    private var dirty = false
-    private var stopped = false
-    private let finished = DispatchSemaphore(value: 0)
-
-    init(path: String) throws(StoreError) {
-        connection = try SQLiteConnection(path: path)
-        try connection.execute("PRAGMA busy_timeout=5000")
-    }
-
-    func start() {
-        let t = Thread { [self] in run() }
-        t.name = "fcm-mock store checkpointer"
-        t.start()
-    }
-
-    /// Something was committed: checkpoint soon.
-    func nudge() {
-        lock.withLock { dirty = true }
-    }
-
-    private func run() {
-        while true {
-            // At most every 100 ms: often enough to keep the WAL small, rarely enough that the
-            // flush costs nothing measurable.
-            let stop = lock.withLock { () -> Bool in
-                lock.wait(untilMonotonicNanos: monotonicNanos() + 100_000_000)
-                return stopped
-            }
-            if stop { break }
-            let work = lock.withLock { () -> Bool in
-                defer { dirty = false }
-                return dirty
-            }
-            if work { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
-        }
-        finished.signal()
-    }
-
-    func stop() {
-        lock.withLock { stopped = true }
-        lock.broadcast()
-        finished.wait()
     }
 }
