@@ -19,10 +19,28 @@ public struct MessageID: Hashable, Sendable, CustomStringConvertible {
 
     /// The wire form, `0:1700000000000123%31bd1c9631bd1c96`.
     public var description: String {
-        var digits = String(micros)
-        if digits.count < 16 { digits = String(repeating: "0", count: 16 - digits.count) + digits }
-        let half = hex8(suffix)
-        return "0:" + digits + "%" + half + half
+        // Built byte by byte: this runs once per recipient on the send path.
+        var digits: [UInt8] = []
+        var v = UInt64(max(0, micros))
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
+            v /= 10
+        } while v > 0
+        while digits.count < 16 { digits.append(UInt8(ascii: "0")) }
+        return String(unsafeUninitializedCapacity: digits.count + 19) { buf in
+            var i = 0
+            buf[i] = UInt8(ascii: "0"); i += 1
+            buf[i] = UInt8(ascii: ":"); i += 1
+            for d in digits.reversed() { buf[i] = d; i += 1 }
+            buf[i] = UInt8(ascii: "%"); i += 1
+            for _ in 0..<2 {
+                for shift in stride(from: 28, through: 0, by: -4) {
+                    buf[i] = hexDigits[Int((suffix >> UInt32(shift)) & 0xf)]
+                    i += 1
+                }
+            }
+            return i
+        }
     }
 
     /// Parses the wire form; nil when `text` is not shaped like an id this mock issues.
@@ -80,9 +98,19 @@ public final class MessageIDAllocator: Sendable {
     }
 }
 
+/// State of the multicast-id generator: seeded once from the system's random source, then
+/// advanced without a system call per send (ids must look random, not be secret).
+private let multicastState = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
+
 /// A fresh multicast id: a positive 63-bit number with 19 digits, as real ones had.
 public func newMulticastID() -> Int64 {
-    Int64.random(in: 1_000_000_000_000_000_000...Int64.max)
+    // splitmix64 over an atomic counter: distinct states give distinct, well-spread outputs.
+    var z = multicastState.wrappingAdd(0x9e37_79b9_7f4a_7c15, ordering: .relaxed).newValue
+    z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+    z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+    z ^= z >> 31
+    let span = UInt64(Int64.max) - 1_000_000_000_000_000_000 + 1
+    return 1_000_000_000_000_000_000 + Int64(z % span)
 }
 
 private let base64URL: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)

@@ -94,7 +94,7 @@ extension Engine {
     /// Sends `req` (token, multicast or missing target) as `senderID`: resolves every recipient
     /// against the fake devices, stores the message and its deliveries, and answers once they are
     /// committed. A dry run is validated the same way and stores nothing.
-    public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: String? = nil) throws(StoreError) -> SendResult {
+    public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: () -> String? = { nil }) throws(StoreError) -> SendResult {
         let tokens: [String]
         switch req.target {
         case .token, .multicast: tokens = req.target.tokens
@@ -163,7 +163,9 @@ extension Engine {
                 if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
             let accepted = results.contains { $0.error == nil }
-            let errors = Set(results.compactMap { $0.error })
+            // The record's error: the recipients' one error when they all failed alike.
+            let firstError = results.first?.error
+            let sameError = firstError != nil && results.allSatisfy { $0.error == firstError }
             let message = MessageRow(
                 id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
                 transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
@@ -171,8 +173,8 @@ extension Engine {
                 data: req.data.map { JSONValue.object($0).serialized() },
                 notification: req.notification.map { JSONValue.object($0).serialized() },
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
-                error: errors.count == 1 ? errors.first?.rawValue : nil, errorDetail: req.messageErrorDetail,
-                httpStatus: 200, raw: accepted ? nil : raw, recipients: rows.count)
+                error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
+                httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count)
             let collapseKey = req.options.collapseKey
             let (createdDevices, deliveryRows) = (newDevices, rows)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in

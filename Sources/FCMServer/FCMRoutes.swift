@@ -40,7 +40,8 @@ struct FCMSendRoute: Sendable {
         let isJSON = Self.isJSON(r.header("content-type"))
         let format: BodyFormat = isJSON ? .json : .plain
         let outcome = isJSON ? SendParser.parseJSON(r.body) : SendParser.parsePlain(r.body)
-        let raw = String(decoding: r.body.prefix(4096), as: UTF8.self)
+        // Kept on records of refused sends only, so built only then.
+        var raw: String { String(decoding: r.body.prefix(4096), as: UTF8.self) }
 
         // Authentication comes first: a bad key is a 401 whatever the body says.
         guard let sender = authenticate(r.header("authorization"), outcome) else {
@@ -73,7 +74,7 @@ struct FCMSendRoute: Sendable {
                 default:
                     break
                 }
-                let result = try engine.send(req, senderID: sender, transport: .http, raw: raw)
+                let result = try engine.send(req, senderID: sender, transport: .http, raw: { raw })
                 return isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
             }
         } catch {
@@ -85,10 +86,10 @@ struct FCMSendRoute: Sendable {
     private func authenticate(_ header: String?, _ outcome: SendParseOutcome) -> String? {
         guard let header else { return nil }
         let trimmed = header.drop { $0 == " " }
-        if trimmed.lowercased().hasPrefix("key=") {
+        if hasPrefixIgnoringCase(trimmed.utf8, "key=") {
             return engine.senderID(forServerKey: String(trimmed.dropFirst(4)).trimmingSpaces())
         }
-        if trimmed.lowercased().hasPrefix("bearer "), case .request(let req) = outcome, req.accessTokenAuth,
+        if hasPrefixIgnoringCase(trimmed.utf8, "bearer "), case .request(let req) = outcome, req.accessTokenAuth,
             !String(trimmed.dropFirst(7)).trimmingSpaces().isEmpty
         {
             return engine.firstProjectID()
@@ -96,10 +97,13 @@ struct FCMSendRoute: Sendable {
         return nil
     }
 
+    /// Whether the media type is `application/json` (any case, parameters such as charset ignored).
     static func isJSON(_ contentType: String?) -> Bool {
         guard let ct = contentType else { return false }
-        let media = ct.split(separator: ";", maxSplits: 1).first.map { String($0).trimmingSpaces().lowercased() } ?? ""
-        return media == "application/json"
+        var media = Substring(ct)
+        if let semi = media.firstIndex(of: ";") { media = media[..<semi] }
+        let t = media.trimmingSpaces()
+        return t.utf8.count == 16 && hasPrefixIgnoringCase(t.utf8, "application/json")
     }
 
     /// Seeds Table 5: `multicast_id`, counts and one result per recipient in request order.
@@ -143,6 +147,18 @@ struct FCMSendRoute: Sendable {
         if let c = r.canonicalToken { body += "registration_id=\(c)\n" }
         return HTTPResponse(status: 200, contentType: ContentType.text, body: body)
     }
+}
+
+/// ASCII case-insensitive prefix test on UTF-8 bytes (header values are ASCII in practice).
+func hasPrefixIgnoringCase<C: Collection>(_ bytes: C, _ prefix: StaticString) -> Bool where C.Element == UInt8 {
+    var it = bytes.makeIterator()
+    for i in 0..<prefix.utf8CodeUnitCount {
+        guard let b = it.next() else { return false }
+        let p = prefix.utf8Start[i]
+        let lower = (b >= 65 && b <= 90) ? b | 0x20 : b
+        if lower != p { return false }
+    }
+    return true
 }
 
 extension StringProtocol {

@@ -33,7 +33,7 @@ public final class HTTPServer: Sendable {
     /// Starts accepting connections.
     public func start() throws(HTTPServerError) {
         let cls = Unmanaged.passUnretained(core).toOpaque()
-        let d = fcm_mhd_start(FCM_MHD_FLAGS_THREAD_PER_CONNECTION, listenFD, accessHandler, cls, requestCompleted, cls, 300, 64 * 1024)
+        let d = fcm_mhd_start(FCM_MHD_FLAGS_THREAD_PER_CONNECTION, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024)
         guard let d else { throw HTTPServerError("could not start the HTTP server on \(host):\(port)") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
     }
