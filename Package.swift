@@ -21,6 +21,7 @@ let package = Package(
         .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore"]),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
+        .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
         .testTarget(name: "FCMServerTests", dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -24,6 +24,13 @@ extension Engine {
     /// Creates a project; with `upsert` (fixtures), an existing one gains the keys and apps it lacks.
     @discardableResult
     public func createProject(_ p: Project, upsert: Bool = false) throws(ControlError) -> Project {
+        let (project, ticket) = try createProjectQueued(p, upsert: upsert)
+        if let ticket { try commitControl(ticket) }
+        return project
+    }
+
+    /// `createProject` without waiting for the commit (fixture loading waits once at the end).
+    func createProjectQueued(_ p: Project, upsert: Bool) throws(ControlError) -> (Project, Store.Ticket?) {
         let result: Result<(Project, Store.Ticket?), ControlError> = state.withLock { s in
             for k in p.serverKeys {
                 if let owner = s.keyOwner[k], owner != p.senderID {
@@ -45,9 +52,7 @@ extension Engine {
                           [.text(row.senderID), .text(row.keysJSON), .text(row.appsJSON), .int(row.createdAt)])
             }])))
         }
-        let (project, ticket) = try result.get()
-        if let ticket { try commitControl(ticket) }
-        return project
+        return try result.get()
     }
 
     /// Every project, in creation order.
@@ -81,6 +86,13 @@ extension Engine {
     /// Creates a device. With `idempotent` (fixtures), an existing token is left as it is.
     @discardableResult
     public func createDevice(_ spec: DeviceSpec, idempotent: Bool = false) throws(ControlError) -> Device {
+        let (device, ticket) = try createDeviceQueued(spec, idempotent: idempotent)
+        if let ticket { try commitControl(ticket) }
+        return device
+    }
+
+    /// `createDevice` without waiting for the commit (fixture loading waits once at the end).
+    func createDeviceQueued(_ spec: DeviceSpec, idempotent: Bool) throws(ControlError) -> (Device, Store.Ticket?) {
         if let t = spec.token, !isWellFormedToken(t) {
             throw .badRequest("token must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 - _ : .")
         }
@@ -102,9 +114,7 @@ extension Engine {
             s.insert(d)
             return .success((d, submit([{ (c: SQLiteConnection) throws in try c.run(Device.insertSQL, d.insertValues) }])))
         }
-        let (device, ticket) = try result.get()
-        if let ticket { try commitControl(ticket) }
-        return device
+        return try result.get()
     }
 
     /// One device by token.

@@ -106,6 +106,10 @@ extension Engine {
         let count = max(tokens.count, 1)
         let expiresAt = now + req.options.timeToLive * 1000
         let dryRun = req.options.dryRun
+        // Serialized before taking the lock: the critical section stays the part that needs it.
+        let optionsJSON = dryRun ? "" : Self.optionsJSON(req)
+        let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
+        let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
 
         let (firstMid, results, ticket): (Int64, [RecipientResult], Store.Ticket?) = state.withLock { s in
             // Stamps are taken under the lock, so id order is acceptance order.
@@ -169,9 +173,7 @@ extension Engine {
             let message = MessageRow(
                 id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
                 transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
-                targetValue: req.target.value, options: Self.optionsJSON(req),
-                data: req.data.map { JSONValue.object($0).serialized() },
-                notification: req.notification.map { JSONValue.object($0).serialized() },
+                targetValue: req.target.value, options: optionsJSON, data: dataJSON, notification: notificationJSON,
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
                 httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count)

@@ -1,4 +1,5 @@
 import FCMCore
+import FCMStore
 import Foundation
 
 /// Loads fixture files (control-api.md "Fixtures file") through the same engine calls the control
@@ -48,13 +49,22 @@ public enum Fixtures {
             throw fail("$.\(k)", "topics and device groups are not supported by this version of fcm-mock yet")
         }
         let now = engine.clock.nowMillis()
+        // Everything is queued first and committed together: one commit per fixture device would
+        // make a 10,000-device file take seconds to load.
+        var tickets: [Store.Ticket] = []
+        var committed = false
+        defer {
+            // On an error below, what was queued still gets committed before start-up stops.
+            if !committed { for t in tickets { try? engine.commit(t) } }
+        }
         if let v = obj["projects"] {
             guard let items = v.arrayValue else { throw fail("$.projects", "must be an array") }
             for (i, item) in items.enumerated() {
                 let path = "$.projects[\(i)]"
                 guard let o = item.objectValue else { throw fail(path, "must be an object") }
                 do {
-                    try engine.createProject(try ControlAPI.projectSpec(Body(o, path: ""), now: now), upsert: true)
+                    let (_, t) = try engine.createProjectQueued(try ControlAPI.projectSpec(Body(o, path: ""), now: now), upsert: true)
+                    if let t { tickets.append(t) }
                 } catch {
                     throw fail(path, error.message)
                 }
@@ -71,10 +81,19 @@ public enum Fixtures {
                         spec.token = deterministicRegistrationToken(
                             seed: "\(spec.senderID)|\(spec.app ?? "")|\(spec.platform.rawValue)|\(i)")
                     }
-                    try engine.createDevice(spec, idempotent: true)
+                    let (_, t) = try engine.createDeviceQueued(spec, idempotent: true)
+                    if let t { tickets.append(t) }
                 } catch {
                     throw fail(path, error.message)
                 }
+            }
+        }
+        committed = true
+        for t in tickets {
+            do {
+                try engine.commit(t)
+            } catch {
+                throw fail("$", "the store failed while loading: \(error.description)")
             }
         }
     }

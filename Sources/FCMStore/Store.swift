@@ -8,24 +8,26 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// The only owner of the SQLite connection: serialized reads, and writes by group commit.
 ///
 /// A request's writes are answered only after they are committed. Committing each request on its
-/// own would cap throughput at the commit rate, so one writer thread takes every batch queued
-/// while the previous transaction ran and commits them together, then wakes exactly the requests
-/// whose batches it committed (one wake-up per request: no thundering herd on two cores).
+/// own would cap throughput at the commit rate, so concurrent requests share transactions by
+/// leader/follower: a request that finds no commit running leads: it commits every batch queued
+/// so far in one transaction, wakes exactly the requests it committed, and hands the lead to the
+/// oldest request queued meanwhile. A leader never sleeps; a follower sleeps once and is woken
+/// once (no broadcast, no extra writer thread to wake on two cores).
 ///
-/// WAL checkpoints stay SQLite's automatic ones (PASSIVE, every 1000 pages), run by the writer
-/// between transactions: a checkpointer on another connection starves under continuous writes
-/// (the log never gets fully copied back, so it is never restarted and grows without bound).
+/// WAL checkpoints stay SQLite's automatic ones (PASSIVE, every 1000 pages), run by the leader
+/// after its commit: a checkpointer on another connection starves under continuous writes (the
+/// log never gets fully copied back, so it is never restarted and grows without bound).
 ///
 /// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
-/// `connection` only inside `connectionLock`, `pending`/`stopping` only inside `queue`; a ticket's
-/// outcome is written before its semaphore is signalled and read after the wait returns.
+/// `connection` only inside `connectionLock`; `pending`, `leaderActive`, `closed` and every
+/// ticket's state only inside `queue`.
 public final class Store: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let connectionLock = ConditionLock()
     private let queue = ConditionLock()
     private var pending: [Ticket] = []
-    private var stopping = false
-    private let writerDone = DispatchSemaphore(value: 0)
+    private var leaderActive = false
+    private var closed = false
     /// The path it was opened with (`:memory:` for a throwaway store).
     public let path: String
     /// The journal mode SQLite reports (`wal` for files, `memory` for `:memory:`).
@@ -33,23 +35,27 @@ public final class Store: @unchecked Sendable {
 
     /// A batch of writes submitted together; `wait(for:)` blocks until it is committed.
     ///
-    /// `@unchecked Sendable`: `ops` is immutable; `outcome` is written once by the writer thread
-    /// before `done` is signalled, and read only after waiting on `done`.
+    /// `@unchecked Sendable`: `ops` is immutable; the rest is only touched under the store's
+    /// `queue` lock (the semaphore is itself thread-safe).
     public final class Ticket: @unchecked Sendable {
         let ops: [WriteOp]
+        var done = false
         var outcome: StoreError?
-        let done = DispatchSemaphore(value: 0)
+        /// Its thread sleeps on `wake`.
+        var sleeping = false
+        /// It was handed the lead: its thread commits the next batch.
+        var leads = false
+        let wake = DispatchSemaphore(value: 0)
         init(ops: [WriteOp]) { self.ops = ops }
     }
 
-    /// Opens the store at `path` (a file, created when missing, or `:memory:`), sets WAL, runs
-    /// pending migrations and starts the writer.
+    /// Opens the store at `path` (a file, created when missing, or `:memory:`), sets WAL and runs
+    /// pending migrations.
     public init(path: String) throws(StoreError) {
         let conn = try SQLiteConnection(path: path)
         try conn.execute("PRAGMA busy_timeout=5000")
         let mode = try conn.scalarText("PRAGMA journal_mode=WAL") ?? ""
-        let inMemory = path == ":memory:"
-        if !inMemory && mode.lowercased() != "wal" {
+        if path != ":memory:" && mode.lowercased() != "wal" {
             throw StoreError(code: 0, message: "could not switch the journal to WAL (got \(mode))", sql: nil)
         }
         // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power
@@ -59,9 +65,6 @@ public final class Store: @unchecked Sendable {
         self.path = path
         self.journalMode = mode.lowercased()
         self.connection = conn
-        let writer = Thread { [self] in runWriter() }
-        writer.name = "fcm-mock store writer"
-        writer.start()
     }
 
     /// Runs `body` with the connection, serialized with every other use.
@@ -74,18 +77,42 @@ public final class Store: @unchecked Sendable {
     /// writes applied in the order they decided them.
     public func submit(_ ops: [WriteOp]) -> Ticket {
         let t = Ticket(ops: ops)
-        let wasEmpty = queue.withLock { () -> Bool in
-            pending.append(t)
-            return pending.count == 1
+        queue.withLock {
+            if closed {
+                t.done = true
+                t.outcome = StoreError(code: 0, message: "the store is closed", sql: nil)
+            } else {
+                pending.append(t)
+            }
         }
-        if wasEmpty { queue.broadcast() }
         return t
     }
 
-    /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
+    /// Blocks until `ticket` is committed (leading the commit when nobody is); throws when the
+    /// transaction that carried it failed.
     public func wait(for ticket: Ticket) throws(StoreError) {
-        ticket.done.wait()
-        if let e = ticket.outcome { throw e }
+        while true {
+            enum Next { case finished, lead, sleep }
+            let next: Next = queue.withLock {
+                if ticket.done { return .finished }
+                if ticket.leads || !leaderActive {
+                    ticket.leads = false
+                    leaderActive = true
+                    return .lead
+                }
+                ticket.sleeping = true
+                return .sleep
+            }
+            switch next {
+            case .finished:
+                if let e = queue.withLock({ ticket.outcome }) { throw e }
+                return
+            case .lead:
+                lead()
+            case .sleep:
+                ticket.wake.wait()
+            }
+        }
     }
 
     /// Submits and waits: the common case of one request's writes.
@@ -93,24 +120,35 @@ public final class Store: @unchecked Sendable {
         try wait(for: submit(ops))
     }
 
-    private func runWriter() {
-        while true {
-            let batch: [Ticket] = queue.withLock {
-                while pending.isEmpty && !stopping { queue.wait() }
-                let b = pending
-                pending.removeAll(keepingCapacity: true)
-                return b
-            }
-            if batch.isEmpty {
-                writerDone.signal()
-                return
-            }
-            let results = commit(batch)
-            for (t, r) in zip(batch, results) {
-                t.outcome = r
-                t.done.signal()
-            }
+    /// Commits everything queued, wakes whom it committed, hands the lead on.
+    private func lead() {
+        let batch: [Ticket] = queue.withLock {
+            let b = pending
+            pending.removeAll(keepingCapacity: true)
+            return b
         }
+        let results = commit(batch)
+        var toWake: [Ticket] = []
+        queue.withLock {
+            for (t, r) in zip(batch, results) {
+                t.done = true
+                t.outcome = r
+                if t.sleeping { toWake.append(t) }
+            }
+            if let heir = pending.first {
+                // Leadership passes to the oldest request queued during this commit; it may not
+                // be waiting yet, in which case it finds `leads` set when it calls wait.
+                heir.leads = true
+                if heir.sleeping {
+                    heir.sleeping = false
+                    toWake.append(heir)
+                }
+            } else {
+                leaderActive = false
+            }
+            for t in toWake { t.sleeping = false }
+        }
+        for t in toWake { t.wake.signal() }
     }
 
     /// Commits `batch` in one transaction; returns each ticket's failure (nil: committed).
@@ -135,16 +173,12 @@ public final class Store: @unchecked Sendable {
         return [failure]
     }
 
-    /// Commits what is queued, stops the writer, and writes the WAL back
-    /// into the main file, so the file alone is complete. Later writes fail.
+    /// Commits what is queued, refuses later writes, and writes the WAL back into the main file,
+    /// so the file alone is complete.
     public func close() {
-        let already = queue.withLock { () -> Bool in
-            defer { stopping = true }
-            return stopping
-        }
-        guard !already else { return }
-        queue.broadcast()
-        writerDone.wait()
+        let last = submit([])
+        try? wait(for: last)
+        queue.withLock { closed = true }
         _ = try? read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 }
