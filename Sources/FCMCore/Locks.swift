@@ -100,3 +100,26 @@ public final class Locked<Value: Sendable>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+/// Starts a detached thread running `body` (a plain pthread: the server has no other use for
+/// Foundation's Thread, and not linking Foundation saves several megabytes of resident memory).
+public func spawnThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let arg = Unmanaged.passRetained(Box(body)).toOpaque()
+    var tid = pthread_t()
+    let rc = pthread_create(&tid, nil, { raw in
+        guard let raw else { return nil }
+        let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
+        box.body()
+        return nil
+    }, arg)
+    if rc == 0 {
+        pthread_detach(tid)
+    } else {
+        Unmanaged<Box>.fromOpaque(arg).release()
+        fatalError("pthread_create failed: \(rc)")
+    }
+}

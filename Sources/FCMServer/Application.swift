@@ -1,6 +1,5 @@
 import FCMCore
 import FCMStore
-import Foundation
 import HTTPServer
 
 /// The running mock: store, engine and listeners, started and stopped together.
@@ -23,7 +22,7 @@ public final class Application: Sendable {
         if c.dbPath != ":memory:" && c.dbPath == Configuration().dbPath {
             // The default path lives in ./data/, created on first use; a path the user names must
             // already have its folder.
-            try? FileManager.default.createDirectory(atPath: "./data", withIntermediateDirectories: true)
+            SystemIO.makeDirectory("./data")
         }
         let store: Store
         do {

@@ -1,6 +1,5 @@
 import FCMCore
 import FCMStore
-import Foundation
 
 /// Loads fixture files (control-api.md "Fixtures file") through the same engine calls the control
 /// API uses. Loading is idempotent: projects merge, devices that exist are left alone, and devices
@@ -14,18 +13,18 @@ public enum Fixtures {
             return
         }
         for path in paths {
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir) else {
+            guard let kind = SystemIO.kind(of: path) else {
                 throw ConfigurationError("fixtures: \(path) does not exist")
             }
             var files = [path]
-            if isDir.boolValue {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-                files = names.filter { $0.hasSuffix(".json") }.sorted().map { (path as NSString).appendingPathComponent($0) }
+            if kind == .directory {
+                guard let names = SystemIO.list(path) else { throw ConfigurationError("fixtures: cannot list \(path)") }
+                let dir = path.hasSuffix("/") ? path : path + "/"
+                files = names.filter { $0.hasSuffix(".json") }.sorted().map { dir + $0 }
             }
             for f in files {
-                guard let data = FileManager.default.contents(atPath: f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
-                try load(Array(data), name: f, into: engine)
+                guard let data = SystemIO.readFile(f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
+                try load(data, name: f, into: engine)
             }
         }
     }

@@ -1,5 +1,4 @@
 import FCMCore
-import Foundation
 
 /// A small leveled logger writing one line per event to stderr, as text or JSON.
 ///
@@ -47,7 +46,7 @@ public struct Log: Sendable {
             line = "\(ts) \(at.name) \(message())"
             for (k, v) in metadata() { line += " \(k)=\(v)" }
         }
-        FileHandle.standardError.write((line + "\n").data(using: .utf8) ?? Data())
+        SystemIO.writeStderr(line + "\n")
     }
 
     public func info(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.info, m(), md()) }

@@ -1,6 +1,10 @@
-import Foundation
+import FCMCore
 import HTTPServer
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Holds the XMPP port until the CCS listener exists: it binds the port (so the `listening` line
 /// reports a real, reserved port) and answers every connection with a stream error saying the
@@ -18,7 +22,7 @@ final class XMPPPlaceholderListener: Sendable {
 
     func start() {
         let fd = self.fd
-        let thread = Thread { [self] in
+        spawnThread { [self] in
             while true {
                 let c = accept(fd, nil, nil)
                 if c < 0 {
@@ -34,7 +38,6 @@ final class XMPPPlaceholderListener: Sendable {
                 close(c)
             }
         }
-        thread.start()
     }
 
     func stop() {

@@ -1,6 +1,5 @@
 import Dispatch
 import FCMCore
-import Foundation
 
 /// A unit of work for the group committer: runs inside the shared write transaction.
 public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void

@@ -1,5 +1,8 @@
 import FCMServer
-import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Thin on purpose: parse the command line, build the configuration, run. Everything else lives
 // in FCMServer so tests can start the same application in-process.
@@ -14,7 +17,7 @@ let usage = """
     """
 
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write("fcm-mock: \(message)\n".data(using: .utf8)!)
+    writeToStandardError("fcm-mock: \(message)\n")
     exit(2)
 }
 
@@ -50,7 +53,7 @@ signal(SIGPIPE, SIG_IGN)
 
 let config: Configuration
 do {
-    config = try Configuration.parse(arguments: args, environment: ProcessInfo.processInfo.environment)
+    config = try Configuration.parse(arguments: args, environment: processEnvironment())
 } catch {
     fail(error.description)
 }

@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The few operating-system calls the server needs, written on libc directly so the binary does
+/// not link Foundation (which costs several megabytes of resident memory and start-up time).
+enum SystemIO {
+    /// What a path names.
+    enum Kind { case file, directory }
+
+    static func kind(of path: String) -> Kind? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return (st.st_mode & S_IFMT) == S_IFDIR ? .directory : .file
+    }
+
+    /// The whole file, or nil when it cannot be read.
+    static func readFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if n == 0 { return out }
+            out.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// Names in a directory (without `.` and `..`), unsorted; nil when it cannot be listed.
+    static func list(_ path: String) -> [String]? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Creates a directory (no error when it exists).
+    static func makeDirectory(_ path: String) {
+        _ = mkdir(path, 0o755)
+    }
+
+    /// Writes a line to standard error in one call, so lines from threads do not interleave.
+    static func writeStderr(_ text: String) {
+        var bytes = Array(text.utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + off, $0.count - off) }
+            if n <= 0 { return }
+            off += n
+        }
+        bytes.removeAll()
+    }
+
+    /// The process environment.
+    static func environment() -> [String: String] {
+        var out: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if let eq = s.firstIndex(of: "=") { out[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            p += 1
+        }
+        return out
+    }
+}
+
+/// Writes `text` to standard error (for the executable).
+public func writeToStandardError(_ text: String) { SystemIO.writeStderr(text) }
+
+/// The process environment (for the executable).
+public func processEnvironment() -> [String: String] { SystemIO.environment() }
