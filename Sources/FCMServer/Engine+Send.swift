@@ -110,6 +110,7 @@ extension Engine {
         let optionsJSON = dryRun ? "" : Self.optionsJSON(req)
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
+        let wellFormed = tokens.map(isWellFormedToken)
 
         let (firstMid, results, ticket): (Int64, [RecipientResult], Store.Ticket?) = state.withLock { s in
             // Stamps are taken under the lock, so id order is acceptance order.
@@ -132,8 +133,9 @@ extension Engine {
                 var row = DeliveryRow(id: mid, device: nil, token: nil, status: "failed", error: nil,
                                       canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
                 var result = RecipientResult()
-                let outcome = resolveRecipient(token, req: req, senderID: senderID, transport: transport,
-                                               state: &s, newDevices: &newDevices, now: now, dryRun: dryRun)
+                let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: req, senderID: senderID,
+                                               transport: transport, state: &s, newDevices: &newDevices, now: now,
+                                               dryRun: dryRun)
                 switch outcome {
                 case .failed(let err, let deviceID):
                     result.error = err
@@ -205,11 +207,11 @@ extension Engine {
     }
 
     /// The rules of seeds Table 9 for one token, in the order the mock checks them.
-    private func resolveRecipient(_ token: String, req: SendRequest, senderID: String, transport: Transport,
-                                  state s: inout EngineState, newDevices: inout [Device], now: Int64,
-                                  dryRun: Bool) -> RecipientOutcome {
+    private func resolveRecipient(_ token: String, wellFormed: Bool, req: SendRequest, senderID: String,
+                                  transport: Transport, state s: inout EngineState, newDevices: inout [Device],
+                                  now: Int64, dryRun: Bool) -> RecipientOutcome {
         if let err = req.messageError { return .failed(err, s.tokenIndex[token]) }
-        guard isWellFormedToken(token) else { return .failed(.invalidRegistration, nil) }
+        guard wellFormed else { return .failed(.invalidRegistration, nil) }
         var device: Device
         if let d = s.device(token: token) {
             device = d
