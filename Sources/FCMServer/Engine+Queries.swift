@@ -92,8 +92,9 @@ extension Engine {
     }
 
     static let messageColumns = """
-        id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, options,
-        data, notification, status, error, error_detail, http_status, raw, recipients
+        id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
+        time_to_live, restricted_package_name, flags, priority, data, notification, status, error, error_detail,
+        http_status, raw, recipients
         """
 
     private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64) throws(StoreError) -> String {
@@ -120,9 +121,27 @@ extension Engine {
         w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
         w.key("target"); w.beginObject()
         w.key("kind"); w.value(m.targetKind)
-        w.key("value"); w.value(m.targetValue)
+        // A token target's value is its one recipient's token; a multicast's, how many it had.
+        let targetValue: String?
+        if let v = m.targetValue {
+            targetValue = v
+        } else if recipients.count == 1 {
+            targetValue = recipients[0].device.flatMap { tokens[$0] } ?? recipients[0].token
+        } else {
+            targetValue = recipients.isEmpty ? nil : "\(recipients.count) tokens"
+        }
+        w.key("value"); w.value(targetValue)
         w.endObject()
-        w.key("options"); w.raw(m.options)
+        w.key("options"); w.beginObject()
+        w.key("collapse_key"); w.value(m.collapseKey)
+        w.key("priority"); w.value(m.priority)
+        w.key("time_to_live"); w.value(m.timeToLive)
+        w.key("restricted_package_name"); w.value(m.restrictedPackageName)
+        w.key("content_available"); w.value(m.flags & 1 != 0)
+        w.key("mutable_content"); w.value(m.flags & 2 != 0)
+        w.key("dry_run"); w.value(false)
+        if m.flags & 4 != 0 { w.key("delay_while_idle"); w.value(m.flags & 8 != 0) }
+        w.endObject()
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
         w.key("status"); w.value(m.status)
@@ -163,7 +182,7 @@ extension Engine {
         guard let candidates else { throw .notFound("device '\(token)' does not exist") }
         let now = clock.nowMillis()
         let sql = """
-            SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, d.collapse_key, m.priority,
+            SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
               m.transport, m.target_kind, m.data, m.notification
             FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
             """
@@ -231,13 +250,15 @@ extension Engine {
 /// A `messages` row as read back.
 struct MessageRecordRow {
     var id: Int64, suffix: Int64, multicastID: Int64?, senderID: String?, transport: String?, format: String?
-    var acceptedAt: Int64, targetKind: String?, targetValue: String?, options: String, data: String?, notification: String?
+    var acceptedAt: Int64, targetKind: String?, targetValue: String?, collapseKey: String?, timeToLive: Int64
+    var restrictedPackageName: String?, flags: Int64, priority: String?, data: String?, notification: String?
     var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int
 
     init(_ r: Statement) {
         id = r.int(0); suffix = r.int(1); multicastID = r.optionalInt(2); senderID = r.text(3)
         transport = r.text(4); format = r.text(5); acceptedAt = r.int(6); targetKind = r.text(7); targetValue = r.text(8)
-        options = r.text(9) ?? "{}"; data = r.text(10); notification = r.text(11); status = r.text(12); error = r.text(13)
-        errorDetail = r.text(14); httpStatus = Int(r.int(15)); raw = r.text(16); recipients = Int(r.int(17))
+        collapseKey = r.text(9); timeToLive = r.int(10); restrictedPackageName = r.text(11); flags = r.int(12)
+        priority = r.text(13); data = r.text(14); notification = r.text(15); status = r.text(16); error = r.text(17)
+        errorDetail = r.text(18); httpStatus = Int(r.int(19)); raw = r.text(20); recipients = Int(r.int(21))
     }
 }

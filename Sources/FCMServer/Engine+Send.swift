@@ -32,8 +32,12 @@ struct MessageRow: Sendable {
     var format: BodyFormat
     var acceptedAt: Int64
     var targetKind: String
+    /// Only for topic and condition targets; a token target's value is its recipient's token.
     var targetValue: String?
-    var options: String
+    var collapseKey: String?
+    var timeToLive: Int64
+    var restrictedPackageName: String?
+    var flags: Int64
     var data: String?
     var notification: String?
     var priority: Priority
@@ -47,13 +51,15 @@ struct MessageRow: Sendable {
 
     static let insertSQL = """
         INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
-          target_value, options, data, notification, priority, status, error, error_detail, http_status, raw, recipients)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+          target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
+          status, error, error_detail, http_status, raw, recipients)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
         [.int(id), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport.rawValue),
-         .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .text(options),
+         .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
+         .int(timeToLive), .optional(restrictedPackageName), .int(flags),
          .optional(data), .optional(notification), .text(priority.rawValue), .text(status), .optional(error),
          .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients))]
     }
@@ -73,8 +79,8 @@ struct DeliveryRow: Sendable {
     var expiresAt: Int64
 
     static let insertSQL = """
-        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at,
-          collapse_key) VALUES (?,?,?,?,?,?,?,?,?,?)
+        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at)
+        VALUES (?,?,?,?,?,?,?,?,?)
         """
 }
 
@@ -107,7 +113,6 @@ extension Engine {
         let expiresAt = now + req.options.timeToLive * 1000
         let dryRun = req.options.dryRun
         // Serialized before taking the lock: the critical section stays the part that needs it.
-        let optionsJSON = dryRun ? "" : Self.optionsJSON(req)
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
         let wellFormed = tokens.map(isWellFormedToken)
@@ -175,11 +180,12 @@ extension Engine {
             let message = MessageRow(
                 id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
                 transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
-                targetValue: req.target.value, options: optionsJSON, data: dataJSON, notification: notificationJSON,
+                targetValue: Self.storedTargetValue(req.target), collapseKey: req.options.collapseKey,
+                timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
+                flags: Self.flags(req.options), data: dataJSON, notification: notificationJSON,
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
                 httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count)
-            let collapseKey = req.options.collapseKey
             let (createdDevices, deliveryRows) = (newDevices, rows)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
                 for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }
@@ -188,7 +194,7 @@ extension Engine {
                 for r in deliveryRows {
                     try stmt.bind([.int(r.id), .int(message.id), .optional(r.device), .optional(r.token),
                                    .text(r.status), .optional(r.error), .optional(r.canonical),
-                                   .optional(r.deliveredAt), .int(r.expiresAt), .optional(collapseKey)])
+                                   .optional(r.deliveredAt), .int(r.expiresAt)])
                     while try stmt.step() {}
                     try c.reset(stmt)
                 }
@@ -257,7 +263,8 @@ extension Engine {
             let row = MessageRow(
                 id: mid, suffix: suffix, multicastID: nil, senderID: senderID,
                 transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,
-                options: "{}", data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
+                collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
+                data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
                 errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0)
             return (mid, submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }]))
         }
@@ -265,19 +272,18 @@ extension Engine {
         return MessageID(micros: mid, suffix: suffix).description
     }
 
-    static func optionsJSON(_ req: SendRequest) -> String {
-        var w = JSONWriter()
-        let o = req.options
-        w.beginObject()
-        w.key("collapse_key"); w.value(o.collapseKey)
-        w.key("priority"); w.value(req.effectivePriority.rawValue)
-        w.key("time_to_live"); w.value(o.timeToLive)
-        w.key("restricted_package_name"); w.value(o.restrictedPackageName)
-        w.key("content_available"); w.value(o.contentAvailable)
-        w.key("mutable_content"); w.value(o.mutableContent)
-        w.key("dry_run"); w.value(o.dryRun)
-        if let d = o.delayWhileIdle { w.key("delay_while_idle"); w.value(d) }
-        w.endObject()
-        return w.string
+    static func storedTargetValue(_ t: SendTarget) -> String? {
+        switch t {
+        case .topic, .condition: return t.value
+        default: return nil
+        }
+    }
+
+    static func flags(_ o: SendOptions) -> Int64 {
+        var f: Int64 = 0
+        if o.contentAvailable { f |= 1 }
+        if o.mutableContent { f |= 2 }
+        if let d = o.delayWhileIdle { f |= 4 | (d ? 8 : 0) }
+        return f
     }
 }

@@ -6,7 +6,10 @@ enum Migrations {
         // is found by primary key, and a message's deliveries are the rows id ..< id + recipients.
         // Only pending deliveries are indexed by device (a partial index, tiny); the per-device
         // list of all deliveries is kept in memory by the engine, since a B-tree keyed by device
-        // makes a 1000-token multicast dirty 1000 index pages.
+        // makes a 1000-token multicast dirty 1000 index pages. Rows stay small (what can be
+        // derived is not stored: a token target's value is its recipient's token; options are
+        // columns with `flags` bits 1 content_available, 2 mutable_content, 4 delay_while_idle
+        // given, 8 its value), since every byte is written to the log and copied back.
         """
         CREATE TABLE projects(
             sender_id TEXT PRIMARY KEY,
@@ -34,7 +37,10 @@ enum Migrations {
             accepted_at INTEGER NOT NULL,
             target_kind TEXT NOT NULL,
             target_value TEXT,
-            options TEXT NOT NULL,
+            collapse_key TEXT,
+            time_to_live INTEGER NOT NULL,
+            restricted_package_name TEXT,
+            flags INTEGER NOT NULL,
             data TEXT,
             notification TEXT,
             priority TEXT NOT NULL,
@@ -53,8 +59,7 @@ enum Migrations {
             error TEXT,
             canonical INTEGER,
             delivered_at INTEGER,
-            expires_at INTEGER NOT NULL,
-            collapse_key TEXT);
+            expires_at INTEGER NOT NULL);
         CREATE INDEX deliveries_pending ON deliveries(device) WHERE status = 'pending';
         """
     ]
