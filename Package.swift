@@ -16,7 +16,7 @@ let package = Package(
                        providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "FCMCore"),
         .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "FCMCore"]),
         .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer"]),
         .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore"]),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),

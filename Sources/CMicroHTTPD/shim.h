@@ -17,12 +17,13 @@ static size_t fcm_mhd_no_unescape(void *cls, struct MHD_Connection *c, char *s) 
 static inline struct MHD_Daemon *fcm_mhd_start(unsigned int flags, int listen_fd,
         MHD_AccessHandlerCallback handler, void *handler_cls,
         MHD_RequestCompletedCallback completed, void *completed_cls,
-        unsigned int connection_timeout_s, size_t connection_memory_limit) {
+        unsigned int connection_timeout_s, size_t connection_memory_limit, unsigned int thread_pool_size) {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_s,
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
+            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
             MHD_OPTION_UNESCAPE_CALLBACK, fcm_mhd_no_unescape, NULL,
             MHD_OPTION_END);
 }
@@ -32,6 +33,6 @@ static const enum MHD_Result FCM_MHD_YES = MHD_YES;
 static const enum MHD_Result FCM_MHD_NO = MHD_NO;
 static const enum MHD_ValueKind FCM_MHD_HEADER_KIND = MHD_HEADER_KIND;
 static const enum MHD_ValueKind FCM_MHD_GET_ARGUMENT_KIND = MHD_GET_ARGUMENT_KIND;
-static const unsigned int FCM_MHD_FLAGS_THREAD_PER_CONNECTION =
-    MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
+static const unsigned int FCM_MHD_FLAGS_EVENT_LOOP =
+    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
 static const enum MHD_ResponseMemoryMode FCM_MHD_RESPMEM_MUST_COPY = MHD_RESPMEM_MUST_COPY;

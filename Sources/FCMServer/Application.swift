@@ -70,10 +70,12 @@ public final class Application: Sendable {
         configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
     }
 
-    /// Stops accepting, ends long polls, lets requests in flight finish, checkpoints the store.
+    /// Stops accepting, answers long polls, lets sends in flight commit and answer, then closes
+    /// the connections and checkpoints the store.
     public func stop() {
         xmpp.stop()
         engine.beginShutdown()
+        engine.store.drain()
         http.stop()
         engine.close()
     }

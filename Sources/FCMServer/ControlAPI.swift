@@ -10,20 +10,25 @@ struct ControlAPI: Sendable {
     let engine: Engine
     let controlToken: String?
 
-    func handle(_ r: HTTPRequest, segments: [Substring]) -> HTTPResponse {
+    func handle(_ r: HTTPRequest, segments: [Substring], _ responder: HTTPResponder) {
         do throws(ControlError) {
             if r.bodyTooLarge { throw ControlError(code: "payload_too_large", message: "request body is too large") }
             let isHealth = segments.count == 1 && segments[0] == "health"
             if let controlToken, !isHealth, r.header("authorization") != "Bearer " + controlToken {
                 throw ControlError(code: "unauthorized", message: "this server needs Authorization: Bearer <control token>")
             }
-            return try route(r, segments)
+            if let answer = try route(r, segments, responder) { responder.send(answer) }
         } catch {
-            return HTTPResponse(status: error.status, contentType: ContentType.json, body: Render.error(error))
+            responder.send(Self.errorResponse(error))
         }
     }
 
-    private func route(_ r: HTTPRequest, _ seg: [Substring]) throws(ControlError) -> HTTPResponse {
+    static func errorResponse(_ error: ControlError) -> HTTPResponse {
+        HTTPResponse(status: error.status, contentType: ContentType.json, body: Render.error(error))
+    }
+
+    /// The answer, or nil when `responder` will be answered later (long polls).
+    private func route(_ r: HTTPRequest, _ seg: [Substring], _ responder: HTTPResponder) throws(ControlError) -> HTTPResponse? {
         let q = try Query(r.rawQuery)
         switch (r.method, seg.count, seg.first ?? "") {
         case ("GET", 1, "health"):
@@ -40,7 +45,7 @@ struct ControlAPI: Sendable {
         case (_, _, "projects"):
             return try projects(r, seg, q)
         case (_, _, "devices"):
-            return try devices(r, seg, q)
+            return try devices(r, seg, q, responder)
         case ("GET", 1, "messages"):
             var f = MessageFilter()
             f.senderID = q["sender_id"]
@@ -130,7 +135,7 @@ struct ControlAPI: Sendable {
 
     // MARK: Devices
 
-    private func devices(_ r: HTTPRequest, _ seg: [Substring], _ q: Query) throws(ControlError) -> HTTPResponse {
+    private func devices(_ r: HTTPRequest, _ seg: [Substring], _ q: Query, _ responder: HTTPResponder) throws(ControlError) -> HTTPResponse? {
         if seg.count == 1 {
             switch r.method {
             case "GET":
@@ -184,9 +189,15 @@ struct ControlAPI: Sendable {
             guard (0...60).contains(waitS) else { throw .badRequest("wait must be 0 to 60 seconds") }
             let min = try q.int("min") ?? 1
             guard min >= 0 else { throw .badRequest("min must not be negative") }
-            let page = try engine.waitForInbox(token, status: q["status"], afterID: try q.cursor() ?? 0,
-                                               limit: try q.limit(), min: Int(min), waitSeconds: waitS)
-            return ok(Render.list(page.items, next: page.next))
+            engine.waitForInbox(token, status: q["status"], afterID: try q.cursor() ?? 0, limit: try q.limit(),
+                                min: Int(min), waitSeconds: waitS) { result in
+                switch result {
+                case .success(let page): responder.send(HTTPResponse(status: 200, contentType: ContentType.json,
+                                                                     body: Render.list(page.items, next: page.next)))
+                case .failure(let e): responder.send(Self.errorResponse(e))
+                }
+            }
+            return nil
         default:
             throw .notFound("no such call: \(r.method) \(r.path)")
         }

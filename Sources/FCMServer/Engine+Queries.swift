@@ -231,18 +231,28 @@ extension Engine {
         return w.string
     }
 
-    /// Long poll: returns as soon as the inbox holds at least `min` matching entries, or when
-    /// `waitSeconds` have passed (with what there is).
-    public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int,
-                             waitSeconds: Double) throws(ControlError) -> (items: [String], next: Int64?) {
-        let deadline = monotonicNanos() + UInt64(max(0, waitSeconds) * 1e9)
-        while true {
-            let generation = currentGeneration()
-            let page = try inbox(token, status: status, afterID: afterID, limit: limit)
-            if page.items.count >= min || waitSeconds <= 0 { return page }
-            if !waitForChange(after: generation, deadlineNanos: deadline) {
-                return try inbox(token, status: status, afterID: afterID, limit: limit)
+    /// Long poll: answers as soon as the inbox holds at least `min` matching entries, or when
+    /// `waitSeconds` have passed (with what there is). `reply` runs at once or later, on another
+    /// thread; no thread waits meanwhile.
+    public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
+                             reply: @escaping @Sendable (Result<(items: [String], next: Int64?), ControlError>) -> Void) {
+        let first: (items: [String], next: Int64?)
+        do {
+            first = try inbox(token, status: status, afterID: afterID, limit: limit)
+        } catch {
+            return reply(.failure(error))
+        }
+        if first.items.count >= min || waitSeconds <= 0 { return reply(.success(first)) }
+        let deadline = monotonicNanos() + UInt64(waitSeconds * 1e9)
+        longPolls.add(deadline: deadline) { [self] final in
+            do throws(ControlError) {
+                let page = try inbox(token, status: status, afterID: afterID, limit: limit)
+                guard page.items.count >= min || final else { return false }
+                reply(.success(page))
+            } catch {
+                reply(.failure(error))
             }
+            return true
         }
     }
 }

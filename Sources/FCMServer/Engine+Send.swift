@@ -1,3 +1,4 @@
+import Dispatch
 import FCMCore
 import FCMStore
 
@@ -97,10 +98,24 @@ extension Device {
 }
 
 extension Engine {
-    /// Sends `req` (token, multicast or missing target) as `senderID`: resolves every recipient
-    /// against the fake devices, stores the message and its deliveries, and answers once they are
-    /// committed. A dry run is validated the same way and stores nothing.
+    /// `send` for callers that may block: returns once the send is committed.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: () -> String? = { nil }) throws(StoreError) -> SendResult {
+        let box = Locked<Result<SendResult, StoreError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        send(req, senderID: senderID, transport: transport, raw: raw) { r in
+            box.withLock { $0 = r }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0! }.get()
+    }
+
+    /// Sends `req` (token, multicast or missing target) as `senderID`: resolves every recipient
+    /// against the fake devices, queues the message and its deliveries for the store, and calls
+    /// `completion` once they are committed (on the store's writer thread; at once for a dry run,
+    /// which is validated the same way and stores nothing).
+    public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: () -> String? = { nil },
+                     completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let tokens: [String]
         switch req.target {
         case .token, .multicast: tokens = req.target.tokens
@@ -117,7 +132,7 @@ extension Engine {
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
         let wellFormed = tokens.map(isWellFormedToken)
 
-        let (firstMid, results, ticket): (Int64, [RecipientResult], Store.Ticket?) = state.withLock { s in
+        let dryResult: SendResult? = state.withLock { s in
             // Stamps are taken under the lock, so id order is acceptance order.
             let firstMid = ids.reserve(count, nowMicros: clock.nowMicros())
             var results: [RecipientResult] = []
@@ -168,7 +183,9 @@ extension Engine {
                 results.append(result)
                 rows.append(row)
             }
-            if dryRun { return (firstMid, results, nil) }
+            let result = SendResult(multicastID: multicastID, results: results,
+                                    recordID: MessageID(micros: firstMid, suffix: suffix).description)
+            if dryRun { return result }
 
             for r in rows {
                 if let d = r.device { s.inbox[d, default: []].append(r.id) }
@@ -199,11 +216,13 @@ extension Engine {
                     try c.reset(stmt)
                 }
             }]
-            return (firstMid, results, submit(ops))
+            submit(ops) { [self] error in
+                notifyChanged()
+                completion(error.map { .failure($0) } ?? .success(result))
+            }
+            return nil
         }
-        if let ticket { try commit(ticket) }
-        return SendResult(multicastID: multicastID, results: results,
-                          recordID: MessageID(micros: firstMid, suffix: suffix).description)
+        if let dryResult { completion(.success(dryResult)) }
     }
 
     enum RecipientOutcome {

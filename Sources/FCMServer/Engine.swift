@@ -21,10 +21,8 @@ public final class Engine: Sendable {
     public let clock: MockClock
     let ids: MessageIDAllocator
     let state: Locked<EngineState>
-    /// Woken after every commit that may change what an inbox shows (long polls wait here).
-    let changes = ConditionLock()
-    let changeGeneration = Atomic<UInt64>(0)
-    let shuttingDown = Atomic<Bool>(false)
+    /// Long polls, re-checked after every commit that may change what they wait for.
+    let longPolls = LongPolls()
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     let interceptor: (any SendInterceptor)?
@@ -65,32 +63,12 @@ public final class Engine: Sendable {
 
     /// Wakes every long poll; they re-read what they wait for.
     func notifyChanged() {
-        changes.withLock { _ = changeGeneration.wrappingAdd(1, ordering: .relaxed) }
-        changes.broadcast()
+        longPolls.poke()
     }
 
-    /// Current change generation (read before a query, then `waitForChange(after:)`).
-    func currentGeneration() -> UInt64 {
-        changes.withLock { changeGeneration.load(ordering: .relaxed) }
-    }
-
-    /// Blocks until something changed after `generation` or the deadline passed; false on time-out
-    /// or shutdown.
-    func waitForChange(after generation: UInt64, deadlineNanos: UInt64) -> Bool {
-        changes.withLock {
-            while changeGeneration.load(ordering: .relaxed) == generation {
-                if shuttingDown.load(ordering: .relaxed) { return false }
-                if monotonicNanos() >= deadlineNanos { return false }
-                changes.wait(untilMonotonicNanos: deadlineNanos)
-            }
-            return true
-        }
-    }
-
-    /// Ends every long poll at once (before the HTTP server waits for its requests to finish).
+    /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
-        shuttingDown.store(true, ordering: .relaxed)
-        notifyChanged()
+        longPolls.stop()
     }
 
     /// Writes the store's log back into its file.
@@ -99,8 +77,9 @@ public final class Engine: Sendable {
     }
 
     /// Queues `ops` in decision order; call only while holding `state`.
-    func submit(_ ops: [WriteOp]) -> Store.Ticket {
-        store.submit(ops)
+    @discardableResult
+    func submit(_ ops: [WriteOp], completion: (@Sendable (StoreError?) -> Void)? = nil) -> Store.Ticket {
+        store.submit(ops, completion: completion)
     }
 
     /// Waits for a ticket, then wakes long polls.

@@ -28,7 +28,13 @@ struct FCMSendRoute: Sendable {
     let engine: Engine
     let maxBodyBytes: Int
 
-    func handle(_ r: HTTPRequest) -> HTTPResponse {
+    func handle(_ r: HTTPRequest, _ responder: HTTPResponder) {
+        if let answer = handleUnlessSending(r, responder) { responder.send(answer) }
+    }
+
+    /// Answers at once, or returns nil after starting a send that answers `responder` when
+    /// its rows are committed.
+    private func handleUnlessSending(_ r: HTTPRequest, _ responder: HTTPResponder) -> HTTPResponse? {
         guard r.method == "POST" else {
             return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
                                 headers: [("Allow", "POST")])
@@ -74,8 +80,15 @@ struct FCMSendRoute: Sendable {
                 default:
                     break
                 }
-                let result = try engine.send(req, senderID: sender, transport: .http, raw: { raw })
-                return isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+                engine.send(req, senderID: sender, transport: .http, raw: { raw }) { outcome in
+                    switch outcome {
+                    case .success(let result):
+                        responder.send(isJSON ? Self.jsonResponse(result) : Self.plainResponse(result))
+                    case .failure:
+                        responder.send(HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n"))
+                    }
+                }
+                return nil
             }
         } catch {
             return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")

@@ -14,12 +14,12 @@ public struct HTTPApp: Sendable {
         self.control = ControlAPI(engine: engine, controlToken: controlToken)
     }
 
-    /// Answers one request (runs on the connection's thread).
-    public func handle(_ r: HTTPRequest) -> HTTPResponse {
+    /// Answers one request through `responder` (now, or later for sends and long polls).
+    public func handle(_ r: HTTPRequest, _ responder: HTTPResponder) {
         let path = r.path
         switch path {
         case "/fcm/send", "/gcm/send":
-            return send.handle(r)
+            return send.handle(r, responder)
         default:
             break
         }
@@ -27,14 +27,14 @@ public struct HTTPApp: Sendable {
             let rest = path.dropFirst("/api/v1/".count)
             let segments = rest.split(separator: "/", omittingEmptySubsequences: false)
             if segments.contains(where: { $0.isEmpty }) {
-                return control.handle(r, segments: [""])
+                return control.handle(r, segments: [""], responder)
             }
-            return control.handle(r, segments: segments)
+            return control.handle(r, segments: segments, responder)
         }
         if path == "/" {
-            return HTTPResponse(status: 200, contentType: ContentType.text,
-                                body: "fcm-mock \(fcmMockVersion): POST /fcm/send, control API under /api/v1/ (see README)\n")
+            return responder.send(HTTPResponse(status: 200, contentType: ContentType.text,
+                                               body: "fcm-mock \(fcmMockVersion): POST /fcm/send, control API under /api/v1/ (see README)\n"))
         }
-        return HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(path)\n")
+        responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(path)\n"))
     }
 }

@@ -12,56 +12,47 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// The only owner of the SQLite connection: serialized reads, and writes by group commit.
 ///
 /// A request's writes are answered only after they are committed. Committing each request on its
-/// own would cap throughput at the commit rate, so concurrent requests share transactions by
-/// leader/follower: a request that finds no commit running leads: it commits every batch queued
-/// so far in one transaction, wakes exactly the requests it committed, and hands the lead to the
-/// oldest request queued meanwhile. A leader never sleeps; a follower first yields a few times
-/// (the commit is usually done by then) and otherwise sleeps once and is woken once (no
-/// broadcast, no extra writer thread to wake on two cores).
+/// own would cap throughput at the commit rate, so one writer thread takes every batch queued
+/// while the previous transaction ran and commits them together, then completes each batch: it
+/// calls the batch's completion (the HTTP layer resumes the waiting request from there) or wakes
+/// the thread waiting for it.
 ///
-/// WAL checkpoints stay SQLite's automatic ones (PASSIVE, every 1000 pages), run by the leader
-/// after its commit: a checkpointer on another connection starves under continuous writes (the
-/// log never gets fully copied back, so it is never restarted and grows without bound).
+/// WAL checkpoints stay SQLite's automatic ones (PASSIVE, every 1000 pages), run by the writer
+/// between transactions: a checkpointer on another connection starves under continuous writes
+/// (the log never gets fully copied back, so it is never restarted and grows without bound).
 ///
 /// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
-/// `connection` only inside `connectionLock`; `pending`, `leaderActive`, `closed` and every
-/// ticket's state only inside `queue`.
+/// `connection` only inside `connectionLock`, `pending`/`stopping` only inside `queue`; a
+/// ticket's outcome is written by the writer before it signals or completes the ticket.
 public final class Store: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let connectionLock = ConditionLock()
     private let queue = ConditionLock()
     private var pending: [Ticket] = []
-    private var leaderActive = false
-    private var closed = false
-    /// How many times a follower yields the processor, checking whether its batch was committed,
-    /// before it sleeps. A commit takes tens of microseconds; yielding that long costs less than a
-    /// sleep and a wake-up, which on two cores measured at a third more sends per second.
-    private let spinLimit = 32
+    private var stopping = false
+    private let writerDone = DispatchSemaphore(value: 0)
     /// The path it was opened with (`:memory:` for a throwaway store).
     public let path: String
     /// The journal mode SQLite reports (`wal` for files, `memory` for `:memory:`).
     public let journalMode: String
 
-    /// A batch of writes submitted together; `wait(for:)` blocks until it is committed.
+    /// A batch of writes submitted together.
     ///
-    /// `@unchecked Sendable`: `ops` is immutable; the rest is only touched under the store's
-    /// `queue` lock (the semaphore is itself thread-safe).
+    /// `@unchecked Sendable`: `ops` and `completion` are immutable; `outcome` is written once by
+    /// the writer thread before `done` is signalled or `completion` runs, and read only after.
     public final class Ticket: @unchecked Sendable {
         let ops: [WriteOp]
-        var done = false
+        let completion: (@Sendable (StoreError?) -> Void)?
         var outcome: StoreError?
-        /// Its thread sleeps on `wake`.
-        var sleeping = false
-        /// It was handed the lead: its thread commits the next batch.
-        var leads = false
-        let wake = DispatchSemaphore(value: 0)
-        /// Set with `done` or `leads`, readable without the lock (for the brief spin before sleeping).
-        let settled = Atomic<Bool>(false)
-        init(ops: [WriteOp]) { self.ops = ops }
+        let done = DispatchSemaphore(value: 0)
+        init(ops: [WriteOp], completion: (@Sendable (StoreError?) -> Void)?) {
+            self.ops = ops
+            self.completion = completion
+        }
     }
 
-    /// Opens the store at `path` (a file, created when missing, or `:memory:`), sets WAL and runs
-    /// pending migrations.
+    /// Opens the store at `path` (a file, created when missing, or `:memory:`), sets WAL, runs
+    /// pending migrations and starts the writer.
     public init(path: String) throws(StoreError) {
         let conn = try SQLiteConnection(path: path)
         try conn.execute("PRAGMA busy_timeout=5000")
@@ -76,6 +67,7 @@ public final class Store: @unchecked Sendable {
         self.path = path
         self.journalMode = mode.lowercased()
         self.connection = conn
+        spawnThread { [self] in runWriter() }
     }
 
     /// Runs `body` with the connection, serialized with every other use.
@@ -83,94 +75,56 @@ public final class Store: @unchecked Sendable {
         try connectionLock.withLock { () throws(StoreError) -> T in try body(connection) }
     }
 
-    /// Queues `ops` for the next group commit and returns at once; ordering between submissions
-    /// is the order of the calls, so callers that hold their own lock while submitting get their
+    /// Queues `ops` for the next group commit and returns at once; `completion`, when given, runs
+    /// on the writer thread once they are committed (or failed). Ordering between submissions is
+    /// the order of the calls, so callers that hold their own lock while submitting get their
     /// writes applied in the order they decided them.
-    public func submit(_ ops: [WriteOp]) -> Ticket {
-        let t = Ticket(ops: ops)
-        queue.withLock {
-            if closed {
-                t.done = true
-                t.outcome = StoreError(code: 0, message: "the store is closed", sql: nil)
-            } else {
-                pending.append(t)
-            }
+    @discardableResult
+    public func submit(_ ops: [WriteOp], completion: (@Sendable (StoreError?) -> Void)? = nil) -> Ticket {
+        let t = Ticket(ops: ops, completion: completion)
+        let accepted = queue.withLock { () -> Bool in
+            guard !stopping else { return false }
+            pending.append(t)
+            if pending.count == 1 { queue.broadcast() }
+            return true
         }
+        if !accepted { finish(t, StoreError(code: 0, message: "the store is closed", sql: nil)) }
         return t
     }
 
-    /// Blocks until `ticket` is committed (leading the commit when nobody is); throws when the
-    /// transaction that carried it failed.
+    /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
     public func wait(for ticket: Ticket) throws(StoreError) {
-        var spun = false
-        while true {
-            enum Next { case finished, lead, sleep, spin }
-            let next: Next = queue.withLock {
-                if ticket.done { return .finished }
-                if ticket.leads || !leaderActive {
-                    ticket.leads = false
-                    leaderActive = true
-                    return .lead
-                }
-                if !spun { return .spin }
-                ticket.sleeping = true
-                return .sleep
-            }
-            switch next {
-            case .finished:
-                if let e = queue.withLock({ ticket.outcome }) { throw e }
-                return
-            case .lead:
-                lead()
-            case .sleep:
-                ticket.wake.wait()
-            case .spin:
-                var n = 0
-                while n < spinLimit && !ticket.settled.load(ordering: .acquiring) {
-                    sched_yield()
-                    n += 1
-                }
-                spun = true
-            }
-        }
+        ticket.done.wait()
+        ticket.done.signal()  // later waits on the same ticket return at once
+        if let e = ticket.outcome { throw e }
     }
 
-    /// Submits and waits: the common case of one request's writes.
+    /// Submits and waits: the common case of one caller's writes.
     public func write(_ ops: [WriteOp]) throws(StoreError) {
         try wait(for: submit(ops))
     }
 
-    /// Commits everything queued, wakes whom it committed, hands the lead on.
-    private func lead() {
-        let batch: [Ticket] = queue.withLock {
-            let b = pending
-            pending.removeAll(keepingCapacity: true)
-            return b
-        }
-        let results = commit(batch)
-        var toWake: [Ticket] = []
-        queue.withLock {
-            for (t, r) in zip(batch, results) {
-                t.done = true
-                t.outcome = r
-                t.settled.store(true, ordering: .releasing)
-                if t.sleeping { toWake.append(t) }
+    private func finish(_ t: Ticket, _ outcome: StoreError?) {
+        t.outcome = outcome
+        t.done.signal()
+        t.completion?(outcome)
+    }
+
+    private func runWriter() {
+        while true {
+            let batch: [Ticket] = queue.withLock {
+                while pending.isEmpty && !stopping { queue.wait() }
+                let b = pending
+                pending.removeAll(keepingCapacity: true)
+                return b
             }
-            if let heir = pending.first {
-                // Leadership passes to the oldest request queued during this commit; it may not
-                // be waiting yet, in which case it finds `leads` set when it calls wait.
-                heir.leads = true
-                heir.settled.store(true, ordering: .releasing)
-                if heir.sleeping {
-                    heir.sleeping = false
-                    toWake.append(heir)
-                }
-            } else {
-                leaderActive = false
+            if batch.isEmpty {
+                writerDone.signal()
+                return
             }
-            for t in toWake { t.sleeping = false }
+            let results = commit(batch)
+            for (t, r) in zip(batch, results) { finish(t, r) }
         }
-        for t in toWake { t.wake.signal() }
     }
 
     /// Commits `batch` in one transaction; returns each ticket's failure (nil: committed).
@@ -195,12 +149,21 @@ public final class Store: @unchecked Sendable {
         return [failure]
     }
 
-    /// Commits what is queued, refuses later writes, and writes the WAL back into the main file,
-    /// so the file alone is complete.
+    /// Returns once everything queued before the call is committed (its completions have run).
+    public func drain() {
+        try? wait(for: submit([]))
+    }
+
+    /// Commits what is queued, stops the writer, refuses later writes, and writes the WAL back
+    /// into the main file, so the file alone is complete.
     public func close() {
-        let last = submit([])
-        try? wait(for: last)
-        queue.withLock { closed = true }
+        let already = queue.withLock { () -> Bool in
+            defer { stopping = true }
+            return stopping
+        }
+        guard !already else { return }
+        queue.broadcast()
+        writerDone.wait()
         _ = try? read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 }

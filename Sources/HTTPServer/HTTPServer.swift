@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import FCMCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -7,10 +8,13 @@ import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd that knows nothing of FCM.
 ///
-/// Threading: one thread per connection (libmicrohttpd's `MHD_USE_THREAD_PER_CONNECTION`). A
-/// handler may block (group-commit waits, long polls of up to a minute) without stalling other
-/// connections, and the code stays synchronous. Test tools open tens of connections, not tens of
-/// thousands, so a thread each is cheap here.
+/// Threading: a few event-loop threads (libmicrohttpd's internal epoll with a thread pool) serve
+/// every connection. A handler answers through an `HTTPResponder`, at once or later from any
+/// thread; until it answers, the connection is suspended and costs no thread. So a send waiting
+/// for its group commit, or a long poll waiting a minute, holds no thread and never makes one
+/// sleep and wake per request (which, on two cores, cost more than the request itself). A
+/// handler that does block (a control call reading SQLite) stalls only its loop thread's
+/// connections, for milliseconds.
 public final class HTTPServer: Sendable {
     /// The address actually bound (the port is the real one when 0 was asked for).
     public let host: String
@@ -19,26 +23,31 @@ public final class HTTPServer: Sendable {
     /// The running daemon's address (0 when stopped); a plain integer so the Mutex holds a Sendable value.
     private let daemon = Mutex<UInt>(0)
     private let listenFD: Int32
+    private let threads: Int
 
     /// Binds `host:port` right away (so a busy port is reported before anything starts), without
     /// accepting connections until `start()`.
-    public init(host: String, port: Int, maxBodyBytes: Int, handler: @escaping HTTPHandler) throws(HTTPServerError) {
+    public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, handler: @escaping HTTPHandler) throws(HTTPServerError) {
         let (fd, boundPort) = try ListenSocket.open(host: host, port: port)
         self.listenFD = fd
         self.host = host
         self.port = boundPort
+        self.threads = max(1, threads)
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes)
     }
 
     /// Starts accepting connections.
     public func start() throws(HTTPServerError) {
         let cls = Unmanaged.passUnretained(core).toOpaque()
-        let d = fcm_mhd_start(FCM_MHD_FLAGS_THREAD_PER_CONNECTION, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024)
+        let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
+                              UInt32(threads))
         guard let d else { throw HTTPServerError("could not start the HTTP server on \(host):\(port)") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
     }
 
-    /// Stops accepting, lets requests in flight finish, then closes every connection.
+    /// Stops accepting, answers requests still waiting with 503, then closes every connection.
+    /// Callers should first let their own pending answers finish (they are sent if they come
+    /// before this).
     public func stop() {
         let bits = daemon.withLock { d -> UInt in defer { d = 0 }; return d }
         guard let d = OpaquePointer(bitPattern: bits) else {
@@ -46,26 +55,126 @@ public final class HTTPServer: Sendable {
             return
         }
         let fd = MHD_quiesce_daemon(d)
+        // libmicrohttpd must not be stopped with suspended connections: answer them first and
+        // give the loops a moment to send those answers.
+        core.stopping()
+        var waited = 0
+        while core.suspendedCount() > 0 && waited < 200 {
+            usleep(5_000)
+            waited += 1
+        }
         MHD_stop_daemon(d)
         if fd >= 0 { close(fd) }
     }
 }
 
-/// What the C callbacks reach through their `void *` argument. Immutable, hence Sendable.
-final class ServerCore: Sendable {
+/// Where a handler sends its answer: exactly once, now or later, from any thread. Answers after
+/// the first are ignored.
+///
+/// `@unchecked Sendable`: all mutable state is reached under `lock`; `connection` is only used
+/// (to resume) while the request is suspended, which keeps it alive inside libmicrohttpd.
+public final class HTTPResponder: @unchecked Sendable {
+    private let lock = Locked<State>(State())
+    private let connection: OpaquePointer
+    private unowned let core: ServerCore
+
+    struct State {
+        var response: HTTPResponse?
+        var answered = false
+        var suspended = false
+    }
+
+    init(connection: OpaquePointer, core: ServerCore) {
+        self.connection = connection
+        self.core = core
+    }
+
+    /// Sends `response`.
+    public func send(_ response: HTTPResponse) {
+        let resume: Bool = lock.withLock { s in
+            guard !s.answered else { return false }
+            s.answered = true
+            s.response = response
+            if s.suspended {
+                s.suspended = false
+                return true
+            }
+            return false
+        }
+        if resume {
+            core.unregister(self)
+            MHD_resume_connection(connection)
+        }
+    }
+
+    /// Called by the loop after the handler returned: the response to queue now, or nil after
+    /// suspending the connection until `send`.
+    func responseOrSuspend() -> HTTPResponse? {
+        lock.withLock { s in
+            if s.answered { return s.response.take() }
+            // Suspend while holding the lock, so a concurrent `send` resumes only after this.
+            s.suspended = true
+            core.register(self)
+            MHD_suspend_connection(connection)
+            return nil
+        }
+    }
+
+    /// The answer after a resume.
+    func takeResponse() -> HTTPResponse? {
+        lock.withLock { $0.response.take() }
+    }
+}
+
+/// What the C callbacks reach through their `void *` argument.
+///
+/// `@unchecked Sendable`: `handler` and `maxBodyBytes` are immutable; the set of suspended
+/// responders is a `Locked` value.
+final class ServerCore: @unchecked Sendable {
     let handler: HTTPHandler
     let maxBodyBytes: Int
+    private let suspended = Locked<(isStopping: Bool, set: [ObjectIdentifier: HTTPResponder])>((false, [:]))
+
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
     }
+
+    func register(_ r: HTTPResponder) {
+        let stopping = suspended.withLock { s -> Bool in
+            s.set[ObjectIdentifier(r)] = r
+            return s.isStopping
+        }
+        if stopping { Self.answerShuttingDown(r) }
+    }
+
+    func unregister(_ r: HTTPResponder) {
+        suspended.withLock { _ = $0.set.removeValue(forKey: ObjectIdentifier(r)) }
+    }
+
+    func suspendedCount() -> Int { suspended.withLock { $0.set.count } }
+
+    /// From now on every waiting request is answered with 503.
+    func stopping() {
+        let waiting = suspended.withLock { s -> [HTTPResponder] in
+            s.isStopping = true
+            return Array(s.set.values)
+        }
+        for r in waiting { Self.answerShuttingDown(r) }
+    }
+
+    private static func answerShuttingDown(_ r: HTTPResponder) {
+        // Asynchronously: `register` runs under the responder's own lock.
+        spawnThread { r.send(HTTPResponse(status: 503, contentType: "text/plain; charset=UTF-8", body: "shutting down\n")) }
+    }
 }
 
 /// Per-request state between the calls libmicrohttpd makes for one request. It is only touched
-/// by the connection's own thread, one call after another.
+/// by the loop thread that owns the connection, one call after another.
 final class RequestContext {
     var body: [UInt8] = []
     var tooLarge = false
+    var responder: HTTPResponder?
 }
 
 /// Collects header fields or query arguments during `MHD_get_connection_values`.
@@ -88,6 +197,11 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return FCM_MHD_YES
     }
     let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+    if let responder = ctx.responder {
+        // Resumed: the handler has answered.
+        guard let response = responder.takeResponse() else { return FCM_MHD_NO }
+        return send(response, on: connection)
+    }
     if uploadSize.pointee > 0 {
         let n = uploadSize.pointee
         if !ctx.tooLarge, let uploadData {
@@ -124,7 +238,10 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         body: ctx.body,
         bodyTooLarge: ctx.tooLarge)
     ctx.body = []
-    let response = core.handler(request)
+    let responder = HTTPResponder(connection: connection, core: core)
+    ctx.responder = responder
+    core.handler(request, responder)
+    guard let response = responder.responseOrSuspend() else { return FCM_MHD_YES }
     return send(response, on: connection)
 }
 

@@ -49,9 +49,9 @@ public struct HTTPResponse: Sendable {
     }
 }
 
-/// The application behind the server. It runs on the connection's own thread and may block
-/// (long polls do), because the server gives every connection its own thread.
-public typealias HTTPHandler = @Sendable (HTTPRequest) -> HTTPResponse
+/// The application behind the server. It runs on an event-loop thread and answers through the
+/// responder, at once or later from any thread; it should not block for long (see `HTTPServer`).
+public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 
 /// Why the server could not start.
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
