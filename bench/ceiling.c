@@ -1,6 +1,6 @@
 /*
  * The benchmark's ceiling: the least an HTTP request can cost on this machine with the mock's
- * server library and threading mode (libmicrohttpd, one thread per connection, poll()).
+ * server library and threading mode (libmicrohttpd, internal epoll loops, a pool of 4 threads).
  * Every request, whatever its method or path, has its body read and discarded and gets a fixed
  * 200 with a small JSON body shaped like a one-token /fcm/send answer.
  *
@@ -107,9 +107,12 @@ int main(int argc, char **argv) {
     addr.sin_port = htons((uint16_t)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 
+    /* The same threading mode as the mock's HTTP server: internal epoll loops, a pool of 4. */
     struct MHD_Daemon *daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME,
         (uint16_t)port, NULL, NULL, &handle, NULL,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)4,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
         MHD_OPTION_END);

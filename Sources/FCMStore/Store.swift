@@ -41,13 +41,18 @@ public final class Store: @unchecked Sendable {
 
     /// A batch of writes submitted together.
     ///
-    /// `@unchecked Sendable`: `ops` and `completion` are immutable; `outcome` is written once by
-    /// the writer thread before `done` is signalled or `completion` runs, and read only after.
+    /// `@unchecked Sendable`: `ops` and `completion` are immutable; the rest is reached under
+    /// `state`'s lock. A semaphore is made only for a caller that waits (most tickets complete
+    /// through `completion`, and creating one per send showed in profiles).
     public final class Ticket: @unchecked Sendable {
         let ops: [WriteOp]
         let completion: (@Sendable (StoreError?) -> Void)?
-        var outcome: StoreError?
-        let done = DispatchSemaphore(value: 0)
+        struct State {
+            var finished = false
+            var outcome: StoreError?
+            var waiter: DispatchSemaphore?
+        }
+        let state = Mutex<State>(State())
         init(ops: [WriteOp], completion: (@Sendable (StoreError?) -> Void)?) {
             self.ops = ops
             self.completion = completion
@@ -100,9 +105,17 @@ public final class Store: @unchecked Sendable {
 
     /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
     public func wait(for ticket: Ticket) throws(StoreError) {
-        ticket.done.wait()
-        ticket.done.signal()  // later waits on the same ticket return at once
-        if let e = ticket.outcome { throw e }
+        let sem: DispatchSemaphore? = ticket.state.withLock { s in
+            if s.finished { return nil }
+            let w = s.waiter ?? DispatchSemaphore(value: 0)
+            s.waiter = w
+            return w
+        }
+        if let sem {
+            sem.wait()
+            sem.signal()  // another waiter on the same ticket returns at once
+        }
+        if let e = ticket.state.withLock({ $0.outcome }) { throw e }
     }
 
     /// Submits and waits: the common case of one caller's writes.
@@ -111,8 +124,12 @@ public final class Store: @unchecked Sendable {
     }
 
     private func finish(_ t: Ticket, _ outcome: StoreError?) {
-        t.outcome = outcome
-        t.done.signal()
+        let waiter = t.state.withLock { s -> DispatchSemaphore? in
+            s.finished = true
+            s.outcome = outcome
+            return s.waiter
+        }
+        waiter?.signal()
         t.completion?(outcome)
     }
 

@@ -71,10 +71,11 @@ public final class HTTPServer: Sendable {
 /// Where a handler sends its answer: exactly once, now or later, from any thread. Answers after
 /// the first are ignored.
 ///
-/// `@unchecked Sendable`: all mutable state is reached under `lock`; `connection` is only used
+/// `@unchecked Sendable`: all mutable state is reached under `lock` (a `Mutex`: allocation-free,
+/// and contended only when a late answer races the handler's return); `connection` is only used
 /// (to resume) while the request is suspended, which keeps it alive inside libmicrohttpd.
 public final class HTTPResponder: @unchecked Sendable {
-    private let lock = Locked<State>(State())
+    private let lock = Mutex<State>(State())
     private let connection: OpaquePointer
     private unowned let core: ServerCore
 
@@ -224,17 +225,11 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     let query = PairCollector()
     MHD_get_connection_values(connection, FCM_MHD_HEADER_KIND, collectPair, Unmanaged.passUnretained(headers).toOpaque())
     MHD_get_connection_values(connection, FCM_MHD_GET_ARGUMENT_KIND, collectPair, Unmanaged.passUnretained(query).toOpaque())
-    var headerMap: [String: String] = [:]
-    for (k, v) in headers.pairs {
-        let name = k.lowercased()
-        let value = v ?? ""
-        if let old = headerMap[name] { headerMap[name] = old + ", " + value } else { headerMap[name] = value }
-    }
     let request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: url.map { String(cString: $0) } ?? "/",
         rawQuery: query.pairs,
-        headers: headerMap,
+        headers: headers.pairs.map { (name: $0.0, value: $0.1 ?? "") },
         body: ctx.body,
         bodyTooLarge: ctx.tooLarge)
     ctx.body = []

@@ -6,15 +6,15 @@ public struct HTTPRequest: Sendable {
     public var path: String
     /// Query arguments as sent (still percent-encoded), in order; a bare `?flag` has a nil value.
     public var rawQuery: [(String, String?)]
-    /// Header fields with lower-cased names; repeated fields are joined with ", ".
-    public var headers: [String: String]
+    /// Header fields as sent, in order (names keep their case; `header(_:)` ignores it).
+    public var headers: [(name: String, value: String)]
     /// The request body (empty when `bodyTooLarge`).
     public var body: [UInt8]
     /// Set when the body went over the server's limit: it was read and discarded.
     public var bodyTooLarge: Bool
 
     /// A request built by hand (tests, in-process calls).
-    public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [String: String] = [:],
+    public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [(name: String, value: String)] = [],
                 body: [UInt8] = [], bodyTooLarge: Bool = false) {
         self.method = method
         self.path = path
@@ -24,8 +24,17 @@ public struct HTTPRequest: Sendable {
         self.bodyTooLarge = bodyTooLarge
     }
 
-    /// The value of header `name` (any case).
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    /// The value of header `name` (any case); repeated fields are joined with ", ".
+    ///
+    /// A linear scan: requests carry a handful of fields, and this spares building a dictionary
+    /// of lower-cased copies for every request.
+    public func header(_ name: String) -> String? {
+        var found: String?
+        for h in headers where equalIgnoringASCIICase(h.name, name) {
+            found = found.map { $0 + ", " + h.value } ?? h.value
+        }
+        return found
+    }
 }
 
 /// An HTTP response: status, headers and a body sent in one piece.
@@ -57,4 +66,19 @@ public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// ASCII case-insensitive equality (header names are ASCII).
+func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+    var ia = a.utf8.makeIterator(), ib = b.utf8.makeIterator()
+    while true {
+        switch (ia.next(), ib.next()) {
+        case (nil, nil): return true
+        case (let x?, let y?):
+            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+            if lx != ly { return false }
+        default: return false
+        }
+    }
 }
