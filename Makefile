@@ -29,11 +29,11 @@ run: release
 # Every test: Swift unit and end-to-end tests, then the interop suite with a real client (pyfcm).
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 	bash Tests/interop/run.sh $(BIN_DEBUG)
 
 unit-test: deps
-	$(SWIFT) test
+	$(SWIFT) test --disable-swift-testing
 
 interop: build
 	bash Tests/interop/run.sh $(BIN_DEBUG)

@@ -22,6 +22,7 @@ let package = Package(
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore"]),
         .testTarget(name: "FCMServerTests", dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -182,3 +182,28 @@ final class BinaryTests: XCTestCase {
         XCTAssertEqual(file, defaultFixtureJSON, "fixtures/default.json and DefaultFixture.swift must stay equal")
     }
 }
+
+/// Shutdown with requests still waiting.
+final class ShutdownTests: XCTestCase {
+    func testSIGTERMAnswersWaitingLongPollsAndExits0() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        let port = s.httpPort
+        let answer = Locked<WireResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        spawnThread {
+            let c = HTTPTestClient(port: port)
+            answer.withLock { $0 = try? c.get("/api/v1/devices/demo-android-1/messages?wait=60&min=1") }
+            done.signal()
+        }
+        // Make sure the poll is waiting (a send to another device proves the server is past it).
+        usleep(200_000)
+        XCTAssertNil(singleError(try s.client().sendJSON(#"{"to":"demo-android-2"}"#, key: DemoProject.serverKey)))
+        let start = Date()
+        XCTAssertEqual(s.stop(signal: SIGTERM), 0)
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 10, "the 60 s poll did not hold the shutdown")
+        let r = answer.withLock { $0 }
+        XCTAssertEqual(r?.status, 200, "the waiting poll got its answer (empty) before the server went")
+        XCTAssertEqual(r.map { items($0).count }, 0)
+    }
+}
