@@ -5,20 +5,7 @@ import XCTest
 
 /// The issue's batch of hostile input: each gets a documented answer, never a crash or a 500,
 /// and nothing that was accepted goes missing.
-final class BadInputTests: XCTestCase {
-    var server: TestServer!
-    var client: HTTPTestClient!
-
-    override func setUpWithError() throws {
-        server = try TestServer(fixtures: [errorTableFixture])
-        client = server.client()
-    }
-
-    override func tearDown() {
-        client?.disconnect()
-        server?.stop()
-    }
-
+final class BadInputTests: ServerTestCase {
     func testBatch() throws {
         let batch: [(String, [UInt8], Int, String?)] = [
             ("invalid UTF-8", Array(#"{"to":"a1","data":{"k":""#.utf8) + [0xFF, 0xFE] + Array(#""}}"#.utf8), 400, nil),
@@ -96,17 +83,7 @@ final class BadInputTests: XCTestCase {
         answered.waitForDone(count: 8)
         let ids = answered.all()
         XCTAssertEqual(ids.count, 8 * 40 * 3)
-        var stored = Set<String>()
-        var cursor = ""
-        repeat {
-            let page = try client.get("/api/v1/messages?limit=1000" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"))
-            for m in items(page) {
-                for r in m["recipients"]?.arrayValue ?? [] {
-                    if let id = r.objectValue?["message_id"]?.stringValue { stored.insert(id) }
-                }
-            }
-            cursor = page.object?["next"]?.stringValue ?? ""
-        } while !cursor.isEmpty
+        let stored = try storedRecipientIDs(client)
         XCTAssertTrue(Set(ids).isSubset(of: stored), "\(Set(ids).subtracting(stored).count) answered ids are missing")
     }
 }

@@ -156,17 +156,7 @@ final class BinaryTests: XCTestCase {
         let s2 = try BinaryServer(arguments: ["--db", db])
         defer { s2.stop() }
         let c = s2.client()
-        var stored = Set<String>()
-        var cursor = ""
-        repeat {
-            let page = try c.get("/api/v1/messages?limit=1000" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"))
-            for m in items(page) {
-                for r in m["recipients"]?.arrayValue ?? [] {
-                    if let id = r.objectValue?["message_id"]?.stringValue { stored.insert(id) }
-                }
-            }
-            cursor = page.object?["next"]?.stringValue ?? ""
-        } while !cursor.isEmpty
+        let stored = try storedRecipientIDs(c)
         XCTAssertTrue(ids.isSubset(of: stored), "\(ids.subtracting(stored).count) of \(ids.count) answered ids were lost")
     }
 

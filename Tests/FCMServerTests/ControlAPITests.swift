@@ -4,20 +4,7 @@ import Foundation
 import XCTest
 
 /// The control API core (control-api.md) over real HTTP.
-final class ControlAPITests: XCTestCase {
-    var server: TestServer!
-    var client: HTTPTestClient!
-
-    override func setUpWithError() throws {
-        server = try TestServer(fixtures: [errorTableFixture])
-        client = server.client()
-    }
-
-    override func tearDown() {
-        client?.disconnect()
-        server?.stop()
-    }
-
+final class ControlAPITests: ServerTestCase {
     func testHealth() throws {
         let r = try client.get("/api/v1/health")
         XCTAssertEqual(r.status, 200)

@@ -4,20 +4,7 @@ import Foundation
 import XCTest
 
 /// `/fcm/send` to tokens through a real socket: answers, every error row, both formats.
-final class SendTests: XCTestCase {
-    var server: TestServer!
-    var client: HTTPTestClient!
-
-    override func setUpWithError() throws {
-        server = try TestServer(fixtures: [errorTableFixture])
-        client = server.client()
-    }
-
-    override func tearDown() {
-        client?.disconnect()
-        server?.stop()
-    }
-
+final class SendTests: ServerTestCase {
     func testSingleTokenAnswerShape() throws {
         let r = try client.sendJSON(#"{"to":"a1","data":{"score":"3x1"}}"#)
         XCTAssertEqual(r.status, 200)

@@ -89,3 +89,35 @@ func pathEncode(_ s: String) -> String {
     allowed.insert(charactersIn: "-_.")
     return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
 }
+
+/// End-to-end tests against an in-process server with `errorTableFixture`, a fresh one per test.
+class ServerTestCase: XCTestCase {
+    var server: TestServer!
+    var client: HTTPTestClient!
+
+    override func setUpWithError() throws {
+        server = try TestServer(fixtures: [errorTableFixture])
+        client = server.client()
+    }
+
+    override func tearDown() {
+        client?.disconnect()
+        server?.stop()
+    }
+}
+
+/// Every recipient message id the server has recorded, paging through `GET /api/v1/messages`.
+func storedRecipientIDs(_ client: HTTPTestClient) throws -> Set<String> {
+    var stored = Set<String>()
+    var cursor = ""
+    repeat {
+        let page = try client.get("/api/v1/messages?limit=1000" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"))
+        for m in items(page) {
+            for r in m["recipients"]?.arrayValue ?? [] {
+                if let id = r.objectValue?["message_id"]?.stringValue { stored.insert(id) }
+            }
+        }
+        cursor = page.object?["next"]?.stringValue ?? ""
+    } while !cursor.isEmpty
+    return stored
+}
