@@ -71,6 +71,8 @@ struct ControlAPI: Sendable {
             } else if let n = try body.int("advance_s") {
                 guard n >= 0 else { throw .badRequest("advance_s must not be negative: the clock only moves forward") }
                 engine.clock.advance(seconds: n)
+                // Every held message past its TTL expires at once, not at the next read.
+                try engine.expireDue()
                 engine.notifyChanged()
             } else {
                 throw .badRequest("give advance_s (seconds, >= 0) or reset: true")

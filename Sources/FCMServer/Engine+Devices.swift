@@ -119,13 +119,17 @@ extension Engine {
 
     /// One device by token.
     public func device(_ token: String) throws(ControlError) -> Device {
-        guard let d = state.withLock({ $0.device(token: token) }) else { throw .notFound("device '\(token)' does not exist") }
+        let now = clock.nowMillis()
+        guard let d = state.withLock({ s in s.device(token: token).map { s.withPending($0, now: now) } }) else {
+            throw .notFound("device '\(token)' does not exist")
+        }
         return d
     }
 
     /// Devices matching the filters, ordered by creation, after `afterID`.
     public func devices(senderID: String?, app: String?, state wanted: DeviceState?, afterID: Int64, limit: Int) -> [Device] {
-        state.withLock { s in
+        let now = clock.nowMillis()
+        return state.withLock { s in
             s.devices.values
                 .filter { d in
                     d.id > afterID && (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
@@ -133,7 +137,7 @@ extension Engine {
                 }
                 .sorted { $0.id < $1.id }
                 .prefix(limit)
-                .map { $0 }
+                .map { s.withPending($0, now: now) }
         }
     }
 
@@ -155,8 +159,11 @@ extension Engine {
             guard d.online != online else { return .success((d, nil)) }
             d.online = online
             d.lastSeenAt = now
-            let flush = online && d.pending > 0
-            if online { d.pending = 0 }
+            let flush = online && s.stored[d.id] != nil
+            if online {
+                d.pending = 0
+                s.stored[d.id] = nil
+            }
             s.devices[d.id] = d
             let id = d.id
             return .success((d, submit([{ (c: SQLiteConnection) throws in
@@ -228,6 +235,7 @@ extension Engine {
             s.tokenIndex[token] = nil
             let id = d.id
             let deliveries = JSONValue.array((s.inbox.removeValue(forKey: id) ?? []).map { .number(JSONNumber($0)) }).serialized()
+            s.stored[id] = nil
             return .success(submit([{ (c: SQLiteConnection) throws in
                 try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
                           [.text(token), .text(deliveries)])
@@ -237,12 +245,32 @@ extension Engine {
         try commitControl(try result.get())
     }
 
+    /// Moves every held message whose TTL has run out to `expired` (after the clock moved, and
+    /// before queries that filter by stored status).
+    public func expireDue() throws(ControlError) {
+        let now = clock.nowMillis()
+        let ticket: Store.Ticket? = state.withLock { s in
+            var changes: [StatusChange] = []
+            for (id, entries) in s.stored where entries.contains(where: { $0.expiresAt <= now }) {
+                var kept = entries
+                changes += DeviceStorage.expire(&kept, now: now)
+                s.stored[id] = kept.isEmpty ? nil : kept
+                s.devices[id]?.pending = kept.count
+            }
+            guard !changes.isEmpty else { return nil }
+            let expired = changes
+            return submit([{ c in try Engine.apply(expired, c) }])
+        }
+        if let ticket { try commitControl(ticket) }
+    }
+
     /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
     public func reset() throws(ControlError) {
         let ticket = state.withLock { s in
             s.devices.removeAll()
             s.tokenIndex.removeAll()
             s.inbox.removeAll()
+            s.stored.removeAll()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
                 try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices;")

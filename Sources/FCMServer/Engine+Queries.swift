@@ -18,7 +18,9 @@ let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed"
 extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
     public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [String], next: Int64?) {
-        var sql = "SELECT \(Self.messageColumns) FROM messages WHERE 1 = 1"
+        try expireDue()
+        // Messages are what app servers sent: a device's deleted_messages notices are not.
+        var sql = "SELECT \(Self.messageColumns) FROM messages WHERE target_kind != 'deleted_messages'"
         var args: [SQLValue] = []
         if let c = cursor { sql += " AND id < ?"; args.append(.int(c)) }
         if let v = f.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
@@ -183,7 +185,7 @@ extension Engine {
         let now = clock.nowMillis()
         let sql = """
             SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
-              m.transport, m.target_kind, m.data, m.notification
+              m.transport, m.target_kind, m.data, m.notification, m.target_value
             FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
             """
         do {
@@ -213,6 +215,10 @@ extension Engine {
     private static func inboxEntry(_ r: Statement, status: String) -> String {
         var w = JSONWriter()
         w.beginObject()
+        if r.text(9) == "deleted_messages" {
+            w.key("message_type"); w.value("deleted_messages")
+            w.key("total_deleted"); w.value(Int64(r.text(12) ?? "") ?? 0)
+        }
         w.key("message_id"); w.value(MessageID(micros: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1))).description)
         w.key("status"); w.value(status)
         w.key("accepted_at"); w.value(rfc3339(millis: r.int(3)))

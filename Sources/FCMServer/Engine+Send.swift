@@ -85,6 +85,27 @@ struct DeliveryRow: Sendable {
         """
 }
 
+/// A `deleted_messages` notice: a device discarded everything it held (`total` messages) and
+/// gets this when it is next online. Stored as a message of its own with one delivery.
+struct Notice: Sendable {
+    var id: Int64
+    var device: Device
+    var total: Int
+    var expiresAt: Int64
+
+    func insert(_ c: SQLiteConnection, transport: Transport, now: Int64) throws {
+        let m = MessageRow(
+            id: id, suffix: messageIDSuffix(senderID: device.senderID), multicastID: nil, senderID: device.senderID,
+            transport: transport, format: .json, acceptedAt: now, targetKind: "deleted_messages", targetValue: String(total),
+            collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0, data: nil,
+            notification: nil, priority: .normal, status: "accepted", error: nil, errorDetail: nil, httpStatus: 200,
+            raw: nil, recipients: 1)
+        try c.run(MessageRow.insertSQL, m.values)
+        try c.run(DeliveryRow.insertSQL, [.int(id), .int(id), .int(device.id), .null, .text("pending"), .null, .null, .null,
+                                          .int(expiresAt)])
+    }
+}
+
 extension Device {
     static let insertSQL = """
         INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at)
@@ -140,6 +161,8 @@ extension Engine {
             var rows: [DeliveryRow] = []
             rows.reserveCapacity(count)
             var newDevices: [Device] = []
+            var changes: [StatusChange] = []
+            var notices: [Notice] = []
 
             if tokens.isEmpty {
                 // No recipient at all: one result carrying the message's error.
@@ -176,8 +199,24 @@ extension Engine {
                         // Now or never: an offline device never sees a TTL-0 message.
                         row.status = "expired"
                     } else {
-                        row.status = "pending"
-                        if !dryRun { s.devices[target.id]?.pending += 1 }
+                        // Offline: FCM's storage rules decide what the device keeps.
+                        var entries = s.stored[target.id] ?? []
+                        let stored = DeviceStorage.store(
+                            StoredEntry(deliveryID: mid, collapseKey: req.options.collapseKey, expiresAt: expiresAt),
+                            in: &entries, now: now)
+                        row.status = stored.newDropped ? "dropped" : "pending"
+                        if !dryRun {
+                            changes += stored.changes
+                            if stored.purged > 0 {
+                                let notice = Notice(id: ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
+                                                    total: stored.purged, expiresAt: now + SendOptions.defaultTimeToLive * 1000)
+                                notices.append(notice)
+                                entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt,
+                                                           isNotice: true))
+                            }
+                            s.stored[target.id] = entries
+                            s.devices[target.id]?.pending = DeviceStorage.count(entries, now: now)
+                        }
                     }
                 }
                 results.append(result)
@@ -190,6 +229,7 @@ extension Engine {
             for r in rows {
                 if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
+            for n in notices { s.inbox[n.device.id, default: []].append(n.id) }
             let accepted = results.contains { $0.error == nil }
             // The record's error: the recipients' one error when they all failed alike.
             let firstError = results.first?.error
@@ -203,7 +243,7 @@ extension Engine {
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
                 httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count)
-            let (createdDevices, deliveryRows) = (newDevices, rows)
+            let (createdDevices, deliveryRows, statusChanges, noticeRows) = (newDevices, rows, changes, notices)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
                 for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }
                 try c.run(MessageRow.insertSQL, message.values)
@@ -215,6 +255,8 @@ extension Engine {
                     while try stmt.step() {}
                     try c.reset(stmt)
                 }
+                for n in noticeRows { try n.insert(c, transport: transport, now: now) }
+                try Self.apply(statusChanges, c)
             }]
             submit(ops) { [self] error in
                 notifyChanged()
@@ -289,6 +331,11 @@ extension Engine {
         }
         try commit(ticket)
         return MessageID(micros: mid, suffix: suffix).description
+    }
+
+    /// Applies storage-rule status changes to delivery rows.
+    static func apply(_ changes: [StatusChange], _ c: SQLiteConnection) throws {
+        for ch in changes { try c.run("UPDATE deliveries SET status = ? WHERE id = ?", [.text(ch.status), .int(ch.deliveryID)]) }
     }
 
     static func storedTargetValue(_ t: SendTarget) -> String? {

@@ -100,9 +100,18 @@ struct EngineState: Sendable {
     /// Every delivery row id per device, ascending: the inbox index (see the schema's note on why
     /// it is not a SQLite index).
     var inbox: [Int64: [Int64]] = [:]
+    /// What each offline device holds (pending deliveries), for FCM's storage rules.
+    var stored: [Int64: [StoredEntry]] = [:]
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }
+    }
+
+    /// `d` with `pending` counting what it holds and has not expired by `now`.
+    func withPending(_ d: Device, now: Int64) -> Device {
+        var d = d
+        d.pending = DeviceStorage.count(stored[d.id] ?? [], now: now)
+        return d
     }
 
     mutating func insert(_ d: Device) {
@@ -136,10 +145,14 @@ struct EngineState: Sendable {
                     state: DeviceState(rawValue: r.text(5) ?? "") ?? .registered,
                     canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8), lastSeenAt: r.int(9), pending: 0))
             }
-            try c.query("SELECT device, count(*) FROM deliveries WHERE status = 'pending' AND device IS NOT NULL GROUP BY device") {
-                (r: Statement) throws(StoreError) in
-                s.devices[r.int(0)]?.pending = Int(r.int(1))
+            try c.query("""
+                SELECT d.id, d.device, m.collapse_key, d.expires_at, m.target_kind FROM deliveries d
+                JOIN messages m ON m.id = d.message WHERE d.status = 'pending' AND d.device IS NOT NULL ORDER BY d.id
+                """) { (r: Statement) throws(StoreError) in
+                s.stored[r.int(1), default: []].append(StoredEntry(
+                    deliveryID: r.int(0), collapseKey: r.text(2), expiresAt: r.int(3), isNotice: r.text(4) == "deleted_messages"))
             }
+            for (id, entries) in s.stored { s.devices[id]?.pending = entries.count }
             try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") {
                 (r: Statement) throws(StoreError) in
                 s.inbox[r.int(1), default: []].append(r.int(0))

@@ -1,0 +1,95 @@
+/// A message a device holds while offline (one pending delivery row).
+public struct StoredEntry: Sendable, Equatable {
+    public var deliveryID: Int64
+    public var collapseKey: String?
+    public var expiresAt: Int64
+    /// A `deleted_messages` notice: never counted against the limits, never dropped.
+    public var isNotice = false
+
+    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false) {
+        self.deliveryID = deliveryID
+        self.collapseKey = collapseKey
+        self.expiresAt = expiresAt
+        self.isNotice = isNotice
+    }
+}
+
+/// A change of a stored delivery's status that the store must apply, and the event it makes.
+public struct StatusChange: Sendable, Equatable {
+    public var deliveryID: Int64
+    /// `collapsed`, `dropped`, `expired`.
+    public var status: String
+
+    public init(deliveryID: Int64, status: String) {
+        self.deliveryID = deliveryID
+        self.status = status
+    }
+}
+
+/// FCM's storage rules for an offline device (fcm-legacy.md section 6), on the entries it holds.
+/// Pure: the engine applies the returned changes to the store.
+public enum DeviceStorage {
+    /// Distinct collapse keys a device keeps at once.
+    public static let maxCollapseKeys = 4
+    /// Non-collapsible messages a device keeps; one more and it discards everything it holds.
+    public static let maxNonCollapsible = 100
+
+    /// Entries whose TTL has run out by `now` leave storage as `expired`.
+    public static func expire(_ entries: inout [StoredEntry], now: Int64) -> [StatusChange] {
+        var changes: [StatusChange] = []
+        entries.removeAll { e in
+            guard e.expiresAt <= now else { return false }
+            changes.append(StatusChange(deliveryID: e.deliveryID, status: "expired"))
+            return true
+        }
+        return changes
+    }
+
+    /// What storing `new` does. Returns the status changes of entries already held, whether the
+    /// new message itself was dropped, and how many messages a purge discarded (0 when none; the
+    /// caller then adds a `deleted_messages` notice).
+    ///
+    /// - A newer message with a held collapse key replaces the held one (`collapsed`).
+    /// - A fifth distinct collapse key evicts the key stored longest ago (`dropped`). FCM does not
+    ///   say which key it drops; the oldest goes because the newest messages are the ones an app
+    ///   most likely still wants, and it is the rule a test can predict.
+    /// - A 101st non-collapsible message makes the device discard everything it holds, the new
+    ///   message included (`dropped`), as FCM documented.
+    public static func store(_ new: StoredEntry, in entries: inout [StoredEntry], now: Int64)
+        -> (changes: [StatusChange], newDropped: Bool, purged: Int)
+    {
+        var changes = expire(&entries, now: now)
+        if let key = new.collapseKey {
+            if let i = entries.firstIndex(where: { !$0.isNotice && $0.collapseKey == key }) {
+                changes.append(StatusChange(deliveryID: entries[i].deliveryID, status: "collapsed"))
+                entries.remove(at: i)
+            } else {
+                let keys = Set(entries.compactMap { $0.isNotice ? nil : $0.collapseKey })
+                if keys.count >= maxCollapseKeys, let i = entries.firstIndex(where: { !$0.isNotice && $0.collapseKey != nil }) {
+                    changes.append(StatusChange(deliveryID: entries[i].deliveryID, status: "dropped"))
+                    entries.remove(at: i)
+                }
+            }
+            entries.append(new)
+            return (changes, false, 0)
+        }
+        entries.append(new)
+        let plain = entries.count(where: { !$0.isNotice && $0.collapseKey == nil })
+        guard plain > maxNonCollapsible else { return (changes, false, 0) }
+        var purged = 0
+        entries.removeAll { e in
+            guard !e.isNotice else { return false }
+            purged += 1
+            if e.deliveryID != new.deliveryID {
+                changes.append(StatusChange(deliveryID: e.deliveryID, status: "dropped"))
+            }
+            return true
+        }
+        return (changes, true, purged)
+    }
+
+    /// How many messages the device holds (what `pending` shows).
+    public static func count(_ entries: [StoredEntry], now: Int64) -> Int {
+        entries.count(where: { $0.expiresAt > now })
+    }
+}

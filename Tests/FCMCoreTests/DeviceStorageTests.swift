@@ -1,0 +1,65 @@
+import XCTest
+
+@testable import FCMCore
+
+/// FCM's storage rules for offline devices (fcm-legacy.md section 6).
+final class DeviceStorageTests: XCTestCase {
+    func e(_ id: Int64, _ key: String? = nil, expires: Int64 = 1_000) -> StoredEntry {
+        StoredEntry(deliveryID: id, collapseKey: key, expiresAt: expires)
+    }
+
+    func testSameCollapseKeyReplacesTheHeldMessage() {
+        var held: [StoredEntry] = []
+        XCTAssertEqual(DeviceStorage.store(e(1, "score"), in: &held, now: 0).changes, [])
+        let r = DeviceStorage.store(e(2, "score"), in: &held, now: 0)
+        XCTAssertEqual(r.changes, [StatusChange(deliveryID: 1, status: "collapsed")])
+        XCTAssertFalse(r.newDropped)
+        XCTAssertEqual(held.map(\.deliveryID), [2])
+    }
+
+    func testAFifthCollapseKeyEvictsTheOldestKey() {
+        var held: [StoredEntry] = []
+        for (i, k) in ["a", "b", "c", "d"].enumerated() { _ = DeviceStorage.store(e(Int64(i + 1), k), in: &held, now: 0) }
+        _ = DeviceStorage.store(e(5), in: &held, now: 0)  // non-collapsible ones do not count as keys
+        let r = DeviceStorage.store(e(6, "e"), in: &held, now: 0)
+        XCTAssertEqual(r.changes, [StatusChange(deliveryID: 1, status: "dropped")])
+        XCTAssertEqual(held.map(\.deliveryID), [2, 3, 4, 5, 6])
+        // A held key still collapses rather than evicting.
+        XCTAssertEqual(DeviceStorage.store(e(7, "c"), in: &held, now: 0).changes, [StatusChange(deliveryID: 3, status: "collapsed")])
+    }
+
+    func testTheHundredAndFirstNonCollapsibleMessageDiscardsEverything() {
+        var held: [StoredEntry] = [e(900, "k")]
+        for i in 1...100 {
+            let r = DeviceStorage.store(e(Int64(i)), in: &held, now: 0)
+            XCTAssertEqual(r.purged, 0)
+        }
+        let r = DeviceStorage.store(e(101), in: &held, now: 0)
+        XCTAssertTrue(r.newDropped)
+        XCTAssertEqual(r.purged, 102, "all held messages, the collapsible one and the new one included")
+        XCTAssertEqual(r.changes.count, 101, "every held one is dropped; the new one is stored as dropped")
+        XCTAssertTrue(r.changes.allSatisfy { $0.status == "dropped" })
+        XCTAssertTrue(held.isEmpty)
+    }
+
+    func testNoticesAreNeitherCountedNorDropped() {
+        var held = [StoredEntry(deliveryID: 1, collapseKey: nil, expiresAt: 1_000, isNotice: true)]
+        for i in 2...101 { _ = DeviceStorage.store(e(Int64(i)), in: &held, now: 0) }
+        XCTAssertEqual(held.count, 101, "100 messages and the notice: no purge yet")
+        let r = DeviceStorage.store(e(102), in: &held, now: 0)
+        XCTAssertEqual(r.purged, 101)
+        XCTAssertEqual(held.map(\.deliveryID), [1])
+    }
+
+    func testExpiry() {
+        var held = [e(1, expires: 10), e(2, "k", expires: 20), e(3, expires: 30)]
+        XCTAssertEqual(DeviceStorage.count(held, now: 15), 2)
+        XCTAssertEqual(DeviceStorage.expire(&held, now: 20), [StatusChange(deliveryID: 1, status: "expired"),
+                                                               StatusChange(deliveryID: 2, status: "expired")])
+        XCTAssertEqual(held.map(\.deliveryID), [3])
+        // Storing first lets expired messages go, so they neither collapse nor count.
+        var h2 = [e(1, "k", expires: 5)]
+        let r = DeviceStorage.store(e(2, "k", expires: 50), in: &h2, now: 10)
+        XCTAssertEqual(r.changes, [StatusChange(deliveryID: 1, status: "expired")])
+    }
+}

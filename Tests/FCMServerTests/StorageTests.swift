@@ -1,0 +1,90 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+/// Offline devices: collapse keys, storage limits, TTL on the movable clock (issue 3).
+final class StorageTests: ServerTestCase {
+    func inbox(_ token: String, _ query: String = "") throws -> [JSONObject] {
+        items(try client.get("/api/v1/devices/\(token)/messages?limit=1000" + query))
+    }
+
+    func testThreeSendsWithOneCollapseKeyDeliverOne() throws {
+        for i in 1...3 {
+            XCTAssertNil(singleError(try client.sendJSON("{\"to\":\"a-offline\",\"collapse_key\":\"score\",\"data\":{\"n\":\"\(i)\"}}")))
+        }
+        XCTAssertEqual(try inbox("a-offline").map { $0["status"]?.stringValue }, ["collapsed", "collapsed", "pending"])
+        XCTAssertEqual(try client.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        let after = try inbox("a-offline")
+        XCTAssertEqual(after.map { $0["status"]?.stringValue }, ["collapsed", "collapsed", "delivered"])
+        XCTAssertEqual(after.last?["data"]?.objectValue?["n"]?.stringValue, "3")
+        XCTAssertEqual(after.last?["collapse_key"]?.stringValue, "score")
+        XCTAssertEqual(items(try client.get("/api/v1/messages?status=collapsed")).count, 2)
+    }
+
+    func testFiveCollapseKeysDropTheOldestKey() throws {
+        for k in ["k1", "k2", "k3", "k4", "k5"] {
+            XCTAssertNil(singleError(try client.sendJSON("{\"to\":\"a-offline\",\"collapse_key\":\"\(k)\"}")))
+        }
+        XCTAssertEqual(try inbox("a-offline").map { $0["status"]?.stringValue }, ["dropped", "pending", "pending", "pending", "pending"])
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).object?["online"]?.boolValue, true)
+        XCTAssertEqual(try inbox("a-offline", "&status=delivered").compactMap { $0["collapse_key"]?.stringValue }, ["k2", "k3", "k4", "k5"])
+    }
+
+    func testHundredAndOnePendingDiscardsAllAndLeavesANotice() throws {
+        for i in 1...101 {
+            XCTAssertNil(singleError(try client.sendJSON("{\"to\":\"a-offline\",\"data\":{\"n\":\"\(i)\"}}")), "send \(i) is accepted")
+        }
+        let held = try inbox("a-offline")
+        XCTAssertEqual(held.count, 102)
+        XCTAssertEqual(held.prefix(101).filter { $0["status"]?.stringValue == "dropped" }.count, 101)
+        let notice = try XCTUnwrap(held.last)
+        XCTAssertEqual(notice["message_type"]?.stringValue, "deleted_messages")
+        XCTAssertEqual(notice["total_deleted"]?.numberValue?.int64, 101)
+        XCTAssertEqual(notice["status"]?.stringValue, "pending")
+        XCTAssertEqual(try client.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        let online = try inbox("a-offline")
+        XCTAssertEqual(online.last?["status"]?.stringValue, "delivered", "the notice reaches the device when it is back")
+        XCTAssertEqual(online.last?["message_type"]?.stringValue, "deleted_messages")
+        // The notice is the device's, not something an app server sent.
+        XCTAssertEqual(items(try client.get("/api/v1/messages?token=a-offline&limit=1000")).count, 101)
+    }
+
+    func testTTLExpiresWhenTheClockMoves() throws {
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":60,"data":{"k":"short"}}"#)))
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":3600,"data":{"k":"long"}}"#)))
+        XCTAssertEqual(try inbox("a-offline").map { $0["status"]?.stringValue }, ["pending", "pending"])
+        let clock = try client.post("/api/v1/clock", #"{"advance_s":61}"#)
+        XCTAssertEqual(clock.object?["offset_s"]?.numberValue?.int64, 61)
+        XCTAssertEqual(try inbox("a-offline").map { $0["status"]?.stringValue }, ["expired", "pending"])
+        XCTAssertEqual(items(try client.get("/api/v1/messages?status=expired")).count, 1, "the stored status changed at once")
+        XCTAssertEqual(try client.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        let after = try inbox("a-offline")
+        XCTAssertEqual(after.map { $0["status"]?.stringValue }, ["expired", "delivered"])
+        XCTAssertTrue(after[0]["delivered_at"]?.isNull ?? false)
+        // Reset returns to real time.
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"reset":true}"#).object?["offset_s"]?.numberValue?.int64, 0)
+    }
+
+    func testStateSurvivesARestartOfTheEngine() throws {
+        let dir = NSTemporaryDirectory() + "fcm-storage-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        let c1 = first.client()
+        for k in ["k1", "k2", "k3", "k4"] { XCTAssertNil(singleError(try c1.sendJSON("{\"to\":\"a-offline\",\"collapse_key\":\"\(k)\"}"))) }
+        c1.disconnect()
+        first.stop()
+        // After a restart the held collapse keys are known again: a fifth still evicts k1.
+        let second = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        defer { second.stop() }
+        let c2 = second.client()
+        XCTAssertEqual(try c2.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 4)
+        XCTAssertNil(singleError(try c2.sendJSON(#"{"to":"a-offline","collapse_key":"k5"}"#)))
+        XCTAssertEqual(items(try c2.get("/api/v1/devices/a-offline/messages")).map { $0["status"]?.stringValue },
+                       ["dropped", "pending", "pending", "pending", "pending"])
+    }
+}
