@@ -31,7 +31,8 @@ public final class Application: Sendable {
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
-            engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey)
+            engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
+                                deviceRate: c.deviceRate, topicRate: c.topicRate)
         } catch {
             store.close()
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")

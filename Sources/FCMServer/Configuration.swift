@@ -11,6 +11,9 @@ public struct Configuration: Sendable {
     public var controlToken: String?
     public var logLevel = "info"
     public var logFormat = "text"
+    /// `--device-rate N/PERIOD` and `--topic-rate N/PERIOD` (off when nil).
+    public var deviceRate: RateLimit?
+    public var topicRate: RateLimit?
     /// Largest request body; bigger ones get 413.
     public var maxBodyBytes = 1 << 20
 
@@ -48,6 +51,12 @@ extension Configuration {
             guard ["debug", "info", "warning", "error"].contains(s) else { throw ConfigurationError("\(name) must be debug, info, warning or error") }
             return s
         }
+        func rate(_ s: String, _ name: String) throws(ConfigurationError) -> RateLimit {
+            guard let r = RateLimit.parse(s) else {
+                throw ConfigurationError("\(name) must be N/PERIOD, e.g. 240/60s, 10/1s or 1000/1h, got '\(s)'")
+            }
+            return r
+        }
         let env = environment
         if let v = env["FCM_MOCK_HTTP_PORT"] { c.httpPort = try port(v, "FCM_MOCK_HTTP_PORT") }
         if let v = env["FCM_MOCK_XMPP_PORT"] { c.xmppPort = try port(v, "FCM_MOCK_XMPP_PORT") }
@@ -58,6 +67,8 @@ extension Configuration {
         if let v = env["FCM_MOCK_ACCEPT_ANY_KEY"] { c.acceptAnyKey = try bool(v, "FCM_MOCK_ACCEPT_ANY_KEY") }
         if let v = env["FCM_MOCK_CONTROL_TOKEN"], !v.isEmpty { c.controlToken = v }
         if let v = env["FCM_MOCK_LOG_LEVEL"], !v.isEmpty { c.logLevel = try level(v, "FCM_MOCK_LOG_LEVEL") }
+        if let v = env["FCM_MOCK_DEVICE_RATE"], !v.isEmpty { c.deviceRate = try rate(v, "FCM_MOCK_DEVICE_RATE") }
+        if let v = env["FCM_MOCK_TOPIC_RATE"], !v.isEmpty { c.topicRate = try rate(v, "FCM_MOCK_TOPIC_RATE") }
 
         var flagFixtures: [String] = []
         var i = 0
@@ -86,6 +97,8 @@ extension Configuration {
             case "--unknown-tokens": c.unknownTokens = try policy(try v(), arg)
             case "--accept-any-key": c.acceptAnyKey = inline.map { (try? bool($0, arg)) ?? true } ?? true
             case "--control-token": c.controlToken = try v()
+            case "--device-rate": c.deviceRate = try rate(try v(), arg)
+            case "--topic-rate": c.topicRate = try rate(try v(), arg)
             case "--log-level": c.logLevel = try level(try v(), arg)
             case "--log-format":
                 let f = try v()

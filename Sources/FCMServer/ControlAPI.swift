@@ -61,6 +61,16 @@ struct ControlAPI: Sendable {
             return ok(Render.list(page.items, next: page.next))
         case ("GET", 2, "messages"):
             return ok(try engine.messageRecord(try decode(seg[1])))
+        case ("POST", 1, "faults"):
+            return ok(try engine.addFault(try jsonBody(r)).json, status: 201)
+        case ("GET", 1, "faults"):
+            return ok(Render.list(engine.faults().map(\.json), next: nil))
+        case ("DELETE", 1, "faults"):
+            try engine.deleteFault(nil)
+            return HTTPResponse(status: 204)
+        case ("DELETE", 2, "faults"):
+            try engine.deleteFault(try decode(seg[1]))
+            return HTTPResponse(status: 204)
         case ("GET", 1, "clock"):
             return ok(clockJSON())
         case ("POST", 1, "clock"):

@@ -264,6 +264,41 @@ extension Engine {
         if let ticket { try commitControl(ticket) }
     }
 
+    // MARK: Faults
+
+    /// Adds a fault from the body of `POST /api/v1/faults`.
+    func addFault(_ body: Body) throws(ControlError) -> Fault {
+        let now = clock.nowMillis()
+        return try state.withLock { (s: inout EngineState) throws(ControlError) -> Fault in
+            let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now)
+            s.faults.nextID += 1
+            s.faults.faults.append(f)
+            return f
+        }
+    }
+
+    /// The faults in force, oldest first.
+    func faults() -> [Fault] { state.withLock { $0.faults.faults } }
+
+    /// Removes one fault, or all of them (`id` nil).
+    func deleteFault(_ id: String?) throws(ControlError) {
+        let found = state.withLock { s -> Bool in
+            guard let id else {
+                s.faults.faults.removeAll()
+                return true
+            }
+            let before = s.faults.faults.count
+            s.faults.faults.removeAll { $0.id == id }
+            return s.faults.faults.count < before
+        }
+        if !found { throw .notFound("fault '\(id ?? "")' does not exist") }
+    }
+
+    /// The first request-level fault (status, delay, close) that matches, counted as fired.
+    public func fireRequestFault(transport: Transport, path: String, senderID: String?, tokens: [String], topic: String?) -> Fault? {
+        state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
+    }
+
     /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
     public func reset() throws(ControlError) {
         let ticket = state.withLock { s in
@@ -271,6 +306,9 @@ extension Engine {
             s.tokenIndex.removeAll()
             s.inbox.removeAll()
             s.stored.removeAll()
+            s.faults = FaultTable()
+            s.deviceWindows = RateWindows()
+            s.topicWindows = RateWindows()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
                 try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices;")

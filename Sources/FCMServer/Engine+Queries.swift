@@ -96,19 +96,21 @@ extension Engine {
     static let messageColumns = """
         id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
         time_to_live, restricted_package_name, flags, priority, data, notification, status, error, error_detail,
-        http_status, raw, recipients
+        http_status, raw, recipients, fault
         """
 
     private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64) throws(StoreError) -> String {
-        struct Recipient { var device: Int64?; var token: String?; var mid: Int64; var status: String; var error: String?; var canonical: Int64? }
+        struct Recipient {
+            var device: Int64?, token: String?, mid: Int64, status: String, error: String?, canonical: Int64?, fault: String?
+        }
         var recipients: [Recipient] = []
         if m.recipients > 0 {
-            try c.query("SELECT device, token, id, status, error, canonical, expires_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id",
+            try c.query("SELECT device, token, id, status, error, canonical, expires_at, fault FROM deliveries WHERE id >= ? AND id < ? ORDER BY id",
                         [.int(m.id), .int(m.id + Int64(m.recipients))]) { (r: Statement) throws(StoreError) in
                 var status = r.text(3) ?? ""
                 if status == "pending" && r.int(6) <= now { status = "expired" }
                 recipients.append(Recipient(device: r.optionalInt(0), token: r.text(1), mid: r.int(2), status: status,
-                                            error: r.text(4), canonical: r.optionalInt(5)))
+                                            error: r.text(4), canonical: r.optionalInt(5), fault: r.text(7)))
             }
         }
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
@@ -150,6 +152,7 @@ extension Engine {
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)
         w.key("http_status"); w.value(m.httpStatus)
+        w.key("fault"); w.value(m.fault)
         if let raw = m.raw { w.key("raw_body"); w.value(raw) }
         w.key("recipients"); w.beginArray()
         for r in recipients {
@@ -159,6 +162,7 @@ extension Engine {
             w.key("status"); w.value(r.status)
             w.key("error"); w.value(r.error)
             w.key("canonical_token"); w.value(r.canonical.flatMap { tokens[$0] })
+            if let f = r.fault { w.key("fault"); w.value(f) }
             w.endObject()
         }
         w.endArray()
@@ -268,13 +272,13 @@ struct MessageRecordRow {
     var id: Int64, suffix: Int64, multicastID: Int64?, senderID: String?, transport: String?, format: String?
     var acceptedAt: Int64, targetKind: String?, targetValue: String?, collapseKey: String?, timeToLive: Int64
     var restrictedPackageName: String?, flags: Int64, priority: String?, data: String?, notification: String?
-    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int
+    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int, fault: String?
 
     init(_ r: Statement) {
         id = r.int(0); suffix = r.int(1); multicastID = r.optionalInt(2); senderID = r.text(3)
         transport = r.text(4); format = r.text(5); acceptedAt = r.int(6); targetKind = r.text(7); targetValue = r.text(8)
         collapseKey = r.text(9); timeToLive = r.int(10); restrictedPackageName = r.text(11); flags = r.int(12)
         priority = r.text(13); data = r.text(14); notification = r.text(15); status = r.text(16); error = r.text(17)
-        errorDetail = r.text(18); httpStatus = Int(r.int(19)); raw = r.text(20); recipients = Int(r.int(21))
+        errorDetail = r.text(18); httpStatus = Int(r.int(19)); raw = r.text(20); recipients = Int(r.int(21)); fault = r.text(22)
     }
 }

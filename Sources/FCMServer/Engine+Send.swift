@@ -49,12 +49,14 @@ struct MessageRow: Sendable {
     var raw: String?
     /// Its deliveries are the rows `id ..< id + recipients`.
     var recipients: Int
+    /// The fault that fired on the whole request, if one did.
+    var fault: String? = nil
 
     static let insertSQL = """
         INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
           target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
-          status, error, error_detail, http_status, raw, recipients)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+          status, error, error_detail, http_status, raw, recipients, fault)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
@@ -62,7 +64,7 @@ struct MessageRow: Sendable {
          .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
          .int(timeToLive), .optional(restrictedPackageName), .int(flags),
          .optional(data), .optional(notification), .text(priority.rawValue), .text(status), .optional(error),
-         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients))]
+         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault)]
     }
 }
 
@@ -78,10 +80,12 @@ struct DeliveryRow: Sendable {
     var canonical: Int64?
     var deliveredAt: Int64?
     var expiresAt: Int64
+    /// The error fault that failed this recipient, if one did.
+    var fault: String? = nil
 
     static let insertSQL = """
-        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at)
-        VALUES (?,?,?,?,?,?,?,?,?)
+        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at, fault)
+        VALUES (?,?,?,?,?,?,?,?,?,?)
         """
 }
 
@@ -102,7 +106,7 @@ struct Notice: Sendable {
             raw: nil, recipients: 1)
         try c.run(MessageRow.insertSQL, m.values)
         try c.run(DeliveryRow.insertSQL, [.int(id), .int(id), .int(device.id), .null, .text("pending"), .null, .null, .null,
-                                          .int(expiresAt)])
+                                          .int(expiresAt), .null])
     }
 }
 
@@ -120,10 +124,11 @@ extension Device {
 
 extension Engine {
     /// `send` for callers that may block: returns once the send is committed.
-    public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: () -> String? = { nil }) throws(StoreError) -> SendResult {
+    public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
+                     raw: () -> String? = { nil }) throws(StoreError) -> SendResult {
         let box = Locked<Result<SendResult, StoreError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        send(req, senderID: senderID, transport: transport, raw: raw) { r in
+        send(req, senderID: senderID, transport: transport, path: path, raw: raw) { r in
             box.withLock { $0 = r }
             done.signal()
         }
@@ -135,7 +140,11 @@ extension Engine {
     /// against the fake devices, queues the message and its deliveries for the store, and calls
     /// `completion` once they are committed (on the store's writer thread; at once for a dry run,
     /// which is validated the same way and stores nothing).
-    public func send(_ req: SendRequest, senderID: String, transport: Transport, raw: () -> String? = { nil },
+    ///
+    /// `path` is what error faults match on; `requestFault` is the id of a request-level fault
+    /// (a delay) that already fired for this request, kept on the record.
+    public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
+                     requestFault: String? = nil, raw: () -> String? = { nil },
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let tokens: [String]
         switch req.target {
@@ -177,12 +186,13 @@ extension Engine {
                                       canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
                 var result = RecipientResult()
                 let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: req, senderID: senderID,
-                                               transport: transport, state: &s, newDevices: &newDevices, now: now,
-                                               dryRun: dryRun)
+                                               transport: transport, path: path, state: &s, newDevices: &newDevices,
+                                               now: now, dryRun: dryRun)
                 switch outcome {
-                case .failed(let err, let deviceID):
+                case .failed(let err, let deviceID, let fault):
                     result.error = err
                     row.error = err.rawValue
+                    row.fault = fault
                     row.device = deviceID
                     if deviceID == nil { row.token = token }
                 case .accepted(let target, let canonical):
@@ -242,7 +252,8 @@ extension Engine {
                 flags: Self.flags(req.options), data: dataJSON, notification: notificationJSON,
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
-                httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count)
+                httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count,
+                fault: requestFault ?? rows.lazy.compactMap(\.fault).first)
             let (createdDevices, deliveryRows, statusChanges, noticeRows) = (newDevices, rows, changes, notices)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
                 for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }
@@ -251,7 +262,7 @@ extension Engine {
                 for r in deliveryRows {
                     try stmt.bind([.int(r.id), .int(message.id), .optional(r.device), .optional(r.token),
                                    .text(r.status), .optional(r.error), .optional(r.canonical),
-                                   .optional(r.deliveredAt), .int(r.expiresAt)])
+                                   .optional(r.deliveredAt), .int(r.expiresAt), .optional(r.fault)])
                     while try stmt.step() {}
                     try c.reset(stmt)
                 }
@@ -268,22 +279,23 @@ extension Engine {
     }
 
     enum RecipientOutcome {
-        case failed(FCMErrorCode, Int64?)
+        /// The error, the device addressed (when it is one), the fault that caused it (if any).
+        case failed(FCMErrorCode, Int64?, String?)
         /// Deliver to `target`; `canonical` when it replaced the addressed token.
         case accepted(Device, canonical: Bool)
     }
 
     /// The rules of seeds Table 9 for one token, in the order the mock checks them.
     private func resolveRecipient(_ token: String, wellFormed: Bool, req: SendRequest, senderID: String,
-                                  transport: Transport, state s: inout EngineState, newDevices: inout [Device],
-                                  now: Int64, dryRun: Bool) -> RecipientOutcome {
-        if let err = req.messageError { return .failed(err, s.tokenIndex[token]) }
-        guard wellFormed else { return .failed(.invalidRegistration, nil) }
+                                  transport: Transport, path: String, state s: inout EngineState,
+                                  newDevices: inout [Device], now: Int64, dryRun: Bool) -> RecipientOutcome {
+        if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
+        guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
         var device: Device
         if let d = s.device(token: token) {
             device = d
         } else {
-            guard unknownTokens == .register else { return .failed(.notRegistered, nil) }
+            guard unknownTokens == .register else { return .failed(.notRegistered, nil, nil) }
             // A well-formed unknown token becomes a new online device of the sending project.
             device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
                             app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,
@@ -302,21 +314,28 @@ extension Engine {
             canonical = true
             hops += 1
         }
-        if device.state == .unregistered { return .failed(.notRegistered, addressedID) }
-        if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID) }
-        if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID) }
+        if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
+        if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
+        if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }
         if device.platform == .ios, let app = s.projects[device.senderID]?.app(named: device.app), app.apnsCredential != "valid" {
-            return .failed(.invalidApnsCredential, addressedID)
+            return .failed(.invalidApnsCredential, addressedID, nil)
         }
-        if let interceptor, let (err, _) = interceptor.recipientError(transport: transport, senderID: senderID, token: token) {
-            return .failed(err, addressedID)
+        if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: token, topic: nil),
+            case .error(let err) = f.action
+        {
+            return .failed(err, addressedID, f.id)
+        }
+        if let limit = deviceRate, !dryRun, !s.deviceWindows.admit(String(device.id), now: now, limit: limit) {
+            return .failed(.deviceMessageRateExceeded, addressedID, nil)
         }
         return .accepted(device, canonical: canonical)
     }
 
-    /// Records a send that was refused as a whole (HTTP 400 or 401), so testers can see why.
+    /// Records a send that was refused as a whole (HTTP 400 or 401, a status or close fault), so
+    /// testers can see why.
+    @discardableResult
     public func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
-                               error: String, detail: String, raw: String?) throws(StoreError) -> String {
+                               error: String, detail: String, raw: String?, fault: String? = nil) throws(StoreError) -> String {
         let now = clock.nowMillis()
         let suffix = messageIDSuffix(senderID: senderID ?? "")
         let (mid, ticket) = state.withLock { s in
@@ -326,7 +345,7 @@ extension Engine {
                 transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
                 data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
-                errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0)
+                errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault)
             return (mid, submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }]))
         }
         try commit(ticket)

@@ -2,14 +2,6 @@ import FCMCore
 import FCMStore
 import Synchronization
 
-/// Where fault injection and rate limits plug into the send path (issue 3 fills it in): asked
-/// once per recipient that would otherwise succeed.
-public protocol SendInterceptor: Sendable {
-    /// An error to report for this recipient instead of delivering, and the id of the fault
-    /// that caused it (nil for rate limits).
-    func recipientError(transport: Transport, senderID: String, token: String) -> (FCMErrorCode, String?)?
-}
-
 /// The mock's behaviour: projects, devices and the send path, shared by every listener.
 ///
 /// In-memory state (projects, devices by token) answers the send path without touching SQLite;
@@ -25,18 +17,21 @@ public final class Engine: Sendable {
     let longPolls = LongPolls()
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
-    let interceptor: (any SendInterceptor)?
+    /// `--device-rate` and `--topic-rate` (nil: no limit).
+    public let deviceRate: RateLimit?
+    public let topicRate: RateLimit?
     /// Monotonic start time, for `uptime_s`.
     public let startedAt = monotonicNanos()
 
     /// Opens the engine over `store`, loading what the store already holds.
     public init(store: Store, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
-                acceptAnyKey: Bool = false, interceptor: (any SendInterceptor)? = nil) throws(StoreError) {
+                acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil) throws(StoreError) {
         self.store = store
         self.clock = clock
         self.unknownTokens = unknownTokens
         self.acceptAnyKey = acceptAnyKey
-        self.interceptor = interceptor
+        self.deviceRate = deviceRate
+        self.topicRate = topicRate
         let loaded = try EngineState.load(from: store)
         self.ids = MessageIDAllocator(floor: loaded.maxMid)
         self.state = Locked(loaded.state)
@@ -102,6 +97,9 @@ struct EngineState: Sendable {
     var inbox: [Int64: [Int64]] = [:]
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
+    var faults = FaultTable()
+    var deviceWindows = RateWindows()
+    var topicWindows = RateWindows()
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }

@@ -1,3 +1,4 @@
+import Dispatch
 import FCMCore
 import FCMStore
 import HTTPServer
@@ -56,6 +57,32 @@ struct FCMSendRoute: Sendable {
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
         }
         do {
+            // Injected faults that answer the whole request come next: FCM being unavailable
+            // does not depend on what the request says.
+            var delay: (fault: String, ms: Int64)?
+            var target: SendTarget = .missing
+            if case .request(let req) = outcome { target = req.target }
+            var topic: String?
+            if case .topic(let t) = target { topic = t }
+            if let f = engine.fireRequestFault(transport: .http, path: r.path, senderID: sender, tokens: target.tokens, topic: topic) {
+                switch f.action {
+                case .status(let code, let retry):
+                    try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: code,
+                                              error: "Fault", detail: "fault \(f.id) answered HTTP \(code)", raw: raw, fault: f.id)
+                    var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
+                    if let retry { answer.headers.append(("Retry-After", String(retry))) }
+                    return answer
+                case .closeConnection:
+                    try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 0,
+                                              error: "ConnectionClosed", detail: "fault \(f.id) closed the connection without an answer",
+                                              raw: raw, fault: f.id)
+                    return .dropConnection
+                case .delay(let ms):
+                    delay = (f.id, ms)
+                case .error:
+                    break
+                }
+            }
             switch outcome {
             case .badRequest(let reason):
                 _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
@@ -80,18 +107,34 @@ struct FCMSendRoute: Sendable {
                 default:
                     break
                 }
-                engine.send(req, senderID: sender, transport: .http, raw: { raw }) { outcome in
+                let lateBy = delay
+                engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
+                    let answer: HTTPResponse
                     switch outcome {
-                    case .success(let result):
-                        responder.send(isJSON ? Self.jsonResponse(result) : Self.plainResponse(result))
-                    case .failure:
-                        responder.send(HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n"))
+                    case .success(let result): answer = isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+                    case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+                    }
+                    if let lateBy {
+                        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(lateBy.ms))) { responder.send(answer) }
+                    } else {
+                        responder.send(answer)
                     }
                 }
                 return nil
             }
         } catch {
             return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+        }
+    }
+
+    static func statusText(_ code: Int) -> String {
+        switch code {
+        case 500: return "Internal Server Error"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 429: return "Too Many Requests"
+        default: return "Error \(code)"
         }
     }
 

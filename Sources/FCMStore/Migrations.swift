@@ -61,7 +61,12 @@ enum Migrations {
             delivered_at INTEGER,
             expires_at INTEGER NOT NULL);
         CREATE INDEX deliveries_pending ON deliveries(device) WHERE status = 'pending';
+        """,
+        // 2: the fault that fired, on the message record and on the recipient it failed.
         """
+        ALTER TABLE messages ADD COLUMN fault TEXT;
+        ALTER TABLE deliveries ADD COLUMN fault TEXT;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -241,6 +241,8 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
 }
 
 private func send(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    // Refusing to answer makes libmicrohttpd close the connection.
+    if response.abort { return FCM_MHD_NO }
     let r = response.body.withUnsafeBytes { buf in
         MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), FCM_MHD_RESPMEM_MUST_COPY)
     }

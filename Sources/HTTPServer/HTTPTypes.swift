@@ -44,6 +44,15 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     /// Close the connection after this response (fault injection, fatal errors).
     public var closeConnection = false
+    /// Send nothing and drop the connection (fault injection: a peer that vanished).
+    public var abort = false
+
+    /// A "response" that drops the connection without answering.
+    public static var dropConnection: HTTPResponse {
+        var r = HTTPResponse(status: 500)
+        r.abort = true
+        return r
+    }
 
     /// A response with the given parts.
     public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {

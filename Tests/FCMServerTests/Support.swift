@@ -121,3 +121,10 @@ func storedRecipientIDs(_ client: HTTPTestClient) throws -> Set<String> {
     } while !cursor.isEmpty
     return stored
 }
+
+import FCMServer
+
+/// `RateLimit.parse` as `[count, periodMillis]`, for table tests.
+func RateLimitParse(_ s: String) -> [Int64]? {
+    RateLimit.parse(s).map { [Int64($0.count), $0.periodMillis] }
+}

@@ -1,0 +1,174 @@
+import FCMCore
+
+/// A fault injected through `POST /api/v1/faults`: FCM misbehaving on purpose.
+public struct Fault: Sendable {
+    /// What a fault does when it fires.
+    public enum Action: Sendable, Equatable {
+        /// Answer the whole request with this HTTP status (and `Retry-After` when given).
+        case status(Int, retryAfter: Int64?)
+        /// Fail the matching recipients with this error inside a normal answer.
+        case error(FCMErrorCode)
+        /// Answer normally, this many milliseconds late.
+        case delay(Int64)
+        /// Drop the connection without an answer.
+        case closeConnection
+    }
+
+    public var id: String
+    public var transport: String?
+    public var path: String?
+    public var senderID: String?
+    public var token: String?
+    public var topic: String?
+    public var action: Action
+    /// How many more times it fires; nil: until deleted.
+    public var remaining: Int64?
+    public var fired: Int64 = 0
+    public var createdAt: Int64
+
+    /// The request-level part of `when`: transport, path, sender and topic (the token is checked
+    /// per recipient, or against any recipient for request-level actions).
+    func matches(transport t: Transport, path p: String, senderID s: String?, topic: String?) -> Bool {
+        if let transport, transport != "any", transport != t.rawValue { return false }
+        if let path, path != p { return false }
+        if let senderID, senderID != s { return false }
+        if let want = self.topic, want != topic { return false }
+        return true
+    }
+
+    var json: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("id"); w.value(id)
+        w.key("when"); w.beginObject()
+        w.key("transport"); w.value(transport ?? "any")
+        w.key("path"); w.value(path)
+        w.key("sender_id"); w.value(senderID)
+        w.key("token"); w.value(token)
+        w.key("topic"); w.value(topic)
+        w.endObject()
+        w.key("then"); w.beginObject()
+        switch action {
+        case .status(let code, let retry):
+            w.key("status"); w.value(code)
+            if let retry { w.key("retry_after_s"); w.value(retry) }
+        case .error(let e): w.key("error"); w.value(e.rawValue)
+        case .delay(let ms): w.key("delay_ms"); w.value(ms)
+        case .closeConnection: w.key("close_connection"); w.value(true)
+        }
+        w.endObject()
+        w.key("times"); if let remaining { w.value(remaining) } else { w.null() }
+        w.key("fired"); w.value(fired)
+        w.key("created_at"); w.value(rfc3339(millis: createdAt))
+        w.endObject()
+        return w.string
+    }
+
+    /// Parses the body of `POST /api/v1/faults`; errors name the field.
+    static func parse(_ b: Body, id: String, now: Int64) throws(ControlError) -> Fault {
+        try b.allow(["when", "then", "times"])
+        var f = Fault(id: id, action: .closeConnection, createdAt: now)
+        if let v = b.object["when"], !v.isNull {
+            guard let o = v.objectValue else { throw .badRequest("when must be an object") }
+            let w = Body(o, path: "when.")
+            try w.allow(["transport", "path", "sender_id", "token", "topic"])
+            f.transport = try w.string("transport")
+            if let t = f.transport, !["http", "xmpp", "any"].contains(t) {
+                throw .badRequest("when.transport must be http, xmpp or any")
+            }
+            f.path = try w.string("path")
+            f.senderID = try w.string("sender_id")
+            f.token = try w.string("token")
+            f.topic = try w.string("topic").map { $0.hasPrefix("/topics/") ? String($0.dropFirst(8)) : $0 }
+        }
+        guard let thenValue = b.object["then"], let thenObject = thenValue.objectValue else {
+            throw .badRequest("then is required: {\"status\":503,\"retry_after_s\":10} | {\"error\":\"Unavailable\"} | {\"delay_ms\":1500} | {\"close_connection\":true}")
+        }
+        let t = Body(thenObject, path: "then.")
+        try t.allow(["status", "retry_after_s", "error", "delay_ms", "close_connection"])
+        let kinds = ["status", "error", "delay_ms", "close_connection"].filter { thenObject[$0] != nil }
+        guard kinds.count == 1 else {
+            throw .badRequest("then needs exactly one of status, error, delay_ms, close_connection")
+        }
+        switch kinds[0] {
+        case "status":
+            guard let code = try t.int("status"), (400...599).contains(code) else {
+                throw .badRequest("then.status must be an HTTP status from 400 to 599")
+            }
+            let retry = try t.int("retry_after_s")
+            if let retry, retry < 0 { throw .badRequest("then.retry_after_s must not be negative") }
+            f.action = .status(Int(code), retryAfter: retry)
+        case "error":
+            guard let name = try t.string("error"), let code = FCMErrorCode(rawValue: name) else {
+                throw .badRequest("then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            f.action = .error(code)
+        case "delay_ms":
+            guard let ms = try t.int("delay_ms"), (0...600_000).contains(ms) else {
+                throw .badRequest("then.delay_ms must be 0 to 600000")
+            }
+            f.action = .delay(ms)
+        default:
+            guard try t.bool("close_connection") == true else { throw .badRequest("then.close_connection must be true") }
+            f.action = .closeConnection
+        }
+        if retryOnlyWithStatus(thenObject) { throw .badRequest("then.retry_after_s goes with then.status") }
+        if let times = try b.int("times") {
+            guard times >= 1 else { throw .badRequest("times must be 1 or more (leave it out for a fault that stays)") }
+            f.remaining = times
+        }
+        return f
+    }
+
+    private static func retryOnlyWithStatus(_ o: JSONObject) -> Bool {
+        o["retry_after_s"] != nil && o["status"] == nil
+    }
+
+    init(id: String, action: Action, createdAt: Int64) {
+        self.id = id
+        self.action = action
+        self.createdAt = createdAt
+    }
+}
+
+/// The faults in force, with their countdowns. Part of the engine's state.
+struct FaultTable: Sendable {
+    var faults: [Fault] = []
+    var nextID = 1
+
+    /// The first request-level fault (status, delay, close) matching this request, fired.
+    mutating func fireRequestFault(transport: Transport, path: String, senderID: String?, tokens: [String], topic: String?) -> Fault? {
+        for i in faults.indices {
+            let f = faults[i]
+            switch f.action {
+            case .error: continue
+            default: break
+            }
+            guard f.matches(transport: transport, path: path, senderID: senderID, topic: topic) else { continue }
+            if let t = f.token, !tokens.contains(t) { continue }
+            return fire(i)
+        }
+        return nil
+    }
+
+    /// The first error fault matching this recipient, fired.
+    mutating func fireRecipientFault(transport: Transport, path: String, senderID: String, token: String, topic: String?) -> Fault? {
+        for i in faults.indices {
+            guard case .error = faults[i].action else { continue }
+            let f = faults[i]
+            guard f.matches(transport: transport, path: path, senderID: senderID, topic: topic) else { continue }
+            if let t = f.token, t != token { continue }
+            return fire(i)
+        }
+        return nil
+    }
+
+    private mutating func fire(_ i: Int) -> Fault {
+        faults[i].fired += 1
+        let f = faults[i]
+        if let r = faults[i].remaining {
+            if r <= 1 { faults.remove(at: i) } else { faults[i].remaining = r - 1 }
+        }
+        return f
+    }
+}

@@ -1,0 +1,141 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+/// Injected faults and rate limits (issue 3), each with its exact wire answer.
+final class FaultTests: ServerTestCase {
+    @discardableResult
+    func addFault(_ json: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let r = try client.post("/api/v1/faults", json)
+        XCTAssertEqual(r.status, 201, r.text, file: file, line: line)
+        return r.object?["id"]?.stringValue ?? ""
+    }
+
+    func testStatusFaultAnswersTheWholeRequestWithRetryAfter() throws {
+        let id = try addFault(#"{"then":{"status":503,"retry_after_s":10},"times":1}"#)
+        let r = try client.sendJSON(#"{"to":"a1"}"#)
+        XCTAssertEqual(r.status, 503)
+        XCTAssertEqual(r.headers["retry-after"], "10")
+        XCTAssertEqual(r.text, "Service Unavailable\n")
+        // times: 1 → the next request is normal again, and the fault is gone.
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+        XCTAssertEqual(items(try client.get("/api/v1/faults")).count, 0)
+        let rec = items(try client.get("/api/v1/messages?status=rejected")).first
+        XCTAssertEqual(rec?["fault"]?.stringValue, id)
+        XCTAssertEqual(rec?["http_status"]?.numberValue?.int64, 503)
+        // 500 without Retry-After; plain-text requests get the same status.
+        try addFault(#"{"then":{"status":500}}"#)
+        let plain = try client.sendPlain("registration_id=a1")
+        XCTAssertEqual(plain.status, 500)
+        XCTAssertNil(plain.headers["retry-after"])
+    }
+
+    func testErrorFaultFailsOnlyTheMatchingRecipient() throws {
+        let id = try addFault(#"{"when":{"token":"a2"},"then":{"error":"Unavailable"}}"#)
+        let r = try client.sendJSON(#"{"registration_ids":["a1","a2"],"data":{"k":"v"}}"#)
+        let res = results(r)
+        XCTAssertTrue(isMessageID(res[0]["message_id"]?.stringValue), "the other recipient is accepted and kept")
+        XCTAssertEqual(res[1]["error"]?.stringValue, "Unavailable")
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).count, 1)
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a2/messages")).count, 0)
+        let rec = try client.get("/api/v1/messages/\(pathEncode(res[0]["message_id"]!.stringValue!))").object
+        XCTAssertEqual(rec?["fault"]?.stringValue, id)
+        XCTAssertEqual(rec?["recipients"]?.arrayValue?[1].objectValue?["fault"]?.stringValue, id)
+        // Plain text: Unavailable is HTTP 503, InternalServerError HTTP 500 (the body cannot say retry).
+        XCTAssertEqual(try client.sendPlain("registration_id=a2").status, 503)
+        XCTAssertEqual(try client.delete("/api/v1/faults/\(id)").status, 204)
+        try addFault(#"{"then":{"error":"InternalServerError"},"times":1}"#)
+        XCTAssertEqual(try client.sendPlain("registration_id=a1").status, 500)
+        try addFault(#"{"then":{"error":"DeviceMessageRateExceeded"},"times":1}"#)
+        XCTAssertEqual(try client.sendPlain("registration_id=a1").text, "Error=DeviceMessageRateExceeded\n")
+        for name in ["TopicsMessageRateExceeded", "NotRegistered", "InvalidRegistration", "MismatchSenderId"] {
+            try addFault("{\"then\":{\"error\":\"\(name)\"},\"times\":1}")
+            XCTAssertEqual(singleError(try client.sendJSON(#"{"to":"a1"}"#)), name)
+        }
+    }
+
+    func testDelayAndCloseConnection() throws {
+        try addFault(#"{"then":{"delay_ms":300},"times":1}"#)
+        let start = Date()
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.3)
+        try addFault(#"{"when":{"transport":"http","path":"/fcm/send"},"then":{"close_connection":true},"times":1}"#)
+        XCTAssertThrowsError(try client.sendJSON(#"{"to":"a1"}"#), "the connection is dropped without an answer")
+        XCTAssertFalse(client.isConnected)
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)), "a new connection works")
+        XCTAssertEqual(items(try client.get("/api/v1/messages?status=rejected")).first?["error"]?.stringValue, "ConnectionClosed")
+    }
+
+    func testWhenMatching() throws {
+        try addFault(#"{"when":{"sender_id":"222"},"then":{"status":503}}"#)
+        try addFault(#"{"when":{"transport":"xmpp"},"then":{"status":500}}"#)
+        try addFault(#"{"when":{"path":"/gcm/send"},"then":{"status":502}}"#)
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)), "no fault matches sender 111 over HTTP on /fcm/send")
+        XCTAssertEqual(try client.sendJSON(#"{"to":"b1"}"#, key: "key-222").status, 503)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1"}"#, path: "/gcm/send").status, 502)
+        let list = items(try client.get("/api/v1/faults"))
+        XCTAssertEqual(list.map { $0["fired"]?.numberValue?.int64 }, [1, 0, 1])
+        XCTAssertEqual(try client.delete("/api/v1/faults").status, 204)
+        XCTAssertEqual(items(try client.get("/api/v1/faults")).count, 0)
+    }
+
+    func testBadFaultsAre400NamingTheField() throws {
+        let cases: [(String, String)] = [
+            (#"{"then":{"error":"Nope"}}"#, "then.error"),
+            (#"{"then":{"status":503},"times":-1}"#, "times"),
+            (#"{"then":{"status":503},"times":0}"#, "times"),
+            (#"{"then":{"status":200}}"#, "then.status"),
+            (#"{"then":{"status":503,"error":"Unavailable"}}"#, "exactly one"),
+            (#"{"when":{"transport":"smtp"},"then":{"status":503}}"#, "when.transport"),
+            (#"{"when":{"colour":"x"},"then":{"status":503}}"#, "when.colour"),
+            (#"{}"#, "then"),
+            (#"{"then":{"delay_ms":-5}}"#, "then.delay_ms"),
+            (#"{"then":{"error":"Unavailable","retry_after_s":3}}"#, "retry_after_s"),
+        ]
+        for (body, field) in cases {
+            let r = try client.post("/api/v1/faults", body)
+            XCTAssertEqual(r.status, 400, body)
+            XCTAssertTrue(r.object?["error"]?.objectValue?["message"]?.stringValue?.contains(field) ?? false, "\(body): \(r.text)")
+        }
+        XCTAssertEqual(try client.delete("/api/v1/faults/f999").status, 404)
+    }
+
+    func testResetForgetsFaults() throws {
+        try addFault(#"{"then":{"status":503}}"#)
+        XCTAssertEqual(try client.post("/api/v1/reset").status, 204)
+        XCTAssertEqual(items(try client.get("/api/v1/faults")).count, 0)
+    }
+}
+
+/// `--device-rate`.
+final class RateLimitTests: XCTestCase {
+    func testDeviceRateLimit() throws {
+        let s = try TestServer(fixtures: [errorTableFixture], extraArguments: ["--device-rate", "3/1h"])
+        defer { s.stop() }
+        let c = s.client()
+        for _ in 0..<3 { XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#))) }
+        XCTAssertEqual(singleError(try c.sendJSON(#"{"to":"a1"}"#)), "DeviceMessageRateExceeded")
+        XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a2"}"#)), "per device")
+        XCTAssertEqual(try c.sendPlain("registration_id=a1").text, "Error=DeviceMessageRateExceeded\n")
+        // The window slides on the mock's clock.
+        XCTAssertEqual(try c.post("/api/v1/clock", #"{"advance_s":3601}"#).status, 200)
+        XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#)))
+    }
+
+    func testRateSyntax() {
+        XCTAssertEqual(RateLimitParse("240/60s"), [240, 60_000])
+        XCTAssertEqual(RateLimitParse("10/1s"), [10, 1000])
+        XCTAssertEqual(RateLimitParse("5/1m"), [5, 60_000])
+        XCTAssertEqual(RateLimitParse("1000/1h"), [1000, 3_600_000])
+        XCTAssertEqual(RateLimitParse("7/30"), [7, 30_000])
+        XCTAssertEqual(RateLimitParse("3/500ms"), [3, 500])
+        for bad in ["", "x", "0/1s", "5", "5/", "5/xs", "-1/1s"] { XCTAssertNil(RateLimitParse(bad), bad) }
+    }
+
+    func testBadRateFlagExits2() throws {
+        let r = try runBinary(["serve", "--device-rate", "fast", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains("--device-rate"), r.stderr)
+    }
+}
