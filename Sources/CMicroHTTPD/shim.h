@@ -36,3 +36,10 @@ static const enum MHD_ValueKind FCM_MHD_GET_ARGUMENT_KIND = MHD_GET_ARGUMENT_KIN
 static const unsigned int FCM_MHD_FLAGS_EVENT_LOOP =
     MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
 static const enum MHD_ResponseMemoryMode FCM_MHD_RESPMEM_MUST_COPY = MHD_RESPMEM_MUST_COPY;
+
+// Streaming responses (server-sent events): an unknown length, ended by the reader callback.
+static inline struct MHD_Response *fcm_mhd_stream_response(MHD_ContentReaderCallback reader, void *cls,
+        MHD_ContentReaderFreeCallback free_cb) {
+    return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, cls, free_cb);
+}
+static const ssize_t FCM_MHD_END_OF_STREAM = MHD_CONTENT_READER_END_OF_STREAM;

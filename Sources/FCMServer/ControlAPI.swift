@@ -37,6 +37,7 @@ struct ControlAPI: Sendable {
             w.key("status"); w.value("ok")
             w.key("version"); w.value(fcmMockVersion)
             w.key("uptime_s"); w.value(Int64((monotonicNanos() - engine.startedAt) / 1_000_000_000))
+            w.key("event_readers"); w.value(engine.events.readerCount)
             w.endObject()
             return ok(w.string)
         case ("POST", 1, "reset"):
@@ -61,6 +62,13 @@ struct ControlAPI: Sendable {
             return ok(Render.list(page.items, next: page.next))
         case ("GET", 2, "messages"):
             return ok(try engine.messageRecord(try decode(seg[1])))
+        case ("GET", 1, "events"):
+            let stream = HTTPStream()
+            engine.events.subscribe(stream)
+            var answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream; charset=UTF-8"),
+                                                             ("Cache-Control", "no-cache")])
+            answer.stream = stream
+            return answer
         case ("POST", 1, "faults"):
             return ok(try engine.addFault(try jsonBody(r)).json, status: 201)
         case ("GET", 1, "faults"):

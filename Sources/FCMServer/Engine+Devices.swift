@@ -87,7 +87,10 @@ extension Engine {
     @discardableResult
     public func createDevice(_ spec: DeviceSpec, idempotent: Bool = false) throws(ControlError) -> Device {
         let (device, ticket) = try createDeviceQueued(spec, idempotent: idempotent)
-        if let ticket { try commitControl(ticket) }
+        if let ticket {
+            try commitControl(ticket)
+            events.publish([("device.created", Render.device(device, canonicalToken: nil))])
+        }
         return device
     }
 
@@ -154,18 +157,27 @@ extension Engine {
     /// expired is delivered in acceptance order.
     public func setOnline(_ token: String, _ online: Bool) throws(ControlError) -> Device {
         let now = clock.nowMillis()
+        var pendingEvents: [(String, String)] = []
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             guard d.online != online else { return .success((d, nil)) }
             d.online = online
             d.lastSeenAt = now
             let flush = online && s.stored[d.id] != nil
+            var flushed: [(String, String)] = []
             if online {
+                let suffix = messageIDSuffix(senderID: d.senderID)
+                for e in s.stored[d.id] ?? [] {
+                    let status = e.expiresAt <= now ? "expired" : "delivered"
+                    flushed.append((status == "expired" ? "message.expired" : "message.delivered", EventJSON.delivery(
+                        messageID: MessageID(micros: e.deliveryID, suffix: suffix).description, token: d.token, status: status, at: now)))
+                }
                 d.pending = 0
                 s.stored[d.id] = nil
             }
             s.devices[d.id] = d
             let id = d.id
+            pendingEvents = [("device.updated", Render.device(d, canonicalToken: nil))] + flushed
             return .success((d, submit([{ (c: SQLiteConnection) throws in
                 try c.run("UPDATE devices SET online = ?, last_seen_at = ? WHERE id = ?", [.int(online ? 1 : 0), .int(now), .int(id)])
                 if flush {
@@ -177,7 +189,10 @@ extension Engine {
             }])))
         }
         let (device, ticket) = try result.get()
-        if let ticket { try commitControl(ticket) }
+        if let ticket {
+            try commitControl(ticket)
+            events.publish(pendingEvents)
+        }
         return device
     }
 
@@ -194,6 +209,7 @@ extension Engine {
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)
+        events.publish([("device.updated", Render.device(device, canonicalToken: nil))])
         return device
     }
 
@@ -223,6 +239,10 @@ extension Engine {
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)
+        if events.hasReaders, let old = try? self.device(token) {
+            events.publish([("device.updated", Render.device(old, canonicalToken: device.token)),
+                            ("device.created", Render.device(device, canonicalToken: nil))])
+        }
         return device
     }
 
@@ -249,11 +269,21 @@ extension Engine {
     /// before queries that filter by stored status).
     public func expireDue() throws(ControlError) {
         let now = clock.nowMillis()
+        var expiredEvents: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in
             var changes: [StatusChange] = []
             for (id, entries) in s.stored where entries.contains(where: { $0.expiresAt <= now }) {
                 var kept = entries
-                changes += DeviceStorage.expire(&kept, now: now)
+                let expired = DeviceStorage.expire(&kept, now: now)
+                changes += expired
+                if let d = s.devices[id] {
+                    let suffix = messageIDSuffix(senderID: d.senderID)
+                    for ch in expired {
+                        expiredEvents.append(("message.expired", EventJSON.delivery(
+                            messageID: MessageID(micros: ch.deliveryID, suffix: suffix).description, token: d.token,
+                            status: "expired", at: now)))
+                    }
+                }
                 s.stored[id] = kept.isEmpty ? nil : kept
                 s.devices[id]?.pending = kept.count
             }
@@ -261,7 +291,10 @@ extension Engine {
             let expired = changes
             return submit([{ c in try Engine.apply(expired, c) }])
         }
-        if let ticket { try commitControl(ticket) }
+        if let ticket {
+            try commitControl(ticket)
+            events.publish(expiredEvents)
+        }
     }
 
     // MARK: Faults

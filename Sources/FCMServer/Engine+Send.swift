@@ -172,6 +172,9 @@ extension Engine {
             var newDevices: [Device] = []
             var changes: [StatusChange] = []
             var notices: [Notice] = []
+            // Events are built only while someone listens.
+            let wantEvents = events.hasReaders && !dryRun
+            var deliveryEvents: [(String, String)] = []
 
             if tokens.isEmpty {
                 // No recipient at all: one result carrying the message's error.
@@ -215,6 +218,15 @@ extension Engine {
                             StoredEntry(deliveryID: mid, collapseKey: req.options.collapseKey, expiresAt: expiresAt),
                             in: &entries, now: now)
                         row.status = stored.newDropped ? "dropped" : "pending"
+                        if wantEvents {
+                            for ch in stored.changes {
+                                if let name = EventJSON.name(forStatus: ch.status) {
+                                    deliveryEvents.append((name, EventJSON.delivery(
+                                        messageID: MessageID(micros: ch.deliveryID, suffix: suffix).description,
+                                        token: target.token, status: ch.status, at: now)))
+                                }
+                            }
+                        }
                         if !dryRun {
                             changes += stored.changes
                             if stored.purged > 0 {
@@ -228,6 +240,11 @@ extension Engine {
                             s.devices[target.id]?.pending = DeviceStorage.count(entries, now: now)
                         }
                     }
+                }
+                if wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
+                    deliveryEvents.append((name, EventJSON.delivery(
+                        messageID: MessageID(micros: mid, suffix: suffix).description,
+                        token: row.device.flatMap { s.devices[$0]?.token }, status: row.status, at: now)))
                 }
                 results.append(result)
                 rows.append(row)
@@ -269,7 +286,16 @@ extension Engine {
                 for n in noticeRows { try n.insert(c, transport: transport, now: now) }
                 try Self.apply(statusChanges, c)
             }]
+            var published: [(String, String)] = []
+            if wantEvents {
+                for d in newDevices { published.append(("device.created", Render.device(d, canonicalToken: nil))) }
+                published.append((accepted ? "message.accepted" : "message.rejected",
+                                  Self.summaryJSON(message, rows: rows, results: results, state: s)))
+                published += deliveryEvents
+            }
+            let eventsToPublish = published
             submit(ops) { [self] error in
+                if error == nil { events.publish(eventsToPublish) }
                 notifyChanged()
                 completion(error.map { .failure($0) } ?? .success(result))
             }
@@ -349,7 +375,55 @@ extension Engine {
             return (mid, submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }]))
         }
         try commit(ticket)
+        if events.hasReaders {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("message_id"); w.value(MessageID(micros: mid, suffix: suffix).description)
+            w.key("sender_id"); w.value(senderID)
+            w.key("transport"); w.value(transport.rawValue)
+            w.key("format"); w.value(format.rawValue)
+            w.key("accepted_at"); w.value(rfc3339(millis: now))
+            w.key("status"); w.value("rejected")
+            w.key("http_status"); w.value(httpStatus)
+            w.key("error"); w.value(error)
+            w.key("error_detail"); w.value(detail)
+            w.key("fault"); w.value(fault)
+            w.endObject()
+            events.publish([("message.rejected", w.string)])
+        }
         return MessageID(micros: mid, suffix: suffix).description
+    }
+
+    /// The payload of `message.accepted` / `message.rejected`: the record's main fields, built
+    /// from memory (no read of what was just written).
+    static func summaryJSON(_ m: MessageRow, rows: [DeliveryRow], results: [RecipientResult], state s: EngineState) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_id"); w.value(MessageID(micros: m.id, suffix: m.suffix).description)
+        w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
+        w.key("sender_id"); w.value(m.senderID)
+        w.key("transport"); w.value(m.transport.rawValue)
+        w.key("format"); w.value(m.format.rawValue)
+        w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
+        w.key("target"); w.beginObject()
+        w.key("kind"); w.value(m.targetKind)
+        w.key("value"); w.value(m.targetValue ?? (rows.count == 1 ? (rows[0].device.flatMap { s.devices[$0]?.token } ?? rows[0].token) : "\(rows.count) tokens"))
+        w.endObject()
+        w.key("status"); w.value(m.status)
+        w.key("error"); w.value(m.error)
+        w.key("fault"); w.value(m.fault)
+        w.key("recipients"); w.beginArray()
+        for (r, res) in zip(rows, results) {
+            w.beginObject()
+            w.key("token"); w.value(r.device.flatMap { s.devices[$0]?.token } ?? r.token)
+            w.key("message_id"); w.value(res.messageID)
+            w.key("status"); w.value(r.status)
+            w.key("error"); w.value(r.error)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.string
     }
 
     /// Applies storage-rule status changes to delivery rows.

@@ -15,6 +15,8 @@ public final class Engine: Sendable {
     let state: Locked<EngineState>
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
+    /// Live events (`GET /api/v1/events`).
+    public let events = EventBus()
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).
@@ -64,6 +66,7 @@ public final class Engine: Sendable {
     /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
         longPolls.stop()
+        events.closeAll()
     }
 
     /// Writes the store's log back into its file.

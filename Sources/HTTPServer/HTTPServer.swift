@@ -59,7 +59,7 @@ public final class HTTPServer: Sendable {
         // give the loops a moment to send those answers.
         core.stopping()
         var waited = 0
-        while core.suspendedCount() > 0 && waited < 200 {
+        while (core.suspendedCount() > 0 || core.streamCount() > 0) && waited < 200 {
             usleep(5_000)
             waited += 1
         }
@@ -135,6 +135,18 @@ final class ServerCore: @unchecked Sendable {
     let handler: HTTPHandler
     let maxBodyBytes: Int
     private let suspended = Locked<(isStopping: Bool, set: [ObjectIdentifier: HTTPResponder])>((false, [:]))
+    private let streams = Locked<[ObjectIdentifier: HTTPStream]>([:])
+
+    /// Keeps track of an open stream until its connection is gone (stop ends them all).
+    func track(_ s: HTTPStream) {
+        let id = ObjectIdentifier(s)
+        let stopping = suspended.withLock { $0.isStopping }
+        streams.withLock { $0[id] = s }
+        s.onClose { [weak self] in _ = self?.streams.withLock { $0.removeValue(forKey: id) } }
+        if stopping { s.finish() }
+    }
+
+    func streamCount() -> Int { streams.withLock { $0.count } }
 
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int) {
         self.handler = handler
@@ -162,6 +174,7 @@ final class ServerCore: @unchecked Sendable {
             return Array(s.set.values)
         }
         for r in waiting { Self.answerShuttingDown(r) }
+        for s in streams.withLock({ Array($0.values) }) { s.finish() }
     }
 
     private static func answerShuttingDown(_ r: HTTPResponder) {
@@ -201,7 +214,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     if let responder = ctx.responder {
         // Resumed: the handler has answered.
         guard let response = responder.takeResponse() else { return FCM_MHD_NO }
-        return send(response, on: connection)
+        return send(response, on: connection, core: core)
     }
     if uploadSize.pointee > 0 {
         let n = uploadSize.pointee
@@ -237,12 +250,23 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     ctx.responder = responder
     core.handler(request, responder)
     guard let response = responder.responseOrSuspend() else { return FCM_MHD_YES }
-    return send(response, on: connection)
+    return send(response, on: connection, core: core)
 }
 
-private func send(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+private func send(_ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore) -> MHD_Result {
     // Refusing to answer makes libmicrohttpd close the connection.
     if response.abort { return FCM_MHD_NO }
+    if let stream = response.stream {
+        let address = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(connection)))
+        stream.state.withLock { $0.connection = address }
+        core.track(stream)
+        guard let r = fcm_mhd_stream_response(streamReader, Unmanaged.passRetained(stream).toOpaque(), streamFree) else {
+            return FCM_MHD_NO
+        }
+        defer { MHD_destroy_response(r) }
+        for (k, v) in response.headers { MHD_add_response_header(r, k, v) }
+        return MHD_queue_response(connection, UInt32(response.status), r)
+    }
     let r = response.body.withUnsafeBytes { buf in
         MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), FCM_MHD_RESPMEM_MUST_COPY)
     }

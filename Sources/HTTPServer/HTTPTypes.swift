@@ -46,6 +46,8 @@ public struct HTTPResponse: Sendable {
     public var closeConnection = false
     /// Send nothing and drop the connection (fault injection: a peer that vanished).
     public var abort = false
+    /// A body sent as it is written (server-sent events) instead of `body`.
+    public var stream: HTTPStream?
 
     /// A "response" that drops the connection without answering.
     public static var dropConnection: HTTPResponse {

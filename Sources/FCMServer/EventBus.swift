@@ -1,0 +1,92 @@
+import FCMCore
+import HTTPServer
+import Synchronization
+
+/// Live events for `GET /api/v1/events` (server-sent events).
+///
+/// Publishing never waits for a reader: each reader's stream buffers what it has not taken yet,
+/// and a reader that falls more than `maxBehindBytes` behind (or went away) is dropped, so a slow
+/// or vanished reader cannot slow sends down.
+public final class EventBus: Sendable {
+    private let readers = Locked<[ObjectIdentifier: HTTPStream]>([:])
+    private let count = Atomic<Int>(0)
+    /// How far a reader may fall behind before it is dropped.
+    public let maxBehindBytes: Int
+
+    /// A bus dropping readers that fall `maxBehindBytes` behind.
+    public init(maxBehindBytes: Int = 4 << 20) {
+        self.maxBehindBytes = maxBehindBytes
+    }
+
+    /// Whether anyone listens (publishers skip building events when not).
+    public var hasReaders: Bool { count.load(ordering: .relaxed) > 0 }
+
+    /// How many readers are connected.
+    public var readerCount: Int { count.load(ordering: .relaxed) }
+
+    /// Adds a reader; it is removed when its connection goes.
+    public func subscribe(_ s: HTTPStream) {
+        let id = ObjectIdentifier(s)
+        readers.withLock { $0[id] = s }
+        count.wrappingAdd(1, ordering: .relaxed)
+        s.onClose { [weak self] in self?.remove(id) }
+        // A comment line first, so the client sees the stream is open before any event.
+        s.write(Array(": fcm-mock events\n\n".utf8))
+    }
+
+    private func remove(_ id: ObjectIdentifier) {
+        if readers.withLock({ $0.removeValue(forKey: id) }) != nil {
+            count.wrappingSubtract(1, ordering: .relaxed)
+        }
+    }
+
+    /// Sends events (name, JSON data) to every reader, in order.
+    public func publish(_ events: [(String, String)]) {
+        guard hasReaders, !events.isEmpty else { return }
+        var bytes: [UInt8] = []
+        for (name, data) in events {
+            bytes.append(contentsOf: Array("event: \(name)\ndata: ".utf8))
+            bytes.append(contentsOf: Array(data.utf8))
+            bytes.append(contentsOf: [10, 10])
+        }
+        for (id, s) in readers.withLock({ $0 }) {
+            if s.buffered > maxBehindBytes {
+                // Too slow: let it go (it can reconnect) rather than hold memory for it.
+                s.finish()
+                remove(id)
+            } else {
+                s.write(bytes)
+            }
+        }
+    }
+
+    /// Ends every stream (at shutdown).
+    public func closeAll() {
+        for (_, s) in readers.withLock({ $0 }) { s.finish() }
+    }
+}
+
+/// Builders of event payloads.
+enum EventJSON {
+    static func delivery(messageID: String, token: String?, status: String, at: Int64) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_id"); w.value(messageID)
+        w.key("token"); w.value(token)
+        w.key("status"); w.value(status)
+        w.key("at"); w.value(rfc3339(millis: at))
+        w.endObject()
+        return w.string
+    }
+
+    /// The event name for a delivery status.
+    static func name(forStatus status: String) -> String? {
+        switch status {
+        case "delivered": return "message.delivered"
+        case "expired": return "message.expired"
+        case "collapsed": return "message.collapsed"
+        case "dropped": return "message.dropped"
+        default: return nil
+        }
+    }
+}

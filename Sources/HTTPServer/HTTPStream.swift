@@ -1,0 +1,111 @@
+import CMicroHTTPD
+import Synchronization
+
+/// The body of a streaming response (server-sent events): written by a producer on any thread,
+/// sent as it comes; while there is nothing to send, the connection is suspended and holds no
+/// thread.
+///
+/// `@unchecked Sendable`: all mutable state is reached under `state`'s lock; `connection` is set
+/// once, by the loop thread that queues the response, before any read.
+public final class HTTPStream: @unchecked Sendable {
+    struct State {
+        var buffer: [UInt8] = []
+        var finished = false
+        var closed = false
+        var suspended = false
+        /// The connection's address as an integer (0: not queued yet), so the state stays Sendable.
+        var connection: UInt = 0
+        var onClose: [@Sendable () -> Void] = []
+    }
+    let state = Mutex<State>(State())
+
+    /// An empty open stream.
+    public init() {}
+
+    /// Bytes written but not yet handed to the connection.
+    public var buffered: Int { state.withLock { $0.buffer.count } }
+
+    /// Whether the client went away (or the stream was finished and sent).
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Runs `body` once when the connection behind the stream is gone.
+    public func onClose(_ body: @escaping @Sendable () -> Void) {
+        let closedAlready = state.withLock { s -> Bool in
+            if s.closed { return true }
+            s.onClose.append(body)
+            return false
+        }
+        if closedAlready { body() }
+    }
+
+    /// Appends bytes to send.
+    public func write(_ bytes: [UInt8]) {
+        let resume = state.withLock { s -> UInt in
+            guard !s.finished, !s.closed else { return 0 }
+            s.buffer.append(contentsOf: bytes)
+            return s.takeSuspended()
+        }
+        if let c = OpaquePointer(bitPattern: resume) { MHD_resume_connection(c) }
+    }
+
+    /// Ends the stream once what was written is sent.
+    public func finish() {
+        let resume = state.withLock { s -> UInt in
+            s.finished = true
+            return s.takeSuspended()
+        }
+        if let c = OpaquePointer(bitPattern: resume) { MHD_resume_connection(c) }
+    }
+
+    /// libmicrohttpd asks for the next bytes (on the connection's loop thread).
+    func read(into buf: UnsafeMutablePointer<CChar>, max: Int) -> Int {
+        state.withLock { s in
+            if !s.buffer.isEmpty {
+                let n = Swift.min(max, s.buffer.count)
+                s.buffer.withUnsafeBytes { src in
+                    UnsafeMutableRawPointer(buf).copyMemory(from: src.baseAddress!, byteCount: n)
+                }
+                s.buffer.removeFirst(n)
+                return n
+            }
+            if s.finished { return FCM_MHD_END_OF_STREAM }
+            // Nothing yet: suspend until `write` or `finish` resumes (allowed from a reader callback).
+            if let c = OpaquePointer(bitPattern: s.connection) {
+                s.suspended = true
+                MHD_suspend_connection(c)
+            }
+            return 0
+        }
+    }
+
+    /// The response is gone (sent to the end, or the client left).
+    func released() {
+        let hooks = state.withLock { s -> [@Sendable () -> Void] in
+            s.closed = true
+            s.buffer = []
+            defer { s.onClose = [] }
+            return s.onClose
+        }
+        for h in hooks { h() }
+    }
+}
+
+extension HTTPStream.State {
+    /// The connection to resume (as an integer, 0 for none), clearing the suspended mark.
+    mutating func takeSuspended() -> UInt {
+        guard suspended, connection != 0 else { return 0 }
+        suspended = false
+        return connection
+    }
+}
+
+let streamReader: MHD_ContentReaderCallback = { cls, _, buf, max in
+    guard let cls, let buf else { return FCM_MHD_END_OF_STREAM }
+    return Unmanaged<HTTPStream>.fromOpaque(cls).takeUnretainedValue().read(into: buf, max: max)
+}
+
+let streamFree: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    let s = Unmanaged<HTTPStream>.fromOpaque(cls).takeRetainedValue()
+    s.released()
+}

@@ -1,0 +1,100 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import Foundation
+import HTTPServer
+import XCTest
+
+/// `GET /api/v1/events` (server-sent events).
+final class EventTests: ServerTestCase {
+    func testOneSendIsAcceptedThenDelivered() throws {
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        waitForReaders(1)
+        let r = try client.sendJSON(#"{"to":"a1","data":{"k":"v"}}"#)
+        let id = try XCTUnwrap(results(r).first?["message_id"]?.stringValue)
+        let first = try XCTUnwrap(try sse.next())
+        XCTAssertEqual(first.event, "message.accepted")
+        let accepted = try XCTUnwrap(try? JSONParser.parse(first.data).objectValue)
+        XCTAssertEqual(accepted["message_id"]?.stringValue, id)
+        XCTAssertEqual(accepted["target"]?.objectValue?["value"]?.stringValue, "a1")
+        let second = try XCTUnwrap(try sse.next())
+        XCTAssertEqual(second.event, "message.delivered")
+        let delivered = try XCTUnwrap(try? JSONParser.parse(second.data).objectValue)
+        XCTAssertEqual(delivered["message_id"]?.stringValue, id)
+        XCTAssertEqual(delivered["token"]?.stringValue, "a1")
+    }
+
+    func testStorageAndDeviceEvents() throws {
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        waitForReaders(1)
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","collapse_key":"c"}"#)))
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","collapse_key":"c"}"#)))
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"111","token":"new-one"}"#).status, 201)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1","time_to_live":"x"}"#).status, 400)
+        var names: [String] = []
+        while let e = try sse.next(timeout: 2) {
+            names.append(e.event)
+            if e.event == "message.rejected" { break }
+        }
+        XCTAssertEqual(names, ["message.accepted", "message.accepted", "message.collapsed", "device.updated",
+                               "message.delivered", "device.created", "message.rejected"])
+    }
+
+    func testAVanishedReaderIsDroppedAndNeverBlocksSends() throws {
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        waitForReaders(1)
+        sse.disconnect()
+        // Sends go on; once the server writes to the dead connection it lets the reader go.
+        var n = 0
+        func readers() throws -> Int64 { try client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64 ?? 0 }
+        while try n < 2000 && readers() > 0 {
+            XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+            n += 1
+        }
+        XCTAssertEqual(try client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64, 0, "after \(n) sends")
+    }
+
+    func testControlTokenProtectsTheStream() throws {
+        let s = try TestServer(fixtures: [errorTableFixture], extraArguments: ["--control-token", "t"])
+        defer { s.stop() }
+        XCTAssertEqual(try SSEClient(port: s.port).status(), 401)
+        XCTAssertEqual(try SSEClient(port: s.port, headers: [("Authorization", "Bearer t")]).status(), 200)
+    }
+
+    /// The stream is open once the server counts the reader (no sleep: poll the count).
+    func waitForReaders(_ n: Int64) {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (try? client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64) != n {}
+    }
+}
+
+/// The bus alone: a reader that stops taking events is dropped, publishing never waits.
+final class EventBusTests: XCTestCase {
+    func testASlowReaderIsDroppedAtItsLimit() {
+        let bus = EventBus(maxBehindBytes: 1000)
+        let slow = HTTPStream()  // never handed to a connection: nothing drains it
+        bus.subscribe(slow)
+        XCTAssertEqual(bus.readerCount, 1)
+        for _ in 0..<20 { bus.publish([("message.accepted", String(repeating: "x", count: 100))]) }
+        XCTAssertEqual(bus.readerCount, 0, "dropped once more than 1000 bytes were waiting")
+        XCTAssertFalse(bus.hasReaders)
+        bus.publish([("message.accepted", "{}")])  // no reader: nothing to do, no error
+    }
+}
+
+/// Shutdown with an open event stream.
+final class EventShutdownTests: XCTestCase {
+    func testSIGTERMEndsOpenStreamsAndExits0() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        let sse = try SSEClient(port: s.httpPort)
+        XCTAssertEqual(try sse.status(), 200)
+        let start = Date()
+        XCTAssertEqual(s.stop(signal: SIGTERM), 0)
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5)
+        XCTAssertThrowsError(try sse.next(timeout: 5), "the stream ends with the server")
+    }
+}
