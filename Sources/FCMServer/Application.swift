@@ -32,7 +32,7 @@ public final class Application: Sendable {
         }
         do {
             engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
-                                deviceRate: c.deviceRate, topicRate: c.topicRate)
+                                deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators)
         } catch {
             store.close()
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")

@@ -14,6 +14,8 @@ public struct Configuration: Sendable {
     /// `--device-rate N/PERIOD` and `--topic-rate N/PERIOD` (off when nil).
     public var deviceRate: RateLimit?
     public var topicRate: RateLimit?
+    /// Most `&&`/`||` operators in a condition (`--max-condition-operators`; the seeds: 2).
+    public var maxConditionOperators = 2
     /// Largest request body; bigger ones get 413.
     public var maxBodyBytes = 1 << 20
 
@@ -57,6 +59,10 @@ extension Configuration {
             }
             return r
         }
+        func operators(_ s: String, _ name: String) throws(ConfigurationError) -> Int {
+            guard let n = Int(s), (1...20).contains(n) else { throw ConfigurationError("\(name) must be a number from 1 to 20, got '\(s)'") }
+            return n
+        }
         let env = environment
         if let v = env["FCM_MOCK_HTTP_PORT"] { c.httpPort = try port(v, "FCM_MOCK_HTTP_PORT") }
         if let v = env["FCM_MOCK_XMPP_PORT"] { c.xmppPort = try port(v, "FCM_MOCK_XMPP_PORT") }
@@ -69,6 +75,7 @@ extension Configuration {
         if let v = env["FCM_MOCK_LOG_LEVEL"], !v.isEmpty { c.logLevel = try level(v, "FCM_MOCK_LOG_LEVEL") }
         if let v = env["FCM_MOCK_DEVICE_RATE"], !v.isEmpty { c.deviceRate = try rate(v, "FCM_MOCK_DEVICE_RATE") }
         if let v = env["FCM_MOCK_TOPIC_RATE"], !v.isEmpty { c.topicRate = try rate(v, "FCM_MOCK_TOPIC_RATE") }
+        if let v = env["FCM_MOCK_MAX_CONDITION_OPERATORS"], !v.isEmpty { c.maxConditionOperators = try operators(v, "FCM_MOCK_MAX_CONDITION_OPERATORS") }
 
         var flagFixtures: [String] = []
         var i = 0
@@ -99,6 +106,7 @@ extension Configuration {
             case "--control-token": c.controlToken = try v()
             case "--device-rate": c.deviceRate = try rate(try v(), arg)
             case "--topic-rate": c.topicRate = try rate(try v(), arg)
+            case "--max-condition-operators": c.maxConditionOperators = try operators(try v(), arg)
             case "--log-level": c.logLevel = try level(try v(), arg)
             case "--log-format":
                 let f = try v()

@@ -79,6 +79,12 @@ struct ControlAPI: Sendable {
         case ("DELETE", 2, "faults"):
             try engine.deleteFault(try decode(seg[1]))
             return HTTPResponse(status: 204)
+        case ("GET", 1, "topics"):
+            return ok(Render.list(engine.allTopics().map { Self.topicJSON($0.name, $0.subscribers) }, next: nil))
+        case ("GET", 2, "topics"):
+            let name = try decode(seg[1])
+            let t = try engine.topic(name.hasPrefix("/topics/") ? String(name.dropFirst(8)) : name)
+            return ok(Self.topicJSON(t.name, t.subscribers))
         case ("GET", 1, "clock"):
             return ok(clockJSON())
         case ("POST", 1, "clock"):
@@ -99,6 +105,18 @@ struct ControlAPI: Sendable {
         default:
             throw .notFound("no such call: \(r.method) \(r.path)")
         }
+    }
+
+    static func topicJSON(_ name: String, _ subscribers: [String]) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("name"); w.value(name)
+        w.key("subscribers"); w.beginArray()
+        for t in subscribers { w.value(t) }
+        w.endArray()
+        w.key("count"); w.value(subscribers.count)
+        w.endObject()
+        return w.string
     }
 
     private func clockJSON() -> String {
@@ -166,10 +184,9 @@ struct ControlAPI: Sendable {
                 } else {
                     state = nil
                 }
-                if q["topic"] != nil { throw .badRequest("the topic filter needs topics, which this version does not have yet") }
                 let limit = try q.limit()
-                let list = engine.devices(senderID: q["sender_id"], app: q["app"], state: state, afterID: try q.cursor() ?? 0,
-                                          limit: limit + 1)
+                let list = engine.devices(senderID: q["sender_id"], app: q["app"], state: state, topic: q["topic"],
+                                          afterID: try q.cursor() ?? 0, limit: limit + 1)
                 let page = Array(list.prefix(limit))
                 let next = list.count > limit ? page.last?.id : nil
                 return ok(Render.list(page.map(render), next: next))
@@ -204,6 +221,10 @@ struct ControlAPI: Sendable {
         case ("DELETE", 2):
             try engine.deleteDevice(token)
             return HTTPResponse(status: 204)
+        case ("POST", 4) where seg[2] == "topics":
+            return ok(render(try engine.subscribe(token, topic: try decode(seg[3]))))
+        case ("DELETE", 4) where seg[2] == "topics":
+            return ok(render(try engine.unsubscribe(token, topic: try decode(seg[3]))))
         case ("GET", 3) where seg[2] == "messages":
             let waitS = try q.double("wait") ?? 0
             guard (0...60).contains(waitS) else { throw .badRequest("wait must be 0 to 60 seconds") }
@@ -232,7 +253,7 @@ struct ControlAPI: Sendable {
     }
 
     private func render(_ d: Device) -> String {
-        Render.device(d, canonicalToken: d.canonicalID.flatMap { engine.tokens(for: [$0])[$0] })
+        engine.renderDevice(d)
     }
 
     private func ok(_ json: String, status: Int = 200) -> HTTPResponse {
@@ -324,6 +345,11 @@ struct Query {
             else { throw .badRequest("bad percent-encoding in the query string") }
             values[key] = value
         }
+    }
+
+    /// Whether `?name=true` (or a bare `?name`) is in the raw query.
+    static func flag(_ raw: [(String, String?)], _ name: String) -> Bool {
+        raw.contains { $0.0 == name && ($0.1 == nil || $0.1 == "true" || $0.1 == "1") }
     }
 
     subscript(_ k: String) -> String? {

@@ -130,13 +130,15 @@ extension Engine {
     }
 
     /// Devices matching the filters, ordered by creation, after `afterID`.
-    public func devices(senderID: String?, app: String?, state wanted: DeviceState?, afterID: Int64, limit: Int) -> [Device] {
+    public func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String? = nil, afterID: Int64,
+                        limit: Int) -> [Device] {
         let now = clock.nowMillis()
         return state.withLock { s in
             s.devices.values
                 .filter { d in
                     d.id > afterID && (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
                         && (wanted == nil || d.state == wanted)
+                        && (topic == nil || s.topicSubscribers[Topics.key(topic!)]?.contains(d.id) == true)
                 }
                 .sorted { $0.id < $1.id }
                 .prefix(limit)
@@ -256,7 +258,9 @@ extension Engine {
             let id = d.id
             let deliveries = JSONValue.array((s.inbox.removeValue(forKey: id) ?? []).map { .number(JSONNumber($0)) }).serialized()
             s.stored[id] = nil
+            s.unsubscribeAll(device: id)
             return .success(submit([{ (c: SQLiteConnection) throws in
+                try c.run("DELETE FROM subscriptions WHERE device = ?", [.int(id)])
                 try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
                           [.text(token), .text(deliveries)])
                 try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
@@ -340,11 +344,13 @@ extension Engine {
             s.inbox.removeAll()
             s.stored.removeAll()
             s.faults = FaultTable()
+            s.topicSubscribers.removeAll()
+            s.deviceTopics.removeAll()
             s.deviceWindows = RateWindows()
             s.topicWindows = RateWindows()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices;")
+                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions;")
             }])
         }
         clock.reset()

@@ -71,6 +71,23 @@ extension Engine {
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
     public func messageRecord(_ id: String) throws(ControlError) -> String {
+        // A topic send's id is the number FCM answered; it is the record's own stamp.
+        if let number = Int64(id), number > 0 {
+            let found: String?
+            do {
+                found = try store.read { (c: SQLiteConnection) throws(StoreError) -> String? in
+                    var row: MessageRecordRow?
+                    try c.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(number)]) {
+                        (r: Statement) throws(StoreError) in row = MessageRecordRow(r)
+                    }
+                    return try row.map { (r: MessageRecordRow) throws(StoreError) -> String in try render(r, c, now: clock.nowMillis()) }
+                }
+            } catch {
+                throw .internal(error.description)
+            }
+            guard let found else { throw .notFound("message '\(id)' does not exist") }
+            return found
+        }
         guard let wanted = MessageID(id) else { throw .notFound("message '\(id)' does not exist") }
         let now = clock.nowMillis()
         let found: String?
@@ -233,7 +250,12 @@ extension Engine {
         w.key("via"); w.beginObject()
         w.key("transport"); w.value(r.text(8))
         w.key("target"); w.value(r.text(9))
-        w.key("topic"); w.null()
+        // The bare topic name (`news`, not `/topics/news`) for topic sends.
+        if r.text(9) == "topic", let v = r.text(12), v.hasPrefix("/topics/") {
+            w.key("topic"); w.value(String(v.dropFirst(8)))
+        } else {
+            w.key("topic"); w.null()
+        }
         w.endObject()
         w.key("data"); if let d = r.text(10) { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = r.text(11) { w.raw(n) } else { w.null() }

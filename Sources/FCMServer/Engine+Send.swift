@@ -17,6 +17,10 @@ public struct SendResult: Sendable {
     public var results: [RecipientResult]
     /// The record's id in the control API (`GET /api/v1/messages/{id}`).
     public var recordID: String
+    /// For topic and condition sends: the message id FCM answered as a number.
+    public var topicMessageID: Int64 = 0
+    /// For topic and condition sends: the error answered instead of a message id.
+    public var topicError: FCMErrorCode?
 
     public var success: Int { results.count(where: { $0.error == nil }) }
     public var failure: Int { results.count(where: { $0.error != nil }) }
@@ -154,15 +158,50 @@ extension Engine {
         let now = clock.nowMillis()
         let multicastID = newMulticastID()
         let suffix = messageIDSuffix(senderID: senderID)
-        let count = max(tokens.count, 1)
         let expiresAt = now + req.options.timeToLive * 1000
         let dryRun = req.options.dryRun
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
         let wellFormed = tokens.map(isWellFormedToken)
+        var condition: Condition?
+        if case .condition(let text) = req.target { condition = Condition.parse(text, maxOperators: maxConditionOperators) }
 
         let dryResult: SendResult? = state.withLock { s in
+            // Topic and condition sends reach every matching subscriber of this project.
+            var fanOut: [Device]?
+            var topicError: FCMErrorCode? = nil
+            var topicFault: String? = nil
+            switch req.target {
+            case .topic(let name):
+                fanOut = []
+                if let err = req.messageError {
+                    topicError = err
+                } else if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: "",
+                                                              topic: name), case .error(let err) = f.action {
+                    topicError = err
+                    topicFault = f.id
+                } else if let limit = topicRate, !dryRun, !s.topicWindows.admit(senderID + "/" + Topics.key(name), now: now, limit: limit) {
+                    topicError = .topicsMessageRateExceeded
+                } else {
+                    fanOut = subscribers(of: s.topicSubscribers[Topics.key(name)] ?? [], req: req, senderID: senderID, state: s)
+                }
+            case .condition:
+                fanOut = []
+                if let err = req.messageError {
+                    topicError = err
+                } else if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: "",
+                                                              topic: nil), case .error(let err) = f.action {
+                    topicError = err
+                    topicFault = f.id
+                } else if let condition {
+                    let ids = condition.evaluate { s.topicSubscribers[$0] ?? [] }
+                    fanOut = subscribers(of: ids, req: req, senderID: senderID, state: s)
+                }
+            default:
+                break
+            }
+            let count = fanOut.map { max($0.count, 1) } ?? max(tokens.count, 1)
             // Stamps are taken under the lock, so id order is acceptance order.
             let firstMid = ids.reserve(count, nowMicros: clock.nowMicros())
             var results: [RecipientResult] = []
@@ -176,7 +215,7 @@ extension Engine {
             let wantEvents = events.hasReaders && !dryRun
             var deliveryEvents: [(String, String)] = []
 
-            if tokens.isEmpty {
+            if fanOut == nil && tokens.isEmpty {
                 // No recipient at all: one result carrying the message's error.
                 let err = req.messageError ?? .missingRegistration
                 results.append(RecipientResult(error: err))
@@ -205,6 +244,31 @@ extension Engine {
                         row.canonical = target.id
                     }
                     result.messageID = dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: suffix).description
+                    place(target, mid, &row)
+                }
+                if wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
+                    deliveryEvents.append((name, EventJSON.delivery(
+                        messageID: MessageID(micros: mid, suffix: suffix).description,
+                        token: row.device.flatMap { s.devices[$0]?.token }, status: row.status, at: now)))
+                }
+                results.append(result)
+                rows.append(row)
+            }
+            for (i, target) in (fanOut ?? []).enumerated() {
+                let mid = firstMid + Int64(i)
+                var row = DeliveryRow(id: mid, device: target.id, token: nil, status: "failed", error: nil,
+                                      canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
+                place(target, mid, &row)
+                if wantEvents, let name = EventJSON.name(forStatus: row.status) {
+                    deliveryEvents.append((name, EventJSON.delivery(
+                        messageID: MessageID(micros: mid, suffix: suffix).description, token: target.token,
+                        status: row.status, at: now)))
+                }
+                rows.append(row)
+            }
+
+            /// Delivers to an accepted device: at once when online, else by FCM's storage rules.
+            func place(_ target: Device, _ mid: Int64, _ row: inout DeliveryRow) {
                     if target.online {
                         row.status = "delivered"
                         row.deliveredAt = now
@@ -240,27 +304,21 @@ extension Engine {
                             s.devices[target.id]?.pending = DeviceStorage.count(entries, now: now)
                         }
                     }
-                }
-                if wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
-                    deliveryEvents.append((name, EventJSON.delivery(
-                        messageID: MessageID(micros: mid, suffix: suffix).description,
-                        token: row.device.flatMap { s.devices[$0]?.token }, status: row.status, at: now)))
-                }
-                results.append(result)
-                rows.append(row)
             }
-            let result = SendResult(multicastID: multicastID, results: results,
+            var result = SendResult(multicastID: multicastID, results: results,
                                     recordID: MessageID(micros: firstMid, suffix: suffix).description)
+            result.topicMessageID = firstMid
+            result.topicError = topicError
             if dryRun { return result }
 
             for r in rows {
                 if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
             for n in notices { s.inbox[n.device.id, default: []].append(n.id) }
-            let accepted = results.contains { $0.error == nil }
+            let accepted = fanOut != nil ? topicError == nil : results.contains { $0.error == nil }
             // The record's error: the recipients' one error when they all failed alike.
-            let firstError = results.first?.error
-            let sameError = firstError != nil && results.allSatisfy { $0.error == firstError }
+            let firstError = fanOut != nil ? topicError : results.first?.error
+            let sameError = fanOut != nil ? topicError != nil : firstError != nil && results.allSatisfy { $0.error == firstError }
             let message = MessageRow(
                 id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
                 transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
@@ -270,7 +328,7 @@ extension Engine {
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
                 httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count,
-                fault: requestFault ?? rows.lazy.compactMap(\.fault).first)
+                fault: requestFault ?? topicFault ?? rows.lazy.compactMap(\.fault).first)
             let (createdDevices, deliveryRows, statusChanges, noticeRows) = (newDevices, rows, changes, notices)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
                 for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }
@@ -294,14 +352,30 @@ extension Engine {
                 published += deliveryEvents
             }
             let eventsToPublish = published
+            let answer = result
             submit(ops) { [self] error in
                 if error == nil { events.publish(eventsToPublish) }
                 notifyChanged()
-                completion(error.map { .failure($0) } ?? .success(result))
+                completion(error.map { .failure($0) } ?? .success(answer))
             }
             return nil
         }
         if let dryResult { completion(.success(dryResult)) }
+    }
+
+    /// The devices a topic or condition send reaches: registered subscribers of this project that
+    /// the options allow (a restricted package, a valid APNs credential), oldest first.
+    private func subscribers(of ids: Set<Int64>, req: SendRequest, senderID: String, state s: EngineState) -> [Device] {
+        var out: [Device] = []
+        out.reserveCapacity(ids.count)
+        for id in ids {
+            guard let d = s.devices[id], d.state == .registered, d.senderID == senderID else { continue }
+            if let pkg = req.options.restrictedPackageName, pkg != d.app { continue }
+            if d.platform == .ios, let app = s.projects[d.senderID]?.app(named: d.app), app.apnsCredential != "valid" { continue }
+            out.append(d)
+        }
+        out.sort { $0.id < $1.id }
+        return out
     }
 
     enum RecipientOutcome {

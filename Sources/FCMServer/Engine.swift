@@ -22,16 +22,20 @@ public final class Engine: Sendable {
     /// `--device-rate` and `--topic-rate` (nil: no limit).
     public let deviceRate: RateLimit?
     public let topicRate: RateLimit?
+    /// Most `&&`/`||` operators a condition may have (the seeds: two).
+    public let maxConditionOperators: Int
     /// Monotonic start time, for `uptime_s`.
     public let startedAt = monotonicNanos()
 
     /// Opens the engine over `store`, loading what the store already holds.
     public init(store: Store, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
-                acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil) throws(StoreError) {
+                acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil,
+                maxConditionOperators: Int = 2) throws(StoreError) {
         self.store = store
         self.clock = clock
         self.unknownTokens = unknownTokens
         self.acceptAnyKey = acceptAnyKey
+        self.maxConditionOperators = maxConditionOperators
         self.deviceRate = deviceRate
         self.topicRate = topicRate
         let loaded = try EngineState.load(from: store)
@@ -101,6 +105,9 @@ struct EngineState: Sendable {
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
     var faults = FaultTable()
+    /// Subscribers by topic key (`Topics.key`), and each device's topics by key.
+    var topicSubscribers: [String: Set<Int64>] = [:]
+    var deviceTopics: [Int64: [String: Subscription]] = [:]
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
 
@@ -113,6 +120,40 @@ struct EngineState: Sendable {
         var d = d
         d.pending = DeviceStorage.count(stored[d.id] ?? [], now: now)
         return d
+    }
+
+    /// Adds a subscription (no change when it exists); false when the device is at 2000 topics.
+    @discardableResult
+    mutating func subscribe(device: Int64, topic: String, at: Int64) -> Bool {
+        let key = Topics.key(topic)
+        if deviceTopics[device]?[key] != nil { return true }
+        guard (deviceTopics[device]?.count ?? 0) < Subscription.maxTopicsPerDevice else { return false }
+        deviceTopics[device, default: [:]][key] = Subscription(name: topic, addedAt: at)
+        topicSubscribers[key, default: []].insert(device)
+        return true
+    }
+
+    /// Removes a subscription; false when there was none.
+    @discardableResult
+    mutating func unsubscribe(device: Int64, topic: String) -> Bool {
+        let key = Topics.key(topic)
+        guard deviceTopics[device]?.removeValue(forKey: key) != nil else { return false }
+        topicSubscribers[key]?.remove(device)
+        if topicSubscribers[key]?.isEmpty == true { topicSubscribers[key] = nil }
+        return true
+    }
+
+    /// Forgets every subscription of a device.
+    mutating func unsubscribeAll(device: Int64) {
+        for key in deviceTopics.removeValue(forKey: device)?.keys ?? [:].keys {
+            topicSubscribers[key]?.remove(device)
+            if topicSubscribers[key]?.isEmpty == true { topicSubscribers[key] = nil }
+        }
+    }
+
+    /// A device's topics, by name, in subscription order.
+    func topics(of device: Int64) -> [Subscription] {
+        (deviceTopics[device]?.values).map { $0.sorted { ($0.addedAt, $0.name) < ($1.addedAt, $1.name) } } ?? []
     }
 
     mutating func insert(_ d: Device) {
@@ -154,6 +195,9 @@ struct EngineState: Sendable {
                     deliveryID: r.int(0), collapseKey: r.text(2), expiresAt: r.int(3), isNotice: r.text(4) == "deleted_messages"))
             }
             for (id, entries) in s.stored { s.devices[id]?.pending = entries.count }
+            try c.query("SELECT device, topic, added_at FROM subscriptions") { (r: Statement) throws(StoreError) in
+                s.subscribe(device: r.int(0), topic: r.text(1) ?? "", at: r.int(2))
+            }
             try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") {
                 (r: Statement) throws(StoreError) in
                 s.inbox[r.int(1), default: []].append(r.int(0))

@@ -98,20 +98,32 @@ struct FCMSendRoute: Sendable {
                 w.endObject()
                 return HTTPResponse(status: 400, contentType: ContentType.json, body: w.string)
             case .request(let req):
+                // Topic names and conditions are checked like JSON syntax: a 400 for the request.
+                var invalidTarget: String?
                 switch req.target {
-                case .topic, .condition:
-                    let reason = "Topic and condition targets are not supported by this version of fcm-mock yet"
-                    _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
-                                                  error: "Unsupported", detail: reason, raw: raw)
-                    return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
+                case .topic(let name) where !Topics.isValidName(name):
+                    invalidTarget = "Topic name format is invalid"
+                case .condition(let text) where Condition.parse(text, maxOperators: engine.maxConditionOperators) == nil:
+                    invalidTarget = Condition.invalidMessage
                 default:
                     break
+                }
+                if let reason = invalidTarget {
+                    _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
+                                                  error: "InvalidJson", detail: reason, raw: raw)
+                    return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
+                }
+                let isTopicSend: Bool
+                switch req.target {
+                case .topic, .condition: isTopicSend = true
+                default: isTopicSend = false
                 }
                 let lateBy = delay
                 engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
                     let answer: HTTPResponse
                     switch outcome {
-                    case .success(let result): answer = isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+                    case .success(let result):
+                        answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
                     case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
                     }
                     if let lateBy {
@@ -182,6 +194,19 @@ struct FCMSendRoute: Sendable {
             w.endObject()
         }
         w.endArray()
+        w.endObject()
+        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+    }
+
+    /// Seeds Table 6: `{"message_id":N}` (a number) or `{"error":"…"}` for topic and condition sends.
+    static func topicResponse(_ result: SendResult) -> HTTPResponse {
+        var w = JSONWriter()
+        w.beginObject()
+        if let e = result.topicError {
+            w.key("error"); w.value(e.rawValue)
+        } else {
+            w.key("message_id"); w.value(result.topicMessageID)
+        }
         w.endObject()
         return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
     }

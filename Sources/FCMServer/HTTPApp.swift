@@ -6,12 +6,14 @@ public struct HTTPApp: Sendable {
     let engine: Engine
     let send: FCMSendRoute
     let control: ControlAPI
+    let iid: IIDRoutes
 
     /// The application over `engine`.
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int) {
         self.engine = engine
         self.send = FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes)
         self.control = ControlAPI(engine: engine, controlToken: controlToken)
+        self.iid = IIDRoutes(engine: engine)
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).
@@ -22,6 +24,10 @@ public struct HTTPApp: Sendable {
             return send.handle(r, responder)
         default:
             break
+        }
+        if path.hasPrefix("/iid/") {
+            return responder.send(r.bodyTooLarge
+                ? HTTPResponse(status: 413, contentType: ContentType.text, body: "Request body too large\n") : iid.handle(r))
         }
         if path.hasPrefix("/api/v1/") {
             let rest = path.dropFirst("/api/v1/".count)

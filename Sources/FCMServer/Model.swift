@@ -57,3 +57,12 @@ public enum Transport: String, Sendable {
 public enum UnknownTokenPolicy: String, Sendable {
     case register, reject
 }
+
+/// A device's subscription to a topic.
+public struct Subscription: Sendable, Equatable {
+    /// Most topics one device may subscribe to (the Instance ID API's `TOO_MANY_TOPICS`).
+    public static let maxTopicsPerDevice = 2000
+    /// The name as first given (matching ignores case).
+    public var name: String
+    public var addedAt: Int64
+}

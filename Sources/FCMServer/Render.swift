@@ -2,7 +2,7 @@ import FCMCore
 
 /// JSON forms of the control API's objects.
 enum Render {
-    static func device(_ d: Device, canonicalToken: String?) -> String {
+    static func device(_ d: Device, canonicalToken: String?, topics: [String] = []) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
@@ -12,7 +12,9 @@ enum Render {
         w.key("state"); w.value(d.state.rawValue)
         w.key("canonical_token"); w.value(canonicalToken)
         w.key("online"); w.value(d.online)
-        w.key("topics"); w.beginArray(); w.endArray()
+        w.key("topics"); w.beginArray()
+        for t in topics { w.value(t) }
+        w.endArray()
         w.key("pending"); w.value(d.pending)
         w.key("created_at"); w.value(rfc3339(millis: d.createdAt))
         w.key("last_seen_at"); w.value(rfc3339(millis: d.lastSeenAt))

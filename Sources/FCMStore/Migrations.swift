@@ -67,6 +67,14 @@ enum Migrations {
         ALTER TABLE messages ADD COLUMN fault TEXT;
         ALTER TABLE deliveries ADD COLUMN fault TEXT;
         """,
+        // 3: topic subscriptions (the name as first given; matching is case-insensitive).
+        """
+        CREATE TABLE subscriptions(
+            device INTEGER NOT NULL,
+            topic TEXT NOT NULL,
+            added_at INTEGER NOT NULL,
+            PRIMARY KEY(device, topic)) WITHOUT ROWID;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

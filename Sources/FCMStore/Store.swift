@@ -34,6 +34,8 @@ public final class Store: @unchecked Sendable {
     private var stopping = false
     private let writerDone = DispatchSemaphore(value: 0)
     private let checkpointer: Checkpointer?
+    /// The schema version this build migrates a store to.
+    public static var schemaVersion: Int { Migrations.steps.count }
     /// The path it was opened with (`:memory:` for a throwaway store).
     public let path: String
     /// The journal mode SQLite reports (`wal` for files, `memory` for `:memory:`).

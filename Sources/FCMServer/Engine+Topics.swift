@@ -1,0 +1,111 @@
+import FCMCore
+import FCMStore
+
+/// The outcome for one token of an Instance ID batch (seeds: `{}` or `{"error":"NOT_FOUND"}`).
+public enum BatchOutcome: String, Sendable {
+    case ok = ""
+    case notFound = "NOT_FOUND"
+    case invalidArgument = "INVALID_ARGUMENT"
+    case tooManyTopics = "TOO_MANY_TOPICS"
+}
+
+extension Engine {
+    /// Subscribes or unsubscribes `tokens` to `topic` as the Instance ID API does, for `senderID`
+    /// (tokens of another project are `NOT_FOUND`, as they were for a server key of another
+    /// project). Results follow the input order.
+    public func batch(_ tokens: [String], topic: String, subscribe: Bool, senderID: String?) throws(ControlError) -> [BatchOutcome] {
+        let now = clock.nowMillis()
+        let (outcomes, ticket, updated): ([BatchOutcome], Store.Ticket?, [Device]) = state.withLock { s in
+            var outcomes: [BatchOutcome] = []
+            var added: [(Int64, String)] = []
+            var removed: [Int64] = []
+            var updated: [Device] = []
+            for token in tokens {
+                guard isWellFormedToken(token) else { outcomes.append(.invalidArgument); continue }
+                guard let d = s.device(token: token), d.state != .unregistered,
+                    senderID == nil || d.senderID == senderID
+                else { outcomes.append(.notFound); continue }
+                if subscribe {
+                    let had = s.deviceTopics[d.id]?[Topics.key(topic)] != nil
+                    guard s.subscribe(device: d.id, topic: topic, at: now) else { outcomes.append(.tooManyTopics); continue }
+                    if !had {
+                        added.append((d.id, topic))
+                        updated.append(d)
+                    }
+                } else if s.unsubscribe(device: d.id, topic: topic) {
+                    removed.append(d.id)
+                    updated.append(d)
+                }
+                outcomes.append(.ok)
+            }
+            guard !added.isEmpty || !removed.isEmpty else { return (outcomes, nil, []) }
+            let (a, r) = (added, removed)
+            return (outcomes, submit([{ c in
+                for (d, t) in a {
+                    try c.run("INSERT OR IGNORE INTO subscriptions(device, topic, added_at) VALUES (?,?,?)", [.int(d), .text(t), .int(now)])
+                }
+                for d in r {
+                    try c.run("DELETE FROM subscriptions WHERE device = ? AND topic = ? COLLATE NOCASE", [.int(d), .text(topic)])
+                }
+            }]), updated)
+        }
+        if let ticket {
+            try commitControl(ticket)
+            if events.hasReaders {
+                events.publish(updated.compactMap { d in (try? self.device(d.token)).map { ("device.updated", renderDevice($0)) } })
+            }
+        }
+        return outcomes
+    }
+
+    /// Subscribes one device (control API and `POST /iid/v1/{token}/rel/topics/{topic}`).
+    public func subscribe(_ token: String, topic: String, senderID: String? = nil) throws(ControlError) -> Device {
+        guard Topics.isValidName(topic) else { throw .badRequest("Topic name format is invalid") }
+        switch try batch([token], topic: topic, subscribe: true, senderID: senderID).first {
+        case .notFound?, .invalidArgument?: throw .notFound("device '\(token)' does not exist")
+        case .tooManyTopics?: throw .conflict("device '\(token)' already has \(Subscription.maxTopicsPerDevice) topics")
+        default: return try device(token)
+        }
+    }
+
+    /// Unsubscribes one device.
+    public func unsubscribe(_ token: String, topic: String) throws(ControlError) -> Device {
+        _ = try device(token)
+        _ = try batch([token], topic: topic, subscribe: false, senderID: nil)
+        return try device(token)
+    }
+
+    /// A device's topics with the dates they were added.
+    public func topics(of token: String) throws(ControlError) -> [Subscription] {
+        let d = try device(token)
+        return state.withLock { $0.topics(of: d.id) }
+    }
+
+    /// Every topic with at least one subscriber: (name, subscriber tokens).
+    public func allTopics() -> [(name: String, subscribers: [String])] {
+        state.withLock { s in
+            s.topicSubscribers.keys.sorted().compactMap { key in
+                let ids = (s.topicSubscribers[key] ?? []).sorted()
+                guard let first = ids.first, let name = s.deviceTopics[first]?[key]?.name else { return nil }
+                return (name, ids.compactMap { s.devices[$0]?.token })
+            }
+        }
+    }
+
+    /// One topic's subscribers.
+    public func topic(_ name: String) throws(ControlError) -> (name: String, subscribers: [String]) {
+        let key = Topics.key(name)
+        guard let t = allTopics().first(where: { Topics.key($0.name) == key }) else {
+            throw .notFound("topic '\(name)' has no subscribers")
+        }
+        return t
+    }
+
+    /// The device object with its topics.
+    func renderDevice(_ d: Device) -> String {
+        let (canonical, topics) = state.withLock { s in
+            (d.canonicalID.flatMap { s.devices[$0]?.token }, s.topics(of: d.id).map(\.name))
+        }
+        return Render.device(d, canonicalToken: canonical, topics: topics)
+    }
+}
