@@ -79,6 +79,10 @@ struct ControlAPI: Sendable {
         case ("DELETE", 2, "faults"):
             try engine.deleteFault(try decode(seg[1]))
             return HTTPResponse(status: 204)
+        case ("GET", 1, "groups"):
+            return ok(Render.list(engine.groups(), next: nil))
+        case ("GET", 2, "groups"):
+            return ok(try engine.group(try decode(seg[1])))
         case ("GET", 1, "topics"):
             return ok(Render.list(engine.allTopics().map { Self.topicJSON($0.name, $0.subscribers) }, next: nil))
         case ("GET", 2, "topics"):

@@ -259,8 +259,17 @@ extension Engine {
             let deliveries = JSONValue.array((s.inbox.removeValue(forKey: id) ?? []).map { .number(JSONNumber($0)) }).serialized()
             s.stored[id] = nil
             s.unsubscribeAll(device: id)
+            // Out of its groups too; a group left empty goes, as FCM deletes empty groups.
+            var changedGroups: [DeviceGroup] = [], emptied: [String] = []
+            for (key, var g) in s.groups where g.members.contains(id) {
+                g.members.removeAll { $0 == id }
+                if g.members.isEmpty { s.remove(group: key); emptied.append(key) } else { s.insert(g); changedGroups.append(g) }
+            }
+            let (regroup, drop) = (changedGroups, emptied)
             return .success(submit([{ (c: SQLiteConnection) throws in
                 try c.run("DELETE FROM subscriptions WHERE device = ?", [.int(id)])
+                for g in regroup { try Engine.saveGroup(g, c) }
+                for k in drop { try Engine.deleteGroup(k, c) }
                 try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
                           [.text(token), .text(deliveries)])
                 try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
@@ -346,11 +355,13 @@ extension Engine {
             s.faults = FaultTable()
             s.topicSubscribers.removeAll()
             s.deviceTopics.removeAll()
+            s.groups.removeAll()
+            s.groupKeyByName.removeAll()
             s.deviceWindows = RateWindows()
             s.topicWindows = RateWindows()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions;")
+                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members;")
             }])
         }
         clock.reset()

@@ -21,6 +21,8 @@ public struct SendResult: Sendable {
     public var topicMessageID: Int64 = 0
     /// For topic and condition sends: the error answered instead of a message id.
     public var topicError: FCMErrorCode?
+    /// For device-group sends: how many members were reached and the tokens that failed.
+    public var group: (success: Int, failedTokens: [String])?
 
     public var success: Int { results.count(where: { $0.error == nil }) }
     public var failure: Int { results.count(where: { $0.error != nil }) }
@@ -172,7 +174,24 @@ extension Engine {
             var fanOut: [Device]?
             var topicError: FCMErrorCode? = nil
             var topicFault: String? = nil
+            var groupKey: String? = nil
+            var groupFailed: [String] = []
             switch req.target {
+            case .token(let t) where s.groups[t]?.senderID == senderID:
+                // `to` a notification key of this project: every member of the group.
+                groupKey = t
+                fanOut = []
+                if let err = req.messageError {
+                    topicError = err
+                } else {
+                    for m in s.groups[t]?.members ?? [] {
+                        if let d = s.devices[m], d.state == .registered {
+                            fanOut?.append(d)
+                        } else if let d = s.devices[m] {
+                            groupFailed.append(d.token)
+                        }
+                    }
+                }
             case .topic(let name):
                 fanOut = []
                 if let err = req.messageError {
@@ -222,7 +241,7 @@ extension Engine {
                 rows.append(DeliveryRow(id: firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
                                         canonical: nil, deliveredAt: nil, expiresAt: expiresAt))
             }
-            for (i, token) in tokens.enumerated() {
+            for (i, token) in (groupKey == nil ? tokens : []).enumerated() {
                 let mid = firstMid + Int64(i)
                 var row = DeliveryRow(id: mid, device: nil, token: nil, status: "failed", error: nil,
                                       canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
@@ -309,6 +328,7 @@ extension Engine {
                                     recordID: MessageID(micros: firstMid, suffix: suffix).description)
             result.topicMessageID = firstMid
             result.topicError = topicError
+            if groupKey != nil { result.group = (fanOut?.count ?? 0, groupFailed) }
             if dryRun { return result }
 
             for r in rows {
@@ -321,8 +341,8 @@ extension Engine {
             let sameError = fanOut != nil ? topicError != nil : firstError != nil && results.allSatisfy { $0.error == firstError }
             let message = MessageRow(
                 id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
-                transport: transport, format: req.format, acceptedAt: now, targetKind: req.target.kind,
-                targetValue: Self.storedTargetValue(req.target), collapseKey: req.options.collapseKey,
+                transport: transport, format: req.format, acceptedAt: now, targetKind: groupKey != nil ? "group" : req.target.kind,
+                targetValue: groupKey ?? Self.storedTargetValue(req.target), collapseKey: req.options.collapseKey,
                 timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
                 flags: Self.flags(req.options), data: dataJSON, notification: notificationJSON,
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
@@ -391,6 +411,8 @@ extension Engine {
                                   newDevices: inout [Device], now: Int64, dryRun: Bool) -> RecipientOutcome {
         if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
         guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
+        // A notification key of another project (this project's keys never get here).
+        if s.groups[token] != nil { return .failed(.mismatchSenderId, nil, nil) }
         var device: Device
         if let d = s.device(token: token) {
             device = d

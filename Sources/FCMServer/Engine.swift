@@ -108,6 +108,9 @@ struct EngineState: Sendable {
     /// Subscribers by topic key (`Topics.key`), and each device's topics by key.
     var topicSubscribers: [String: Set<Int64>] = [:]
     var deviceTopics: [Int64: [String: Subscription]] = [:]
+    /// Device groups by notification key, and keys by "sender/name".
+    var groups: [String: DeviceGroup] = [:]
+    var groupKeyByName: [String: String] = [:]
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
 
@@ -197,6 +200,13 @@ struct EngineState: Sendable {
             for (id, entries) in s.stored { s.devices[id]?.pending = entries.count }
             try c.query("SELECT device, topic, added_at FROM subscriptions") { (r: Statement) throws(StoreError) in
                 s.subscribe(device: r.int(0), topic: r.text(1) ?? "", at: r.int(2))
+            }
+            try c.query("SELECT key, name, sender_id, created_at FROM groups") { (r: Statement) throws(StoreError) in
+                s.insert(DeviceGroup(key: r.text(0) ?? "", name: r.text(1) ?? "", senderID: r.text(2) ?? "", members: [],
+                                     createdAt: r.int(3)))
+            }
+            try c.query("SELECT key, device FROM group_members ORDER BY key, position") { (r: Statement) throws(StoreError) in
+                s.groups[r.text(0) ?? ""]?.members.append(r.int(1))
             }
             try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") {
                 (r: Statement) throws(StoreError) in

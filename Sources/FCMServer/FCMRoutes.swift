@@ -123,7 +123,11 @@ struct FCMSendRoute: Sendable {
                     let answer: HTTPResponse
                     switch outcome {
                     case .success(let result):
-                        answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+                        if result.group != nil {
+                            answer = Self.groupResponse(result)
+                        } else {
+                            answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+                        }
                     case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
                     }
                     if let lateBy {
@@ -206,6 +210,25 @@ struct FCMSendRoute: Sendable {
             w.key("error"); w.value(e.rawValue)
         } else {
             w.key("message_id"); w.value(result.topicMessageID)
+        }
+        w.endObject()
+        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+    }
+
+    /// A device-group send: `{"success":N,"failure":M}` and `failed_registration_ids` when M > 0.
+    static func groupResponse(_ result: SendResult) -> HTTPResponse {
+        var w = JSONWriter()
+        w.beginObject()
+        if let e = result.topicError {
+            w.key("error"); w.value(e.rawValue)
+        } else if let g = result.group {
+            w.key("success"); w.value(g.success)
+            w.key("failure"); w.value(g.failedTokens.count)
+            if !g.failedTokens.isEmpty {
+                w.key("failed_registration_ids"); w.beginArray()
+                for t in g.failedTokens { w.value(t) }
+                w.endArray()
+            }
         }
         w.endObject()
         return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)

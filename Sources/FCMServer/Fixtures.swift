@@ -44,9 +44,6 @@ public enum Fixtures {
         for k in obj.keys where !["projects", "devices", "subscriptions", "groups"].contains(k) {
             throw fail("$.\(k)", "unknown key; allowed: projects, devices, subscriptions, groups")
         }
-        for k in ["subscriptions", "groups"] where obj[k] != nil {
-            throw fail("$.\(k)", "topics and device groups are not supported by this version of fcm-mock yet")
-        }
         let now = engine.clock.nowMillis()
         // Everything is queued first and committed together: one commit per fixture device would
         // make a 10,000-device file take seconds to load.
@@ -87,7 +84,56 @@ public enum Fixtures {
                 }
             }
         }
+        // Subscriptions and groups name devices, so they need the devices committed first.
         committed = true
+        for t in tickets {
+            do {
+                try engine.commit(t)
+            } catch {
+                throw fail("$", "the store failed while loading: \(error.description)")
+            }
+        }
+        tickets = []
+        if let v = obj["subscriptions"] {
+            guard let topics = v.objectValue else { throw fail("$.subscriptions", "must be an object of topic: [tokens]") }
+            for m in topics.members {
+                let path = "$.subscriptions.\(m.key)"
+                guard Topics.isValidName(m.key) else { throw fail(path, "Topic name format is invalid") }
+                guard let list = m.value.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+                    throw fail(path, "must be an array of tokens")
+                }
+                let tokens = list.compactMap(\.stringValue)
+                do {
+                    let outcomes = try engine.batch(tokens, topic: m.key, subscribe: true, senderID: nil)
+                    if let i = outcomes.firstIndex(where: { $0 != .ok }) {
+                        throw fail("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].rawValue)")
+                    }
+                } catch let e as ConfigurationError {
+                    throw e
+                } catch {
+                    throw fail(path, "\(error)")
+                }
+            }
+        }
+        if let v = obj["groups"] {
+            guard let items = v.arrayValue else { throw fail("$.groups", "must be an array") }
+            for (i, item) in items.enumerated() {
+                let path = "$.groups[\(i)]"
+                guard let o = item.objectValue, let name = o["notification_key_name"]?.stringValue,
+                    let sender = o["sender_id"]?.stringValue, let members = o["members"]?.arrayValue
+                else { throw fail(path, "needs notification_key_name, sender_id and members") }
+                let tokens = members.compactMap(\.stringValue)
+                do {
+                    if let key = engine.groupKey(name: name, senderID: sender) {
+                        _ = try engine.groupOperation("add", name: name, key: key, tokens: tokens, senderID: sender)
+                    } else {
+                        _ = try engine.groupOperation("create", name: name, key: nil, tokens: tokens, senderID: sender)
+                    }
+                } catch {
+                    throw fail(path, error.message)
+                }
+            }
+        }
         for t in tickets {
             do {
                 try engine.commit(t)

@@ -7,6 +7,7 @@ public struct HTTPApp: Sendable {
     let send: FCMSendRoute
     let control: ControlAPI
     let iid: IIDRoutes
+    let groups: GroupRoutes
 
     /// The application over `engine`.
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int) {
@@ -14,6 +15,7 @@ public struct HTTPApp: Sendable {
         self.send = FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes)
         self.control = ControlAPI(engine: engine, controlToken: controlToken)
         self.iid = IIDRoutes(engine: engine)
+        self.groups = GroupRoutes(engine: engine)
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).
@@ -22,6 +24,9 @@ public struct HTTPApp: Sendable {
         switch path {
         case "/fcm/send", "/gcm/send":
             return send.handle(r, responder)
+        case "/fcm/notification", "/gcm/notification":
+            return responder.send(r.bodyTooLarge
+                ? HTTPResponse(status: 413, contentType: ContentType.text, body: "Request body too large\n") : groups.handle(r))
         default:
             break
         }

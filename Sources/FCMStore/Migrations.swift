@@ -75,6 +75,19 @@ enum Migrations {
             added_at INTEGER NOT NULL,
             PRIMARY KEY(device, topic)) WITHOUT ROWID;
         """,
+        // 4: device groups and their members, in the order they joined.
+        """
+        CREATE TABLE groups(
+            key TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            sender_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL);
+        CREATE TABLE group_members(
+            key TEXT NOT NULL,
+            device INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            PRIMARY KEY(key, device)) WITHOUT ROWID;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

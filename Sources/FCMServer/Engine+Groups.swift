@@ -1,0 +1,153 @@
+import FCMCore
+import FCMStore
+
+/// A device group (`/fcm/notification`): a named set of at most 20 tokens of one project,
+/// addressed by its notification key.
+public struct DeviceGroup: Sendable, Equatable {
+    /// Most members a group may have.
+    public static let maxMembers = 20
+    public var key: String
+    public var name: String
+    public var senderID: String
+    public var members: [Int64]
+    public var createdAt: Int64
+}
+
+/// A device-group operation's failure, answered as HTTP 400 `{"error": message}` (or 401/404).
+public struct GroupError: Error, Sendable {
+    public var status: Int
+    public var message: String
+    static func bad(_ m: String) -> GroupError { GroupError(status: 400, message: m) }
+}
+
+/// A new notification key shaped like FCM's: `APA91b` and base64url noise, no colon.
+func newNotificationKey() -> String {
+    let t = newRegistrationToken()
+    return "APA91b" + String(t.split(separator: ":").last?.dropFirst(6) ?? "")
+}
+
+extension Engine {
+    /// `create`, `add` or `remove` (seeds Table 10). A failed operation changes nothing.
+    public func groupOperation(_ operation: String, name: String?, key: String?, tokens: [String], senderID: String) throws(GroupError) -> String {
+        let now = clock.nowMillis()
+        let result: Result<(String, Store.Ticket?), GroupError> = state.withLock { s in
+            // Members must be known, registered devices of this project.
+            let ids = tokens.compactMap { t -> Int64? in
+                guard let d = s.device(token: t), d.senderID == senderID, d.state == .registered else { return nil }
+                return d.id
+            }
+            switch operation {
+            case "create":
+                guard let name, !name.isEmpty else { return .failure(.bad("notification_key_name is missing")) }
+                if s.groupKeyByName[senderID + "/" + name] != nil { return .failure(.bad("notification_key already exists")) }
+                guard !ids.isEmpty else { return .failure(.bad("no valid registration ids")) }
+                let members = Array(NSOrderedSetLike(ids))
+                guard members.count <= DeviceGroup.maxMembers else {
+                    return .failure(.bad("too many registration ids: a group has at most \(DeviceGroup.maxMembers)"))
+                }
+                var key = newNotificationKey()
+                while s.groups[key] != nil { key = newNotificationKey() }
+                let g = DeviceGroup(key: key, name: name, senderID: senderID, members: members, createdAt: now)
+                s.insert(g)
+                return .success((key, submit([{ c in try Self.saveGroup(g, c) }])))
+            case "add", "remove":
+                guard let key, var g = s.groups[key], g.senderID == senderID else { return .failure(.bad("notification_key not found")) }
+                if let name, name != g.name {
+                    return .failure(.bad("notification_key_name doesn't match the group name of the notification_key"))
+                }
+                guard !ids.isEmpty else { return .failure(.bad("no valid registration ids")) }
+                if operation == "add" {
+                    let merged = Array(NSOrderedSetLike(g.members + ids))
+                    guard merged.count <= DeviceGroup.maxMembers else {
+                        return .failure(.bad("too many registration ids: a group has at most \(DeviceGroup.maxMembers)"))
+                    }
+                    g.members = merged
+                } else {
+                    g.members.removeAll { ids.contains($0) }
+                }
+                if g.members.isEmpty {
+                    // FCM deletes a group when its last member leaves.
+                    s.remove(group: key)
+                    return .success((key, submit([{ c in try Self.deleteGroup(key, c) }])))
+                }
+                s.insert(g)
+                let saved = g
+                return .success((key, submit([{ c in try Self.saveGroup(saved, c) }])))
+            default:
+                return .failure(.bad("operation must be create, add or remove"))
+            }
+        }
+        let (key, ticket) = try result.get()
+        if let ticket {
+            do {
+                try commit(ticket)
+            } catch {
+                throw GroupError(status: 500, message: "the store failed: \(error.description)")
+            }
+        }
+        return key
+    }
+
+    /// The notification key of a group by name (`GET /fcm/notification?notification_key_name=`).
+    public func groupKey(name: String, senderID: String) -> String? {
+        state.withLock { $0.groupKeyByName[senderID + "/" + name] }
+    }
+
+    /// Every group, or one, as the control API shows them.
+    public func groups() -> [String] {
+        state.withLock { s in s.groups.values.sorted { ($0.createdAt, $0.key) < ($1.createdAt, $1.key) }.map { Self.groupJSON($0, s) } }
+    }
+
+    public func group(_ key: String) throws(ControlError) -> String {
+        guard let json = state.withLock({ s in s.groups[key].map { Self.groupJSON($0, s) } }) else {
+            throw .notFound("group '\(key)' does not exist")
+        }
+        return json
+    }
+
+    static func groupJSON(_ g: DeviceGroup, _ s: EngineState) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("notification_key"); w.value(g.key)
+        w.key("notification_key_name"); w.value(g.name)
+        w.key("sender_id"); w.value(g.senderID)
+        w.key("members"); w.beginArray()
+        for m in g.members { w.value(s.devices[m]?.token) }
+        w.endArray()
+        w.key("created_at"); w.value(rfc3339(millis: g.createdAt))
+        w.endObject()
+        return w.string
+    }
+
+    static func saveGroup(_ g: DeviceGroup, _ c: SQLiteConnection) throws {
+        try c.run("INSERT OR REPLACE INTO groups(key, name, sender_id, created_at) VALUES (?,?,?,?)",
+                  [.text(g.key), .text(g.name), .text(g.senderID), .int(g.createdAt)])
+        try c.run("DELETE FROM group_members WHERE key = ?", [.text(g.key)])
+        for (i, m) in g.members.enumerated() {
+            try c.run("INSERT INTO group_members(key, device, position) VALUES (?,?,?)", [.text(g.key), .int(m), .int(Int64(i))])
+        }
+    }
+
+    static func deleteGroup(_ key: String, _ c: SQLiteConnection) throws {
+        try c.run("DELETE FROM group_members WHERE key = ?", [.text(key)])
+        try c.run("DELETE FROM groups WHERE key = ?", [.text(key)])
+    }
+}
+
+/// Order-preserving de-duplication.
+func NSOrderedSetLike<T: Hashable>(_ items: [T]) -> [T] {
+    var seen = Set<T>()
+    return items.filter { seen.insert($0).inserted }
+}
+
+extension EngineState {
+    mutating func insert(_ g: DeviceGroup) {
+        groups[g.key] = g
+        groupKeyByName[g.senderID + "/" + g.name] = g.key
+    }
+
+    mutating func remove(group key: String) {
+        guard let g = groups.removeValue(forKey: key) else { return }
+        groupKeyByName[g.senderID + "/" + g.name] = nil
+    }
+}

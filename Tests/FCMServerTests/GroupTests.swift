@@ -1,0 +1,116 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+/// Device groups: `/fcm/notification` and sends to a notification key (issue 4).
+final class GroupTests: ServerTestCase {
+    func op(_ json: String, key: String = "key-111", project: String? = "111", path: String = "/fcm/notification") throws -> WireResponse {
+        var headers = [("Content-Type", "application/json"), ("Authorization", "key=\(key)")]
+        if let project { headers.append(("project_id", project)) }
+        return try client.request("POST", path, headers: headers, body: Array(json.utf8))
+    }
+
+    func testLifecycleAndSends() throws {
+        let created = try op(#"{"operation":"create","notification_key_name":"appUser-Chris","registration_ids":["a1","a2"]}"#)
+        XCTAssertEqual(created.status, 200, created.text)
+        XCTAssertEqual(created.object?.keys, ["notification_key"])
+        let key = try XCTUnwrap(created.object?["notification_key"]?.stringValue)
+        XCTAssertTrue(key.hasPrefix("APA91b") && !key.contains(":") && key.count > 100, key)
+        let got = try client.request("GET", "/fcm/notification?notification_key_name=appUser-Chris",
+                                     headers: [("Authorization", "key=key-111"), ("project_id", "111")])
+        XCTAssertEqual(got.text, "{\"notification_key\":\"\(key)\"}")
+        XCTAssertEqual(try op("{\"operation\":\"add\",\"notification_key_name\":\"appUser-Chris\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a-offline\"]}").text,
+                       "{\"notification_key\":\"\(key)\"}")
+        XCTAssertEqual(try client.get("/api/v1/groups/\(key)").object?["members"]?.serialized(), #"["a1","a2","a-offline"]"#)
+
+        // A send to the key reaches every member.
+        let sent = try client.sendJSON("{\"to\":\"\(key)\",\"data\":{\"k\":\"v\"}}")
+        XCTAssertEqual(sent.text, #"{"success":3,"failure":0}"#)
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).last?["via"]?.objectValue?["target"]?.stringValue, "group")
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a-offline/messages")).last?["status"]?.stringValue, "pending")
+        // An uninstalled member fails and is listed.
+        XCTAssertEqual(try client.post("/api/v1/devices/a2:unregister").status, 200)
+        XCTAssertEqual(try client.sendJSON("{\"to\":\"\(key)\"}").text, #"{"success":2,"failure":1,"failed_registration_ids":["a2"]}"#)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?limit=1")).first?["target"]?.serialized(), "{\"kind\":\"group\",\"value\":\"\(key)\"}")
+
+        // Removing every member deletes the group.
+        XCTAssertEqual(try op("{\"operation\":\"remove\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a1\",\"a-offline\"]}").status, 200)
+        XCTAssertEqual(try client.get("/api/v1/groups/\(key)").object?["members"]?.serialized(), #"["a2"]"#)
+        XCTAssertEqual(try op("{\"operation\":\"remove\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a2\"]}").status, 400,
+                       "a2 is unregistered: not a valid id any more")
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"111","token":"a3"}"#).status, 201)
+        let g2 = try XCTUnwrap(try op(#"{"operation":"create","notification_key_name":"solo","registration_ids":["a3"]}"#).object?["notification_key"]?.stringValue)
+        XCTAssertEqual(try op("{\"operation\":\"remove\",\"notification_key\":\"\(g2)\",\"registration_ids\":[\"a3\"]}").status, 200)
+        XCTAssertEqual(try client.get("/api/v1/groups/\(g2)").status, 404)
+        XCTAssertEqual(try client.request("GET", "/fcm/notification?notification_key_name=solo",
+                                          headers: [("Authorization", "key=key-111"), ("project_id", "111")]).text,
+                       #"{"error":"notification_key not found"}"#)
+    }
+
+    func testErrorsChangeNothing() throws {
+        let key = try XCTUnwrap(try op(#"{"operation":"create","notification_key_name":"g","registration_ids":["a1"]}"#).object?["notification_key"]?.stringValue)
+        let cases: [(String, String)] = [
+            (#"{"operation":"create","notification_key_name":"g","registration_ids":["a2"]}"#, "notification_key already exists"),
+            (#"{"operation":"add","notification_key":"APA91bnope","registration_ids":["a2"]}"#, "notification_key not found"),
+            ("{\"operation\":\"add\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"nobody\"]}", "no valid registration ids"),
+            ("{\"operation\":\"add\",\"notification_key_name\":\"other\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a2\"]}",
+             "notification_key_name doesn't match the group name of the notification_key"),
+            (#"{"operation":"create","notification_key_name":"x","registration_ids":["b1"]}"#, "no valid registration ids"),
+            (#"{"operation":"rename","notification_key_name":"x","registration_ids":["a1"]}"#, "operation must be create, add or remove"),
+        ]
+        for (body, message) in cases {
+            let r = try op(body)
+            XCTAssertEqual(r.status, 400, body)
+            XCTAssertEqual(r.text, "{\"error\":\"\(message)\"}", body)
+        }
+        XCTAssertEqual(try client.get("/api/v1/groups/\(key)").object?["members"]?.serialized(), #"["a1"]"#, "nothing half-applied")
+        // 20 members at most: a 21st fails and the group stays as it was.
+        var tokens: [String] = []
+        for i in 0..<20 {
+            XCTAssertEqual(try client.post("/api/v1/devices", "{\"sender_id\":\"111\",\"token\":\"m\(i)\"}").status, 201)
+            tokens.append("\"m\(i)\"")
+        }
+        let big = try XCTUnwrap(try op("{\"operation\":\"create\",\"notification_key_name\":\"big\",\"registration_ids\":[\(tokens.joined(separator: ","))]}").object?["notification_key"]?.stringValue)
+        let over = try op("{\"operation\":\"add\",\"notification_key\":\"\(big)\",\"registration_ids\":[\"a1\"]}")
+        XCTAssertEqual(over.status, 400)
+        XCTAssertEqual(try client.get("/api/v1/groups/\(big)").object?["members"]?.arrayValue?.count, 20)
+        // Auth and project_id.
+        XCTAssertEqual(try op(#"{"operation":"create","notification_key_name":"y","registration_ids":["a1"]}"#, key: "nope").status, 401)
+        XCTAssertEqual(try op(#"{"operation":"create","notification_key_name":"y","registration_ids":["a1"]}"#, project: nil).status, 400)
+        XCTAssertEqual(try op(#"{"operation":"create","notification_key_name":"y","registration_ids":["a1"]}"#, project: "222").status, 401)
+        // The same paths under /gcm/.
+        XCTAssertEqual(try op(#"{"operation":"create","notification_key_name":"y","registration_ids":["a1"]}"#, path: "/gcm/notification").status, 200)
+        // A key of another project, used by this one: MismatchSenderId.
+        let other = try XCTUnwrap(try op(#"{"operation":"create","notification_key_name":"z","registration_ids":["b1"]}"#, key: "key-222", project: "222").object?["notification_key"]?.stringValue)
+        XCTAssertEqual(singleError(try client.sendJSON("{\"to\":\"\(other)\"}")), "MismatchSenderId")
+        XCTAssertEqual(try client.get("/api/v1/devices/\(other)").status, 404, "no device was made of the key")
+    }
+
+    func testFixturesWithSubscriptionsAndGroupsAreIdempotent() throws {
+        let fx = """
+            {"projects":[{"sender_id":"5","server_keys":["k5"]}],
+             "devices":[{"sender_id":"5","token":"d1"},{"sender_id":"5","token":"d2"}],
+             "subscriptions":{"news":["d1","d2"],"sport":["d1"]},
+             "groups":[{"notification_key_name":"family","sender_id":"5","members":["d1","d2"]}]}
+            """
+        let s = try TestServer(fixtures: [fx, fx])
+        defer { s.stop() }
+        let c = s.client()
+        XCTAssertEqual(try c.get("/api/v1/topics/news").object?["count"]?.numberValue?.int64, 2)
+        XCTAssertEqual(try c.get("/api/v1/devices/d1").object?["topics"]?.serialized(), #"["news","sport"]"#)
+        let groups = items(try c.get("/api/v1/groups"))
+        XCTAssertEqual(groups.count, 1, "loading twice made one group")
+        XCTAssertEqual(groups.first?["members"]?.serialized(), #"["d1","d2"]"#)
+        let bad = try runBinary(["serve", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0", "--fixtures",
+                                 try writeTemp(#"{"subscriptions":{"news":["nobody"]}}"#)])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("$.subscriptions.news[0]"), bad.stderr)
+    }
+
+    func writeTemp(_ text: String) throws -> String {
+        let p = NSTemporaryDirectory() + "fx-\(UUID().uuidString).json"
+        try text.write(toFile: p, atomically: true, encoding: .utf8)
+        return p
+    }
+}
