@@ -44,6 +44,9 @@ TARGET_MULTICAST_P50_MS = 15.0
 TARGET_STARTUP_MS = 50.0
 TARGET_RSS_MB = 40.0
 TARGET_RESET_MS = 50.0
+FANOUT_DEVICES = 100_000
+TARGET_TOPIC_MS = 1000.0
+TARGET_CONDITION_MS = 300.0
 
 _children = []
 
@@ -93,6 +96,35 @@ def write_fixtures(work):
     os.replace(fixtures + ".tmp", fixtures)
     os.replace(tokens_path + ".tmp", tokens_path)
     return fixtures, tokens_path
+
+
+def write_fanout_fixtures(work):
+    """100,000 devices with short tokens, all subscribed to `all`; t1, t2, t3: 10,000 each."""
+    path = os.path.join(work, "fixtures-fanout.json")
+    if os.path.exists(path):
+        return path
+    tokens = [f"fan-{i:06d}" for i in range(FANOUT_DEVICES)]
+    doc = {
+        "projects": [{"sender_id": SENDER_ID, "server_keys": [SERVER_KEY],
+                      "apps": [{"app": APP, "platform": "android"}]}],
+        "devices": [{"token": t, "sender_id": SENDER_ID, "app": APP} for t in tokens],
+        "subscriptions": {"all": tokens, "t1": tokens[0:10000], "t2": tokens[10000:20000],
+                          "t3": tokens[20000:30000]},
+    }
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def timed_send(url, payload):
+    """Milliseconds from sending to the committed answer, and the answer."""
+    t0 = time.perf_counter()
+    status, data = fcm_send(url, payload, timeout=60)
+    ms = (time.perf_counter() - t0) * 1000.0
+    if status != 200 or b"message_id" not in data:
+        raise BenchError(f"fan-out send answered {status}: {data[:200]!r}")
+    return ms
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,6 +556,22 @@ def main():
     finally:
         fresh.stop(60)
 
+    # f. fan-out: one send to a topic of 100,000 subscribers, and a condition over three topics
+    # of 10,000 each, answered once every delivery is committed ------------------------------------
+    log(f"fcm-mock: topic fan-out to {FANOUT_DEVICES:,} subscribers, condition over 3 x 10,000")
+    fan_fixtures = write_fanout_fixtures(work)
+    fan = Server("fcm-mock", [mock_bin, "serve", "--http-port", "0", "--xmpp-port", "0",
+                              "--db", os.path.join(run_dir, "fanout.sqlite"), "--fixtures", fan_fixtures],
+                 os.path.join(run_dir, "fanout.stderr"), 120)
+    try:
+        res["topic_ms"] = statistics.median(
+            timed_send(fan.url, {"to": "/topics/all", "data": {"k": "v"}}) for _ in range(3))
+        res["condition_ms"] = statistics.median(
+            timed_send(fan.url, {"condition": "'t1' in topics || 't2' in topics || 't3' in topics",
+                                 "data": {"k": "v"}}) for _ in range(3))
+    finally:
+        fan.stop(60)
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -544,6 +592,8 @@ def report(res, work):
         "startup": res["startup_mock"] < TARGET_STARTUP_MS,
         "rss": rss_mb < TARGET_RSS_MB and res["accepted"] >= RSS_MESSAGES,
         "reset": res["reset_ms"] < TARGET_RESET_MS,
+        "topic": res["topic_ms"] < TARGET_TOPIC_MS,
+        "condition": res["condition_ms"] < TARGET_CONDITION_MS,
         "recorded": None if res["recorded"] is None else res["recorded"] >= res["single_200"],
         "exit": res["mock_exit"] == 0,
         "errors": ms["socket_errors"] + mc["socket_errors"] + ms["status_errors"]
@@ -587,6 +637,10 @@ def report(res, work):
         f"| {rss_mb:.1f} (peak {res['mock_rss']['VmHWM'] / 1024.0:.1f}) "
         f"| {res['ceiling_rss']['VmRSS'] / 1024.0:.1f} | < {TARGET_RSS_MB:.0f} MB "
         f"| {verdict(checks['rss'])} |",
+        f"| topic send to {FANOUT_DEVICES:,} subscribers, answered after every delivery is stored "
+        f"(median of 3), ms | {res['topic_ms']:.0f} | | < {TARGET_TOPIC_MS:.0f} ms | {verdict(checks['topic'])} |",
+        f"| condition over 3 topics of 10,000 subscribers (30,000 deliveries, median of 3), ms "
+        f"| {res['condition_ms']:.0f} | | < {TARGET_CONDITION_MS:.0f} ms | {verdict(checks['condition'])} |",
         f"| POST /api/v1/reset on a store of {RSS_MESSAGES:,} messages (median of 3), ms "
         f"| {res['reset_ms']:.1f} | | < {TARGET_RESET_MS:.0f} ms | {verdict(checks['reset'])} |",
         f"| resident memory after the whole run ({res['accepted_total']:,} messages), MB "

@@ -8,6 +8,7 @@ import secrets
 import urllib.parse
 
 import requests
+from requests.adapters import HTTPAdapter
 from pyfcm import FCMNotification
 
 # Loopback only, whatever proxy the environment names.
@@ -29,6 +30,9 @@ MESSAGE_ID_RE = re.compile(r"0:\d{16}%[0-9a-f]{16}")
 LISTENING_RE = re.compile(r"^listening http=(?P<host>[^\s:]+):(?P<port>\d+) xmpp=\S+:\d+\s*$")
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+# The Google hosts pyfcm 1.5.4 talks to (some of them through URLs hard-wired in its methods).
+GOOGLE_HOSTS = ("fcm.googleapis.com", "iid.googleapis.com")
 
 
 def fcm_token():
@@ -68,6 +72,41 @@ def q(segment):
     return urllib.parse.quote(segment, safe="")
 
 
+class RedirectingAdapter(HTTPAdapter):
+    """A requests transport adapter sending pyfcm's calls to Google's hosts to the mock instead.
+
+    pyfcm 1.5.4 takes it as `FCMNotification(adapter=...)` and mounts it for http:// and https://;
+    that is how its Instance ID calls (hard-wired to https://iid.googleapis.com/iid/v1:...) reach
+    the mock. The path and query are kept. Anything headed for a host other than the mock's after
+    the rewrite is refused, so no test can reach the real service. Every exchange is kept in
+    `exchanges` as (original URL, response): pyfcm drops the bodies of some answers."""
+
+    def __init__(self, base_url, **kwargs):
+        super().__init__(**kwargs)
+        self.base = urllib.parse.urlsplit(base_url)
+        self.exchanges = []
+
+    def send(self, request, **kwargs):
+        original = request.url
+        url = urllib.parse.urlsplit(original)
+        if url.hostname in GOOGLE_HOSTS:
+            request.url = urllib.parse.urlunsplit(
+                (self.base.scheme, self.base.netloc, url.path, url.query, url.fragment))
+        elif url.netloc != self.base.netloc:
+            raise AssertionError(f"pyfcm request to neither Google nor the mock: {original}")
+        response = super().send(request, **kwargs)
+        self.exchanges.append((original, response))
+        return response
+
+    def last(self, path_suffix):
+        """The latest response to a request whose original path ends with `path_suffix`."""
+        for original, response in reversed(self.exchanges):
+            if urllib.parse.urlsplit(original).path.endswith(path_suffix):
+                return response
+        raise AssertionError(f"no request ending in {path_suffix!r} went through the adapter: "
+                             f"{[u for u, _ in self.exchanges]}")
+
+
 class MockServer:
     def __init__(self, base_url, proc, stderr_path):
         self.base_url = base_url
@@ -101,6 +140,55 @@ class MockServer:
         push.FCM_END_POINT = self.base_url + "/fcm/send"
         push.requests_session.trust_env = False
         return push
+
+    def fcm_redirected(self, api_key=KEY_A):
+        """pyfcm with a RedirectingAdapter (as `push.adapter`): every call, including the
+        Instance ID ones, goes to the mock at its real Google URL's path."""
+        adapter = RedirectingAdapter(self.base_url)
+        push = FCMNotification(api_key=api_key, adapter=adapter)
+        push.requests_session.trust_env = False
+        # pyfcm mounts a plain adapter on the class's INFO_END_POINT (an https://iid... prefix);
+        # the instance attribute moves the info calls to the mock, through the adapter above.
+        push.INFO_END_POINT = self.base_url + "/iid/info/"
+        push.adapter = adapter
+        return push
+
+    def clock_date(self):
+        """Today on the mock's clock, YYYY-MM-DD (UTC)."""
+        return self.api("GET", "/api/v1/clock")["now"][:10]
+
+    def set_online(self, token, online):
+        dev = self.api("PATCH", f"/api/v1/devices/{q(token)}", json={"online": online})
+        assert dev["online"] is online, dev
+        return dev
+
+    def subscribe(self, token, topic):
+        dev = self.api("POST", f"/api/v1/devices/{q(token)}/topics/{q(topic)}")
+        assert topic.lower() in [t.lower() for t in dev["topics"]], dev
+        return dev
+
+    def unsubscribe(self, token, topic):
+        dev = self.api("DELETE", f"/api/v1/devices/{q(token)}/topics/{q(topic)}")
+        assert topic.lower() not in [t.lower() for t in dev["topics"]], dev
+        return dev
+
+    def topic(self, name, expect=200):
+        return self.api("GET", f"/api/v1/topics/{q(name)}", expect=expect)
+
+    def group(self, notification_key):
+        return self.api("GET", f"/api/v1/groups/{q(notification_key)}")
+
+    def group_request(self, method="POST", api_key=KEY_A, sender_id=SENDER_A, **kwargs):
+        """Device group management (`/fcm/notification`), which pyfcm 1.5.4 has no calls for."""
+        headers = {"Authorization": f"key={api_key}", "project_id": sender_id}
+        kwargs.setdefault("timeout", LONG_POLL_S + 10)
+        return self.http.request(method, self.base_url + "/fcm/notification", headers=headers,
+                                 **kwargs)
+
+    def records_for(self, token, kind):
+        """Message records naming `token` as a recipient whose target is of `kind`."""
+        return [m for m in self.messages(token=token) if m["target"]["kind"] == kind
+                and any(r["token"] == token for r in m["recipients"])]
 
     # -- devices and what they received ---------------------------------------------------------
     def create_device(self, sender_id=SENDER_A, app=APP_A, platform="android", online=True):
