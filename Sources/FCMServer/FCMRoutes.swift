@@ -10,6 +10,15 @@ enum ContentType {
     static let html = "text/html; charset=UTF-8"
 }
 
+/// `{"error": message}` with `status`: how the group and Instance ID paths refuse a request.
+func jsonError(_ status: Int, _ message: String) -> HTTPResponse {
+    var w = JSONWriter()
+    w.beginObject()
+    w.key("error"); w.value(message)
+    w.endObject()
+    return HTTPResponse(status: status, contentType: ContentType.json, body: w.string)
+}
+
 /// The 401 page Google's front end served (fcm-legacy.md section 1).
 let unauthorizedHTML = """
     <HTML>

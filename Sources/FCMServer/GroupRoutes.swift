@@ -50,11 +50,5 @@ struct GroupRoutes: Sendable {
         return HTTPResponse(status: 200, contentType: ContentType.json, body: w.string)
     }
 
-    private func error(_ status: Int, _ message: String) -> HTTPResponse {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("error"); w.value(message)
-        w.endObject()
-        return HTTPResponse(status: status, contentType: ContentType.json, body: w.string)
-    }
+    private func error(_ status: Int, _ message: String) -> HTTPResponse { jsonError(status, message) }
 }

@@ -111,11 +111,5 @@ struct IIDRoutes: Sendable {
         HTTPResponse(status: status, contentType: ContentType.json, body: body)
     }
 
-    private func error(_ status: Int, _ message: String) -> HTTPResponse {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("error"); w.value(message)
-        w.endObject()
-        return json(status, w.string)
-    }
+    private func error(_ status: Int, _ message: String) -> HTTPResponse { jsonError(status, message) }
 }
