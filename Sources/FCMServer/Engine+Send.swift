@@ -177,7 +177,7 @@ extension Engine {
             var groupKey: String? = nil
             var groupFailed: [String] = []
             switch req.target {
-            case .token(let t) where s.groups[t]?.senderID == senderID:
+            case .token(let t) where !s.groups.isEmpty && s.groups[t]?.senderID == senderID:
                 // `to` a notification key of this project: every member of the group.
                 groupKey = t
                 fanOut = []
@@ -412,7 +412,7 @@ extension Engine {
         if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
         guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
         // A notification key of another project (this project's keys never get here).
-        if s.groups[token] != nil { return .failed(.mismatchSenderId, nil, nil) }
+        if !s.groups.isEmpty, s.groups[token] != nil { return .failed(.mismatchSenderId, nil, nil) }
         var device: Device
         if let d = s.device(token: token) {
             device = d
