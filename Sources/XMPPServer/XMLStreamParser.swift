@@ -1,0 +1,173 @@
+import CExpat
+
+/// What the stream parser found.
+public enum XMLStreamEvent: Equatable, Sendable {
+    /// The stream header (`<stream:stream …>`), with its attributes.
+    case streamOpen([String: String])
+    /// A complete top-level stanza.
+    case stanza(XMLElement)
+    /// `</stream:stream>`.
+    case streamClose
+}
+
+/// Why the stream cannot go on (answered with a stream error, then the stream is closed).
+public enum XMLStreamError: Error, Equatable, Sendable {
+    /// Not well-formed XML, invalid UTF-8 (`invalid-xml`).
+    case invalidXML(String)
+    /// A DOCTYPE or entity declaration (`restricted-xml`): refused, so no billion laughs and no
+    /// external entities.
+    case restrictedXML
+    /// A stanza over the size limit (`policy-violation`).
+    case tooBig(Int)
+}
+
+/// An incremental XMPP stream parser on expat: bytes in (split anywhere), stanzas out.
+///
+/// Not Sendable: one connection's reader thread owns it.
+public final class XMLStreamParser {
+    private var parser: XML_Parser
+    private var stack: [XMLElement] = []
+    private var events: [XMLStreamEvent] = []
+    private var failure: XMLStreamError?
+    private var stanzaBytes = 0
+    public let maxStanzaBytes: Int
+
+    /// A parser refusing stanzas over `maxStanzaBytes`.
+    public init(maxStanzaBytes: Int = 1 << 20) {
+        self.maxStanzaBytes = maxStanzaBytes
+        parser = XML_ParserCreate(nil)
+        configure()
+    }
+
+    deinit { XML_ParserFree(parser) }
+
+    /// Starts over for a new stream on the same connection (after SASL success).
+    public func reset() {
+        XML_ParserReset(parser, nil)
+        stack = []
+        events = []
+        failure = nil
+        stanzaBytes = 0
+        depth = 0
+        configure()
+    }
+
+    private func configure() {
+        XML_SetUserData(parser, Unmanaged.passUnretained(self).toOpaque())
+        XML_SetElementHandler(parser, startHandler, endHandler)
+        XML_SetCharacterDataHandler(parser, textHandler)
+        XML_SetEntityDeclHandler(parser, entityHandler)
+        // Refusing every DOCTYPE and entity declaration leaves nothing to expand: no billion
+        // laughs, no external entities.
+        XML_SetStartDoctypeDeclHandler(parser, doctypeHandler)
+    }
+
+    /// Feeds bytes; returns the events they completed.
+    public func feed(_ bytes: [UInt8]) throws(XMLStreamError) -> [XMLStreamEvent] {
+        if let failure { throw failure }
+        if !stack.isEmpty {
+            stanzaBytes += bytes.count
+            if stanzaBytes > maxStanzaBytes { return try fail(.tooBig(maxStanzaBytes)) }
+        }
+        let status = bytes.withUnsafeBufferPointer { buf in
+            buf.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(buf.count, 1)) {
+                XML_Parse(parser, $0, Int32(buf.count), 0)
+            }
+        }
+        if let failure { throw failure }
+        if status == FCM_XML_STATUS_ERROR {
+            let code = XML_GetErrorCode(parser)
+            let message = XML_ErrorString(code).map { String(cString: $0) } ?? "not well-formed"
+            return try fail(.invalidXML(message))
+        }
+        defer { events = [] }
+        return events
+    }
+
+    private func fail(_ e: XMLStreamError) throws(XMLStreamError) -> [XMLStreamEvent] {
+        failure = e
+        throw e
+    }
+
+    fileprivate func start(_ name: String, _ attrs: [String: String]) {
+        if depth == 0 {
+            depth = 1
+            events.append(.streamOpen(attrs))
+            return
+        }
+        depth += 1
+        if depth == 2 { stanzaBytes = 0 }
+        stack.append(XMLElement(name: name, attributes: attrs))
+    }
+
+    fileprivate func end(_ name: String) {
+        if depth == 1 {
+            depth = 0
+            events.append(.streamClose)
+            return
+        }
+        depth -= 1
+        guard let done = stack.popLast() else { return }
+        if stack.isEmpty {
+            events.append(.stanza(done))
+            stanzaBytes = 0
+        } else {
+            stack[stack.count - 1].children.append(done)
+        }
+    }
+
+    fileprivate func text(_ s: String) {
+        // Whitespace between stanzas (keepalives) belongs to no element.
+        guard !stack.isEmpty else { return }
+        stack[stack.count - 1].text += s
+        stanzaBytes += s.utf8.count
+        if stanzaBytes > maxStanzaBytes, failure == nil {
+            failure = .tooBig(maxStanzaBytes)
+            XML_StopParser(parser, 0)
+        }
+    }
+
+    fileprivate func refuseDeclarations() {
+        if failure == nil { failure = .restrictedXML }
+        XML_StopParser(parser, 0)
+    }
+
+    private var depth = 0
+}
+
+private func parserFrom(_ data: UnsafeMutableRawPointer?) -> XMLStreamParser? {
+    data.map { Unmanaged<XMLStreamParser>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let startHandler: XML_StartElementHandler = { data, name, attrs in
+    guard let p = parserFrom(data), let name else { return }
+    var dict: [String: String] = [:]
+    if var a = attrs {
+        while let k = a.pointee, let v = a.advanced(by: 1).pointee {
+            dict[String(cString: k)] = String(cString: v)
+            a = a.advanced(by: 2)
+        }
+    }
+    p.start(String(cString: name), dict)
+}
+
+private let endHandler: XML_EndElementHandler = { data, name in
+    guard let p = parserFrom(data), let name else { return }
+    p.end(String(cString: name))
+}
+
+private let textHandler: XML_CharacterDataHandler = { data, s, len in
+    guard let p = parserFrom(data), let s, len > 0 else { return }
+    let text = s.withMemoryRebound(to: UInt8.self, capacity: Int(len)) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: Int(len)), as: UTF8.self)
+    }
+    p.text(text)
+}
+
+private let entityHandler: XML_EntityDeclHandler = { data, _, _, _, _, _, _, _, _ in
+    parserFrom(data)?.refuseDeclarations()
+}
+
+private let doctypeHandler: XML_StartDoctypeDeclHandler = { data, _, _, _, _ in
+    parserFrom(data)?.refuseDeclarations()
+}

@@ -1,0 +1,94 @@
+import XCTest
+
+@testable import XMPPServer
+
+/// The stream parser on bytes split anywhere, and on hostile input.
+final class XMLStreamParserTests: XCTestCase {
+    let stream = """
+        <stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" xmlns:stream="http://etherx.jabber.org/streams">
+        <auth mechanism="PLAIN" xmlns="urn:ietf:params:xml:ns:xmpp-sasl">AGEAYg==</auth> \n <message id="1"><gcm xmlns="google:mobile:data">{"to":"a&amp;b","message_id":"m&lt;1&gt;"}</gcm></message>
+        <iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq></stream:stream>
+        """
+
+    func expected() -> [XMLStreamEvent] {
+        [
+            .streamOpen(["to": "fcm.googleapis.com", "version": "1.0", "xmlns": "jabber:client",
+                         "xmlns:stream": "http://etherx.jabber.org/streams"]),
+            .stanza(XMLElement(name: "auth", attributes: ["mechanism": "PLAIN", "xmlns": "urn:ietf:params:xml:ns:xmpp-sasl"], text: "AGEAYg==")),
+            .stanza(XMLElement(name: "message", attributes: ["id": "1"], children: [
+                XMLElement(name: "gcm", attributes: ["xmlns": "google:mobile:data"], text: #"{"to":"a&b","message_id":"m<1>"}"#)])),
+            .stanza(XMLElement(name: "iq", attributes: ["type": "get", "id": "p"], children: [
+                XMLElement(name: "ping", attributes: ["xmlns": "urn:xmpp:ping"])])),
+            .streamClose,
+        ]
+    }
+
+    func testSplitAtEveryByteBoundary() throws {
+        let bytes = Array(stream.utf8)
+        XCTAssertEqual(try XMLStreamParser().feed(bytes), expected(), "in one piece")
+        for cut in 1..<bytes.count {
+            let p = XMLStreamParser()
+            let events = try p.feed(Array(bytes[..<cut])) + p.feed(Array(bytes[cut...]))
+            XCTAssertEqual(events, expected(), "split at \(cut)")
+        }
+        // Byte by byte.
+        let p = XMLStreamParser()
+        var events: [XMLStreamEvent] = []
+        for b in bytes { events += try p.feed([b]) }
+        XCTAssertEqual(events, expected())
+    }
+
+    func testMalformedAndHostileInput() {
+        let header = #"<stream:stream xmlns:stream="http://etherx.jabber.org/streams">"#
+        let cases: [(String, [UInt8]?, (XMLStreamError) -> Bool)] = [
+            ("mismatched tags", nil, { if case .invalidXML = $0 { return true }; return false }),
+            ("entity declaration", nil, { $0 == .restrictedXML }),
+            ("doctype", nil, { $0 == .restrictedXML }),
+            ("invalid UTF-8", nil, { if case .invalidXML = $0 { return true }; return false }),
+        ]
+        let inputs: [String: [UInt8]] = [
+            "mismatched tags": Array((header + "<message><a></b></message>").utf8),
+            "entity declaration": Array(("<!DOCTYPE x [<!ENTITY a \"aaaa\">]>" + header).utf8),
+            "doctype": Array(("<!DOCTYPE stream>" + header).utf8),
+            "invalid UTF-8": Array((header + "<message>").utf8) + [0xFF, 0xFE] + Array("</message>".utf8),
+        ]
+        for (name, _, check) in cases {
+            let p = XMLStreamParser()
+            XCTAssertThrowsError(try p.feed(inputs[name]!), name) { e in
+                XCTAssertTrue(check(e as! XMLStreamError), "\(name): \(e)")
+            }
+            // Once broken, it stays broken.
+            XCTAssertThrowsError(try p.feed(Array("<x/>".utf8)))
+        }
+        _ = cases.map { $0.1 }
+    }
+
+    func testStanzaSizeLimit() throws {
+        let p = XMLStreamParser(maxStanzaBytes: 1000)
+        _ = try p.feed(Array(#"<stream:stream xmlns:stream="s">"#.utf8))
+        XCTAssertEqual(try p.feed(Array(("<m>" + String(repeating: "x", count: 500) + "</m>").utf8)).count, 1)
+        XCTAssertThrowsError(try p.feed(Array(("<m>" + String(repeating: "x", count: 5000)).utf8))) { e in
+            XCTAssertEqual(e as? XMLStreamError, .tooBig(1000))
+        }
+    }
+
+    func testResetStartsANewStream() throws {
+        let p = XMLStreamParser()
+        _ = try p.feed(Array(#"<stream:stream xmlns:stream="s"><auth>x</auth>"#.utf8))
+        p.reset()
+        let events = try p.feed(Array(#"<stream:stream xmlns:stream="s" id="2"><iq id="b"/>"#.utf8))
+        XCTAssertEqual(events, [.streamOpen(["xmlns:stream": "s", "id": "2"]), .stanza(XMLElement(name: "iq", attributes: ["id": "b"]))])
+    }
+
+    func testBase64AndEscaping() {
+        XCTAssertEqual(Base64.decode("AGEAYg=="), [0, 97, 0, 98])
+        XCTAssertEqual(Base64.encode([0, 97, 0, 98]), "AGEAYg==")
+        for n in 0..<20 {
+            let bytes = (0..<n).map { UInt8(($0 * 37 + 11) % 256) }
+            XCTAssertEqual(Base64.decode(Base64.encode(bytes)), bytes)
+        }
+        XCTAssertNil(Base64.decode("A*=="))
+        XCTAssertNil(Base64.decode("AB=C"))
+        XCTAssertEqual(xmlEscape(#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&apos;")
+    }
+}
