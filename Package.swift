@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "FCMCore"]),
         .target(name: "XMPPServer", dependencies: ["CExpat", "FCMCore", "HTTPServer"]),
         .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "XMPPServer"]),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore"]),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "XMPPServer"]),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),

@@ -1,13 +1,15 @@
 import FCMCore
 import FCMStore
 import HTTPServer
+import XMPPServer
 
 /// The running mock: store, engine and listeners, started and stopped together.
 public final class Application: Sendable {
     public let configuration: Configuration
     public let engine: Engine
     let http: HTTPServer
-    let xmpp: XMPPPlaceholderListener
+    let xmpp: XMPPServer
+    let ccs: CCS
     let log: Log
 
     /// The bound HTTP port (the real one when 0 was asked for).
@@ -39,10 +41,14 @@ public final class Application: Sendable {
         }
         do throws(ConfigurationError) {
             try Fixtures.load(c.fixtures, into: engine)
-            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes)
+            let ccs = CCS(engine: engine)
+            self.ccs = ccs
             do {
+                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, delegate: ccs)
+                self.xmpp = xmpp
+                let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
+                                  xmppConnections: { xmpp.connections.map(ccs.connectionJSON) })
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, handler: app.handle)
-                xmpp = try XMPPPlaceholderListener(host: c.host, port: c.xmppPort)
             } catch {
                 throw ConfigurationError(error.description)
             }

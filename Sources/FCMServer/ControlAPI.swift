@@ -9,6 +9,8 @@ public let fcmMockVersion = "0.1.0"
 struct ControlAPI: Sendable {
     let engine: Engine
     let controlToken: String?
+    /// The open XMPP connections, as JSON objects.
+    let xmppConnections: @Sendable () -> [String]
 
     func handle(_ r: HTTPRequest, segments: [Substring], _ responder: HTTPResponder) {
         do throws(ControlError) {
@@ -79,6 +81,8 @@ struct ControlAPI: Sendable {
         case ("DELETE", 2, "faults"):
             try engine.deleteFault(try decode(seg[1]))
             return HTTPResponse(status: 204)
+        case ("GET", 2, "xmpp") where seg[1] == "connections":
+            return ok(Render.list(xmppConnections(), next: nil))
         case ("GET", 1, "groups"):
             return ok(Render.list(engine.groups(), next: nil))
         case ("GET", 2, "groups"):

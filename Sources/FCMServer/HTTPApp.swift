@@ -10,10 +10,11 @@ public struct HTTPApp: Sendable {
     let groups: GroupRoutes
 
     /// The application over `engine`.
-    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int) {
+    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int,
+                xmppConnections: @escaping @Sendable () -> [String] = { [] }) {
         self.engine = engine
         self.send = FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes)
-        self.control = ControlAPI(engine: engine, controlToken: controlToken)
+        self.control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections)
         self.iid = IIDRoutes(engine: engine)
         self.groups = GroupRoutes(engine: engine)
     }

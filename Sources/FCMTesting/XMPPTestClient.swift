@@ -1,0 +1,113 @@
+import FCMCore
+import Foundation
+import XMPPServer
+
+/// A raw-socket XMPP client for tests: sends exactly the bytes it is given and parses what the
+/// server sends into stream events.
+public final class XMPPTestClient {
+    private let fd: Int32
+    private var parser = XMLStreamParser()
+    private var pending: [XMLStreamEvent] = []
+    /// Every byte received, for byte-exact checks.
+    public private(set) var received: [UInt8] = []
+
+    /// Connects to 127.0.0.1:`port`.
+    public init(port: Int) throws {
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { close(s); throw TestError("XMPP connect failed") }
+        fd = s
+    }
+
+    deinit { close(fd) }
+
+    /// Sends raw bytes.
+    public func send(_ text: String) { sendBytes(Array(text.utf8)) }
+
+    public func sendBytes(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Closes the socket abruptly.
+    public func drop() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// The next event, or nil on time-out; throws when the server closed the connection.
+    public func next(timeout: TimeInterval = 10) throws -> XMLStreamEvent? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while pending.isEmpty {
+            let ms = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, ms) > 0 else { return nil }
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw TestError("the server closed the connection") }
+            received.append(contentsOf: buf[0..<n])
+            pending += try parser.feed(Array(buf[0..<n]))
+        }
+        return pending.removeFirst()
+    }
+
+    /// The next stanza (skipping stream headers), or nil on time-out.
+    public func nextStanza(timeout: TimeInterval = 10) throws -> XMLElement? {
+        while let e = try next(timeout: timeout) {
+            if case .stanza(let s) = e { return s }
+            if case .streamClose = e { return nil }
+        }
+        return nil
+    }
+
+    /// Whether the server ends the stream (`</stream:stream>` then the socket) within `timeout`.
+    public func waitForClose(timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            do {
+                guard let e = try next(timeout: deadline.timeIntervalSinceNow) else { return false }
+                if case .streamClose = e { return true }
+            } catch {
+                return true
+            }
+        }
+        return false
+    }
+
+    public static let header = #"<stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" xmlns:stream="http://etherx.jabber.org/streams">"#
+
+    /// Opens the stream, authenticates with SASL PLAIN and binds; returns the bound JID.
+    @discardableResult
+    public func login(user: String, password: String, authzid: String = "", resource: String = "test") throws -> String {
+        send(Self.header)
+        guard case .streamOpen? = try next() else { throw TestError("no stream header") }
+        guard try nextStanza()?.localName == "features" else { throw TestError("no features") }
+        let plain = Base64.encode(Array(authzid.utf8) + [0] + Array(user.utf8) + [0] + Array(password.utf8))
+        send("<auth mechanism=\"PLAIN\" xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\">\(plain)</auth>")
+        guard let answer = try nextStanza() else { throw TestError("no SASL answer") }
+        guard answer.localName == "success" else { throw TestError("SASL: \(answer.xml)") }
+        parser = XMLStreamParser()  // the server starts a new stream after success
+        send(Self.header)
+        guard case .streamOpen? = try next() else { throw TestError("no second stream header") }
+        guard let features = try nextStanza(), features.child("bind") != nil else { throw TestError("no bind feature") }
+        send("<iq type=\"set\" id=\"bind-1\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><resource>\(resource)</resource></bind></iq>")
+        guard let bound = try nextStanza(), let jid = bound.child("bind")?.child("jid")?.text else { throw TestError("no bind result") }
+        send("<iq type=\"set\" id=\"sess-1\"><session xmlns=\"urn:ietf:params:xml:ns:xmpp-session\"/></iq>")
+        _ = try nextStanza()
+        return jid
+    }
+
+    /// Sends a downstream message with this JSON payload.
+    public func sendDownstream(_ json: String, id: String = "") {
+        send("<message id=\"\(id)\"><gcm xmlns=\"google:mobile:data\">\(xmlEscape(json))</gcm></message>")
+    }
+
+    /// The JSON payload of the next `<message>` from the server.
+    public func nextGCM(timeout: TimeInterval = 10) throws -> JSONObject? {
+        guard let m = try nextStanza(timeout: timeout), m.localName == "message" else { return nil }
+        guard let gcm = m.children.first(where: { $0.localName == "gcm" }) else { return nil }
+        return try JSONParser.parse(gcm.text).objectValue
+    }
+}
