@@ -47,7 +47,8 @@ public final class Application: Sendable {
                 let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, delegate: ccs)
                 self.xmpp = xmpp
                 let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
-                                  xmppConnections: { xmpp.connections.map(ccs.connectionJSON) })
+                                  xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
+                                  xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, handler: app.handle)
             } catch {
                 throw ConfigurationError(error.description)

@@ -8,8 +8,141 @@ import XMPPServer
 final class CCS: XMPPDelegate {
     let engine: Engine
     static let namespace = "google:mobile:data"
+    /// Most downstream messages a connection may have in flight (sent, not yet acked or nacked).
+    static let window = 100
 
-    init(engine: Engine) { self.engine = engine }
+    /// Per-connection state, by connection id.
+    struct Link: Sendable {
+        var connection: XMPPConnection
+        var inFlight = 0
+        var draining = false
+        /// Messages sent to the app server and waiting for its ack, by message id.
+        var outstanding: [String: Outbound] = [:]
+    }
+
+    /// What a server-to-app-server message was, so its ack can be recorded.
+    enum Outbound: Sendable {
+        case upstream(String)
+        /// A receipt, kept whole so it can be sent again on another connection.
+        case receipt(String)
+    }
+
+    let links = Locked<[String: Link]>([:])
+    /// Receipts by sender, waiting for a connection; and receipts of messages still held by an
+    /// offline device, by delivery id.
+    let queuedReceipts = Locked<[String: [String]]>([:])
+    let awaitingDelivery = Locked<[Int64: (sender: String, receipt: String)]>([:])
+
+    init(engine: Engine) {
+        self.engine = engine
+        engine.upstreamDispatch.withLock { $0 = { [weak self] sender in self?.dispatchUpstream(sender) } }
+        engine.lateDeliveries.withLock { $0 = { [weak self] ids in self?.delivered(ids) } }
+    }
+
+    /// A receipt (`MESSAGE_SENT_TO_DEVICE`) for a message the app server sent with
+    /// `delivery_receipt_requested`, in CCS's form.
+    static func receipt(messageID: String, token: String, category: String, at millis: Int64) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_type"); w.value("receipt")
+        w.key("message_id"); w.value("dr2:" + messageID)
+        w.key("from"); w.value("gcm.googleapis.com")
+        w.key("category"); w.value(category)
+        w.key("data"); w.beginObject()
+        w.key("message_status"); w.value("MESSAGE_SENT_TO_DEVICE")
+        w.key("original_message_id"); w.value(messageID)
+        w.key("device_registration_id"); w.value(token)
+        w.key("message_sent_timestamp"); w.value(String(millis))
+        w.endObject()
+        w.endObject()
+        return w.string
+    }
+
+    /// Sends a receipt on a connection of `sender`, or keeps it until one opens.
+    func sendReceipt(_ json: String, sender: String) {
+        let id = (try? JSONParser.parse(json).objectValue?["message_id"]?.stringValue) ?? nil
+        let target = links.withLock { ls -> XMPPConnection? in
+            guard let c = ls.values.filter({ $0.connection.account == sender && !$0.draining })
+                .min(by: { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) })?.connection
+            else { return nil }
+            if let id { ls[c.id]?.outstanding[id] = .receipt(json) }
+            return c
+        }
+        guard let c = target else {
+            queuedReceipts.withLock { $0[sender, default: []].append(json) }
+            return
+        }
+        c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscape(json))</gcm></message>")
+    }
+
+    /// Messages held by offline devices reached them: send the receipts that wait for them.
+    func delivered(_ ids: [Int64]) {
+        let due = awaitingDelivery.withLock { m in ids.compactMap { m.removeValue(forKey: $0) } }
+        for d in due { sendReceipt(d.receipt, sender: d.sender) }
+    }
+
+    /// Receipts kept while the sender had no connection.
+    func flushReceipts(_ sender: String) {
+        let waiting = queuedReceipts.withLock { $0.removeValue(forKey: sender) ?? [] }
+        for r in waiting { sendReceipt(r, sender: sender) }
+    }
+
+    /// Sends a sender's queued upstream messages on one of its connections (the least busy one
+    /// that is not draining), as CCS spread them over an app server's connections.
+    func dispatchUpstream(_ sender: String) {
+        let target = links.withLock { ls -> XMPPConnection? in
+            ls.values.filter { $0.connection.account == sender && !$0.draining }
+                .min { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) }?.connection
+        }
+        guard let c = target else { return }
+        let batch = engine.takeQueuedUpstream(senderID: sender, connection: c.id)
+        guard !batch.isEmpty else { return }
+        links.withLock { ls in
+            for u in batch { ls[c.id]?.outstanding[u.id] = .upstream(u.id) }
+        }
+        for u in batch {
+            c.send("<message to=\"\(xmlEscape(sender))@fcm.googleapis.com\" from=\"devices@gcm.googleapis.com\" type=\"normal\">"
+                + "<gcm xmlns=\"\(Self.namespace)\">\(xmlEscape(u.payload))</gcm></message>")
+        }
+        engine.events.publish(batch.map { u in
+            var sent = u
+            sent.status = "sent"
+            return ("upstream.sent", sent.json)
+        })
+    }
+
+    /// The link of a connection, for reading.
+    func link(_ id: String) -> Link? { links.withLock { $0[id] } }
+
+    /// Sends CONNECTION_DRAINING to one connection (or all when `id` is nil); afterwards they take
+    /// no new downstream messages, still take acks, and close once nothing is pending. Returns the
+    /// connections it drained.
+    @discardableResult
+    func drain(_ id: String?) -> [XMPPConnection] {
+        let targets: [XMPPConnection] = links.withLock { ls in
+            var out: [XMPPConnection] = []
+            for (k, var l) in ls where (id == nil || k == id) && !l.draining {
+                l.draining = true
+                ls[k] = l
+                out.append(l.connection)
+            }
+            return out
+        }
+        for c in targets {
+            reply(c, [("message_type", .string("control")), ("control_type", .string("CONNECTION_DRAINING"))])
+            finishDrainIfIdle(c)
+        }
+        return targets
+    }
+
+    /// A draining connection with nothing in flight and nothing awaiting an ack is closed.
+    func finishDrainIfIdle(_ c: XMPPConnection) {
+        let idle = links.withLock { ls -> Bool in
+            guard let l = ls[c.id] else { return false }
+            return l.draining && l.inFlight == 0 && l.outstanding.isEmpty
+        }
+        if idle { c.close() }
+    }
 
     /// SASL PLAIN: `SENDER@fcm.googleapis.com`, `SENDER@gcm.googleapis.com` or the bare sender
     /// id, in the authzid or the authcid; the password is a server key of that sender.
@@ -27,11 +160,35 @@ final class CCS: XMPPDelegate {
     }
 
     func opened(_ c: XMPPConnection) {
+        links.withLock { $0[c.id] = Link(connection: c) }
         engine.events.publish([("xmpp.connected", connectionJSON(c))])
+        if let sender = c.account {
+            dispatchUpstream(sender)
+            flushReceipts(sender)
+        }
     }
 
     func closed(_ c: XMPPConnection) {
-        engine.events.publish([("xmpp.closed", connectionJSON(c))])
+        let json = connectionJSON(c)
+        let link = links.withLock { $0.removeValue(forKey: c.id) }
+        engine.events.publish([("xmpp.closed", json)])
+        // What the app server never acked goes to its next connection.
+        let unacked = (link?.outstanding.values ?? [:].values).compactMap { o -> String? in
+            if case .upstream(let id) = o { return id }
+            return nil
+        }
+        if !unacked.isEmpty {
+            engine.requeueUpstream(unacked)
+            if let sender = c.account { dispatchUpstream(sender) }
+        }
+        // Unacked receipts are sent again on the sender's next connection.
+        let receipts = (link?.outstanding.values ?? [:].values).compactMap { o -> String? in
+            if case .receipt(let json) = o { return json }
+            return nil
+        }
+        if let sender = c.account {
+            for r in receipts { sendReceipt(r, sender: sender) }
+        }
     }
 
     func received(_ message: XMLElement, on c: XMPPConnection) {
@@ -51,14 +208,33 @@ final class CCS: XMPPDelegate {
             return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id")
         }
         _ = stanzaID
-        if let type = o["message_type"]?.stringValue {
-            // Acks and nacks from the app server answer upstream messages and receipts, which
-            // this version does not send yet: every one names an id never sent.
-            if type == "ack" || type == "nack" {
+        if let type = o["message_type"]?.stringValue, type == "ack" || type == "nack" {
+            // The app server answers an upstream message or a receipt.
+            let known = links.withLock { ls -> Outbound? in ls[c.id]?.outstanding.removeValue(forKey: messageID) }
+            guard let known else {
                 return reply(c, ["message_type": .string("nack"), "message_id": .string(messageID), "error": .string("BAD_ACK"),
                                  "error_description": .string("no upstream message or receipt with this message_id is waiting for an ack")])
             }
+            if case .upstream(let id) = known { engine.upstreamAcked(id, nacked: type == "nack") }
+            finishDrainIfIdle(c)
+            return
         }
+        // Flow control and draining: a refused message is nacked, never silently dropped.
+        let admitted = links.withLock { ls -> String? in
+            guard var l = ls[c.id] else { return nil }
+            if l.draining { return "CONNECTION_DRAINING" }
+            if l.inFlight >= Self.window { return "SERVICE_UNAVAILABLE" }
+            l.inFlight += 1
+            ls[c.id] = l
+            return nil
+        }
+        if let refusal = admitted {
+            return nack(c, messageID, from: o["to"]?.stringValue, code: refusal,
+                        description: refusal == "CONNECTION_DRAINING" ? "the connection is draining: open another"
+                            : "more than \(Self.window) messages waiting for an ack on this connection")
+        }
+        var settled = false
+        defer { if !settled { release(c) } }
         if o["registration_ids"] != nil {
             return nack(c, messageID, from: nil, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
         }
@@ -81,6 +257,10 @@ final class CCS: XMPPDelegate {
             break
         }
         let target = req.target.value
+        if let v = o["delivery_receipt_requested"], v.boolValue == nil {
+            return nack(c, messageID, from: target, code: "INVALID_JSON", description: "delivery_receipt_requested must be true or false")
+        }
+        let wantsReceipt = o["delivery_receipt_requested"]?.boolValue ?? false
         var lateBy: Int64 = 0
         var delayFault: String?
         var topic: String?
@@ -99,6 +279,7 @@ final class CCS: XMPPDelegate {
             }
         }
         let delayMs = lateBy
+        settled = true
         engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault) { [self] result in
             let answer: @Sendable () -> Void
             switch result {
@@ -117,15 +298,47 @@ final class CCS: XMPPDelegate {
                                                          ("message_id", .string(messageID))]
                     if let canonical = r.results[0].canonicalToken { fields.append(("registration_id", .string(canonical))) }
                     let ack = fields
-                    answer = { self.reply(c, ack) }
+                    let first = r.results[0]
+                    let receipt: String?
+                    if wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !req.options.dryRun {
+                        let category = (try? engine.device(token).app) ?? "unknown.app"
+                        let json = Self.receipt(messageID: messageID, token: token, category: category, at: engine.clock.nowMillis())
+                        if first.deliveryStatus == "delivered" {
+                            receipt = json
+                        } else {
+                            if first.deliveryStatus == "pending" { awaitingDelivery.withLock { $0[deliveryID] = (sender, json) } }
+                            receipt = nil
+                        }
+                    } else {
+                        receipt = nil
+                    }
+                    answer = {
+                        self.reply(c, ack)
+                        if let receipt { self.sendReceipt(receipt, sender: sender) }
+                    }
                 }
             }
             if delayMs > 0 {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) { answer() }
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) {
+                    answer()
+                    self.release(c)
+                }
             } else {
                 answer()
+                release(c)
             }
         }
+    }
+
+    /// One downstream message of `c` is answered.
+    private func release(_ c: XMPPConnection) {
+        links.withLock { ls in
+            if var l = ls[c.id] {
+                l.inFlight = max(0, l.inFlight - 1)
+                ls[c.id] = l
+            }
+        }
+        finishDrainIfIdle(c)
     }
 
     private func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) {
@@ -162,8 +375,9 @@ final class CCS: XMPPDelegate {
         w.key("sender_id"); w.value(c.account)
         w.key("resource"); w.value(c.resource)
         w.key("connected_at"); w.value(rfc3339(millis: c.connectedAt / 1000))
-        w.key("unacked"); w.value(0)
-        w.key("draining"); w.value(false)
+        let l = link(c.id)
+        w.key("unacked"); w.value(l?.outstanding.count ?? 0)
+        w.key("draining"); w.value(l?.draining ?? false)
         w.key("tls"); w.value(false)
         w.endObject()
         return w.string

@@ -11,6 +11,8 @@ struct ControlAPI: Sendable {
     let controlToken: String?
     /// The open XMPP connections, as JSON objects.
     let xmppConnections: @Sendable () -> [String]
+    /// Drains one connection (or all for nil); the JSON of those drained.
+    let xmppDrain: @Sendable (String?) -> [String]
 
     func handle(_ r: HTTPRequest, segments: [Substring], _ responder: HTTPResponder) {
         do throws(ControlError) {
@@ -83,6 +85,18 @@ struct ControlAPI: Sendable {
             return HTTPResponse(status: 204)
         case ("GET", 2, "xmpp") where seg[1] == "connections":
             return ok(Render.list(xmppConnections(), next: nil))
+        case ("POST", 1, "xmpp:drain"):
+            return ok(Render.list(xmppDrain(nil), next: nil))
+        case ("POST", 3, "xmpp") where seg[1] == "connections" && seg[2].hasSuffix(":drain"):
+            let id = try decode(seg[2].dropLast(":drain".count))
+            let drained = xmppDrain(id)
+            guard let first = drained.first else {
+                throw .notFound("no open connection '\(id)' that is not draining already")
+            }
+            return ok(first)
+        case ("GET", 1, "upstream"):
+            let list = engine.upstreamMessages(senderID: q["sender_id"], token: q["token"], status: q["status"])
+            return ok(Render.list(list.map(\.json), next: nil))
         case ("GET", 1, "groups"):
             return ok(Render.list(engine.groups(), next: nil))
         case ("GET", 2, "groups"):
@@ -229,6 +243,17 @@ struct ControlAPI: Sendable {
         case ("DELETE", 2):
             try engine.deleteDevice(token)
             return HTTPResponse(status: 204)
+        case ("POST", 3) where seg[2] == "upstream":
+            let body = try jsonBody(r)
+            try body.allow(["data", "message_id", "time_to_live"])
+            var data: JSONObject?
+            if let v = body.object["data"], !v.isNull {
+                guard let o = v.objectValue else { throw .badRequest("data must be an object") }
+                data = o
+            }
+            let up = try engine.createUpstream(token: token, data: data, messageID: try body.string("message_id"),
+                                               timeToLive: try body.int("time_to_live"))
+            return ok(up.json, status: 201)
         case ("POST", 4) where seg[2] == "topics":
             return ok(render(try engine.subscribe(token, topic: try decode(seg[3]))))
         case ("DELETE", 4) where seg[2] == "topics":

@@ -160,6 +160,7 @@ extension Engine {
     public func setOnline(_ token: String, _ online: Bool) throws(ControlError) -> Device {
         let now = clock.nowMillis()
         var pendingEvents: [(String, String)] = []
+        var deliveredIDs: [Int64] = []
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             guard d.online != online else { return .success((d, nil)) }
@@ -171,6 +172,7 @@ extension Engine {
                 let suffix = messageIDSuffix(senderID: d.senderID)
                 for e in s.stored[d.id] ?? [] {
                     let status = e.expiresAt <= now ? "expired" : "delivered"
+                    if status == "delivered" { deliveredIDs.append(e.deliveryID) }
                     flushed.append((status == "expired" ? "message.expired" : "message.delivered", EventJSON.delivery(
                         messageID: MessageID(micros: e.deliveryID, suffix: suffix).description, token: d.token, status: status, at: now)))
                 }
@@ -194,6 +196,7 @@ extension Engine {
         if let ticket {
             try commitControl(ticket)
             events.publish(pendingEvents)
+            if !deliveredIDs.isEmpty { lateDeliveries.withLock { $0 }?(deliveredIDs) }
         }
         return device
     }
@@ -357,11 +360,13 @@ extension Engine {
             s.deviceTopics.removeAll()
             s.groups.removeAll()
             s.groupKeyByName.removeAll()
+            s.upstream.removeAll()
+            s.upstreamOrder.removeAll()
             s.deviceWindows = RateWindows()
             s.topicWindows = RateWindows()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members;")
+                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM upstream;")
             }])
         }
         clock.reset()

@@ -9,6 +9,11 @@ public struct RecipientResult: Sendable, Equatable {
     public var error: FCMErrorCode?
     /// The token to use from now on, when the addressed one was refreshed.
     public var canonicalToken: String?
+    /// The delivery row (its message-id stamp) and what happened to it: `delivered`, `pending`, …
+    public var deliveryID: Int64?
+    public var deliveryStatus: String?
+    /// The token the message went to (the canonical one for a refreshed token).
+    public var deliveredTo: String?
 }
 
 /// The outcome of a send to tokens.
@@ -264,6 +269,9 @@ extension Engine {
                     }
                     result.messageID = dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: suffix).description
                     place(target, mid, &row)
+                    result.deliveryID = mid
+                    result.deliveryStatus = row.status
+                    result.deliveredTo = target.token
                 }
                 if wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
                     deliveryEvents.append((name, EventJSON.delivery(

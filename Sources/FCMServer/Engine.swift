@@ -17,6 +17,10 @@ public final class Engine: Sendable {
     let longPolls = LongPolls()
     /// Live events (`GET /api/v1/events`).
     public let events = EventBus()
+    /// Called with a sender id when upstream messages of that sender wait for a connection.
+    let upstreamDispatch = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// Called with the delivery ids that reached their device later (an offline device came back).
+    let lateDeliveries = Locked<(@Sendable ([Int64]) -> Void)?>(nil)
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).
@@ -111,6 +115,9 @@ struct EngineState: Sendable {
     /// Device groups by notification key, and keys by "sender/name".
     var groups: [String: DeviceGroup] = [:]
     var groupKeyByName: [String: String] = [:]
+    /// Upstream messages by id, in creation order.
+    var upstream: [String: UpstreamMessage] = [:]
+    var upstreamOrder: [String] = []
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
 
@@ -207,6 +214,19 @@ struct EngineState: Sendable {
             }
             try c.query("SELECT key, device FROM group_members ORDER BY key, position") { (r: Statement) throws(StoreError) in
                 s.groups[r.text(0) ?? ""]?.members.append(r.int(1))
+            }
+            // Upstream messages that were on a connection when the process stopped are queued
+            // again: their connection is gone.
+            try c.query("""
+                SELECT id, token, sender_id, category, data, time_to_live, created_at, status, sent_at, acked_at
+                FROM upstream ORDER BY created_at, id
+                """) { (r: Statement) throws(StoreError) in
+                var u = UpstreamMessage(id: r.text(0) ?? "", token: r.text(1) ?? "", senderID: r.text(2) ?? "", category: r.text(3) ?? "",
+                                        data: r.text(4) ?? "{}", timeToLive: r.int(5), createdAt: r.int(6), status: r.text(7) ?? "queued",
+                                        sentAt: r.optionalInt(8), ackedAt: r.optionalInt(9), connectionID: nil)
+                if u.status == "sent" { u.status = "queued" }
+                s.upstream[u.id] = u
+                s.upstreamOrder.append(u.id)
             }
             try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") {
                 (r: Statement) throws(StoreError) in

@@ -11,10 +11,11 @@ public struct HTTPApp: Sendable {
 
     /// The application over `engine`.
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int,
-                xmppConnections: @escaping @Sendable () -> [String] = { [] }) {
+                xmppConnections: @escaping @Sendable () -> [String] = { [] },
+                xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
         self.engine = engine
         self.send = FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes)
-        self.control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections)
+        self.control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections, xmppDrain: xmppDrain)
         self.iid = IIDRoutes(engine: engine)
         self.groups = GroupRoutes(engine: engine)
     }

@@ -88,6 +88,21 @@ enum Migrations {
             position INTEGER NOT NULL,
             PRIMARY KEY(key, device)) WITHOUT ROWID;
         """,
+        // 5: upstream messages (device to app server over XMPP).
+        """
+        CREATE TABLE upstream(
+            id TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            sender_id TEXT NOT NULL,
+            category TEXT NOT NULL,
+            data TEXT NOT NULL,
+            time_to_live INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            sent_at INTEGER,
+            acked_at INTEGER,
+            connection_id TEXT);
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

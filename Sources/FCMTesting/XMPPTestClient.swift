@@ -53,8 +53,12 @@ public final class XMPPTestClient {
         return pending.removeFirst()
     }
 
+    /// Stanzas that arrived while `login` waited for its own answers.
+    private var stash: [XMLElement] = []
+
     /// The next stanza (skipping stream headers), or nil on time-out.
     public func nextStanza(timeout: TimeInterval = 10) throws -> XMLElement? {
+        if !stash.isEmpty { return stash.removeFirst() }
         while let e = try next(timeout: timeout) {
             if case .stanza(let s) = e { return s }
             if case .streamClose = e { return nil }
@@ -95,7 +99,13 @@ public final class XMPPTestClient {
         send("<iq type=\"set\" id=\"bind-1\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><resource>\(resource)</resource></bind></iq>")
         guard let bound = try nextStanza(), let jid = bound.child("bind")?.child("jid")?.text else { throw TestError("no bind result") }
         send("<iq type=\"set\" id=\"sess-1\"><session xmlns=\"urn:ietf:params:xml:ns:xmpp-session\"/></iq>")
-        _ = try nextStanza()
+        // Messages may come before the session answer (queued upstream, receipts): keep them.
+        var early: [XMLElement] = []
+        while let s = try nextStanza() {
+            if s.localName == "iq" && s.attributes["id"] == "sess-1" { break }
+            early.append(s)
+        }
+        stash = early + stash
         return jid
     }
 

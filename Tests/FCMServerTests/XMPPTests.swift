@@ -153,3 +153,123 @@ final class XMPPShutdownTests: XCTestCase {
         XCTAssertTrue(String(decoding: c.received, as: UTF8.self).hasSuffix("</stream:stream>"))
     }
 }
+
+/// Receipts, upstream, flow control and draining (issue 5).
+final class XMPPSessionTests: ServerTestCase {
+    var xmppPort: Int { server.app.xmppPort }
+
+    func connected() throws -> XMPPTestClient {
+        let c = try XMPPTestClient(port: xmppPort)
+        try c.login(user: "111@fcm.googleapis.com", password: "key-111")
+        return c
+    }
+
+    func testReceiptForAnOnlineDeviceMustBeAcked() throws {
+        let c = try connected()
+        c.sendDownstream(#"{"to":"a1","message_id":"m-1","delivery_receipt_requested":true}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        let receipt = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(receipt["message_type"]?.stringValue, "receipt")
+        XCTAssertEqual(receipt["message_id"]?.stringValue, "dr2:m-1")
+        XCTAssertEqual(receipt["from"]?.stringValue, "gcm.googleapis.com")
+        XCTAssertEqual(receipt["category"]?.stringValue, "com.a")
+        let data = try XCTUnwrap(receipt["data"]?.objectValue)
+        XCTAssertEqual(data["message_status"]?.stringValue, "MESSAGE_SENT_TO_DEVICE")
+        XCTAssertEqual(data["original_message_id"]?.stringValue, "m-1")
+        XCTAssertEqual(data["device_registration_id"]?.stringValue, "a1")
+        XCTAssertNotNil(Int64(data["message_sent_timestamp"]?.stringValue ?? ""))
+        XCTAssertEqual(items(try client.get("/api/v1/xmpp/connections")).first?["unacked"]?.numberValue?.int64, 1)
+        c.sendDownstream(#"{"to":"gcm.googleapis.com","message_id":"dr2:m-1","message_type":"ack"}"#)
+        // The ack is taken silently; a ping proves it was processed.
+        c.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
+        XCTAssertEqual(try c.nextStanza()?.attributes["type"], "result")
+        XCTAssertEqual(items(try client.get("/api/v1/xmpp/connections")).first?["unacked"]?.numberValue?.int64, 0)
+    }
+
+    func testReceiptArrivesWhenAnOfflineDeviceComesBackAndIsResentOnANewConnection() throws {
+        let c = try connected()
+        c.sendDownstream(#"{"to":"a-offline","message_id":"m-2","delivery_receipt_requested":true}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        XCTAssertNil(try c.nextGCM(timeout: 0.3), "no receipt while the device is offline")
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        XCTAssertEqual(try c.nextGCM()?["message_id"]?.stringValue, "dr2:m-2")
+        // Never acked: the next connection gets it again.
+        c.drop()
+        let again = try connected()
+        XCTAssertEqual(try again.nextGCM()?["message_id"]?.stringValue, "dr2:m-2")
+    }
+
+    func testUpstreamIsQueuedSentAckedAndRedelivered() throws {
+        // Queued while no connection of the sender exists.
+        let created = try client.post("/api/v1/devices/a1/upstream", #"{"data":{"hello":"world"},"message_id":"up-1"}"#)
+        XCTAssertEqual(created.status, 201, created.text)
+        XCTAssertEqual(created.object?["status"]?.stringValue, "queued")
+        let first = try connected()
+        let up = try XCTUnwrap(try first.nextGCM())
+        XCTAssertEqual(JSONValue.object(up).serialized(), #"{"data":{"hello":"world"},"time_to_live":86400,"from":"a1","message_id":"up-1","category":"com.a"}"#)
+        XCTAssertEqual(items(try client.get("/api/v1/upstream?status=sent")).count, 1)
+        // Not acked before the connection goes: redelivered on the next one.
+        first.drop()
+        let second = try connected()
+        XCTAssertEqual(try second.nextGCM()?["message_id"]?.stringValue, "up-1")
+        second.sendDownstream(#"{"to":"a1","message_id":"up-1","message_type":"ack"}"#)
+        second.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
+        XCTAssertEqual(try second.nextStanza()?.attributes["type"], "result")
+        let list = items(try client.get("/api/v1/upstream?token=a1"))
+        XCTAssertEqual(list.first?["status"]?.stringValue, "acked")
+        XCTAssertNotNil(list.first?["acked_at"]?.stringValue)
+        // While connected, a new upstream message goes out at once; an ack twice is a BAD_ACK.
+        XCTAssertEqual(try client.post("/api/v1/devices/a2/upstream", #"{"data":{"n":"2"}}"#).status, 201)
+        let live = try XCTUnwrap(try second.nextGCM())
+        XCTAssertEqual(live["from"]?.stringValue, "a2")
+        second.sendDownstream(#"{"to":"a1","message_id":"up-1","message_type":"ack"}"#)
+        XCTAssertEqual(try second.nextGCM()?["error"]?.stringValue, "BAD_ACK")
+        // Bad input.
+        XCTAssertEqual(try client.post("/api/v1/devices/nobody/upstream", "{}").status, 404)
+        XCTAssertEqual(try client.post("/api/v1/devices/a1/upstream", #"{"data":"x"}"#).status, 400)
+        XCTAssertEqual(try client.post("/api/v1/devices/a1/upstream", #"{"message_id":"up-1"}"#).status, 409)
+    }
+
+    func testDrainingRefusesNewMessagesThenCloses() throws {
+        let c = try connected()
+        c.sendDownstream(#"{"to":"a1","message_id":"r-1","delivery_receipt_requested":true}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "receipt")
+        let id = try XCTUnwrap(items(try client.get("/api/v1/xmpp/connections")).first?["id"]?.stringValue)
+        let drained = try client.post("/api/v1/xmpp/connections/\(id):drain")
+        XCTAssertEqual(drained.status, 200)
+        XCTAssertEqual(drained.object?["draining"]?.boolValue, true)
+        let control = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(JSONValue.object(control).serialized(), #"{"message_type":"control","control_type":"CONNECTION_DRAINING"}"#)
+        c.sendDownstream(#"{"to":"a1","message_id":"late"}"#)
+        XCTAssertEqual(try c.nextGCM()?["error"]?.stringValue, "CONNECTION_DRAINING")
+        // Acks are still taken; once nothing is pending the server closes the stream.
+        c.sendDownstream(#"{"to":"gcm.googleapis.com","message_id":"dr2:r-1","message_type":"ack"}"#)
+        XCTAssertTrue(c.waitForClose())
+        XCTAssertEqual(try client.post("/api/v1/xmpp/connections/c999:drain").status, 404)
+        // Drain all.
+        let a = try connected(), b = try connected()
+        XCTAssertEqual(items(try client.post("/api/v1/xmpp:drain")).count, 2)
+        XCTAssertTrue(a.waitForClose())
+        XCTAssertTrue(b.waitForClose())
+    }
+
+    func testFlowControlWindow() throws {
+        // 120 messages written at once, before any ack is read: none is lost; every one is acked
+        // or nacked SERVICE_UNAVAILABLE (the window is 100 in flight).
+        let c = try connected()
+        var burst = ""
+        for i in 0..<120 {
+            burst += "<message id=\"\"><gcm xmlns=\"google:mobile:data\">{\"to\":\"a1\",\"message_id\":\"w\(i)\"}</gcm></message>"
+        }
+        c.send(burst)
+        var answered = Set<String>()
+        var refused = 0
+        while answered.count < 120, let m = try c.nextGCM() {
+            answered.insert(m["message_id"]?.stringValue ?? "")
+            if m["error"]?.stringValue == "SERVICE_UNAVAILABLE" { refused += 1 }
+        }
+        XCTAssertEqual(answered.count, 120)
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages?limit=1000")).count, 120 - refused)
+    }
+}

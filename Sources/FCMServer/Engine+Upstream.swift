@@ -1,0 +1,149 @@
+import FCMCore
+import FCMStore
+
+/// An upstream message: sent by a fake device to its app server over XMPP (seeds Tables 5-6).
+public struct UpstreamMessage: Sendable {
+    public var id: String
+    public var token: String
+    public var senderID: String
+    public var category: String
+    public var data: String
+    public var timeToLive: Int64
+    public var createdAt: Int64
+    /// `queued` (no connection of that sender yet), `sent` (on a connection, not acked), `acked`.
+    public var status: String
+    public var sentAt: Int64?
+    public var ackedAt: Int64?
+    public var connectionID: String?
+
+    var json: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_id"); w.value(id)
+        w.key("token"); w.value(token)
+        w.key("sender_id"); w.value(senderID)
+        w.key("category"); w.value(category)
+        w.key("data"); w.raw(data)
+        w.key("time_to_live"); w.value(timeToLive)
+        w.key("created_at"); w.value(rfc3339(millis: createdAt))
+        w.key("status"); w.value(status)
+        w.key("sent_at"); w.value(sentAt.map { rfc3339(millis: $0) })
+        w.key("acked_at"); w.value(ackedAt.map { rfc3339(millis: $0) })
+        w.key("connection_id"); w.value(connectionID)
+        w.endObject()
+        return w.string
+    }
+
+    /// The stanza's JSON, as CCS delivered upstream messages.
+    var payload: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("data"); w.raw(data)
+        w.key("time_to_live"); w.value(timeToLive)
+        w.key("from"); w.value(token)
+        w.key("message_id"); w.value(id)
+        w.key("category"); w.value(category)
+        w.endObject()
+        return w.string
+    }
+
+    static let upsertSQL = """
+        INSERT OR REPLACE INTO upstream(id, token, sender_id, category, data, time_to_live, created_at, status, sent_at,
+          acked_at, connection_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+        """
+
+    var values: [SQLValue] {
+        [.text(id), .text(token), .text(senderID), .text(category), .text(data), .int(timeToLive), .int(createdAt),
+         .text(status), .optional(sentAt), .optional(ackedAt), .optional(connectionID)]
+    }
+}
+
+extension Engine {
+    /// `POST /api/v1/devices/{token}/upstream`: the device sends `data` to its app server; it is
+    /// queued until a connection of that sender takes it.
+    public func createUpstream(token: String, data: JSONObject?, messageID: String?, timeToLive: Int64?) throws(ControlError) -> UpstreamMessage {
+        let d = try device(token)
+        guard d.state == .registered else { throw .conflict("device '\(token)' is \(d.state.rawValue): it cannot send") }
+        let now = clock.nowMillis()
+        var rng = SystemRandomNumberGenerator()
+        let id = messageID ?? String(rng.next() | (1 << 63), radix: 16)
+        let ttl = timeToLive ?? 86_400
+        guard (0...SendOptions.defaultTimeToLive).contains(ttl) else { throw .badRequest("time_to_live must be 0 to 2419200") }
+        let up = UpstreamMessage(id: id, token: d.token, senderID: d.senderID, category: d.app,
+                                 data: JSONValue.object(data ?? JSONObject()).serialized(), timeToLive: ttl, createdAt: now,
+                                 status: "queued", sentAt: nil, ackedAt: nil, connectionID: nil)
+        let result: Result<Store.Ticket, ControlError> = state.withLock { s in
+            if s.upstream[id] != nil { return .failure(.conflict("upstream message '\(id)' already exists")) }
+            s.upstream[id] = up
+            s.upstreamOrder.append(id)
+            return .success(submit([{ c in try c.run(UpstreamMessage.upsertSQL, up.values) }]))
+        }
+        try commitControl(try result.get())
+        upstreamDispatch.withLock { $0 }?(d.senderID)
+        return up
+    }
+
+    /// Upstream messages, oldest first, filtered.
+    public func upstreamMessages(senderID: String?, token: String?, status: String?) -> [UpstreamMessage] {
+        state.withLock { s in
+            s.upstreamOrder.compactMap { s.upstream[$0] }.filter {
+                (senderID == nil || $0.senderID == senderID) && (token == nil || $0.token == token) && (status == nil || $0.status == status)
+            }
+        }
+    }
+
+    /// The queued upstream messages of a sender, marked sent on `connection` as they are taken.
+    func takeQueuedUpstream(senderID: String, connection: String) -> [UpstreamMessage] {
+        let now = clock.nowMillis()
+        return state.withLock { s in
+            var taken: [UpstreamMessage] = []
+            for id in s.upstreamOrder {
+                guard var u = s.upstream[id], u.senderID == senderID, u.status == "queued" else { continue }
+                u.status = "sent"
+                u.sentAt = now
+                u.connectionID = connection
+                s.upstream[id] = u
+                taken.append(u)
+            }
+            if !taken.isEmpty {
+                let rows = taken
+                submit([{ c in for u in rows { try c.run(UpstreamMessage.upsertSQL, u.values) } }])
+            }
+            return taken
+        }
+    }
+
+    /// The app server acked (or nacked) an upstream message.
+    func upstreamAcked(_ id: String, nacked: Bool) {
+        let now = clock.nowMillis()
+        let acked: UpstreamMessage? = state.withLock { s in
+            guard var u = s.upstream[id] else { return nil }
+            u.status = nacked ? "nacked" : "acked"
+            u.ackedAt = now
+            s.upstream[id] = u
+            let row = u
+            submit([{ c in try c.run(UpstreamMessage.upsertSQL, row.values) }])
+            return u
+        }
+        if let acked { events.publish([("upstream.acked", acked.json)]) }
+    }
+
+    /// Sent but unacked messages of a closed connection go back to the queue (redelivered on the
+    /// next connection of their sender).
+    func requeueUpstream(_ ids: [String]) {
+        state.withLock { s in
+            var rows: [UpstreamMessage] = []
+            for id in ids {
+                guard var u = s.upstream[id], u.status == "sent" else { continue }
+                u.status = "queued"
+                u.connectionID = nil
+                s.upstream[id] = u
+                rows.append(u)
+            }
+            if !rows.isEmpty {
+                let r = rows
+                submit([{ c in for u in r { try c.run(UpstreamMessage.upsertSQL, u.values) } }])
+            }
+        }
+    }
+}
