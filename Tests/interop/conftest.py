@@ -17,6 +17,7 @@ import time
 import pytest
 
 from mocksupport import FIXTURES, LISTENING_RE, MockServer
+from mocksupport import LISTENING_XMPP_RE
 
 STARTUP_TIMEOUT_S = float(os.environ.get("FCM_MOCK_STARTUP_TIMEOUT", "20"))
 STOP_TIMEOUT_S = 10.0
@@ -105,6 +106,9 @@ def mock(tmp_path_factory):
         threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
 
         server = MockServer(f"http://{m['host']}:{m['port']}", proc, stderr_path)
+        xm = LISTENING_XMPP_RE.match(line)
+        assert xm, f"no xmpp=HOST:PORT in the listening line: {line!r}"
+        server.xmpp_host, server.xmpp_port = xm["host"], int(xm["port"])
         yield server
     finally:
         if proc.poll() is None:

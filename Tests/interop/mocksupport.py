@@ -28,6 +28,9 @@ APP_B = "com.example.other"
 
 MESSAGE_ID_RE = re.compile(r"0:\d{16}%[0-9a-f]{16}")
 LISTENING_RE = re.compile(r"^listening http=(?P<host>[^\s:]+):(?P<port>\d+) xmpp=\S+:\d+\s*$")
+# The same line's XMPP (FCM CCS) listener address.
+LISTENING_XMPP_RE = re.compile(
+    r"^listening http=\S+:\d+ xmpp=(?P<host>[^\s:]+):(?P<port>\d+)\s*$")
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -108,6 +111,11 @@ class RedirectingAdapter(HTTPAdapter):
 
 
 class MockServer:
+    # The XMPP listener's loopback address; conftest's `mock` fixture sets both from the
+    # `listening` line.
+    xmpp_host = None
+    xmpp_port = None
+
     def __init__(self, base_url, proc, stderr_path):
         self.base_url = base_url
         self.proc = proc

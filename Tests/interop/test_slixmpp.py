@@ -1,0 +1,274 @@
+"""slixmpp 1.17.0 (a real XMPP client) against fcm-mock's XMPP (FCM CCS) listener.
+
+The client is set up the way FCM CCS clients set it up: the JID SENDER_ID@fcm.googleapis.com,
+a server key as the password, SASL PLAIN allowed on an unencrypted stream (the mock offers no
+TLS and no STARTTLS, so only slixmpp's plain-TCP connection method is enabled), and a stanza
+plugin for the <gcm xmlns="google:mobile:data"> payload. Every wait on the client is bounded
+(asyncio.wait_for), and so is each test's whole exchange, so a client that hangs fails its test.
+What devices received is read back through the control API, as in the pyfcm tests.
+"""
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import secrets
+
+import pytest
+from slixmpp import JID, ClientXMPP, Message
+from slixmpp.xmlstream import ElementBase, register_stanza_plugin
+from slixmpp.xmlstream.handler import Callback
+from slixmpp.xmlstream.matcher import StanzaPath
+
+from mocksupport import KEY_A, KEY_B, SENDER_A, q
+
+GCM_NS = "google:mobile:data"
+STEP_S = 5.0        # any single wait on the XMPP client
+SCENARIO_S = 20.0   # one test's whole XMPP exchange, connect to close
+
+
+class Gcm(ElementBase):
+    """The CCS payload: <message><gcm xmlns="google:mobile:data">JSON</gcm></message>. The mock
+    answers with a prefixed <data:gcm xmlns:data="google:mobile:data">, the same element."""
+
+    namespace = GCM_NS
+    name = "gcm"
+    plugin_attrib = "gcm"
+    interfaces = {"payload"}
+
+    def get_payload(self):
+        return self.xml.text or ""
+
+    def set_payload(self, value):
+        self.xml.text = value
+
+    def del_payload(self):
+        self.xml.text = None
+
+
+register_stanza_plugin(Message, Gcm)
+
+
+def _settle(future, value):
+    if not future.done():
+        future.set_result(value)
+
+
+class CcsClient(ClientXMPP):
+    """slixmpp's ClientXMPP as an FCM CCS app server configures it, plus futures and a queue
+    for what the tests wait on. Made inside the running event loop."""
+
+    def __init__(self, jid, password):
+        # unencrypted_plain: let SASL PLAIN go over a stream that is neither TLS nor STARTTLS.
+        super().__init__(jid, password,
+                         plugin_config={"feature_mechanisms": {"unencrypted_plain": True}})
+        # slixmpp 1.17 chooses connection methods with these flags (no use_ssl/force_starttls
+        # arguments to connect() any more): plain TCP only, no direct TLS, no STARTTLS.
+        self.enable_direct_tls = False
+        self.enable_starttls = False
+        self.enable_plaintext = True
+        self.register_plugin("xep_0199")
+
+        loop = asyncio.get_running_loop()
+        self.session_started = loop.create_future()
+        self.auth_failed = loop.create_future()
+        self.closed = loop.create_future()
+        self.ccs = asyncio.Queue()
+        self.add_event_handler("session_start", lambda _: _settle(self.session_started, True))
+        self.add_event_handler("failed_auth", lambda stanza: _settle(self.auth_failed, stanza))
+        self.add_event_handler("disconnected", lambda reason: _settle(self.closed, reason))
+        self.register_handler(Callback("FCM CCS payload", StanzaPath("message/gcm"),
+                                       lambda msg: self.ccs.put_nowait(msg["gcm"]["payload"])))
+
+    def state(self):
+        return (f"authenticated={self.authenticated} session_started={self.sessionstarted} "
+                f"failed_auth={self.auth_failed.done()} disconnected={self.closed.done()}")
+
+    async def wait_session(self):
+        try:
+            await asyncio.wait_for(asyncio.shield(self.session_started), STEP_S)
+        except TimeoutError:
+            pytest.fail(f"slixmpp had no session_start within {STEP_S:.0f}s ({self.state()})",
+                        pytrace=False)
+
+    def send_downstream(self, payload):
+        """Sends one downstream message, built by slixmpp (it adds its own stanza id)."""
+        msg = self.Message()
+        msg["gcm"]["payload"] = json.dumps(payload)
+        msg.send()
+
+    async def next_ccs(self):
+        """The next <gcm> payload the server sent (an ack, a nack, ...), decoded."""
+        try:
+            text = await asyncio.wait_for(self.ccs.get(), STEP_S)
+        except TimeoutError:
+            pytest.fail(f"no <gcm> message from the server within {STEP_S:.0f}s ({self.state()})",
+                        pytrace=False)
+        return json.loads(text)
+
+    async def close(self):
+        self.cancel_connection_attempt()
+        try:
+            await asyncio.wait_for(self.disconnect(wait=2.0), STEP_S)
+        except TimeoutError:
+            pass
+        finally:
+            self.abort()
+
+
+@contextlib.asynccontextmanager
+async def ccs_client(mock, jid, password):
+    """A connecting CcsClient; it is closed (bounded) however the block ends."""
+    assert mock.xmpp_port, "the mock fixture did not expose the XMPP port"
+    assert ipaddress.ip_address(mock.xmpp_host).is_loopback, mock.xmpp_host
+    client = CcsClient(jid, password)
+    client.connect(mock.xmpp_host, mock.xmpp_port)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@contextlib.asynccontextmanager
+async def ccs_session(mock, jid=f"{SENDER_A}@fcm.googleapis.com", password=KEY_A):
+    async with ccs_client(mock, jid, password) as client:
+        await client.wait_session()
+        yield client
+
+
+def run(scenario):
+    """Runs one test's XMPP exchange in a fresh event loop, bounded as a whole."""
+    async def bounded():
+        return await asyncio.wait_for(scenario(), SCENARIO_S)
+    return asyncio.run(bounded())
+
+
+def ccs_id():
+    return f"interop-{secrets.token_hex(6)}"
+
+
+@pytest.fixture(autouse=True)
+def _xmpp_trace(caplog):
+    # slixmpp logs every SEND/RECV at DEBUG: a failing test shows the whole exchange.
+    caplog.set_level(logging.DEBUG, logger="slixmpp")
+
+
+@pytest.mark.parametrize("domain", ["fcm.googleapis.com", "gcm.googleapis.com"])
+def test_downstream_message_is_acked_and_delivered(mock, domain):
+    token = mock.create_device()
+    mid = ccs_id()
+    data = {"client": "slixmpp", "nonce": mid}
+
+    async def scenario():
+        async with ccs_session(mock, f"{SENDER_A}@{domain}", KEY_A) as client:
+            bound = JID(client.boundjid)
+            client.send_downstream({"to": token, "message_id": mid, "data": data})
+            ack = await client.next_ccs()
+            return bound, ack
+
+    bound, ack = run(scenario)
+    assert bound.bare == f"{SENDER_A}@gcm.googleapis.com" and bound.resource, bound
+    assert ack == {"message_type": "ack", "from": token, "message_id": mid}, ack
+
+    items = mock.wait_inbox(token, 1)
+    assert len(items) == 1, items
+    entry = items[0]
+    assert entry["status"] == "delivered", entry
+    assert entry["data"] == data, entry
+    assert entry["notification"] is None, entry
+    assert entry["via"]["transport"] == "xmpp", entry
+    assert entry["via"]["target"] == "token", entry
+
+    record = mock.message(entry["message_id"])
+    assert record["sender_id"] == SENDER_A, record
+    assert record["transport"] == "xmpp", record
+    assert record["target"] == {"kind": "token", "value": token}, record
+    assert record["data"] == data, record
+    recipients = {r["token"]: r for r in record["recipients"]}
+    assert recipients[token]["status"] == "delivered", record
+
+
+@pytest.mark.parametrize("password", ["AAAAinterop:not-a-server-key", KEY_B],
+                         ids=["unknown-key", "other-projects-key"])
+def test_wrong_password_fails_auth_without_session(mock, password):
+    async def scenario():
+        async with ccs_client(mock, f"{SENDER_A}@fcm.googleapis.com", password) as client:
+            try:
+                failure = await asyncio.wait_for(asyncio.shield(client.auth_failed), STEP_S)
+            except TimeoutError:
+                pytest.fail(f"no failed_auth within {STEP_S:.0f}s ({client.state()})",
+                            pytrace=False)
+            # The stream ends after the failure (the mock closes it, and slixmpp, out of
+            # mechanisms to try, closes its side): no session can start on it.
+            try:
+                await asyncio.wait_for(asyncio.shield(client.closed), STEP_S)
+            except TimeoutError:
+                pytest.fail(f"the stream stayed open {STEP_S:.0f}s after the SASL failure "
+                            f"({client.state()})", pytrace=False)
+            return (failure["condition"], client.authenticated, client.sessionstarted,
+                    client.session_started.done())
+
+    condition, authenticated, session, session_event = run(scenario)
+    assert condition == "not-authorized", condition
+    assert not authenticated
+    assert not session and not session_event
+
+
+def test_unregistered_device_gets_nack_and_nothing(mock):
+    gone = mock.create_device()
+    live = mock.create_device()
+    dev = mock.api("POST", f"/api/v1/devices/{q(gone)}:unregister")
+    assert dev["token"] == gone and dev["state"] == "unregistered", dev
+    nack_id, ack_id = ccs_id(), ccs_id()
+
+    async def scenario():
+        async with ccs_session(mock) as client:
+            client.send_downstream({"to": gone, "message_id": nack_id,
+                                    "data": {"nonce": nack_id}})
+            nack = await client.next_ccs()
+            # A nack leaves the stream usable: the next message, to a registered device, is acked.
+            client.send_downstream({"to": live, "message_id": ack_id,
+                                    "data": {"nonce": ack_id}})
+            ack = await client.next_ccs()
+            return nack, ack
+
+    nack, ack = run(scenario)
+    assert nack["message_type"] == "nack", nack
+    assert nack["from"] == gone and nack["message_id"] == nack_id, nack
+    assert nack["error"] == "DEVICE_UNREGISTERED", nack
+    assert isinstance(nack.get("error_description"), str) and nack["error_description"], nack
+    assert ack == {"message_type": "ack", "from": live, "message_id": ack_id}, ack
+
+    # The later message is in; the nacked one was never delivered, and is recorded as rejected.
+    items = mock.wait_inbox(live, 1)
+    assert [e["data"] for e in items] == [{"nonce": ack_id}], items
+    assert items[0]["via"]["transport"] == "xmpp", items
+    assert [e for e in mock.inbox(gone) if e.get("status") == "delivered"] == []
+    assert [e for e in mock.inbox(gone) if nack_id in json.dumps(e)] == []
+    rejected = mock.rejected_for(gone)
+    assert len(rejected) == 1, rejected
+    assert rejected[0]["transport"] == "xmpp", rejected
+    assert rejected[0]["data"] == {"nonce": nack_id}, rejected
+    assert [r["status"] for r in rejected[0]["recipients"]] == ["failed"], rejected
+    assert mock.device(gone)["state"] == "unregistered"
+
+
+def test_ping_is_answered(mock):
+    async def scenario():
+        async with ccs_session(mock) as client:
+            ping = client.plugin["xep_0199"]
+            # What slixmpp's whitespace keepalive sends (every 300 s): the stream must take it.
+            client.send_raw(" ")
+            # send_ping raises IqError on an error answer and IqTimeout on none.
+            reply = await asyncio.wait_for(
+                ping.send_ping(JID(client.boundjid.domain), timeout=STEP_S), STEP_S + 1)
+            # ping() to a JID other than the bound domain also raises on an error answer.
+            rtt = await asyncio.wait_for(
+                ping.ping(JID("fcm.googleapis.com"), timeout=STEP_S), STEP_S + 1)
+            return reply["type"], reply["id"], rtt
+
+    reply_type, reply_id, rtt = run(scenario)
+    assert reply_type == "result", reply_type
+    assert reply_id, reply_id
+    assert isinstance(rtt, float) and 0 <= rtt < STEP_S, rtt
