@@ -280,7 +280,7 @@ final class CCS: XMPPDelegate {
         }
         let delayMs = lateBy
         settled = true
-        engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault) { [self] result in
+        engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault, clientMessageID: messageID) { [self] result in
             let answer: @Sendable () -> Void
             switch result {
             case .failure:

@@ -58,6 +58,7 @@ struct ControlAPI: Sendable {
             f.topic = q["topic"]
             f.transport = q["transport"]
             f.status = q["status"]
+            f.xmppMessageID = q["xmpp_message_id"]
             if let s = q["since"] {
                 guard let ms = parseRFC3339(s) else { throw .badRequest("since must be an RFC 3339 timestamp") }
                 f.sinceMillis = ms

@@ -9,6 +9,8 @@ public struct MessageFilter: Sendable {
     public var transport: String?
     public var status: String?
     public var sinceMillis: Int64?
+    /// The `message_id` an XMPP client gave its message.
+    public var xmppMessageID: String?
     public init() {}
 }
 
@@ -25,6 +27,7 @@ extension Engine {
         if let c = cursor { sql += " AND id < ?"; args.append(.int(c)) }
         if let v = f.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
         if let v = f.transport { sql += " AND transport = ?"; args.append(.text(v)) }
+        if let v = f.xmppMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
         if let v = f.sinceMillis { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
         if let v = f.topic { sql += " AND target_kind = 'topic' AND target_value = ?"; args.append(.text("/topics/" + v)) }
         if let t = f.token {
@@ -113,7 +116,7 @@ extension Engine {
     static let messageColumns = """
         id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
         time_to_live, restricted_package_name, flags, priority, data, notification, status, error, error_detail,
-        http_status, raw, recipients, fault
+        http_status, raw, recipients, fault, client_message_id
         """
 
     private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64) throws(StoreError) -> String {
@@ -168,7 +171,11 @@ extension Engine {
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)
-        w.key("http_status"); w.value(m.httpStatus)
+        if m.transport == "xmpp" {
+            w.key("xmpp_message_id"); w.value(m.clientMessageID)
+        } else {
+            w.key("http_status"); w.value(m.httpStatus)
+        }
         w.key("fault"); w.value(m.fault)
         if let raw = m.raw { w.key("raw_body"); w.value(raw) }
         w.key("recipients"); w.beginArray()
@@ -294,13 +301,13 @@ struct MessageRecordRow {
     var id: Int64, suffix: Int64, multicastID: Int64?, senderID: String?, transport: String?, format: String?
     var acceptedAt: Int64, targetKind: String?, targetValue: String?, collapseKey: String?, timeToLive: Int64
     var restrictedPackageName: String?, flags: Int64, priority: String?, data: String?, notification: String?
-    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int, fault: String?
+    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int, fault: String?, clientMessageID: String?
 
     init(_ r: Statement) {
         id = r.int(0); suffix = r.int(1); multicastID = r.optionalInt(2); senderID = r.text(3)
         transport = r.text(4); format = r.text(5); acceptedAt = r.int(6); targetKind = r.text(7); targetValue = r.text(8)
         collapseKey = r.text(9); timeToLive = r.int(10); restrictedPackageName = r.text(11); flags = r.int(12)
         priority = r.text(13); data = r.text(14); notification = r.text(15); status = r.text(16); error = r.text(17)
-        errorDetail = r.text(18); httpStatus = Int(r.int(19)); raw = r.text(20); recipients = Int(r.int(21)); fault = r.text(22)
+        errorDetail = r.text(18); httpStatus = Int(r.int(19)); raw = r.text(20); recipients = Int(r.int(21)); fault = r.text(22); clientMessageID = r.text(23)
     }
 }

@@ -62,12 +62,14 @@ struct MessageRow: Sendable {
     var recipients: Int
     /// The fault that fired on the whole request, if one did.
     var fault: String? = nil
+    /// The `message_id` an XMPP client gave the message.
+    var clientMessageID: String? = nil
 
     static let insertSQL = """
         INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
           target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
-          status, error, error_detail, http_status, raw, recipients, fault)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+          status, error, error_detail, http_status, raw, recipients, fault, client_message_id)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
@@ -75,7 +77,8 @@ struct MessageRow: Sendable {
          .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
          .int(timeToLive), .optional(restrictedPackageName), .int(flags),
          .optional(data), .optional(notification), .text(priority.rawValue), .text(status), .optional(error),
-         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault)]
+         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault),
+         .optional(clientMessageID)]
     }
 }
 
@@ -155,7 +158,7 @@ extension Engine {
     /// `path` is what error faults match on; `requestFault` is the id of a request-level fault
     /// (a delay) that already fired for this request, kept on the record.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
-                     requestFault: String? = nil, raw: () -> String? = { nil },
+                     requestFault: String? = nil, clientMessageID: String? = nil, raw: () -> String? = { nil },
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let tokens: [String]
         switch req.target {
@@ -356,7 +359,7 @@ extension Engine {
                 priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
                 httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count,
-                fault: requestFault ?? topicFault ?? rows.lazy.compactMap(\.fault).first)
+                fault: requestFault ?? topicFault ?? rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
             let (createdDevices, deliveryRows, statusChanges, noticeRows) = (newDevices, rows, changes, notices)
             let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
                 for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }

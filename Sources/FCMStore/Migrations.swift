@@ -103,6 +103,10 @@ enum Migrations {
             acked_at INTEGER,
             connection_id TEXT);
         """,
+        // 6: the message_id an XMPP client gave its downstream message.
+        """
+        ALTER TABLE messages ADD COLUMN client_message_id TEXT;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

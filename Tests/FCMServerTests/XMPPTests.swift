@@ -273,3 +273,18 @@ final class XMPPSessionTests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages?limit=1000")).count, 120 - refused)
     }
 }
+
+/// The XMPP client's own message_id on the record.
+final class XMPPRecordTests: ServerTestCase {
+    func testTheClientsMessageIDIsRecorded() throws {
+        let c = try XMPPTestClient(port: server.app.xmppPort)
+        try c.login(user: "111", password: "key-111")
+        c.sendDownstream(#"{"to":"a1","message_id":"my-id-7"}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        let found = items(try client.get("/api/v1/messages?xmpp_message_id=my-id-7"))
+        XCTAssertEqual(found.count, 1)
+        XCTAssertEqual(found.first?["xmpp_message_id"]?.stringValue, "my-id-7")
+        XCTAssertEqual(found.first?["transport"]?.stringValue, "xmpp")
+        XCTAssertNil(found.first?["http_status"], "no HTTP status on an XMPP message")
+    }
+}
