@@ -47,6 +47,7 @@ TARGET_RESET_MS = 50.0
 FANOUT_DEVICES = 100_000
 TARGET_TOPIC_MS = 1000.0
 TARGET_CONDITION_MS = 300.0
+TARGET_XMPP_ONE = 25_000.0
 
 _children = []
 
@@ -132,14 +133,16 @@ def timed_send(url, payload):
 
 
 class Server:
-    def __init__(self, name, cmd, stderr_path, timeout_s):
+    def __init__(self, name, cmd, stderr_path, timeout_s, key="http="):
         self.name = name
+        self.key = key.encode()
         self.cmd = cmd
         self.stderr_path = stderr_path
         with open(stderr_path, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=err, cwd=ROOT)
         _children.append(self.proc)
+        self.xmpp_port = None
         self.port = self._read_port(timeout_s)
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -151,8 +154,10 @@ class Server:
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         try:
             while True:
-                m = re.search(rb"listening http=[^\s:]+:(\d+)[^\n]*\n", buf)
+                m = re.search(rb"listening " + re.escape(self.key) + rb"[^\s:]+:(\d+)[^\n]*\n", buf)
                 if m:
+                    x = re.search(rb"xmpp=[^\s:]+:(\d+)", buf)
+                    self.xmpp_port = int(x.group(1)) if x else None
                     return int(m.group(1))
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -572,6 +577,39 @@ def main():
     finally:
         fan.stop(60)
 
+    # g. XMPP: downstream messages per second with a window of 100 unanswered, over one and over
+    # eight connections, every message validated and persisted; beside a C echo server ------------
+    log("fcm-mock: XMPP downstream, 1 and 8 connections, window 100")
+    load_bin = os.path.join(os.path.dirname(ceiling_bin), "xmpp_load")
+    echo_bin = os.path.join(os.path.dirname(ceiling_bin), "echo")
+
+    def xmpp_rate(port, conns, raw=False):
+        cmd = [load_bin, str(port), SENDER_ID, SERVER_KEY, bench_token(0), str(max(3, dur // 2)), str(conns), "100"]
+        if raw:
+            cmd.append("--raw")
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        m = re.search(r"seconds=([0-9.]+) sent=(\d+) answered=(\d+) acks=(\d+) nacks=(\d+)", out.stdout)
+        if not m:
+            raise BenchError(f"xmpp_load failed: {out.stdout} {out.stderr}")
+        secs, answered, nacks = float(m.group(1)), int(m.group(3)), int(m.group(5))
+        return answered / secs, nacks
+
+    xdb = os.path.join(run_dir, "xmpp.sqlite")
+    xmock = Server("fcm-mock", [mock_bin, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", xdb,
+                                "--fixtures", fixtures], os.path.join(run_dir, "xmpp.stderr"), 60)
+    try:
+        xport = xmock.xmpp_port
+        res["xmpp_one"], res["xmpp_one_nacks"] = xmpp_rate(xport, 1)
+        res["xmpp_eight"], res["xmpp_eight_nacks"] = xmpp_rate(xport, 8)
+    finally:
+        xmock.stop(60)
+    echo = Server("echo", [echo_bin, "0"], os.path.join(run_dir, "echo.stderr"), 10, key="xmpp=")
+    try:
+        res["echo_one"], _ = xmpp_rate(echo.port, 1, raw=True)
+        res["echo_eight"], _ = xmpp_rate(echo.port, 8, raw=True)
+    finally:
+        echo.stop(10)
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -594,6 +632,7 @@ def report(res, work):
         "reset": res["reset_ms"] < TARGET_RESET_MS,
         "topic": res["topic_ms"] < TARGET_TOPIC_MS,
         "condition": res["condition_ms"] < TARGET_CONDITION_MS,
+        "xmpp": res["xmpp_one"] >= TARGET_XMPP_ONE,
         "recorded": None if res["recorded"] is None else res["recorded"] >= res["single_200"],
         "exit": res["mock_exit"] == 0,
         "errors": ms["socket_errors"] + mc["socket_errors"] + ms["status_errors"]
@@ -641,6 +680,9 @@ def report(res, work):
         f"(median of 3), ms | {res['topic_ms']:.0f} | | < {TARGET_TOPIC_MS:.0f} ms | {verdict(checks['topic'])} |",
         f"| condition over 3 topics of 10,000 subscribers (30,000 deliveries, median of 3), ms "
         f"| {res['condition_ms']:.0f} | | < {TARGET_CONDITION_MS:.0f} ms | {verdict(checks['condition'])} |",
+        f"| XMPP downstream, 1 connection, window 100, msgs/s (acked and persisted) | {res['xmpp_one']:,.0f} "
+        f"| {res['echo_one']:,.0f} (C echo) | ≥ {TARGET_XMPP_ONE:,.0f} | {verdict(checks['xmpp'])} |",
+        f"| XMPP downstream, 8 connections, msgs/s | {res['xmpp_eight']:,.0f} | {res['echo_eight']:,.0f} (C echo) | (info) | |",
         f"| POST /api/v1/reset on a store of {RSS_MESSAGES:,} messages (median of 3), ms "
         f"| {res['reset_ms']:.1f} | | < {TARGET_RESET_MS:.0f} ms | {verdict(checks['reset'])} |",
         f"| resident memory after the whole run ({res['accepted_total']:,} messages), MB "

@@ -49,6 +49,13 @@ if [ ! -x "$ceiling" ] || [ "$here/ceiling.c" -nt "$ceiling" ]; then
         $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 fi
 
+# --- the XMPP load client and its ceiling (an echo server) ---------------------------------------
+for tool in xmpp_load echo; do
+    if [ ! -x "$out/$tool" ] || [ "$here/$tool.c" -nt "$out/$tool" ]; then
+        gcc -O2 -Wall -o "$out/$tool" "$here/$tool.c" -lpthread
+    fi
+done
+
 # --- the mock ------------------------------------------------------------------------------------
 if [ -n "${FCM_MOCK_BIN:-}" ]; then
     mock="$FCM_MOCK_BIN"

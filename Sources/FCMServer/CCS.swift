@@ -318,27 +318,31 @@ final class CCS: XMPPDelegate {
                     }
                 }
             }
+            // The window opens before the answer leaves: a client that sends its next message
+            // the moment it reads this ack must find room for it.
             if delayMs > 0 {
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) {
+                    self.release(c, closeIfDrained: false)
                     answer()
-                    self.release(c)
+                    self.finishDrainIfIdle(c)
                 }
             } else {
+                release(c, closeIfDrained: false)
                 answer()
-                release(c)
+                finishDrainIfIdle(c)
             }
         }
     }
 
     /// One downstream message of `c` is answered.
-    private func release(_ c: XMPPConnection) {
+    private func release(_ c: XMPPConnection, closeIfDrained: Bool = true) {
         links.withLock { ls in
             if var l = ls[c.id] {
                 l.inFlight = max(0, l.inFlight - 1)
                 ls[c.id] = l
             }
         }
-        finishDrainIfIdle(c)
+        if closeIfDrained { finishDrainIfIdle(c) }
     }
 
     private func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) {
