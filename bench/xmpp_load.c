@@ -124,9 +124,9 @@ static void *run(void *arg) {
             p += 10;
             last_end = p;
         }
-        /* Count ack/nack words in the completed part. */
-        for (char *q = in; q < last_end && (q = strstr(q, "message_type&quot;:&quot;")) != NULL && q < last_end; q += 25) {
-            if (strncmp(q + 25, "ack", 3) == 0) acks++; else if (strncmp(q + 25, "nack", 4) == 0) nacks++;
+        /* Count ack/nack words in the completed part (quotes raw, as the mock sends them). */
+        for (char *q = in; q < last_end && (q = strstr(q, "\"message_type\":\"")) != NULL && q < last_end; q += 16) {
+            if (strncmp(q + 16, "ack", 3) == 0) acks++; else if (strncmp(q + 16, "nack", 4) == 0) nacks++;
         }
         carry = have - (size_t)(last_end - in);
         memmove(in, last_end, carry);

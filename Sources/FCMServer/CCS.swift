@@ -72,7 +72,7 @@ final class CCS: XMPPDelegate {
             queuedReceipts.withLock { $0[sender, default: []].append(json) }
             return
         }
-        c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscape(json))</gcm></message>")
+        c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(json))</gcm></message>")
     }
 
     /// Messages held by offline devices reached them: send the receipts that wait for them.
@@ -102,7 +102,7 @@ final class CCS: XMPPDelegate {
         }
         for u in batch {
             c.send("<message to=\"\(xmlEscape(sender))@fcm.googleapis.com\" from=\"devices@gcm.googleapis.com\" type=\"normal\">"
-                + "<gcm xmlns=\"\(Self.namespace)\">\(xmlEscape(u.payload))</gcm></message>")
+                + "<gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(u.payload))</gcm></message>")
         }
         engine.events.publish(batch.map { u in
             var sent = u
@@ -358,7 +358,7 @@ final class CCS: XMPPDelegate {
     /// fields that are null.
     private func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)]) {
         let json = JSONValue.object(JSONObject(fields.filter { !$0.1.isNull })).serialized()
-        c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscape(json))</data:gcm></message>")
+        c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscapeText(json))</data:gcm></message>")
     }
 
     /// A stanza that cannot be answered by message id: echoed with `type="error"`.

@@ -111,7 +111,7 @@ public final class XMPPTestClient {
 
     /// Sends a downstream message with this JSON payload.
     public func sendDownstream(_ json: String, id: String = "") {
-        send("<message id=\"\(id)\"><gcm xmlns=\"google:mobile:data\">\(xmlEscape(json))</gcm></message>")
+        send("<message id=\"\(id)\"><gcm xmlns=\"google:mobile:data\">\(xmlEscapeText(json))</gcm></message>")
     }
 
     /// The JSON payload of the next `<message>` from the server.

@@ -27,28 +27,38 @@ public struct XMLElement: Sendable, Equatable {
         var out = "<" + name
         for (k, v) in attributes.sorted(by: { $0.key < $1.key }) { out += " \(k)=\"\(xmlEscape(v))\"" }
         if children.isEmpty && text.isEmpty { return out + "/>" }
-        out += ">" + xmlEscape(text)
+        out += ">" + xmlEscapeText(text)
         for c in children { out += c.xml }
         return out + "</\(name)>"
     }
 }
 
-/// Escapes text for element content and attribute values.
-public func xmlEscape(_ s: String) -> String {
-    guard s.utf8.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || $0 == 34 || $0 == 39 }) else { return s }
-    var out = ""
-    out.reserveCapacity(s.utf8.count + 16)
-    for ch in s.unicodeScalars {
-        switch ch {
-        case "&": out += "&amp;"
-        case "<": out += "&lt;"
-        case ">": out += "&gt;"
-        case "\"": out += "&quot;"
-        case "'": out += "&apos;"
-        default: out.unicodeScalars.append(ch)
+/// Escapes an attribute value (`&`, `<`, `>`, both quotes).
+public func xmlEscape(_ s: String) -> String { escape(s, quotes: true) }
+
+/// Escapes element content (`&`, `<`, `>`): quotes stay as they are, so JSON payloads read as
+/// they do on the wire of the real service.
+public func xmlEscapeText(_ s: String) -> String { escape(s, quotes: false) }
+
+private func escape(_ s: String, quotes: Bool) -> String {
+    var copy = s
+    return copy.withUTF8 { bytes -> String in
+        // The common case has nothing to escape: no copy at all.
+        guard bytes.contains(where: { $0 == 38 || $0 == 60 || $0 == 62 || (quotes && ($0 == 34 || $0 == 39)) }) else { return s }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 32)
+        for b in bytes {
+            switch b {
+            case 38: out.append(contentsOf: [38, 97, 109, 112, 59])  // &amp;
+            case 60: out.append(contentsOf: [38, 108, 116, 59])  // &lt;
+            case 62: out.append(contentsOf: [38, 103, 116, 59])  // &gt;
+            case 34 where quotes: out.append(contentsOf: [38, 113, 117, 111, 116, 59])  // &quot;
+            case 39 where quotes: out.append(contentsOf: [38, 97, 112, 111, 115, 59])  // &apos;
+            default: out.append(b)
+            }
         }
+        return String(decoding: out, as: UTF8.self)
     }
-    return out
 }
 
 /// Standard base64 (RFC 4648), for SASL PLAIN.

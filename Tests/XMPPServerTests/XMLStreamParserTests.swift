@@ -90,5 +90,7 @@ final class XMLStreamParserTests: XCTestCase {
         XCTAssertNil(Base64.decode("A*=="))
         XCTAssertNil(Base64.decode("AB=C"))
         XCTAssertEqual(xmlEscape(#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&apos;")
+        XCTAssertEqual(xmlEscapeText(#"{"a":"<&>"}"#), #"{"a":"&lt;&amp;&gt;"}"#)
+        XCTAssertEqual(xmlEscapeText("plain"), "plain")
     }
 }
