@@ -43,8 +43,23 @@ public final class Application: Sendable {
             try Fixtures.load(c.fixtures, into: engine)
             let ccs = CCS(engine: engine)
             self.ccs = ccs
+            var tls: TLSCredentials?
+            if c.xmppTLS {
+                do {
+                    if let cert = c.tlsCert, let key = c.tlsKey {
+                        tls = try TLSCredentials(certificate: cert, key: key)
+                    } else {
+                        let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+                        tls = try TLSCredentials.selfSigned(
+                            names: ["fcm-xmpp.googleapis.com", "fcm.googleapis.com", "gcm.googleapis.com", "localhost"], directory: dir)
+                        log.info("generated a self-signed TLS certificate", [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
+                    }
+                } catch {
+                    throw ConfigurationError("TLS: \(error.description)")
+                }
+            }
             do {
-                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, delegate: ccs)
+                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: tls, delegate: ccs)
                 self.xmpp = xmpp
                 let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
                                   xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },

@@ -382,7 +382,7 @@ final class CCS: XMPPDelegate {
         let l = link(c.id)
         w.key("unacked"); w.value(l?.outstanding.count ?? 0)
         w.key("draining"); w.value(l?.draining ?? false)
-        w.key("tls"); w.value(false)
+        w.key("tls"); w.value(c.isTLS)
         w.endObject()
         return w.string
     }

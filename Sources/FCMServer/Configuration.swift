@@ -16,6 +16,11 @@ public struct Configuration: Sendable {
     public var topicRate: RateLimit?
     /// Most `&&`/`||` operators in a condition (`--max-condition-operators`; the seeds: 2).
     public var maxConditionOperators = 2
+    /// `--xmpp-tls`: the XMPP port speaks TLS from the first byte.
+    public var xmppTLS = false
+    /// `--tls-cert` / `--tls-key` (PEM); absent with TLS asked for: a self-signed pair is made.
+    public var tlsCert: String?
+    public var tlsKey: String?
     /// Largest request body; bigger ones get 413.
     public var maxBodyBytes = 1 << 20
 
@@ -112,8 +117,11 @@ extension Configuration {
                 let f = try v()
                 guard ["text", "json"].contains(f) else { throw ConfigurationError("--log-format must be text or json") }
                 c.logFormat = f
-            case "--tls-cert", "--tls-key", "--xmpp-tls", "--http-tls":
-                throw ConfigurationError("\(arg) is not supported by this version of fcm-mock yet")
+            case "--xmpp-tls": c.xmppTLS = inline.map { (try? bool($0, arg)) ?? true } ?? true
+            case "--tls-cert": c.tlsCert = try v()
+            case "--tls-key": c.tlsKey = try v()
+            case "--http-tls":
+                throw ConfigurationError("--http-tls is not supported by this version of fcm-mock yet (--xmpp-tls is)")
             default:
                 throw ConfigurationError("unknown option '\(arguments[i])' (see fcm-mock --help)")
             }
@@ -121,6 +129,7 @@ extension Configuration {
         }
         if !flagFixtures.isEmpty { c.fixtures = flagFixtures }
         if c.dbPath.isEmpty { throw ConfigurationError("--db must not be empty") }
+        if (c.tlsCert == nil) != (c.tlsKey == nil) { throw ConfigurationError("--tls-cert and --tls-key go together") }
         return c
     }
 }

@@ -141,7 +141,7 @@ public func runBinary(_ arguments: [String], timeout: TimeInterval = 20) throws 
 
 extension FileHandle {
     /// What can be read right now without blocking.
-    func availableDataNonBlocking() -> Data {
+    public func availableDataNonBlocking() -> Data {
         var data = Data()
         var pfd = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
         while poll(&pfd, 1, 50) > 0 {

@@ -1,3 +1,4 @@
+import CGnuTLS
 import FCMCore
 import Foundation
 import XMPPServer
@@ -11,8 +12,12 @@ public final class XMPPTestClient {
     /// Every byte received, for byte-exact checks.
     public private(set) var received: [UInt8] = []
 
-    /// Connects to 127.0.0.1:`port`.
-    public init(port: Int) throws {
+    /// A client TLS session (no certificate check: tests trust the mock's self-signed one).
+    private var tls: gnutls_session_t?
+    private var credentials: gnutls_certificate_credentials_t?
+
+    /// Connects to 127.0.0.1:`port`, with direct TLS when `tls`.
+    public init(port: Int, tls useTLS: Bool = false) throws {
         let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -23,14 +28,48 @@ public final class XMPPTestClient {
         }
         guard rc == 0 else { close(s); throw TestError("XMPP connect failed") }
         fd = s
+        if useTLS {
+            var tv = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            var cred: gnutls_certificate_credentials_t?
+            gnutls_certificate_allocate_credentials(&cred)
+            var session: gnutls_session_t?
+            gnutls_init(&session, UInt32(GNUTLS_CLIENT))
+            guard let session, let cred else { throw TestError("gnutls_init failed") }
+            gnutls_set_default_priority(session)
+            gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(cred))
+            gnutls_server_name_set(session, GNUTLS_NAME_DNS, "fcm-xmpp.googleapis.com", 23)
+            fcm_gnutls_transport_set_fd(session, s)
+            var r: Int32
+            repeat { r = gnutls_handshake(session) } while r < 0 && gnutls_error_is_fatal(r) == 0
+            guard r >= 0 else { throw TestError("TLS handshake failed: \(String(cString: gnutls_strerror(r)))") }
+            tls = session
+            credentials = cred
+        }
     }
 
-    deinit { close(fd) }
+    deinit {
+        if let tls { gnutls_deinit(tls) }
+        if let credentials { gnutls_certificate_free_credentials(credentials) }
+        close(fd)
+    }
+
+    /// The server's certificate, DER, when connected with TLS.
+    public var peerCertificateCount: Int {
+        guard let tls else { return 0 }
+        var n: UInt32 = 0
+        _ = gnutls_certificate_get_peers(tls, &n)
+        return Int(n)
+    }
 
     /// Sends raw bytes.
     public func send(_ text: String) { sendBytes(Array(text.utf8)) }
 
     public func sendBytes(_ bytes: [UInt8]) {
+        if let tls {
+            _ = bytes.withUnsafeBytes { gnutls_record_send(tls, $0.baseAddress, $0.count) }
+            return
+        }
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
@@ -43,9 +82,13 @@ public final class XMPPTestClient {
         while pending.isEmpty {
             let ms = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pfd, 1, ms) > 0 else { return nil }
+            let buffered = tls.map { gnutls_record_check_pending($0) > 0 } ?? false
+            guard buffered || poll(&pfd, 1, ms) > 0 else { return nil }
             var buf = [UInt8](repeating: 0, count: 65536)
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let n: Int = buf.withUnsafeMutableBytes { b in
+                if let tls { return gnutls_record_recv(tls, b.baseAddress, b.count) }
+                return recv(fd, b.baseAddress, b.count, 0)
+            }
             guard n > 0 else { throw TestError("the server closed the connection") }
             received.append(contentsOf: buf[0..<n])
             pending += try parser.feed(Array(buf[0..<n]))

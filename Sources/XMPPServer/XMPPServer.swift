@@ -30,12 +30,15 @@ public final class XMPPServer: Sendable {
     public let domain: String
     let maxStanzaBytes: Int
     let delegate: any XMPPDelegate
+    /// Set for direct TLS from the first byte (as Google's port 5235), no STARTTLS.
+    public let tls: TLSCredentials?
     private let fd: Int32
     private let state = Mutex<(stopped: Bool, connections: [String: XMPPConnection])>((false, [:]))
 
     /// Binds `host:port` at once (a busy port is reported before anything starts).
     public init(host: String, port: Int, domain: String = "gcm.googleapis.com", maxStanzaBytes: Int = 1 << 20,
-                delegate: any XMPPDelegate) throws(HTTPServerError) {
+                tls: TLSCredentials? = nil, delegate: any XMPPDelegate) throws(HTTPServerError) {
+        self.tls = tls
         let (fd, bound) = try ListenSocket.open(host: host, port: port)
         self.fd = fd
         self.host = host
@@ -100,6 +103,12 @@ public final class XMPPConnection: @unchecked Sendable {
     unowned let server: XMPPServer
     private let lock = ConditionLock()
     private var session = Session()
+    /// The TLS session when the listener speaks TLS; set by the reader thread before anything else
+    /// can write.
+    private var tls: TLSSession?
+
+    /// Whether the connection is encrypted.
+    public var isTLS: Bool { lock.withLock { tls != nil } }
     /// Wall-clock microseconds when it connected.
     public let connectedAt = wallClockMicros()
 
@@ -145,6 +154,7 @@ public final class XMPPConnection: @unchecked Sendable {
             out += "</stream:stream>"
             writeAll(Array(out.utf8))
             session.closed = true
+            tls?.bye()
             shutdown(fd, Int32(SHUT_RDWR))
             return true
         }
@@ -152,6 +162,10 @@ public final class XMPPConnection: @unchecked Sendable {
     }
 
     private func writeAll(_ bytes: [UInt8]) {
+        if let tls {
+            _ = bytes.withUnsafeBytes { tls.write($0) }
+            return
+        }
         var off = 0
         while off < bytes.count {
             let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -166,6 +180,23 @@ public final class XMPPConnection: @unchecked Sendable {
     func run() {
         let parser = XMLStreamParser(maxStanzaBytes: server.maxStanzaBytes)
         var buf = [UInt8](repeating: 0, count: 65536)
+        if let credentials = server.tls {
+            // Direct TLS: the handshake comes before any XML. A peer that does not finish it
+            // within the time-out is dropped.
+            var tv = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            do {
+                let s = try TLSSession(fd: fd, credentials: credentials)
+                lock.withLock { tls = s }
+            } catch {
+                lock.withLock { session.closed = true }
+                Glibc.close(fd)
+                server.forget(self)
+                return
+            }
+            tv = timeval(tv_sec: 0, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
         defer {
             lock.withLock {
                 if !session.closed {
@@ -178,8 +209,11 @@ public final class XMPPConnection: @unchecked Sendable {
             if account != nil { server.delegate.closed(self) }
         }
         while true {
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
+            let reader = tls
+            let n = buf.withUnsafeMutableBytes { b in
+                reader.map { $0.read(b.baseAddress!, b.count) } ?? recv(fd, b.baseAddress, b.count, 0)
+            }
+            if n < 0 && reader == nil && errno == EINTR { continue }
             if n <= 0 { return }
             let events: [XMLStreamEvent]
             do {

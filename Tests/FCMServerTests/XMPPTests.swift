@@ -288,3 +288,40 @@ final class XMPPRecordTests: ServerTestCase {
         XCTAssertNil(found.first?["http_status"], "no HTTP status on an XMPP message")
     }
 }
+
+/// `--xmpp-tls`: TLS from the first byte, with a generated or a given certificate.
+final class XMPPTLSTests: XCTestCase {
+    func testSelfSignedTLS() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--xmpp-tls"])
+        defer { s.stop() }
+        let c = try XMPPTestClient(port: s.xmppPort, tls: true)
+        XCTAssertEqual(c.peerCertificateCount, 1)
+        XCTAssertEqual(try c.login(user: DemoProject.senderID, password: DemoProject.serverKey), "\(DemoProject.senderID)@gcm.googleapis.com/test")
+        c.sendDownstream(#"{"to":"demo-android-1","message_id":"tls-1"}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        XCTAssertEqual(items(try s.client().get("/api/v1/xmpp/connections")).first?["tls"]?.boolValue, true)
+        // A plain-text client on the TLS port gets nowhere (its bytes are not a TLS hello).
+        let plain = try XMPPTestClient(port: s.xmppPort)
+        plain.send(XMPPTestClient.header)
+        XCTAssertTrue(plain.waitForClose(timeout: 15))
+        // The generated certificate's path is in the log.
+        let log = String(decoding: s.stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
+        XCTAssertTrue(log.contains("tls.cert=") && log.contains("server.pem"), log)
+    }
+
+    func testGivenCertificateAndBadFiles() throws {
+        let dir = NSTemporaryDirectory() + "fcm-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let made = try TLSCredentials.selfSigned(names: ["localhost"], directory: dir)
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--xmpp-tls", "--tls-cert", made.certificatePath, "--tls-key", made.keyPath])
+        defer { s.stop() }
+        let c = try XMPPTestClient(port: s.xmppPort, tls: true)
+        XCTAssertNoThrow(try c.login(user: DemoProject.senderID, password: DemoProject.serverKey))
+        let bad = try runBinary(["serve", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0", "--xmpp-tls",
+                                 "--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"])
+        XCTAssertEqual(bad.status, 2)
+        XCTAssertTrue(bad.stderr.contains("TLS"), bad.stderr)
+        XCTAssertEqual(try runBinary(["serve", "--tls-cert", made.certificatePath]).status, 2, "a certificate needs its key")
+    }
+}

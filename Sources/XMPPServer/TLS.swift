@@ -1,0 +1,114 @@
+import CGnuTLS
+import FCMCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Why TLS could not be set up.
+public struct TLSError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ what: String, _ rc: Int32) {
+        description = "\(what): \(String(cString: gnutls_strerror(rc)))"
+    }
+    init(_ what: String) { description = what }
+}
+
+/// A server certificate and key loaded into GnuTLS credentials, shared by every session.
+///
+/// `@unchecked Sendable`: the credentials are written once here and only read afterwards, which
+/// GnuTLS allows from any number of sessions and threads.
+public final class TLSCredentials: @unchecked Sendable {
+    let credentials: gnutls_certificate_credentials_t
+    /// The PEM files in use (generated ones are in a temporary folder).
+    public let certificatePath: String
+    public let keyPath: String
+
+    /// Loads `certificate` and `key` (PEM files).
+    public init(certificate: String, key: String) throws(TLSError) {
+        var cred: gnutls_certificate_credentials_t?
+        var rc = gnutls_certificate_allocate_credentials(&cred)
+        guard rc >= 0, let cred else { throw TLSError("cannot allocate TLS credentials", rc) }
+        rc = gnutls_certificate_set_x509_key_file(cred, certificate, key, GNUTLS_X509_FMT_PEM)
+        guard rc >= 0 else {
+            gnutls_certificate_free_credentials(cred)
+            throw TLSError("cannot load \(certificate) and \(key)", rc)
+        }
+        credentials = cred
+        certificatePath = certificate
+        keyPath = key
+    }
+
+    deinit { gnutls_certificate_free_credentials(credentials) }
+
+    /// Generates a self-signed certificate for `names` (the first is the common name) into a new
+    /// folder under `directory`, and loads it.
+    public static func selfSigned(names: [String], directory: String) throws(TLSError) -> TLSCredentials {
+        let dir = directory + "/fcm-mock-tls-\(getpid())-\(wallClockMicros())"
+        guard mkdir(dir, 0o700) == 0 else { throw TLSError("cannot create \(dir)") }
+        let cert = dir + "/server.pem", key = dir + "/server.key"
+        var packed: [CChar] = []
+        for n in names { packed += n.utf8CString }
+        let rc = fcm_gnutls_self_signed(names.first ?? "localhost", packed, Int32(names.count), cert, key, time(nil))
+        guard rc == 0 else { throw TLSError("cannot generate a certificate", rc) }
+        return try TLSCredentials(certificate: cert, key: key)
+    }
+}
+
+/// One server-side TLS session over a connected socket.
+///
+/// `@unchecked Sendable`: GnuTLS allows one thread receiving while another sends on the same
+/// session; the connection serializes its sends under its own lock, and only its reader thread
+/// receives.
+final class TLSSession: @unchecked Sendable {
+    let session: gnutls_session_t
+
+    /// Performs the handshake on `fd` (blocking; bounded by the socket's time-outs).
+    init(fd: Int32, credentials: TLSCredentials) throws(TLSError) {
+        var s: gnutls_session_t?
+        var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER))
+        guard rc >= 0, let s else { throw TLSError("gnutls_init", rc) }
+        session = s
+        gnutls_set_default_priority(s)
+        gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials.credentials))
+        gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
+        fcm_gnutls_transport_set_fd(s, fd)
+        gnutls_handshake_set_timeout(s, 10_000)
+        repeat {
+            rc = gnutls_handshake(s)
+        } while rc < 0 && gnutls_error_is_fatal(rc) == 0
+        guard rc >= 0 else {
+            gnutls_deinit(s)
+            throw TLSError("TLS handshake failed", rc)
+        }
+    }
+
+    deinit { gnutls_deinit(session) }
+
+    /// Reads up to `max` bytes; 0 at the end of the stream, -1 on error.
+    func read(_ buf: UnsafeMutableRawPointer, _ max: Int) -> Int {
+        while true {
+            let n = gnutls_record_recv(session, buf, max)
+            if n >= 0 { return n }
+            if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
+            return -1
+        }
+    }
+
+    /// Writes all of `bytes`; false on error.
+    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var off = 0
+        while off < bytes.count {
+            let n = gnutls_record_send(session, bytes.baseAddress! + off, bytes.count - off)
+            if n < 0 {
+                if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
+                return false
+            }
+            off += n
+        }
+        return true
+    }
+
+    /// Sends the closing alert.
+    func bye() { gnutls_bye(session, GNUTLS_SHUT_WR) }
+}
