@@ -91,6 +91,12 @@ public final class XMLStreamParser {
 
     fileprivate func start(_ name: String, _ attrs: [String: String]) {
         if depth == 0 {
+            // The document element must be the stream itself (SASL before the header is not).
+            guard name == "stream" || name.hasSuffix(":stream") else {
+                if failure == nil { failure = .invalidXML("the stream must start with <stream:stream>, not <\(name)>") }
+                XML_StopParser(parser, 0)
+                return
+            }
             depth = 1
             events.append(.streamOpen(attrs))
             return

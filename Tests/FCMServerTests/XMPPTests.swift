@@ -99,6 +99,7 @@ final class XMPPTests: ServerTestCase {
             (XMPPTestClient.header + "<message><a></b></message>", "invalid-xml"),
             ("<!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\">]>" + XMPPTestClient.header, "restricted-xml"),
             (XMPPTestClient.header + #"<message id="1"><gcm xmlns="google:mobile:data">{}</gcm></message>"#, "not-authorized"),
+            (#"<auth mechanism="PLAIN" xmlns="urn:ietf:params:xml:ns:xmpp-sasl">AGEAYg==</auth>"#, "invalid-xml"),
         ]
         for (bytes, condition) in cases {
             let c = try XMPPTestClient(port: xmppPort)
