@@ -48,16 +48,7 @@ public final class HTTPTestClient {
 
     private func connectIfNeeded() throws {
         guard fd < 0 else { return }
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw TestError("socket failed") }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { close(s); throw TestError("connect to \(host):\(port) failed: \(String(cString: strerror(errno)))") }
+        let s = try connectLoopback(port: port)
         var tv = timeval(tv_sec: 90, tv_usec: 0)
         setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
@@ -179,6 +170,24 @@ public final class HTTPTestClient {
         for i in 0...(buffer.count - 2) where buffer[i] == 13 && buffer[i + 1] == 10 { return i }
         return nil
     }
+}
+
+/// A TCP connection to 127.0.0.1:`port`.
+func connectLoopback(port: Int) throws -> Int32 {
+    let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard s >= 0 else { throw TestError("socket failed") }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard rc == 0 else {
+        close(s)
+        throw TestError("connect to 127.0.0.1:\(port) failed: \(String(cString: strerror(errno)))")
+    }
+    return s
 }
 
 /// A failure inside the test support code.

@@ -10,16 +10,7 @@ public final class SSEClient {
 
     /// Connects and sends the request; `headers` are extra request headers.
     public init(port: Int, path: String = "/api/v1/events", headers: [(String, String)] = []) throws {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { close(s); throw TestError("connect failed") }
-        fd = s
+        fd = try connectLoopback(port: port)
         var req = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (k, v) in headers { req += "\(k): \(v)\r\n" }
         req += "\r\n"

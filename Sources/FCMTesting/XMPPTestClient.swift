@@ -18,15 +18,7 @@ public final class XMPPTestClient {
 
     /// Connects to 127.0.0.1:`port`, with direct TLS when `tls`.
     public init(port: Int, tls useTLS: Bool = false) throws {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { close(s); throw TestError("XMPP connect failed") }
+        let s = try connectLoopback(port: port)
         fd = s
         if useTLS {
             var tv = timeval(tv_sec: 10, tv_usec: 0)
