@@ -13,6 +13,9 @@ let usage = """
                           [--fixtures FILE_OR_DIR]... [--unknown-tokens register|reject]
                           [--accept-any-key] [--control-token SECRET]
                           [--log-level debug|info|warning|error] [--log-format text|json]
+           fcm-mock health|devices|messages|send [--server URL] [--control-token SECRET] [--json]
+                    messages [--token T] [--wait SECONDS] [--status S]
+                    send --to TOKEN_OR_/topics/NAME [--data k=v]... [--key SERVER_KEY]
            fcm-mock version
     """
 
@@ -34,6 +37,8 @@ case "help", "--help", "-h":
     exit(0)
 case "serve":
     break
+case "health", "devices", "messages", "send":
+    exit(CLI.run(command, args, environment: processEnvironment()))
 default:
     fail("unknown command '\(command)'\n\(usage)")
 }

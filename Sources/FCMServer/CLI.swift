@@ -1,0 +1,267 @@
+import FCMCore
+import HTTPServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The client subcommands (`health`, `devices`, `messages`, `send`): they talk to a running
+/// server's control API, print a table for people or JSON for scripts, and exit 0 on success,
+/// 1 when the server is unhealthy or unreachable, 2 for bad arguments.
+public enum CLI {
+    /// Runs `command` with its arguments; returns the exit code.
+    public static func run(_ command: String, _ args: [String], environment: [String: String]) -> Int32 {
+        var server = environment["FCM_MOCK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+        var token = environment["FCM_MOCK_CONTROL_TOKEN"]
+        var json = false
+        var options: [String: [String]] = [:]
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            func value() -> String? {
+                i += 1
+                return i < args.count ? args[i] : nil
+            }
+            switch a {
+            case "--json": json = true
+            case "--server":
+                guard let v = value() else { return usage("--server needs a URL") }
+                server = v
+            case "--control-token":
+                guard let v = value() else { return usage("--control-token needs a value") }
+                token = v
+            case "--token", "--wait", "--to", "--data", "--key", "--status", "--limit":
+                guard let v = value() else { return usage("\(a) needs a value") }
+                options[a, default: []].append(v)
+            default:
+                return usage("unknown option '\(a)' for '\(command)'")
+            }
+            i += 1
+        }
+        guard let endpoint = Endpoint(server) else { return usage("--server must be http://HOST:PORT, got '\(server)'") }
+        let client = Client(endpoint: endpoint, controlToken: token)
+        switch command {
+        case "health":
+            guard let r = client.request("GET", "/api/v1/health"), r.status == 200, let o = r.object,
+                o["status"]?.stringValue == "ok"
+            else {
+                print("unhealthy: no healthy answer from \(server)")
+                return 1
+            }
+            if json { print(r.text) } else {
+                print("ok: fcm-mock \(o["version"]?.stringValue ?? "?") at \(server), up \(o["uptime_s"]?.numberValue?.text ?? "?") s")
+            }
+            return 0
+        case "devices":
+            guard let r = client.expectOK("GET", "/api/v1/devices?limit=1000") else { return 1 }
+            if json { print(r.text); return 0 }
+            table(["TOKEN", "SENDER", "APP", "PLATFORM", "STATE", "ONLINE", "PENDING", "TOPICS"], rows(r).map { d in
+                [short(d["token"]?.stringValue), d["sender_id"]?.stringValue ?? "", d["app"]?.stringValue ?? "",
+                 d["platform"]?.stringValue ?? "", d["state"]?.stringValue ?? "", d["online"]?.boolValue == true ? "yes" : "no",
+                 d["pending"]?.numberValue?.text ?? "0",
+                 (d["topics"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",")]
+            })
+            return 0
+        case "messages":
+            var path: String
+            if let t = options["--token"]?.last {
+                path = "/api/v1/devices/\(percentEncode(t))/messages?limit=1000"
+                if let w = options["--wait"]?.last { path += "&wait=\(percentEncode(w))&min=1" }
+            } else {
+                path = "/api/v1/messages?limit=\(percentEncode(options["--limit"]?.last ?? "100"))"
+            }
+            if let s = options["--status"]?.last { path += "&status=\(percentEncode(s))" }
+            guard let r = client.expectOK("GET", path) else { return 1 }
+            if json { print(r.text); return 0 }
+            if options["--token"] != nil {
+                table(["MESSAGE_ID", "STATUS", "ACCEPTED", "VIA", "DATA"], rows(r).map { m in
+                    [m["message_id"]?.stringValue ?? "", m["status"]?.stringValue ?? "", m["accepted_at"]?.stringValue ?? "",
+                     "\(m["via"]?.objectValue?["transport"]?.stringValue ?? "")/\(m["via"]?.objectValue?["target"]?.stringValue ?? "")",
+                     m["data"]?.serialized() ?? "null"]
+                })
+            } else {
+                table(["MESSAGE_ID", "STATUS", "TRANSPORT", "TARGET", "ERROR", "RECIPIENTS"], rows(r).map { m in
+                    [m["message_id"]?.stringValue ?? "", m["status"]?.stringValue ?? "", m["transport"]?.stringValue ?? "",
+                     short(m["target"]?.objectValue?["value"]?.stringValue), m["error"]?.stringValue ?? "",
+                     String(m["recipients"]?.arrayValue?.count ?? 0)]
+                })
+            }
+            return 0
+        case "send":
+            guard let to = options["--to"]?.last else { return usage("send needs --to TOKEN (or /topics/NAME)") }
+            var data = JSONObject()
+            for kv in options["--data"] ?? [] {
+                guard let eq = kv.firstIndex(of: "=") else { return usage("--data takes key=value, got '\(kv)'") }
+                data[String(kv[..<eq])] = .string(String(kv[kv.index(after: eq)...]))
+            }
+            var key = options["--key"]?.last
+            if key == nil {
+                // The first project's first key, as the demo fixture has it.
+                guard let p = client.expectOK("GET", "/api/v1/projects") else { return 1 }
+                key = rows(p).first?["server_keys"]?.arrayValue?.first?.stringValue
+            }
+            guard let key else { print("fcm-mock: no project with a server key: give --key"); return 1 }
+            let body = JSONValue.object(JSONObject([("to", .string(to)), ("data", .object(data))])).serialized()
+            guard let r = client.request("POST", "/fcm/send", headers: [("Content-Type", "application/json"), ("Authorization", "key=\(key)")],
+                                         body: Array(body.utf8))
+            else {
+                print("fcm-mock: cannot reach \(server)")
+                return 1
+            }
+            print(json ? r.text : "HTTP \(r.status): \(r.text)")
+            return r.status == 200 ? 0 : 1
+        default:
+            return usage("unknown command '\(command)'")
+        }
+    }
+
+    static func usage(_ message: String) -> Int32 {
+        writeToStandardError("fcm-mock: \(message)\n")
+        return 2
+    }
+
+    static func rows(_ r: Response) -> [JSONObject] {
+        r.object?["items"]?.arrayValue?.compactMap(\.objectValue) ?? []
+    }
+
+    /// Long tokens cut for a table (`--json` prints them whole).
+    static func short(_ s: String?) -> String {
+        guard let s else { return "" }
+        return s.count > 40 ? String(s.prefix(37)) + "..." : s
+    }
+
+    static func table(_ header: [String], _ rows: [[String]]) {
+        var widths = header.map(\.count)
+        for r in rows { for (i, c) in r.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) } }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { i, c in i == cells.count - 1 ? c : c + String(repeating: " ", count: widths[i] - c.count) }
+                .joined(separator: "  ")
+        }
+        print(line(header))
+        for r in rows { print(line(r)) }
+        if rows.isEmpty { print("(none)") }
+    }
+
+    static func percentEncode(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            default:
+                out += "%" + String(b, radix: 16, uppercase: true).leftPadded(2)
+            }
+        }
+        return out
+    }
+
+    /// `http://HOST:PORT` (a path, if any, is ignored).
+    struct Endpoint {
+        let host: String
+        let port: Int
+        init?(_ url: String) {
+            guard url.hasPrefix("http://") else { return nil }
+            var rest = url.dropFirst(7)
+            if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+            if let colon = rest.lastIndex(of: ":"), let p = Int(rest[rest.index(after: colon)...]) {
+                host = String(rest[..<colon]).trimmingCharacters(in: "[]")
+                port = p
+            } else {
+                host = String(rest)
+                port = 80
+            }
+            if host.isEmpty { return nil }
+        }
+    }
+
+    struct Response {
+        let status: Int
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var object: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
+    }
+
+    /// A one-request-per-connection HTTP/1.1 client (the CLI makes a request or two).
+    struct Client {
+        let endpoint: Endpoint
+        let controlToken: String?
+
+        func expectOK(_ method: String, _ path: String) -> Response? {
+            guard let r = request(method, path) else {
+                print("fcm-mock: cannot reach http://\(endpoint.host):\(endpoint.port)")
+                return nil
+            }
+            guard r.status == 200 else {
+                let message = r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text
+                print("fcm-mock: HTTP \(r.status): \(message)")
+                return nil
+            }
+            return r
+        }
+
+        func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> Response? {
+            var hints = addrinfo()
+            hints.ai_family = AF_UNSPEC
+            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            var res: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(endpoint.host, String(endpoint.port), &hints, &res) == 0, let ai = res else { return nil }
+            defer { freeaddrinfo(res) }
+            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var tv = timeval(tv_sec: 75, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { return nil }
+            var head = "\(method) \(path) HTTP/1.1\r\nHost: \(endpoint.host)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+            if let controlToken, path.hasPrefix("/api/") { head += "Authorization: Bearer \(controlToken)\r\n" }
+            for (k, v) in headers { head += "\(k): \(v)\r\n" }
+            let out = Array((head + "\r\n").utf8) + body
+            var off = 0
+            while off < out.count {
+                let n = out[off...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n <= 0 { return nil }
+                off += n
+            }
+            var data: [UInt8] = []
+            var buf = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                data.append(contentsOf: buf[0..<n])
+            }
+            guard let end = data.firstRange(of: [13, 10, 13, 10]) else { return nil }
+            let headText = String(decoding: data[..<end.lowerBound], as: UTF8.self)
+            let status = Int(headText.split(separator: " ").dropFirst().first ?? "") ?? 0
+            var payload = Array(data[end.upperBound...])
+            if headText.lowercased().contains("transfer-encoding: chunked") { payload = dechunk(payload) }
+            return Response(status: status, body: payload)
+        }
+
+        func dechunk(_ b: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = []
+            var i = 0
+            while let lineEnd = b[i...].firstRange(of: [13, 10]) {
+                let size = Int(String(decoding: b[i..<lineEnd.lowerBound], as: UTF8.self), radix: 16) ?? 0
+                if size == 0 { break }
+                let start = lineEnd.upperBound
+                guard start + size <= b.count else { break }
+                out.append(contentsOf: b[start..<(start + size)])
+                i = start + size + 2
+                if i >= b.count { break }
+            }
+            return out
+        }
+    }
+}
+
+extension String {
+    func leftPadded(_ n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
+
+    func trimmingCharacters(in chars: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, chars.contains(f) { s = s.dropFirst() }
+        while let l = s.last, chars.contains(l) { s = s.dropLast() }
+        return String(s)
+    }
+}

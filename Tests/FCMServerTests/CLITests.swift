@@ -1,0 +1,47 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+/// The client subcommands against a running server.
+final class CLITests: XCTestCase {
+    func testHealthDevicesSendMessages() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let url = "http://127.0.0.1:\(s.httpPort)"
+        let health = try runBinary(["health", "--server", url])
+        XCTAssertEqual(health.status, 0, health.stderr)
+        XCTAssertTrue(health.stdout.hasPrefix("ok: fcm-mock") && health.stdout.split(separator: "\n").count == 1, health.stdout)
+        let devices = try runBinary(["devices", "--server", url])
+        XCTAssertEqual(devices.status, 0)
+        XCTAssertTrue(devices.stdout.hasPrefix("TOKEN") && devices.stdout.contains("demo-android-offline"), devices.stdout)
+        let json = try runBinary(["devices", "--server", url, "--json"])
+        XCTAssertEqual((try JSONParser.parse(json.stdout)).objectValue?["items"]?.arrayValue?.count, 4)
+        let sent = try runBinary(["send", "--server", url, "--to", "demo-android-1", "--data", "k=v", "--data", "n=1"])
+        XCTAssertEqual(sent.status, 0, sent.stdout)
+        XCTAssertTrue(sent.stdout.contains("\"success\":1"), sent.stdout)
+        let inbox = try runBinary(["messages", "--server", url, "--token", "demo-android-1", "--wait", "5", "--json"])
+        let entry = try XCTUnwrap((try JSONParser.parse(inbox.stdout)).objectValue?["items"]?.arrayValue?.first?.objectValue)
+        XCTAssertEqual(entry["data"]?.serialized(), #"{"k":"v","n":"1"}"#)
+        let list = try runBinary(["messages", "--server", url])
+        XCTAssertTrue(list.stdout.hasPrefix("MESSAGE_ID") && list.stdout.contains("accepted"), list.stdout)
+    }
+
+    func testFailures() throws {
+        // Nobody listens on this port: one line, exit 1.
+        let dead = try runBinary(["health", "--server", "http://127.0.0.1:9"])
+        XCTAssertEqual(dead.status, 1)
+        XCTAssertEqual(dead.stdout.split(separator: "\n").count, 1)
+        XCTAssertTrue(dead.stdout.hasPrefix("unhealthy"), dead.stdout)
+        XCTAssertEqual(try runBinary(["devices", "--server", "http://127.0.0.1:9"]).status, 1)
+        XCTAssertEqual(try runBinary(["devices", "--bogus"]).status, 2)
+        XCTAssertEqual(try runBinary(["send", "--server", "http://127.0.0.1:9"]).status, 2, "send needs --to")
+        XCTAssertEqual(try runBinary(["health", "--server", "ftp://x"]).status, 2)
+        // The control token is passed on.
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--control-token", "t0k"])
+        defer { s.stop() }
+        let url = "http://127.0.0.1:\(s.httpPort)"
+        XCTAssertEqual(try runBinary(["devices", "--server", url]).status, 1)
+        XCTAssertEqual(try runBinary(["devices", "--server", url, "--control-token", "t0k"]).status, 0)
+    }
+}
