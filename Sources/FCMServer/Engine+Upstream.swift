@@ -80,7 +80,8 @@ extension Engine {
         }
         try commitControl(try result.get())
         upstreamDispatch.withLock { $0 }?(d.senderID)
-        return up
+        // Answer with what happened: `sent` when a connection of the sender took it at once.
+        return state.withLock { $0.upstream[id] } ?? up
     }
 
     /// Upstream messages, oldest first, filtered.

@@ -1,6 +1,7 @@
 """Shared pieces of the interop suite: the fixture data, FCM-shaped tokens, and a small client
 for fcm-mock's control API with pyfcm pointed at the mock."""
 
+import datetime
 import json
 import os
 import re
@@ -164,6 +165,24 @@ class MockServer:
     def clock_date(self):
         """Today on the mock's clock, YYYY-MM-DD (UTC)."""
         return self.api("GET", "/api/v1/clock")["now"][:10]
+
+    def clock_millis(self):
+        """The mock's clock now, in milliseconds since the epoch."""
+        now = self.api("GET", "/api/v1/clock")["now"]
+        return round(datetime.datetime.fromisoformat(now).timestamp() * 1000)
+
+    # -- XMPP (FCM CCS) connections and upstream messages ------------------------------------------
+    def xmpp_connections(self, sender_id=None):
+        items = self.api("GET", "/api/v1/xmpp/connections")["items"]
+        return [c for c in items if sender_id is None or c.get("sender_id") == sender_id]
+
+    def create_upstream(self, token, data, message_id):
+        """A device sends `data` upstream to its app server (`POST .../upstream`, 201)."""
+        body = {"data": data, "message_id": message_id}
+        return self.api("POST", f"/api/v1/devices/{q(token)}/upstream", expect=201, json=body)
+
+    def upstream(self, token):
+        return self.api("GET", "/api/v1/upstream", params={"token": token})["items"]
 
     def set_online(self, token, online):
         dev = self.api("PATCH", f"/api/v1/devices/{q(token)}", json={"online": online})

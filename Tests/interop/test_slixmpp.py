@@ -5,7 +5,9 @@ a server key as the password, SASL PLAIN allowed on an unencrypted stream (the m
 TLS and no STARTTLS, so only slixmpp's plain-TCP connection method is enabled), and a stanza
 plugin for the <gcm xmlns="google:mobile:data"> payload. Every wait on the client is bounded
 (asyncio.wait_for), and so is each test's whole exchange, so a client that hangs fails its test.
-What devices received is read back through the control API, as in the pyfcm tests.
+What devices received is read back through the control API, as in the pyfcm tests; so are the
+server's side of receipts and upstream messages (a connection's unacked count, an upstream
+message's status), after an XEP-0199 ping has made sure the client's acks were processed.
 """
 
 import asyncio
@@ -21,11 +23,12 @@ from slixmpp.xmlstream import ElementBase, register_stanza_plugin
 from slixmpp.xmlstream.handler import Callback
 from slixmpp.xmlstream.matcher import StanzaPath
 
-from mocksupport import KEY_A, KEY_B, SENDER_A, q
+from mocksupport import APP_A, APP_B, KEY_A, KEY_B, SENDER_A, SENDER_B, q
 
 GCM_NS = "google:mobile:data"
 STEP_S = 5.0        # any single wait on the XMPP client
 SCENARIO_S = 20.0   # one test's whole XMPP exchange, connect to close
+POLL_TRIES = 100    # reads of the control API while waiting for a state it reports
 
 
 class Gcm(ElementBase):
@@ -74,12 +77,16 @@ class CcsClient(ClientXMPP):
         self.session_started = loop.create_future()
         self.auth_failed = loop.create_future()
         self.closed = loop.create_future()
-        self.ccs = asyncio.Queue()
+        self.ccs = asyncio.Queue()      # (the <message>'s attributes, the <gcm> text)
         self.add_event_handler("session_start", lambda _: _settle(self.session_started, True))
         self.add_event_handler("failed_auth", lambda stanza: _settle(self.auth_failed, stanza))
         self.add_event_handler("disconnected", lambda reason: _settle(self.closed, reason))
         self.register_handler(Callback("FCM CCS payload", StanzaPath("message/gcm"),
-                                       lambda msg: self.ccs.put_nowait(msg["gcm"]["payload"])))
+                                       self._on_gcm))
+
+    def _on_gcm(self, msg):
+        # The attributes as they came on the wire (msg["type"] would read "normal" when absent).
+        self.ccs.put_nowait((dict(msg.xml.attrib), msg["gcm"]["payload"]))
 
     def state(self):
         return (f"authenticated={self.authenticated} session_started={self.sessionstarted} "
@@ -93,19 +100,40 @@ class CcsClient(ClientXMPP):
                         pytrace=False)
 
     def send_downstream(self, payload):
-        """Sends one downstream message, built by slixmpp (it adds its own stanza id)."""
+        """Sends one <gcm> message (a downstream message, or an ack of what the server sent),
+        built by slixmpp (it adds its own stanza id)."""
         msg = self.Message()
         msg["gcm"]["payload"] = json.dumps(payload)
         msg.send()
 
-    async def next_ccs(self):
-        """The next <gcm> payload the server sent (an ack, a nack, ...), decoded."""
+    async def next_ccs_stanza(self):
+        """The next <message> with a <gcm> payload from the server: (its attributes, the
+        payload decoded)."""
         try:
-            text = await asyncio.wait_for(self.ccs.get(), STEP_S)
+            attrs, text = await asyncio.wait_for(self.ccs.get(), STEP_S)
         except TimeoutError:
             pytest.fail(f"no <gcm> message from the server within {STEP_S:.0f}s ({self.state()})",
                         pytrace=False)
-        return json.loads(text)
+        return attrs, json.loads(text)
+
+    async def next_ccs(self):
+        """The next <gcm> payload the server sent (an ack, a nack, ...), decoded."""
+        _, payload = await self.next_ccs_stanza()
+        return payload
+
+    def unread_ccs(self):
+        """The <gcm> payloads received and not yet read, decoded (the queue is emptied)."""
+        out = []
+        while not self.ccs.empty():
+            out.append(json.loads(self.ccs.get_nowait()[1]))
+        return out
+
+    async def ping(self):
+        """An XEP-0199 ping of the server, answered. The server handles a connection's stanzas
+        in order, so whatever this client sent before the ping has been processed by then."""
+        await asyncio.wait_for(
+            self.plugin["xep_0199"].send_ping(JID(self.boundjid.domain), timeout=STEP_S),
+            STEP_S + 1)
 
     async def close(self):
         self.cancel_connection_attempt()
@@ -144,8 +172,26 @@ def run(scenario):
     return asyncio.run(bounded())
 
 
-def ccs_id():
-    return f"interop-{secrets.token_hex(6)}"
+def ccs_id(prefix="interop"):
+    return f"{prefix}-{secrets.token_hex(6)}"
+
+
+def poll(read, done, what):
+    """Reads the control API until `done(value)`, at most POLL_TRIES times (no sleeping: every
+    read is a round trip to the server). Returns the last value; fails if it never got there."""
+    for _ in range(POLL_TRIES):
+        value = read()
+        if done(value):
+            return value
+    pytest.fail(f"{what}: not reached after {POLL_TRIES} reads of the control API; last: {value!r}",
+                pytrace=False)
+
+
+def connection_of(mock, sender_id, resource):
+    """The control API's record of the one XMPP connection of `sender_id` bound to `resource`."""
+    found = [c for c in mock.xmpp_connections(sender_id) if c["resource"] == resource]
+    assert len(found) == 1, (resource, mock.xmpp_connections())
+    return found[0]
 
 
 @pytest.fixture(autouse=True)
@@ -272,3 +318,124 @@ def test_ping_is_answered(mock):
     assert reply_type == "result", reply_type
     assert reply_id, reply_id
     assert isinstance(rtt, float) and 0 <= rtt < STEP_S, rtt
+
+
+def test_delivery_receipt_is_sent_and_acked(mock):
+    token = mock.create_device()
+    mid = ccs_id("r")
+    data = {"client": "slixmpp", "nonce": mid}
+
+    async def scenario():
+        async with ccs_session(mock) as client:
+            resource = client.boundjid.resource
+            before = await asyncio.to_thread(mock.clock_millis)
+            client.send_downstream({"to": token, "message_id": mid, "data": data,
+                                    "delivery_receipt_requested": True})
+            ack = await client.next_ccs()
+            receipt_attrs, receipt = await client.next_ccs_stanza()
+            after = await asyncio.to_thread(mock.clock_millis)
+            # The receipt waits for this client's ack.
+            pending = await asyncio.to_thread(connection_of, mock, SENDER_A, resource)
+            client.send_downstream({"to": "gcm.googleapis.com", "message_id": f"dr2:{mid}",
+                                    "message_type": "ack"})
+            await client.ping()
+            unread = client.unread_ccs()  # a nack of the ack (BAD_ACK) would be here by now
+            settled = await asyncio.to_thread(
+                poll, lambda: connection_of(mock, SENDER_A, resource),
+                lambda c: c["unacked"] == 0, "the receipt's ack cleared the connection")
+            return ack, receipt_attrs, receipt, before, after, pending, unread, settled
+
+    ack, receipt_attrs, receipt, before, after, pending, unread, settled = run(scenario)
+    assert ack == {"message_type": "ack", "from": token, "message_id": mid}, ack
+    assert receipt_attrs.get("type", "normal") == "normal", receipt_attrs
+
+    stamp = receipt.get("data", {}).get("message_sent_timestamp")
+    assert isinstance(stamp, str) and stamp.isdigit(), receipt
+    assert before <= int(stamp) <= after, (before, stamp, after)
+    assert receipt == {
+        "message_type": "receipt",
+        "message_id": f"dr2:{mid}",
+        "from": "gcm.googleapis.com",
+        "category": APP_A,
+        "data": {
+            "message_status": "MESSAGE_SENT_TO_DEVICE",
+            "original_message_id": mid,
+            "device_registration_id": token,
+            "message_sent_timestamp": stamp,
+        },
+    }, receipt
+
+    assert pending["unacked"] == 1, pending
+    assert unread == [], unread
+    assert settled["unacked"] == 0 and settled["draining"] is False, settled
+
+    items = mock.wait_inbox(token, 1)
+    assert [e["data"] for e in items] == [data], items
+    assert items[0]["status"] == "delivered", items
+    assert items[0]["via"]["transport"] == "xmpp", items
+
+
+@pytest.mark.parametrize("when", ["before-connect", "while-connected"])
+def test_upstream_message_is_received_and_acked(mock, when):
+    # A project of its own (B): no other test's connection can take its upstream messages.
+    token = mock.create_device(sender_id=SENDER_B, app=APP_B)
+    uid = ccs_id("u")
+    data = {"hello": "world"}
+    queued = None
+    if when == "before-connect":
+        # An earlier test's connection of B may still be closing on the server's side.
+        poll(lambda: mock.xmpp_connections(SENDER_B), lambda cs: cs == [],
+             "no XMPP connection of the second project")
+        created = mock.create_upstream(token, data, uid)
+        assert created["status"] == "queued", created
+        queued = mock.upstream(token)
+    created_holder = {}
+
+    async def scenario():
+        async with ccs_session(mock, f"{SENDER_B}@fcm.googleapis.com", KEY_B) as client:
+            resource = client.boundjid.resource
+            if when == "while-connected":
+                created_holder["created"] = await asyncio.to_thread(
+                    mock.create_upstream, token, data, uid)
+            attrs, payload = await client.next_ccs_stanza()
+            conn = await asyncio.to_thread(connection_of, mock, SENDER_B, resource)
+            sent = await asyncio.to_thread(mock.upstream, token)
+            client.send_downstream({"to": token, "message_id": uid, "message_type": "ack"})
+            await client.ping()
+            unread = client.unread_ccs()
+            acked = await asyncio.to_thread(
+                poll, lambda: mock.upstream(token),
+                lambda items: len(items) == 1 and items[0]["status"] != "sent",
+                "the upstream message's ack recorded")
+            settled = await asyncio.to_thread(connection_of, mock, SENDER_B, resource)
+            return attrs, payload, conn, sent, unread, acked, settled
+
+    attrs, payload, conn, sent, unread, acked, settled = run(scenario)
+
+    if queued is not None:
+        assert [(u["message_id"], u["status"], u["sent_at"]) for u in queued] == [
+            (uid, "queued", None)], queued
+    else:
+        created = created_holder["created"]
+        assert created["message_id"] == uid and created["status"] in ("queued", "sent"), created
+
+    assert attrs.get("to") == f"{SENDER_B}@fcm.googleapis.com", attrs
+    assert attrs.get("from") == "devices@gcm.googleapis.com", attrs
+    assert attrs.get("type") == "normal", attrs
+    assert payload == {"data": data, "time_to_live": 86400, "from": token, "message_id": uid,
+                       "category": APP_B}, payload
+
+    assert conn["unacked"] == 1, conn
+    assert len(sent) == 1, sent
+    assert sent[0]["status"] == "sent" and sent[0]["sent_at"], sent
+    assert sent[0]["connection_id"] == conn["id"], (sent, conn)
+
+    assert unread == [], unread
+    entry = acked[0]
+    assert entry["message_id"] == uid and entry["token"] == token, entry
+    assert entry["sender_id"] == SENDER_B and entry["category"] == APP_B, entry
+    assert entry["data"] == data, entry
+    assert entry["status"] == "acked" and entry["acked_at"], entry
+    assert settled["unacked"] == 0, settled
+    # Closing the connection after the ack leaves it acked (an unacked one would be queued again).
+    assert [(u["message_id"], u["status"]) for u in mock.upstream(token)] == [(uid, "acked")]
