@@ -26,9 +26,11 @@ release: deps
 run: release
 	$(BIN_RELEASE) serve $(ARGS)
 
-# Every test: Swift unit and end-to-end tests, then the interop suite with a real client (pyfcm).
+# Every test: Swift unit and end-to-end tests, the Docker runtime-package check, then the interop
+# suite with real third-party clients (pyfcm, slixmpp).
 test: deps
 	$(SWIFT) build --build-tests
+	bash docker/check-runtime.sh $(BIN_DEBUG)
 	$(SWIFT) test --skip-build --disable-swift-testing
 	bash Tests/interop/run.sh $(BIN_DEBUG)
 
