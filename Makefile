@@ -1,6 +1,6 @@
 # The two commands README promises: `make run` and `make test`. Both install what is missing.
 SWIFT ?= swift
-APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev pkg-config python3-venv
+APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev pkg-config python3-venv curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN_DEBUG = .build/debug/fcm-mock
 BIN_RELEASE = .build/release/fcm-mock

@@ -14,18 +14,25 @@ static size_t fcm_mhd_no_unescape(void *cls, struct MHD_Connection *c, char *s) 
 
 // MHD_start_daemon is variadic and does not import into Swift: a fixed-arity wrapper.
 // The caller owns `listen_fd` (already bound and listening); libmicrohttpd closes it on stop.
+// With both PEM strings (copied by libmicrohttpd at start) the daemon speaks HTTPS (GnuTLS).
+// The options both variants share (a macro: MHD_start_daemon's option list is variadic).
+#define FCM_MHD_COMMON_OPTIONS \
+    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd, \
+    MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls, \
+    MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_s, \
+    MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit, \
+    MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size, \
+    MHD_OPTION_UNESCAPE_CALLBACK, fcm_mhd_no_unescape, NULL
+
 static inline struct MHD_Daemon *fcm_mhd_start(unsigned int flags, int listen_fd,
         MHD_AccessHandlerCallback handler, void *handler_cls,
         MHD_RequestCompletedCallback completed, void *completed_cls,
-        unsigned int connection_timeout_s, size_t connection_memory_limit, unsigned int thread_pool_size) {
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
-            MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_s,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
-            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
-            MHD_OPTION_UNESCAPE_CALLBACK, fcm_mhd_no_unescape, NULL,
-            MHD_OPTION_END);
+        unsigned int connection_timeout_s, size_t connection_memory_limit, unsigned int thread_pool_size,
+        const char *tls_key_pem, const char *tls_cert_pem) {
+    if (tls_key_pem && tls_cert_pem)
+        return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handler, handler_cls, FCM_MHD_COMMON_OPTIONS,
+            MHD_OPTION_HTTPS_MEM_KEY, tls_key_pem, MHD_OPTION_HTTPS_MEM_CERT, tls_cert_pem, MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls, FCM_MHD_COMMON_OPTIONS, MHD_OPTION_END);
 }
 
 // libmicrohttpd's enums are marked closed/flag enums, which Swift renames; fixed names are clearer.

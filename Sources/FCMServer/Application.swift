@@ -44,27 +44,37 @@ public final class Application: Sendable {
             let ccs = CCS(engine: engine)
             self.ccs = ccs
             var tls: TLSCredentials?
-            if c.xmppTLS {
+            if c.xmppTLS || c.httpTLS {
                 do {
                     if let cert = c.tlsCert, let key = c.tlsKey {
                         tls = try TLSCredentials(certificate: cert, key: key)
                     } else {
                         let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
                         tls = try TLSCredentials.selfSigned(
-                            names: ["fcm-xmpp.googleapis.com", "fcm.googleapis.com", "gcm.googleapis.com", "localhost"], directory: dir)
+                            names: ["fcm.googleapis.com", "fcm-xmpp.googleapis.com", "gcm.googleapis.com",
+                                    "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com", "localhost"],
+                            directory: dir)
                         log.info("generated a self-signed TLS certificate", [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
                     }
                 } catch {
                     throw ConfigurationError("TLS: \(error.description)")
                 }
             }
+            var httpTLS: HTTPServerTLS?
+            if c.httpTLS, let tls {
+                // libmicrohttpd takes the PEM texts; they were just validated by GnuTLS above.
+                guard let cert = SystemIO.readFile(tls.certificatePath), let key = SystemIO.readFile(tls.keyPath) else {
+                    throw ConfigurationError("TLS: cannot read \(tls.certificatePath) or \(tls.keyPath)")
+                }
+                httpTLS = HTTPServerTLS(certificatePEM: String(decoding: cert, as: UTF8.self), keyPEM: String(decoding: key, as: UTF8.self))
+            }
             do {
-                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: tls, delegate: ccs)
+                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil, delegate: ccs)
                 self.xmpp = xmpp
                 let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
                                   xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                                   xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
-                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, handler: app.handle)
+                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS, handler: app.handle)
             } catch {
                 throw ConfigurationError(error.description)
             }

@@ -1,5 +1,6 @@
 import FCMCore
 import HTTPServer
+import XMPPServer
 
 #if canImport(Glibc)
     import Glibc
@@ -112,6 +113,39 @@ public enum CLI {
             return r.status == 200 ? 0 : 1
         default:
             return usage("unknown command '\(command)'")
+        }
+    }
+
+    /// The host names real clients hard-code, which `cert` always includes.
+    public static let googleHosts = [
+        "fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com",
+        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "localhost", "127.0.0.1", "::1",
+    ]
+
+    /// `fcm-mock cert --out DIR [--host NAME]...`: a local CA and a server certificate it signs for
+    /// Google's FCM host names, localhost and every `--host`. Returns the exit code.
+    public static func cert(_ args: [String]) -> Int32 {
+        var out: String?
+        var names = googleHosts
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            guard a == "--out" || a == "--host" else { return usage("unknown option '\(a)' for 'cert' (cert --out DIR [--host NAME]...)") }
+            i += 1
+            guard i < args.count, !args[i].isEmpty, !args[i].hasPrefix("-") else { return usage("\(a) needs a value") }
+            if a == "--out" { out = args[i] } else if !names.contains(args[i]) { names.append(args[i]) }
+            i += 1
+        }
+        guard let out else { return usage("cert needs --out DIR") }
+        do {
+            let files = try LocalCertificateAuthority.create(names: names, directory: out)
+            print("wrote \(files.caCertificate) (the CA to trust), \(files.caKey), \(files.serverCertificate), \(files.serverKey)")
+            print("serve with: fcm-mock serve --http-tls --tls-cert \(files.serverCertificate) --tls-key \(files.serverKey)")
+            print("names: \(names.joined(separator: " "))")
+            return 0
+        } catch {
+            writeToStandardError("fcm-mock: \(error.description)\n")
+            return 1
         }
     }
 

@@ -18,6 +18,8 @@ public struct Configuration: Sendable {
     public var maxConditionOperators = 2
     /// `--xmpp-tls`: the XMPP port speaks TLS from the first byte.
     public var xmppTLS = false
+    /// `--http-tls`: the HTTP port speaks HTTPS.
+    public var httpTLS = false
     /// `--tls-cert` / `--tls-key` (PEM); absent with TLS asked for: a self-signed pair is made.
     public var tlsCert: String?
     public var tlsKey: String?
@@ -72,6 +74,10 @@ extension Configuration {
         if let v = env["FCM_MOCK_HTTP_PORT"] { c.httpPort = try port(v, "FCM_MOCK_HTTP_PORT") }
         if let v = env["FCM_MOCK_XMPP_PORT"] { c.xmppPort = try port(v, "FCM_MOCK_XMPP_PORT") }
         if let v = env["FCM_MOCK_HOST"], !v.isEmpty { c.host = v }
+        if let v = env["FCM_MOCK_HTTP_TLS"], !v.isEmpty { c.httpTLS = try bool(v, "FCM_MOCK_HTTP_TLS") }
+        if let v = env["FCM_MOCK_XMPP_TLS"], !v.isEmpty { c.xmppTLS = try bool(v, "FCM_MOCK_XMPP_TLS") }
+        if let v = env["FCM_MOCK_TLS_CERT"], !v.isEmpty { c.tlsCert = v }
+        if let v = env["FCM_MOCK_TLS_KEY"], !v.isEmpty { c.tlsKey = v }
         if let v = env["FCM_MOCK_DB"], !v.isEmpty { c.dbPath = v }
         if let v = env["FCM_MOCK_FIXTURES"], !v.isEmpty { c.fixtures = v.split(separator: ":").map(String.init) }
         if let v = env["FCM_MOCK_UNKNOWN_TOKENS"], !v.isEmpty { c.unknownTokens = try policy(v, "FCM_MOCK_UNKNOWN_TOKENS") }
@@ -120,8 +126,7 @@ extension Configuration {
             case "--xmpp-tls": c.xmppTLS = inline.map { (try? bool($0, arg)) ?? true } ?? true
             case "--tls-cert": c.tlsCert = try v()
             case "--tls-key": c.tlsKey = try v()
-            case "--http-tls":
-                throw ConfigurationError("--http-tls is not supported by this version of fcm-mock yet (--xmpp-tls is)")
+            case "--http-tls": c.httpTLS = inline.map { (try? bool($0, arg)) ?? true } ?? true
             default:
                 throw ConfigurationError("unknown option '\(arguments[i])' (see fcm-mock --help)")
             }

@@ -24,10 +24,14 @@ public final class HTTPServer: Sendable {
     private let daemon = Mutex<UInt>(0)
     private let listenFD: Int32
     private let threads: Int
+    private let tls: HTTPServerTLS?
 
     /// Binds `host:port` right away (so a busy port is reported before anything starts), without
     /// accepting connections until `start()`.
-    public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, handler: @escaping HTTPHandler) throws(HTTPServerError) {
+    /// With `tls`, the port speaks HTTPS.
+    public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, tls: HTTPServerTLS? = nil,
+                handler: @escaping HTTPHandler) throws(HTTPServerError) {
+        self.tls = tls
         let (fd, boundPort) = try ListenSocket.open(host: host, port: port)
         self.listenFD = fd
         self.host = host
@@ -40,7 +44,7 @@ public final class HTTPServer: Sendable {
     public func start() throws(HTTPServerError) {
         let cls = Unmanaged.passUnretained(core).toOpaque()
         let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
-                              UInt32(threads))
+                              UInt32(threads), tls?.keyPEM, tls?.certificatePEM)
         guard let d else { throw HTTPServerError("could not start the HTTP server on \(host):\(port)") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
     }
@@ -65,6 +69,16 @@ public final class HTTPServer: Sendable {
         }
         MHD_stop_daemon(d)
         if fd >= 0 { close(fd) }
+    }
+}
+
+/// The PEM texts of an HTTPS listener's certificate (chain) and private key.
+public struct HTTPServerTLS: Sendable {
+    public let certificatePEM: String
+    public let keyPEM: String
+    public init(certificatePEM: String, keyPEM: String) {
+        self.certificatePEM = certificatePEM
+        self.keyPEM = keyPEM
     }
 }
 

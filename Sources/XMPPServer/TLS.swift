@@ -55,6 +55,31 @@ public final class TLSCredentials: @unchecked Sendable {
     }
 }
 
+/// The files `fcm-mock cert` writes.
+public struct LocalCertificateAuthority: Sendable {
+    public let caCertificate: String
+    public let caKey: String
+    public let serverCertificate: String
+    public let serverKey: String
+
+    /// Creates a new local certificate authority and a server certificate it signs for `names`
+    /// (DNS names, or IP literals), as `ca.pem`, `ca.key`, `server.pem` and `server.key` in
+    /// `directory` (created if missing; existing files are replaced).
+    public static func create(names: [String], directory: String) throws(TLSError) -> LocalCertificateAuthority {
+        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            throw TLSError("cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        let r = LocalCertificateAuthority(caCertificate: directory + "/ca.pem", caKey: directory + "/ca.key",
+                                          serverCertificate: directory + "/server.pem", serverKey: directory + "/server.key")
+        var packed: [CChar] = []
+        for n in names { packed += n.utf8CString }
+        let rc = fcm_gnutls_ca_and_server(packed, Int32(names.count), r.caCertificate, r.caKey,
+                                          r.serverCertificate, r.serverKey, time(nil))
+        guard rc == 0 else { throw TLSError("cannot write certificates into \(directory)", rc) }
+        return r
+    }
+}
+
 /// One server-side TLS session over a connected socket.
 ///
 /// `@unchecked Sendable`: GnuTLS allows one thread receiving while another sends on the same

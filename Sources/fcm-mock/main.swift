@@ -12,10 +12,12 @@ let usage = """
                           [--db ./data/fcm-mock.sqlite | --db :memory:]
                           [--fixtures FILE_OR_DIR]... [--unknown-tokens register|reject]
                           [--accept-any-key] [--control-token SECRET]
+                          [--tls-cert PEM --tls-key PEM] [--http-tls] [--xmpp-tls]
                           [--log-level debug|info|warning|error] [--log-format text|json]
            fcm-mock health|devices|messages|send [--server URL] [--control-token SECRET] [--json]
                     messages [--token T] [--wait SECONDS] [--status S]
                     send --to TOKEN_OR_/topics/NAME [--data k=v]... [--key SERVER_KEY]
+           fcm-mock cert --out DIR [--host NAME]...
            fcm-mock version
     """
 
@@ -39,6 +41,8 @@ case "serve":
     break
 case "health", "devices", "messages", "send":
     exit(CLI.run(command, args, environment: processEnvironment()))
+case "cert":
+    exit(CLI.cert(args))
 default:
     fail("unknown command '\(command)'\n\(usage)")
 }
@@ -72,7 +76,8 @@ do {
 }
 print(app.listeningLine)
 fflush(nil)  // all output streams: the listening line must reach a pipe at once
-log.info("fcm-mock \(fcmMockVersion) started", [("db", config.dbPath), ("http.port", String(app.httpPort))])
+log.info("fcm-mock \(fcmMockVersion) started", [("db", config.dbPath), ("http.port", String(app.httpPort)), ("http.tls", String(config.httpTLS)),
+                                                ("xmpp.port", String(app.xmppPort)), ("xmpp.tls", String(config.xmppTLS))])
 
 var received: Int32 = 0
 sigwait(&stopSignals, &received)

@@ -1,0 +1,112 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import Foundation
+import XCTest
+
+/// `--http-tls` and `fcm-mock cert`: an unmodified client that talks to Google's host name over
+/// HTTPS reaches the mock, proved with curl `--resolve` and the CA that `cert` wrote.
+final class HTTPSTests: XCTestCase {
+    private var dir = ""
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "fcm-https-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Runs curl (the client under test); fails the test when curl is not installed.
+    private func curl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["curl", "-sS", "--max-time", "20"] + arguments
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        XCTAssertNotEqual(p.terminationStatus, 127, "curl is not installed (make deps installs it)")
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    func testCertAndGoogleHostNameOverHTTPS() throws {
+        let out = dir + "/certs"
+        let made = try runBinary(["cert", "--out", out, "--host", "push.example.test"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        for f in ["ca.pem", "ca.key", "server.pem", "server.key"] {
+            XCTAssertTrue(FileManager.default.fileExists(atPath: "\(out)/\(f)"), f)
+        }
+        let keyMode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: out + "/server.key")[.posixPermissions] as? Int)
+        XCTAssertEqual(keyMode, 0o600, "private keys are readable by their owner only")
+
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--http-tls",
+                                             "--tls-cert", out + "/server.pem", "--tls-key", out + "/server.key"])
+        defer { s.stop() }
+        let port = s.httpPort
+        let send = ["-H", "Authorization: key=\(DemoProject.serverKey)", "-H", "Content-Type: application/json",
+                    "-d", #"{"to":"demo-android-1","data":{"via":"https"}}"#]
+        // Each host name a legacy client hard-codes, resolved to the mock, verified against the CA.
+        for host in ["fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "push.example.test"] {
+            let r = try curl(["--resolve", "\(host):\(port):127.0.0.1", "--cacert", out + "/ca.pem"] + send
+                             + ["https://\(host):\(port)/fcm/send"])
+            XCTAssertEqual(r.status, 0, "\(host): \(r.stderr)")
+            XCTAssertTrue(r.stdout.hasPrefix(#"{"multicast_id":"#) && r.stdout.contains(#""success":1,"failure":0"#), r.stdout)
+        }
+        // What was delivered is visible over the same HTTPS port.
+        let inbox = try curl(["--cacert", out + "/ca.pem", "https://localhost:\(port)/api/v1/devices/demo-android-1/messages"])
+        XCTAssertEqual(inbox.status, 0, inbox.stderr)
+        let entries = try XCTUnwrap((try JSONParser.parse(inbox.stdout)).objectValue?["items"]?.arrayValue)
+        XCTAssertEqual(entries.count, 4)
+        XCTAssertEqual(entries.first?.objectValue?["data"]?.serialized(), #"{"via":"https"}"#)
+        // The IP address entry works too.
+        XCTAssertEqual(try curl(["--cacert", out + "/ca.pem", "https://127.0.0.1:\(port)/api/v1/health"]).status, 0)
+
+        // Without trusting the CA, verification fails (curl 60); a name outside the certificate fails.
+        XCTAssertEqual(try curl(["--resolve", "fcm.googleapis.com:\(port):127.0.0.1", "https://fcm.googleapis.com:\(port)/fcm/send"]).status, 60)
+        XCTAssertNotEqual(try curl(["--resolve", "other.example.test:\(port):127.0.0.1", "--cacert", out + "/ca.pem",
+                                    "https://other.example.test:\(port)/api/v1/health"]).status, 0)
+        // Plain HTTP on the HTTPS port gets no HTTP answer.
+        XCTAssertNotEqual(try curl(["http://127.0.0.1:\(port)/api/v1/health"]).status, 0)
+    }
+
+    func testGeneratedCertificateWhenNoneIsGiven() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--http-tls"])
+        defer { s.stop() }
+        let r = try curl(["-k", "https://127.0.0.1:\(s.httpPort)/api/v1/health"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix(#"{"status":"ok""#), r.stdout)
+        let log = String(decoding: s.stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
+        XCTAssertTrue(log.contains("tls.cert=") && log.contains("server.pem"), log)
+        XCTAssertTrue(log.contains("http.tls=true"), log)
+    }
+
+    func testEnvironmentAndBadInput() throws {
+        let c = try Configuration.parse(arguments: [], environment: ["FCM_MOCK_HTTP_TLS": "true", "FCM_MOCK_XMPP_TLS": "1",
+                                                                     "FCM_MOCK_TLS_CERT": "/c.pem", "FCM_MOCK_TLS_KEY": "/k.pem"])
+        XCTAssertTrue(c.httpTLS)
+        XCTAssertTrue(c.xmppTLS)
+        XCTAssertEqual(c.tlsCert, "/c.pem")
+        XCTAssertEqual(c.tlsKey, "/k.pem")
+        XCTAssertFalse(try Configuration.parse(arguments: [], environment: [:]).httpTLS)
+        XCTAssertThrowsError(try Configuration.parse(arguments: [], environment: ["FCM_MOCK_HTTP_TLS": "maybe"]))
+
+        let missing = try runBinary(["serve", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0", "--http-tls",
+                                     "--tls-cert", dir + "/none.pem", "--tls-key", dir + "/none.key"])
+        XCTAssertEqual(missing.status, 2)
+        XCTAssertTrue(missing.stderr.contains("TLS"), missing.stderr)
+
+        let noOut = try runBinary(["cert"])
+        XCTAssertEqual(noOut.status, 2)
+        XCTAssertTrue(noOut.stderr.contains("--out"), noOut.stderr)
+        XCTAssertEqual(try runBinary(["cert", "--out", dir, "--bogus"]).status, 2)
+        XCTAssertEqual(try runBinary(["cert", "--out"]).status, 2)
+        let unwritable = try runBinary(["cert", "--out", "/proc/fcm-mock-certs"])
+        XCTAssertEqual(unwritable.status, 1)
+        XCTAssertEqual(unwritable.stderr.split(separator: "\n").count, 1, unwritable.stderr)
+    }
+}
