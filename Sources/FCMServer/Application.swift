@@ -41,7 +41,7 @@ public final class Application: Sendable {
         }
         do throws(ConfigurationError) {
             try Fixtures.load(c.fixtures, into: engine)
-            let ccs = CCS(engine: engine)
+            let ccs = CCS(engine: engine, log: log)
             self.ccs = ccs
             var tls: TLSCredentials?
             if c.xmppTLS || c.httpTLS {
@@ -74,7 +74,15 @@ public final class Application: Sendable {
                 let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
                                   xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                                   xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
-                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS, handler: app.handle)
+                let accessLog: (@Sendable (HTTPAccess) -> Void)?
+                if log.level <= .info {
+                    let l = log
+                    accessLog = { l.access($0) }
+                } else {
+                    accessLog = nil
+                }
+                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
+                                      accessLog: accessLog, handler: app.handle)
             } catch {
                 throw ConfigurationError(error.description)
             }

@@ -33,8 +33,12 @@ final class CCS: XMPPDelegate {
     let queuedReceipts = Locked<[String: [String]]>([:])
     let awaitingDelivery = Locked<[Int64: (sender: String, receipt: String)]>([:])
 
-    init(engine: Engine) {
+    /// Access log: one line per stanza in and out (never a password).
+    let log: Log
+
+    init(engine: Engine, log: Log = Log(level: "warning")) {
         self.engine = engine
+        self.log = log
         engine.upstreamDispatch.withLock { $0 = { [weak self] sender in self?.dispatchUpstream(sender) } }
         engine.lateDeliveries.withLock { $0 = { [weak self] ids in self?.delivered(ids) } }
     }
@@ -73,6 +77,12 @@ final class CCS: XMPPDelegate {
             return
         }
         c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(json))</gcm></message>")
+        stanzaLog("out", c, [("message_type", "receipt"), ("message_id", id ?? "-")])
+    }
+
+    /// The access-log line of one stanza (info).
+    private func stanzaLog(_ direction: String, _ c: XMPPConnection, _ fields: @autoclosure () -> [(String, String)]) {
+        log.log(.info, "xmpp", [("dir", direction), ("conn", c.id), ("sender", c.account ?? "-")] + fields())
     }
 
     /// Messages held by offline devices reached them: send the receipts that wait for them.
@@ -101,6 +111,7 @@ final class CCS: XMPPDelegate {
             for u in batch { ls[c.id]?.outstanding[u.id] = .upstream(u.id) }
         }
         for u in batch {
+            stanzaLog("out", c, [("message_type", "upstream"), ("message_id", u.id)])
             c.send("<message to=\"\(xmlEscape(sender))@fcm.googleapis.com\" from=\"devices@gcm.googleapis.com\" type=\"normal\">"
                 + "<gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(u.payload))</gcm></message>")
         }
@@ -154,9 +165,11 @@ final class CCS: XMPPDelegate {
             return s
         }
         let claimed = bare(authcid.isEmpty ? authzid : authcid)
-        guard !claimed.isEmpty, !claimed.contains("@"), engine.senderID(forServerKey: password) == claimed else { return nil }
-        if !authzid.isEmpty && bare(authzid) != claimed { return nil }
-        return claimed
+        let ok = !claimed.isEmpty && !claimed.contains("@") && engine.senderID(forServerKey: password) == claimed
+            && (authzid.isEmpty || bare(authzid) == claimed)
+        log.log(.info, "xmpp", [("dir", "in"), ("stanza", "auth"), ("user", claimed.isEmpty ? "-" : claimed),
+                                ("result", ok ? "success" : "not-authorized"), ("password", Log.maskCredential(password.isEmpty ? nil : "key=" + password))])
+        return ok ? claimed : nil
     }
 
     func opened(_ c: XMPPConnection) {
@@ -193,7 +206,10 @@ final class CCS: XMPPDelegate {
 
     func received(_ message: XMLElement, on c: XMPPConnection) {
         guard let sender = c.account else { return }
-        guard let gcm = message.child("gcm") else { return }
+        guard let gcm = message.child("gcm") else {
+            stanzaLog("in", c, [("stanza", "message"), ("ignored", "no gcm element")])
+            return
+        }
         let stanzaID = message.attributes["id"]
         let value: JSONValue
         do {
@@ -208,6 +224,8 @@ final class CCS: XMPPDelegate {
             return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id")
         }
         _ = stanzaID
+        stanzaLog("in", c, [("message_type", o["message_type"]?.stringValue ?? "downstream"), ("message_id", messageID),
+                            ("to", o["to"]?.stringValue ?? "-")])
         if let type = o["message_type"]?.stringValue, type == "ack" || type == "nack" {
             // The app server answers an upstream message or a receipt.
             let known = links.withLock { ls -> Outbound? in ls[c.id]?.outstanding.removeValue(forKey: messageID) }
@@ -358,6 +376,9 @@ final class CCS: XMPPDelegate {
     /// fields that are null.
     private func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)]) {
         let json = JSONValue.object(JSONObject(fields.filter { !$0.1.isNull })).serialized()
+        stanzaLog("out", c, fields.compactMap { f -> (String, String)? in
+            ["message_type", "message_id", "error"].contains(f.0) ? (f.0, f.1.stringValue ?? "-") : nil
+        })
         c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscapeText(json))</data:gcm></message>")
     }
 
@@ -369,6 +390,7 @@ final class CCS: XMPPDelegate {
             XMLElement(name: "bad-request", attributes: ["xmlns": "urn:ietf:params:xml:ns:xmpp-stanzas"]),
             XMLElement(name: "text", attributes: ["xmlns": "urn:ietf:params:xml:ns:xmpp-stanzas"], text: text),
         ]))
+        stanzaLog("out", c, [("stanza", "message"), ("type", "error"), ("text", text)])
         c.send(echo.xml)
     }
 

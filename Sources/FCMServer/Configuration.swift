@@ -84,6 +84,10 @@ extension Configuration {
         if let v = env["FCM_MOCK_ACCEPT_ANY_KEY"] { c.acceptAnyKey = try bool(v, "FCM_MOCK_ACCEPT_ANY_KEY") }
         if let v = env["FCM_MOCK_CONTROL_TOKEN"], !v.isEmpty { c.controlToken = v }
         if let v = env["FCM_MOCK_LOG_LEVEL"], !v.isEmpty { c.logLevel = try level(v, "FCM_MOCK_LOG_LEVEL") }
+        if let v = env["FCM_MOCK_LOG_FORMAT"], !v.isEmpty {
+            guard ["text", "json"].contains(v) else { throw ConfigurationError("FCM_MOCK_LOG_FORMAT must be text or json, got '\(v)'") }
+            c.logFormat = v
+        }
         if let v = env["FCM_MOCK_DEVICE_RATE"], !v.isEmpty { c.deviceRate = try rate(v, "FCM_MOCK_DEVICE_RATE") }
         if let v = env["FCM_MOCK_TOPIC_RATE"], !v.isEmpty { c.topicRate = try rate(v, "FCM_MOCK_TOPIC_RATE") }
         if let v = env["FCM_MOCK_MAX_CONDITION_OPERATORS"], !v.isEmpty { c.maxConditionOperators = try operators(v, "FCM_MOCK_MAX_CONDITION_OPERATORS") }

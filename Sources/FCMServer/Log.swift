@@ -1,4 +1,5 @@
 import FCMCore
+import HTTPServer
 
 /// A small leveled logger writing one line per event to stderr, as text or JSON.
 ///
@@ -52,4 +53,35 @@ public struct Log: Sendable {
     public func info(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.info, m(), md()) }
     public func warning(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.warning, m(), md()) }
     public func error(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.error, m(), md()) }
+
+    /// The access-log line of one HTTP request (info): method, path, status, body bytes, time,
+    /// and the credential in masked form.
+    public func access(_ a: HTTPAccess) {
+        log(.info, "http", [("method", a.method), ("path", a.path), ("status", String(a.status)),
+                            ("bytes", a.bytes < 0 ? "stream" : String(a.bytes)),
+                            ("ms", Self.millis(a.nanos)), ("auth", Self.maskCredential(a.authorization))])
+    }
+
+    /// A time in milliseconds with three decimals.
+    static func millis(_ nanos: UInt64) -> String {
+        let micros = nanos / 1000
+        let frac = String(micros % 1000)
+        return "\(micros / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
+    }
+
+    /// An Authorization value safe to print: the scheme stays, the secret does not. A server key
+    /// keeps its last four characters, so a reader can tell keys apart; anything else is `***`.
+    /// `key=AAAAfcmmock:demo-server-key` → `key=***-key`; `Bearer s3cret` → `Bearer ***`; none → `-`.
+    public static func maskCredential(_ value: String?) -> String {
+        guard let value, !value.isEmpty else { return "-" }
+        let v = value.drop { $0 == " " }
+        if v.lowercased().hasPrefix("key=") {
+            let secret = v.dropFirst(4)
+            return secret.count >= 16 ? "key=***" + secret.suffix(4) : "key=***"
+        }
+        if let space = v.firstIndex(of: " ") {
+            return String(v[..<space]) + " ***"
+        }
+        return "***"
+    }
 }

@@ -45,7 +45,10 @@ public final class BinaryServer {
     public let process: Process
     public let httpPort: Int
     public let xmppPort: Int
-    public let stderrPipe: Pipe
+    private let stderrPipe: Pipe
+    /// Everything the server wrote to stderr and no test took yet. A thread drains the pipe all
+    /// the time, so a busy server (one access-log line a request) never blocks on a full pipe.
+    private let stderrBuffer = Locked<(bytes: [UInt8], total: Int)>(([], 0))
 
     /// Where `swift build` put the executable: next to the test bundle.
     public static var executablePath: String {
@@ -76,14 +79,38 @@ public final class BinaryServer {
         p.standardError = stderrPipe
         try p.run()
         process = p
+        let errFD = stderrPipe.fileHandleForReading.fileDescriptor
+        let buffer = stderrBuffer
+        spawnThread {
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let n = read(errFD, &chunk, chunk.count)
+                if n <= 0 { return }
+                buffer.withLock { $0.bytes += chunk[0..<n]; $0.total += n }
+            }
+        }
         let line = try Self.readLine(out.fileHandleForReading, timeout: timeout)
         guard let l = line, let h = Self.port(l, "http="), let x = Self.port(l, "xmpp=") else {
             p.terminate()
-            let err = String(decoding: stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
+            p.waitUntilExit()
+            usleep(50_000)
+            let err = String(decoding: buffer.withLock { $0.bytes }, as: UTF8.self)
             throw TestError("the server did not print its listening line (got \(line ?? "nothing")); stderr: \(err)")
         }
         httpPort = h
         xmppPort = x
+    }
+
+    /// What the server wrote to stderr since the last call, once nothing new came for 50 ms.
+    public func takeStderr() -> Data {
+        var seen = stderrBuffer.withLock { $0.total }
+        while true {
+            usleep(50_000)
+            let now = stderrBuffer.withLock { $0.total }
+            if now == seen { break }
+            seen = now
+        }
+        return Data(stderrBuffer.withLock { b -> [UInt8] in defer { b.bytes = [] }; return b.bytes })
     }
 
     static func port(_ line: String, _ key: String) -> Int? {

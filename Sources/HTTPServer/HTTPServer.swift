@@ -29,15 +29,16 @@ public final class HTTPServer: Sendable {
     /// Binds `host:port` right away (so a busy port is reported before anything starts), without
     /// accepting connections until `start()`.
     /// With `tls`, the port speaks HTTPS.
+    /// `accessLog` is called once per answered request, on the loop thread that sends the answer.
     public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, tls: HTTPServerTLS? = nil,
-                handler: @escaping HTTPHandler) throws(HTTPServerError) {
+                accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, handler: @escaping HTTPHandler) throws(HTTPServerError) {
         self.tls = tls
         let (fd, boundPort) = try ListenSocket.open(host: host, port: port)
         self.listenFD = fd
         self.host = host
         self.port = boundPort
         self.threads = max(1, threads)
-        self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes)
+        self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog)
     }
 
     /// Starts accepting connections.
@@ -70,6 +71,21 @@ public final class HTTPServer: Sendable {
         MHD_stop_daemon(d)
         if fd >= 0 { close(fd) }
     }
+}
+
+/// One answered request, for the access log.
+public struct HTTPAccess: Sendable {
+    public let method: String
+    /// Still percent-encoded, without the query.
+    public let path: String
+    /// The status sent; 0 when the connection was dropped without an answer.
+    public let status: Int
+    /// Body bytes; -1 for a stream.
+    public let bytes: Int
+    /// The Authorization header as sent (mask it before printing).
+    public let authorization: String?
+    /// From the complete request to the queued answer.
+    public let nanos: UInt64
 }
 
 /// The PEM texts of an HTTPS listener's certificate (chain) and private key.
@@ -162,9 +178,12 @@ final class ServerCore: @unchecked Sendable {
 
     func streamCount() -> Int { streams.withLock { $0.count } }
 
-    init(handler: @escaping HTTPHandler, maxBodyBytes: Int) {
+    let accessLog: (@Sendable (HTTPAccess) -> Void)?
+
+    init(handler: @escaping HTTPHandler, maxBodyBytes: Int, accessLog: (@Sendable (HTTPAccess) -> Void)?) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
+        self.accessLog = accessLog
     }
 
     func register(_ r: HTTPResponder) {
@@ -203,6 +222,11 @@ final class RequestContext {
     var body: [UInt8] = []
     var tooLarge = false
     var responder: HTTPResponder?
+    /// What the access log needs of the request (set when the request is complete).
+    var method = ""
+    var path = ""
+    var authorization: String?
+    var startedAt: UInt64 = 0
 }
 
 /// Collects header fields or query arguments during `MHD_get_connection_values`.
@@ -228,7 +252,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     if let responder = ctx.responder {
         // Resumed: the handler has answered.
         guard let response = responder.takeResponse() else { return FCM_MHD_NO }
-        return send(response, on: connection, core: core)
+        return send(response, on: connection, core: core, ctx: ctx)
     }
     if uploadSize.pointee > 0 {
         let n = uploadSize.pointee
@@ -260,14 +284,25 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         body: ctx.body,
         bodyTooLarge: ctx.tooLarge)
     ctx.body = []
+    if core.accessLog != nil {
+        ctx.method = request.method
+        ctx.path = request.path
+        ctx.authorization = request.header("Authorization")
+        ctx.startedAt = monotonicNanos()
+    }
     let responder = HTTPResponder(connection: connection, core: core)
     ctx.responder = responder
     core.handler(request, responder)
     guard let response = responder.responseOrSuspend() else { return FCM_MHD_YES }
-    return send(response, on: connection, core: core)
+    return send(response, on: connection, core: core, ctx: ctx)
 }
 
-private func send(_ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore) -> MHD_Result {
+private func send(_ response: HTTPResponse, on connection: OpaquePointer, core: ServerCore, ctx: RequestContext) -> MHD_Result {
+    if let log = core.accessLog {
+        log(HTTPAccess(method: ctx.method, path: ctx.path, status: response.abort ? 0 : response.status,
+                       bytes: response.stream == nil ? response.body.count : -1, authorization: ctx.authorization,
+                       nanos: monotonicNanos() &- ctx.startedAt))
+    }
     // Refusing to answer makes libmicrohttpd close the connection.
     if response.abort { return FCM_MHD_NO }
     if let stream = response.stream {

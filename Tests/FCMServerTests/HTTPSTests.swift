@@ -80,7 +80,7 @@ final class HTTPSTests: XCTestCase {
         let r = try curl(["-k", "https://127.0.0.1:\(s.httpPort)/api/v1/health"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix(#"{"status":"ok""#), r.stdout)
-        let log = String(decoding: s.stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
+        let log = String(decoding: s.takeStderr(), as: UTF8.self)
         XCTAssertTrue(log.contains("tls.cert=") && log.contains("server.pem"), log)
         XCTAssertTrue(log.contains("http.tls=true"), log)
     }
