@@ -162,3 +162,35 @@ done:
     if (ca_key) gnutls_x509_privkey_deinit(ca_key);
     return rc < 0 ? rc : 0;
 }
+
+// A verified client session over connected socket `fd` for `host`: trusts `ca_file` (PEM) when
+// given, else the system's trust store; the handshake fails unless the server's certificate
+// chains to a trusted CA and names `host`. On success *session and *credentials are the caller's
+// to free (gnutls_deinit, gnutls_certificate_free_credentials). Returns 0 or a GnuTLS error code.
+static inline int fcm_gnutls_client_open(gnutls_session_t *session, gnutls_certificate_credentials_t *credentials,
+        int fd, const char *host, const char *ca_file) {
+    gnutls_certificate_credentials_t cred = NULL;
+    gnutls_session_t s = NULL;
+    int rc;
+    if ((rc = gnutls_certificate_allocate_credentials(&cred)) < 0) return rc;
+    rc = ca_file ? gnutls_certificate_set_x509_trust_file(cred, ca_file, GNUTLS_X509_FMT_PEM)
+                 : gnutls_certificate_set_x509_system_trust(cred);
+    if (rc < 0) goto fail;
+    if (ca_file && rc == 0) { rc = GNUTLS_E_NO_CERTIFICATE_FOUND; goto fail; }
+    if ((rc = gnutls_init(&s, GNUTLS_CLIENT)) < 0) goto fail;
+    if ((rc = gnutls_set_default_priority(s)) < 0) goto fail;
+    if ((rc = gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred)) < 0) goto fail;
+    if ((rc = gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, strlen(host))) < 0) goto fail;
+    gnutls_session_set_verify_cert(s, host, 0);
+    gnutls_transport_set_int2(s, fd, fd);
+    gnutls_handshake_set_timeout(s, 10000);
+    do { rc = gnutls_handshake(s); } while (rc < 0 && gnutls_error_is_fatal(rc) == 0);
+    if (rc < 0) goto fail;
+    *session = s;
+    *credentials = cred;
+    return 0;
+fail:
+    if (s) gnutls_deinit(s);
+    gnutls_certificate_free_credentials(cred);
+    return rc;
+}

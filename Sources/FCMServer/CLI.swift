@@ -15,6 +15,7 @@ public enum CLI {
         var server = environment["FCM_MOCK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
         var token = environment["FCM_MOCK_CONTROL_TOKEN"]
         var json = false
+        var caFile = environment["FCM_MOCK_CACERT"].flatMap { $0.isEmpty ? nil : $0 }
         var options: [String: [String]] = [:]
         var i = 0
         while i < args.count {
@@ -28,6 +29,9 @@ public enum CLI {
             case "--server":
                 guard let v = value() else { return usage("--server needs a URL") }
                 server = v
+            case "--cacert":
+                guard let v = value() else { return usage("--cacert needs a PEM file") }
+                caFile = v
             case "--control-token":
                 guard let v = value() else { return usage("--control-token needs a value") }
                 token = v
@@ -39,8 +43,8 @@ public enum CLI {
             }
             i += 1
         }
-        guard let endpoint = Endpoint(server) else { return usage("--server must be http://HOST:PORT, got '\(server)'") }
-        let client = Client(endpoint: endpoint, controlToken: token)
+        guard let endpoint = Endpoint(server) else { return usage("--server must be http://HOST:PORT or https://HOST:PORT, got '\(server)'") }
+        let client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
         switch command {
         case "health":
             guard let r = client.request("GET", "/api/v1/health"), r.status == 200, let o = r.object,
@@ -194,16 +198,23 @@ public enum CLI {
     struct Endpoint {
         let host: String
         let port: Int
+        let tls: Bool
         init?(_ url: String) {
-            guard url.hasPrefix("http://") else { return nil }
-            var rest = url.dropFirst(7)
+            if url.hasPrefix("http://") {
+                tls = false
+            } else if url.hasPrefix("https://") {
+                tls = true
+            } else {
+                return nil
+            }
+            var rest = url.dropFirst(tls ? 8 : 7)
             if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
             if let colon = rest.lastIndex(of: ":"), let p = Int(rest[rest.index(after: colon)...]) {
                 host = String(rest[..<colon]).trimmingCharacters(in: "[]")
                 port = p
             } else {
                 host = String(rest)
-                port = 80
+                port = tls ? 443 : 80
             }
             if host.isEmpty { return nil }
         }
@@ -220,10 +231,14 @@ public enum CLI {
     struct Client {
         let endpoint: Endpoint
         let controlToken: String?
+        /// The CA to trust for `https://` (else the system's trust store).
+        var caFile: String? = nil
+
+        var url: String { "\(endpoint.tls ? "https" : "http")://\(endpoint.host):\(endpoint.port)" }
 
         func expectOK(_ method: String, _ path: String) -> Response? {
             guard let r = request(method, path) else {
-                print("fcm-mock: cannot reach http://\(endpoint.host):\(endpoint.port)")
+                print("fcm-mock: cannot reach \(url)")
                 return nil
             }
             guard r.status == 200 else {
@@ -247,23 +262,37 @@ public enum CLI {
             var tv = timeval(tv_sec: 75, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
             guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { return nil }
+            var tls: TLSClientSession?
+            if endpoint.tls {
+                do {
+                    tls = try TLSClientSession(fd: fd, host: endpoint.host, caFile: caFile)
+                } catch {
+                    writeToStandardError("fcm-mock: \(error.description)\(caFile == nil ? " (trust the mock's CA with --cacert)" : "")\n")
+                    return nil
+                }
+            }
             var head = "\(method) \(path) HTTP/1.1\r\nHost: \(endpoint.host)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
             if let controlToken, path.hasPrefix("/api/") { head += "Authorization: Bearer \(controlToken)\r\n" }
             for (k, v) in headers { head += "\(k): \(v)\r\n" }
             let out = Array((head + "\r\n").utf8) + body
-            var off = 0
-            while off < out.count {
-                let n = out[off...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if n <= 0 { return nil }
-                off += n
+            if let tls {
+                guard tls.write(out) else { return nil }
+            } else {
+                var off = 0
+                while off < out.count {
+                    let n = out[off...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if n <= 0 { return nil }
+                    off += n
+                }
             }
             var data: [UInt8] = []
             var buf = [UInt8](repeating: 0, count: 65536)
             while true {
-                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                let n = buf.withUnsafeMutableBytes { tls?.read($0.baseAddress!, $0.count) ?? recv(fd, $0.baseAddress, $0.count, 0) }
                 if n <= 0 { break }
                 data.append(contentsOf: buf[0..<n])
             }
+            tls = nil  // the closing alert goes out before the socket closes
             guard let end = data.firstRange(of: [13, 10, 13, 10]) else { return nil }
             let headText = String(decoding: data[..<end.lowerBound], as: UTF8.self)
             let status = Int(headText.split(separator: " ").dropFirst().first ?? "") ?? 0

@@ -137,3 +137,53 @@ final class TLSSession: @unchecked Sendable {
     /// Sends the closing alert.
     func bye() { gnutls_bye(session, GNUTLS_SHUT_WR) }
 }
+
+/// A client TLS session that verifies the server (the CLI's `https://` requests).
+///
+/// Used by one thread at a time (a CLI request), never shared.
+public final class TLSClientSession {
+    private let session: gnutls_session_t
+    private let credentials: gnutls_certificate_credentials_t
+
+    /// Handshakes over connected socket `fd` for `host`, trusting `caFile` (PEM) or the system's
+    /// trust store; throws unless the certificate chains to a trusted CA and names `host`.
+    public init(fd: Int32, host: String, caFile: String?) throws(TLSError) {
+        var s: gnutls_session_t?
+        var c: gnutls_certificate_credentials_t?
+        let rc = fcm_gnutls_client_open(&s, &c, fd, host, caFile)
+        guard rc == 0, let s, let c else { throw TLSError("TLS with \(host) failed", rc) }
+        session = s
+        credentials = c
+    }
+
+    deinit {
+        gnutls_bye(session, GNUTLS_SHUT_WR)
+        gnutls_deinit(session)
+        gnutls_certificate_free_credentials(credentials)
+    }
+
+    /// Writes all of `bytes`; false on error.
+    public func write(_ bytes: [UInt8]) -> Bool {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { gnutls_record_send(session, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
+                return false
+            }
+            off += n
+        }
+        return true
+    }
+
+    /// Reads up to `max` bytes into `buffer`; 0 at the end, -1 on error.
+    public func read(_ buffer: UnsafeMutableRawPointer, _ max: Int) -> Int {
+        while true {
+            let n = gnutls_record_recv(session, buffer, max)
+            if n >= 0 { return n }
+            if Int32(n) == GNUTLS_E_PREMATURE_TERMINATION { return 0 }
+            if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
+            return -1
+        }
+    }
+}

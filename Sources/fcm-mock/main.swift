@@ -14,7 +14,7 @@ let usage = """
                           [--accept-any-key] [--control-token SECRET]
                           [--tls-cert PEM --tls-key PEM] [--http-tls] [--xmpp-tls]
                           [--log-level debug|info|warning|error] [--log-format text|json]
-           fcm-mock health|devices|messages|send [--server URL] [--control-token SECRET] [--json]
+           fcm-mock health|devices|messages|send [--server URL] [--cacert PEM] [--control-token SECRET] [--json]
                     messages [--token T] [--wait SECONDS] [--status S]
                     send --to TOKEN_OR_/topics/NAME [--data k=v]... [--key SERVER_KEY]
            fcm-mock cert --out DIR [--host NAME]...

@@ -72,6 +72,34 @@ final class HTTPSTests: XCTestCase {
                                     "https://other.example.test:\(port)/api/v1/health"]).status, 0)
         // Plain HTTP on the HTTPS port gets no HTTP answer.
         XCTAssertNotEqual(try curl(["http://127.0.0.1:\(port)/api/v1/health"]).status, 0)
+
+        // The CLI over HTTPS: verified against --cacert (or $FCM_MOCK_CACERT), refused without it.
+        let health = try runBinary(["health", "--server", "https://localhost:\(port)", "--cacert", out + "/ca.pem"])
+        XCTAssertEqual(health.status, 0, health.stderr)
+        XCTAssertTrue(health.stdout.hasPrefix("ok: fcm-mock") && health.stdout.contains("https://localhost:\(port)"), health.stdout)
+        let untrusted = try runBinary(["health", "--server", "https://localhost:\(port)"])
+        XCTAssertEqual(untrusted.status, 1)
+        XCTAssertTrue(untrusted.stderr.contains("certificate") && untrusted.stderr.contains("--cacert"), untrusted.stderr)
+        let env = ["FCM_MOCK_CACERT": out + "/ca.pem", "FCM_MOCK_URL": "https://127.0.0.1:\(port)"]
+        let viaEnv = try runBinaryWithEnvironment(["send", "--to", "demo-android-1", "--data", "cli=https"], env)
+        XCTAssertEqual(viaEnv.status, 0, viaEnv.stderr + viaEnv.stdout)
+        XCTAssertTrue(viaEnv.stdout.contains(#""success":1"#), viaEnv.stdout)
+    }
+
+    /// Runs the binary with extra environment variables.
+    private func runBinaryWithEnvironment(_ arguments: [String], _ env: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: BinaryServer.executablePath)
+        p.arguments = arguments
+        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
     func testGeneratedCertificateWhenNoneIsGiven() throws {
