@@ -150,17 +150,25 @@ public final class BinaryServer {
 }
 
 /// Runs the binary to completion (for exit-code tests) and returns status, stdout and stderr.
-public func runBinary(_ arguments: [String], timeout: TimeInterval = 20) throws -> (status: Int32, stdout: String, stderr: String) {
+public func runBinary(_ arguments: [String], environment: [String: String] = [:], timeout: TimeInterval = 20) throws
+    -> (status: Int32, stdout: String, stderr: String) {
+    try runProcess(BinaryServer.executablePath, arguments, environment: environment, timeout: timeout)
+}
+
+/// Runs `executable` to completion with extra `environment` variables; returns status and output.
+public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
+                       timeout: TimeInterval = 20) throws -> (status: Int32, stdout: String, stderr: String) {
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: BinaryServer.executablePath)
+    p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = arguments
+    if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
     p.standardError = err
     try p.run()
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { usleep(10_000) }
-    if p.isRunning { p.terminate(); p.waitUntilExit(); throw TestError("fcm-mock \(arguments) did not exit within \(timeout)s") }
+    if p.isRunning { p.terminate(); p.waitUntilExit(); throw TestError("\(executable) \(arguments) did not exit within \(timeout)s") }
     let o = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     return (p.terminationStatus, o, e)

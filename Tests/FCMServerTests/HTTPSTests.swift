@@ -20,18 +20,9 @@ final class HTTPSTests: XCTestCase {
 
     /// Runs curl (the client under test); fails the test when curl is not installed.
     private func curl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["curl", "-sS", "--max-time", "20"] + arguments
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        XCTAssertNotEqual(p.terminationStatus, 127, "curl is not installed (make deps installs it)")
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        let r = try runProcess("/usr/bin/env", ["curl", "-sS", "--max-time", "20"] + arguments)
+        XCTAssertNotEqual(r.status, 127, "curl is not installed (make deps installs it)")
+        return r
     }
 
     func testCertAndGoogleHostNameOverHTTPS() throws {
@@ -81,25 +72,9 @@ final class HTTPSTests: XCTestCase {
         XCTAssertEqual(untrusted.status, 1)
         XCTAssertTrue(untrusted.stderr.contains("certificate") && untrusted.stderr.contains("--cacert"), untrusted.stderr)
         let env = ["FCM_MOCK_CACERT": out + "/ca.pem", "FCM_MOCK_URL": "https://127.0.0.1:\(port)"]
-        let viaEnv = try runBinaryWithEnvironment(["send", "--to", "demo-android-1", "--data", "cli=https"], env)
+        let viaEnv = try runBinary(["send", "--to", "demo-android-1", "--data", "cli=https"], environment: env)
         XCTAssertEqual(viaEnv.status, 0, viaEnv.stderr + viaEnv.stdout)
         XCTAssertTrue(viaEnv.stdout.contains(#""success":1"#), viaEnv.stdout)
-    }
-
-    /// Runs the binary with extra environment variables.
-    private func runBinaryWithEnvironment(_ arguments: [String], _ env: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: BinaryServer.executablePath)
-        p.arguments = arguments
-        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 
     func testGeneratedCertificateWhenNoneIsGiven() throws {
