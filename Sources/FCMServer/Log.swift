@@ -1,4 +1,8 @@
 import FCMCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 import HTTPServer
 
 /// A small leveled logger writing one line per event to stderr, as text or JSON.
@@ -47,8 +51,11 @@ public struct Log: Sendable {
             line = "\(ts) \(at.name) \(message())"
             for (k, v) in metadata() { line += " \(k)=\(v)" }
         }
-        SystemIO.writeStderr(line + "\n")
+        LogWriter.shared.append(line + "\n", now: at >= .warning)
     }
+
+    /// Writes out every buffered line (call before the process exits).
+    public static func flush() { LogWriter.shared.flush() }
 
     public func info(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.info, m(), md()) }
     public func warning(_ m: @autoclosure () -> String, _ md: @autoclosure () -> [(String, String)] = []) { log(.warning, m(), md()) }
@@ -83,5 +90,57 @@ public struct Log: Sendable {
             return String(v[..<space]) + " ***"
         }
         return "***"
+    }
+}
+
+
+/// Buffers log lines and writes them to stderr in batches from one thread, so a busy server (one
+/// access-log line per request and per stanza) pays a memory append per line instead of a write
+/// system call. Lines reach stderr within about 5 ms; warnings and errors are written at once,
+/// and `Log.flush()` empties the buffer before exit.
+///
+/// `@unchecked Sendable`: `buffer` and `started` are only touched inside `cond.withLock`; the
+/// write order is kept by `writing`, held from taking a batch until it is written.
+final class LogWriter: @unchecked Sendable {
+    static let shared = LogWriter()
+    private let cond = ConditionLock()
+    private let writing = Locked<Void>(())
+    private var buffer: [UInt8] = []
+    private var started = false
+
+    func append(_ line: String, now: Bool) {
+        let start = cond.withLock { () -> Bool in
+            buffer.append(contentsOf: line.utf8)
+            defer { started = true }
+            return !started
+        }
+        if start { spawnThread { [self] in run() } }
+        if now { flush() } else { cond.broadcast() }
+    }
+
+    func flush() {
+        writing.withLock { _ in
+            let batch = cond.withLock { () -> [UInt8] in
+                defer { buffer.removeAll(keepingCapacity: true) }
+                return buffer
+            }
+            guard !batch.isEmpty else { return }
+            var off = 0
+            while off < batch.count {
+                let n = batch.withUnsafeBytes { write(2, $0.baseAddress! + off, $0.count - off) }
+                if n <= 0 { return }
+                off += n
+            }
+        }
+    }
+
+    private func run() {
+        while true {
+            cond.withLock {
+                while buffer.isEmpty { cond.wait() }
+            }
+            usleep(5_000)  // gather the lines of the next few milliseconds into one write
+            flush()
+        }
     }
 }

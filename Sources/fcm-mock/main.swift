@@ -22,6 +22,7 @@ let usage = """
     """
 
 func fail(_ message: String) -> Never {
+    Log.flush()
     writeToStandardError("fcm-mock: \(message)\n")
     exit(2)
 }
@@ -83,4 +84,5 @@ var received: Int32 = 0
 sigwait(&stopSignals, &received)
 log.info("stopping on signal \(received)")
 app.stop()
+Log.flush()
 exit(0)

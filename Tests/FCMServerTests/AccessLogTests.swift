@@ -93,6 +93,18 @@ final class AccessLogTests: XCTestCase {
                        "text", "flags win")
     }
 
+    /// Lines are written in batches; the last ones still reach stderr when the process exits.
+    func testBufferedLinesAreWrittenBeforeExit() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        let c = s.client()
+        for _ in 0..<200 { XCTAssertEqual(try c.request("GET", "/api/v1/health").status, 200) }
+        XCTAssertEqual(s.stop(), 0)
+        let lines = String(decoding: s.takeStderr(), as: UTF8.self).split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.contains(" info http method=GET path=/api/v1/health status=200") }.count, 200)
+        XCTAssertTrue(lines.last?.contains("stopping on signal 15") == true || lines.contains { $0.contains("stopping on signal 15") },
+                      lines.suffix(3).joined(separator: "\n"))
+    }
+
     func testQuietAtWarning() throws {
         let s = try BinaryServer(arguments: ["--db", ":memory:", "--log-level", "warning"])
         defer { s.stop() }
