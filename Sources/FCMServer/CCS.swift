@@ -224,9 +224,10 @@ final class CCS: XMPPDelegate {
             return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id")
         }
         _ = stanzaID
-        stanzaLog("in", c, [("message_type", o["message_type"]?.stringValue ?? "downstream"), ("message_id", messageID),
-                            ("to", o["to"]?.stringValue ?? "-")])
         if let type = o["message_type"]?.stringValue, type == "ack" || type == "nack" {
+            // No answer goes back, so the stanza is logged here; a downstream message is logged
+            // once, with its ack or nack, in `reply`.
+            stanzaLog("in", c, [("message_type", type), ("message_id", messageID)])
             // The app server answers an upstream message or a receipt.
             let known = links.withLock { ls -> Outbound? in ls[c.id]?.outstanding.removeValue(forKey: messageID) }
             guard let known else {
@@ -376,10 +377,19 @@ final class CCS: XMPPDelegate {
     /// fields that are null.
     private func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)]) {
         let json = JSONValue.object(JSONObject(fields.filter { !$0.1.isNull })).serialized()
-        stanzaLog("out", c, fields.compactMap { f -> (String, String)? in
-            ["message_type", "message_id", "error"].contains(f.0) ? (f.0, f.1.stringValue ?? "-") : nil
-        })
+        stanzaLog("in", c, Self.answerLog(fields))
         c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscapeText(json))</data:gcm></message>")
+    }
+
+    /// The log fields of a downstream message answered with `fields` (an ack, a nack, or a
+    /// control message).
+    private static func answerLog(_ fields: [(String, JSONValue)]) -> [(String, String)] {
+        func field(_ k: String) -> String? { fields.first { $0.0 == k }?.1.stringValue }
+        let type = field("message_type") ?? "-"
+        guard type == "ack" || type == "nack" else { return [("message_type", type), ("control_type", field("control_type") ?? "-")] }
+        var out = [("message_type", "downstream"), ("message_id", field("message_id") ?? "-"), ("to", field("from") ?? "-"), ("result", type)]
+        if let e = field("error") { out.append(("error", e)) }
+        return out
     }
 
     /// A stanza that cannot be answered by message id: echoed with `type="error"`.
