@@ -1,11 +1,13 @@
 # The two commands README promises: `make run` and `make test`. Both install what is missing.
 SWIFT ?= swift
 APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev pkg-config python3-venv curl
+# Only `make test` needs these: the browser test of the web page drives headless Chromium.
+TEST_APT_DEPS = chromium fonts-liberation
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN_DEBUG = .build/debug/fcm-mock
 BIN_RELEASE = .build/release/fcm-mock
 
-.PHONY: deps build release run test unit-test interop bench clean format
+.PHONY: deps test-deps build release run test unit-test interop bench clean format
 
 # Installs the Debian packages the build needs, only when one is missing.
 deps:
@@ -13,6 +15,14 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# Installs the test-only packages too (without recommended extras).
+test-deps: deps
+	@missing=""; for p in $(TEST_APT_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 build: deps
@@ -28,7 +38,7 @@ run: release
 
 # Every test: Swift unit and end-to-end tests, the Docker runtime-package check, then the interop
 # suite with real third-party clients (pyfcm, slixmpp).
-test: deps
+test: test-deps
 	$(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
 	$(SWIFT) test --skip-build --disable-swift-testing
@@ -37,7 +47,7 @@ test: deps
 unit-test: deps
 	$(SWIFT) test --disable-swift-testing
 
-interop: build
+interop: build test-deps
 	bash Tests/interop/run.sh $(BIN_DEBUG)
 
 # Throughput, latency, start-up and memory against a minimal C server measured in the same run.

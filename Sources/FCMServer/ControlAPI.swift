@@ -18,13 +18,21 @@ struct ControlAPI: Sendable {
         do throws(ControlError) {
             if r.bodyTooLarge { throw ControlError(code: "payload_too_large", message: "request body is too large") }
             let isHealth = segments.count == 1 && segments[0] == "health"
-            if let controlToken, !isHealth, r.header("authorization") != "Bearer " + controlToken {
+            if let controlToken, !isHealth, !Self.authorized(r, controlToken) {
                 throw ControlError(code: "unauthorized", message: "this server needs Authorization: Bearer <control token>")
             }
             if let answer = try route(r, segments, responder) { responder.send(answer) }
         } catch {
             responder.send(Self.errorResponse(error))
         }
+    }
+
+    /// `Authorization: Bearer SECRET`, or `?access_token=SECRET` (what a browser's EventSource and
+    /// the web page's address can carry).
+    /// The web page itself takes `?token=SECRET` (`queryName`).
+    static func authorized(_ r: HTTPRequest, _ token: String, queryName: String = "access_token") -> Bool {
+        if r.header("authorization") == "Bearer " + token { return true }
+        return (try? Query(r.rawQuery))?[queryName] == token
     }
 
     static func errorResponse(_ error: ControlError) -> HTTPResponse {

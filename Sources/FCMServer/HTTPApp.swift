@@ -8,12 +8,14 @@ public struct HTTPApp: Sendable {
     let control: ControlAPI
     let iid: IIDRoutes
     let groups: GroupRoutes
+    let controlToken: String?
 
     /// The application over `engine`.
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
         self.engine = engine
+        self.controlToken = controlToken
         self.send = FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes)
         self.control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections, xmppDrain: xmppDrain)
         self.iid = IIDRoutes(engine: engine)
@@ -44,9 +46,18 @@ public struct HTTPApp: Sendable {
             }
             return control.handle(r, segments: segments, responder)
         }
-        if path == "/" {
-            return responder.send(HTTPResponse(status: 200, contentType: ContentType.text,
-                                               body: "fcm-mock \(fcmMockVersion): POST /fcm/send, control API under /api/v1/ (see README)\n"))
+        if path == "/" || path == "/index.html" {
+            // The page carries no data itself, but it is the control API's face: the same token.
+            if let controlToken, !ControlAPI.authorized(r, controlToken, queryName: "token") {
+                return responder.send(HTTPResponse(status: 401, contentType: ContentType.text,
+                                                   body: "This server needs its control token: open /?token=SECRET\n"))
+            }
+            guard r.method == "GET" || r.method == "HEAD" else {
+                return responder.send(HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed\n"))
+            }
+            return responder.send(HTTPResponse(status: 200, headers: [("Content-Type", ContentType.html), ("Cache-Control", "no-store"),
+                                                                      ("Content-Security-Policy", WebPage.contentSecurityPolicy)],
+                                               body: Array(WebPage.html.utf8)))
         }
         responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(path)\n"))
     }

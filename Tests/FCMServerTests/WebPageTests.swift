@@ -1,0 +1,44 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import XCTest
+
+/// The page at `/` as the server serves it (the browser test in Tests/interop drives it live).
+final class WebPageTests: XCTestCase {
+    func testServedSelfContained() throws {
+        let s = try TestServer(fixtures: [errorTableFixture])
+        defer { s.stop() }
+        let r = try s.client().get("/")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.headers["content-type"], "text/html; charset=UTF-8")
+        XCTAssertEqual(r.headers["cache-control"], "no-store")
+        let csp = try XCTUnwrap(r.headers["content-security-policy"])
+        XCTAssertTrue(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"), csp)
+        let html = r.text
+        XCTAssertTrue(html.hasPrefix("<!doctype html>"))
+        XCTAssertTrue(html.contains("/api/v1/events") && html.contains("EventSource"))
+        // Nothing from elsewhere, and values only ever become text.
+        XCTAssertFalse(html.contains("http://") || html.contains("https://") || html.contains("src=\""), "no outside resources")
+        XCTAssertFalse(html.contains("innerHTML") || html.contains("insertAdjacentHTML") || html.contains("document.write"))
+        XCTAssertEqual(try s.client().get("/index.html").status, 200)
+        XCTAssertEqual(try s.client().post("/", "").status, 405)
+    }
+
+    func testControlTokenProtectsThePageAndTheEventStream() throws {
+        let s = try TestServer(fixtures: [errorTableFixture], extraArguments: ["--control-token", "s3cret"])
+        defer { s.stop() }
+        let c = s.client()
+        let denied = try c.get("/")
+        XCTAssertEqual(denied.status, 401)
+        XCTAssertTrue(denied.text.contains("/?token="), denied.text)
+        XCTAssertEqual(try c.get("/?token=wrong").status, 401)
+        XCTAssertEqual(try c.get("/?token=s3cret").status, 200)
+        XCTAssertEqual(try c.request("GET", "/", headers: [("Authorization", "Bearer s3cret")]).status, 200)
+        // The page's script reaches the API with the bearer header, and the event stream (where a
+        // browser cannot set headers) with ?access_token=.
+        XCTAssertEqual(try c.get("/api/v1/devices?access_token=s3cret").status, 200)
+        XCTAssertEqual(try c.get("/api/v1/devices?access_token=nope").status, 401)
+        let events = try SSEClient(port: s.port, path: "/api/v1/events?access_token=s3cret")
+        XCTAssertEqual(try events.status(), 200)
+    }
+}
