@@ -45,7 +45,7 @@ case "health", "devices", "messages", "send":
 case "cert":
     exit(CLI.cert(args))
 default:
-    fail("unknown command '\(command)'\n\(usage)")
+    fail("unknown command '\(command)' (commands: serve, health, devices, messages, send, cert, version; see fcm-mock --help)")
 }
 if args.contains("--help") || args.contains("-h") {
     print(usage)

@@ -46,6 +46,9 @@ final class BinaryTests: XCTestCase {
             XCTAssertEqual(r.stdout, "", "\(args): nothing half-started")
         }
         XCTAssertEqual(try runBinary(["serve", "--bogus"]).stderr.split(separator: "\n").count, 1)
+        let unknown = try runBinary(["frobnicate"])
+        XCTAssertEqual(unknown.stderr.split(separator: "\n").count, 1, unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("unknown command 'frobnicate'") && unknown.stderr.contains("--help"), unknown.stderr)
     }
 
     func testBusyPortExits2() throws {

@@ -152,6 +152,16 @@ def test_page_shows_a_new_message_live_and_escapes_payloads(mock, browser):
                      what="the filter to leave one message")
     assert browser.eval(f"document.querySelector('#messages tbody tr').dataset.id") == message_id
 
+    # The upstream button sends an upstream message as the device (the prompt answered by the test).
+    browser.eval("window.prompt = () => 'greeting=hi, n=2'; 1")
+    browser.eval(f"[...document.querySelectorAll('#devices tr[data-token=\"{token}\"] button')]"
+                 ".find(b => b.textContent === 'upstream…').click(); 1")
+    deadline = time.monotonic() + 10
+    while not mock.upstream(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    ups = mock.upstream(token)
+    assert len(ups) == 1 and ups[0]["data"] == {"greeting": "hi", "n": "2"}, ups
+
     # The offline button changes the device for real.
     assert mock.device(token)["online"] is True
     browser.eval(f"document.querySelector('#devices tr[data-token=\"{token}\"] button.toggle').click(); 1")
