@@ -464,6 +464,19 @@ def main():
                   os.path.join(run_dir, "mock.stderr"), 60)
     accepted = 0  # messages the mock accepted (single: one per 200; multicast: see probe)
     answered_200 = 0  # every 200 answer of /fcm/send, all phases
+
+    def page_load_ms(server):
+        # What the web page fetches when it opens: itself, the newest 50 messages, the devices.
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for path in ("/", "/api/v1/messages?limit=50", "/api/v1/devices?limit=200"):
+                st, _ = http_json(server.url + path, timeout=60)
+                if st != 200:
+                    raise BenchError(f"GET {path} answered {st}")
+            times.append((time.perf_counter() - t0) * 1000.0)
+        return statistics.median(times)
+
     try:
         status, data = fcm_send(mock.url, {"to": bench_token(0), "data": {"probe": "1"}})
         probe = json.loads(data) if status == 200 else None
@@ -472,6 +485,7 @@ def main():
                              f"{data[:300]!r}")
         accepted += 1
         answered_200 += 1
+        res["page_empty_ms"] = page_load_ms(mock)
 
         log(f"single-token sends, 32 connections: {rounds} rounds of {per_round}s each for "
             f"the ceiling and fcm-mock, alternating (+{args.warmup}s warm-up each)")
@@ -497,6 +511,7 @@ def main():
     try:
         log("fcm-mock: counting recorded messages")
         res["single_200"] = answered_200
+        res["page_full_ms"] = page_load_ms(mock)
         res["recorded"], res["recorded_note"] = count_recorded(mock.url, answered_200)
 
         status, data = fcm_send(mock.url, {"registration_ids": [bench_token(i) for i in
@@ -676,6 +691,9 @@ def report(res, work):
         f"| {rss_mb:.1f} (peak {res['mock_rss']['VmHWM'] / 1024.0:.1f}) "
         f"| {res['ceiling_rss']['VmRSS'] / 1024.0:.1f} | < {TARGET_RSS_MB:.0f} MB "
         f"| {verdict(checks['rss'])} |",
+        f"| web page on open (/, newest 50 messages, 200 devices), {res['single_200']:,} messages stored "
+        f"vs 1, median of 5, ms | {res['page_full_ms']:.1f} | {res['page_empty_ms']:.1f} (1 message) "
+        f"| (info: {res['page_full_ms'] / max(res['page_empty_ms'], 0.001):.2f}x) | |",
         f"| topic send to {FANOUT_DEVICES:,} subscribers, answered after every delivery is stored "
         f"(median of 3), ms | {res['topic_ms']:.0f} | | < {TARGET_TOPIC_MS:.0f} ms | {verdict(checks['topic'])} |",
         f"| condition over 3 topics of 10,000 subscribers (30,000 deliveries, median of 3), ms "
