@@ -19,11 +19,11 @@ needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 want=()
 for lib in $needed; do
   [[ $lib =~ $base_libs || $lib =~ $swift_libs ]] && continue
-  path=$("$ldconfig" -p | awk -v l="$lib" '$1 == l && /x86-64|AArch64|aarch64/ { print $NF; exit }')
+  # awk reads all of its input (no early exit): under pipefail a closed pipe would fail the check.
+  path=$("$ldconfig" -p | awk -v l="$lib" '$1 == l && /x86-64|AArch64|aarch64/ && !found { found = $NF } END { print found }')
   [ -n "$path" ] || { echo "check-runtime: $lib is not installed here" >&2; exit 1; }
-  owner=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1) \
-    || owner=""
-  [ -n "$owner" ] || owner=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
+  owner=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | awk -F: 'NR == 1 { o = $1 } END { print o }') || owner=""
+  [ -n "$owner" ] || owner=$(dpkg -S "$path" 2>/dev/null | awk -F: 'NR == 1 { o = $1 } END { print o }') || owner=""
   [ -n "$owner" ] || { echo "check-runtime: no Debian package owns $path ($lib)" >&2; exit 1; }
   want+=("$owner")
 done

@@ -67,6 +67,10 @@ struct ControlAPI: Sendable {
             f.transport = q["transport"]
             f.status = q["status"]
             f.xmppMessageID = q["xmpp_message_id"]
+            if let n = try q.int("recipients") {
+                guard n >= 1 && n <= 1000 else { throw .badRequest("recipients must be between 1 and 1000") }
+                f.recipientsLimit = Int(n)
+            }
             if let s = q["since"] {
                 guard let ms = parseRFC3339(s) else { throw .badRequest("since must be an RFC 3339 timestamp") }
                 f.sinceMillis = ms

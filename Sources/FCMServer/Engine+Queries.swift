@@ -11,6 +11,8 @@ public struct MessageFilter: Sendable {
     public var sinceMillis: Int64?
     /// The `message_id` an XMPP client gave its message.
     public var xmppMessageID: String?
+    /// `recipients=N`: at most N recipients per record (the first N), with `recipients_total`.
+    public var recipientsLimit: Int?
     public init() {}
 }
 
@@ -64,7 +66,9 @@ extension Engine {
                     rows.removeLast()
                     next = rows.last?.id
                 }
-                return (try rows.map { (row: MessageRecordRow) throws(StoreError) -> String in try render(row, c, now: now) }, next)
+                return (try rows.map { (row: MessageRecordRow) throws(StoreError) -> String in
+                    try render(row, c, now: now, recipientsLimit: f.recipientsLimit)
+                }, next)
             }
         } catch {
             throw .internal(error.description)
@@ -119,14 +123,14 @@ extension Engine {
         http_status, raw, recipients, fault, client_message_id
         """
 
-    private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64) throws(StoreError) -> String {
+    private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil) throws(StoreError) -> String {
         struct Recipient {
             var device: Int64?, token: String?, mid: Int64, status: String, error: String?, canonical: Int64?, fault: String?
         }
         var recipients: [Recipient] = []
         if m.recipients > 0 {
-            try c.query("SELECT device, token, id, status, error, canonical, expires_at, fault FROM deliveries WHERE id >= ? AND id < ? ORDER BY id",
-                        [.int(m.id), .int(m.id + Int64(m.recipients))]) { (r: Statement) throws(StoreError) in
+            try c.query("SELECT device, token, id, status, error, canonical, expires_at, fault FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                        [.int(m.id), .int(m.id + Int64(m.recipients)), .int(Int64(recipientsLimit ?? -1))]) { (r: Statement) throws(StoreError) in
                 var status = r.text(3) ?? ""
                 if status == "pending" && r.int(6) <= now { status = "expired" }
                 recipients.append(Recipient(device: r.optionalInt(0), token: r.text(1), mid: r.int(2), status: status,
@@ -149,10 +153,10 @@ extension Engine {
         let targetValue: String?
         if let v = m.targetValue {
             targetValue = v
-        } else if recipients.count == 1 {
-            targetValue = recipients[0].device.flatMap { tokens[$0] } ?? recipients[0].token
+        } else if m.recipients == 1, let only = recipients.first {
+            targetValue = only.device.flatMap { tokens[$0] } ?? only.token
         } else {
-            targetValue = recipients.isEmpty ? nil : "\(recipients.count) tokens"
+            targetValue = m.recipients == 0 ? nil : "\(m.recipients) tokens"
         }
         w.key("value"); w.value(targetValue)
         w.endObject()
@@ -190,6 +194,7 @@ extension Engine {
             w.endObject()
         }
         w.endArray()
+        if recipientsLimit != nil { w.key("recipients_total"); w.value(m.recipients) }
         w.endObject()
         return w.string
     }

@@ -107,7 +107,8 @@ function messageRow(m) {
   for (const r of recipients.slice(0, 20)) {
     st.append(el("div", (r.token || "?").slice(0, 24) + " " + r.status + (r.error ? " " + r.error : ""), r.error ? "failed" : r.status));
   }
-  if (recipients.length > 20) st.append(el("div", "… " + (recipients.length - 20) + " more"));
+  const total = typeof m.recipients_total === "number" ? m.recipients_total : recipients.length;
+  if (total > 20) st.append(el("div", "… " + (total - 20) + " more"));
   const payload = el("td");
   payload.append(el("pre", JSON.stringify({ data: m.data, notification: m.notification })));
   tr.append(st, payload);
@@ -115,7 +116,7 @@ function messageRow(m) {
 }
 function messageQuery() {
   const f = filter.trim();
-  const p = new URLSearchParams({ limit: String(PAGE) });
+  const p = new URLSearchParams({ limit: String(PAGE), recipients: "20" });
   if (!f) return { path: "/messages?" + p };
   if (/^(accepted|rejected|delivered|pending|expired|collapsed|dropped)$/.test(f)) p.set("status", f);
   else if (f.startsWith("/topics/")) p.set("topic", f.slice(8));

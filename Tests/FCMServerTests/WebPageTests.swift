@@ -42,3 +42,27 @@ final class WebPageTests: XCTestCase {
         XCTAssertEqual(try events.status(), 200)
     }
 }
+
+/// `GET /api/v1/messages?recipients=N`: what keeps a page of large multicasts small.
+final class RecipientsLimitTests: XCTestCase {
+    func testLimitsRecipientsAndReportsTheTotal() throws {
+        let s = try TestServer()
+        defer { s.stop() }
+        let c = s.client()
+        let tokens = ["demo-android-1", "demo-android-2", "demo-ios-1", "demo-android-offline"]
+        let list = tokens.map { "\"\($0)\"" }.joined(separator: ",")
+        let sent = try c.postJSON("/fcm/send", #"{"registration_ids":[\#(list)],"data":{"k":"v"}}"#,
+                                  headers: [("Authorization", "key=\(DemoProject.serverKey)")])
+        XCTAssertEqual(sent.status, 200, sent.text)
+        let full = try XCTUnwrap(items(try c.get("/api/v1/messages")).first)
+        XCTAssertEqual(full["recipients"]?.arrayValue?.count, 4)
+        XCTAssertNil(full["recipients_total"], "records are unchanged without the parameter")
+        let cut = try XCTUnwrap(items(try c.get("/api/v1/messages?recipients=2")).first)
+        let recipients = try XCTUnwrap(cut["recipients"]?.arrayValue)
+        XCTAssertEqual(recipients.map { $0.objectValue?["token"]?.stringValue }, ["demo-android-1", "demo-android-2"], "the first ones, in order")
+        XCTAssertEqual(cut["recipients_total"]?.numberValue?.text, "4")
+        XCTAssertEqual(cut["target"]?.objectValue?["value"]?.stringValue, "4 tokens")
+        XCTAssertEqual(try c.get("/api/v1/messages?recipients=0").status, 400)
+        XCTAssertEqual(try c.get("/api/v1/messages?recipients=x").status, 400)
+    }
+}
