@@ -50,10 +50,7 @@ public final class Application: Sendable {
                         tls = try TLSCredentials(certificate: cert, key: key)
                     } else {
                         let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-                        tls = try TLSCredentials.selfSigned(
-                            names: ["fcm.googleapis.com", "fcm-xmpp.googleapis.com", "gcm.googleapis.com",
-                                    "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com", "localhost"],
-                            directory: dir)
+                        tls = try TLSCredentials.selfSigned(names: CLI.googleHosts, directory: dir)
                         log.info("generated a self-signed TLS certificate", [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
                     }
                 } catch {

@@ -168,7 +168,7 @@ final class CCS: XMPPDelegate {
         let ok = !claimed.isEmpty && !claimed.contains("@") && engine.senderID(forServerKey: password) == claimed
             && (authzid.isEmpty || bare(authzid) == claimed)
         log.log(.info, "xmpp", [("dir", "in"), ("stanza", "auth"), ("user", claimed.isEmpty ? "-" : claimed),
-                                ("result", ok ? "success" : "not-authorized"), ("password", Log.maskCredential(password.isEmpty ? nil : "key=" + password))])
+                                ("result", ok ? "success" : "not-authorized"), ("password", password.isEmpty ? "-" : Log.maskSecret(Substring(password)))])
         return ok ? claimed : nil
     }
 

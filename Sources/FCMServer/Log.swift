@@ -64,23 +64,25 @@ public struct Log: Sendable {
         return "\(micros / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
     }
 
-    /// An Authorization value safe to print: the scheme stays, the secret does not. A server key
-    /// keeps its last four characters, so a reader can tell keys apart; anything else is `***`.
+    /// An Authorization value safe to print: the scheme stays, the secret does not (see
+    /// `maskSecret`; a bearer token or an unknown form is `***` whatever its length).
     /// `key=AAAAfcmmock:demo-server-key` → `key=***-key`; `Bearer s3cret` → `Bearer ***`; none → `-`.
     public static func maskCredential(_ value: String?) -> String {
         guard let value, !value.isEmpty else { return "-" }
         let v = value.drop { $0 == " " }
-        if v.lowercased().hasPrefix("key=") {
-            let secret = v.dropFirst(4)
-            return secret.count >= 16 ? "key=***" + secret.suffix(4) : "key=***"
-        }
+        if v.lowercased().hasPrefix("key=") { return "key=" + maskSecret(v.dropFirst(4)) }
         if let space = v.firstIndex(of: " ") {
             return String(v[..<space]) + " ***"
         }
         return "***"
     }
-}
 
+    /// A server key safe to print: its last four characters, so a reader can tell keys apart, when
+    /// it is long enough for that to give nothing away; else `***`.
+    public static func maskSecret(_ secret: Substring) -> String {
+        secret.count >= 16 ? "***" + secret.suffix(4) : "***"
+    }
+}
 
 /// One log event, formatted when it is written.
 struct LogEntry: Sendable {

@@ -41,15 +41,15 @@ public final class TLSCredentials: @unchecked Sendable {
 
     deinit { gnutls_certificate_free_credentials(credentials) }
 
-    /// Generates a self-signed certificate for `names` (the first is the common name) into a new
-    /// folder under `directory`, and loads it.
+    /// Generates a self-signed certificate for `names` (DNS names or IP literals; the first is the
+    /// common name) into a new folder under `directory`, and loads it.
     public static func selfSigned(names: [String], directory: String) throws(TLSError) -> TLSCredentials {
         let dir = directory + "/fcm-mock-tls-\(getpid())-\(wallClockMicros())"
         guard mkdir(dir, 0o700) == 0 else { throw TLSError("cannot create \(dir)") }
         let cert = dir + "/server.pem", key = dir + "/server.key"
         var packed: [CChar] = []
         for n in names { packed += n.utf8CString }
-        let rc = fcm_gnutls_self_signed(names.first ?? "localhost", packed, Int32(names.count), cert, key, time(nil))
+        let rc = fcm_gnutls_self_signed(packed, Int32(names.count), cert, key, time(nil))
         guard rc == 0 else { throw TLSError("cannot generate a certificate", rc) }
         return try TLSCredentials(certificate: cert, key: key)
     }
