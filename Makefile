@@ -9,21 +9,23 @@ BIN_RELEASE = .build/release/fcm-mock
 
 .PHONY: deps test-deps build release run test unit-test interop bench clean format
 
-# Installs the Debian packages the build needs, only when one is missing.
-deps:
-	@missing=""; for p in $(APT_DEPS); do [ "$$(dpkg-query -W -f='$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || missing="$$missing $$p"; done; \
+# $(call apt_install,PACKAGES,EXTRA_APT_FLAGS): installs those of PACKAGES that dpkg does not
+# report as "install ok installed" (a removed package's leftover configuration does not count).
+define apt_install
+	@missing=""; for p in $(1); do [ "$$(dpkg-query -W -f='$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(2) $$missing >/dev/null; \
 	fi
+endef
+
+# Installs the Debian packages the build needs, only when one is missing.
+deps:
+	$(call apt_install,$(APT_DEPS),)
 
 # Installs the test-only packages too (without recommended extras).
 test-deps: deps
-	@missing=""; for p in $(TEST_APT_DEPS); do [ "$$(dpkg-query -W -f='$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	$(call apt_install,$(TEST_APT_DEPS),--no-install-recommends)
 
 build: deps
 	$(SWIFT) build
