@@ -63,8 +63,10 @@ public final class HTTPServer: Sendable {
         // libmicrohttpd must not be stopped with suspended connections: answer them first and
         // give the loops a moment to send those answers.
         core.stopping()
+        // Wait until every answered request has been written out (a resumed connection is
+        // only written by its loop later), for at most a second.
         var waited = 0
-        while (core.suspendedCount() > 0 || core.streamCount() > 0) && waited < 200 {
+        while core.unfinishedCount() > 0 && waited < 200 {
             usleep(5_000)
             waited += 1
         }
@@ -176,7 +178,12 @@ final class ServerCore: @unchecked Sendable {
         if stopping { s.finish() }
     }
 
-    func streamCount() -> Int { streams.withLock { $0.count } }
+    /// Requests whose handler has been called and whose connection libmicrohttpd has not yet
+    /// reported finished (waiting, resumed but not yet written, or streaming).
+    private let unfinished = Atomic<Int>(0)
+    func requestStarted() { unfinished.add(1, ordering: .relaxed) }
+    func requestFinished() { unfinished.subtract(1, ordering: .relaxed) }
+    func unfinishedCount() -> Int { unfinished.load(ordering: .relaxed) }
 
     let accessLog: (@Sendable (HTTPAccess) -> Void)?
 
@@ -197,8 +204,6 @@ final class ServerCore: @unchecked Sendable {
     func unregister(_ r: HTTPResponder) {
         suspended.withLock { _ = $0.set.removeValue(forKey: ObjectIdentifier(r)) }
     }
-
-    func suspendedCount() -> Int { suspended.withLock { $0.set.count } }
 
     /// From now on every waiting request is answered with 503.
     func stopping() {
@@ -292,6 +297,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     }
     let responder = HTTPResponder(connection: connection, core: core)
     ctx.responder = responder
+    core.requestStarted()
     core.handler(request, responder)
     guard let response = responder.responseOrSuspend() else { return FCM_MHD_YES }
     return send(response, on: connection, core: core, ctx: ctx)
@@ -326,8 +332,12 @@ private func send(_ response: HTTPResponse, on connection: OpaquePointer, core: 
     return MHD_queue_response(connection, UInt32(response.status), r)
 }
 
-private let requestCompleted: MHD_RequestCompletedCallback = { _, _, conCls, _ in
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     guard let conCls, let raw = conCls.pointee else { return }
-    Unmanaged<RequestContext>.fromOpaque(raw).release()
+    let ctx = Unmanaged<RequestContext>.fromOpaque(raw)
+    if ctx.takeUnretainedValue().responder != nil, let cls {
+        Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().requestFinished()
+    }
+    ctx.release()
     conCls.pointee = nil
 }

@@ -89,6 +89,29 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(result.withLock { $0 }, 503)
     }
 
+    func testAnswersSentJustBeforeStopAreWrittenOut() throws {
+        // A resumed connection is written by its loop later; stop must wait for that, not only
+        // for the requests still suspended.
+        let parked = Locked<[HTTPResponder]>([])
+        let server = try start { _, responder in parked.withLock { $0.append(responder) } }
+        let count = 40
+        let results = Locked<[Int?]>([])
+        let done = DispatchSemaphore(value: 0)
+        for _ in 0..<count {
+            spawnThread {
+                let c = HTTPTestClient(port: server.port)
+                let status = (try? c.request("GET", "/late"))?.status
+                results.withLock { $0.append(status) }
+                done.signal()
+            }
+        }
+        while parked.withLock({ $0.count }) < count { usleep(1000) }
+        for r in parked.withLock({ $0 }) { r.send(HTTPResponse(status: 200, body: Array("late answer\n".utf8))) }
+        server.stop()
+        for _ in 0..<count { XCTAssertEqual(done.wait(timeout: .now() + 10), .success) }
+        XCTAssertEqual(results.withLock { $0 }, Array(repeating: 200, count: count))
+    }
+
     func testBusyPortIsAClearError() throws {
         let server = try start { _, r in r.send(HTTPResponse(status: 200)) }
         defer { server.stop() }
