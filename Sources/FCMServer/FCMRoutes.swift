@@ -181,10 +181,15 @@ struct FCMSendRoute: Sendable {
     /// Whether the media type is `application/json` (any case, parameters such as charset ignored).
     static func isJSON(_ contentType: String?) -> Bool {
         guard let ct = contentType else { return false }
-        var media = Substring(ct)
-        if let semi = media.firstIndex(of: ";") { media = media[..<semi] }
-        let t = media.trimmingSpaces()
-        return t.utf8.count == 16 && hasPrefixIgnoringCase(t.utf8, "application/json")
+        // `application/json`, any case, with optional blanks around it and parameters after `;`.
+        var bytes = ct.utf8[...]
+        while let b = bytes.first, b == 32 || b == 9 { bytes = bytes.dropFirst() }
+        guard hasPrefixIgnoringCase(bytes, "application/json") else { return false }
+        for b in bytes.dropFirst(16) {
+            if b == 59 { return true }
+            if b != 32 && b != 9 { return false }
+        }
+        return true
     }
 
     /// Seeds Table 5: `multicast_id`, counts and one result per recipient in request order.

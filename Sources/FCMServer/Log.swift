@@ -38,7 +38,8 @@ public struct Log: Sendable {
         guard at >= level else { return }
         // Only the values are taken here; the line is formatted on the writer thread, off the
         // threads that serve requests and stanzas.
-        LogWriter.shared.append(LogEntry(micros: wallClockMicros(), level: at, json: json, message: message(), metadata: metadata()),
+        LogWriter.shared.append(LogEntry(micros: wallClockMicros(), level: at, json: json,
+                                         body: .event(message(), metadata())),
                                 now: at >= .warning)
     }
 
@@ -52,9 +53,9 @@ public struct Log: Sendable {
     /// The access-log line of one HTTP request (info): method, path, status, body bytes, time,
     /// and the credential in masked form.
     public func access(_ a: HTTPAccess) {
-        log(.info, "http", [("method", a.method), ("path", a.path), ("status", String(a.status)),
-                            ("bytes", a.bytes < 0 ? "stream" : String(a.bytes)),
-                            ("ms", Self.millis(a.nanos)), ("auth", Self.maskCredential(a.authorization))])
+        guard Level.info >= level else { return }
+        // The request's own values only: masking and formatting happen on the writer thread.
+        LogWriter.shared.append(LogEntry(micros: wallClockMicros(), level: .info, json: json, body: .http(a)), now: false)
     }
 
     /// A time in milliseconds with three decimals.
@@ -86,37 +87,93 @@ public struct Log: Sendable {
 
 /// One log event, formatted when it is written.
 struct LogEntry: Sendable {
+    enum Body: Sendable {
+        /// A message with dotted metadata keys.
+        case event(String, [(String, String)])
+        /// The access-log line of one HTTP request (message `http`).
+        case http(HTTPAccess)
+    }
+
     let micros: Int64
     let level: Log.Level
     let json: Bool
-    let message: String
-    let metadata: [(String, String)]
+    let body: Body
 
-    func format(into out: inout [UInt8]) {
-        let ts = rfc3339(millis: micros / 1000)
+    func format(into out: inout [UInt8], clock: inout LogTimestamp) {
         if json {
+            let (message, metadata) = fields
             var w = JSONWriter()
             w.beginObject()
-            w.key("ts"); w.value(ts)
+            w.key("ts"); w.value(rfc3339(millis: micros / 1000))
             w.key("level"); w.value(level.name)
             w.key("msg"); w.value(message)
             for (k, v) in metadata { w.key(k); w.value(v) }
             w.endObject()
             out.append(contentsOf: w.string.utf8)
-        } else {
-            out.append(contentsOf: ts.utf8)
-            out.append(32)
-            out.append(contentsOf: level.name.utf8)
-            out.append(32)
+            out.append(10)
+            return
+        }
+        clock.append(millis: micros / 1000, into: &out)
+        out.append(32)
+        out.append(contentsOf: level.name.utf8)
+        out.append(32)
+        switch body {
+        case .event(let message, let metadata):
             out.append(contentsOf: message.utf8)
-            for (k, v) in metadata {
-                out.append(32)
-                out.append(contentsOf: k.utf8)
-                out.append(61)
-                out.append(contentsOf: v.utf8)
-            }
+            for (k, v) in metadata { Self.append(k, v.utf8, into: &out) }
+        case .http(let a):
+            // The text line of the most frequent event, written straight into the buffer.
+            out.append(contentsOf: "http".utf8)
+            Self.append("method", a.method.utf8, into: &out)
+            Self.append("path", a.path.utf8, into: &out)
+            Self.append("status", String(a.status).utf8, into: &out)
+            Self.append("bytes", (a.bytes < 0 ? "stream" : String(a.bytes)).utf8, into: &out)
+            Self.append("ms", Log.millis(a.nanos).utf8, into: &out)
+            Self.append("auth", Log.maskCredential(a.authorization).utf8, into: &out)
         }
         out.append(10)
+    }
+
+    /// The message and its metadata as pairs.
+    var fields: (String, [(String, String)]) {
+        switch body {
+        case .event(let message, let metadata):
+            return (message, metadata)
+        case .http(let a):
+            return ("http", [("method", a.method), ("path", a.path), ("status", String(a.status)),
+                             ("bytes", a.bytes < 0 ? "stream" : String(a.bytes)),
+                             ("ms", Log.millis(a.nanos)), ("auth", Log.maskCredential(a.authorization))])
+        }
+    }
+
+    private static func append(_ key: String, _ value: String.UTF8View, into out: inout [UInt8]) {
+        out.append(32)
+        out.append(contentsOf: key.utf8)
+        out.append(61)
+        out.append(contentsOf: value)
+    }
+}
+
+/// RFC 3339 timestamps for a run of log lines: the date and time of day are formatted once per
+/// second, the milliseconds for each line.
+struct LogTimestamp {
+    private var second = Int64.min
+    private var prefix: [UInt8] = []
+
+    mutating func append(millis: Int64, into out: inout [UInt8]) {
+        let sec = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
+        if sec != second {
+            // `YYYY-MM-DDTHH:MM:SS` of the full form `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+            prefix = Array(rfc3339(millis: sec * 1000).utf8.dropLast(5))
+            second = sec
+        }
+        out.append(contentsOf: prefix)
+        let ms = Int(millis - sec * 1000)
+        out.append(46)
+        out.append(UInt8(48 + ms / 100))
+        out.append(UInt8(48 + ms / 10 % 10))
+        out.append(UInt8(48 + ms % 10))
+        out.append(90)
     }
 }
 
@@ -126,13 +183,16 @@ struct LogEntry: Sendable {
 /// and errors are written at once, and `Log.flush()` empties the queue before exit.
 ///
 /// `@unchecked Sendable`: `pending` and `started` are only touched inside `cond.withLock`; the
-/// write order is kept by `writing`, held from taking a batch until it is written.
+/// write order is kept by `writing`, held from taking a batch until it is written, and
+/// `timestamp` is only used inside `writing`.
 final class LogWriter: @unchecked Sendable {
     static let shared = LogWriter()
     private let cond = ConditionLock()
     private let writing = Locked<Void>(())
     private var pending: [LogEntry] = []
     private var started = false
+    /// Only used inside `writing`.
+    private var timestamp = LogTimestamp()
 
     func append(_ entry: LogEntry, now: Bool) {
         let start = cond.withLock { () -> Bool in
@@ -153,7 +213,7 @@ final class LogWriter: @unchecked Sendable {
             guard !batch.isEmpty else { return }
             var bytes: [UInt8] = []
             bytes.reserveCapacity(batch.count * 128)
-            for e in batch { e.format(into: &bytes) }
+            for e in batch { e.format(into: &bytes, clock: &timestamp) }
             var off = 0
             while off < bytes.count {
                 let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + off, $0.count - off) }

@@ -45,6 +45,16 @@ final class AccessLogTests: XCTestCase {
         let lines = try traffic(format: "text")
         let http = lines.filter { $0.contains(" info http ") }
         XCTAssertEqual(http.count, 3, lines.joined(separator: "\n"))
+        // Every line starts with its time, RFC 3339 in UTC with milliseconds, close to now.
+        let now = wallClockMicros() / 1000
+        for l in lines {
+            let ts = String(l.prefix { $0 != " " })
+            XCTAssertEqual(ts.count, 24, l)
+            XCTAssertTrue(ts.hasSuffix("Z"), l)
+            let ms = try XCTUnwrap(parseRFC3339(ts), l)
+            XCTAssertLessThan(abs(now - ms), 60_000, l)
+            XCTAssertEqual(rfc3339(millis: ms), ts, l)
+        }
         XCTAssertTrue(http[0].contains("method=POST path=/fcm/send status=200 bytes=") && http[0].contains(" auth=key=***-key"), http[0])
         XCTAssertTrue(http[1].contains("status=401") && http[1].contains("auth=key=***6789"), http[1])
         XCTAssertTrue(http[2].contains("method=GET path=/api/v1/health status=200") && http[2].hasSuffix("auth=-"), http[2])

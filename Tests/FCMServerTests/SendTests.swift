@@ -184,6 +184,27 @@ final class SendTests: ServerTestCase {
         }
     }
 
+    func testContentTypeChoosesTheFormat() throws {
+        // `application/json` in any case, with blanks and parameters, is JSON; anything else is
+        // plain text (form-encoded), where a JSON body is no valid parameter list.
+        let json: [String?] = ["application/json", "Application/JSON", " application/json ", "application/json;charset=UTF-8",
+                               "application/json ; charset=utf-8", "\tAPPLICATION/JSON\t;"]
+        let plain: [String?] = [nil, "", "text/plain", "application/jsonx", "application/json-patch+json", "application/json x",
+                                "application/jso", "x-application/json"]
+        for (ct, isJSON) in json.map({ ($0, true) }) + plain.map({ ($0, false) }) {
+            var headers = [("Authorization", "key=key-111")]
+            if let ct { headers.append(("Content-Type", ct)) }
+            let r = try client.request("POST", "/fcm/send", headers: headers, body: Array(#"{"to":"a1"}"#.utf8))
+            XCTAssertEqual(r.status, 200, "\(ct ?? "none")")
+            if isJSON {
+                XCTAssertEqual(results(r).first?.keys, ["message_id"], "\(ct ?? "none"): \(r.text)")
+            } else {
+                XCTAssertEqual(r.headers["content-type"], "text/plain; charset=UTF-8", ct ?? "none")
+                XCTAssertEqual(r.text, "Error=InvalidParameters\n", ct ?? "none")
+            }
+        }
+    }
+
     func testCanonicalIDAfterRefresh() throws {
         let fresh = try client.post("/api/v1/devices/a1:refresh")
         XCTAssertEqual(fresh.status, 200)
