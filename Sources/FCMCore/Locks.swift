@@ -16,7 +16,11 @@ public final class ConditionLock: @unchecked Sendable {
 
     /// A new unlocked lock; the condition waits on the monotonic clock.
     public init() {
-        pthread_mutex_init(mutex, nil)
+        var mattr = pthread_mutexattr_t()
+        pthread_mutexattr_init(&mattr)
+        pthread_mutexattr_settype(&mattr, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+        pthread_mutex_init(mutex, &mattr)
+        pthread_mutexattr_destroy(&mattr)
         var attr = pthread_condattr_t()
         pthread_condattr_init(&attr)
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)

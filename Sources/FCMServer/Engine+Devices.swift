@@ -322,9 +322,15 @@ extension Engine {
             let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now)
             s.faults.nextID += 1
             s.faults.faults.append(f)
+            faultsArmed.store(true, ordering: .relaxed)
             return f
         }
     }
+
+    /// False only when no fault is in force: the send path then skips the fault table (and its
+    /// lock). Set under the state lock whenever the table gains or loses faults; a fault used up
+    /// by firing may leave it true, which only costs a look at the empty table.
+    var mayHaveFaults: Bool { faultsArmed.load(ordering: .relaxed) }
 
     /// The faults in force, oldest first.
     func faults() -> [Fault] { state.withLock { $0.faults.faults } }
@@ -332,6 +338,7 @@ extension Engine {
     /// Removes one fault, or all of them (`id` nil).
     func deleteFault(_ id: String?) throws(ControlError) {
         let found = state.withLock { s -> Bool in
+            defer { faultsArmed.store(!s.faults.faults.isEmpty, ordering: .relaxed) }
             guard let id else {
                 s.faults.faults.removeAll()
                 return true
@@ -345,7 +352,8 @@ extension Engine {
 
     /// The first request-level fault (status, delay, close) that matches, counted as fired.
     public func fireRequestFault(transport: Transport, path: String, senderID: String?, tokens: [String], topic: String?) -> Fault? {
-        state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
+        guard mayHaveFaults else { return nil }
+        return state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
     }
 
     /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
@@ -356,6 +364,7 @@ extension Engine {
             s.inbox.removeAll()
             s.stored.removeAll()
             s.faults = FaultTable()
+            faultsArmed.store(false, ordering: .relaxed)
             s.topicSubscribers.removeAll()
             s.deviceTopics.removeAll()
             s.groups.removeAll()

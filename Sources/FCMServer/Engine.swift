@@ -15,6 +15,8 @@ public final class Engine: Sendable {
     let state: Locked<EngineState>
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
+    /// See `mayHaveFaults`.
+    let faultsArmed = Atomic<Bool>(false)
     /// Live events (`GET /api/v1/events`).
     public let events = EventBus()
     /// Called with a sender id when upstream messages of that sender wait for a connection.

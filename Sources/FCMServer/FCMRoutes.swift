@@ -73,7 +73,9 @@ struct FCMSendRoute: Sendable {
             if case .request(let req) = outcome { target = req.target }
             var topic: String?
             if case .topic(let t) = target { topic = t }
-            if let f = engine.fireRequestFault(transport: .http, path: r.path, senderID: sender, tokens: target.tokens, topic: topic) {
+            if engine.mayHaveFaults,
+                let f = engine.fireRequestFault(transport: .http, path: r.path, senderID: sender, tokens: target.tokens, topic: topic)
+            {
                 switch f.action {
                 case .status(let code, let retry):
                     try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: code,
