@@ -59,11 +59,8 @@ public final class Application: Sendable {
             }
             var httpTLS: HTTPServerTLS?
             if c.httpTLS, let tls {
-                // libmicrohttpd takes the PEM texts; they were just validated by GnuTLS above.
-                guard let cert = SystemIO.readFile(tls.certificatePath), let key = SystemIO.readFile(tls.keyPath) else {
-                    throw ConfigurationError("TLS: cannot read \(tls.certificatePath) or \(tls.keyPath)")
-                }
-                httpTLS = HTTPServerTLS(certificatePEM: String(decoding: cert, as: UTF8.self), keyPEM: String(decoding: key, as: UTF8.self))
+                // libmicrohttpd takes the PEM texts GnuTLS has just loaded and checked.
+                httpTLS = HTTPServerTLS(certificatePEM: tls.certificatePEM, keyPEM: tls.keyPEM)
             }
             do {
                 let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil, delegate: ccs)

@@ -23,13 +23,24 @@ public final class TLSCredentials: @unchecked Sendable {
     /// The PEM files in use (generated ones are in a temporary folder).
     public let certificatePath: String
     public let keyPath: String
+    /// Their texts as loaded (the HTTPS listener takes these, so both listeners use the same
+    /// certificate even if the files change later).
+    public let certificatePEM: String
+    public let keyPEM: String
 
-    /// Loads `certificate` and `key` (PEM files).
+    /// Loads `certificate` and `key` (PEM files), each read once.
     public init(certificate: String, key: String) throws(TLSError) {
+        let certPEM = try Self.load(certificate), keyPEM = try Self.load(key)
         var cred: gnutls_certificate_credentials_t?
         var rc = gnutls_certificate_allocate_credentials(&cred)
         guard rc >= 0, let cred else { throw TLSError("cannot allocate TLS credentials", rc) }
-        rc = gnutls_certificate_set_x509_key_file(cred, certificate, key, GNUTLS_X509_FMT_PEM)
+        rc = certPEM.withUnsafeBufferPointer { c in
+            keyPEM.withUnsafeBufferPointer { k in
+                var cd = gnutls_datum_t(data: UnsafeMutablePointer(mutating: c.baseAddress), size: UInt32(c.count))
+                var kd = gnutls_datum_t(data: UnsafeMutablePointer(mutating: k.baseAddress), size: UInt32(k.count))
+                return gnutls_certificate_set_x509_key_mem(cred, &cd, &kd, GNUTLS_X509_FMT_PEM)
+            }
+        }
         guard rc >= 0 else {
             gnutls_certificate_free_credentials(cred)
             throw TLSError("cannot load \(certificate) and \(key)", rc)
@@ -37,6 +48,17 @@ public final class TLSCredentials: @unchecked Sendable {
         credentials = cred
         certificatePath = certificate
         keyPath = key
+        certificatePEM = String(decoding: certPEM, as: UTF8.self)
+        self.keyPEM = String(decoding: keyPEM, as: UTF8.self)
+    }
+
+    /// The bytes of the file at `path`.
+    private static func load(_ path: String) throws(TLSError) -> [UInt8] {
+        var d = gnutls_datum_t(data: nil, size: 0)
+        let rc = gnutls_load_file(path, &d)
+        guard rc >= 0 else { throw TLSError("cannot read \(path)", rc) }
+        defer { fcm_gnutls_free(d.data) }
+        return Array(UnsafeBufferPointer(start: d.data, count: Int(d.size)))
     }
 
     deinit { gnutls_certificate_free_credentials(credentials) }
