@@ -24,14 +24,20 @@ final class CCS: XMPPDelegate {
     enum Outbound: Sendable {
         case upstream(String)
         /// A receipt, kept whole so it can be sent again on another connection.
-        case receipt(String)
+        case receipt(Receipt)
+    }
+
+    /// A receipt's JSON and its `message_id` (what the app server's ack names).
+    struct Receipt: Sendable {
+        let id: String
+        let json: String
     }
 
     let links = Locked<[String: Link]>([:])
     /// Receipts by sender, waiting for a connection; and receipts of messages still held by an
     /// offline device, by delivery id.
-    let queuedReceipts = Locked<[String: [String]]>([:])
-    let awaitingDelivery = Locked<[Int64: (sender: String, receipt: String)]>([:])
+    let queuedReceipts = Locked<[String: [Receipt]]>([:])
+    let awaitingDelivery = Locked<[Int64: (sender: String, receipt: Receipt)]>([:])
 
     /// Access log: one line per stanza in and out (never a password).
     let log: Log
@@ -45,11 +51,12 @@ final class CCS: XMPPDelegate {
 
     /// A receipt (`MESSAGE_SENT_TO_DEVICE`) for a message the app server sent with
     /// `delivery_receipt_requested`, in CCS's form.
-    static func receipt(messageID: String, token: String, category: String, at millis: Int64) -> String {
+    static func receipt(messageID: String, token: String, category: String, at millis: Int64) -> Receipt {
+        let id = "dr2:" + messageID
         var w = JSONWriter()
         w.beginObject()
         w.key("message_type"); w.value("receipt")
-        w.key("message_id"); w.value("dr2:" + messageID)
+        w.key("message_id"); w.value(id)
         w.key("from"); w.value("gcm.googleapis.com")
         w.key("category"); w.value(category)
         w.key("data"); w.beginObject()
@@ -59,25 +66,24 @@ final class CCS: XMPPDelegate {
         w.key("message_sent_timestamp"); w.value(String(millis))
         w.endObject()
         w.endObject()
-        return w.string
+        return Receipt(id: id, json: w.string)
     }
 
     /// Sends a receipt on a connection of `sender`, or keeps it until one opens.
-    func sendReceipt(_ json: String, sender: String) {
-        let id = (try? JSONParser.parse(json).objectValue?["message_id"]?.stringValue) ?? nil
+    func sendReceipt(_ receipt: Receipt, sender: String) {
         let target = links.withLock { ls -> XMPPConnection? in
             guard let c = ls.values.filter({ $0.connection.account == sender && !$0.draining })
                 .min(by: { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) })?.connection
             else { return nil }
-            if let id { ls[c.id]?.outstanding[id] = .receipt(json) }
+            ls[c.id]?.outstanding[receipt.id] = .receipt(receipt)
             return c
         }
         guard let c = target else {
-            queuedReceipts.withLock { $0[sender, default: []].append(json) }
+            queuedReceipts.withLock { $0[sender, default: []].append(receipt) }
             return
         }
-        c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(json))</gcm></message>")
-        stanzaLog("out", c, [("message_type", "receipt"), ("message_id", id ?? "-")])
+        c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(receipt.json))</gcm></message>")
+        stanzaLog("out", c, [("message_type", "receipt"), ("message_id", receipt.id)])
     }
 
     /// The access-log line of one stanza (info).
@@ -195,8 +201,8 @@ final class CCS: XMPPDelegate {
             if let sender = c.account { dispatchUpstream(sender) }
         }
         // Unacked receipts are sent again on the sender's next connection.
-        let receipts = (link?.outstanding.values ?? [:].values).compactMap { o -> String? in
-            if case .receipt(let json) = o { return json }
+        let receipts = (link?.outstanding.values ?? [:].values).compactMap { o -> Receipt? in
+            if case .receipt(let r) = o { return r }
             return nil
         }
         if let sender = c.account {
@@ -318,7 +324,7 @@ final class CCS: XMPPDelegate {
                     if let canonical = r.results[0].canonicalToken { fields.append(("registration_id", .string(canonical))) }
                     let ack = fields
                     let first = r.results[0]
-                    let receipt: String?
+                    let receipt: Receipt?
                     if wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !req.options.dryRun {
                         let category = (try? engine.device(token).app) ?? "unknown.app"
                         let json = Self.receipt(messageID: messageID, token: token, category: category, at: engine.clock.nowMillis())
