@@ -46,6 +46,7 @@ extension Engine {
                 if merged == old { return .success((old, nil)) }
             }
             s.insert(merged)
+            publishCredentials(s)
             let row = merged
             return .success((merged, submit([{ (c: SQLiteConnection) throws in
                 try c.run("INSERT OR REPLACE INTO projects(sender_id, server_keys, apps, created_at) VALUES (?,?,?,?)",
@@ -73,6 +74,7 @@ extension Engine {
             for k in p.serverKeys where s.keyOwner[k] == senderID { s.keyOwner[k] = nil }
             s.projects[senderID] = nil
             s.projectOrder.removeAll { $0 == senderID }
+            publishCredentials(s)
             return submit([{ (c: SQLiteConnection) throws in
                 try c.run("DELETE FROM projects WHERE sender_id = ?", [.text(senderID)])
             }])

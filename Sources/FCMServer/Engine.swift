@@ -2,6 +2,12 @@ import FCMCore
 import FCMStore
 import Synchronization
 
+/// What authenticating a request needs (see `Engine.credentials`).
+struct Credentials: Sendable {
+    var keyOwner: [String: String] = [:]
+    var firstProject: String?
+}
+
 /// The mock's behaviour: projects, devices and the send path, shared by every listener.
 ///
 /// In-memory state (projects, devices by token) answers the send path without touching SQLite;
@@ -15,6 +21,9 @@ public final class Engine: Sendable {
     let state: Locked<EngineState>
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
+    /// Server keys and the first project, as of the last change of projects: every send reads
+    /// them, and under their own lock they do not wait for the send path's `state` lock.
+    let credentials = Locked<Credentials>(Credentials())
     /// See `mayHaveFaults`.
     let faultsArmed = Atomic<Bool>(false)
     /// Live events (`GET /api/v1/events`).
@@ -47,6 +56,7 @@ public final class Engine: Sendable {
         let loaded = try EngineState.load(from: store)
         self.ids = MessageIDAllocator(floor: loaded.maxMid)
         self.state = Locked(loaded.state)
+        publishCredentials(loaded.state)
     }
 
     // MARK: Authentication
@@ -54,16 +64,22 @@ public final class Engine: Sendable {
     /// The sender id a server key belongs to; with `--accept-any-key`, an unknown key counts as a
     /// key of the first configured project.
     public func senderID(forServerKey key: String) -> String? {
-        state.withLock { s in
-            if let owner = s.keyOwner[key] { return owner }
-            if acceptAnyKey, !key.isEmpty { return s.projectOrder.first }
+        credentials.withLock { c in
+            if let owner = c.keyOwner[key] { return owner }
+            if acceptAnyKey, !key.isEmpty { return c.firstProject }
             return nil
         }
     }
 
     /// The first configured project (Bearer-token sends map to it).
     public func firstProjectID() -> String? {
-        state.withLock { $0.projectOrder.first }
+        credentials.withLock { $0.firstProject }
+    }
+
+    /// Copies what authentication needs out of `s`; called with the state lock held wherever
+    /// projects change, so the copy never lags behind a change that was answered.
+    func publishCredentials(_ s: EngineState) {
+        credentials.withLock { $0 = Credentials(keyOwner: s.keyOwner, firstProject: s.projectOrder.first) }
     }
 
     // MARK: Change notification
@@ -101,6 +117,7 @@ public final class Engine: Sendable {
 struct EngineState: Sendable {
     var projects: [String: Project] = [:]
     var projectOrder: [String] = []
+    /// Server key → sender id (`Engine.credentials` holds a copy for authentication).
     var keyOwner: [String: String] = [:]
     var devices: [Int64: Device] = [:]
     var tokenIndex: [String: Int64] = [:]
