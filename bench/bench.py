@@ -181,6 +181,12 @@ class Server:
         except OSError:
             return ""
 
+    def cpu_s(self):
+        """User + system CPU time the process (all its threads) has used so far, seconds."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kib(self):
         fields = {}
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -495,12 +501,24 @@ def main():
             answered_200 += w["ok"]
             accepted += w["ok"]
         ceiling_runs, mock_runs = [], []
+        cpu = {"ceiling": [0.0, 0], "mock": [0.0, 0]}  # CPU seconds, requests
+
+        def measured(server, name):
+            before = server.cpu_s()
+            r = run_wrk("single.lua", server.url, 2, 32, per_round, tokens_path)
+            cpu[name][0] += server.cpu_s() - before
+            cpu[name][1] += r["requests"]
+            return r
+
         for _ in range(rounds):
-            ceiling_runs.append(run_wrk("single.lua", ceiling.url, 2, 32, per_round, tokens_path))
-            r = run_wrk("single.lua", mock.url, 2, 32, per_round, tokens_path)
+            ceiling_runs.append(measured(ceiling, "ceiling"))
+            r = measured(mock, "mock")
             answered_200 += r["ok"]
             accepted += r["ok"]
             mock_runs.append(r)
+        # CPU time per request: what each answer costs the server, whatever the neighbours do
+        # to the wall clock.
+        res["cpu_us"] = {k: (1e6 * v[0] / v[1] if v[1] else 0.0) for k, v in cpu.items()}
         res["round_ratios"] = [m["rps"] / c["rps"] if c["rps"] else 0.0
                                for m, c in zip(mock_runs, ceiling_runs)]
         res["ceiling_single"] = merge_runs(ceiling_runs)
@@ -676,6 +694,9 @@ def report(res, work):
         f"| {verdict(checks['ratio'])} |",
         f"| single-token latency p50 / p99, ms | {fmt_ms(ms['p50_us'])} / {fmt_ms(ms['p99_us'])} "
         f"| {fmt_ms(cs['p50_us'])} / {fmt_ms(cs['p99_us'])} | | |",
+        f"| single-token send, server CPU time per request (user + system, all threads), µs "
+        f"| {res['cpu_us']['mock']:.1f} | {res['cpu_us']['ceiling']:.1f} "
+        f"| (info: {res['cpu_us']['mock'] / max(res['cpu_us']['ceiling'], 1e-9):.1f}x) | |",
         f"| 1000-token multicast, req/s (4 conns) | {mc['rps']:,.1f} "
         f"({mc['rps'] * res['per_multicast']:,.0f} msg/s) | | | |",
         f"| 1000-token multicast latency p50 / p99, ms | {fmt_ms(mc['p50_us'])} / "
