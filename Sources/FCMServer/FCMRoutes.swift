@@ -184,6 +184,8 @@ struct FCMSendRoute: Sendable {
     static func isJSON(_ contentType: String?) -> Bool {
         guard let ct = contentType else { return false }
         // `application/json`, any case, with optional blanks around it and parameters after `;`.
+        // Bytes, as HTTP defines header values (a `;` followed by a combining mark still ends the
+        // media type).
         var bytes = ct.utf8[...]
         while let b = bytes.first, b == 32 || b == 9 { bytes = bytes.dropFirst() }
         guard hasPrefixIgnoringCase(bytes, "application/json") else { return false }
