@@ -200,27 +200,22 @@ extension Engine {
                         }
                     }
                 }
-            case .topic(let name):
+            case .topic, .condition:
+                var topic: String?
+                if case .topic(let name) = req.target { topic = name }
                 fanOut = []
                 if let err = req.messageError {
                     topicError = err
                 } else if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: "",
-                                                              topic: name), case .error(let err) = f.action {
+                                                              topic: topic), case .error(let err) = f.action {
                     topicError = err
                     topicFault = f.id
-                } else if let limit = topicRate, !dryRun, !s.topicWindows.admit(senderID + "/" + Topics.key(name), now: now, limit: limit) {
+                } else if let name = topic, let limit = topicRate, !dryRun,
+                    !s.topicWindows.admit(senderID + "/" + Topics.key(name), now: now, limit: limit)
+                {
                     topicError = .topicsMessageRateExceeded
-                } else {
+                } else if let name = topic {
                     fanOut = subscribers(of: s.topicSubscribers[Topics.key(name)] ?? [], req: req, senderID: senderID, state: s)
-                }
-            case .condition:
-                fanOut = []
-                if let err = req.messageError {
-                    topicError = err
-                } else if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: "",
-                                                              topic: nil), case .error(let err) = f.action {
-                    topicError = err
-                    topicFault = f.id
                 } else if let condition {
                     let ids = condition.evaluate { s.topicSubscribers[$0] ?? [] }
                     fanOut = subscribers(of: ids, req: req, senderID: senderID, state: s)

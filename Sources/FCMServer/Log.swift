@@ -101,48 +101,45 @@ struct LogEntry: Sendable {
 
     func format(into out: inout [UInt8], clock: inout LogTimestamp) {
         if json {
-            let (message, metadata) = fields
             var w = JSONWriter()
             w.beginObject()
             w.key("ts"); w.value(rfc3339(millis: micros / 1000))
             w.key("level"); w.value(level.name)
             w.key("msg"); w.value(message)
-            for (k, v) in metadata { w.key(k); w.value(v) }
+            forEachField { k, v in w.key(k); w.value(v) }
             w.endObject()
             out.append(contentsOf: w.string.utf8)
-            out.append(10)
-            return
-        }
-        clock.append(millis: micros / 1000, into: &out)
-        out.append(32)
-        out.append(contentsOf: level.name.utf8)
-        out.append(32)
-        switch body {
-        case .event(let message, let metadata):
+        } else {
+            clock.append(millis: micros / 1000, into: &out)
+            out.append(32)
+            out.append(contentsOf: level.name.utf8)
+            out.append(32)
             out.append(contentsOf: message.utf8)
-            for (k, v) in metadata { Self.append(k, v.utf8, into: &out) }
-        case .http(let a):
-            // The text line of the most frequent event, written straight into the buffer.
-            out.append(contentsOf: "http".utf8)
-            Self.append("method", a.method.utf8, into: &out)
-            Self.append("path", a.path.utf8, into: &out)
-            Self.append("status", String(a.status).utf8, into: &out)
-            Self.append("bytes", (a.bytes < 0 ? "stream" : String(a.bytes)).utf8, into: &out)
-            Self.append("ms", Log.millis(a.nanos).utf8, into: &out)
-            Self.append("auth", Log.maskCredential(a.authorization).utf8, into: &out)
+            forEachField { k, v in Self.append(k, v.utf8, into: &out) }
         }
         out.append(10)
     }
 
-    /// The message and its metadata as pairs.
-    var fields: (String, [(String, String)]) {
+    var message: String {
         switch body {
-        case .event(let message, let metadata):
-            return (message, metadata)
+        case .event(let message, _): return message
+        case .http: return "http"
+        }
+    }
+
+    /// The metadata pairs in order (an access line's are made from its raw values here, on the
+    /// writer thread).
+    func forEachField(_ field: (String, String) -> Void) {
+        switch self.body {
+        case .event(_, let metadata):
+            for (k, v) in metadata { field(k, v) }
         case .http(let a):
-            return ("http", [("method", a.method), ("path", a.path), ("status", String(a.status)),
-                             ("bytes", a.bytes < 0 ? "stream" : String(a.bytes)),
-                             ("ms", Log.millis(a.nanos)), ("auth", Log.maskCredential(a.authorization))])
+            field("method", a.method)
+            field("path", a.path)
+            field("status", String(a.status))
+            field("bytes", a.bytes < 0 ? "stream" : String(a.bytes))
+            field("ms", Log.millis(a.nanos))
+            field("auth", Log.maskCredential(a.authorization))
         }
     }
 
