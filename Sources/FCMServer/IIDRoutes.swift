@@ -23,12 +23,12 @@ struct IIDRoutes: Sendable {
             if r.method == "POST", parts.count == 7, parts[1] == "iid", parts[2] == "v1", parts[4] == "rel", parts[5] == "topics" {
                 let token = try decode(parts[3]), topic = try decode(parts[6])
                 guard Topics.isValidName(topic) else { return error(400, "Topic name format is invalid") }
-                do {
-                    _ = try engine.subscribe(token, topic: topic, senderID: sender)
-                } catch let failure {
-                    return self.error(failure.status == 404 ? 404 : 400, failure.status == 404 ? "NOT_FOUND" : failure.message)
+                // The batch's outcome codes, as the Instance ID API answers them.
+                switch try engine.batch([token], topic: topic, subscribe: true, senderID: sender).first ?? .notFound {
+                case .ok: return json(200, "{}")
+                case .notFound: return error(404, BatchOutcome.notFound.rawValue)
+                case let code: return error(400, code.rawValue)
                 }
-                return json(200, "{}")
             }
             // /iid/info/{token}
             if r.method == "GET", parts.count == 4, parts[1] == "iid", parts[2] == "info" {

@@ -103,6 +103,10 @@ final class TopicTests: ServerTestCase {
         XCTAssertEqual(try iid("/iid/v1/a1/rel/topics/sport", "").text, "{}")
         XCTAssertEqual(try iid("/iid/v1/a1/rel/topics/bad%20topic", "").text, #"{"error":"Topic name format is invalid"}"#)
         XCTAssertEqual(try iid("/iid/v1/nobody/rel/topics/sport", "").status, 404)
+        XCTAssertEqual(try iid("/iid/v1/nobody/rel/topics/sport", "").text, #"{"error":"NOT_FOUND"}"#)
+        let malformed = try iid("/iid/v1/bad%20token/rel/topics/sport", "")
+        XCTAssertEqual(malformed.status, 400)
+        XCTAssertEqual(malformed.text, #"{"error":"INVALID_ARGUMENT"}"#)
         let info = try client.request("GET", "/iid/info/a1?details=true", headers: [("Authorization", "key=key-111")])
         let o = try XCTUnwrap(info.object)
         XCTAssertEqual(o["application"]?.stringValue, "com.a")
@@ -134,6 +138,9 @@ final class TopicTests: ServerTestCase {
         }
         XCTAssertEqual(try iid("/iid/v1:batchAdd", #"{"to":"/topics/one-more","registration_tokens":["a1","a2"]}"#).text,
                        #"{"results":[{"error":"TOO_MANY_TOPICS"},{}]}"#)
+        let single = try iid("/iid/v1/a1/rel/topics/one-more", "")
+        XCTAssertEqual(single.status, 400)
+        XCTAssertEqual(single.text, #"{"error":"TOO_MANY_TOPICS"}"#)
     }
 
     func testSubscriptionsSurviveRestartAndResetForgetsThem() throws {
