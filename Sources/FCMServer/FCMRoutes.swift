@@ -135,7 +135,7 @@ struct FCMSendRoute: Sendable {
                     switch outcome {
                     case .success(let result):
                         if result.group != nil {
-                            answer = Self.groupResponse(result)
+                            answer = isJSON ? Self.groupResponse(result) : Self.plainGroupResponse(result)
                         } else {
                             answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
                         }
@@ -254,6 +254,20 @@ struct FCMSendRoute: Sendable {
 
     /// Seeds Tables 7 and 8: `id=…` (plus `registration_id=…`) or `Error=…`; errors that mean
     /// "retry later" become HTTP 500/503, since the plain format cannot say so in its body.
+    /// A plain-text send to a notification key answers in the plain-text form too: the message
+    /// id when a member was reached, else the error (`NotRegistered`: no member can receive it).
+    static func plainGroupResponse(_ result: SendResult) -> HTTPResponse {
+        let body: String
+        if let e = result.topicError {
+            body = "Error=\(e.rawValue)\n"
+        } else if let g = result.group, g.success > 0 {
+            body = "id=\(result.recordID)\n"
+        } else {
+            body = "Error=\(FCMErrorCode.notRegistered.rawValue)\n"
+        }
+        return HTTPResponse(status: 200, contentType: ContentType.text, body: body)
+    }
+
     static func plainResponse(_ result: SendResult) -> HTTPResponse {
         guard let r = result.results.first else {
             return HTTPResponse(status: 200, contentType: ContentType.text, body: "Error=MissingRegistration\n")

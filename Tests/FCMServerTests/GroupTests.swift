@@ -33,6 +33,12 @@ final class GroupTests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/devices/a2:unregister").status, 200)
         XCTAssertEqual(try client.sendJSON("{\"to\":\"\(key)\"}").text, #"{"success":2,"failure":1,"failed_registration_ids":["a2"]}"#)
         XCTAssertEqual(items(try client.get("/api/v1/messages?limit=1")).first?["target"]?.serialized(), "{\"kind\":\"group\",\"value\":\"\(key)\"}")
+        // Plain text to the key answers in plain text: the message id.
+        let plain = try client.sendPlain("registration_id=\(key)&data.k=v")
+        XCTAssertEqual(plain.headers["content-type"], "text/plain; charset=UTF-8")
+        let plainID = String(plain.text.dropFirst(3).dropLast())
+        XCTAssertTrue(plain.text.hasPrefix("id=") && isMessageID(plainID), plain.text)
+        XCTAssertEqual(try client.get("/api/v1/messages/\(pathEncode(plainID))").object?["recipients"]?.arrayValue?.count, 2, "a1 and a-offline")
 
         // Removing every member deletes the group.
         XCTAssertEqual(try op("{\"operation\":\"remove\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a1\",\"a-offline\"]}").status, 200)
