@@ -184,12 +184,6 @@ private let tokenByte: [Bool] = (0..<256).map { b in
 
 private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-func hex8(_ v: UInt32) -> String {
-    var out = [UInt8](repeating: 0, count: 8)
-    for i in 0..<8 { out[i] = hexDigits[Int((v >> (28 - 4 * UInt32(i))) & 0xf)] }
-    return String(decoding: out, as: UTF8.self)
-}
-
 private func parseHex32<S: Sequence>(_ s: S) -> UInt32? where S.Element == UInt8 {
     var v: UInt32 = 0
     var n = 0

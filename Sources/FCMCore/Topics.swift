@@ -48,14 +48,6 @@ public indirect enum Condition: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Every topic the condition names.
-    public var topicNames: [String] {
-        switch self {
-        case .topic(let t): return [t]
-        case .and(let a, let b), .or(let a, let b): return a.topicNames + b.topicNames
-        }
-    }
-
     /// Evaluates over subscriber sets: a topic is the set of its subscribers, `&&` intersects,
     /// `||` unites. This is how a send finds its recipients without looking at every device.
     public func evaluate<T: Hashable>(_ subscribers: (String) -> Set<T>) -> Set<T> {

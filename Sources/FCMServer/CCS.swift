@@ -216,7 +216,6 @@ final class CCS: XMPPDelegate {
             stanzaLog("in", c, [("stanza", "message"), ("ignored", "no gcm element")])
             return
         }
-        let stanzaID = message.attributes["id"]
         let value: JSONValue
         do {
             value = try JSONParser.parse(gcm.text)
@@ -229,7 +228,6 @@ final class CCS: XMPPDelegate {
         guard let messageID = o["message_id"]?.stringValue, !messageID.isEmpty else {
             return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id")
         }
-        _ = stanzaID
         if let type = o["message_type"]?.stringValue, type == "ack" || type == "nack" {
             // No answer goes back, so the stanza is logged here; a downstream message is logged
             // once, with its ack or nack, in `reply`.

@@ -93,7 +93,6 @@ public enum Fixtures {
                 throw fail("$", "the store failed while loading: \(error.description)")
             }
         }
-        tickets = []
         if let v = obj["subscriptions"] {
             guard let topics = v.objectValue else { throw fail("$.subscriptions", "must be an object of topic: [tokens]") }
             for m in topics.members {
@@ -132,13 +131,6 @@ public enum Fixtures {
                 } catch {
                     throw fail(path, error.message)
                 }
-            }
-        }
-        for t in tickets {
-            do {
-                try engine.commit(t)
-            } catch {
-                throw fail("$", "the store failed while loading: \(error.description)")
             }
         }
     }

@@ -173,18 +173,3 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     return (p.terminationStatus, o, e)
 }
-
-extension FileHandle {
-    /// What can be read right now without blocking.
-    public func availableDataNonBlocking() -> Data {
-        var data = Data()
-        var pfd = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
-        while poll(&pfd, 1, 50) > 0 {
-            var buf = [UInt8](repeating: 0, count: 4096)
-            let n = Glibc.read(fileDescriptor, &buf, buf.count)
-            if n <= 0 { break }
-            data.append(contentsOf: buf[0..<n])
-        }
-        return data
-    }
-}

@@ -26,7 +26,6 @@ public final class HTTPStream: @unchecked Sendable {
     public var buffered: Int { state.withLock { $0.buffer.count } }
 
     /// Whether the client went away (or the stream was finished and sent).
-    public var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Runs `body` once when the connection behind the stream is gone.
     public func onClose(_ body: @escaping @Sendable () -> Void) {

@@ -107,17 +107,17 @@ public final class XMPPConnection: @unchecked Sendable {
     /// can write.
     private var tls: TLSSession?
 
-    /// Whether the connection is encrypted.
-    public var isTLS: Bool { lock.withLock { tls != nil } }
     /// Wall-clock microseconds when it connected.
     public let connectedAt = wallClockMicros()
+
+    /// Whether the connection is encrypted.
+    public var isTLS: Bool { lock.withLock { tls != nil } }
 
     struct Session {
         var phase = Phase.awaitingStream
         var account: String?
         var resource: String?
         var closed = false
-        var streamTo = ""
     }
 
     enum Phase { case awaitingStream, awaitingAuth, awaitingRestart, awaitingBind, ready }
@@ -143,8 +143,8 @@ public final class XMPPConnection: @unchecked Sendable {
 
     /// Ends the stream: an optional stream error condition, `</stream:stream>`, then the socket.
     public func close(error condition: String? = nil, text: String? = nil) {
-        let wasOpen = lock.withLock { () -> Bool in
-            guard !session.closed else { return false }
+        lock.withLock {
+            guard !session.closed else { return }
             var out = ""
             if let condition {
                 out += "<stream:error><\(condition) xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"
@@ -156,9 +156,7 @@ public final class XMPPConnection: @unchecked Sendable {
             session.closed = true
             tls?.bye()
             shutdown(fd, Int32(SHUT_RDWR))
-            return true
         }
-        _ = wasOpen
     }
 
     private func writeAll(_ bytes: [UInt8]) {
@@ -241,7 +239,6 @@ public final class XMPPConnection: @unchecked Sendable {
             return false
         case .streamOpen(let attrs):
             let to = attrs["to"] ?? server.domain
-            lock.withLock { session.streamTo = to }
             switch phase {
             case .awaitingStream:
                 openStream(to: to)
