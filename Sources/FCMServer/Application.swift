@@ -51,7 +51,9 @@ public final class Application: Sendable {
                     } else {
                         let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
                         tls = try TLSCredentials.selfSigned(names: CLI.googleHosts, directory: dir)
-                        log.info("generated a self-signed TLS certificate", [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
+                        // A warning, so the path is logged at every level clients may need it at.
+                        log.warning("generated a self-signed TLS certificate (clients must trust it)",
+                                    [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
                     }
                 } catch {
                     throw ConfigurationError("TLS: \(error.description)")

@@ -14,6 +14,8 @@ final class CCS: XMPPDelegate {
     /// Per-connection state, by connection id.
     struct Link: Sendable {
         var connection: XMPPConnection
+        /// When it opened, on the mock's clock.
+        var connectedAt: Int64
         var inFlight = 0
         var draining = false
         /// Messages sent to the app server and waiting for its ack, by message id.
@@ -179,7 +181,8 @@ final class CCS: XMPPDelegate {
     }
 
     func opened(_ c: XMPPConnection) {
-        links.withLock { $0[c.id] = Link(connection: c) }
+        let now = engine.clock.nowMillis()
+        links.withLock { $0[c.id] = Link(connection: c, connectedAt: now) }
         engine.events.publish([("xmpp.connected", connectionJSON(c))])
         if let sender = c.account {
             dispatchUpstream(sender)
@@ -414,8 +417,8 @@ final class CCS: XMPPDelegate {
         w.key("id"); w.value(c.id)
         w.key("sender_id"); w.value(c.account)
         w.key("resource"); w.value(c.resource)
-        w.key("connected_at"); w.value(rfc3339(millis: c.connectedAt / 1000))
         let l = link(c.id)
+        w.key("connected_at"); w.value(rfc3339(millis: l?.connectedAt ?? engine.clock.nowMillis()))
         w.key("unacked"); w.value(l?.outstanding.count ?? 0)
         w.key("draining"); w.value(l?.draining ?? false)
         w.key("tls"); w.value(c.isTLS)

@@ -107,9 +107,6 @@ public final class XMPPConnection: @unchecked Sendable {
     /// can write.
     private var tls: TLSSession?
 
-    /// Wall-clock microseconds when it connected.
-    public let connectedAt = wallClockMicros()
-
     /// Whether the connection is encrypted.
     public var isTLS: Bool { lock.withLock { tls != nil } }
 
