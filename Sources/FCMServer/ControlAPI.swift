@@ -306,11 +306,6 @@ struct ControlAPI: Sendable {
         HTTPResponse(status: status, contentType: ContentType.json, body: json)
     }
 
-    private func decode(_ s: Substring) throws(ControlError) -> String {
-        guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
-        return v
-    }
-
     private func jsonBody(_ r: HTTPRequest) throws(ControlError) -> Body {
         let v: JSONValue
         do {
@@ -427,4 +422,10 @@ struct Query {
         guard let v = Int64(s), v >= 0 else { throw .badRequest("cursor is not one this server gave out") }
         return v
     }
+}
+
+/// One percent-encoded segment of a request path, decoded (`+` stays a plus).
+func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
+    guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
+    return v
 }

@@ -83,19 +83,12 @@ extension Engine {
 
     /// Every topic with at least one subscriber: (name, subscriber tokens).
     public func allTopics() -> [(name: String, subscribers: [String])] {
-        state.withLock { s in
-            s.topicSubscribers.keys.sorted().compactMap { key in
-                let ids = (s.topicSubscribers[key] ?? []).sorted()
-                guard let first = ids.first, let name = s.deviceTopics[first]?[key]?.name else { return nil }
-                return (name, ids.compactMap { s.devices[$0]?.token })
-            }
-        }
+        state.withLock { s in s.topicSubscribers.keys.sorted().compactMap { s.topic(key: $0) } }
     }
 
     /// One topic's subscribers.
     public func topic(_ name: String) throws(ControlError) -> (name: String, subscribers: [String]) {
-        let key = Topics.key(name)
-        guard let t = allTopics().first(where: { Topics.key($0.name) == key }) else {
+        guard let t = state.withLock({ $0.topic(key: Topics.key(name)) }) else {
             throw .notFound("topic '\(name)' has no subscribers")
         }
         return t

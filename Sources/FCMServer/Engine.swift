@@ -130,6 +130,13 @@ struct EngineState: Sendable {
     var faults = FaultTable()
     /// Subscribers by topic key (`Topics.key`), and each device's topics by key.
     var topicSubscribers: [String: Set<Int64>] = [:]
+
+    /// A topic by its key: its name as first subscribed, and its subscribers' tokens in id order.
+    func topic(key: String) -> (name: String, subscribers: [String])? {
+        let ids = (topicSubscribers[key] ?? []).sorted()
+        guard let first = ids.first, let name = deviceTopics[first]?[key]?.name else { return nil }
+        return (name, ids.compactMap { devices[$0]?.token })
+    }
     var deviceTopics: [Int64: [String: Subscription]] = [:]
     /// Device groups by notification key, and keys by "sender/name".
     var groups: [String: DeviceGroup] = [:]

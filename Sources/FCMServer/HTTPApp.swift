@@ -57,7 +57,7 @@ public struct HTTPApp: Sendable {
             }
             return responder.send(HTTPResponse(status: 200, headers: [("Content-Type", ContentType.html), ("Cache-Control", "no-store"),
                                                                       ("Content-Security-Policy", WebPage.contentSecurityPolicy)],
-                                               body: Array(WebPage.html.utf8)))
+                                               body: WebPage.bytes))
         }
         responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(path)\n"))
     }

@@ -102,10 +102,6 @@ struct IIDRoutes: Sendable {
         return nil
     }
 
-    private func decode(_ s: String) throws(ControlError) -> String {
-        guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
-        return v
-    }
 
     private func json(_ status: Int, _ body: String) -> HTTPResponse {
         HTTPResponse(status: status, contentType: ContentType.json, body: body)

@@ -71,7 +71,7 @@ public struct Log: Sendable {
     public static func maskCredential(_ value: String?) -> String {
         guard let value, !value.isEmpty else { return "-" }
         let v = value.drop { $0 == " " }
-        if v.lowercased().hasPrefix("key=") { return "key=" + maskSecret(v.dropFirst(4)) }
+        if hasPrefixIgnoringCase(v.utf8, "key=") { return "key=" + maskSecret(v.dropFirst(4)) }
         if let space = v.firstIndex(of: " ") {
             return String(v[..<space]) + " ***"
         }
@@ -211,12 +211,7 @@ final class LogWriter: @unchecked Sendable {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(batch.count * 128)
             for e in batch { e.format(into: &bytes, clock: &timestamp) }
-            var off = 0
-            while off < bytes.count {
-                let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + off, $0.count - off) }
-                if n <= 0 { return }
-                off += n
-            }
+            SystemIO.writeStderr(bytes)
         }
     }
 

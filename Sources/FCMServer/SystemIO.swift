@@ -53,14 +53,17 @@ enum SystemIO {
 
     /// Writes a line to standard error in one call, so lines from threads do not interleave.
     static func writeStderr(_ text: String) {
-        var bytes = Array(text.utf8)
+        writeStderr(Array(text.utf8))
+    }
+
+    /// Writes `bytes` to standard error, all of them unless the stream fails.
+    static func writeStderr(_ bytes: [UInt8]) {
         var off = 0
         while off < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress! + off, $0.count - off) }
+            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + off, $0.count - off) }
             if n <= 0 { return }
             off += n
         }
-        bytes.removeAll()
     }
 
     /// The process environment.

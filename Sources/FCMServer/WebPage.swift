@@ -10,6 +10,9 @@ enum WebPage {
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'"
 
+    /// The page as served (encoded once).
+    static let bytes = Array(html.utf8)
+
     static let html = #"""
 <!doctype html>
 <html lang="en">
