@@ -80,22 +80,21 @@ public func messageIDSuffix(senderID: String) -> UInt32 {
 ///
 /// Ids must be unique even when a 1000-token multicast needs 1000 of them in one microsecond, so
 /// the allocator runs ahead of the wall clock when it has to and falls back in step when idle.
-public final class MessageIDAllocator: Sendable {
-    private let last = Locked<Int64>(0)
+/// A value: its owner keeps it under the lock that orders its sends.
+public struct MessageIDAllocator: Sendable {
+    private var last: Int64
 
     /// Creates an allocator that will never return a value at or below `floor` (the newest id in
     /// the store, so ids stay unique across restarts even if the wall clock went back).
     public init(floor: Int64 = 0) {
-        last.withLock { $0 = floor }
+        last = floor
     }
 
     /// Reserves `count` consecutive stamps and returns the first.
-    public func reserve(_ count: Int, nowMicros: Int64) -> Int64 {
-        last.withLock { last in
-            let first = max(nowMicros, last + 1)
-            last = first + Int64(count) - 1
-            return first
-        }
+    public mutating func reserve(_ count: Int, nowMicros: Int64) -> Int64 {
+        let first = max(nowMicros, last + 1)
+        last = first + Int64(count) - 1
+        return first
     }
 }
 

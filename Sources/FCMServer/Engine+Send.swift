@@ -225,7 +225,7 @@ extension Engine {
             }
             let count = fanOut.map { max($0.count, 1) } ?? max(tokens.count, 1)
             // Stamps are taken under the lock, so id order is acceptance order.
-            let firstMid = ids.reserve(count, nowMicros: clock.nowMicros())
+            let firstMid = s.ids.reserve(count, nowMicros: clock.nowMicros())
             var results: [RecipientResult] = []
             results.reserveCapacity(count)
             var rows: [DeliveryRow] = []
@@ -319,7 +319,7 @@ extension Engine {
                         if !dryRun {
                             changes += stored.changes
                             if stored.purged > 0 {
-                                let notice = Notice(id: ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
+                                let notice = Notice(id: s.ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
                                                     total: stored.purged, expiresAt: now + SendOptions.defaultTimeToLive * 1000)
                                 notices.append(notice)
                                 entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt,
@@ -467,7 +467,7 @@ extension Engine {
         let now = clock.nowMillis()
         let suffix = messageIDSuffix(senderID: senderID ?? "")
         let (mid, ticket) = state.withLock { s in
-            let mid = ids.reserve(1, nowMicros: clock.nowMicros())
+            let mid = s.ids.reserve(1, nowMicros: clock.nowMicros())
             let row = MessageRow(
                 id: mid, suffix: suffix, multicastID: nil, senderID: senderID,
                 transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,

@@ -17,7 +17,6 @@ struct Credentials: Sendable {
 public final class Engine: Sendable {
     public let store: Store
     public let clock: MockClock
-    let ids: MessageIDAllocator
     let state: Locked<EngineState>
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
@@ -54,8 +53,9 @@ public final class Engine: Sendable {
         self.deviceRate = deviceRate
         self.topicRate = topicRate
         let loaded = try EngineState.load(from: store)
-        self.ids = MessageIDAllocator(floor: loaded.maxMid)
-        self.state = Locked(loaded.state)
+        var state = loaded.state
+        state.ids = MessageIDAllocator(floor: loaded.maxMid)
+        self.state = Locked(state)
         publishCredentials(loaded.state)
     }
 
@@ -128,6 +128,8 @@ struct EngineState: Sendable {
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
     var faults = FaultTable()
+    /// Message-id stamps, taken under the state lock so id order is acceptance order.
+    var ids = MessageIDAllocator()
     /// Subscribers by topic key (`Topics.key`), and each device's topics by key.
     var topicSubscribers: [String: Set<Int64>] = [:]
 

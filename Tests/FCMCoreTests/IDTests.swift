@@ -26,7 +26,7 @@ final class IDTests: XCTestCase {
     }
 
     func testAllocatorIsStrictlyIncreasingAndRunsAheadWhenNeeded() {
-        let a = MessageIDAllocator(floor: 1000)
+        var a = MessageIDAllocator(floor: 1000)
         XCTAssertEqual(a.reserve(1, nowMicros: 10), 1001, "never at or below the floor")
         XCTAssertEqual(a.reserve(1000, nowMicros: 10), 1002)
         XCTAssertEqual(a.reserve(1, nowMicros: 10), 2002, "a block of 1000 is consumed whole")
