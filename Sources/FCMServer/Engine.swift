@@ -71,6 +71,20 @@ public final class Engine: Sendable {
         }
     }
 
+    /// The sender id an `Authorization` header names: `key=<server key>`, or, where the request
+    /// allows it (`access_token_auth`), any non-empty Bearer token, which maps to the first project.
+    public func senderID(authorization header: String?, bearerAllowed: Bool) -> String? {
+        guard let header else { return nil }
+        let value = header.drop { $0 == " " }
+        if hasPrefixIgnoringCase(value.utf8, "key=") {
+            return senderID(forServerKey: String(value.dropFirst(4)).trimmingSpaces())
+        }
+        if bearerAllowed, hasPrefixIgnoringCase(value.utf8, "bearer "), !String(value.dropFirst(7)).trimmingSpaces().isEmpty {
+            return firstProjectID()
+        }
+        return nil
+    }
+
     /// The first configured project (Bearer-token sends map to it).
     public func firstProjectID() -> String? {
         credentials.withLock { $0.firstProject }

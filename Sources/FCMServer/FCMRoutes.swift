@@ -60,7 +60,10 @@ struct FCMSendRoute: Sendable {
         var raw: String { String(decoding: r.body.prefix(4096), as: UTF8.self) }
 
         // Authentication comes first: a bad key is a 401 whatever the body says.
-        guard let sender = authenticate(r.header("authorization"), outcome) else {
+        // A Bearer token counts only with `access_token_auth: true` in the body.
+        var bearerAllowed = false
+        if case .request(let req) = outcome { bearerAllowed = req.accessTokenAuth }
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: bearerAllowed) else {
             _ = try? engine.recordRejected(senderID: nil, transport: .http, format: format, httpStatus: 401,
                                            error: "Unauthorized", detail: "missing or unknown server key", raw: raw)
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
@@ -163,21 +166,6 @@ struct FCMSendRoute: Sendable {
         case 429: return "Too Many Requests"
         default: return "Error \(code)"
         }
-    }
-
-    /// `key=<server key>`, or a Bearer token with `access_token_auth: true` in the body.
-    private func authenticate(_ header: String?, _ outcome: SendParseOutcome) -> String? {
-        guard let header else { return nil }
-        let trimmed = header.drop { $0 == " " }
-        if hasPrefixIgnoringCase(trimmed.utf8, "key=") {
-            return engine.senderID(forServerKey: String(trimmed.dropFirst(4)).trimmingSpaces())
-        }
-        if hasPrefixIgnoringCase(trimmed.utf8, "bearer "), case .request(let req) = outcome, req.accessTokenAuth,
-            !String(trimmed.dropFirst(7)).trimmingSpaces().isEmpty
-        {
-            return engine.firstProjectID()
-        }
-        return nil
     }
 
     /// Whether the media type is `application/json` (any case, parameters such as charset ignored).

@@ -6,10 +6,7 @@ struct GroupRoutes: Sendable {
     let engine: Engine
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
-        let auth = r.header("authorization").map { $0.drop { $0 == " " } } ?? ""
-        guard hasPrefixIgnoringCase(auth.utf8, "key="),
-            let sender = engine.senderID(forServerKey: String(auth.dropFirst(4)).trimmingSpaces())
-        else {
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
         }
         guard let project = r.header("project_id")?.trimmingSpaces(), !project.isEmpty else {

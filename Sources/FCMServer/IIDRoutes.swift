@@ -7,7 +7,9 @@ struct IIDRoutes: Sendable {
     static let maxBatch = 1000
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
-        guard let sender = authenticate(r) else {
+        // A Bearer token counts only with the header `access_token_auth: true`.
+        let bearerAllowed = r.header("access_token_auth")?.lowercased() == "true"
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: bearerAllowed) else {
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
         }
         let path = r.path
@@ -88,20 +90,6 @@ struct IIDRoutes: Sendable {
         w.endObject()
         return json(200, w.string)
     }
-
-    /// `key=<server key>`, or a Bearer token with the header `access_token_auth: true`.
-    private func authenticate(_ r: HTTPRequest) -> String? {
-        guard let header = r.header("authorization") else { return nil }
-        let t = header.drop { $0 == " " }
-        if hasPrefixIgnoringCase(t.utf8, "key=") { return engine.senderID(forServerKey: String(t.dropFirst(4)).trimmingSpaces()) }
-        if hasPrefixIgnoringCase(t.utf8, "bearer "), r.header("access_token_auth")?.lowercased() == "true",
-            !String(t.dropFirst(7)).trimmingSpaces().isEmpty
-        {
-            return engine.firstProjectID()
-        }
-        return nil
-    }
-
 
     private func json(_ status: Int, _ body: String) -> HTTPResponse {
         HTTPResponse(status: status, contentType: ContentType.json, body: body)
