@@ -43,6 +43,33 @@ public enum SendTarget: Sendable, Equatable {
         }
     }
 
+    /// The name of a topic target.
+    public var topicName: String? {
+        if case .topic(let name) = self { return name }
+        return nil
+    }
+
+    /// Topic and condition sends are answered `{"message_id":N}` (seeds Table 6).
+    public var isTopicOrCondition: Bool {
+        switch self {
+        case .topic, .condition: return true
+        default: return false
+        }
+    }
+
+    /// Why a topic name or condition is refused like a JSON syntax error (a 400 over HTTP, an
+    /// `INVALID_JSON` nack over XMPP); nil when the target is fine.
+    public func invalidReason(maxConditionOperators: Int) -> String? {
+        switch self {
+        case .topic(let name) where !Topics.isValidName(name):
+            return "Topic name format is invalid"
+        case .condition(let text) where Condition.parse(text, maxOperators: maxConditionOperators) == nil:
+            return Condition.invalidMessage
+        default:
+            return nil
+        }
+    }
+
     /// The tokens addressed directly, in request order.
     public var tokens: [String] {
         switch self {

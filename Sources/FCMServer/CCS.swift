@@ -274,13 +274,8 @@ final class CCS: XMPPDelegate {
         case .request(let r):
             req = r
         }
-        switch req.target {
-        case .topic(let name) where !Topics.isValidName(name):
-            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: "Topic name format is invalid")
-        case .condition(let text) where Condition.parse(text, maxOperators: engine.maxConditionOperators) == nil:
-            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: Condition.invalidMessage)
-        default:
-            break
+        if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
+            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: reason)
         }
         let target = req.target.value
         if let v = o["delivery_receipt_requested"], v.boolValue == nil {
@@ -289,9 +284,7 @@ final class CCS: XMPPDelegate {
         let wantsReceipt = o["delivery_receipt_requested"]?.boolValue ?? false
         var lateBy: Int64 = 0
         var delayFault: String?
-        var topic: String?
-        if case .topic(let t) = req.target { topic = t }
-        if let f = engine.fireRequestFault(transport: .xmpp, path: "", senderID: sender, tokens: req.target.tokens, topic: topic) {
+        if let f = engine.fireRequestFault(transport: .xmpp, path: "", senderID: sender, tokens: req.target.tokens, topic: req.target.topicName) {
             switch f.action {
             case .status:
                 return nack(c, messageID, from: target, code: "SERVICE_UNAVAILABLE", description: "fault \(f.id)")

@@ -201,8 +201,7 @@ extension Engine {
                     }
                 }
             case .topic, .condition:
-                var topic: String?
-                if case .topic(let name) = req.target { topic = name }
+                let topic = req.target.topicName
                 fanOut = []
                 if let err = req.messageError {
                     topicError = err

@@ -74,10 +74,8 @@ struct FCMSendRoute: Sendable {
             var delay: (fault: String, ms: Int64)?
             var target: SendTarget = .missing
             if case .request(let req) = outcome { target = req.target }
-            var topic: String?
-            if case .topic(let t) = target { topic = t }
             if engine.mayHaveFaults,
-                let f = engine.fireRequestFault(transport: .http, path: r.path, senderID: sender, tokens: target.tokens, topic: topic)
+                let f = engine.fireRequestFault(transport: .http, path: r.path, senderID: sender, tokens: target.tokens, topic: target.topicName)
             {
                 switch f.action {
                 case .status(let code, let retry):
@@ -113,25 +111,12 @@ struct FCMSendRoute: Sendable {
                 return HTTPResponse(status: 400, contentType: ContentType.json, body: w.string)
             case .request(let req):
                 // Topic names and conditions are checked like JSON syntax: a 400 for the request.
-                var invalidTarget: String?
-                switch req.target {
-                case .topic(let name) where !Topics.isValidName(name):
-                    invalidTarget = "Topic name format is invalid"
-                case .condition(let text) where Condition.parse(text, maxOperators: engine.maxConditionOperators) == nil:
-                    invalidTarget = Condition.invalidMessage
-                default:
-                    break
-                }
-                if let reason = invalidTarget {
+                if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
                     _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
                                                   error: "InvalidJson", detail: reason, raw: raw)
                     return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
                 }
-                let isTopicSend: Bool
-                switch req.target {
-                case .topic, .condition: isTopicSend = true
-                default: isTopicSend = false
-                }
+                let isTopicSend = req.target.isTopicOrCondition
                 let lateBy = delay
                 engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
                     let answer: HTTPResponse
