@@ -89,7 +89,7 @@ struct ControlAPI: Sendable {
         case ("POST", 1, "faults"):
             return ok(try engine.addFault(try jsonBody(r)).json, status: 201)
         case ("GET", 1, "faults"):
-            return ok(Render.list(engine.faults().map(\.json), next: nil))
+            return try paged(engine.faults().map(\.json), q)
         case ("DELETE", 1, "faults"):
             try engine.deleteFault(nil)
             return HTTPResponse(status: 204)
@@ -97,7 +97,7 @@ struct ControlAPI: Sendable {
             try engine.deleteFault(try decode(seg[1]))
             return HTTPResponse(status: 204)
         case ("GET", 2, "xmpp") where seg[1] == "connections":
-            return ok(Render.list(xmppConnections(), next: nil))
+            return try paged(xmppConnections(), q)
         case ("POST", 1, "xmpp:drain"):
             return ok(Render.list(xmppDrain(nil), next: nil))
         case ("POST", 3, "xmpp") where seg[1] == "connections" && seg[2].hasSuffix(":drain"):
@@ -109,13 +109,13 @@ struct ControlAPI: Sendable {
             return ok(first)
         case ("GET", 1, "upstream"):
             let list = engine.upstreamMessages(senderID: q["sender_id"], token: q["token"], status: q["status"])
-            return ok(Render.list(list.map(\.json), next: nil))
+            return try paged(list.map(\.json), q)
         case ("GET", 1, "groups"):
-            return ok(Render.list(engine.groups(), next: nil))
+            return try paged(engine.groups(), q)
         case ("GET", 2, "groups"):
             return ok(try engine.group(try decode(seg[1])))
         case ("GET", 1, "topics"):
-            return ok(Render.list(engine.allTopics().map { Self.topicJSON($0.name, $0.subscribers) }, next: nil))
+            return try paged(engine.allTopics().map { Self.topicJSON($0.name, $0.subscribers) }, q)
         case ("GET", 2, "topics"):
             let name = try decode(seg[1])
             let t = try engine.topic(name.hasPrefix("/topics/") ? String(name.dropFirst(8)) : name)
@@ -300,6 +300,15 @@ struct ControlAPI: Sendable {
 
     private func render(_ d: Device) -> String {
         engine.renderDevice(d)
+    }
+
+    /// A list the engine holds in memory, paged like every list (`limit`, `cursor`): the cursor
+    /// is the position where the next page starts.
+    private func paged(_ items: [String], _ q: Query) throws(ControlError) -> HTTPResponse {
+        let limit = try q.limit()
+        let start = min(Int(try q.cursor() ?? 0), items.count)
+        let end = min(items.count, start + limit)
+        return ok(Render.list(Array(items[start..<end]), next: end < items.count ? Int64(end) : nil))
     }
 
     private func ok(_ json: String, status: Int = 200) -> HTTPResponse {

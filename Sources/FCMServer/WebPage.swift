@@ -221,9 +221,9 @@ async function loadList(id, path, render) {
   if (items.length === 0) ul.append(el("li", "none"));
   for (const x of items) ul.append(el("li", render(x)));
 }
-const loadTopics = () => loadList("topics", "/topics", t => "/topics/" + t.name + " (" + t.count + ")");
-const loadGroups = () => loadList("groups", "/groups", g => g.notification_key_name + " (" + (g.members || []).length + " members, sender " + g.sender_id + ")");
-const loadXmpp = () => loadList("xmpp", "/xmpp/connections", c => c.id + " sender " + c.sender_id + (c.tls ? " tls" : "") + ", unacked " + c.unacked + (c.draining ? ", draining" : ""));
+const loadTopics = () => loadList("topics", "/topics?limit=1000", t => "/topics/" + t.name + " (" + t.count + ")");
+const loadGroups = () => loadList("groups", "/groups?limit=1000", g => g.notification_key_name + " (" + (g.members || []).length + " members, sender " + g.sender_id + ")");
+const loadXmpp = () => loadList("xmpp", "/xmpp/connections?limit=1000", c => c.id + " sender " + c.sender_id + (c.tls ? " tls" : "") + ", unacked " + c.unacked + (c.draining ? ", draining" : ""));
 
 const pending = new Map();
 function soon(name, fn) {

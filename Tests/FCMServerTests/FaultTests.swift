@@ -76,6 +76,15 @@ final class FaultTests: ServerTestCase {
         XCTAssertEqual(try client.sendJSON(#"{"to":"a1"}"#, path: "/gcm/send").status, 502)
         let list = items(try client.get("/api/v1/faults"))
         XCTAssertEqual(list.map { $0["fired"]?.numberValue?.int64 }, [1, 0, 1])
+        // Paged like every list.
+        let first = try client.get("/api/v1/faults?limit=2")
+        XCTAssertEqual(items(first).map { $0["fired"]?.numberValue?.int64 }, [1, 0])
+        let next = try XCTUnwrap(first.object?["next"]?.stringValue)
+        let second = try client.get("/api/v1/faults?limit=2&cursor=\(next)")
+        XCTAssertEqual(items(second).map { $0["fired"]?.numberValue?.int64 }, [1])
+        XCTAssertEqual(second.object?["next"], .null)
+        XCTAssertEqual(try client.get("/api/v1/faults?limit=0").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/topics?limit=1001").status, 400)
         XCTAssertEqual(try client.delete("/api/v1/faults").status, 204)
         XCTAssertEqual(items(try client.get("/api/v1/faults")).count, 0)
     }
