@@ -71,12 +71,17 @@ final class CCS: XMPPDelegate {
         return Receipt(id: id, json: w.string)
     }
 
+    /// The connection of `sender` with the fewest unacked messages that is not draining (ties:
+    /// the oldest id), as CCS spread its messages over an app server's connections.
+    private static func leastBusy(_ ls: [String: Link], _ sender: String) -> XMPPConnection? {
+        ls.values.filter { $0.connection.account == sender && !$0.draining }
+            .min { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) }?.connection
+    }
+
     /// Sends a receipt on a connection of `sender`, or keeps it until one opens.
     func sendReceipt(_ receipt: Receipt, sender: String) {
         let target = links.withLock { ls -> XMPPConnection? in
-            guard let c = ls.values.filter({ $0.connection.account == sender && !$0.draining })
-                .min(by: { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) })?.connection
-            else { return nil }
+            guard let c = Self.leastBusy(ls, sender) else { return nil }
             ls[c.id]?.outstanding[receipt.id] = .receipt(receipt)
             return c
         }
@@ -108,11 +113,7 @@ final class CCS: XMPPDelegate {
     /// Sends a sender's queued upstream messages on one of its connections (the least busy one
     /// that is not draining), as CCS spread them over an app server's connections.
     func dispatchUpstream(_ sender: String) {
-        let target = links.withLock { ls -> XMPPConnection? in
-            ls.values.filter { $0.connection.account == sender && !$0.draining }
-                .min { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) }?.connection
-        }
-        guard let c = target else { return }
+        guard let c = links.withLock({ Self.leastBusy($0, sender) }) else { return }
         let batch = engine.takeQueuedUpstream(senderID: sender, connection: c.id)
         guard !batch.isEmpty else { return }
         links.withLock { ls in
