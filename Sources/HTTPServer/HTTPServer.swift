@@ -23,6 +23,7 @@ public final class HTTPServer: Sendable {
     /// The running daemon's address (0 when stopped); a plain integer so the Mutex holds a Sendable value.
     private let daemon = Mutex<UInt>(0)
     private let listenFD: Int32
+    private let stopped = Atomic<Bool>(false)
     private let threads: Int
     private let tls: HTTPServerTLS?
 
@@ -53,7 +54,9 @@ public final class HTTPServer: Sendable {
     /// Stops accepting, answers requests still waiting with 503, then closes every connection.
     /// Callers should first let their own pending answers finish (they are sent if they come
     /// before this).
+    /// Calling it again does nothing (the listening socket is closed exactly once).
     public func stop() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
         let bits = daemon.withLock { d -> UInt in defer { d = 0 }; return d }
         guard let d = OpaquePointer(bitPattern: bits) else {
             close(listenFD)

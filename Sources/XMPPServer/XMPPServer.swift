@@ -33,7 +33,9 @@ public final class XMPPServer: Sendable {
     /// Set for direct TLS from the first byte (as Google's port 5235), no STARTTLS.
     public let tls: TLSCredentials?
     private let fd: Int32
-    private let state = Mutex<(stopped: Bool, connections: [String: XMPPConnection])>((false, [:]))
+    /// `accepting`: the accept thread runs and owns the listening socket's closing, so the
+    /// descriptor number is never reused while that thread may still call `accept` on it.
+    private let state = Mutex<(stopped: Bool, accepting: Bool, connections: [String: XMPPConnection])>((false, false, [:]))
 
     /// Binds `host:port` at once (a busy port is reported before anything starts).
     public init(host: String, port: Int, domain: String = "gcm.googleapis.com", maxStanzaBytes: Int = 1 << 20,
@@ -50,7 +52,14 @@ public final class XMPPServer: Sendable {
 
     /// Starts accepting connections.
     public func start() {
+        let started = state.withLock { s -> Bool in
+            guard !s.stopped else { return false }
+            s.accepting = true
+            return true
+        }
+        guard started else { return }
         spawnThread { [self] in
+            defer { close(fd) }
             var n = 0
             while true {
                 let c = accept(fd, nil, nil)
@@ -81,13 +90,16 @@ public final class XMPPServer: Sendable {
     }
 
     /// Stops accepting and ends every stream with `</stream:stream>`.
+    /// Calling it again does nothing.
     public func stop() {
-        let open = state.withLock { s -> [XMPPConnection] in
-            s.stopped = true
-            return Array(s.connections.values)
+        let (first, accepting, open) = state.withLock { s -> (Bool, Bool, [XMPPConnection]) in
+            defer { s.stopped = true }
+            return (!s.stopped, s.accepting, Array(s.connections.values))
         }
+        guard first else { return }
+        // Wakes the accept thread, which closes the socket as it leaves; without one, close here.
         shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
+        if !accepting { close(fd) }
         for c in open { c.close() }
     }
 }

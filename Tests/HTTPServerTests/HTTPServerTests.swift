@@ -112,6 +112,16 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(results.withLock { $0 }, Array(repeating: 200, count: count))
     }
 
+    func testASecondStopClosesNothing() throws {
+        let server = try start { _, r in r.send(HTTPResponse(status: 200)) }
+        server.stop()
+        // A new listener most likely gets the descriptor number the first one had.
+        let other = try start { _, r in r.send(HTTPResponse(status: 204)) }
+        defer { other.stop() }
+        server.stop()
+        XCTAssertEqual(try HTTPTestClient(port: other.port).request("GET", "/").status, 204)
+    }
+
     func testBusyPortIsAClearError() throws {
         let server = try start { _, r in r.send(HTTPResponse(status: 200)) }
         defer { server.stop() }
