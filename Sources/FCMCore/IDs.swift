@@ -19,20 +19,28 @@ public struct MessageID: Hashable, Sendable, CustomStringConvertible {
 
     /// The wire form, `0:1700000000000123%31bd1c9631bd1c96`.
     public var description: String {
-        // Built byte by byte: this runs once per recipient on the send path.
-        var digits: [UInt8] = []
+        // Built byte by byte into the string's own storage (no other allocation): this runs once
+        // per recipient on the send path. At least 16 digits, at most 20 (UInt64.max).
         var v = UInt64(max(0, micros))
+        var count = 0
+        var probe = v
         repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(v % 10))
-            v /= 10
-        } while v > 0
-        while digits.count < 16 { digits.append(UInt8(ascii: "0")) }
+            count += 1
+            probe /= 10
+        } while probe > 0
+        let width = max(count, 16)
         let hex = hexDigits  // read the lazy global once
-        return String(unsafeUninitializedCapacity: digits.count + 19) { buf in
+        return String(unsafeUninitializedCapacity: width + 19) { buf in
             var i = 0
             buf[i] = UInt8(ascii: "0"); i += 1
             buf[i] = UInt8(ascii: ":"); i += 1
-            for d in digits.reversed() { buf[i] = d; i += 1 }
+            var at = i + width - 1
+            while at >= i {
+                buf[at] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+                at -= 1
+            }
+            i += width
             buf[i] = UInt8(ascii: "%"); i += 1
             for _ in 0..<2 {
                 for shift in stride(from: 28, through: 0, by: -4) {

@@ -345,6 +345,7 @@ private struct ByteParser {
     // Iterative rather than recursive so that no maxDepth a caller picks can overflow the stack.
     mutating func parseValue() throws(JSONParseError) -> JSONValue {
         var stack: [OpenContainer] = []
+        stack.reserveCapacity(4)  // an FCM body nests two or three deep: one allocation
         var value: JSONValue
         nextValue: while true {
             skipWhitespace()

@@ -34,8 +34,8 @@ public enum SendParser {
         guard case .object(let obj) = value else {
             return .badRequest("JSON_PARSING_ERROR: Expected a JSON object, got \(value.typeName).")
         }
-        for key in obj.keys where !knownJSONFields.contains(key) && !extraFields.contains(key) {
-            return .invalidParameters("Unknown parameter \"\(key)\"")
+        for m in obj.members where !knownJSONFields.contains(m.key) && !extraFields.contains(m.key) {
+            return .invalidParameters("Unknown parameter \"\(m.key)\"")
         }
         var req = SendRequest(format: .json)
 
@@ -162,7 +162,7 @@ public enum SendParser {
                 return fail(.invalidParameters, "Unknown parameter \"\(key)\"")
             }
         }
-        if !data.keys.isEmpty { req.data = data }
+        if data.count > 0 { req.data = data }
         if case .missing = req.target {
             return fail(.missingRegistration, "no registration_id")
         }
@@ -181,9 +181,9 @@ public enum SendParser {
     public static func applyPayloadRules(_ req: inout SendRequest) {
         guard req.messageError == nil else { return }
         if let data = req.data {
-            for key in data.keys where isReservedDataKey(key) {
+            for m in data.members where isReservedDataKey(m.key) {
                 req.messageError = .invalidDataKey
-                req.messageErrorDetail = "data key \"\(key)\" is reserved"
+                req.messageErrorDetail = "data key \"\(m.key)\" is reserved"
                 return
             }
         }

@@ -110,10 +110,10 @@ public final class SQLiteConnection {
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     public func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try execute("BEGIN IMMEDIATE")
+        try run("BEGIN IMMEDIATE")
         do {
             let v = try body()
-            try execute("COMMIT")
+            try run("COMMIT")
             return v
         } catch {
             try? execute("ROLLBACK")

@@ -158,11 +158,12 @@ public final class Store: @unchecked Sendable {
         guard !batch.isEmpty else { return [] }
         let failure: StoreError? = connectionLock.withLock {
             do {
-                try connection.execute("BEGIN IMMEDIATE")
+                // Prepared once and cached (`execute` would parse them again for every batch).
+                try connection.run("BEGIN IMMEDIATE")
                 for t in batch {
                     for op in t.ops { try op(connection) }
                 }
-                try connection.execute("COMMIT")
+                try connection.run("COMMIT")
                 return nil
             } catch {
                 try? connection.execute("ROLLBACK")

@@ -240,6 +240,7 @@ final class RequestContext {
 /// Collects header fields or query arguments during `MHD_get_connection_values`.
 final class PairCollector {
     var pairs: [(String, String?)] = []
+    init(capacity: Int) { pairs.reserveCapacity(capacity) }
 }
 
 private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
@@ -280,8 +281,8 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return FCM_MHD_YES
     }
 
-    let headers = PairCollector()
-    let query = PairCollector()
+    let headers = PairCollector(capacity: 12)  // one allocation for a usual request's headers
+    let query = PairCollector(capacity: 0)
     MHD_get_connection_values(connection, FCM_MHD_HEADER_KIND, collectPair, Unmanaged.passUnretained(headers).toOpaque())
     MHD_get_connection_values(connection, FCM_MHD_GET_ARGUMENT_KIND, collectPair, Unmanaged.passUnretained(query).toOpaque())
     let request = HTTPRequest(

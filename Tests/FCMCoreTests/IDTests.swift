@@ -12,6 +12,18 @@ final class IDTests: XCTestCase {
         XCTAssertEqual(regex.numberOfMatches(in: s, range: NSRange(s.startIndex..., in: s)), 1, s)
     }
 
+    func testMessageIDDigitsArePaddedToSixteenAndNeverCut() {
+        XCTAssertEqual(MessageID(micros: 0, suffix: 0).description, "0:0000000000000000%0000000000000000")
+        XCTAssertEqual(MessageID(micros: 42, suffix: 0xabc).description, "0:0000000000000042%00000abc00000abc")
+        XCTAssertEqual(MessageID(micros: 9_999_999_999_999_999, suffix: 1).description,
+                       "0:9999999999999999%0000000100000001")
+        XCTAssertEqual(MessageID(micros: 10_000_000_000_000_000, suffix: 1).description,
+                       "0:10000000000000000%0000000100000001")
+        XCTAssertEqual(MessageID(micros: Int64.max, suffix: 0xffff_ffff).description,
+                       "0:9223372036854775807%ffffffffffffffff")
+        XCTAssertEqual(MessageID(micros: -5, suffix: 2).description, "0:0000000000000000%0000000200000002")
+    }
+
     func testMessageIDParsingRejects() {
         for bad in ["", "fake_message_id", "0:123%abc", "1:1484103730761325%9b9e6c139b9e6c13",
                     "0:1484103730761325%9b9e6c139b9e6c14", "0:1484103730761325%9B9E6C139B9E6C13",
