@@ -91,7 +91,7 @@ extension Engine {
         let (device, ticket) = try createDeviceQueued(spec, idempotent: idempotent)
         if let ticket {
             try commitControl(ticket)
-            events.publish([("device.created", Render.device(device, canonicalToken: nil))])
+            if events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
         }
         return device
     }
@@ -114,7 +114,7 @@ extension Engine {
                 ?? project.apps.first(where: { $0.platform == spec.platform })?.app
                 ?? project.apps.first?.app ?? "unknown.app"
             let d = Device(id: s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
-                           state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now, pending: 0)
+                           state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now)
             s.nextDeviceID += 1
             s.insert(d)
             return .success((d, submit([{ (c: SQLiteConnection) throws in try c.run(Device.insertSQL, d.insertValues) }])))
@@ -124,8 +124,7 @@ extension Engine {
 
     /// One device by token.
     public func device(_ token: String) throws(ControlError) -> Device {
-        let now = clock.nowMillis()
-        guard let d = state.withLock({ s in s.device(token: token).map { s.withPending($0, now: now) } }) else {
+        guard let d = state.withLock({ s in s.device(token: token) }) else {
             throw .notFound("device '\(token)' does not exist")
         }
         return d
@@ -134,17 +133,15 @@ extension Engine {
     /// Devices matching the filters, ordered by creation, after `afterID`.
     public func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String? = nil, afterID: Int64,
                         limit: Int) -> [Device] {
-        let now = clock.nowMillis()
-        return state.withLock { s in
-            s.devices.values
+        state.withLock { s in
+            let matching = s.devices.values
                 .filter { d in
                     d.id > afterID && (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
                         && (wanted == nil || d.state == wanted)
                         && (topic == nil || s.topicSubscribers[Topics.key(topic!)]?.contains(d.id) == true)
                 }
                 .sorted { $0.id < $1.id }
-                .prefix(limit)
-                .map { s.withPending($0, now: now) }
+            return Array(matching.prefix(limit))
         }
     }
 
@@ -178,12 +175,11 @@ extension Engine {
                     flushed.append((status == "expired" ? "message.expired" : "message.delivered", EventJSON.delivery(
                         messageID: MessageID(micros: e.deliveryID, suffix: suffix).description, token: d.token, status: status, at: now)))
                 }
-                d.pending = 0
                 s.stored[d.id] = nil
             }
             s.devices[d.id] = d
             let id = d.id
-            pendingEvents = [("device.updated", Render.device(d, canonicalToken: nil))] + flushed
+            pendingEvents = [("device.updated", s.render(d, now: now))] + flushed
             return .success((d, submit([{ (c: SQLiteConnection) throws in
                 try c.run("UPDATE devices SET online = ?, last_seen_at = ? WHERE id = ?", [.int(online ? 1 : 0), .int(now), .int(id)])
                 if flush {
@@ -216,7 +212,7 @@ extension Engine {
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)
-        events.publish([("device.updated", Render.device(device, canonicalToken: nil))])
+        if events.hasReaders { events.publish([("device.updated", renderDevice(device))]) }
         return device
     }
 
@@ -232,7 +228,7 @@ extension Engine {
             var newToken = newRegistrationToken()
             while s.tokenIndex[newToken] != nil { newToken = newRegistrationToken() }
             let fresh = Device(id: s.nextDeviceID, token: newToken, senderID: old.senderID, app: old.app, platform: old.platform,
-                               state: .registered, canonicalID: nil, online: old.online, createdAt: now, lastSeenAt: now, pending: 0)
+                               state: .registered, canonicalID: nil, online: old.online, createdAt: now, lastSeenAt: now)
             s.nextDeviceID += 1
             old.state = .refreshed
             old.canonicalID = fresh.id
@@ -247,8 +243,7 @@ extension Engine {
         let (device, ticket) = try result.get()
         try commitControl(ticket)
         if events.hasReaders, let old = try? self.device(token) {
-            events.publish([("device.updated", Render.device(old, canonicalToken: device.token)),
-                            ("device.created", Render.device(device, canonicalToken: nil))])
+            events.publish([("device.updated", renderDevice(old)), ("device.created", renderDevice(device))])
         }
         return device
     }
@@ -303,7 +298,6 @@ extension Engine {
                     }
                 }
                 s.stored[id] = kept.isEmpty ? nil : kept
-                s.devices[id]?.pending = kept.count
             }
             guard !changes.isEmpty else { return nil }
             let expired = changes

@@ -325,7 +325,6 @@ extension Engine {
                                                            isNotice: true))
                             }
                             s.stored[target.id] = entries
-                            s.devices[target.id]?.pending = DeviceStorage.count(entries, now: now)
                         }
                     }
             }
@@ -371,7 +370,7 @@ extension Engine {
             }]
             var published: [(String, String)] = []
             if wantEvents {
-                for d in newDevices { published.append(("device.created", Render.device(d, canonicalToken: nil))) }
+                for d in newDevices { published.append(("device.created", s.render(d, now: now))) }
                 published.append((accepted ? "message.accepted" : "message.rejected",
                                   Self.summaryJSON(message, rows: rows, results: results, state: s)))
                 published += deliveryEvents
@@ -426,7 +425,7 @@ extension Engine {
             // A well-formed unknown token becomes a new online device of the sending project.
             device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
                             app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,
-                            state: .registered, canonicalID: nil, online: true, createdAt: now, lastSeenAt: now, pending: 0)
+                            state: .registered, canonicalID: nil, online: true, createdAt: now, lastSeenAt: now)
             if !dryRun {
                 s.nextDeviceID += 1
                 s.insert(device)

@@ -96,9 +96,7 @@ extension Engine {
 
     /// The device object with its topics.
     func renderDevice(_ d: Device) -> String {
-        let (canonical, topics) = state.withLock { s in
-            (d.canonicalID.flatMap { s.devices[$0]?.token }, s.topics(of: d.id).map(\.name))
-        }
-        return Render.device(d, canonicalToken: canonical, topics: topics)
+        let now = clock.nowMillis()
+        return state.withLock { s in s.render(d, now: now) }
     }
 }

@@ -167,11 +167,11 @@ struct EngineState: Sendable {
         tokenIndex[token].flatMap { devices[$0] }
     }
 
-    /// `d` with `pending` counting what it holds and has not expired by `now`.
-    func withPending(_ d: Device, now: Int64) -> Device {
-        var d = d
-        d.pending = DeviceStorage.count(stored[d.id] ?? [], now: now)
-        return d
+    /// The device object as the control API and events show it: its canonical token, topics,
+    /// and `pending`, what it holds that has not expired by `now`, all read from this state.
+    func render(_ d: Device, now: Int64) -> String {
+        Render.device(d, canonicalToken: d.canonicalID.flatMap { devices[$0]?.token }, topics: topics(of: d.id).map(\.name),
+                      pending: DeviceStorage.count(stored[d.id] ?? [], now: now))
     }
 
     /// Adds a subscription (no change when it exists); false when the device is at 2000 topics.
@@ -237,7 +237,7 @@ struct EngineState: Sendable {
                     id: r.int(0), token: r.text(1) ?? "", senderID: r.text(2) ?? "", app: r.text(3) ?? "",
                     platform: Platform(rawValue: r.text(4) ?? "") ?? .android,
                     state: DeviceState(rawValue: r.text(5) ?? "") ?? .registered,
-                    canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8), lastSeenAt: r.int(9), pending: 0))
+                    canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8), lastSeenAt: r.int(9)))
             }
             try c.query("""
                 SELECT d.id, d.device, m.collapse_key, d.expires_at, m.target_kind FROM deliveries d
@@ -246,7 +246,6 @@ struct EngineState: Sendable {
                 s.stored[r.int(1), default: []].append(StoredEntry(
                     deliveryID: r.int(0), collapseKey: r.text(2), expiresAt: r.int(3), isNotice: r.text(4) == "deleted_messages"))
             }
-            for (id, entries) in s.stored { s.devices[id]?.pending = entries.count }
             try c.query("SELECT device, topic, added_at FROM subscriptions") { (r: Statement) throws(StoreError) in
                 s.subscribe(device: r.int(0), topic: r.text(1) ?? "", at: r.int(2))
             }

@@ -44,8 +44,8 @@ public struct Device: Sendable, Equatable {
     public var online: Bool
     public var createdAt: Int64
     public var lastSeenAt: Int64
-    /// Messages stored for it while offline.
-    public var pending: Int
+    // What it holds while offline lives in `EngineState.stored` only; the rendered `pending`
+    // count is derived from there (`EngineState.render`), so it can never disagree with it.
 }
 
 /// How a send was made.

@@ -2,7 +2,7 @@ import FCMCore
 
 /// JSON forms of the control API's objects.
 enum Render {
-    static func device(_ d: Device, canonicalToken: String?, topics: [String] = []) -> String {
+    static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
@@ -15,7 +15,7 @@ enum Render {
         w.key("topics"); w.beginArray()
         for t in topics { w.value(t) }
         w.endArray()
-        w.key("pending"); w.value(d.pending)
+        w.key("pending"); w.value(pending)
         w.key("created_at"); w.value(rfc3339(millis: d.createdAt))
         w.key("last_seen_at"); w.value(rfc3339(millis: d.lastSeenAt))
         w.endObject()

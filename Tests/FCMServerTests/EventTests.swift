@@ -25,6 +25,45 @@ final class EventTests: ServerTestCase {
         XCTAssertEqual(delivered["token"]?.stringValue, "a1")
     }
 
+    /// A device event carries the object `GET /api/v1/devices/{token}` answers right after the
+    /// change: its topics, its canonical token and its pending count included.
+    func testDeviceEventsCarryTheDeviceObjectAsGetShowsIt() throws {
+        XCTAssertEqual(try client.post("/api/v1/devices/a-offline/topics/news").status, 200)
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","data":{"k":"v"}}"#)))
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        waitForReaders(1)
+        let offline = try client.patch("/api/v1/devices/a-offline", #"{"online":false}"#)
+        XCTAssertEqual(offline.object?["pending"]?.numberValue?.int64, 1, "an answer without a change counts what is held")
+        XCTAssertEqual(offline.object?["topics"]?.arrayValue?.count, 1)
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        let shown = try client.get("/api/v1/devices/a-offline").object
+        var updated: JSONObject?
+        while let e = try sse.next(timeout: 2) {
+            if e.event == "device.updated" {
+                updated = try? JSONParser.parse(e.data).objectValue
+                break
+            }
+        }
+        XCTAssertEqual(updated, shown)
+        XCTAssertEqual(updated?["pending"]?.numberValue?.int64, 0)
+        XCTAssertEqual(updated?["topics"]?.arrayValue?.compactMap(\.stringValue), ["news"])
+
+        let refreshed = try client.post("/api/v1/devices/a1:refresh")
+        XCTAssertEqual(refreshed.status, 200)
+        let newToken = try XCTUnwrap(refreshed.object?["token"]?.stringValue)
+        var old: JSONObject?
+        while let e = try sse.next(timeout: 2) {
+            if e.event == "device.updated" {
+                old = try? JSONParser.parse(e.data).objectValue
+                break
+            }
+        }
+        XCTAssertEqual(old?["token"]?.stringValue, "a1")
+        XCTAssertEqual(old?["canonical_token"]?.stringValue, newToken)
+        XCTAssertEqual(old, try client.get("/api/v1/devices/a1").object)
+    }
+
     func testStorageAndDeviceEvents() throws {
         let sse = try SSEClient(port: server.port)
         XCTAssertEqual(try sse.status(), 200)
