@@ -8,7 +8,7 @@ import XMPPServer
 
 /// The client subcommands (`health`, `devices`, `messages`, `send`): they talk to a running
 /// server's control API, print a table for people or JSON for scripts, and exit 0 on success,
-/// 1 when the server is unhealthy or unreachable, 2 for bad arguments.
+/// 1 when the server is unhealthy or unreachable, 2 for bad arguments (`health`: 1 for those too).
 public enum CLI {
     /// Runs `command` with its arguments; returns the exit code.
     public static func run(_ command: String, _ args: [String], environment: [String: String]) -> Int32 {
@@ -17,6 +17,13 @@ public enum CLI {
         var json = false
         var caFile = environment["FCM_MOCK_CACERT"].flatMap { $0.isEmpty ? nil : $0 }
         var options: [String: [String]] = [:]
+        // `health` answers every failure, bad arguments included, with one line and exit 1: a
+        // Docker HEALTHCHECK gives exit code 2 a meaning of its own.
+        func bad(_ message: String) -> Int32 {
+            guard command == "health" else { return usage(message) }
+            print("unhealthy: \(message)")
+            return 1
+        }
         var i = 0
         while i < args.count {
             let a = args[i]
@@ -27,23 +34,23 @@ public enum CLI {
             switch a {
             case "--json": json = true
             case "--server":
-                guard let v = value() else { return usage("--server needs a URL") }
+                guard let v = value() else { return bad("--server needs a URL") }
                 server = v
             case "--cacert":
-                guard let v = value() else { return usage("--cacert needs a PEM file") }
+                guard let v = value() else { return bad("--cacert needs a PEM file") }
                 caFile = v
             case "--control-token":
-                guard let v = value() else { return usage("--control-token needs a value") }
+                guard let v = value() else { return bad("--control-token needs a value") }
                 token = v
             case "--token", "--wait", "--to", "--data", "--key", "--status", "--limit":
-                guard let v = value() else { return usage("\(a) needs a value") }
+                guard let v = value() else { return bad("\(a) needs a value") }
                 options[a, default: []].append(v)
             default:
-                return usage("unknown option '\(a)' for '\(command)'")
+                return bad("unknown option '\(a)' for '\(command)'")
             }
             i += 1
         }
-        guard let endpoint = Endpoint(server) else { return usage("--server must be http://HOST:PORT or https://HOST:PORT, got '\(server)'") }
+        guard let endpoint = Endpoint(server) else { return bad("--server must be http://HOST:PORT or https://HOST:PORT, got '\(server)'") }
         let client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
         switch command {
         case "health":

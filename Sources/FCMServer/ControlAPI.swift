@@ -168,7 +168,7 @@ struct ControlAPI: Sendable {
     private func projects(_ r: HTTPRequest, _ seg: [Substring], _ q: Query) throws(ControlError) -> HTTPResponse {
         switch (r.method, seg.count) {
         case ("GET", 1):
-            return ok(Render.list(engine.projects().map(Render.project), next: nil))
+            return try paged(engine.projects().map(Render.project), q)
         case ("POST", 1):
             let p = try Self.projectSpec(try jsonBody(r), now: engine.clock.nowMillis())
             return ok(Render.project(try engine.createProject(p)), status: 201)

@@ -234,10 +234,17 @@ extension Engine {
             old.canonicalID = fresh.id
             s.devices[old.id] = old
             s.insert(fresh)
+            // The app's topics follow it to the new token (the client library subscribes the new
+            // token again): topic sends keep reaching it, and the old token lists none.
+            for t in s.topics(of: old.id) {
+                s.subscribe(device: fresh.id, topic: t.name, at: t.addedAt)
+            }
+            s.unsubscribeAll(device: old.id)
             let oldID = old.id
             return .success((fresh, submit([{ (c: SQLiteConnection) throws in
                 try c.run(Device.insertSQL, fresh.insertValues)
                 try c.run("UPDATE devices SET state = 'refreshed', canonical_id = ? WHERE id = ?", [.int(fresh.id), .int(oldID)])
+                try c.run("UPDATE subscriptions SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
             }])))
         }
         let (device, ticket) = try result.get()

@@ -31,9 +31,13 @@ extension Engine {
     public func groupOperation(_ operation: String, name: String?, key: String?, tokens: [String], senderID: String) throws(GroupError) -> String {
         let now = clock.nowMillis()
         let result: Result<(String, Store.Ticket?), GroupError> = state.withLock { s in
-            // Members must be known, registered devices of this project.
+            // Members must be known, registered devices of this project; a member that was
+            // uninstalled or refreshed since can still be removed (an app server removes the
+            // tokens a send listed in `failed_registration_ids`).
+            let members = key.flatMap { s.groups[$0] }.map { Set($0.members) } ?? []
             let ids = tokens.compactMap { t -> Int64? in
-                guard let d = s.device(token: t), d.senderID == senderID, d.state == .registered else { return nil }
+                guard let d = s.device(token: t), d.senderID == senderID else { return nil }
+                guard d.state == .registered || (operation == "remove" && members.contains(d.id)) else { return nil }
                 return d.id
             }
             switch operation {

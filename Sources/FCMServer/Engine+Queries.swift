@@ -31,7 +31,12 @@ extension Engine {
         if let v = f.transport { sql += " AND transport = ?"; args.append(.text(v)) }
         if let v = f.xmppMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
         if let v = f.sinceMillis { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
-        if let v = f.topic { sql += " AND target_kind = 'topic' AND target_value = ?"; args.append(.text("/topics/" + v)) }
+        if let v = f.topic {
+            // Topic names match case-insensitively, as sends match subscribers (names are ASCII,
+            // which is all SQLite's lower() folds).
+            sql += " AND target_kind = 'topic' AND lower(target_value) = ?"
+            args.append(.text("/topics/" + Topics.key(v)))
+        }
         if let t = f.token {
             // The device's deliveries come from the in-memory inbox index; deleted devices and
             // tokens that never were devices are found by the token kept on the row.

@@ -60,9 +60,10 @@ struct FCMSendRoute: Sendable {
         var raw: String { String(decoding: r.body.prefix(4096), as: UTF8.self) }
 
         // Authentication comes first: a bad key is a 401 whatever the body says.
-        // A Bearer token counts only with `access_token_auth: true` in the body.
-        var bearerAllowed = false
-        if case .request(let req) = outcome { bearerAllowed = req.accessTokenAuth }
+        // A Bearer token counts only with `access_token_auth: true`, as a header (what
+        // firebase-admin sends) or in the JSON body.
+        var bearerAllowed = r.header("access_token_auth")?.lowercased() == "true"
+        if !bearerAllowed, case .request(let req) = outcome { bearerAllowed = req.accessTokenAuth }
         guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: bearerAllowed) else {
             _ = try? engine.recordRejected(senderID: nil, transport: .http, format: format, httpStatus: 401,
                                            error: "Unauthorized", detail: "missing or unknown server key", raw: raw)

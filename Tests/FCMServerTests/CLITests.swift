@@ -36,7 +36,13 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try runBinary(["devices", "--server", "http://127.0.0.1:9"]).status, 1)
         XCTAssertEqual(try runBinary(["devices", "--bogus"]).status, 2)
         XCTAssertEqual(try runBinary(["send", "--server", "http://127.0.0.1:9"]).status, 2, "send needs --to")
-        XCTAssertEqual(try runBinary(["health", "--server", "ftp://x"]).status, 2)
+        // health never exits 2 (Docker's HEALTHCHECK reserves it): bad arguments are unhealthy too.
+        for args in [["health", "--server", "ftp://x"], ["health", "--server"], ["health", "--bogus"]] {
+            let r = try runBinary(args)
+            XCTAssertEqual(r.status, 1, "\(args)")
+            XCTAssertEqual(r.stdout.split(separator: "\n").count, 1, "\(args)")
+            XCTAssertTrue(r.stdout.hasPrefix("unhealthy: "), r.stdout)
+        }
         // The control token is passed on.
         let s = try BinaryServer(arguments: ["--db", ":memory:", "--control-token", "t0k"])
         defer { s.stop() }

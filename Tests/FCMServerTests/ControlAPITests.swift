@@ -40,6 +40,14 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/projects", #"{"server_keys":["x"]}"#).status, 400)
         XCTAssertEqual(try client.post("/api/v1/projects", #"{"sender_id":"555","apps":[{"app":"x","apns_credential":"maybe"}]}"#).status, 400)
         XCTAssertEqual(items(try client.get("/api/v1/projects")).map { $0["sender_id"]?.stringValue }, ["111", "222", "333"])
+        // Paged like every list.
+        let first = try client.get("/api/v1/projects?limit=2").object
+        XCTAssertEqual(first?["items"]?.arrayValue?.compactMap { $0.objectValue?["sender_id"]?.stringValue }, ["111", "222"])
+        let next = try XCTUnwrap(first?["next"]?.stringValue, "cursors are strings")
+        let second = try client.get("/api/v1/projects?limit=2&cursor=\(next)").object
+        XCTAssertEqual(second?["items"]?.arrayValue?.compactMap { $0.objectValue?["sender_id"]?.stringValue }, ["333"])
+        XCTAssertTrue(second?["next"]?.isNull ?? false)
+        XCTAssertEqual(try client.get("/api/v1/projects?limit=abc").status, 400)
         XCTAssertEqual(try client.get("/api/v1/projects/333").object?["server_keys"]?.serialized(), #"["key-333"]"#)
         // The new key works at once; an expired APNs credential fails iOS sends.
         XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"333","token":"c-ios","platform":"ios"}"#).status, 201)

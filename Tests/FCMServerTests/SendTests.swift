@@ -119,6 +119,19 @@ final class SendTests: ServerTestCase {
         let bearer = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("Content-Type", "application/json")],
                                         body: Array(#"{"to":"a1","access_token_auth":true}"#.utf8))
         XCTAssertNil(singleError(bearer))
+        // firebase-admin sends it as a header.
+        let header = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("access_token_auth", "true"),
+                                                                      ("Content-Type", "application/json")],
+                                        body: Array(#"{"to":"a1"}"#.utf8))
+        XCTAssertNil(singleError(header))
+        let plain = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("access_token_auth", "true")],
+                                       body: Array("registration_id=a1".utf8))
+        XCTAssertEqual(plain.status, 200)
+        XCTAssertTrue(plain.text.hasPrefix("id=0:"), plain.text)
+        let falseHeader = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("access_token_auth", "false"),
+                                                                           ("Content-Type", "application/json")],
+                                             body: Array(#"{"to":"a1"}"#.utf8))
+        XCTAssertEqual(falseHeader.status, 401)
     }
 
     func testBadRequestsAnswerPlainText400() throws {

@@ -70,9 +70,7 @@ final class StorageTests: ServerTestCase {
     }
 
     func testStateSurvivesARestartOfTheEngine() throws {
-        let dir = NSTemporaryDirectory() + "fcm-storage-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try temporaryDirectory("storage")
         let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
         let c1 = first.client()
         for k in ["k1", "k2", "k3", "k4"] { XCTAssertNil(singleError(try c1.sendJSON("{\"to\":\"a-offline\",\"collapse_key\":\"\(k)\"}"))) }

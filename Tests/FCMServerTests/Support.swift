@@ -90,6 +90,16 @@ func pathEncode(_ s: String) -> String {
     return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
 }
 
+extension XCTestCase {
+    /// A new empty directory, removed with its contents when the test ends.
+    func temporaryDirectory(_ label: String) throws -> String {
+        let dir = NSTemporaryDirectory() + "fcm-\(label)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        return dir
+    }
+}
+
 /// End-to-end tests against an in-process server with `errorTableFixture`, a fresh one per test.
 class ServerTestCase: XCTestCase {
     var server: TestServer!

@@ -45,7 +45,38 @@ final class TopicTests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).count, 1)
         XCTAssertNotNil(try client.sendJSON(#"{"to":"/topics/NEWS"}"#).object?["message_id"]?.numberValue)
         XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).count, 2)
+        // The messages filter matches topics the same way, whatever case either side used.
+        XCTAssertEqual(items(try client.get("/api/v1/messages?topic=news")).count, 2)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?topic=NeWs")).count, 2)
         XCTAssertNotNil(try client.sendJSON(#"{"to":"/topics/nobody"}"#).object?["message_id"]?.numberValue)
+    }
+
+    /// A device's topic names as first given, sorted (two subscribed in one millisecond have no order).
+    func topicNames(_ c: HTTPTestClient, _ token: String) throws -> [String] {
+        (try c.get("/api/v1/devices/\(token)").object?["topics"]?.arrayValue ?? []).compactMap(\.stringValue).sorted()
+    }
+
+    /// A refreshed token's app keeps its topics: they move to the new token, in the store too.
+    func testRefreshMovesSubscriptionsToTheNewToken() throws {
+        let dir = try temporaryDirectory("refresh")
+        let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        let c1 = first.client()
+        for topic in ["news", "Sport"] {
+            XCTAssertEqual(try c1.post("/api/v1/devices/a1/topics/\(topic)").status, 200)
+        }
+        let fresh = try XCTUnwrap(try c1.post("/api/v1/devices/a1:refresh").object?["token"]?.stringValue)
+        XCTAssertEqual(try c1.get("/api/v1/devices/a1").object?["topics"]?.serialized(), "[]")
+        XCTAssertEqual(try topicNames(c1, fresh), ["Sport", "news"])
+        XCTAssertEqual(try c1.get("/api/v1/topics/news").object?["subscribers"]?.serialized(), "[\"\(fresh)\"]")
+        XCTAssertNotNil(try c1.sendJSON(#"{"to":"/topics/sport"}"#).object?["message_id"]?.numberValue)
+        XCTAssertEqual(items(try c1.get("/api/v1/devices/\(fresh)/messages")).last?["via"]?.objectValue?["topic"]?.stringValue, "sport")
+        c1.disconnect()
+        first.stop()
+        let second = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        defer { second.stop() }
+        let c2 = second.client()
+        XCTAssertEqual(try topicNames(c2, fresh), ["Sport", "news"])
+        XCTAssertEqual(try c2.get("/api/v1/devices/a1").object?["topics"]?.serialized(), "[]")
     }
 
     func testTopicErrors() throws {
@@ -144,9 +175,7 @@ final class TopicTests: ServerTestCase {
     }
 
     func testSubscriptionsSurviveRestartAndResetForgetsThem() throws {
-        let dir = NSTemporaryDirectory() + "fcm-topics-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try temporaryDirectory("topics")
         let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/t.sqlite")
         XCTAssertEqual(try first.client().post("/api/v1/devices/a1/topics/news").status, 200)
         first.stop()

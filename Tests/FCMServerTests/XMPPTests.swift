@@ -315,9 +315,7 @@ final class XMPPTLSTests: XCTestCase {
     }
 
     func testGivenCertificateAndBadFiles() throws {
-        let dir = NSTemporaryDirectory() + "fcm-tls-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let dir = try temporaryDirectory("tls")
         let made = try TLSCredentials.selfSigned(names: ["localhost"], directory: dir)
         let s = try BinaryServer(arguments: ["--db", ":memory:", "--xmpp-tls", "--tls-cert", made.certificatePath, "--tls-key", made.keyPath])
         defer { s.stop() }
