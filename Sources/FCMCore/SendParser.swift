@@ -187,6 +187,11 @@ public enum SendParser {
                 return
             }
         }
+        // FCM's own words are allowed in the payload, but FCM's value wins (seeds Table 9,
+        // InvalidDataKey): a `collapse_key` entry carries the message's collapse key when it has one.
+        if let key = req.options.collapseKey, req.data?["collapse_key"] != nil {
+            req.data?["collapse_key"] = .string(key)
+        }
         let size = payloadSize(data: req.data, notification: req.notification)
         let limit: Int
         switch req.target {

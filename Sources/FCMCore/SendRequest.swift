@@ -122,6 +122,11 @@ public struct SendRequest: Sendable {
         self.options = SendOptions()
     }
 
+    /// Whether an Apple device gets it through APNs: with a notification payload or
+    /// `content_available: true` (seeds Table 1); otherwise FCM delivers it itself, so the app's
+    /// APNs credential does not matter.
+    public var goesThroughAPNs: Bool { notification != nil || options.contentAvailable }
+
     /// Notification messages default to high priority, data messages to normal (seeds Table 1).
     public var effectivePriority: Priority {
         options.priority ?? (notification != nil ? .high : .normal)

@@ -87,13 +87,19 @@ struct ConditionParser {
         while i < b.count, b[i] == 32 || b[i] == 9 || b[i] == 10 || b[i] == 13 { i += 1 }
     }
 
-    mutating func eat(_ s: String) -> Bool {
+    /// Takes `s` (ASCII) after optional blanks; letters match in any case, as the seeds say the
+    /// condition is case-insensitive (`'a' IN Topics` is `'a' in topics`).
+    mutating func eat(_ s: StaticString) -> Bool {
         skipSpace()
-        let bytes = Array(s.utf8)
-        guard i + bytes.count <= b.count, Array(b[i..<(i + bytes.count)]) == bytes else { return false }
-        i += bytes.count
+        let n = s.utf8CodeUnitCount
+        guard i + n <= b.count else { return false }
+        let word = UnsafeBufferPointer(start: s.utf8Start, count: n)
+        for k in 0..<n where asciiLower(b[i + k]) != asciiLower(word[k]) { return false }
+        i += n
         return true
     }
+
+    private func asciiLower(_ c: UInt8) -> UInt8 { c >= 65 && c <= 90 ? c + 32 : c }
 
     mutating func parseOr() -> Condition? {
         guard var left = parseAnd() else { return nil }

@@ -395,7 +395,9 @@ extension Engine {
         for id in ids {
             guard let d = s.devices[id], d.state == .registered, d.senderID == senderID else { continue }
             if let pkg = req.options.restrictedPackageName, pkg != d.app { continue }
-            if d.platform == .ios, let app = s.projects[d.senderID]?.app(named: d.app), app.apnsCredential != "valid" { continue }
+            if d.platform == .ios, req.goesThroughAPNs, let app = s.projects[d.senderID]?.app(named: d.app),
+                app.apnsCredential != "valid"
+            { continue }
             out.append(d)
         }
         out.sort { $0.id < $1.id }
@@ -443,7 +445,9 @@ extension Engine {
         if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
         if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
         if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }
-        if device.platform == .ios, let app = s.projects[device.senderID]?.app(named: device.app), app.apnsCredential != "valid" {
+        if device.platform == .ios, req.goesThroughAPNs, let app = s.projects[device.senderID]?.app(named: device.app),
+            app.apnsCredential != "valid"
+        {
             return .failed(.invalidApnsCredential, addressedID, nil)
         }
         if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: token, topic: nil),

@@ -22,12 +22,16 @@ final class ConditionTests: XCTestCase {
             ("  'a'   in   topics  ", "'a' in topics"),
             ("\"a\" in topics", "'a' in topics"),
             ("(('a' in topics))", "'a' in topics"),
+            // The condition is case-insensitive (seeds Table 1), the keywords included.
+            ("'a' IN TOPICS", "'a' in topics"),
+            ("'a' In Topics && 'b' in tOpIcS", "('a' in topics && 'b' in topics)"),
         ]
         for (text, shape) in ok { XCTAssertEqual(Condition.parse(text)?.description, shape, text) }
         let bad = [
             "", "a in topics", "'a' in topic", "'a' in topicsX", "'a' intopics", "'a' in topics &&",
             "('a' in topics", "'a' in topics)", "'a' in topics & 'b' in topics", "'a' in topics && 'b' in topics && 'c' in topics && 'd' in topics",
             "'has space' in topics", "'' in topics", "'a' in topics 'b' in topics", "&& 'a' in topics", "'a' not in topics",
+            "'a' IN TOPICSX", "'a' INTOPICS",
         ]
         for text in bad { XCTAssertNil(Condition.parse(text), text) }
         XCTAssertNotNil(Condition.parse("'a' in topics && 'b' in topics && 'c' in topics && 'd' in topics", maxOperators: 4))

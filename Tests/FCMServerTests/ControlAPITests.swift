@@ -49,9 +49,10 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertTrue(second?["next"]?.isNull ?? false)
         XCTAssertEqual(try client.get("/api/v1/projects?limit=abc").status, 400)
         XCTAssertEqual(try client.get("/api/v1/projects/333").object?["server_keys"]?.serialized(), #"["key-333"]"#)
-        // The new key works at once; an expired APNs credential fails iOS sends.
+        // The new key works at once; an expired APNs credential fails iOS notifications.
         XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"333","token":"c-ios","platform":"ios"}"#).status, 201)
-        XCTAssertEqual(singleError(try client.sendJSON(#"{"to":"c-ios"}"#, key: "key-333")), "InvalidApnsCredential")
+        XCTAssertEqual(singleError(try client.sendJSON(#"{"to":"c-ios","notification":{"title":"t"}}"#, key: "key-333")),
+                       "InvalidApnsCredential")
         XCTAssertEqual(try client.delete("/api/v1/projects/333").status, 204)
         XCTAssertEqual(try client.get("/api/v1/projects/333").status, 404)
         XCTAssertEqual(try client.sendJSON(#"{"to":"c-ios"}"#, key: "key-333").status, 401)

@@ -72,6 +72,7 @@ final class SendTests: ServerTestCase {
             ("InvalidTtl", #"{"to":"a1","time_to_live":-1}"#, nil),
             ("InvalidTtl", #"{"to":"a1","time_to_live":3.5}"#, nil),
             ("InvalidApnsCredential", #"{"to":"ios-nocred","notification":{"title":"t"}}"#, nil),
+            ("InvalidApnsCredential", #"{"to":"ios-nocred","content_available":true,"data":{"k":"v"}}"#, nil),
         ]
         for (want, body, key) in rows {
             let r = try client.sendJSON(body, key: key ?? "key-111")
@@ -79,6 +80,12 @@ final class SendTests: ServerTestCase {
             XCTAssertEqual(r.headers["content-type"], jsonType)
         }
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"ios-ok","notification":{"title":"t"}}"#)))
+        // A data message without content_available never goes through APNs: FCM delivers it to
+        // the app itself, whatever the APNs credential (seeds Table 1), in either format.
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"ios-nocred","data":{"k":"v"}}"#)))
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"ios-nocred","content_available":false,"data":{"k":"v"}}"#)))
+        XCTAssertTrue(try client.sendPlain("registration_id=ios-nocred&data.k=v").text.hasPrefix("id=0:"))
+        XCTAssertEqual(items(try client.get("/api/v1/devices/ios-nocred/messages")).count, 3)
     }
 
     func testNotRegisteredForUninstalledAndForUnknownInRejectMode() throws {
@@ -187,7 +194,6 @@ final class SendTests: ServerTestCase {
             ("registration_id=a1&data.gcm.x=y", "InvalidDataKey"),
             ("registration_id=a1&time_to_live=2419201", "InvalidTtl"),
             ("registration_id=a1&time_to_live=abc", "InvalidTtl"),
-            ("registration_id=ios-nocred", "InvalidApnsCredential"),
             ("registration_id=a1&data.x=%ff", "InvalidParameters"),
         ]
         for (body, code) in rows {
@@ -273,5 +279,17 @@ final class SendTests: ServerTestCase {
         let inbox = items(try client.get("/api/v1/devices/a1/messages"))
         XCTAssertEqual(inbox.last?["collapse_key"]?.stringValue, "c")
         XCTAssertEqual(inbox.last?["priority"]?.stringValue, "high")
+    }
+
+    /// `collapse_key` may appear in the data, but the device gets FCM's value (seeds Table 9).
+    func testCollapseKeyInDataCarriesTheMessagesCollapseKey() throws {
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1","collapse_key":"fcm","data":{"collapse_key":"mine","k":"v"}}"#)))
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).last?["data"]?.serialized(),
+                       #"{"collapse_key":"fcm","k":"v"}"#)
+        XCTAssertTrue(try client.sendPlain("registration_id=a1&collapse_key=plain&data.collapse_key=mine").text.hasPrefix("id=0:"))
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).last?["data"]?.serialized(), #"{"collapse_key":"plain"}"#)
+        // Without a collapse key of the message, the entry is the app server's own.
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1","data":{"collapse_key":"mine"}}"#)))
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).last?["data"]?.serialized(), #"{"collapse_key":"mine"}"#)
     }
 }

@@ -60,7 +60,7 @@ final class XMPPTests: ServerTestCase {
             (#"{"to":"a1","message_id":"n4","time_to_live":-1}"#, "INVALID_JSON"),
             (#"{"to":"a1","message_id":"n5","data":{"from":"x"}}"#, "INVALID_JSON"),
             (#"{"registration_ids":["a1"],"message_id":"n6"}"#, "INVALID_JSON"),
-            (#"{"to":"ios-nocred","message_id":"n7"}"#, "INVALID_APNS_CREDENTIAL"),
+            (#"{"to":"ios-nocred","message_id":"n7","notification":{"title":"t"}}"#, "INVALID_APNS_CREDENTIAL"),
             (#"{"message_id":"n8"}"#, "INVALID_JSON"),
             (#"{"to":"a1","message_id":"n9","time_to_live":"x"}"#, "INVALID_JSON"),
             (#"{"message_type":"ack","message_id":"never-sent"}"#, "BAD_ACK"),
