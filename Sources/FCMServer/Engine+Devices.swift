@@ -372,13 +372,14 @@ extension Engine {
             s.deviceTopics.removeAll()
             s.groups.removeAll()
             s.groupKeyByName.removeAll()
+            s.retiredGroupKeys.removeAll()
             s.upstream.removeAll()
             s.upstreamOrder.removeAll()
             s.deviceWindows = RateWindows()
             s.topicWindows = RateWindows()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM upstream;")
+                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
             }])
         }
         clock.reset()

@@ -135,6 +135,7 @@ extension Engine {
     static func deleteGroup(_ key: String, _ c: SQLiteConnection) throws {
         try c.run("DELETE FROM group_members WHERE key = ?", [.text(key)])
         try c.run("DELETE FROM groups WHERE key = ?", [.text(key)])
+        try c.run("INSERT OR IGNORE INTO retired_groups(key) VALUES (?)", [.text(key)])
     }
 }
 
@@ -153,5 +154,6 @@ extension EngineState {
     mutating func remove(group key: String) {
         guard let g = groups.removeValue(forKey: key) else { return }
         groupKeyByName[g.senderID + "/" + g.name] = nil
+        retiredGroupKeys.insert(key)
     }
 }

@@ -423,7 +423,8 @@ extension Engine {
         if let d = s.device(token: token) {
             device = d
         } else {
-            guard unknownTokens == .register else { return .failed(.notRegistered, nil, nil) }
+            // The key of a deleted group is no token: never registered on first use.
+            guard unknownTokens == .register, !s.retiredGroupKeys.contains(token) else { return .failed(.notRegistered, nil, nil) }
             // A well-formed unknown token becomes a new online device of the sending project.
             device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
                             app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,

@@ -157,6 +157,8 @@ struct EngineState: Sendable {
     /// Device groups by notification key, and keys by "sender/name".
     var groups: [String: DeviceGroup] = [:]
     var groupKeyByName: [String: String] = [:]
+    /// Notification keys of deleted groups (a send to one answers NotRegistered).
+    var retiredGroupKeys: Set<String> = []
     /// Upstream messages by id, in creation order.
     var upstream: [String: UpstreamMessage] = [:]
     var upstreamOrder: [String] = []
@@ -255,6 +257,9 @@ struct EngineState: Sendable {
             }
             try c.query("SELECT key, device FROM group_members ORDER BY key, position") { (r: Statement) throws(StoreError) in
                 s.groups[r.text(0) ?? ""]?.members.append(r.int(1))
+            }
+            try c.query("SELECT key FROM retired_groups") { (r: Statement) throws(StoreError) in
+                s.retiredGroupKeys.insert(r.text(0) ?? "")
             }
             // Upstream messages that were on a connection when the process stopped are queued
             // again: their connection is gone.

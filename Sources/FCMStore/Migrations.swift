@@ -107,6 +107,11 @@ enum Migrations {
         """
         ALTER TABLE messages ADD COLUMN client_message_id TEXT;
         """,
+        // 7: notification keys of deleted device groups: a send to one is NotRegistered, never a
+        // new device registered on first use.
+        """
+        CREATE TABLE retired_groups(key TEXT PRIMARY KEY) WITHOUT ROWID;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -58,6 +58,33 @@ final class GroupTests: ServerTestCase {
                        #"{"error":"notification_key not found"}"#)
     }
 
+    /// The key of a deleted group is nobody's token: a send to it is NotRegistered (it is not
+    /// registered as a new device), after a restart too, until a reset.
+    func testDeletedGroupKeyIsNotRegistered() throws {
+        let dir = try temporaryDirectory("groups")
+        let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/g.sqlite")
+        let c1 = first.client()
+        let create = #"{"operation":"create","notification_key_name":"gone","registration_ids":["a1"]}"#
+        let key = try XCTUnwrap(try c1.request("POST", "/fcm/notification", headers: [("Content-Type", "application/json"),
+                                                                                     ("Authorization", "key=key-111"), ("project_id", "111")],
+                                               body: Array(create.utf8)).object?["notification_key"]?.stringValue)
+        let remove = "{\"operation\":\"remove\",\"notification_key_name\":\"gone\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a1\"]}"
+        XCTAssertEqual(try c1.request("POST", "/fcm/notification", headers: [("Content-Type", "application/json"),
+                                                                          ("Authorization", "key=key-111"), ("project_id", "111")],
+                                      body: Array(remove.utf8)).status, 200)
+        XCTAssertEqual(singleError(try c1.sendJSON("{\"to\":\"\(key)\",\"data\":{\"k\":\"v\"}}")), "NotRegistered")
+        XCTAssertEqual(try c1.sendPlain("registration_id=\(key)").text, "Error=NotRegistered\n")
+        XCTAssertEqual(try c1.get("/api/v1/devices/\(key)").status, 404, "no device was made of the key")
+        c1.disconnect()
+        first.stop()
+        let second = try TestServer(fixtures: [errorTableFixture], db: dir + "/g.sqlite")
+        defer { second.stop() }
+        let c2 = second.client()
+        XCTAssertEqual(singleError(try c2.sendJSON("{\"to\":\"\(key)\"}")), "NotRegistered")
+        XCTAssertEqual(try c2.post("/api/v1/reset").status, 204)
+        XCTAssertNil(singleError(try c2.sendJSON("{\"to\":\"\(key)\"}")), "after a reset it is an unknown token like any other")
+    }
+
     func testErrorsChangeNothing() throws {
         let key = try XCTUnwrap(try op(#"{"operation":"create","notification_key_name":"g","registration_ids":["a1"]}"#).object?["notification_key"]?.stringValue)
         let cases: [(String, String)] = [
