@@ -417,8 +417,12 @@ extension Engine {
                                   newDevices: inout [Device], now: Int64, dryRun: Bool) -> RecipientOutcome {
         if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
         guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
-        // A notification key of another project (this project's keys never get here).
-        if !s.groups.isEmpty, s.groups[token] != nil { return .failed(.mismatchSenderId, nil, nil) }
+        // A notification key where a token belongs: another project's is MismatchSenderId; this
+        // project's (in `registration_ids`, which takes registration tokens only; `to` sends to
+        // the group) is not a registration token.
+        if !s.groups.isEmpty, let g = s.groups[token] {
+            return .failed(g.senderID == senderID ? .invalidRegistration : .mismatchSenderId, nil, nil)
+        }
         var device: Device
         if let d = s.device(token: token) {
             device = d

@@ -23,6 +23,9 @@ final class GroupTests: ServerTestCase {
         XCTAssertEqual(try op("{\"operation\":\"add\",\"notification_key_name\":\"appUser-Chris\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a-offline\"]}").text,
                        "{\"notification_key\":\"\(key)\"}")
         XCTAssertEqual(try client.get("/api/v1/groups/\(key)").object?["members"]?.serialized(), #"["a1","a2","a-offline"]"#)
+        // registration_ids takes registration tokens: the project's own key there is not one.
+        let listed = try client.sendJSON("{\"registration_ids\":[\"a1\",\"\(key)\"]}")
+        XCTAssertEqual(results(listed).map { $0["error"]?.stringValue }, [nil, "InvalidRegistration"])
 
         // A send to the key reaches every member.
         let sent = try client.sendJSON("{\"to\":\"\(key)\",\"data\":{\"k\":\"v\"}}")
