@@ -29,13 +29,21 @@ public final class XMLStreamParser {
     private var stack: [XMLElement] = []
     private var events: [XMLStreamEvent] = []
     private var failure: XMLStreamError?
-    private var stanzaBytes = 0
+    /// Bytes fed since the stream (re)started.
+    private var fed = 0
+    /// Where the stanza being read began (in `fed`'s count): just after the last complete
+    /// top-level item (the stream header, a stanza, whitespace between stanzas). Everything past
+    /// it is one stanza in the making, counted in raw bytes whatever expat does with them: an
+    /// unfinished start tag with megabytes of attributes is counted too.
+    private var boundary = 0
     public let maxStanzaBytes: Int
 
     /// A parser refusing stanzas over `maxStanzaBytes`.
     public init(maxStanzaBytes: Int = 1 << 20) {
         self.maxStanzaBytes = maxStanzaBytes
-        parser = XML_ParserCreate(nil)
+        // UTF-8 whatever the stream's XML declaration says: XMPP is UTF-8 only (RFC 6120), so
+        // a stream claiming another encoding is not turned into valid text.
+        parser = XML_ParserCreate("UTF-8")
         configure()
     }
 
@@ -43,11 +51,12 @@ public final class XMLStreamParser {
 
     /// Starts over for a new stream on the same connection (after SASL success).
     public func reset() {
-        XML_ParserReset(parser, nil)
+        XML_ParserReset(parser, "UTF-8")
         stack = []
         events = []
         failure = nil
-        stanzaBytes = 0
+        fed = 0
+        boundary = 0
         depth = 0
         configure()
     }
@@ -65,10 +74,6 @@ public final class XMLStreamParser {
     /// Feeds bytes; returns the events they completed.
     public func feed(_ bytes: [UInt8]) throws(XMLStreamError) -> [XMLStreamEvent] {
         if let failure { throw failure }
-        if !stack.isEmpty {
-            stanzaBytes += bytes.count
-            if stanzaBytes > maxStanzaBytes { return try fail(.tooBig(maxStanzaBytes)) }
-        }
         let status = bytes.withUnsafeBufferPointer { buf in
             buf.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(buf.count, 1)) {
                 XML_Parse(parser, $0, Int32(buf.count), 0)
@@ -80,6 +85,9 @@ public final class XMLStreamParser {
             let message = XML_ErrorString(code).map { String(cString: $0) } ?? "not well-formed"
             return try fail(.invalidXML(message))
         }
+        fed += bytes.count
+        // What expat holds back (a stanza, or a tag, not finished yet) is bounded too.
+        if fed - boundary > maxStanzaBytes { return try fail(.tooBig(maxStanzaBytes)) }
         defer { events = [] }
         return events
     }
@@ -99,11 +107,28 @@ public final class XMLStreamParser {
             }
             depth = 1
             events.append(.streamOpen(attrs))
+            markBoundary(afterCurrentEvent: true)
             return
         }
         depth += 1
-        if depth == 2 { stanzaBytes = 0 }
-        stack.append(XMLElement(name: name, attributes: attrs))
+        if checkSize() { stack.append(XMLElement(name: name, attributes: attrs)) }
+    }
+
+    /// Offset (in `fed`'s count) of the event expat is reporting, from its own stream position.
+    private func eventOffset() -> Int { Int(XML_GetCurrentByteIndex(parser)) }
+
+    /// Moves the boundary to the start of the event being reported, or just past it.
+    private func markBoundary(afterCurrentEvent: Bool) {
+        boundary = eventOffset() + (afterCurrentEvent ? Int(XML_GetCurrentByteCount(parser)) : 0)
+    }
+
+    /// Stops the parser when the stanza in the making has grown past the limit (inside one fed
+    /// chunk; `feed` checks what is left over between chunks). True while within it.
+    private func checkSize() -> Bool {
+        guard eventOffset() + Int(XML_GetCurrentByteCount(parser)) - boundary > maxStanzaBytes else { return true }
+        if failure == nil { failure = .tooBig(maxStanzaBytes) }
+        XML_StopParser(parser, 0)
+        return false
     }
 
     fileprivate func end(_ name: String) {
@@ -113,24 +138,24 @@ public final class XMLStreamParser {
             return
         }
         depth -= 1
-        guard let done = stack.popLast() else { return }
+        guard checkSize(), let done = stack.popLast() else { return }
         if stack.isEmpty {
             events.append(.stanza(done))
-            stanzaBytes = 0
+            markBoundary(afterCurrentEvent: true)
         } else {
             stack[stack.count - 1].children.append(done)
         }
     }
 
     fileprivate func text(_ s: String) {
-        // Whitespace between stanzas (keepalives) belongs to no element.
-        guard !stack.isEmpty else { return }
-        stack[stack.count - 1].text += s
-        stanzaBytes += s.utf8.count
-        if stanzaBytes > maxStanzaBytes, failure == nil {
-            failure = .tooBig(maxStanzaBytes)
-            XML_StopParser(parser, 0)
+        // Whitespace between stanzas (keepalives) belongs to no element: the next stanza starts
+        // after it.
+        guard !stack.isEmpty else {
+            markBoundary(afterCurrentEvent: true)
+            return
         }
+        guard checkSize() else { return }
+        stack[stack.count - 1].text += s
     }
 
     fileprivate func refuseDeclarations() {

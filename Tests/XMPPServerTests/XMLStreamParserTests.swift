@@ -72,6 +72,57 @@ final class XMLStreamParserTests: XCTestCase {
         }
     }
 
+    /// The limit counts a stanza's raw bytes once, however they arrive, attributes and unfinished
+    /// tags included; keepalive whitespace between stanzas counts for no stanza.
+    func testStanzaSizeIsCountedInRawBytesOnce() throws {
+        let header = Array(#"<stream:stream xmlns:stream="s">"#.utf8)
+        // 900 bytes in one stanza, fed a byte at a time, then in two halves: within 1000.
+        let stanza = Array(("<m>" + String(repeating: "x", count: 893) + "</m>").utf8)
+        XCTAssertEqual(stanza.count, 900)
+        let p = XMLStreamParser(maxStanzaBytes: 1000)
+        _ = try p.feed(header)
+        var got = 0
+        for b in stanza { got += try p.feed([b]).count }
+        XCTAssertEqual(got, 1)
+        XCTAssertEqual(try p.feed(Array(stanza[..<450])).count + p.feed(Array(stanza[450...])).count, 1)
+        // Whitespace keepalives between stanzas, far more than the limit in all.
+        for _ in 0..<50 { XCTAssertEqual(try p.feed(Array(String(repeating: " ", count: 100).utf8)), []) }
+        XCTAssertEqual(try p.feed(stanza).count, 1)
+
+        // A start tag that never ends, growing by attribute bytes only: refused once past the
+        // limit, not buffered without end.
+        let q = XMLStreamParser(maxStanzaBytes: 1000)
+        _ = try q.feed(header)
+        XCTAssertEqual(try q.feed(Array("<message id='".utf8)), [])
+        var refused = false
+        for _ in 0..<100 {
+            do { _ = try q.feed(Array(String(repeating: "a", count: 100).utf8)) } catch {
+                XCTAssertEqual(error, .tooBig(1000))
+                refused = true
+                break
+            }
+        }
+        XCTAssertTrue(refused)
+        // One chunk holding a whole oversized stanza is refused too.
+        let r = XMLStreamParser(maxStanzaBytes: 1000)
+        _ = try r.feed(header)
+        XCTAssertThrowsError(try r.feed(Array(("<m a='" + String(repeating: "b", count: 2000) + "'/>").utf8))) { e in
+            XCTAssertEqual(e as? XMLStreamError, .tooBig(1000))
+        }
+    }
+
+    /// XMPP is UTF-8: a stream declaring another encoding does not make other bytes valid.
+    func testOnlyUTF8() throws {
+        let p = XMLStreamParser()
+        XCTAssertThrowsError(try p.feed(Array("<?xml version='1.0' encoding='ISO-8859-1'?><stream:stream xmlns:stream='s'><m>".utf8) + [0xE9]
+                                        + Array("</m>".utf8))) { e in
+            guard case .invalidXML = e as? XMLStreamError else { return XCTFail("\(e)") }
+        }
+        let q = XMLStreamParser()
+        let events = try q.feed(Array("<?xml version='1.0' encoding='UTF-8'?><stream:stream xmlns:stream='s'><m>é</m>".utf8))
+        XCTAssertEqual(events.count, 2)
+    }
+
     func testResetStartsANewStream() throws {
         let p = XMLStreamParser()
         _ = try p.feed(Array(#"<stream:stream xmlns:stream="s"><auth>x</auth>"#.utf8))
