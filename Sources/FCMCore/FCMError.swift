@@ -17,6 +17,9 @@ public enum FCMErrorCode: String, Sendable, CaseIterable, Codable {
     case deviceMessageRateExceeded = "DeviceMessageRateExceeded"
     case topicsMessageRateExceeded = "TopicsMessageRateExceeded"
     case invalidApnsCredential = "InvalidApnsCredential"
+    /// XMPP only (Table 4: FCM could not authenticate with the external push service); reached
+    /// through an XMPP fault.
+    case authenticationFailed = "AuthenticationFailed"
 
     /// The code an XMPP nack carries for this error (seeds, XMPP Table 4).
     public var xmppCode: String {
@@ -32,8 +35,12 @@ public enum FCMErrorCode: String, Sendable, CaseIterable, Codable {
         case .deviceMessageRateExceeded: return "DEVICE_MESSAGE_RATE_EXCEEDED"
         case .topicsMessageRateExceeded: return "TOPICS_MESSAGE_RATE_EXCEEDED"
         case .invalidApnsCredential: return "INVALID_APNS_CREDENTIAL"
+        case .authenticationFailed: return "AUTHENTICATION_FAILED"
         }
     }
+
+    /// A code the HTTP protocol does not have (its Table 9 has no row for it).
+    public var isXMPPOnly: Bool { self == .authenticationFailed }
 
     /// Whether a plain-text request answers this error with an HTTP status instead of `Error=`:
     /// the plain format has no way to say "retry later" in the body (fcm-legacy.md section 1).

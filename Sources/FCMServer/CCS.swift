@@ -39,7 +39,15 @@ final class CCS: XMPPDelegate {
     /// Receipts by sender, waiting for a connection; and receipts of messages still held by an
     /// offline device, by delivery id.
     let queuedReceipts = Locked<[String: [Receipt]]>([:])
-    let awaitingDelivery = Locked<[Int64: (sender: String, receipt: Receipt)]>([:])
+    let awaitingDelivery = Locked<[Int64: PendingReceipt]>([:])
+
+    /// A receipt to make once an offline device gets the message (stamped with that time).
+    struct PendingReceipt {
+        var sender: String
+        var messageID: String
+        var token: String
+        var category: String
+    }
 
     /// Access log: one line per stanza in and out (never a password).
     let log: Log
@@ -101,7 +109,10 @@ final class CCS: XMPPDelegate {
     /// Messages held by offline devices reached them: send the receipts that wait for them.
     func delivered(_ ids: [Int64]) {
         let due = awaitingDelivery.withLock { m in ids.compactMap { m.removeValue(forKey: $0) } }
-        for d in due { sendReceipt(d.receipt, sender: d.sender) }
+        let now = engine.clock.nowMillis()
+        for d in due {
+            sendReceipt(Self.receipt(messageID: d.messageID, token: d.token, category: d.category, at: now), sender: d.sender)
+        }
     }
 
     /// Receipts kept while the sender had no connection.
@@ -246,6 +257,8 @@ final class CCS: XMPPDelegate {
             finishDrainIfIdle(c)
             return
         }
+        // Every nack names the message's `to` when it has one (seeds: `from` is required).
+        let to = o["to"]?.stringValue
         // Flow control and draining: a refused message is nacked, never silently dropped.
         let admitted = links.withLock { ls -> String? in
             guard var l = ls[c.id] else { return nil }
@@ -256,27 +269,27 @@ final class CCS: XMPPDelegate {
             return nil
         }
         if let refusal = admitted {
-            return nack(c, messageID, from: o["to"]?.stringValue, code: refusal,
+            return nack(c, messageID, from: to, code: refusal,
                         description: refusal == "CONNECTION_DRAINING" ? "the connection is draining: open another"
                             : "more than \(Self.window) messages waiting for an ack on this connection")
         }
         var settled = false
         defer { if !settled { release(c) } }
         if o["registration_ids"] != nil {
-            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
+            return nack(c, messageID, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
         }
         let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
         let req: SendRequest
         switch outcome {
         case .badRequest(let reason):
-            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: reason)
+            return nack(c, messageID, from: to, code: "INVALID_JSON", description: reason)
         case .invalidParameters(let detail):
-            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: detail)
+            return nack(c, messageID, from: to, code: "INVALID_JSON", description: detail)
         case .request(let r):
             req = r
         }
         if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
-            return nack(c, messageID, from: nil, code: "INVALID_JSON", description: reason)
+            return nack(c, messageID, from: to, code: "INVALID_JSON", description: reason)
         }
         let target = req.target.value
         if let v = o["delivery_receipt_requested"], v.boolValue == nil {
@@ -322,11 +335,13 @@ final class CCS: XMPPDelegate {
                     let receipt: Receipt?
                     if wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !req.options.dryRun {
                         let category = (try? engine.device(token).app) ?? "unknown.app"
-                        let json = Self.receipt(messageID: messageID, token: token, category: category, at: engine.clock.nowMillis())
                         if first.deliveryStatus == "delivered" {
-                            receipt = json
+                            receipt = Self.receipt(messageID: messageID, token: token, category: category, at: engine.clock.nowMillis())
                         } else {
-                            if first.deliveryStatus == "pending" { awaitingDelivery.withLock { $0[deliveryID] = (sender, json) } }
+                            if first.deliveryStatus == "pending" {
+                                let later = PendingReceipt(sender: sender, messageID: messageID, token: token, category: category)
+                                awaitingDelivery.withLock { $0[deliveryID] = later }
+                            }
                             receipt = nil
                         }
                     } else {

@@ -102,6 +102,9 @@ public struct Fault: Sendable {
             guard let name = try t.string("error"), let code = FCMErrorCode(rawValue: name) else {
                 throw .badRequest("then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            if code.isXMPPOnly && f.transport != "xmpp" {
+                throw .badRequest("then.error \(name) exists only over XMPP: set when.transport to xmpp")
+            }
             f.action = .error(code)
         case "delay_ms":
             guard let ms = try t.int("delay_ms"), (0...600_000).contains(ms) else {

@@ -71,6 +71,9 @@ final class XMPPTests: ServerTestCase {
             XCTAssertEqual(answer["message_type"]?.stringValue, "nack", json)
             XCTAssertEqual(answer["error"]?.stringValue, code, json)
             XCTAssertNotNil(answer["error_description"]?.stringValue, json)
+            // `from` is the message's `to` whenever it had one, however early it was refused.
+            let to = (try? JSONParser.parse(json))?.objectValue?["to"]?.stringValue
+            XCTAssertEqual(answer["from"]?.stringValue, to, json)
         }
         // A refreshed token: ack with the canonical one.
         let fresh = try XCTUnwrap(try client.post("/api/v1/devices/a1:refresh").object?["token"]?.stringValue)
@@ -144,6 +147,14 @@ final class XMPPTests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"http"},"then":{"status":503}}"#).status, 201)
         c.sendDownstream(#"{"to":"a1","message_id":"f3"}"#)
         XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        // AUTHENTICATION_FAILED (XMPP only: HTTP has no such error) through a fault.
+        XCTAssertEqual(try client.post("/api/v1/faults", #"{"then":{"error":"AuthenticationFailed"}}"#).status, 400)
+        XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"http"},"then":{"error":"AuthenticationFailed"}}"#).status, 400)
+        XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"error":"AuthenticationFailed"},"times":1}"#).status, 201)
+        c.sendDownstream(#"{"to":"a1","message_id":"f4"}"#)
+        let nack = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(nack["error"]?.stringValue, "AUTHENTICATION_FAILED")
+        XCTAssertEqual(nack["from"]?.stringValue, "a1")
     }
 }
 
@@ -196,8 +207,14 @@ final class XMPPSessionTests: ServerTestCase {
         c.sendDownstream(#"{"to":"a-offline","message_id":"m-2","delivery_receipt_requested":true}"#)
         XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
         XCTAssertNil(try c.nextGCM(timeout: 0.3), "no receipt while the device is offline")
+        // An hour later on the mock's clock the device comes back: the receipt says when it got it.
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":3600}"#).status, 200)
+        let back = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000 - 1000  // the mock's now, less a second
         XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
-        XCTAssertEqual(try c.nextGCM()?["message_id"]?.stringValue, "dr2:m-2")
+        let receipt = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(receipt["message_id"]?.stringValue, "dr2:m-2")
+        let sentAt = try XCTUnwrap(Int64(receipt["data"]?.objectValue?["message_sent_timestamp"]?.stringValue ?? ""))
+        XCTAssertGreaterThanOrEqual(sentAt, back, "stamped at delivery, not at acceptance an hour before")
         // Never acked: the next connection gets it again.
         c.drop()
         let again = try connected()
