@@ -24,7 +24,8 @@ final class CCS: XMPPDelegate {
 
     /// What a server-to-app-server message was, so its ack can be recorded.
     enum Outbound: Sendable {
-        case upstream(String)
+        /// An upstream message: its id and the registration token of the device that sent it.
+        case upstream(String, token: String)
         /// A receipt, kept whole so it can be sent again on another connection.
         case receipt(Receipt)
     }
@@ -128,7 +129,7 @@ final class CCS: XMPPDelegate {
         let batch = engine.takeQueuedUpstream(senderID: sender, connection: c.id)
         guard !batch.isEmpty else { return }
         links.withLock { ls in
-            for u in batch { ls[c.id]?.outstanding[u.id] = .upstream(u.id) }
+            for u in batch { ls[c.id]?.outstanding[u.id] = .upstream(u.id, token: u.token) }
         }
         for u in batch {
             stanzaLog("out", c, [("message_type", "upstream"), ("message_id", u.id)])
@@ -208,7 +209,7 @@ final class CCS: XMPPDelegate {
         engine.events.publish([("xmpp.closed", json)])
         // What the app server never acked goes to its next connection.
         let unacked = (link?.outstanding.values ?? [:].values).compactMap { o -> String? in
-            if case .upstream(let id) = o { return id }
+            if case .upstream(let id, _) = o { return id }
             return nil
         }
         if !unacked.isEmpty {
@@ -248,12 +249,25 @@ final class CCS: XMPPDelegate {
             // once, with its ack or nack, in `reply`.
             stanzaLog("in", c, [("message_type", type), ("message_id", messageID)])
             // The app server answers an upstream message or a receipt.
-            let known = links.withLock { ls -> Outbound? in ls[c.id]?.outstanding.removeValue(forKey: messageID) }
-            guard let known else {
-                return reply(c, ["message_type": .string("nack"), "message_id": .string(messageID), "error": .string("BAD_ACK"),
-                                 "error_description": .string("no upstream message or receipt with this message_id is waiting for an ack")])
+            // An upstream message's ack names the device that sent it in `to` (seeds Table 6); a
+            // wrong or missing one is a BAD_ACK and the message still waits for its ack.
+            let to = o["to"]?.stringValue
+            let taken = links.withLock { ls -> (Outbound?, String?) in
+                guard let known = ls[c.id]?.outstanding[messageID] else {
+                    return (nil, "no upstream message or receipt with this message_id is waiting for an ack")
+                }
+                if case .upstream(_, let token) = known, to != token {
+                    return (nil, to == nil ? "the ack of an upstream message needs to: the registration token of the device that sent it"
+                        : "to is not the registration token of the device that sent this upstream message")
+                }
+                ls[c.id]?.outstanding[messageID] = nil
+                return (known, nil)
             }
-            if case .upstream(let id) = known { engine.upstreamAcked(id, nacked: type == "nack") }
+            guard let known = taken.0 else {
+                return reply(c, ["message_type": .string("nack"), "message_id": .string(messageID), "error": .string("BAD_ACK"),
+                                 "error_description": .string(taken.1 ?? "")])
+            }
+            if case .upstream(let id, _) = known { engine.upstreamAcked(id, nacked: type == "nack") }
             finishDrainIfIdle(c)
             return
         }

@@ -234,6 +234,12 @@ final class XMPPSessionTests: ServerTestCase {
         first.drop()
         let second = try connected()
         XCTAssertEqual(try second.nextGCM()?["message_id"]?.stringValue, "up-1")
+        // The ack must name the device that sent it (seeds Table 6): else BAD_ACK, still waiting.
+        second.sendDownstream(#"{"to":"a2","message_id":"up-1","message_type":"ack"}"#)
+        XCTAssertEqual(try second.nextGCM()?["error"]?.stringValue, "BAD_ACK")
+        second.sendDownstream(#"{"message_id":"up-1","message_type":"ack"}"#)
+        XCTAssertEqual(try second.nextGCM()?["error"]?.stringValue, "BAD_ACK")
+        XCTAssertEqual(items(try client.get("/api/v1/upstream?status=sent")).count, 1)
         second.sendDownstream(#"{"to":"a1","message_id":"up-1","message_type":"ack"}"#)
         second.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
         XCTAssertEqual(try second.nextStanza()?.attributes["type"], "result")
