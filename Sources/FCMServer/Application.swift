@@ -41,7 +41,7 @@ public final class Application: Sendable {
         }
         do throws(ConfigurationError) {
             try Fixtures.load(c.fixtures, into: engine)
-            let ccs = CCS(engine: engine, log: log)
+            let ccs = CCS(engine: engine, log: log, connectionsPerSender: c.xmppConnectionsPerSender)
             self.ccs = ccs
             var tls: TLSCredentials?
             if c.xmppTLS || c.httpTLS {

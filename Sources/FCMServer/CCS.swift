@@ -53,9 +53,13 @@ final class CCS: XMPPDelegate {
     /// Access log: one line per stanza in and out (never a password).
     let log: Log
 
-    init(engine: Engine, log: Log = Log(level: "warning")) {
+    /// Most connections one sender id may hold at once; one more is closed with `policy-violation`.
+    let connectionsPerSender: Int
+
+    init(engine: Engine, log: Log = Log(level: "warning"), connectionsPerSender: Int = 1000) {
         self.engine = engine
         self.log = log
+        self.connectionsPerSender = connectionsPerSender
         engine.upstreamDispatch.withLock { $0 = { [weak self] sender in self?.dispatchUpstream(sender) } }
         engine.lateDeliveries.withLock { $0 = { [weak self] ids in self?.delivered(ids) } }
     }
@@ -195,7 +199,16 @@ final class CCS: XMPPDelegate {
 
     func opened(_ c: XMPPConnection) {
         let now = engine.clock.nowMillis()
-        links.withLock { $0[c.id] = Link(connection: c, connectedAt: now) }
+        let limit = connectionsPerSender
+        let admitted = links.withLock { ls -> Bool in
+            if let sender = c.account, ls.values.lazy.filter({ $0.connection.account == sender }).count >= limit { return false }
+            ls[c.id] = Link(connection: c, connectedAt: now)
+            return true
+        }
+        guard admitted else {
+            log.log(.warning, "xmpp", [("conn", c.id), ("sender", c.account ?? "-"), ("refused", "connection limit \(limit)")])
+            return c.close(error: "policy-violation", text: "this sender id already holds \(limit) connections, the most CCS allows")
+        }
         engine.events.publish([("xmpp.connected", connectionJSON(c))])
         if let sender = c.account {
             dispatchUpstream(sender)
@@ -205,10 +218,10 @@ final class CCS: XMPPDelegate {
 
     func closed(_ c: XMPPConnection) {
         let json = connectionJSON(c)
-        let link = links.withLock { $0.removeValue(forKey: c.id) }
+        guard let link = links.withLock({ $0.removeValue(forKey: c.id) }) else { return }  // refused at opening
         engine.events.publish([("xmpp.closed", json)])
         // What the app server never acked goes to its next connection.
-        let unacked = (link?.outstanding.values ?? [:].values).compactMap { o -> String? in
+        let unacked = link.outstanding.values.compactMap { o -> String? in
             if case .upstream(let id, _) = o { return id }
             return nil
         }
@@ -217,7 +230,7 @@ final class CCS: XMPPDelegate {
             if let sender = c.account { dispatchUpstream(sender) }
         }
         // Unacked receipts are sent again on the sender's next connection.
-        let receipts = (link?.outstanding.values ?? [:].values).compactMap { o -> Receipt? in
+        let receipts = link.outstanding.values.compactMap { o -> Receipt? in
             if case .receipt(let r) = o { return r }
             return nil
         }

@@ -25,6 +25,9 @@ public struct Configuration: Sendable {
     public var tlsKey: String?
     /// Largest request body; bigger ones get 413.
     public var maxBodyBytes = 1 << 20
+    /// Most XMPP connections one sender id may hold at once (CCS allowed 1000); no flag sets it,
+    /// tests lower it.
+    public var xmppConnectionsPerSender = 1000
 
     /// Defaults.
     public init() {}

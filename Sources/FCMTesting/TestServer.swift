@@ -18,15 +18,17 @@ public final class TestServer {
 
     /// Starts the server; `fixtures` are JSON documents written to a temporary folder (none: the
     /// built-in default fixture).
+    /// `configure` may change what no command-line flag sets.
     public init(fixtures: [String] = [], db: String = ":memory:", unknownTokens: String = "register",
-                extraArguments: [String] = []) throws {
+                extraArguments: [String] = [], configure: (inout Configuration) -> Void = { _ in }) throws {
         var args = ["--http-port", "0", "--xmpp-port", "0", "--db", db, "--unknown-tokens", unknownTokens]
         for (i, f) in fixtures.enumerated() {
             let path = NSTemporaryDirectory() + "fcm-mock-fixture-\(UUID().uuidString)-\(i).json"
             try f.write(toFile: path, atomically: true, encoding: .utf8)
             args += ["--fixtures", path]
         }
-        let config = try Configuration.parse(arguments: args + extraArguments, environment: [:])
+        var config = try Configuration.parse(arguments: args + extraArguments, environment: [:])
+        configure(&config)
         app = try Application(config, log: Log(level: "error"))
         try app.start()
         port = app.httpPort

@@ -159,6 +159,46 @@ final class XMPPTests: ServerTestCase {
 }
 
 /// SIGTERM ends XMPP streams cleanly.
+/// CCS allowed a sender id 1000 connections at once; one more is refused (the limit lowered to 2
+/// here, as no flag sets it).
+final class XMPPConnectionLimitTests: XCTestCase {
+    func testOneConnectionOverTheLimitIsRefused() throws {
+        let s = try TestServer(fixtures: [errorTableFixture]) { $0.xmppConnectionsPerSender = 2 }
+        defer { s.stop() }
+        let port = s.app.xmppPort
+        let first = try XMPPTestClient(port: port)
+        _ = try first.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r1")
+        let second = try XMPPTestClient(port: port)
+        _ = try second.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r2")
+        let third = try XMPPTestClient(port: port)
+        _ = try? third.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r3")
+        var sawError = false
+        while let st = try? third.nextStanza(timeout: 2) {
+            if st.localName == "error", st.children.contains(where: { $0.localName == "policy-violation" }) { sawError = true }
+        }
+        XCTAssertTrue(sawError, "the third connection gets a policy-violation stream error")
+        XCTAssertEqual(items(try s.client().get("/api/v1/xmpp/connections")).count, 2)
+        // Another sender is not affected; a freed place can be taken again.
+        let other = try XMPPTestClient(port: port)
+        _ = try other.login(user: "222@fcm.googleapis.com", password: "key-222", resource: "o1")
+        first.sendDownstream(#"{"to":"a1","message_id":"still-works"}"#)
+        XCTAssertEqual(try first.nextGCM()?["message_type"]?.stringValue, "ack")
+        second.drop()
+        var reopened: XMPPTestClient?
+        for _ in 0..<50 where reopened == nil {
+            let c = try XMPPTestClient(port: port)
+            if (try? c.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r4")) != nil,
+                (try? c.nextStanza(timeout: 0.2)) == nil
+            {
+                reopened = c
+            } else {
+                usleep(20_000)
+            }
+        }
+        XCTAssertNotNil(reopened, "a place freed by a closed connection is taken again")
+    }
+}
+
 final class XMPPShutdownTests: XCTestCase {
     func testSIGTERMClosesStreams() throws {
         let s = try BinaryServer(arguments: ["--db", ":memory:"])
