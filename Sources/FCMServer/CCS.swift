@@ -296,31 +296,31 @@ final class CCS: XMPPDelegate {
             return nil
         }
         if let refusal = admitted {
-            return nack(c, messageID, from: to, code: refusal,
+            return refuse(c, messageID, raw: gcm.text, from: to, code: refusal,
                         description: refusal == "CONNECTION_DRAINING" ? "the connection is draining: open another"
                             : "more than \(Self.window) messages waiting for an ack on this connection")
         }
         var settled = false
         defer { if !settled { release(c) } }
         if o["registration_ids"] != nil {
-            return nack(c, messageID, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
         }
         let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
         let req: SendRequest
         switch outcome {
         case .badRequest(let reason):
-            return nack(c, messageID, from: to, code: "INVALID_JSON", description: reason)
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: reason)
         case .invalidParameters(let detail):
-            return nack(c, messageID, from: to, code: "INVALID_JSON", description: detail)
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: detail)
         case .request(let r):
             req = r
         }
         if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
-            return nack(c, messageID, from: to, code: "INVALID_JSON", description: reason)
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: reason)
         }
         let target = req.target.value
         if let v = o["delivery_receipt_requested"], v.boolValue == nil {
-            return nack(c, messageID, from: target, code: "INVALID_JSON", description: "delivery_receipt_requested must be true or false")
+            return refuse(c, messageID, raw: gcm.text, from: target, code: "INVALID_JSON", description: "delivery_receipt_requested must be true or false")
         }
         let wantsReceipt = o["delivery_receipt_requested"]?.boolValue ?? false
         var lateBy: Int64 = 0
@@ -328,8 +328,10 @@ final class CCS: XMPPDelegate {
         if let f = engine.fireRequestFault(transport: .xmpp, path: "", senderID: sender, tokens: req.target.tokens, topic: req.target.topicName) {
             switch f.action {
             case .status:
-                return nack(c, messageID, from: target, code: "SERVICE_UNAVAILABLE", description: "fault \(f.id)")
+                return refuse(c, messageID, raw: gcm.text, from: target, code: "SERVICE_UNAVAILABLE", description: "fault \(f.id)", fault: f.id)
             case .closeConnection:
+                refuse(c, messageID, raw: gcm.text, from: target, code: "ConnectionClosed",
+                       description: "fault \(f.id) closed the connection without an answer", fault: f.id, answer: false)
                 return c.close()
             case .delay(let ms):
                 lateBy = ms
@@ -405,6 +407,17 @@ final class CCS: XMPPDelegate {
             }
         }
         if closeIfDrained { finishDrainIfIdle(c) }
+    }
+
+    /// A downstream message refused before it reached the send path: kept as a rejected record
+    /// (with the fault that refused it, if one did), as over HTTP, then nacked unless `answer` is
+    /// false (a connection closed on purpose).
+    private func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String,
+                        fault: String? = nil, answer: Bool = true) {
+        _ = try? engine.recordRejected(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
+                                       detail: description, raw: String(raw.prefix(4096)), fault: fault,
+                                       clientMessageID: messageID)
+        if answer { nack(c, messageID, from: from, code: code, description: description) }
     }
 
     private func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) {

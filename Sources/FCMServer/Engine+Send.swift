@@ -470,7 +470,8 @@ extension Engine {
     /// testers can see why.
     @discardableResult
     public func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
-                               error: String, detail: String, raw: String?, fault: String? = nil) throws(StoreError) -> String {
+                               error: String, detail: String, raw: String?, fault: String? = nil,
+                               clientMessageID: String? = nil) throws(StoreError) -> String {
         let now = clock.nowMillis()
         let suffix = messageIDSuffix(senderID: senderID ?? "")
         let (mid, ticket) = state.withLock { s in
@@ -480,7 +481,7 @@ extension Engine {
                 transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
                 data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
-                errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault)
+                errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
             return (mid, submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }]))
         }
         try commit(ticket)

@@ -355,6 +355,36 @@ final class XMPPRecordTests: ServerTestCase {
         XCTAssertEqual(found.first?["transport"]?.stringValue, "xmpp")
         XCTAssertNil(found.first?["http_status"], "no HTTP status on an XMPP message")
     }
+
+    /// A message refused before the send path (bad JSON fields, a fault) is kept as a rejected
+    /// record, with the fault that refused it, as over HTTP.
+    func testRefusedMessagesAreRecordedWithTheirFault() throws {
+        let c = try XMPPTestClient(port: server.app.xmppPort)
+        try c.login(user: "111", password: "key-111")
+        c.sendDownstream(#"{"to":"a1","message_id":"bad-ttl","time_to_live":"x"}"#)
+        XCTAssertEqual(try c.nextGCM()?["error"]?.stringValue, "INVALID_JSON")
+        let bad = try XCTUnwrap(items(try client.get("/api/v1/messages?xmpp_message_id=bad-ttl")).first)
+        XCTAssertEqual(bad["status"]?.stringValue, "rejected")
+        XCTAssertEqual(bad["error"]?.stringValue, "INVALID_JSON")
+        XCTAssertEqual(bad["transport"]?.stringValue, "xmpp")
+        XCTAssertEqual(bad["raw_body"]?.stringValue, #"{"to":"a1","message_id":"bad-ttl","time_to_live":"x"}"#)
+
+        let fault = try XCTUnwrap(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"status":503},"times":1}"#)
+            .object?["id"]?.stringValue)
+        c.sendDownstream(#"{"to":"a1","message_id":"faulted"}"#)
+        XCTAssertEqual(try c.nextGCM()?["error"]?.stringValue, "SERVICE_UNAVAILABLE")
+        let faulted = try XCTUnwrap(items(try client.get("/api/v1/messages?xmpp_message_id=faulted")).first)
+        XCTAssertEqual(faulted["fault"]?.stringValue, fault)
+        XCTAssertEqual(faulted["status"]?.stringValue, "rejected")
+
+        let closer = try XCTUnwrap(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"close_connection":true},"times":1}"#)
+            .object?["id"]?.stringValue)
+        c.sendDownstream(#"{"to":"a1","message_id":"closed"}"#)
+        XCTAssertTrue(c.waitForClose())
+        let closed = try XCTUnwrap(items(try client.get("/api/v1/messages?xmpp_message_id=closed")).first)
+        XCTAssertEqual(closed["fault"]?.stringValue, closer)
+        XCTAssertEqual(closed["error"]?.stringValue, "ConnectionClosed")
+    }
 }
 
 /// `--xmpp-tls`: TLS from the first byte, with a generated or a given certificate.
