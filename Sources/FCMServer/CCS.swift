@@ -277,8 +277,8 @@ final class CCS: XMPPDelegate {
                 return (known, nil)
             }
             guard let known = taken.0 else {
-                return reply(c, ["message_type": .string("nack"), "message_id": .string(messageID), "error": .string("BAD_ACK"),
-                                 "error_description": .string(taken.1 ?? "")])
+                return reply(c, ["message_type": .string("nack"), "from": .optionalString(to), "message_id": .string(messageID),
+                                 "error": .string("BAD_ACK"), "error_description": .string(taken.1 ?? "")])
             }
             if case .upstream(let id, _) = known { engine.upstreamAcked(id, nacked: type == "nack") }
             finishDrainIfIdle(c)
@@ -288,7 +288,9 @@ final class CCS: XMPPDelegate {
         let to = o["to"]?.stringValue
         // Flow control and draining: a refused message is nacked, never silently dropped.
         let admitted = links.withLock { ls -> String? in
-            guard var l = ls[c.id] else { return nil }
+            // No link: the connection was refused at opening (over the per-sender limit) and is
+            // closing; what it sent meanwhile is not taken.
+            guard var l = ls[c.id] else { return "" }
             if l.draining { return "CONNECTION_DRAINING" }
             if l.inFlight >= Self.window { return "SERVICE_UNAVAILABLE" }
             l.inFlight += 1
@@ -296,6 +298,7 @@ final class CCS: XMPPDelegate {
             return nil
         }
         if let refusal = admitted {
+            if refusal.isEmpty { return }
             return refuse(c, messageID, raw: gcm.text, from: to, code: refusal,
                         description: refusal == "CONNECTION_DRAINING" ? "the connection is draining: open another"
                             : "more than \(Self.window) messages waiting for an ack on this connection")

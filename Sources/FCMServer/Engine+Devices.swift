@@ -240,11 +240,17 @@ extension Engine {
                 s.subscribe(device: fresh.id, topic: t.name, at: t.addedAt)
             }
             s.unsubscribeAll(device: old.id)
+            // And its device groups: the new token takes the old one's place.
+            for (key, var g) in s.groups where g.members.contains(old.id) {
+                g.members = g.members.map { $0 == old.id ? fresh.id : $0 }
+                s.groups[key] = g
+            }
             let oldID = old.id
             return .success((fresh, submit([{ (c: SQLiteConnection) throws in
                 try c.run(Device.insertSQL, fresh.insertValues)
                 try c.run("UPDATE devices SET state = 'refreshed', canonical_id = ? WHERE id = ?", [.int(fresh.id), .int(oldID)])
                 try c.run("UPDATE subscriptions SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
+                try c.run("UPDATE group_members SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
             }])))
         }
         let (device, ticket) = try result.get()

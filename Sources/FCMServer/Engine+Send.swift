@@ -494,7 +494,12 @@ extension Engine {
             w.key("format"); w.value(format.rawValue)
             w.key("accepted_at"); w.value(rfc3339(millis: now))
             w.key("status"); w.value("rejected")
-            w.key("http_status"); w.value(httpStatus)
+            // As on the record: an XMPP message has its client's message_id, no HTTP status.
+            if transport == .xmpp {
+                w.key("xmpp_message_id"); w.value(clientMessageID)
+            } else {
+                w.key("http_status"); w.value(httpStatus)
+            }
             w.key("error"); w.value(error)
             w.key("error_detail"); w.value(detail)
             w.key("fault"); w.value(fault)

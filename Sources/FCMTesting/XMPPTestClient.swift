@@ -119,7 +119,9 @@ public final class XMPPTestClient {
 
     /// Opens the stream, authenticates with SASL PLAIN and binds; returns the bound JID.
     @discardableResult
-    public func login(user: String, password: String, authzid: String = "", resource: String = "test") throws -> String {
+    /// `withBind` is sent in the same write as the bind request (a client that does not wait).
+    public func login(user: String, password: String, authzid: String = "", resource: String = "test",
+                      withBind: String = "") throws -> String {
         send(Self.header)
         guard case .streamOpen? = try next() else { throw TestError("no stream header") }
         guard try nextStanza()?.localName == "features" else { throw TestError("no features") }
@@ -131,7 +133,7 @@ public final class XMPPTestClient {
         send(Self.header)
         guard case .streamOpen? = try next() else { throw TestError("no second stream header") }
         guard let features = try nextStanza(), features.child("bind") != nil else { throw TestError("no bind feature") }
-        send("<iq type=\"set\" id=\"bind-1\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><resource>\(resource)</resource></bind></iq>")
+        send("<iq type=\"set\" id=\"bind-1\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><resource>\(resource)</resource></bind></iq>" + withBind)
         guard let bound = try nextStanza(), let jid = bound.child("bind")?.child("jid")?.text else { throw TestError("no bind result") }
         send("<iq type=\"set\" id=\"sess-1\"><session xmlns=\"urn:ietf:params:xml:ns:xmpp-session\"/></iq>")
         // Messages may come before the session answer (queued upstream, receipts): keep them.

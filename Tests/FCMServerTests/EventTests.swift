@@ -105,10 +105,6 @@ final class EventTests: ServerTestCase {
     }
 
     /// The stream is open once the server counts the reader (no sleep: poll the count).
-    func waitForReaders(_ n: Int64) {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, (try? client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64) != n {}
-    }
 }
 
 /// The bus alone: a reader that stops taking events is dropped, publishing never waits.

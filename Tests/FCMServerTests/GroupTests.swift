@@ -61,6 +61,19 @@ final class GroupTests: ServerTestCase {
                        #"{"error":"notification_key not found"}"#)
     }
 
+    /// A refreshed member's place goes to its new token: group sends reach it, and removing the
+    /// old token (what the app server knows) removes it.
+    func testRefreshedMemberKeepsItsPlaceUnderTheNewToken() throws {
+        let key = try XCTUnwrap(try op(#"{"operation":"create","notification_key_name":"r","registration_ids":["a1","a2"]}"#)
+            .object?["notification_key"]?.stringValue)
+        let fresh = try XCTUnwrap(try client.post("/api/v1/devices/a1:refresh").object?["token"]?.stringValue)
+        XCTAssertEqual(try client.get("/api/v1/groups/\(key)").object?["members"]?.serialized(), "[\"\(fresh)\",\"a2\"]")
+        XCTAssertEqual(try client.sendJSON("{\"to\":\"\(key)\",\"data\":{\"k\":\"v\"}}").text, #"{"success":2,"failure":0}"#)
+        XCTAssertEqual(items(try client.get("/api/v1/devices/\(fresh)/messages")).last?["via"]?.objectValue?["target"]?.stringValue, "group")
+        XCTAssertEqual(try op("{\"operation\":\"remove\",\"notification_key_name\":\"r\",\"notification_key\":\"\(key)\",\"registration_ids\":[\"a1\"]}").status, 200)
+        XCTAssertEqual(try client.get("/api/v1/groups/\(key)").object?["members"]?.serialized(), #"["a2"]"#)
+    }
+
     /// The key of a deleted group is nobody's token: a send to it is NotRegistered (it is not
     /// registered as a new device), after a restart too, until a reset.
     func testDeletedGroupKeyIsNotRegistered() throws {

@@ -114,6 +114,12 @@ class ServerTestCase: XCTestCase {
         client?.disconnect()
         server?.stop()
     }
+
+    /// Waits (at most 10 s) until `n` event-stream readers are attached.
+    func waitForReaders(_ n: Int64) {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (try? client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64) != n {}
+    }
 }
 
 /// Every recipient message id the server has recorded, paging through `GET /api/v1/messages`.

@@ -171,13 +171,23 @@ final class XMPPConnectionLimitTests: XCTestCase {
         let second = try XMPPTestClient(port: port)
         _ = try second.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r2")
         let third = try XMPPTestClient(port: port)
-        _ = try? third.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r3")
+        // It sends a message with its bind, before it could learn it is refused: not taken.
+        let early = #"<message><gcm xmlns="google:mobile:data">{"to":"a1","message_id":"over-limit"}</gcm></message>"#
+        _ = try? third.login(user: "111@fcm.googleapis.com", password: "key-111", resource: "r3", withBind: early)
         var sawError = false
         while let st = try? third.nextStanza(timeout: 2) {
             if st.localName == "error", st.children.contains(where: { $0.localName == "policy-violation" }) { sawError = true }
         }
         XCTAssertTrue(sawError, "the third connection gets a policy-violation stream error")
-        XCTAssertEqual(items(try s.client().get("/api/v1/xmpp/connections")).count, 2)
+        XCTAssertEqual(items(try s.client().get("/api/v1/messages?xmpp_message_id=over-limit")).count, 0)
+        // The refused socket leaves the list when its thread has finished with it.
+        var open = -1
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            open = items(try s.client().get("/api/v1/xmpp/connections")).count
+            if open != 2 { usleep(10_000) }
+        } while open != 2 && Date() < deadline
+        XCTAssertEqual(open, 2)
         // Another sender is not affected; a freed place can be taken again.
         let other = try XMPPTestClient(port: port)
         _ = try other.login(user: "222@fcm.googleapis.com", password: "key-222", resource: "o1")
@@ -276,7 +286,9 @@ final class XMPPSessionTests: ServerTestCase {
         XCTAssertEqual(try second.nextGCM()?["message_id"]?.stringValue, "up-1")
         // The ack must name the device that sent it (seeds Table 6): else BAD_ACK, still waiting.
         second.sendDownstream(#"{"to":"a2","message_id":"up-1","message_type":"ack"}"#)
-        XCTAssertEqual(try second.nextGCM()?["error"]?.stringValue, "BAD_ACK")
+        let wrong = try XCTUnwrap(try second.nextGCM())
+        XCTAssertEqual(wrong["error"]?.stringValue, "BAD_ACK")
+        XCTAssertEqual(wrong["from"]?.stringValue, "a2", "a nack names the to it answers")
         second.sendDownstream(#"{"message_id":"up-1","message_type":"ack"}"#)
         XCTAssertEqual(try second.nextGCM()?["error"]?.stringValue, "BAD_ACK")
         XCTAssertEqual(items(try client.get("/api/v1/upstream?status=sent")).count, 1)
@@ -384,6 +396,29 @@ final class XMPPRecordTests: ServerTestCase {
         let closed = try XCTUnwrap(items(try client.get("/api/v1/messages?xmpp_message_id=closed")).first)
         XCTAssertEqual(closed["fault"]?.stringValue, closer)
         XCTAssertEqual(closed["error"]?.stringValue, "ConnectionClosed")
+    }
+
+    /// The event of a refused XMPP message has the shape of its record: the client's message_id,
+    /// no HTTP status.
+    func testRejectionEventOfAnXMPPMessage() throws {
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        waitForReaders(1)
+        let c = try XMPPTestClient(port: server.app.xmppPort)
+        try c.login(user: "111", password: "key-111")
+        c.sendDownstream(#"{"to":"a1","message_id":"ev-1","time_to_live":"x"}"#)
+        XCTAssertEqual(try c.nextGCM()?["error"]?.stringValue, "INVALID_JSON")
+        var rejected: JSONObject?
+        while let e = try sse.next(timeout: 2) {
+            if e.event == "message.rejected" {
+                rejected = try? JSONParser.parse(e.data).objectValue
+                break
+            }
+        }
+        let o = try XCTUnwrap(rejected)
+        XCTAssertEqual(o["xmpp_message_id"]?.stringValue, "ev-1")
+        XCTAssertNil(o["http_status"])
+        XCTAssertEqual(o["transport"]?.stringValue, "xmpp")
     }
 }
 
