@@ -127,3 +127,38 @@ public func spawnThread(_ body: @escaping @Sendable () -> Void) {
         fatalError("pthread_create failed: \(rc)")
     }
 }
+
+/// Runs `body` every `everyMillis` on its own thread until `stop()`.
+///
+/// `@unchecked Sendable`: `stopped` and `finished` are reached only under `lock`; `body` is
+/// immutable.
+public final class PeriodicTask: @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var stopped = false
+    private var finished = false
+
+    public init(everyMillis: Int, _ body: @escaping @Sendable () -> Void) {
+        spawnThread { [self] in
+            while true {
+                let stop = lock.withLock { () -> Bool in
+                    if !stopped { _ = lock.wait(untilMonotonicNanos: monotonicNanos() + UInt64(everyMillis) * 1_000_000) }
+                    return stopped
+                }
+                if stop { break }
+                body()
+            }
+            lock.withLock { finished = true }
+            lock.broadcast()
+        }
+    }
+
+    /// Ends the thread and waits for it (a run under way finishes first). Calling it again
+    /// returns at once.
+    public func stop() {
+        lock.withLock {
+            stopped = true
+            lock.broadcast()
+            while !finished { lock.wait() }
+        }
+    }
+}

@@ -96,6 +96,7 @@ public final class Application: Sendable {
             throw ConfigurationError(error.description)
         }
         xmpp.start()
+        engine.startExpirySweeper()
     }
 
     /// The machine-readable line tests wait for.

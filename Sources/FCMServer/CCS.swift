@@ -62,6 +62,7 @@ final class CCS: XMPPDelegate {
         self.connectionsPerSender = connectionsPerSender
         engine.upstreamDispatch.withLock { $0 = { [weak self] sender in self?.dispatchUpstream(sender) } }
         engine.lateDeliveries.withLock { $0 = { [weak self] ids in self?.delivered(ids) } }
+        engine.resetListeners.withLock { $0 = { [weak self] in self?.forgetHistory() } }
     }
 
     /// A receipt (`MESSAGE_SENT_TO_DEVICE`) for a message the app server sent with
@@ -109,6 +110,16 @@ final class CCS: XMPPDelegate {
     /// The access-log line of one stanza (info).
     private func stanzaLog(_ direction: String, _ c: XMPPConnection, _ fields: @autoclosure () -> [(String, String)]) {
         log.log(.info, "xmpp", [("dir", direction), ("conn", c.id), ("sender", c.account ?? "-")] + fields())
+    }
+
+    /// After a reset: receipts and upstream messages waiting for a connection or an ack are
+    /// forgotten, so the next test does not get the last one's (the connections stay open).
+    func forgetHistory() {
+        queuedReceipts.withLock { $0.removeAll() }
+        awaitingDelivery.withLock { $0.removeAll() }
+        links.withLock { ls in
+            for id in ls.keys { ls[id]?.outstanding.removeAll() }
+        }
     }
 
     /// Messages held by offline devices reached them: send the receipts that wait for them.
@@ -335,7 +346,7 @@ final class CCS: XMPPDelegate {
             case .closeConnection:
                 refuse(c, messageID, raw: gcm.text, from: target, code: "ConnectionClosed",
                        description: "fault \(f.id) closed the connection without an answer", fault: f.id, answer: false)
-                return c.close()
+                return c.drop()
             case .delay(let ms):
                 lateBy = ms
                 delayFault = f.id

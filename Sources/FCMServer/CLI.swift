@@ -65,9 +65,20 @@ public enum CLI {
             }
             return 0
         case "devices":
-            guard let r = client.expectOK("GET", "/api/v1/devices?limit=1000") else { return 1 }
-            if json { print(r.text); return 0 }
-            table(["TOKEN", "SENDER", "APP", "PLATFORM", "STATE", "ONLINE", "PENDING", "TOPICS"], rows(r).map { d in
+            // Every device: the pages are followed to the end.
+            var devices: [JSONObject] = []
+            var cursor: String?
+            repeat {
+                let page = "/api/v1/devices?limit=1000" + (cursor.map { "&cursor=\(percentEncode($0))" } ?? "")
+                guard let r = client.expectOK("GET", page) else { return 1 }
+                devices += rows(r)
+                cursor = r.object?["next"]?.stringValue
+            } while cursor != nil
+            if json {
+                print(JSONValue.object(JSONObject([("items", .array(devices.map { .object($0) })), ("next", .null)])).serialized())
+                return 0
+            }
+            table(["TOKEN", "SENDER", "APP", "PLATFORM", "STATE", "ONLINE", "PENDING", "TOPICS"], devices.map { d in
                 [short(d["token"]?.stringValue), d["sender_id"]?.stringValue ?? "", d["app"]?.stringValue ?? "",
                  d["platform"]?.stringValue ?? "", d["state"]?.stringValue ?? "", d["online"]?.boolValue == true ? "yes" : "no",
                  d["pending"]?.numberValue?.text ?? "0",
@@ -77,7 +88,7 @@ public enum CLI {
         case "messages":
             var path: String
             if let t = options["--token"]?.last {
-                path = "/api/v1/devices/\(percentEncode(t))/messages?limit=1000"
+                path = "/api/v1/devices/\(percentEncode(t))/messages?limit=\(percentEncode(options["--limit"]?.last ?? "1000"))"
                 if let w = options["--wait"]?.last { path += "&wait=\(percentEncode(w))&min=1" }
             } else {
                 path = "/api/v1/messages?limit=\(percentEncode(options["--limit"]?.last ?? "100"))"

@@ -126,9 +126,12 @@ struct ControlAPI: Sendable {
             let body = try jsonBody(r)
             try body.allow(["advance_s", "reset"])
             if try body.bool("reset") == true {
-                engine.clock.reset()
+                engine.resetClock()
             } else if let n = try body.int("advance_s") {
                 guard n >= 0 else { throw .badRequest("advance_s must not be negative: the clock only moves forward") }
+                guard n <= Self.maxClockOffsetSeconds - engine.clock.offsetSeconds else {
+                    throw .badRequest("the clock may run at most \(Self.maxClockOffsetSeconds) s (100 years) ahead of real time")
+                }
                 engine.clock.advance(seconds: n)
                 // Every held message past its TTL expires at once, not at the next read.
                 try engine.expireDue()
@@ -304,6 +307,9 @@ struct ControlAPI: Sendable {
 
     /// A list the engine holds in memory, paged like every list (`limit`, `cursor`): the cursor
     /// is the position where the next page starts.
+    /// How far ahead the mock's clock may run: 100 years (dates stay printable, sums stay in range).
+    static let maxClockOffsetSeconds: Int64 = 100 * 36525 * 864
+
     private func paged(_ items: [String], _ q: Query) throws(ControlError) -> HTTPResponse {
         let limit = try q.limit()
         let start = min(Int(try q.cursor() ?? 0), items.count)

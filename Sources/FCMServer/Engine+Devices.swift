@@ -291,9 +291,11 @@ extension Engine {
         try commitControl(try result.get())
     }
 
-    /// Moves every held message whose TTL has run out to `expired` (after the clock moved, and
-    /// before queries that filter by stored status).
-    public func expireDue() throws(ControlError) {
+    /// Moves every held message whose TTL has run out to `expired` (after the clock moved, before
+    /// queries that filter by stored status, and as real time passes: `ExpirySweeper`); true
+    /// when something expired.
+    @discardableResult
+    public func expireDue() throws(ControlError) -> Bool {
         let now = clock.nowMillis()
         var expiredEvents: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in
@@ -316,10 +318,20 @@ extension Engine {
             let expired = changes
             return submit([{ c in try Engine.apply(expired, c) }])
         }
-        if let ticket {
-            try commitControl(ticket)
-            events.publish(expiredEvents)
+        guard let ticket else { return false }
+        try commitControl(ticket)
+        events.publish(expiredEvents)
+        return true
+    }
+
+    /// Starts expiring held messages as real time passes them (every quarter second), so long
+    /// polls and the event stream hear of an expiry without a read or a clock move to trigger it.
+    public func startExpirySweeper() {
+        let sweeper = PeriodicTask(everyMillis: 250) { [weak self] in
+            guard let self, state.withLock({ !$0.stored.isEmpty }) else { return }
+            if (try? expireDue()) == true { notifyChanged() }
         }
+        expirySweeper.withLock { $0 = sweeper }
     }
 
     // MARK: Faults
@@ -390,6 +402,17 @@ extension Engine {
         }
         clock.reset()
         try commitControl(ticket)
+        resetListeners.withLock { $0 }?()
+    }
+
+    /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was
+    /// stamped on the clock that ran ahead, and would hold the limit for as long.
+    public func resetClock() {
+        state.withLock { s in
+            s.deviceWindows = RateWindows()
+            s.topicWindows = RateWindows()
+        }
+        clock.reset()
     }
 
     /// Commits a control change, mapping a store failure to a control-API error.

@@ -494,6 +494,9 @@ extension Engine {
             w.key("format"); w.value(format.rawValue)
             w.key("accepted_at"); w.value(rfc3339(millis: now))
             w.key("status"); w.value("rejected")
+            // The shape of every message event: no target was read, no recipient reached.
+            w.key("target"); w.null()
+            w.key("recipients"); w.beginArray(); w.endArray()
             // As on the record: an XMPP message has its client's message_id, no HTTP status.
             if transport == .xmpp {
                 w.key("xmpp_message_id"); w.value(clientMessageID)

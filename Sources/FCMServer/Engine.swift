@@ -31,6 +31,10 @@ public final class Engine: Sendable {
     let upstreamDispatch = Locked<(@Sendable (String) -> Void)?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
     let lateDeliveries = Locked<(@Sendable ([Int64]) -> Void)?>(nil)
+    /// Expires held messages as real time passes (started with the listeners).
+    let expirySweeper = Locked<PeriodicTask?>(nil)
+    /// Called after a reset: the XMPP listener forgets the receipts and upstream messages it holds.
+    let resetListeners = Locked<(@Sendable () -> Void)?>(nil)
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).
@@ -105,6 +109,7 @@ public final class Engine: Sendable {
 
     /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
+        expirySweeper.withLock { s in defer { s = nil }; return s }?.stop()
         longPolls.stop()
         events.closeAll()
     }

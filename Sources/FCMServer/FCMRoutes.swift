@@ -96,26 +96,32 @@ struct FCMSendRoute: Sendable {
                     break
                 }
             }
+            // A refused request is answered like any other: after a delay fault's delay, and
+            // recorded with that fault.
+            func refuse(_ answer: HTTPResponse, error: String, detail: String) throws -> HTTPResponse? {
+                _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
+                                              error: error, detail: detail, raw: raw, fault: delay?.fault)
+                guard let delay else { return answer }
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay.ms))) { responder.send(answer) }
+                return nil
+            }
             switch outcome {
             case .badRequest(let reason):
-                _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
-                                              error: "InvalidJson", detail: reason, raw: raw)
-                return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
+                return try refuse(HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n"),
+                                  error: "InvalidJson", detail: reason)
             case .invalidParameters(let detail):
-                _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
-                                              error: "InvalidParameters", detail: detail, raw: raw)
                 var w = JSONWriter()
                 w.beginObject()
                 w.key("error"); w.value(FCMErrorCode.invalidParameters.rawValue)
                 w.key("error_description"); w.value(detail)
                 w.endObject()
-                return HTTPResponse(status: 400, contentType: ContentType.json, body: w.string)
+                return try refuse(HTTPResponse(status: 400, contentType: ContentType.json, body: w.string),
+                                  error: "InvalidParameters", detail: detail)
             case .request(let req):
                 // Topic names and conditions are checked like JSON syntax: a 400 for the request.
                 if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
-                    _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
-                                                  error: "InvalidJson", detail: reason, raw: raw)
-                    return HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n")
+                    return try refuse(HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n"),
+                                      error: "InvalidJson", detail: reason)
                 }
                 let isTopicSend = req.target.isTopicOrCondition
                 let lateBy = delay

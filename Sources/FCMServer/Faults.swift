@@ -32,7 +32,8 @@ public struct Fault: Sendable {
         if let transport, transport != "any", transport != t.rawValue { return false }
         if let path, path != p { return false }
         if let senderID, senderID != s { return false }
-        if let want = self.topic, want != topic { return false }
+        // Topic names match without regard to case, as sends match subscribers.
+        if let want = self.topic, Topics.key(want) != topic.map(Topics.key) { return false }
         return true
     }
 

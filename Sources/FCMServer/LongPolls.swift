@@ -82,3 +82,4 @@ final class LongPolls: @unchecked Sendable {
         }
     }
 }
+

@@ -199,45 +199,32 @@ public final class Store: @unchecked Sendable {
 /// Runs PASSIVE WAL checkpoints on its own connection and thread, so the disk flush they need is
 /// not on the writer's path.
 ///
-/// `@unchecked Sendable`: `connection` is used only by the checkpointer thread (and `stop()` waits
-/// for that thread to end); `dirty`/`stopped` only under `lock`.
+/// `@unchecked Sendable`: `connection` is used only by the task's thread (and `stop()` waits for
+/// that thread to end); `dirty` is a `Locked` value; `task` is set once, in `init`.
 final class Checkpointer: @unchecked Sendable {
     private let connection: SQLiteConnection
-    private let lock = ConditionLock()
-    private var dirty = false
-    private var stopped = false
-    private let finished = DispatchSemaphore(value: 0)
+    private let dirty = Locked<Bool>(false)
+    private var task: PeriodicTask?
 
     init(path: String) throws(StoreError) {
         connection = try SQLiteConnection(path: path)
         try connection.execute("PRAGMA busy_timeout=5000; PRAGMA synchronous=NORMAL")
-        spawnThread { [self] in run() }
+        // Every 50 ms at most: the log stays small, and each pass has enough to copy that its
+        // flush is worth it.
+        task = PeriodicTask(everyMillis: 50) { [self] in  // a cycle until stop(), as the thread held it before
+            if dirty.withLock({ d in defer { d = false }; return d }) {
+                try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            }
+        }
     }
 
     /// Something was committed: checkpoint soon.
     func nudge() {
-        lock.withLock { dirty = true }
-    }
-
-    private func run() {
-        while true {
-            // Every 50 ms at most: the log stays small, and each pass has enough to copy that
-            // its flush is worth it.
-            let (stop, work) = lock.withLock { () -> (Bool, Bool) in
-                if !stopped { lock.wait(untilMonotonicNanos: monotonicNanos() + 50_000_000) }
-                defer { dirty = false }
-                return (stopped, dirty)
-            }
-            if stop { break }
-            if work { try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)") }
-        }
-        finished.signal()
+        dirty.withLock { $0 = true }
     }
 
     func stop() {
-        lock.withLock { stopped = true }
-        lock.broadcast()
-        finished.wait()
+        task?.stop()
     }
 }
 

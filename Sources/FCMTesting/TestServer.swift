@@ -168,10 +168,23 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     p.standardOutput = out
     p.standardError = err
     try p.run()
+    // Both pipes are drained while the process runs: one that writes more than a pipe holds
+    // (64 KiB) would otherwise wait for a reader forever.
+    let outData = Locked<Data>(Data()), errData = Locked<Data>(Data())
+    let drained = DispatchGroup()
+    for (handle, box) in [(out.fileHandleForReading, outData), (err.fileHandleForReading, errData)] {
+        drained.enter()
+        DispatchQueue.global().async {
+            let d = handle.readDataToEndOfFile()
+            box.withLock { $0 = d }
+            drained.leave()
+        }
+    }
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { usleep(10_000) }
     if p.isRunning { p.terminate(); p.waitUntilExit(); throw TestError("\(executable) \(arguments) did not exit within \(timeout)s") }
-    let o = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    _ = drained.wait(timeout: .now() + 5)
+    let o = String(decoding: outData.withLock { $0 }, as: UTF8.self)
+    let e = String(decoding: errData.withLock { $0 }, as: UTF8.self)
     return (p.terminationStatus, o, e)
 }

@@ -168,6 +168,16 @@ public final class XMPPConnection: @unchecked Sendable {
         }
     }
 
+    /// Drops the connection without ending the stream (no `</stream:stream>`, no TLS close): what
+    /// a network failure looks like to the peer.
+    public func drop() {
+        lock.withLock {
+            guard !session.closed else { return }
+            session.closed = true
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
     private func writeAll(_ bytes: [UInt8]) {
         if let tls {
             _ = bytes.withUnsafeBytes { tls.write($0) }

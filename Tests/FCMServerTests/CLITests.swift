@@ -27,6 +27,25 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(list.stdout.hasPrefix("MESSAGE_ID") && list.stdout.contains("accepted"), list.stdout)
     }
 
+    /// `devices` follows the pages past 1000; `messages --token` takes `--limit`.
+    func testPagesAndLimits() throws {
+        let dir = try temporaryDirectory("cli")
+        let devices = (0..<1001).map { "{\"token\":\"d\($0)\",\"sender_id\":\"111\",\"app\":\"com.a\"}" }.joined(separator: ",")
+        try #"{"projects":[{"sender_id":"111","server_keys":["key-111"],"apps":[{"app":"com.a","platform":"android"}]}],"devices":["#
+            .appending(devices + "]}").write(toFile: dir + "/f.json", atomically: true, encoding: .utf8)
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--fixtures", dir + "/f.json"])
+        defer { s.stop() }
+        let url = "http://127.0.0.1:\(s.httpPort)"
+        let all = try runBinary(["devices", "--server", url, "--json"])
+        XCTAssertEqual((try JSONParser.parse(all.stdout)).objectValue?["items"]?.arrayValue?.count, 1001)
+        XCTAssertEqual(try runBinary(["devices", "--server", url]).stdout.split(separator: "\n").count, 1002, "a header and 1001 rows")
+        for n in 1...2 {
+            XCTAssertEqual(try runBinary(["send", "--server", url, "--key", "key-111", "--to", "d7", "--data", "n=\(n)"]).status, 0)
+        }
+        let one = try runBinary(["messages", "--server", url, "--token", "d7", "--limit", "1", "--json"])
+        XCTAssertEqual((try JSONParser.parse(one.stdout)).objectValue?["items"]?.arrayValue?.count, 1)
+    }
+
     func testFailures() throws {
         // Nobody listens on this port: one line, exit 1.
         let dead = try runBinary(["health", "--server", "http://127.0.0.1:9"])

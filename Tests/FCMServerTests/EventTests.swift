@@ -80,6 +80,18 @@ final class EventTests: ServerTestCase {
         }
         XCTAssertEqual(names, ["message.accepted", "message.accepted", "message.collapsed", "device.updated",
                                "message.delivered", "device.created", "message.rejected"])
+        // A send refused whole has the shape of every message event: no target, no recipient.
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1","time_to_live":"y"}"#).status, 400)
+        var refused: JSONObject?
+        while let e = try sse.next(timeout: 2) {
+            if e.event == "message.rejected" {
+                refused = try? JSONParser.parse(e.data).objectValue
+                break
+            }
+        }
+        XCTAssertEqual(refused?["target"]?.isNull, true)
+        XCTAssertEqual(refused?["recipients"]?.serialized(), "[]")
+        XCTAssertEqual(refused?["http_status"]?.numberValue?.int64, 400)
     }
 
     func testAVanishedReaderIsDroppedAndNeverBlocksSends() throws {

@@ -89,6 +89,27 @@ final class FaultTests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/faults")).count, 0)
     }
 
+    /// A delay fault holds a refused request's 400 too, and the record names the fault.
+    func testDelayAppliesToARefusedRequest() throws {
+        let id = try XCTUnwrap(try client.post("/api/v1/faults", #"{"then":{"delay_ms":300},"times":1}"#).object?["id"]?.stringValue)
+        let started = Date()
+        let r = try client.sendJSON(#"{"to":"a1","time_to_live":"x"}"#)
+        XCTAssertEqual(r.status, 400)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3, "not before the delay")
+        let rec = try XCTUnwrap(items(try client.get("/api/v1/messages?status=rejected")).first)
+        XCTAssertEqual(rec["fault"]?.stringValue, id)
+        XCTAssertEqual(rec["http_status"]?.numberValue?.int64, 400)
+    }
+
+    /// A fault's topic matches like sends do: without regard to case.
+    func testTopicFaultIgnoresCase() throws {
+        XCTAssertEqual(try client.post("/api/v1/devices/a1/topics/news").status, 200)
+        XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"topic":"News"},"then":{"status":500},"times":2}"#).status, 201)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"/topics/news"}"#).status, 500)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"/topics/NEWS"}"#).status, 500)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"/topics/news"}"#).status, 200, "used up")
+    }
+
     func testBadFaultsAre400NamingTheField() throws {
         let cases: [(String, String)] = [
             (#"{"then":{"error":"Nope"}}"#, "then.error"),
@@ -129,6 +150,11 @@ final class RateLimitTests: XCTestCase {
         XCTAssertEqual(try c.sendPlain("registration_id=a1").text, "Error=DeviceMessageRateExceeded\n")
         // The window slides on the mock's clock.
         XCTAssertEqual(try c.post("/api/v1/clock", #"{"advance_s":3601}"#).status, 200)
+        XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#)))
+        // What was counted on the clock that ran ahead does not hold the limit once it is back.
+        for _ in 0..<2 { XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#))) }
+        XCTAssertEqual(singleError(try c.sendJSON(#"{"to":"a1"}"#)), "DeviceMessageRateExceeded")
+        XCTAssertEqual(try c.post("/api/v1/clock", #"{"reset":true}"#).status, 200)
         XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#)))
     }
 

@@ -69,6 +69,37 @@ final class StorageTests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"reset":true}"#).object?["offset_s"]?.numberValue?.int64, 0)
     }
 
+    /// A held message expires as real time passes its TTL, without a read or a clock move: a
+    /// long poll for expired entries returns then, and the event stream says so.
+    func testExpiryInRealTimeWakesLongPollsAndEvents() throws {
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        waitForReaders(1)
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":1,"data":{"k":"v"}}"#)))
+        // Answered when the TTL runs out (about 1 s), well before the 30 s the poll allows.
+        let started = Date()
+        let polled = items(try client.get("/api/v1/devices/a-offline/messages?wait=30&min=1&status=expired"))
+        XCTAssertEqual(polled.map { $0["status"]?.stringValue }, ["expired"])
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20, "woken by the expiry, not by the poll's end")
+        var names: [String] = []
+        while let e = try sse.next(timeout: 5) {
+            names.append(e.event)
+            if e.event == "message.expired" { break }
+        }
+        XCTAssertEqual(names.last, "message.expired")
+    }
+
+    /// The clock runs at most 100 years ahead: more is a 400, never an overflow.
+    func testClockAdvanceIsBounded() throws {
+        let huge = try client.post("/api/v1/clock", #"{"advance_s":10000000000000}"#)
+        XCTAssertEqual(huge.status, 400)
+        XCTAssertEqual(huge.object?["error"]?.objectValue?["code"]?.stringValue, "bad_request")
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":3155760000}"#).status, 200)
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":1}"#).status, 400)
+        XCTAssertEqual(try client.get("/api/v1/health").status, 200)
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"reset":true}"#).status, 200)
+    }
+
     func testStateSurvivesARestartOfTheEngine() throws {
         let dir = try temporaryDirectory("storage")
         let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")

@@ -271,6 +271,24 @@ final class XMPPSessionTests: ServerTestCase {
         XCTAssertEqual(try again.nextGCM()?["message_id"]?.stringValue, "dr2:m-2")
     }
 
+    /// A reset forgets the receipts a connection still owes or waits to send, so the next test
+    /// does not get the last one's.
+    func testResetForgetsReceipts() throws {
+        let c = try connected()
+        c.sendDownstream(#"{"to":"a1","message_id":"r-1","delivery_receipt_requested":true}"#)
+        c.sendDownstream(#"{"to":"a-offline","message_id":"r-2","delivery_receipt_requested":true}"#)
+        var receipts = 0
+        for _ in 0..<3 {
+            if let m = try c.nextGCM(), m["message_type"]?.stringValue == "receipt" { receipts += 1 }
+        }
+        XCTAssertEqual(receipts, 1, "a1's receipt, unacked; a-offline's waits for the device")
+        c.drop()
+        XCTAssertEqual(try client.post("/api/v1/reset").status, 204)
+        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"111","token":"a1"}"#).status, 201)
+        let again = try connected()
+        XCTAssertNil(try again.nextGCM(timeout: 0.5), "no receipt from before the reset")
+    }
+
     func testUpstreamIsQueuedSentAckedAndRedelivered() throws {
         // Queued while no connection of the sender exists.
         let created = try client.post("/api/v1/devices/a1/upstream", #"{"data":{"hello":"world"},"message_id":"up-1"}"#)
@@ -393,6 +411,8 @@ final class XMPPRecordTests: ServerTestCase {
             .object?["id"]?.stringValue)
         c.sendDownstream(#"{"to":"a1","message_id":"closed"}"#)
         XCTAssertTrue(c.waitForClose())
+        XCTAssertFalse(String(decoding: c.received, as: UTF8.self).hasSuffix("</stream:stream>"),
+                       "dropped like a broken network, not a stream ended")
         let closed = try XCTUnwrap(items(try client.get("/api/v1/messages?xmpp_message_id=closed")).first)
         XCTAssertEqual(closed["fault"]?.stringValue, closer)
         XCTAssertEqual(closed["error"]?.stringValue, "ConnectionClosed")
