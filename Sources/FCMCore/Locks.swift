@@ -136,9 +136,11 @@ public final class PeriodicTask: @unchecked Sendable {
     private let lock = ConditionLock()
     private var stopped = false
     private var finished = false
+    private var worker: pthread_t?
 
     public init(everyMillis: Int, _ body: @escaping @Sendable () -> Void) {
         spawnThread { [self] in
+            lock.withLock { worker = pthread_self() }
             while true {
                 let stop = lock.withLock { () -> Bool in
                     if !stopped { _ = lock.wait(untilMonotonicNanos: monotonicNanos() + UInt64(everyMillis) * 1_000_000) }
@@ -153,11 +155,13 @@ public final class PeriodicTask: @unchecked Sendable {
     }
 
     /// Ends the thread and waits for it (a run under way finishes first). Calling it again
-    /// returns at once.
+    /// returns at once; called from `body` itself, it ends the thread after this run without
+    /// waiting (it could not wait for itself).
     public func stop() {
         lock.withLock {
             stopped = true
             lock.broadcast()
+            if let w = worker, pthread_equal(w, pthread_self()) != 0 { return }
             while !finished { lock.wait() }
         }
     }

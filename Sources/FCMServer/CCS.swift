@@ -1,5 +1,6 @@
 import Dispatch
 import FCMCore
+import Synchronization
 import XMPPServer
 
 /// The FCM connection server (CCS) on top of the XMPP listener: app servers authenticate with a
@@ -41,6 +42,8 @@ final class CCS: XMPPDelegate {
     /// offline device, by delivery id.
     let queuedReceipts = Locked<[String: [Receipt]]>([:])
     let awaitingDelivery = Locked<[Int64: PendingReceipt]>([:])
+    /// Bumped by every reset (under `links`): a receipt made before one is not sent after it.
+    let generation = Atomic<Int>(0)
 
     /// A receipt to make once an offline device gets the message (stamped with that time).
     struct PendingReceipt {
@@ -62,7 +65,7 @@ final class CCS: XMPPDelegate {
         self.connectionsPerSender = connectionsPerSender
         engine.upstreamDispatch.withLock { $0 = { [weak self] sender in self?.dispatchUpstream(sender) } }
         engine.lateDeliveries.withLock { $0 = { [weak self] ids in self?.delivered(ids) } }
-        engine.resetListeners.withLock { $0 = { [weak self] in self?.forgetHistory() } }
+        engine.resetListeners.withLock { $0 = { [weak self] in self?.forgetHistory() ?? {} } }
     }
 
     /// A receipt (`MESSAGE_SENT_TO_DEVICE`) for a message the app server sent with
@@ -92,15 +95,22 @@ final class CCS: XMPPDelegate {
             .min { ($0.outstanding.count, $0.connection.id) < ($1.outstanding.count, $1.connection.id) }?.connection
     }
 
-    /// Sends a receipt on a connection of `sender`, or keeps it until one opens.
-    func sendReceipt(_ receipt: Receipt, sender: String) {
-        let target = links.withLock { ls -> XMPPConnection? in
-            guard let c = Self.leastBusy(ls, sender) else { return nil }
+    /// Sends a receipt on a connection of `sender`, or keeps it until one opens; dropped when a
+    /// reset came since `generation` (by default: now).
+    func sendReceipt(_ receipt: Receipt, sender: String, generation g: Int? = nil) {
+        let current = { self.generation.load(ordering: .relaxed) }
+        let g = g ?? current()
+        let target = links.withLock { ls -> (stale: Bool, on: XMPPConnection?) in
+            guard current() == g else { return (true, nil) }
+            guard let c = Self.leastBusy(ls, sender) else { return (false, nil) }
             ls[c.id]?.outstanding[receipt.id] = .receipt(receipt)
-            return c
+            return (false, c)
         }
-        guard let c = target else {
-            queuedReceipts.withLock { $0[sender, default: []].append(receipt) }
+        if target.stale { return }
+        guard let c = target.on else {
+            queuedReceipts.withLock { q in
+                if current() == g { q[sender, default: []].append(receipt) }
+            }
             return
         }
         c.send("<message type=\"normal\"><gcm xmlns=\"\(Self.namespace)\">\(xmlEscapeText(receipt.json))</gcm></message>")
@@ -114,12 +124,17 @@ final class CCS: XMPPDelegate {
 
     /// After a reset: receipts and upstream messages waiting for a connection or an ack are
     /// forgotten, so the next test does not get the last one's (the connections stay open).
-    func forgetHistory() {
+    /// Returns what to do once the engine's lock is released: close the draining connections
+    /// that now wait for nothing.
+    func forgetHistory() -> @Sendable () -> Void {
+        let draining = links.withLock { ls -> [XMPPConnection] in
+            generation.add(1, ordering: .relaxed)
+            for id in ls.keys { ls[id]?.outstanding.removeAll() }
+            return ls.values.filter(\.draining).map(\.connection)
+        }
         queuedReceipts.withLock { $0.removeAll() }
         awaitingDelivery.withLock { $0.removeAll() }
-        links.withLock { ls in
-            for id in ls.keys { ls[id]?.outstanding.removeAll() }
-        }
+        return { [self] in for c in draining { finishDrainIfIdle(c) } }
     }
 
     /// Messages held by offline devices reached them: send the receipts that wait for them.
@@ -229,7 +244,8 @@ final class CCS: XMPPDelegate {
 
     func closed(_ c: XMPPConnection) {
         let json = connectionJSON(c)
-        guard let link = links.withLock({ $0.removeValue(forKey: c.id) }) else { return }  // refused at opening
+        let removed = links.withLock { ls in (ls.removeValue(forKey: c.id), generation.load(ordering: .relaxed)) }
+        guard let link = removed.0 else { return }  // refused at opening
         engine.events.publish([("xmpp.closed", json)])
         // What the app server never acked goes to its next connection.
         let unacked = link.outstanding.values.compactMap { o -> String? in
@@ -246,7 +262,7 @@ final class CCS: XMPPDelegate {
             return nil
         }
         if let sender = c.account {
-            for r in receipts { sendReceipt(r, sender: sender) }
+            for r in receipts { sendReceipt(r, sender: sender, generation: removed.1) }
         }
     }
 

@@ -296,9 +296,10 @@ extension Engine {
     /// when something expired.
     @discardableResult
     public func expireDue() throws(ControlError) -> Bool {
-        let now = clock.nowMillis()
+        var now: Int64 = 0
         var expiredEvents: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in
+            now = clock.nowMillis()  // under the lock: a clock reset cannot come in between
             var changes: [StatusChange] = []
             for (id, entries) in s.stored where entries.contains(where: { $0.expiresAt <= now }) {
                 var kept = entries
@@ -379,6 +380,8 @@ extension Engine {
 
     /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
     public func reset() throws(ControlError) {
+        let hook = resetListeners.withLock { $0 }
+        var afterwards: (@Sendable () -> Void)?
         let ticket = state.withLock { s in
             s.devices.removeAll()
             s.tokenIndex.removeAll()
@@ -395,14 +398,15 @@ extension Engine {
             s.upstreamOrder.removeAll()
             s.deviceWindows = RateWindows()
             s.topicWindows = RateWindows()
+            afterwards = hook?()
+            clock.reset()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
                 try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
             }])
         }
-        clock.reset()
         try commitControl(ticket)
-        resetListeners.withLock { $0 }?()
+        afterwards?()
     }
 
     /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was
@@ -411,8 +415,8 @@ extension Engine {
         state.withLock { s in
             s.deviceWindows = RateWindows()
             s.topicWindows = RateWindows()
+            clock.reset()  // under the lock: no send sees cleared windows on the old clock
         }
-        clock.reset()
     }
 
     /// Commits a control change, mapping a store failure to a control-API error.

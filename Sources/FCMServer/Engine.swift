@@ -33,8 +33,10 @@ public final class Engine: Sendable {
     let lateDeliveries = Locked<(@Sendable ([Int64]) -> Void)?>(nil)
     /// Expires held messages as real time passes (started with the listeners).
     let expirySweeper = Locked<PeriodicTask?>(nil)
-    /// Called after a reset: the XMPP listener forgets the receipts and upstream messages it holds.
-    let resetListeners = Locked<(@Sendable () -> Void)?>(nil)
+    /// Called during a reset, with the state lock held (so nothing is sent or queued between the
+    /// engine forgetting and the listener forgetting): the XMPP listener forgets the receipts and
+    /// upstream messages it holds. It returns what to do once the lock is released.
+    let resetListeners = Locked<(@Sendable () -> @Sendable () -> Void)?>(nil)
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).

@@ -251,7 +251,9 @@ public final class XMPPConnection: @unchecked Sendable {
 
     /// Handles one event; false when the connection must end.
     private func handle(_ e: XMLStreamEvent, _ parser: XMLStreamParser) -> Bool {
-        let phase = lock.withLock { session.phase }
+        // Closed or dropped (by the delegate, say, for a fault): what the same read also
+        // brought is not taken.
+        guard let phase = lock.withLock({ session.closed ? nil : session.phase }) else { return false }
         switch e {
         case .streamClose:
             close()

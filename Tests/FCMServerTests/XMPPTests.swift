@@ -328,6 +328,30 @@ final class XMPPSessionTests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/devices/a1/upstream", #"{"message_id":"up-1"}"#).status, 409)
     }
 
+    /// A draining connection that waited only for what a reset forgot closes then.
+    func testResetFinishesADrainThatWaitedForForgottenReceipts() throws {
+        let c = try connected()
+        c.sendDownstream(#"{"to":"a1","message_id":"r-1","delivery_receipt_requested":true}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "receipt")
+        XCTAssertEqual(items(try client.post("/api/v1/xmpp:drain")).count, 1)
+        XCTAssertEqual(try c.nextGCM()?["control_type"]?.stringValue, "CONNECTION_DRAINING")
+        XCTAssertFalse(c.waitForClose(timeout: 0.3), "the receipt is still owed its ack")
+        XCTAssertEqual(try client.post("/api/v1/reset").status, 204)
+        XCTAssertTrue(c.waitForClose())
+    }
+
+    /// What arrives in the same read as a message that a fault closes the connection for is not
+    /// taken.
+    func testNothingIsTakenAfterAFaultClosedTheConnection() throws {
+        let c = try connected()
+        XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"close_connection":true},"times":1}"#).status, 201)
+        c.send(#"<message><gcm xmlns="google:mobile:data">{"to":"a1","message_id":"p1"}</gcm></message>"#
+            + #"<message><gcm xmlns="google:mobile:data">{"to":"a1","message_id":"p2"}</gcm></message>"#)
+        XCTAssertTrue(c.waitForClose())
+        XCTAssertEqual(items(try client.get("/api/v1/messages?xmpp_message_id=p2")).count, 0)
+    }
+
     func testDrainingRefusesNewMessagesThenCloses() throws {
         let c = try connected()
         c.sendDownstream(#"{"to":"a1","message_id":"r-1","delivery_receipt_requested":true}"#)
