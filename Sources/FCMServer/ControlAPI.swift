@@ -305,11 +305,11 @@ struct ControlAPI: Sendable {
         engine.renderDevice(d)
     }
 
-    /// A list the engine holds in memory, paged like every list (`limit`, `cursor`): the cursor
-    /// is the position where the next page starts.
     /// How far ahead the mock's clock may run: 100 years (dates stay printable, sums stay in range).
     static let maxClockOffsetSeconds: Int64 = 100 * 36525 * 864
 
+    /// A list the engine holds in memory, paged like every list (`limit`, `cursor`): the cursor
+    /// is the position where the next page starts.
     private func paged(_ items: [String], _ q: Query) throws(ControlError) -> HTTPResponse {
         let limit = try q.limit()
         let start = min(Int(try q.cursor() ?? 0), items.count)

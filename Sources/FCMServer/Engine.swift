@@ -153,13 +153,6 @@ struct EngineState: Sendable {
     var ids = MessageIDAllocator()
     /// Subscribers by topic key (`Topics.key`), and each device's topics by key.
     var topicSubscribers: [String: Set<Int64>] = [:]
-
-    /// A topic by its key: its name as first subscribed, and its subscribers' tokens in id order.
-    func topic(key: String) -> (name: String, subscribers: [String])? {
-        let ids = (topicSubscribers[key] ?? []).sorted()
-        guard let first = ids.first, let name = deviceTopics[first]?[key]?.name else { return nil }
-        return (name, ids.compactMap { devices[$0]?.token })
-    }
     var deviceTopics: [Int64: [String: Subscription]] = [:]
     /// Device groups by notification key, and keys by "sender/name".
     var groups: [String: DeviceGroup] = [:]
@@ -181,6 +174,13 @@ struct EngineState: Sendable {
     func render(_ d: Device, now: Int64) -> String {
         Render.device(d, canonicalToken: d.canonicalID.flatMap { devices[$0]?.token }, topics: topics(of: d.id).map(\.name),
                       pending: DeviceStorage.count(stored[d.id] ?? [], now: now))
+    }
+
+    /// A topic by its key: its name as first subscribed, and its subscribers' tokens in id order.
+    func topic(key: String) -> (name: String, subscribers: [String])? {
+        let ids = (topicSubscribers[key] ?? []).sorted()
+        guard let first = ids.first, let name = deviceTopics[first]?[key]?.name else { return nil }
+        return (name, ids.compactMap { devices[$0]?.token })
     }
 
     /// Adds a subscription (no change when it exists); false when the device is at 2000 topics.

@@ -232,8 +232,6 @@ struct FCMSendRoute: Sendable {
         return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
     }
 
-    /// Seeds Tables 7 and 8: `id=…` (plus `registration_id=…`) or `Error=…`; errors that mean
-    /// "retry later" become HTTP 500/503, since the plain format cannot say so in its body.
     /// A plain-text send to a notification key answers in the plain-text form too: the message
     /// id when a member was reached, else the error (`NotRegistered`: no member can receive it).
     static func plainGroupResponse(_ result: SendResult) -> HTTPResponse {
@@ -248,6 +246,8 @@ struct FCMSendRoute: Sendable {
         return HTTPResponse(status: 200, contentType: ContentType.text, body: body)
     }
 
+    /// Seeds Tables 7 and 8: `id=…` (plus `registration_id=…`) or `Error=…`; errors that mean
+    /// "retry later" become HTTP 500/503, since the plain format cannot say so in its body.
     static func plainResponse(_ result: SendResult) -> HTTPResponse {
         guard let r = result.results.first else {
             return HTTPResponse(status: 200, contentType: ContentType.text, body: "Error=MissingRegistration\n")

@@ -82,4 +82,3 @@ final class LongPolls: @unchecked Sendable {
         }
     }
 }
-

@@ -118,8 +118,8 @@ public final class XMPPTestClient {
     public static let header = #"<stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" xmlns:stream="http://etherx.jabber.org/streams">"#
 
     /// Opens the stream, authenticates with SASL PLAIN and binds; returns the bound JID.
-    @discardableResult
     /// `withBind` is sent in the same write as the bind request (a client that does not wait).
+    @discardableResult
     public func login(user: String, password: String, authzid: String = "", resource: String = "test",
                       withBind: String = "") throws -> String {
         send(Self.header)

@@ -25,8 +25,6 @@ public final class HTTPStream: @unchecked Sendable {
     /// Bytes written but not yet handed to the connection.
     public var buffered: Int { state.withLock { $0.buffer.count } }
 
-    /// Whether the client went away (or the stream was finished and sent).
-
     /// Runs `body` once when the connection behind the stream is gone.
     public func onClose(_ body: @escaping @Sendable () -> Void) {
         let closedAlready = state.withLock { s -> Bool in

@@ -107,7 +107,7 @@ public final class XMLStreamParser {
             }
             depth = 1
             events.append(.streamOpen(attrs))
-            markBoundary(afterCurrentEvent: true)
+            markBoundaryAfterEvent()
             return
         }
         depth += 1
@@ -117,9 +117,9 @@ public final class XMLStreamParser {
     /// Offset (in `fed`'s count) of the event expat is reporting, from its own stream position.
     private func eventOffset() -> Int { Int(XML_GetCurrentByteIndex(parser)) }
 
-    /// Moves the boundary to the start of the event being reported, or just past it.
-    private func markBoundary(afterCurrentEvent: Bool) {
-        boundary = eventOffset() + (afterCurrentEvent ? Int(XML_GetCurrentByteCount(parser)) : 0)
+    /// Moves the boundary just past the event being reported.
+    private func markBoundaryAfterEvent() {
+        boundary = eventOffset() + Int(XML_GetCurrentByteCount(parser))
     }
 
     /// Stops the parser when the stanza in the making has grown past the limit (inside one fed
@@ -141,7 +141,7 @@ public final class XMLStreamParser {
         guard checkSize(), let done = stack.popLast() else { return }
         if stack.isEmpty {
             events.append(.stanza(done))
-            markBoundary(afterCurrentEvent: true)
+            markBoundaryAfterEvent()
         } else {
             stack[stack.count - 1].children.append(done)
         }
@@ -151,7 +151,7 @@ public final class XMLStreamParser {
         // Whitespace between stanzas (keepalives) belongs to no element: the next stanza starts
         // after it.
         guard !stack.isEmpty else {
-            markBoundary(afterCurrentEvent: true)
+            markBoundaryAfterEvent()
             return
         }
         guard checkSize() else { return }
