@@ -79,13 +79,15 @@ public final class Engine: Sendable {
 
     /// The sender id an `Authorization` header names: `key=<server key>`, or, where the request
     /// allows it (`access_token_auth`), any non-empty Bearer token, which maps to the first project.
-    public func senderID(authorization header: String?, bearerAllowed: Bool) -> String? {
+    /// `bearerAllowed` is only asked for a Bearer header (a key, the common case, costs no look
+    /// at other headers or the body).
+    public func senderID(authorization header: String?, bearerAllowed: @autoclosure () -> Bool) -> String? {
         guard let header else { return nil }
         let value = header.drop { $0 == " " }
         if hasPrefixIgnoringCase(value.utf8, "key=") {
             return senderID(forServerKey: String(value.dropFirst(4)).trimmingSpaces())
         }
-        if bearerAllowed, hasPrefixIgnoringCase(value.utf8, "bearer "), !String(value.dropFirst(7)).trimmingSpaces().isEmpty {
+        if hasPrefixIgnoringCase(value.utf8, "bearer "), !String(value.dropFirst(7)).trimmingSpaces().isEmpty, bearerAllowed() {
             return firstProjectID()
         }
         return nil

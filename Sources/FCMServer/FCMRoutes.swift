@@ -62,9 +62,9 @@ struct FCMSendRoute: Sendable {
         // Authentication comes first: a bad key is a 401 whatever the body says.
         // A Bearer token counts only with `access_token_auth: true`, as a header (what
         // firebase-admin sends) or in the JSON body.
-        var bearerAllowed = r.header("access_token_auth")?.lowercased() == "true"
-        if !bearerAllowed, case .request(let req) = outcome { bearerAllowed = req.accessTokenAuth }
-        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: bearerAllowed) else {
+        var inBody = false
+        if case .request(let req) = outcome { inBody = req.accessTokenAuth }
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
             _ = try? engine.recordRejected(senderID: nil, transport: .http, format: format, httpStatus: 401,
                                            error: "Unauthorized", detail: "missing or unknown server key", raw: raw)
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)

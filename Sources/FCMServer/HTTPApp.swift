@@ -62,3 +62,9 @@ public struct HTTPApp: Sendable {
         responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(path)\n"))
     }
 }
+
+extension HTTPRequest {
+    /// The header `access_token_auth: true`, with which a Bearer token stands for a server key
+    /// (firebase-admin's form).
+    var accessTokenAuth: Bool { header("access_token_auth")?.lowercased() == "true" }
+}

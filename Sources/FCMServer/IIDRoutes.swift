@@ -8,8 +8,7 @@ struct IIDRoutes: Sendable {
 
     func handle(_ r: HTTPRequest) -> HTTPResponse {
         // A Bearer token counts only with the header `access_token_auth: true`.
-        let bearerAllowed = r.header("access_token_auth")?.lowercased() == "true"
-        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: bearerAllowed) else {
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth) else {
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
         }
         let path = r.path
