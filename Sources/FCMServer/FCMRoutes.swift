@@ -102,7 +102,7 @@ struct FCMSendRoute: Sendable {
                 _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
                                               error: error, detail: detail, raw: raw, fault: delay?.fault)
                 guard let delay else { return answer }
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay.ms))) { responder.send(answer) }
+                Self.send(answer, to: responder, after: delay.ms)
                 return nil
             }
             switch outcome {
@@ -124,7 +124,7 @@ struct FCMSendRoute: Sendable {
                                       error: "InvalidJson", detail: reason)
                 }
                 let isTopicSend = req.target.isTopicOrCondition
-                let lateBy = delay
+                let lateMs = delay?.ms
                 engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
                     let answer: HTTPResponse
                     switch outcome {
@@ -136,11 +136,7 @@ struct FCMSendRoute: Sendable {
                         }
                     case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
                     }
-                    if let lateBy {
-                        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(lateBy.ms))) { responder.send(answer) }
-                    } else {
-                        responder.send(answer)
-                    }
+                    Self.send(answer, to: responder, after: lateMs)
                 }
                 return nil
             }
@@ -158,6 +154,12 @@ struct FCMSendRoute: Sendable {
         case 429: return "Too Many Requests"
         default: return "Error \(code)"
         }
+    }
+
+    /// Sends `answer`, `ms` later when a delay fault fired.
+    static func send(_ answer: HTTPResponse, to responder: HTTPResponder, after ms: Int64?) {
+        guard let ms else { return responder.send(answer) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { responder.send(answer) }
     }
 
     /// Whether the media type is `application/json` (any case, parameters such as charset ignored).
