@@ -37,15 +37,8 @@ extension Engine {
             let members = key.flatMap { s.groups[$0] }.map { Set($0.members) } ?? []
             let ids = tokens.compactMap { t -> Int64? in
                 guard var d = s.device(token: t), d.senderID == senderID else { return nil }
-                if operation == "remove" {
-                    // A refreshed token's place went to its new token: removing the old one
-                    // removes that.
-                    var hops = 0
-                    while !members.contains(d.id), d.state == .refreshed, let next = d.canonicalID, let n = s.devices[next], hops < 64 {
-                        d = n
-                        hops += 1
-                    }
-                }
+                // A refreshed token's place went to its new token: removing the old one removes that.
+                if operation == "remove", !members.contains(d.id) { d = s.current(d) }
                 guard d.state == .registered || (operation == "remove" && members.contains(d.id)) else { return nil }
                 return d.id
             }

@@ -440,13 +440,8 @@ extension Engine {
             }
         }
         let addressedID = device.id
-        var canonical = false
-        var hops = 0
-        while device.state == .refreshed, let next = device.canonicalID, let d = s.devices[next], hops < 64 {
-            device = d
-            canonical = true
-            hops += 1
-        }
+        device = s.current(device)
+        let canonical = device.id != addressedID
         if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
         if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
         if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }

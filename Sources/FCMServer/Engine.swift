@@ -171,6 +171,18 @@ struct EngineState: Sendable {
         tokenIndex[token].flatMap { devices[$0] }
     }
 
+    /// The device that now answers for `d`: through the tokens that replaced it (a refreshed
+    /// token's canonical one), at most 64 steps; `d` itself when it was not refreshed.
+    func current(_ d: Device) -> Device {
+        var device = d
+        var hops = 0
+        while device.state == .refreshed, let next = device.canonicalID, let n = devices[next], hops < 64 {
+            device = n
+            hops += 1
+        }
+        return device
+    }
+
     /// The device object as the control API and events show it: its canonical token, topics,
     /// and `pending`, what it holds that has not expired by `now`, all read from this state.
     func render(_ d: Device, now: Int64) -> String {
