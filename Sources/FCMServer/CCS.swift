@@ -244,8 +244,8 @@ final class CCS: XMPPDelegate {
 
     func closed(_ c: XMPPConnection) {
         let json = connectionJSON(c)
-        let removed = links.withLock { ls in (ls.removeValue(forKey: c.id), generation.load(ordering: .relaxed)) }
-        guard let link = removed.0 else { return }  // refused at opening
+        let (removed, generationThen) = links.withLock { ls in (ls.removeValue(forKey: c.id), generation.load(ordering: .relaxed)) }
+        guard let link = removed else { return }  // refused at opening
         engine.events.publish([("xmpp.closed", json)])
         // What the app server never acked goes to its next connection.
         let unacked = link.outstanding.values.compactMap { o -> String? in
@@ -262,7 +262,7 @@ final class CCS: XMPPDelegate {
             return nil
         }
         if let sender = c.account {
-            for r in receipts { sendReceipt(r, sender: sender, generation: removed.1) }
+            for r in receipts { sendReceipt(r, sender: sender, generation: generationThen) }
         }
     }
 
@@ -314,21 +314,28 @@ final class CCS: XMPPDelegate {
         // Every nack names the message's `to` when it has one (seeds: `from` is required).
         let to = o["to"]?.stringValue
         // Flow control and draining: a refused message is nacked, never silently dropped.
-        let admitted = links.withLock { ls -> String? in
-            // No link: the connection was refused at opening (over the per-sender limit) and is
-            // closing; what it sent meanwhile is not taken.
-            guard var l = ls[c.id] else { return "" }
-            if l.draining { return "CONNECTION_DRAINING" }
-            if l.inFlight >= Self.window { return "SERVICE_UNAVAILABLE" }
+        enum Admission { case taken, draining, windowFull, noLink }
+        let admission = links.withLock { ls -> Admission in
+            guard var l = ls[c.id] else { return .noLink }
+            if l.draining { return .draining }
+            if l.inFlight >= Self.window { return .windowFull }
             l.inFlight += 1
             ls[c.id] = l
-            return nil
+            return .taken
         }
-        if let refusal = admitted {
-            if refusal.isEmpty { return }
-            return refuse(c, messageID, raw: gcm.text, from: to, code: refusal,
-                        description: refusal == "CONNECTION_DRAINING" ? "the connection is draining: open another"
-                            : "more than \(Self.window) messages waiting for an ack on this connection")
+        switch admission {
+        case .taken:
+            break
+        case .noLink:
+            // Refused at opening (over the per-sender limit) and closing: what it sent
+            // meanwhile is not taken.
+            return
+        case .draining:
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "CONNECTION_DRAINING",
+                          description: "the connection is draining: open another")
+        case .windowFull:
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "SERVICE_UNAVAILABLE",
+                          description: "more than \(Self.window) messages waiting for an ack on this connection")
         }
         var settled = false
         defer { if !settled { release(c) } }
