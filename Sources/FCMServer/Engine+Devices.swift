@@ -396,10 +396,8 @@ extension Engine {
             s.retiredGroupKeys.removeAll()
             s.upstream.removeAll()
             s.upstreamOrder.removeAll()
-            s.deviceWindows = RateWindows()
-            s.topicWindows = RateWindows()
+            restartClock(&s)
             afterwards = hook?()
-            clock.reset()
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
                 try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
@@ -412,11 +410,15 @@ extension Engine {
     /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was
     /// stamped on the clock that ran ahead, and would hold the limit for as long.
     public func resetClock() {
-        state.withLock { s in
-            s.deviceWindows = RateWindows()
-            s.topicWindows = RateWindows()
-            clock.reset()  // under the lock: no send sees cleared windows on the old clock
-        }
+        state.withLock { restartClock(&$0) }
+    }
+
+    /// The clock back to real time and the rate-limit windows empty; call with `s` locked, so no
+    /// send sees cleared windows on the old clock.
+    private func restartClock(_ s: inout EngineState) {
+        s.deviceWindows = RateWindows()
+        s.topicWindows = RateWindows()
+        clock.reset()
     }
 
     /// Commits a control change, mapping a store failure to a control-API error.
