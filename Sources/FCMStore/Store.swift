@@ -200,10 +200,11 @@ public final class Store: @unchecked Sendable {
 /// not on the writer's path.
 ///
 /// `@unchecked Sendable`: `connection` is used only by the task's thread (and `stop()` waits for
-/// that thread to end); `dirty` is a `Locked` value; `task` is set once, in `init`.
+/// that thread to end); `dirty` is atomic (set on every commit, so no lock); `task` is set once, in
+/// `init`.
 final class Checkpointer: @unchecked Sendable {
     private let connection: SQLiteConnection
-    private let dirty = Locked<Bool>(false)
+    private let dirty = Atomic<Bool>(false)
     private var task: PeriodicTask?
 
     init(path: String) throws(StoreError) {
@@ -212,7 +213,7 @@ final class Checkpointer: @unchecked Sendable {
         // Every 50 ms at most: the log stays small, and each pass has enough to copy that its
         // flush is worth it.
         task = PeriodicTask(everyMillis: 50) { [self] in  // a cycle until stop(), as the thread held it before
-            if dirty.withLock({ d in defer { d = false }; return d }) {
+            if dirty.exchange(false, ordering: .acquiringAndReleasing) {
                 try? connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
             }
         }
@@ -220,7 +221,7 @@ final class Checkpointer: @unchecked Sendable {
 
     /// Something was committed: checkpoint soon.
     func nudge() {
-        dirty.withLock { $0 = true }
+        dirty.store(true, ordering: .releasing)
     }
 
     func stop() {
