@@ -860,18 +860,34 @@ public func appendJSONString(_ s: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     var s = s
     s.withUTF8 { utf8 in
-        // Copy unescaped runs in bulk; only quote, backslash and C0 controls need escaping.
+        // Copy unescaped runs in bulk; only quote, backslash, C0 controls and the noncharacters
+        // U+FFFE and U+FFFF need escaping. Those two are valid JSON raw but not allowed anywhere
+        // in an XML document, and this JSON also travels inside XMPP stanzas.
         var runStart = 0
-        for j in utf8.indices {
+        var j = 0
+        while j < utf8.count {
             let byte = utf8[j]
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && byte != 0xEF {
+                j += 1
+                continue
+            }
+            let nonchar = byte == 0xEF && j + 2 < utf8.count && utf8[j + 1] == 0xBF && utf8[j + 2] >= 0xBE
+            if byte == 0xEF && !nonchar {
+                j += 1
                 continue
             }
             if runStart < j {
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<j]))
             }
-            runStart = j + 1
             out.append(UInt8(ascii: "\\"))
+            if nonchar {
+                appendASCII(utf8[j + 2] == 0xBE ? "uFFFE" : "uFFFF", to: &out)
+                j += 3
+                runStart = j
+                continue
+            }
+            j += 1
+            runStart = j
             switch byte {
             case UInt8(ascii: "\""): out.append(UInt8(ascii: "\""))
             case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\"))

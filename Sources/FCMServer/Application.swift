@@ -65,7 +65,8 @@ public final class Application: Sendable {
                 httpTLS = HTTPServerTLS(certificatePEM: tls.certificatePEM, keyPEM: tls.keyPEM)
             }
             do {
-                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil, delegate: ccs)
+                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
+                                             loginTimeout: c.xmppLoginTimeout, delegate: ccs)
                 self.xmpp = xmpp
                 let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
                                   xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },

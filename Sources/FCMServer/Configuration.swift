@@ -28,6 +28,9 @@ public struct Configuration: Sendable {
     /// Most XMPP connections one sender id may hold at once (CCS allowed 1000); no flag sets it,
     /// tests lower it.
     public var xmppConnectionsPerSender = 1000
+    /// Seconds an XMPP client has to authenticate and bind before it is disconnected
+    /// (`connection-timeout`); no flag sets it, tests lower it.
+    public var xmppLoginTimeout = 30
 
     /// Defaults.
     public init() {}

@@ -65,15 +65,21 @@ public final class BinaryServer {
     }
 
     /// Starts `fcm-mock serve` with `arguments` (ports 0 are added unless given) and waits for the
-    /// `listening` line.
-    public init(arguments: [String], environment: [String: String]? = nil, timeout: TimeInterval = 20) throws {
+    /// `listening` line. `maxOpenFiles` lowers the process's descriptor limit (`ulimit -n`).
+    public init(arguments: [String], environment: [String: String]? = nil, maxOpenFiles: Int? = nil,
+                timeout: TimeInterval = 20) throws {
         var args = ["serve"]
         if !arguments.contains("--http-port") { args += ["--http-port", "0"] }
         if !arguments.contains("--xmpp-port") { args += ["--xmpp-port", "0"] }
         args += arguments
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.executablePath)
-        p.arguments = args
+        if let maxOpenFiles {
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", "ulimit -n \(maxOpenFiles) && exec \"$0\" \"$@\"", Self.executablePath] + args
+        } else {
+            p.executableURL = URL(fileURLWithPath: Self.executablePath)
+            p.arguments = args
+        }
         if let environment { p.environment = environment }
         let out = Pipe()
         stderrPipe = Pipe()

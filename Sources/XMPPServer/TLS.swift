@@ -137,6 +137,11 @@ final class TLSSession: @unchecked Sendable {
         while true {
             let n = gnutls_record_recv(session, buf, max)
             if n >= 0 { return n }
+            if n == GNUTLS_E_AGAIN {
+                // The socket's receive time-out (blocking sockets give EAGAIN for nothing else).
+                errno = EAGAIN
+                return -1
+            }
             if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
             return -1
         }
@@ -148,7 +153,8 @@ final class TLSSession: @unchecked Sendable {
         while off < bytes.count {
             let n = gnutls_record_send(session, bytes.baseAddress! + off, bytes.count - off)
             if n < 0 {
-                if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
+                // EAGAIN on this blocking socket is its send time-out: the peer stopped reading.
+                if n != GNUTLS_E_AGAIN && gnutls_error_is_fatal(Int32(n)) == 0 { continue }
                 return false
             }
             off += n

@@ -19,6 +19,9 @@ public enum XMLStreamError: Error, Equatable, Sendable {
     case restrictedXML
     /// A stanza over the size limit (`policy-violation`).
     case tooBig(Int)
+    /// A stanza nested deeper, or made of more elements, than the limits (`policy-violation`):
+    /// each element costs memory well beyond its bytes, and freeing a deep tree recurses.
+    case tooComplex(String)
 }
 
 /// An incremental XMPP stream parser on expat: bytes in (split anywhere), stanzas out.
@@ -36,7 +39,14 @@ public final class XMLStreamParser {
     /// it is one stanza in the making, counted in raw bytes whatever expat does with them: an
     /// unfinished start tag with megabytes of attributes is counted too.
     private var boundary = 0
-    public let maxStanzaBytes: Int
+    /// The stanza size limit; the connection lowers it until the client has authenticated.
+    public var maxStanzaBytes: Int
+    /// Element nesting allowed inside a stanza (FCM's deepest is `<iq><bind><resource>`).
+    public static let maxDepth = 32
+    /// Elements allowed in one stanza (FCM's have a handful).
+    public static let maxElements = 1000
+    /// Elements of the stanza being read so far.
+    private var elements = 0
 
     /// A parser refusing stanzas over `maxStanzaBytes`.
     public init(maxStanzaBytes: Int = 1 << 20) {
@@ -58,6 +68,7 @@ public final class XMLStreamParser {
         fed = 0
         boundary = 0
         depth = 0
+        elements = 0
         configure()
     }
 
@@ -111,7 +122,18 @@ public final class XMLStreamParser {
             return
         }
         depth += 1
-        if checkSize() { stack.append(XMLElement(name: name, attributes: attrs)) }
+        guard checkSize() else { return }
+        elements += 1
+        if depth - 1 > Self.maxDepth || elements > Self.maxElements {
+            if failure == nil {
+                failure = .tooComplex(depth - 1 > Self.maxDepth
+                    ? "a stanza may not nest elements more than \(Self.maxDepth) deep"
+                    : "a stanza may not have more than \(Self.maxElements) elements")
+            }
+            XML_StopParser(parser, 0)
+            return
+        }
+        stack.append(XMLElement(name: name, attributes: attrs))
     }
 
     /// Offset (in `fed`'s count) of the event expat is reporting, from its own stream position.
@@ -141,6 +163,7 @@ public final class XMLStreamParser {
         guard checkSize(), let done = stack.popLast() else { return }
         if stack.isEmpty {
             events.append(.stanza(done))
+            elements = 0
             markBoundaryAfterEvent()
         } else {
             stack[stack.count - 1].children.append(done)

@@ -29,6 +29,8 @@ public final class XMPPServer: Sendable {
     public let port: Int
     public let domain: String
     let maxStanzaBytes: Int
+    /// Seconds a client has to authenticate and bind after connecting.
+    let loginTimeout: Int
     let delegate: any XMPPDelegate
     /// Set for direct TLS from the first byte (as Google's port 5235), no STARTTLS.
     public let tls: TLSCredentials?
@@ -39,7 +41,7 @@ public final class XMPPServer: Sendable {
 
     /// Binds `host:port` at once (a busy port is reported before anything starts).
     public init(host: String, port: Int, domain: String = "gcm.googleapis.com", maxStanzaBytes: Int = 1 << 20,
-                tls: TLSCredentials? = nil, delegate: any XMPPDelegate) throws(HTTPServerError) {
+                tls: TLSCredentials? = nil, loginTimeout: Int = 30, delegate: any XMPPDelegate) throws(HTTPServerError) {
         self.tls = tls
         let (fd, bound) = try ListenSocket.open(host: host, port: port)
         self.fd = fd
@@ -47,6 +49,7 @@ public final class XMPPServer: Sendable {
         self.port = bound
         self.domain = domain
         self.maxStanzaBytes = maxStanzaBytes
+        self.loginTimeout = loginTimeout
         self.delegate = delegate
     }
 
@@ -65,8 +68,13 @@ public final class XMPPServer: Sendable {
                 let c = accept(fd, nil, nil)
                 if c < 0 {
                     if state.withLock({ $0.stopped }) { return }
-                    if errno == EINTR || errno == ECONNABORTED { continue }
-                    return
+                    let e = errno
+                    if e == EINTR || e == ECONNABORTED { continue }
+                    // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM): the pending
+                    // connection waits in the backlog; try again once some are closed, rather
+                    // than give up listening for good.
+                    usleep(50_000)
+                    continue
                 }
                 n += 1
                 let conn = XMPPConnection(fd: c, id: "c\(n)", server: self)
@@ -89,8 +97,8 @@ public final class XMPPServer: Sendable {
         _ = state.withLock { $0.connections.removeValue(forKey: c.id) }
     }
 
-    /// Stops accepting and ends every stream with `</stream:stream>`.
-    /// Calling it again does nothing.
+    /// Stops accepting and ends every stream with `</stream:stream>`, waiting up to 2 seconds for
+    /// those ends to be written. Calling it again does nothing.
     public func stop() {
         let (first, accepting, open) = state.withLock { s -> (Bool, Bool, [XMPPConnection]) in
             defer { s.stopped = true }
@@ -101,14 +109,24 @@ public final class XMPPServer: Sendable {
         shutdown(fd, Int32(SHUT_RDWR))
         if !accepting { close(fd) }
         for c in open { c.close() }
+        let deadline = monotonicNanos() + 2_000_000_000
+        for c in open { c.waitForFlusher(untilMonotonicNanos: deadline) }
     }
 }
 
-/// One client connection. Writes are serialized by `lock`; the reader thread alone touches the
-/// parser and the session state.
+/// One client connection. The reader thread alone touches the parser and the session's phase;
+/// any thread may send.
 ///
-/// `@unchecked Sendable`: `fd` is immutable; `session` (account, resource, phase) is read by
-/// other threads only under `lock`, which also serializes writes.
+/// Sending never blocks the caller (acks come from the store's writer thread, which serves
+/// every connection and every HTTP request): bytes go out at once when the socket takes them,
+/// and what it does not take waits in `outbox` for a flusher thread, started when needed, that
+/// writes with blocking calls. A peer that leaves more than `maxUnsentBytes` unread, or reads
+/// nothing for `sendTimeout` seconds, is disconnected. Over TLS every write goes through the
+/// flusher (a TLS record cannot be half-sent without blocking).
+///
+/// `@unchecked Sendable`: `fd` is immutable; `session`, `outbox`, `flushing` and
+/// `shutDownWhenFlushed` are reached only under `lock`; `tls` is set by the reader thread before
+/// anything can be sent, and then only read.
 public final class XMPPConnection: @unchecked Sendable {
     public let id: String
     let fd: Int32
@@ -118,6 +136,16 @@ public final class XMPPConnection: @unchecked Sendable {
     /// The TLS session when the listener speaks TLS; set by the reader thread before anything else
     /// can write.
     private var tls: TLSSession?
+    /// Bytes accepted for sending that the socket has not taken yet.
+    private var outbox: [UInt8] = []
+    /// A flusher thread owns the socket's sending side: nobody else writes until it is done.
+    private var flushing = false
+    /// The stream is closed: the flusher shuts the socket down once `outbox` is written.
+    private var shutDownWhenFlushed = false
+    /// Unsent bytes a peer may leave waiting before it is disconnected as not reading.
+    static let maxUnsentBytes = 16 << 20
+    /// Seconds a blocked write may wait for the peer to read before it is disconnected.
+    static let sendTimeout = 60
 
     /// Whether the connection is encrypted.
     public var isTLS: Bool { lock.withLock { tls != nil } }
@@ -135,6 +163,8 @@ public final class XMPPConnection: @unchecked Sendable {
         self.fd = fd
         self.id = id
         self.server = server
+        var tv = timeval(tv_sec: Self.sendTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// The account it authenticated as (nil before SASL success).
@@ -146,11 +176,12 @@ public final class XMPPConnection: @unchecked Sendable {
     public func send(_ xml: String) {
         lock.withLock {
             guard !session.closed else { return }
-            writeAll(Array(xml.utf8))
+            enqueue(Array(xml.utf8))
         }
     }
 
-    /// Ends the stream: an optional stream error condition, `</stream:stream>`, then the socket.
+    /// Ends the stream: an optional stream error condition, `</stream:stream>`, then the socket
+    /// (once what was sent before has gone out).
     public func close(error condition: String? = nil, text: String? = nil) {
         lock.withLock {
             guard !session.closed else { return }
@@ -161,47 +192,140 @@ public final class XMPPConnection: @unchecked Sendable {
                 out += "</stream:error>"
             }
             out += "</stream:stream>"
-            writeAll(Array(out.utf8))
             session.closed = true
-            tls?.bye()
-            shutdown(fd, Int32(SHUT_RDWR))
+            enqueue(Array(out.utf8))
+            if flushing {
+                shutDownWhenFlushed = true
+            } else {
+                shutdown(fd, Int32(SHUT_RDWR))
+            }
         }
     }
 
     /// Drops the connection without ending the stream (no `</stream:stream>`, no TLS close): what
-    /// a network failure looks like to the peer.
+    /// a network failure looks like to the peer. Nothing still unsent goes out.
     public func drop() {
         lock.withLock {
             guard !session.closed else { return }
             session.closed = true
+            outbox = []
             shutdown(fd, Int32(SHUT_RDWR))
         }
     }
 
-    private func writeAll(_ bytes: [UInt8]) {
-        if let tls {
-            _ = bytes.withUnsafeBytes { tls.write($0) }
+    /// Sends `bytes` after what is already waiting, without blocking. Called under `lock`.
+    private func enqueue(_ bytes: [UInt8]) {
+        var rest = bytes[...]
+        if !flushing && tls == nil {
+            while !rest.isEmpty {
+                let n = rest.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                if n > 0 {
+                    rest = rest.dropFirst(n)
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    break
+                } else {
+                    return  // the peer is gone; the reader finds out
+                }
+            }
+            if rest.isEmpty { return }
+        }
+        outbox.append(contentsOf: rest)
+        if outbox.count > Self.maxUnsentBytes {
+            // A peer that does not read: disconnected rather than buffered without end.
+            session.closed = true
+            outbox = []
+            shutdown(fd, Int32(SHUT_RDWR))
             return
         }
+        if !flushing {
+            flushing = true
+            spawnThread { [self] in flush() }
+        }
+    }
+
+    /// The flusher: writes `outbox` with blocking calls until it is empty, then ends.
+    private func flush() {
+        while true {
+            let chunk: [UInt8]? = lock.withLock {
+                if outbox.isEmpty {
+                    flushing = false
+                    if shutDownWhenFlushed { finishClosing() }
+                    lock.broadcast()
+                    return nil
+                }
+                defer { outbox = [] }
+                return outbox
+            }
+            guard let chunk else { return }
+            if !writeBlocking(chunk) {
+                lock.withLock {
+                    // The peer is gone or did not read for `sendTimeout`: nothing more goes out.
+                    session.closed = true
+                    outbox = []
+                    flushing = false
+                    shutdown(fd, Int32(SHUT_RDWR))
+                    lock.broadcast()
+                }
+                return
+            }
+        }
+    }
+
+    /// Ends TLS and shuts the socket down after the last bytes of a closed stream. Under `lock`.
+    private func finishClosing() {
+        tls?.bye()
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Writes all of `bytes`, blocking (up to `sendTimeout` a write); false when the peer is
+    /// gone or stopped reading.
+    private func writeBlocking(_ bytes: [UInt8]) -> Bool {
+        if let tls { return bytes.withUnsafeBytes { tls.write($0) } }
         var off = 0
         while off < bytes.count {
             let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n <= 0 {
                 if n < 0 && errno == EINTR { continue }
-                return
+                return false
             }
             off += n
         }
+        return true
+    }
+
+    /// Waits until no flusher uses the socket (so the reader may close the descriptor), or until
+    /// `deadline` (monotonic nanoseconds) when given; false on time-out.
+    @discardableResult
+    func waitForFlusher(untilMonotonicNanos deadline: UInt64? = nil) -> Bool {
+        lock.withLock {
+            while flushing {
+                if let deadline {
+                    if !lock.wait(untilMonotonicNanos: deadline) && flushing { return false }
+                } else {
+                    lock.wait()
+                }
+            }
+            return true
+        }
+    }
+
+    /// Stanza size limit until the client has authenticated (SASL PLAIN needs a few hundred
+    /// bytes), so connections that never log in cannot each hold a megabyte.
+    static let maxStanzaBytesBeforeAuth = 64 << 10
+    private func setReceiveTimeout(seconds: Int) {
+        var tv = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
     func run() {
-        let parser = XMLStreamParser(maxStanzaBytes: server.maxStanzaBytes)
+        let parser = XMLStreamParser(maxStanzaBytes: min(server.maxStanzaBytes, Self.maxStanzaBytesBeforeAuth))
         var buf = [UInt8](repeating: 0, count: 65536)
         if let credentials = server.tls {
             // Direct TLS: the handshake comes before any XML. A peer that does not finish it
             // within the time-out is dropped.
-            var tv = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            setReceiveTimeout(seconds: 10)
             do {
                 let s = try TLSSession(fd: fd, credentials: credentials)
                 lock.withLock { tls = s }
@@ -211,9 +335,10 @@ public final class XMPPConnection: @unchecked Sendable {
                 server.forget(self)
                 return
             }
-            tv = timeval(tv_sec: 0, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         }
+        // Until bound: a connection that never logs in does not hold its thread and descriptor
+        // for ever.
+        setReceiveTimeout(seconds: server.loginTimeout)
         defer {
             lock.withLock {
                 if !session.closed {
@@ -221,6 +346,9 @@ public final class XMPPConnection: @unchecked Sendable {
                     shutdown(fd, Int32(SHUT_RDWR))
                 }
             }
+            // A flusher still writing the end of a closed stream has the descriptor until it is
+            // done (a shut-down socket fails its writes at once; else at most `sendTimeout`).
+            waitForFlusher()
             Glibc.close(fd)
             server.forget(self)
             if account != nil { server.delegate.closed(self) }
@@ -231,6 +359,11 @@ public final class XMPPConnection: @unchecked Sendable {
                 reader.map { $0.read(b.baseAddress!, b.count) } ?? recv(fd, b.baseAddress, b.count, 0)
             }
             if n < 0 && reader == nil && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if lock.withLock({ session.phase == .awaitingStream }) { openStream(to: "") }
+                close(error: "connection-timeout", text: "log in and bind within \(server.loginTimeout) seconds")
+                return
+            }
             if n <= 0 { return }
             let events: [XMLStreamEvent]
             do {
@@ -242,6 +375,7 @@ public final class XMPPConnection: @unchecked Sendable {
                 case .invalidXML(let why): close(error: "invalid-xml", text: why)
                 case .restrictedXML: close(error: "restricted-xml", text: "DTDs and entity declarations are not allowed")
                 case .tooBig(let limit): close(error: "policy-violation", text: "a stanza may not exceed \(limit) bytes")
+                case .tooComplex(let why): close(error: "policy-violation", text: why)
                 }
                 return
             }
@@ -318,6 +452,7 @@ public final class XMPPConnection: @unchecked Sendable {
         send("<success xmlns=\"\(saslNS)\"/>")
         // The client restarts the stream: a new XML document on the same connection.
         parser.reset()
+        parser.maxStanzaBytes = server.maxStanzaBytes
         return true
     }
 
@@ -326,6 +461,12 @@ public final class XMPPConnection: @unchecked Sendable {
         case "iq":
             let iqID = xmlEscape(s.attributes["id"] ?? "")
             if let bind = s.child("bind") {
+                guard phase == .awaitingBind else {
+                    // One resource per connection: a second bind would start the session over
+                    // while the first one's acks, receipts and upstream messages are still owed.
+                    send("<iq type=\"error\" id=\"\(iqID)\"><error type=\"cancel\"><not-allowed xmlns=\"urn:ietf:params:xml:ns:xmpp-stanzas\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-stanzas\">this connection is already bound</text></error></iq>")
+                    return true
+                }
                 let resource = bind.child("resource")?.text.isEmpty == false ? bind.child("resource")!.text : "fcm-mock-\(id)"
                 let account = lock.withLock { () -> String in
                     session.resource = resource
@@ -333,6 +474,7 @@ public final class XMPPConnection: @unchecked Sendable {
                     return session.account ?? ""
                 }
                 send("<iq type=\"result\" id=\"\(iqID)\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><jid>\(xmlEscape(account))@\(xmlEscape(server.domain))/\(xmlEscape(resource))</jid></bind></iq>")
+                setReceiveTimeout(seconds: 0)
                 server.delegate.opened(self)
             } else {
                 // session, ping (XEP-0199) and anything else: a plain result.

@@ -384,6 +384,12 @@ final class JSONTests: XCTestCase {
         out.removeAll()
         appendJSONString(long, to: &out)
         XCTAssertEqual(try JSONParser.parse(out), .string(long))
+        // U+FFFE and U+FFFF are escaped (XML forbids them raw; this JSON goes into stanzas);
+        // other characters led by 0xEF stay raw, also at the very end of the string.
+        out.removeAll()
+        appendJSONString("a\u{FFFE}b\u{FFFF}\u{FFFD}\u{F8FF}\u{FFFF}", to: &out)
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), "\"a\\uFFFEb\\uFFFF\u{FFFD}\u{F8FF}\\uFFFF\"")
+        XCTAssertEqual(try JSONParser.parse(out), .string("a\u{FFFE}b\u{FFFF}\u{FFFD}\u{F8FF}\u{FFFF}"))
     }
 
     // MARK: Writer

@@ -135,6 +135,96 @@ final class XMPPTests: ServerTestCase {
         XCTAssertEqual(try healthy.nextGCM()?["message_type"]?.stringValue, "ack")
     }
 
+    /// Stanzas that cost far more memory or stack than their bytes, and oversized logins, end
+    /// their own stream only (a 50,000-deep stanza crashed the process).
+    func testHostileStanzasEndOnlyTheirStream() throws {
+        let healthy = try connected()
+        let deep = try connected()
+        deep.send("<message>" + String(repeating: "<a>", count: 50_000) + String(repeating: "</a>", count: 50_000) + "</message>")
+        XCTAssertTrue(deep.waitForClose())
+        XCTAssertTrue(String(decoding: deep.received, as: UTF8.self).contains("more than 32 deep"))
+        let wide = try connected()
+        wide.send("<message>" + String(repeating: "<a/>", count: 1001) + "</message>")
+        XCTAssertTrue(wide.waitForClose())
+        XCTAssertTrue(String(decoding: wide.received, as: UTF8.self).contains("more than 1000 elements"))
+        // 1000 elements and 32 levels are still fine (the gcm element is not first here).
+        let fine = try connected()
+        fine.send("<message>" + String(repeating: "<a/>", count: 967) + String(repeating: "<b>", count: 31) + String(repeating: "</b>", count: 31)
+                  + #"<gcm xmlns="google:mobile:data">{"to":"a1","message_id":"edge"}</gcm></message>"#)
+        XCTAssertEqual(try fine.nextGCM()?["message_type"]?.stringValue, "ack")
+        // Before authentication a stanza may have 64 KiB, not 1 MiB.
+        let early = try XMPPTestClient(port: xmppPort)
+        early.send(XMPPTestClient.header + #"<auth mechanism="PLAIN" xmlns="urn:ietf:params:xml:ns:xmpp-sasl">"# + String(repeating: "A", count: 70_000))
+        XCTAssertTrue(early.waitForClose())
+        XCTAssertTrue(String(decoding: early.received, as: UTF8.self).contains("a stanza may not exceed 65536 bytes"))
+        healthy.sendDownstream(#"{"to":"a1","message_id":"survivor"}"#)
+        XCTAssertEqual(try healthy.nextGCM()?["message_id"]?.stringValue, "survivor")
+    }
+
+    /// U+FFFF and U+FFFE are valid JSON but not allowed in XML: answers escape them, so the
+    /// client's parser (expat here) can read the ack and the nack.
+    func testNoncharactersAreEscapedInStanzas() throws {
+        let c = try connected()
+        c.sendDownstream(#"{"to":"a1","message_id":"m\uffff"}"#)
+        let ack = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(ack["message_id"]?.stringValue, "m\u{FFFF}")
+        c.sendDownstream(#"{"to":"x\ufffe","message_id":"n1"}"#)
+        let nack = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(nack["message_type"]?.stringValue, "nack")
+        XCTAssertEqual(nack["from"]?.stringValue, "x\u{FFFE}")
+        XCTAssertTrue(String(decoding: c.received, as: UTF8.self).contains(#""from":"x\uFFFE""#))
+    }
+
+    /// A connection binds once: a second bind is refused and the session it has goes on (it
+    /// started the session over before, losing the upstream message it owed an ack).
+    func testSecondBindIsRefused() throws {
+        let c = try connected()
+        c.send(#"<iq type="set" id="b2"><bind xmlns="urn:ietf:params:xml:ns:xmpp-bind"><resource>again</resource></bind></iq>"#)
+        let answer = try XCTUnwrap(try c.nextStanza())
+        XCTAssertEqual(answer.attributes["type"], "error")
+        XCTAssertEqual(answer.attributes["id"], "b2")
+        XCTAssertNotNil(answer.child("error")?.child("not-allowed"))
+        let conns = items(try client.get("/api/v1/xmpp/connections"))
+        XCTAssertEqual(conns.map { $0["resource"]?.stringValue }, ["test"])
+        c.sendDownstream(#"{"to":"a1","message_id":"after-rebind"}"#)
+        XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+    }
+
+    /// A client that stops reading holds up no one: acks are written without blocking the
+    /// thread that commits every send (HTTP sends and other connections' acks waited for it).
+    /// What its socket does not take waits for it, in order; past 16 MiB unread it is
+    /// disconnected.
+    func testAClientThatDoesNotReadBlocksNoOne() throws {
+        let other = try connected()
+        let slow = try connected()
+        let big = String(repeating: "x", count: 400_000)
+        for i in 0..<40 { slow.sendDownstream(#"{"to":"a1","message_id":"\#(big)-\#(i)"}"#) }
+        // Everything the slow client sent is stored before anyone else's send is answered.
+        var stored = 0
+        let deadline = Date().addingTimeInterval(20)
+        while stored < 40 && Date() < deadline {
+            stored = items(try client.get("/api/v1/messages?transport=xmpp&limit=100")).count
+            if stored < 40 { usleep(20_000) }
+        }
+        XCTAssertEqual(stored, 40)
+        let http = try client.postJSON("/fcm/send", #"{"to":"a1"}"#, headers: [("Authorization", "key=key-111")])
+        XCTAssertEqual(http.status, 200)
+        other.sendDownstream(#"{"to":"a1","message_id":"other"}"#)
+        XCTAssertEqual(try other.nextGCM()?["message_id"]?.stringValue, "other")
+        // The slow client reads at last: every ack, in order.
+        for i in 0..<40 {
+            XCTAssertEqual(try slow.nextGCM()?["message_id"]?.stringValue, "\(big)-\(i)")
+        }
+        // One that leaves more than 16 MiB unread is disconnected; the others go on.
+        let stuck = try connected()
+        for i in 0..<100 { stuck.sendDownstream(#"{"to":"a1","message_id":"\#(big)-s\#(i)"}"#) }
+        var acks = 0
+        while (try? stuck.nextGCM(timeout: 10)) != nil { acks += 1 }
+        XCTAssertLessThan(acks, 100)
+        other.sendDownstream(#"{"to":"a1","message_id":"other-2"}"#)
+        XCTAssertEqual(try other.nextGCM()?["message_id"]?.stringValue, "other-2")
+    }
+
     func testXMPPFaults() throws {
         let c = try connected()
         XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"error":"Unavailable"},"times":1}"#).status, 201)
@@ -498,5 +588,44 @@ final class XMPPTLSTests: XCTestCase {
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("TLS"), bad.stderr)
         XCTAssertEqual(try runBinary(["serve", "--tls-cert", made.certificatePath]).status, 2, "a certificate needs its key")
+    }
+}
+
+/// A client that does not log in is disconnected after the login time-out (lowered to 1 s here,
+/// as no flag sets it); a bound connection may stay idle.
+final class XMPPLoginTimeoutTests: XCTestCase {
+    func testIdleBeforeLoginIsDisconnected() throws {
+        let s = try TestServer(fixtures: [errorTableFixture]) { $0.xmppLoginTimeout = 1 }
+        defer { s.stop() }
+        let silent = try XMPPTestClient(port: s.app.xmppPort)
+        let halfway = try XMPPTestClient(port: s.app.xmppPort)
+        halfway.send(XMPPTestClient.header)
+        let bound = try XMPPTestClient(port: s.app.xmppPort)
+        _ = try bound.login(user: "111@fcm.googleapis.com", password: "key-111")
+        for c in [silent, halfway] {
+            XCTAssertTrue(c.waitForClose(timeout: 10))
+            XCTAssertTrue(String(decoding: c.received, as: UTF8.self).contains("<connection-timeout xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"))
+        }
+        usleep(500_000)
+        bound.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
+        XCTAssertEqual(try bound.nextStanza()?.attributes["type"], "result")
+    }
+}
+
+/// Out of descriptors, the listener waits and goes on accepting (it stopped for good).
+final class XMPPDescriptorExhaustionTests: XCTestCase {
+    func testListenerSurvivesRunningOutOfDescriptors() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"], maxOpenFiles: 64)
+        defer { s.stop() }
+        var idle: [XMPPTestClient] = []
+        for _ in 0..<80 { idle.append(try XMPPTestClient(port: s.xmppPort)) }
+        usleep(300_000)
+        idle.removeAll()  // closes them
+        var ok = false
+        for _ in 0..<50 where !ok {
+            let c = try XMPPTestClient(port: s.xmppPort)
+            if (try? c.login(user: "123456789012@fcm.googleapis.com", password: "AAAAfcmmock:demo-server-key")) != nil { ok = true } else { usleep(100_000) }
+        }
+        XCTAssertTrue(ok, "a new connection logs in once descriptors are free again")
     }
 }
