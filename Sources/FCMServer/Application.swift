@@ -113,6 +113,9 @@ public final class Application: Sendable {
     /// the connections and checkpoints the store.
     public func stop() {
         xmpp.stop()
+        // New HTTP requests get 503; those already taken get their own answers (a stored send
+        // is never answered 503), then the listener stops.
+        http.refuseNewRequests()
         engine.beginShutdown()
         engine.store.drain()
         http.stop()

@@ -20,6 +20,9 @@ public final class Engine: Sendable {
     let state: Locked<EngineState>
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
+    /// Answers a delay fault holds back (each sends one), by number; sent early when the server
+    /// stops.
+    let delayedAnswers = Locked<(next: Int, waiting: [Int: @Sendable () -> Void])>((0, [:]))
     /// Server keys and the first project, as of the last change of projects: every send reads
     /// them, and under their own lock they do not wait for the send path's `state` lock.
     let credentials = Locked<Credentials>(Credentials())
@@ -113,6 +116,7 @@ public final class Engine: Sendable {
 
     /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
+        for answer in delayedAnswers.withLock({ d in defer { d.waiting = [:] }; return Array(d.waiting.values) }) { answer() }
         expirySweeper.withLock { s in defer { s = nil }; return s }?.stop()
         longPolls.stop()
         events.closeAll()

@@ -102,7 +102,7 @@ struct FCMSendRoute: Sendable {
                 _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
                                               error: error, detail: detail, raw: raw, fault: delay?.fault)
                 guard let delay else { return answer }
-                Self.send(answer, to: responder, after: delay.ms)
+                send(answer, to: responder, after: delay.ms)
                 return nil
             }
             switch outcome {
@@ -136,7 +136,7 @@ struct FCMSendRoute: Sendable {
                         }
                     case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
                     }
-                    Self.send(answer, to: responder, after: lateMs)
+                    send(answer, to: responder, after: lateMs)
                 }
                 return nil
             }
@@ -156,10 +156,19 @@ struct FCMSendRoute: Sendable {
         }
     }
 
-    /// Sends `answer`, `ms` later when a delay fault fired.
-    static func send(_ answer: HTTPResponse, to responder: HTTPResponder, after ms: Int64?) {
+    /// Sends `answer`, `ms` later when a delay fault fired (or at once when the server stops
+    /// before then: the answer is decided, and a request whose send was stored must not get 503).
+    func send(_ answer: HTTPResponse, to responder: HTTPResponder, after ms: Int64?) {
         guard let ms else { return responder.send(answer) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { responder.send(answer) }
+        let id = engine.delayedAnswers.withLock { d -> Int in
+            d.next += 1
+            d.waiting[d.next] = { responder.send(answer) }
+            return d.next
+        }
+        let delayed = engine.delayedAnswers
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms)), execute: {
+            delayed.withLock { $0.waiting.removeValue(forKey: id) }?()
+        })
     }
 
     /// Whether the media type is `application/json` (any case, parameters such as charset ignored).

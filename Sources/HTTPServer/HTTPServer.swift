@@ -51,6 +51,13 @@ public final class HTTPServer: Sendable {
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
     }
 
+    /// First step of stopping: from now on every new request is answered 503 (closing its
+    /// connection) before the handler sees it, while requests already handled still get their
+    /// own answers. `stop()` follows.
+    public func refuseNewRequests() {
+        core.refusing.store(true, ordering: .relaxed)
+    }
+
     /// Stops accepting, answers requests still waiting with 503, then closes every connection.
     /// Callers should first let their own pending answers finish (they are sent if they come
     /// before this).
@@ -148,9 +155,14 @@ public final class HTTPResponder: @unchecked Sendable {
     func responseOrSuspend() -> HTTPResponse? {
         lock.withLock { s in
             if s.answered { return s.response.take() }
+            // Once the server is stopping nothing is suspended any more (libmicrohttpd must not
+            // be stopped with a suspended connection): the request is answered 503 at once.
+            guard core.register(self) else {
+                s.answered = true
+                return ServerCore.shuttingDown
+            }
             // Suspend while holding the lock, so a concurrent `send` resumes only after this.
             s.suspended = true
-            core.register(self)
             MHD_suspend_connection(connection)
             return nil
         }
@@ -189,6 +201,8 @@ final class ServerCore: @unchecked Sendable {
     func unfinishedCount() -> Int { unfinished.load(ordering: .relaxed) }
 
     let accessLog: (@Sendable (HTTPAccess) -> Void)?
+    /// Set by `HTTPServer.refuseNewRequests()`.
+    let refusing = Atomic<Bool>(false)
 
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int, accessLog: (@Sendable (HTTPAccess) -> Void)?) {
         self.handler = handler
@@ -196,31 +210,36 @@ final class ServerCore: @unchecked Sendable {
         self.accessLog = accessLog
     }
 
-    func register(_ r: HTTPResponder) {
-        let stopping = suspended.withLock { s -> Bool in
+    /// Records a request about to be suspended; false (and not recorded) once the server is
+    /// stopping.
+    func register(_ r: HTTPResponder) -> Bool {
+        suspended.withLock { s -> Bool in
+            guard !s.isStopping else { return false }
             s.set[ObjectIdentifier(r)] = r
-            return s.isStopping
+            return true
         }
-        if stopping { Self.answerShuttingDown(r) }
     }
 
     func unregister(_ r: HTTPResponder) {
         suspended.withLock { _ = $0.set.removeValue(forKey: ObjectIdentifier(r)) }
     }
 
-    /// From now on every waiting request is answered with 503.
+    /// From now on every request is answered 503 without waiting: those waiting now (each
+    /// resumed before this returns) and those still to come on open keep-alive connections.
     func stopping() {
         let waiting = suspended.withLock { s -> [HTTPResponder] in
             s.isStopping = true
             return Array(s.set.values)
         }
-        for r in waiting { Self.answerShuttingDown(r) }
+        for r in waiting { r.send(Self.shuttingDown) }
         for s in streams.withLock({ Array($0.values) }) { s.finish() }
     }
 
-    private static func answerShuttingDown(_ r: HTTPResponder) {
-        // Asynchronously: `register` runs under the responder's own lock.
-        spawnThread { r.send(HTTPResponse(status: 503, contentType: "text/plain; charset=UTF-8", body: "shutting down\n")) }
+    /// The answer while stopping; it closes the connection, so keep-alive clients stop sending.
+    static var shuttingDown: HTTPResponse {
+        var r = HTTPResponse(status: 503, contentType: "text/plain; charset=UTF-8", body: "shutting down\n")
+        r.closeConnection = true
+        return r
     }
 }
 
@@ -302,6 +321,9 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     let responder = HTTPResponder(connection: connection, core: core)
     ctx.responder = responder
     core.requestStarted()
+    if core.refusing.load(ordering: .relaxed) {
+        return send(ServerCore.shuttingDown, on: connection, core: core, ctx: ctx)
+    }
     core.handler(request, responder)
     guard let response = responder.responseOrSuspend() else { return FCM_MHD_YES }
     return send(response, on: connection, core: core, ctx: ctx)

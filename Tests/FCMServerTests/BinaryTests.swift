@@ -199,4 +199,55 @@ final class ShutdownTests: XCTestCase {
         XCTAssertEqual(r?.status, 200, "the waiting poll got its answer (empty) before the server went")
         XCTAssertEqual(r.map { items($0).count }, 0)
     }
+
+    /// SIGTERM while keep-alive clients keep sending: exit 0 (libmicrohttpd aborted the process
+    /// when it was stopped with a request still waiting for its commit), every send answered
+    /// 200 is stored, a send refused as the server stops is answered 503 and not stored, and a
+    /// send held back by a delay fault gets its own answer at once.
+    func testSIGTERMUnderLoadExits0AndAnswersHonestly() throws {
+        let tmp = NSTemporaryDirectory() + "fcm-mock-sigterm-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: tmp) }
+        let db = tmp + "/store.sqlite"
+        let s = try BinaryServer(arguments: ["--db", db])
+        let port = s.httpPort
+        XCTAssertEqual(try s.client().post("/api/v1/faults", #"{"when":{"token":"demo-android-2"},"then":{"delay_ms":30000}}"#).status, 201)
+        let delayed = Locked<WireResponse?>(nil)
+        let delayedDone = DispatchSemaphore(value: 0)
+        spawnThread {
+            let c = HTTPTestClient(port: port)
+            delayed.withLock { $0 = try? c.sendJSON(#"{"to":"demo-android-2"}"#, key: DemoProject.serverKey) }
+            delayedDone.signal()
+        }
+        let answered = LockedIDs()
+        let statuses = Locked<Set<Int>>([])
+        for t in 0..<4 {
+            spawnThread {
+                let c = HTTPTestClient(port: port)
+                for i in 0..<100_000 {
+                    guard let r = try? c.sendJSON("{\"registration_ids\":[\"demo-android-1\",\"term-\(t)-\(i)\"]}", key: DemoProject.serverKey) else { break }
+                    statuses.withLock { _ = $0.insert(r.status) }
+                    for res in r.object?["results"]?.arrayValue ?? [] {
+                        if let id = res.objectValue?["message_id"]?.stringValue { answered.add(id) }
+                    }
+                }
+                answered.done()
+            }
+        }
+        while answered.all().count < 400 { usleep(5_000) }
+        XCTAssertEqual(s.stop(signal: SIGTERM), 0)
+        answered.waitForDone(count: 4)
+        XCTAssertEqual(delayedDone.wait(timeout: .now() + 10), .success, "the delayed answer did not wait out its 30 s")
+        let late = try XCTUnwrap(delayed.withLock { $0 })
+        XCTAssertEqual(late.status, 200)
+        let lateID = try XCTUnwrap(results(late).first?["message_id"]?.stringValue)
+        XCTAssertTrue(statuses.withLock { $0 }.isSubset(of: [200, 503]), "\(statuses.withLock { $0 })")
+        let ids = Set(answered.all())
+        let s2 = try BinaryServer(arguments: ["--db", db])
+        defer { s2.stop() }
+        let stored = try storedRecipientIDs(s2.client())
+        XCTAssertTrue(ids.isSubset(of: stored), "\(ids.subtracting(stored).count) of \(ids.count) answered ids were lost")
+        XCTAssertTrue(stored.contains(lateID))
+        XCTAssertEqual(stored.count, ids.count + 1, "only answered sends are stored")
+    }
 }
