@@ -22,13 +22,14 @@ static size_t fcm_mhd_no_unescape(void *cls, struct MHD_Connection *c, char *s) 
     MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_s, \
     MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit, \
     MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size, \
+    MHD_OPTION_CONNECTION_LIMIT, connection_limit, \
     MHD_OPTION_UNESCAPE_CALLBACK, fcm_mhd_no_unescape, NULL
 
 static inline struct MHD_Daemon *fcm_mhd_start(unsigned int flags, int listen_fd,
         MHD_AccessHandlerCallback handler, void *handler_cls,
         MHD_RequestCompletedCallback completed, void *completed_cls,
         unsigned int connection_timeout_s, size_t connection_memory_limit, unsigned int thread_pool_size,
-        const char *tls_key_pem, const char *tls_cert_pem) {
+        unsigned int connection_limit, const char *tls_key_pem, const char *tls_cert_pem) {
     if (tls_key_pem && tls_cert_pem)
         return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handler, handler_cls, FCM_MHD_COMMON_OPTIONS,
             MHD_OPTION_HTTPS_MEM_KEY, tls_key_pem, MHD_OPTION_HTTPS_MEM_CERT, tls_cert_pem, MHD_OPTION_END);

@@ -212,12 +212,7 @@ extension Engine {
         let candidates: [Int64]? = state.withLock { s in
             guard let id = s.tokenIndex[token] else { return nil }
             let all = s.inbox[id] ?? []
-            var lo = 0, hi = all.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if all[mid] <= afterID { lo = mid + 1 } else { hi = mid }
-            }
-            return Array(all[lo...])
+            return Array(all[Self.firstAfter(afterID, in: all)...])
         }
         guard let candidates else { throw .notFound("device '\(token)' does not exist") }
         let now = clock.nowMillis()
@@ -247,6 +242,26 @@ extension Engine {
             }
         } catch {
             throw .internal(error.description)
+        }
+    }
+
+    /// The position of the first entry of the ascending `ids` greater than `afterID`.
+    private static func firstAfter(_ afterID: Int64, in ids: [Int64]) -> Int {
+        var lo = 0, hi = ids.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if ids[mid] <= afterID { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// How many deliveries the device's inbox holds after `afterID`, whatever their status (at
+    /// least as many as any page can show); nil for an unknown device.
+    private func inboxCount(_ token: String, afterID: Int64) -> Int? {
+        state.withLock { s in
+            guard let id = s.tokenIndex[token] else { return nil }
+            let all = s.inbox[id] ?? []
+            return all.count - Self.firstAfter(afterID, in: all)
         }
     }
 
@@ -291,12 +306,18 @@ extension Engine {
         } catch {
             return reply(.failure(error))
         }
-        if first.items.count >= min || waitSeconds <= 0 { return reply(.success(first)) }
+        // A page holds at most `limit` entries: a `min` above it is met by a full page.
+        let need = Swift.min(min, limit)
+        if first.items.count >= need || waitSeconds <= 0 { return reply(.success(first)) }
         let deadline = monotonicNanos() + UInt64(waitSeconds * 1e9)
         longPolls.add(deadline: deadline) { [self] final in
+            // Re-checked after every commit: the in-memory count rules most checks out without a
+            // query (hundreds of waiting polls each paging through SQLite on every send took a
+            // core).
+            if !final, let n = inboxCount(token, afterID: afterID), n < need { return false }
             do throws(ControlError) {
                 let page = try inbox(token, status: status, afterID: afterID, limit: limit)
-                guard page.items.count >= min || final else { return false }
+                guard page.items.count >= need || final else { return false }
                 reply(.success(page))
             } catch {
                 reply(.failure(error))

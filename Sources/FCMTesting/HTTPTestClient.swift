@@ -173,7 +173,7 @@ public final class HTTPTestClient {
 }
 
 /// A TCP connection to 127.0.0.1:`port`.
-func connectLoopback(port: Int) throws -> Int32 {
+public func connectLoopback(port: Int) throws -> Int32 {
     let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard s >= 0 else { throw TestError("socket failed") }
     var addr = sockaddr_in()

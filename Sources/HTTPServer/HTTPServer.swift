@@ -42,11 +42,27 @@ public final class HTTPServer: Sendable {
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog)
     }
 
+    /// How many connections may be open at once. libmicrohttpd's default (1020, from select's
+    /// FD_SETSIZE) locked new clients out behind a thousand idle keep-alive connections; with
+    /// epoll the bound is the descriptor limit, raised first to its hard maximum (at most 65536),
+    /// less room for the store, the XMPP listener and its connections.
+    static func connectionLimit() -> Int {
+        var rl = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0 else { return 1020 }
+        let wanted = min(rl.rlim_max, 65536)
+        if rl.rlim_cur < wanted {
+            var raised = rl
+            raised.rlim_cur = wanted
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { rl = raised }
+        }
+        return max(1020, min(Int(rl.rlim_cur) / 2, 32768))
+    }
+
     /// Starts accepting connections.
     public func start() throws(HTTPServerError) {
         let cls = Unmanaged.passUnretained(core).toOpaque()
         let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
-                              UInt32(threads), tls?.keyPEM, tls?.certificatePEM)
+                              UInt32(threads), UInt32(Self.connectionLimit()), tls?.keyPEM, tls?.certificatePEM)
         guard let d else { throw HTTPServerError("could not start the HTTP server on \(host):\(port)") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
     }

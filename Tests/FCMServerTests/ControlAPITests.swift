@@ -184,6 +184,11 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(start), 25, "the long poll returned because of the send, not the deadline")
         // min=2 with one entry and a short wait: returns what there is when the wait ends.
         XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages?wait=0.2&min=2")).count, 1)
+        // min above limit: a full page meets it (it waited out the whole wait before).
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+        let full = Date()
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages?wait=30&min=5&limit=2")).count, 2)
+        XCTAssertLessThan(Date().timeIntervalSince(full), 25, "a full page answers a min above the limit")
         XCTAssertEqual(try client.get("/api/v1/devices/a1/messages?wait=61").status, 400)
         XCTAssertEqual(try client.get("/api/v1/devices/nobody/messages?wait=1").status, 404)
     }

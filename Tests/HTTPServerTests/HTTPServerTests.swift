@@ -122,6 +122,21 @@ final class HTTPServerTests: XCTestCase {
         XCTAssertEqual(try HTTPTestClient(port: other.port).request("GET", "/").status, 204)
     }
 
+    /// More than a thousand idle keep-alive connections do not lock new clients out (1020 was
+    /// libmicrohttpd's default limit): the limit follows the descriptor limit, raised at start.
+    func testMoreThanAThousandIdleConnectionsLeaveRoomForMore() throws {
+        let server = try start { _, responder in responder.send(HTTPResponse(status: 204, contentType: "text/plain", body: "")) }
+        defer { server.stop() }
+        var rl = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl)  // raised by start(), for this process too
+        XCTAssertGreaterThanOrEqual(rl.rlim_cur, 2400, "this test needs 2 descriptors a connection in one process")
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        for _ in 0..<1100 { idle.append(try connectLoopback(port: server.port)) }
+        let c = HTTPTestClient(port: server.port)
+        XCTAssertEqual(try c.request("GET", "/after-1100").status, 204)
+    }
+
     func testBusyPortIsAClearError() throws {
         let server = try start { _, r in r.send(HTTPResponse(status: 200)) }
         defer { server.stop() }
