@@ -19,6 +19,9 @@ final class CCS: XMPPDelegate {
         var connectedAt: Int64
         var inFlight = 0
         var draining = false
+        /// The client ended its stream: close once its messages are answered (it acks nothing
+        /// more, so receipts and upstream messages are not waited for).
+        var streamEnded = false
         /// Messages sent to the app server and waiting for its ack, by message id.
         var outstanding: [String: Outbound] = [:]
     }
@@ -201,9 +204,20 @@ final class CCS: XMPPDelegate {
     func finishDrainIfIdle(_ c: XMPPConnection) {
         let idle = links.withLock { ls -> Bool in
             guard let l = ls[c.id] else { return false }
-            return l.draining && l.inFlight == 0 && l.outstanding.isEmpty
+            return l.inFlight == 0 && (l.streamEnded || (l.draining && l.outstanding.isEmpty))
         }
         if idle { c.close() }
+    }
+
+    func streamEnded(_ c: XMPPConnection) -> Bool {
+        let known = links.withLock { ls -> Bool in
+            guard var l = ls[c.id] else { return false }
+            l.streamEnded = true
+            ls[c.id] = l
+            return true
+        }
+        if known { finishDrainIfIdle(c) }
+        return known
     }
 
     /// SASL PLAIN: `SENDER@fcm.googleapis.com`, `SENDER@gcm.googleapis.com` or the bare sender

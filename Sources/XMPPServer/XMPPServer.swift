@@ -14,6 +14,10 @@ public protocol XMPPDelegate: AnyObject, Sendable {
     func opened(_ connection: XMPPConnection)
     /// A `<message>` stanza arrived on an authenticated, bound connection.
     func received(_ message: XMLElement, on connection: XMPPConnection)
+    /// The client ended its stream (`</stream:stream>`) on a bound connection. True when the
+    /// delegate closes the connection itself once it has answered what the client sent before
+    /// (the reader waits for that, a few seconds at most); false to close at once.
+    func streamEnded(_ connection: XMPPConnection) -> Bool
     /// The connection is gone.
     func closed(_ connection: XMPPConnection)
 }
@@ -142,6 +146,8 @@ public final class XMPPConnection: @unchecked Sendable {
     private var flushing = false
     /// The stream is closed: the flusher shuts the socket down once `outbox` is written.
     private var shutDownWhenFlushed = false
+    /// How long the answers to a client's last messages may take after it ended its stream.
+    static let answersAfterStreamEnd: UInt64 = 10_000_000_000
     /// Unsent bytes a peer may leave waiting before it is disconnected as not reading.
     static let maxUnsentBytes = 16 << 20
     /// Seconds a blocked write may wait for the peer to read before it is disconnected.
@@ -193,6 +199,7 @@ public final class XMPPConnection: @unchecked Sendable {
             }
             out += "</stream:stream>"
             session.closed = true
+            lock.broadcast()  // a reader waiting for the answers after the client's stream end
             enqueue(Array(out.utf8))
             if flushing {
                 shutDownWhenFlushed = true
@@ -390,6 +397,14 @@ public final class XMPPConnection: @unchecked Sendable {
         guard let phase = lock.withLock({ session.closed ? nil : session.phase }) else { return false }
         switch e {
         case .streamClose:
+            // RFC 6120 4.4: the client may still read what the server sends before its own
+            // closing tag, here the answers to the messages it sent just before.
+            if phase == .ready && server.delegate.streamEnded(self) {
+                let deadline = monotonicNanos() + Self.answersAfterStreamEnd
+                lock.withLock {
+                    while !session.closed && lock.wait(untilMonotonicNanos: deadline) {}
+                }
+            }
             close()
             return false
         case .streamOpen(let attrs):

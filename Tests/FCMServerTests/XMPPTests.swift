@@ -225,6 +225,22 @@ final class XMPPTests: ServerTestCase {
         XCTAssertEqual(try other.nextGCM()?["message_id"]?.stringValue, "other-2")
     }
 
+    /// A client that ends its stream right after its messages still gets their acks, then the
+    /// server's own closing tag (RFC 6120 4.4); the acks were dropped before.
+    func testMessagesBeforeTheStreamEndAreAnswered() throws {
+        let c = try connected()
+        var bytes = ""
+        for i in 0..<20 {
+            bytes += #"<message><gcm xmlns="google:mobile:data">{"to":"a1","message_id":"last-\#(i)"}</gcm></message>"#
+        }
+        c.send(bytes + "</stream:stream>")
+        for i in 0..<20 {
+            XCTAssertEqual(try c.nextGCM()?["message_id"]?.stringValue, "last-\(i)")
+        }
+        XCTAssertTrue(c.waitForClose())
+        XCTAssertTrue(String(decoding: c.received, as: UTF8.self).hasSuffix("</stream:stream>"))
+    }
+
     func testXMPPFaults() throws {
         let c = try connected()
         XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"error":"Unavailable"},"times":1}"#).status, 201)
