@@ -21,8 +21,8 @@ public final class Engine: Sendable {
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
     /// Answers a delay fault holds back (each sends one), by number; sent early when the server
-    /// stops.
-    let delayedAnswers = Locked<(next: Int, waiting: [Int: @Sendable () -> Void])>((0, [:]))
+    /// stops, and not held at all once it is stopping (`closed`).
+    let delayedAnswers = Locked<(next: Int, waiting: [Int: @Sendable () -> Void], closed: Bool)>((0, [:], false))
     /// Server keys and the first project, as of the last change of projects: every send reads
     /// them, and under their own lock they do not wait for the send path's `state` lock.
     let credentials = Locked<Credentials>(Credentials())
@@ -116,7 +116,12 @@ public final class Engine: Sendable {
 
     /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
-        for answer in delayedAnswers.withLock({ d in defer { d.waiting = [:] }; return Array(d.waiting.values) }) { answer() }
+        let held = delayedAnswers.withLock { d in
+            d.closed = true
+            defer { d.waiting = [:] }
+            return Array(d.waiting.values)
+        }
+        for answer in held { answer() }
         expirySweeper.withLock { s in defer { s = nil }; return s }?.stop()
         longPolls.stop()
         events.closeAll()

@@ -71,7 +71,15 @@ public final class HTTPServer: Sendable {
     /// connection) before the handler sees it, while requests already handled still get their
     /// own answers. `stop()` follows.
     public func refuseNewRequests() {
-        core.refusing.store(true, ordering: .relaxed)
+        core.refusing.store(true, ordering: .sequentiallyConsistent)
+        // A loop thread that read the flag just before it was set may still be handing its
+        // request over: wait (a second at most) until every such hand-over is done, so what the
+        // caller drains next includes its writes.
+        var waited = 0
+        while core.handing.load(ordering: .sequentiallyConsistent) > 0 && waited < 1000 {
+            usleep(1000)
+            waited += 1
+        }
     }
 
     /// Stops accepting, answers requests still waiting with 503, then closes every connection.
@@ -219,6 +227,8 @@ final class ServerCore: @unchecked Sendable {
     let accessLog: (@Sendable (HTTPAccess) -> Void)?
     /// Set by `HTTPServer.refuseNewRequests()`.
     let refusing = Atomic<Bool>(false)
+    /// Loop threads between their check of `refusing` and the end of the handler's call.
+    let handing = Atomic<Int>(0)
 
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int, accessLog: (@Sendable (HTTPAccess) -> Void)?) {
         self.handler = handler
@@ -337,10 +347,13 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     let responder = HTTPResponder(connection: connection, core: core)
     ctx.responder = responder
     core.requestStarted()
-    if core.refusing.load(ordering: .relaxed) {
+    core.handing.add(1, ordering: .sequentiallyConsistent)
+    if core.refusing.load(ordering: .sequentiallyConsistent) {
+        core.handing.subtract(1, ordering: .sequentiallyConsistent)
         return send(ServerCore.shuttingDown, on: connection, core: core, ctx: ctx)
     }
     core.handler(request, responder)
+    core.handing.subtract(1, ordering: .sequentiallyConsistent)
     guard let response = responder.responseOrSuspend() else { return FCM_MHD_YES }
     return send(response, on: connection, core: core, ctx: ctx)
 }
