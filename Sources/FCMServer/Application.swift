@@ -66,7 +66,8 @@ public final class Application: Sendable {
             }
             do {
                 let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
-                                             loginTimeout: c.xmppLoginTimeout, delegate: ccs)
+                                             loginTimeout: c.xmppLoginTimeout, maxConnections: c.xmppMaxConnections,
+                                             delegate: ccs)
                 self.xmpp = xmpp
                 let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
                                   xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },

@@ -17,7 +17,12 @@ final class CCS: XMPPDelegate {
         var connection: XMPPConnection
         /// When it opened, on the mock's clock.
         var connectedAt: Int64
+        /// Downstream messages taken and not yet acked or nacked, as the window counts them (a
+        /// slot opens just before the answer goes out).
         var inFlight = 0
+        /// The same, but counted down only once the answer is out: what a closing connection
+        /// waits for.
+        var unanswered = 0
         var draining = false
         /// The client ended its stream: close once its messages are answered (it acks nothing
         /// more, so receipts and upstream messages are not waited for).
@@ -204,7 +209,7 @@ final class CCS: XMPPDelegate {
     func finishDrainIfIdle(_ c: XMPPConnection) {
         let idle = links.withLock { ls -> Bool in
             guard let l = ls[c.id] else { return false }
-            return l.inFlight == 0 && (l.streamEnded || (l.draining && l.outstanding.isEmpty))
+            return l.unanswered == 0 && (l.streamEnded || (l.draining && l.outstanding.isEmpty))
         }
         if idle { c.close() }
     }
@@ -334,6 +339,7 @@ final class CCS: XMPPDelegate {
             if l.draining { return .draining }
             if l.inFlight >= Self.window { return .windowFull }
             l.inFlight += 1
+            l.unanswered += 1
             ls[c.id] = l
             return .taken
         }
@@ -352,7 +358,12 @@ final class CCS: XMPPDelegate {
                           description: "more than \(Self.window) messages waiting for an ack on this connection")
         }
         var settled = false
-        defer { if !settled { release(c) } }
+        defer {
+            if !settled {
+                release(c)
+                answered(c)
+            }
+        }
         if o["registration_ids"] != nil {
             return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
         }
@@ -437,27 +448,37 @@ final class CCS: XMPPDelegate {
             // the moment it reads this ack must find room for it.
             if delayMs > 0 {
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) {
-                    self.release(c, closeIfDrained: false)
+                    self.release(c)
                     answer()
-                    self.finishDrainIfIdle(c)
+                    self.answered(c)
                 }
             } else {
-                release(c, closeIfDrained: false)
+                release(c)
                 answer()
-                finishDrainIfIdle(c)
+                answered(c)
             }
         }
     }
 
-    /// One downstream message of `c` is answered.
-    private func release(_ c: XMPPConnection, closeIfDrained: Bool = true) {
+    /// One downstream message of `c` is about to be answered: its slot in the window opens.
+    private func release(_ c: XMPPConnection) {
         links.withLock { ls in
             if var l = ls[c.id] {
                 l.inFlight = max(0, l.inFlight - 1)
                 ls[c.id] = l
             }
         }
-        if closeIfDrained { finishDrainIfIdle(c) }
+    }
+
+    /// One downstream message of `c` has been answered: a draining or ended connection may close.
+    private func answered(_ c: XMPPConnection) {
+        links.withLock { ls in
+            if var l = ls[c.id] {
+                l.unanswered = max(0, l.unanswered - 1)
+                ls[c.id] = l
+            }
+        }
+        finishDrainIfIdle(c)
     }
 
     /// A downstream message refused before it reached the send path: kept as a rejected record

@@ -31,6 +31,9 @@ public struct Configuration: Sendable {
     /// Seconds an XMPP client has to authenticate and bind before it is disconnected
     /// (`connection-timeout`); no flag sets it, tests lower it.
     public var xmppLoginTimeout = 30
+    /// XMPP connections open at once, logged in or not (each holds a thread); no flag sets it,
+    /// tests lower it.
+    public var xmppMaxConnections = 5000
 
     /// Defaults.
     public init() {}

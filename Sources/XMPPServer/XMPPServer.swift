@@ -35,6 +35,8 @@ public final class XMPPServer: Sendable {
     let maxStanzaBytes: Int
     /// Seconds a client has to authenticate and bind after connecting.
     let loginTimeout: Int
+    /// Connections open at once, logged in or not (each holds a thread); one more is refused.
+    let maxConnections: Int
     let delegate: any XMPPDelegate
     /// Set for direct TLS from the first byte (as Google's port 5235), no STARTTLS.
     public let tls: TLSCredentials?
@@ -45,7 +47,8 @@ public final class XMPPServer: Sendable {
 
     /// Binds `host:port` at once (a busy port is reported before anything starts).
     public init(host: String, port: Int, domain: String = "gcm.googleapis.com", maxStanzaBytes: Int = 1 << 20,
-                tls: TLSCredentials? = nil, loginTimeout: Int = 30, delegate: any XMPPDelegate) throws(HTTPServerError) {
+                tls: TLSCredentials? = nil, loginTimeout: Int = 30, maxConnections: Int = 5000,
+                delegate: any XMPPDelegate) throws(HTTPServerError) {
         self.tls = tls
         let (fd, bound) = try ListenSocket.open(host: host, port: port)
         self.fd = fd
@@ -54,6 +57,7 @@ public final class XMPPServer: Sendable {
         self.domain = domain
         self.maxStanzaBytes = maxStanzaBytes
         self.loginTimeout = loginTimeout
+        self.maxConnections = maxConnections
         self.delegate = delegate
     }
 
@@ -82,12 +86,26 @@ public final class XMPPServer: Sendable {
                 }
                 n += 1
                 let conn = XMPPConnection(fd: c, id: "c\(n)", server: self)
-                let stopped = state.withLock { s -> Bool in
-                    if !s.stopped { s.connections[conn.id] = conn }
-                    return s.stopped
+                enum Admission { case open, stopped, full }
+                let admission = state.withLock { s -> Admission in
+                    if s.stopped { return .stopped }
+                    if s.connections.count >= maxConnections { return .full }
+                    s.connections[conn.id] = conn
+                    return .open
                 }
-                if stopped { conn.close(); continue }
-                spawnThread { conn.run() }
+                switch admission {
+                case .open:
+                    spawnThread { conn.run() }
+                case .stopped:
+                    close(c)
+                case .full:
+                    if tls == nil {
+                        // A plain stream can be told why (not a TLS one: its handshake comes first).
+                        let refusal = "<stream:stream from=\"\(xmlEscape(domain))\" id=\"0\" version=\"1.0\" xmlns=\"jabber:client\" xmlns:stream=\"http://etherx.jabber.org/streams\"><stream:error><policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">the server holds \(maxConnections) connections, the most it takes</text></stream:error></stream:stream>"
+                        _ = Array(refusal.utf8).withUnsafeBytes { Glibc.send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    }
+                    close(c)
+                }
             }
         }
     }
@@ -146,6 +164,10 @@ public final class XMPPConnection: @unchecked Sendable {
     private var flushing = false
     /// The stream is closed: the flusher shuts the socket down once `outbox` is written.
     private var shutDownWhenFlushed = false
+    /// Bytes the flusher is writing now (taken out of `outbox`, still unsent).
+    private var writing = 0
+    /// How long an idle flusher of a TLS connection waits for more before it ends.
+    static let flusherLinger: UInt64 = 2_000_000_000
     /// How long the answers to a client's last messages may take after it ended its stream.
     static let answersAfterStreamEnd: UInt64 = 10_000_000_000
     /// Unsent bytes a peer may leave waiting before it is disconnected as not reading.
@@ -217,6 +239,7 @@ public final class XMPPConnection: @unchecked Sendable {
             session.closed = true
             outbox = []
             shutdown(fd, Int32(SHUT_RDWR))
+            lock.broadcast()
         }
     }
 
@@ -239,14 +262,17 @@ public final class XMPPConnection: @unchecked Sendable {
             if rest.isEmpty { return }
         }
         outbox.append(contentsOf: rest)
-        if outbox.count > Self.maxUnsentBytes {
+        if outbox.count + writing > Self.maxUnsentBytes {
             // A peer that does not read: disconnected rather than buffered without end.
             session.closed = true
             outbox = []
             shutdown(fd, Int32(SHUT_RDWR))
+            lock.broadcast()
             return
         }
-        if !flushing {
+        if flushing {
+            lock.broadcast()  // a lingering flusher
+        } else {
             flushing = true
             spawnThread { [self] in flush() }
         }
@@ -254,36 +280,58 @@ public final class XMPPConnection: @unchecked Sendable {
 
     /// The flusher: writes `outbox` with blocking calls until it is empty, then ends.
     private func flush() {
+        enum Next { case write([UInt8]), finishClosing, done }
         while true {
-            let chunk: [UInt8]? = lock.withLock {
-                if outbox.isEmpty {
-                    flushing = false
-                    if shutDownWhenFlushed { finishClosing() }
-                    lock.broadcast()
-                    return nil
+            let next: Next = lock.withLock {
+                if outbox.isEmpty && tls != nil && !session.closed {
+                    // Over TLS every send goes through here: stay a while for the next one
+                    // rather than start a thread per ack.
+                    lock.wait(untilMonotonicNanos: monotonicNanos() + Self.flusherLinger)
                 }
-                defer { outbox = [] }
-                return outbox
-            }
-            guard let chunk else { return }
-            if !writeBlocking(chunk) {
-                lock.withLock {
-                    // The peer is gone or did not read for `sendTimeout`: nothing more goes out.
-                    session.closed = true
-                    outbox = []
+                if outbox.isEmpty {
+                    if shutDownWhenFlushed {
+                        shutDownWhenFlushed = false
+                        return .finishClosing  // still `flushing`: nobody else writes
+                    }
                     flushing = false
-                    shutdown(fd, Int32(SHUT_RDWR))
+                    lock.broadcast()
+                    return .done
+                }
+                defer {
+                    writing = outbox.count
+                    outbox = []
+                }
+                return .write(outbox)
+            }
+            switch next {
+            case .done:
+                return
+            case .finishClosing:
+                // Not under the lock: a peer that does not read can hold `bye` up to
+                // `sendTimeout`, and senders must not wait for that.
+                tls?.bye()
+                shutdown(fd, Int32(SHUT_RDWR))
+                lock.withLock {
+                    flushing = false
                     lock.broadcast()
                 }
                 return
+            case .write(let chunk):
+                let ok = writeBlocking(chunk)
+                lock.withLock {
+                    writing = 0
+                    if !ok {
+                        // The peer is gone or did not read for `sendTimeout`: nothing more goes out.
+                        session.closed = true
+                        outbox = []
+                        flushing = false
+                        shutdown(fd, Int32(SHUT_RDWR))
+                        lock.broadcast()
+                    }
+                }
+                if !ok { return }
             }
         }
-    }
-
-    /// Ends TLS and shuts the socket down after the last bytes of a closed stream. Under `lock`.
-    private func finishClosing() {
-        tls?.bye()
-        shutdown(fd, Int32(SHUT_RDWR))
     }
 
     /// Writes all of `bytes`, blocking (up to `sendTimeout` a write); false when the peer is
@@ -321,8 +369,16 @@ public final class XMPPConnection: @unchecked Sendable {
     /// Stanza size limit until the client has authenticated (SASL PLAIN needs a few hundred
     /// bytes), so connections that never log in cannot each hold a megabyte.
     static let maxStanzaBytesBeforeAuth = 64 << 10
+    /// When the client must have logged in and bound by (monotonic nanoseconds); nil once bound.
+    /// Only the reader thread touches it.
+    private var loginDeadline: UInt64?
+
     private func setReceiveTimeout(seconds: Int) {
-        var tv = timeval(tv_sec: seconds, tv_usec: 0)
+        setReceiveTimeout(nanos: UInt64(seconds) * 1_000_000_000)
+    }
+
+    private func setReceiveTimeout(nanos: UInt64) {
+        var tv = timeval(tv_sec: Int(nanos / 1_000_000_000), tv_usec: Int(nanos % 1_000_000_000 / 1000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
@@ -344,14 +400,15 @@ public final class XMPPConnection: @unchecked Sendable {
             }
         }
         // Until bound: a connection that never logs in does not hold its thread and descriptor
-        // for ever.
-        setReceiveTimeout(seconds: server.loginTimeout)
+        // for ever (a deadline, not an idle time: a byte every few seconds does not extend it).
+        loginDeadline = monotonicNanos() + UInt64(server.loginTimeout) * 1_000_000_000
         defer {
             lock.withLock {
                 if !session.closed {
                     session.closed = true
                     shutdown(fd, Int32(SHUT_RDWR))
                 }
+                lock.broadcast()  // a lingering flusher ends now
             }
             // A flusher still writing the end of a closed stream has the descriptor until it is
             // done (a shut-down socket fails its writes at once; else at most `sendTimeout`).
@@ -361,12 +418,18 @@ public final class XMPPConnection: @unchecked Sendable {
             if account != nil { server.delegate.closed(self) }
         }
         while true {
+            var late = false
+            if let deadline = loginDeadline {
+                let now = monotonicNanos()
+                late = now + 1_000_000 >= deadline
+                if !late { setReceiveTimeout(nanos: deadline - now) }
+            }
             let reader = tls
-            let n = buf.withUnsafeMutableBytes { b in
+            let n = late ? -1 : buf.withUnsafeMutableBytes { b in
                 reader.map { $0.read(b.baseAddress!, b.count) } ?? recv(fd, b.baseAddress, b.count, 0)
             }
-            if n < 0 && reader == nil && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if !late && n < 0 && reader == nil && errno == EINTR { continue }
+            if late || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
                 if lock.withLock({ session.phase == .awaitingStream }) { openStream(to: "") }
                 close(error: "connection-timeout", text: "log in and bind within \(server.loginTimeout) seconds")
                 return
@@ -489,6 +552,7 @@ public final class XMPPConnection: @unchecked Sendable {
                     return session.account ?? ""
                 }
                 send("<iq type=\"result\" id=\"\(iqID)\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><jid>\(xmlEscape(account))@\(xmlEscape(server.domain))/\(xmlEscape(resource))</jid></bind></iq>")
+                loginDeadline = nil
                 setReceiveTimeout(seconds: 0)
                 server.delegate.opened(self)
             } else {

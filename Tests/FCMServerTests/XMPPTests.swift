@@ -622,7 +622,16 @@ final class XMPPLoginTimeoutTests: XCTestCase {
             XCTAssertTrue(c.waitForClose(timeout: 10))
             XCTAssertTrue(String(decoding: c.received, as: UTF8.self).contains("<connection-timeout xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"))
         }
-        usleep(500_000)
+        // A deadline, not an idle time: whitespace every 200 ms does not keep a client in.
+        let trickle = try XMPPTestClient(port: s.app.xmppPort)
+        trickle.send(XMPPTestClient.header)
+        var closed = false
+        for _ in 0..<50 where !closed {
+            usleep(200_000)
+            trickle.send(" ")
+            closed = trickle.waitForClose(timeout: 0.01)
+        }
+        XCTAssertTrue(closed, "a client sending whitespace is still disconnected at the deadline")
         bound.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
         XCTAssertEqual(try bound.nextStanza()?.attributes["type"], "result")
     }
@@ -643,5 +652,31 @@ final class XMPPDescriptorExhaustionTests: XCTestCase {
             if (try? c.login(user: "123456789012@fcm.googleapis.com", password: "AAAAfcmmock:demo-server-key")) != nil { ok = true } else { usleep(100_000) }
         }
         XCTAssertTrue(ok, "a new connection logs in once descriptors are free again")
+    }
+}
+
+/// Connections open at once are bounded (each holds a thread); one more is refused with a
+/// policy-violation stream error, and a freed place is taken again (limit lowered to 3 here).
+final class XMPPServerConnectionCapTests: XCTestCase {
+    func testOneConnectionOverTheServerLimitIsRefused() throws {
+        let s = try TestServer(fixtures: [errorTableFixture]) { $0.xmppMaxConnections = 3 }
+        defer { s.stop() }
+        let port = s.app.xmppPort
+        var open = [try XMPPTestClient(port: port), try XMPPTestClient(port: port)]
+        let logged = try XMPPTestClient(port: port)
+        _ = try logged.login(user: "111@fcm.googleapis.com", password: "key-111")
+        let extra = try XMPPTestClient(port: port)
+        XCTAssertTrue(extra.waitForClose())
+        XCTAssertTrue(String(decoding: extra.received, as: UTF8.self).contains("<policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"))
+        logged.sendDownstream(#"{"to":"a1","message_id":"still-served"}"#)
+        XCTAssertEqual(try logged.nextGCM()?["message_id"]?.stringValue, "still-served")
+        open[0].drop()
+        open.removeFirst()
+        var again: XMPPTestClient?
+        for _ in 0..<100 where again == nil {
+            let c = try XMPPTestClient(port: port)
+            if (try? c.login(user: "111@fcm.googleapis.com", password: "key-111")) != nil { again = c } else { usleep(20_000) }
+        }
+        XCTAssertNotNil(again, "a freed place is taken again")
     }
 }
