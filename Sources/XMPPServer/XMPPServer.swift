@@ -222,7 +222,8 @@ public final class XMPPConnection: @unchecked Sendable {
             out += "</stream:stream>"
             session.closed = true
             lock.broadcast()  // a reader waiting for the answers after the client's stream end
-            enqueue(Array(out.utf8))
+            // During a TLS handshake (stop() came first) nothing in clear text goes out.
+            if server.tls == nil || tls != nil { enqueue(Array(out.utf8)) }
             if flushing {
                 shutDownWhenFlushed = true
             } else {
