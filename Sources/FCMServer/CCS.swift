@@ -209,9 +209,15 @@ final class CCS: XMPPDelegate {
     func finishDrainIfIdle(_ c: XMPPConnection) {
         let idle = links.withLock { ls -> Bool in
             guard let l = ls[c.id] else { return false }
-            return l.unanswered == 0 && (l.streamEnded || (l.draining && l.outstanding.isEmpty))
+            return Self.closable(l)
         }
         if idle { c.close() }
+    }
+
+    /// Whether a connection may close now: draining with nothing pending, or ended by the client
+    /// with every message answered.
+    private static func closable(_ l: Link) -> Bool {
+        l.unanswered == 0 && (l.streamEnded || (l.draining && l.outstanding.isEmpty))
     }
 
     func streamEnded(_ c: XMPPConnection) -> Bool {
@@ -472,13 +478,13 @@ final class CCS: XMPPDelegate {
 
     /// One downstream message of `c` has been answered: a draining or ended connection may close.
     private func answered(_ c: XMPPConnection) {
-        links.withLock { ls in
-            if var l = ls[c.id] {
-                l.unanswered = max(0, l.unanswered - 1)
-                ls[c.id] = l
-            }
+        let idle = links.withLock { ls -> Bool in
+            guard var l = ls[c.id] else { return false }
+            l.unanswered = max(0, l.unanswered - 1)
+            ls[c.id] = l
+            return Self.closable(l)
         }
-        finishDrainIfIdle(c)
+        if idle { c.close() }
     }
 
     /// A downstream message refused before it reached the send path: kept as a rejected record
