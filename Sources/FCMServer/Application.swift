@@ -34,7 +34,8 @@ public final class Application: Sendable {
         }
         do {
             engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
-                                deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators)
+                                deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
+                                eventKeepaliveMillis: c.eventKeepaliveMillis)
         } catch {
             store.close()
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")

@@ -34,6 +34,8 @@ public struct Configuration: Sendable {
     /// XMPP connections open at once, logged in or not (each holds a thread); no flag sets it,
     /// tests lower it.
     public var xmppMaxConnections = 5000
+    /// Milliseconds between keep-alive comments on event streams; no flag sets it, tests lower it.
+    public var eventKeepaliveMillis = 15_000
 
     /// Defaults.
     public init() {}

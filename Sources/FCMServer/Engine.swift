@@ -29,7 +29,7 @@ public final class Engine: Sendable {
     /// See `mayHaveFaults`.
     let faultsArmed = Atomic<Bool>(false)
     /// Live events (`GET /api/v1/events`).
-    public let events = EventBus()
+    public let events: EventBus
     /// Called with a sender id when upstream messages of that sender wait for a connection.
     let upstreamDispatch = Locked<(@Sendable (String) -> Void)?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
@@ -53,8 +53,9 @@ public final class Engine: Sendable {
     /// Opens the engine over `store`, loading what the store already holds.
     public init(store: Store, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
                 acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil,
-                maxConditionOperators: Int = 2) throws(StoreError) {
+                maxConditionOperators: Int = 2, eventKeepaliveMillis: Int = 15_000) throws(StoreError) {
         self.store = store
+        self.events = EventBus(keepaliveMillis: eventKeepaliveMillis)
         self.clock = clock
         self.unknownTokens = unknownTokens
         self.acceptAnyKey = acceptAnyKey

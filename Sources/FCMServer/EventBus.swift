@@ -12,10 +12,15 @@ public final class EventBus: Sendable {
     private let count = Atomic<Int>(0)
     /// How far a reader may fall behind before it is dropped.
     public let maxBehindBytes: Int
+    /// How often a comment line goes to every reader while any is connected.
+    public let keepaliveMillis: Int
+    /// Sends the comment; started with the first reader, stopped by `closeAll()`.
+    private let keepalive = Mutex<(task: PeriodicTask?, closed: Bool)>((nil, false))
 
     /// A bus dropping readers that fall `maxBehindBytes` behind.
-    public init(maxBehindBytes: Int = 4 << 20) {
+    public init(maxBehindBytes: Int = 4 << 20, keepaliveMillis: Int = 15_000) {
         self.maxBehindBytes = maxBehindBytes
+        self.keepaliveMillis = keepaliveMillis
     }
 
     /// Whether anyone listens (publishers skip building events when not).
@@ -32,6 +37,18 @@ public final class EventBus: Sendable {
         s.onClose { [weak self] in self?.remove(id) }
         // A comment line first, so the client sees the stream is open before any event.
         s.write(Array(": fcm-mock events\n\n".utf8))
+        // Then one now and then: idle proxies keep the stream, and a reader that went away is
+        // found by the failed write and dropped (it was counted in health until the next event).
+        keepalive.withLock { k in
+            guard k.task == nil, !k.closed else { return }
+            k.task = PeriodicTask(everyMillis: keepaliveMillis) { [weak self] in self?.sendKeepalive() }
+        }
+    }
+
+    private func sendKeepalive() {
+        guard hasReaders else { return }
+        let line = Array(": keepalive\n\n".utf8)
+        for (_, s) in readers.withLock({ $0 }) { s.write(line) }
     }
 
     private func remove(_ id: ObjectIdentifier) {
@@ -62,6 +79,12 @@ public final class EventBus: Sendable {
 
     /// Ends every stream (at shutdown).
     public func closeAll() {
+        let task = keepalive.withLock { k in
+            k.closed = true
+            defer { k.task = nil }
+            return k.task
+        }
+        task?.stop()
         for (_, s) in readers.withLock({ $0 }) { s.finish() }
     }
 }

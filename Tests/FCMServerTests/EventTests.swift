@@ -145,3 +145,31 @@ final class EventShutdownTests: XCTestCase {
         XCTAssertThrowsError(try sse.next(timeout: 5), "the stream ends with the server")
     }
 }
+
+/// Keep-alive comments on event streams (every 100 ms here; 15 s by default): a reader that went
+/// away is dropped without any event being published, and live readers are not disturbed.
+final class EventKeepaliveTests: XCTestCase {
+    func testAVanishedReaderIsDroppedWithoutEvents() throws {
+        let s = try TestServer(fixtures: [errorTableFixture]) { $0.eventKeepaliveMillis = 100 }
+        defer { s.stop() }
+        let client = s.client()
+        func readers() throws -> Int64 { try client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64 ?? -1 }
+        let live = try SSEClient(port: s.port)
+        let gone = try SSEClient(port: s.port)
+        XCTAssertEqual(try live.status(), 200)
+        XCTAssertEqual(try gone.status(), 200)
+        var n = try readers()
+        for _ in 0..<200 where n != 2 { usleep(10_000); n = try readers() }
+        XCTAssertEqual(n, 2)
+        gone.disconnect()
+        for _ in 0..<500 where n != 1 { usleep(10_000); n = try readers() }
+        XCTAssertEqual(n, 1, "the vanished reader is dropped with no event published")
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+        var names: [String] = []
+        while let e = try live.next(timeout: 5), names.count < 10 {
+            names.append(e.event)
+            if e.event == "message.accepted" { break }
+        }
+        XCTAssertTrue(names.contains("message.accepted"), "\(names)")
+    }
+}
