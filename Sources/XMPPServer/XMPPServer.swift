@@ -539,6 +539,8 @@ public final class XMPPConnection: @unchecked Sendable {
         switch s.localName {
         case "iq":
             let iqID = xmlEscape(s.attributes["id"] ?? "")
+            // A result or error answers a request; it is never answered itself (RFC 6120 8.2.3).
+            if s.attributes["type"] == "result" || s.attributes["type"] == "error" { return true }
             if let bind = s.child("bind") {
                 guard phase == .awaitingBind else {
                     // One resource per connection: a second bind would start the session over

@@ -186,6 +186,8 @@ final class XMPPTests: ServerTestCase {
         XCTAssertNotNil(answer.child("error")?.child("not-allowed"))
         let conns = items(try client.get("/api/v1/xmpp/connections"))
         XCTAssertEqual(conns.map { $0["resource"]?.stringValue }, ["test"])
+        // An iq result or error from the client is not answered (RFC 6120 8.2.3).
+        c.send(#"<iq type="result" id="r1"/><iq type="error" id="e1"/>"#)
         c.sendDownstream(#"{"to":"a1","message_id":"after-rebind"}"#)
         XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
     }
