@@ -121,6 +121,13 @@ public final class XMLStreamParser {
             markBoundaryAfterEvent()
             return
         }
+        if depth == 1 && (name == "stream" || name.hasSuffix(":stream")) {
+            // A new stream header where a stanza belongs: only a SASL restart (a reset parser)
+            // may open a stream again.
+            if failure == nil { failure = .invalidXML("a stream header in the middle of a stream") }
+            XML_StopParser(parser, 0)
+            return
+        }
         depth += 1
         guard checkSize() else { return }
         elements += 1

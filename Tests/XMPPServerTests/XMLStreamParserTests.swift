@@ -63,6 +63,18 @@ final class XMLStreamParserTests: XCTestCase {
         _ = cases.map { $0.1 }
     }
 
+    func testAStreamHeaderInsideTheStreamIsRefused() throws {
+        let p = XMLStreamParser()
+        XCTAssertEqual(try p.feed(Array(#"<stream:stream xmlns:stream="http://etherx.jabber.org/streams">"#.utf8)).count, 1)
+        XCTAssertThrowsError(try p.feed(Array(#"<stream:stream xmlns:stream="http://etherx.jabber.org/streams"><message/>"#.utf8))) {
+            XCTAssertEqual($0 as? XMLStreamError, .invalidXML("a stream header in the middle of a stream"))
+        }
+        // Deeper down, an element of that name is only an element.
+        let q = XMLStreamParser()
+        _ = try q.feed(Array(#"<stream:stream xmlns:stream="http://etherx.jabber.org/streams">"#.utf8))
+        XCTAssertEqual(try q.feed(Array("<message><x:stream/></message>".utf8)).count, 1)
+    }
+
     func testStanzaSizeLimit() throws {
         let p = XMLStreamParser(maxStanzaBytes: 1000)
         _ = try p.feed(Array(#"<stream:stream xmlns:stream="s">"#.utf8))
