@@ -47,6 +47,12 @@ public final class XMLStreamParser {
     public static let maxElements = 1000
     /// Elements of the stanza being read so far.
     private var elements = 0
+    /// Local names of stanzas after which parsing pauses: the rest of the bytes fed is kept
+    /// (`takeLeftover()`) for the caller to feed after it has reacted, typically by `reset()`
+    /// for a stream restart. A paused parser takes nothing more until `reset()`.
+    public var pauseAfter: Set<String> = []
+    private var paused = false
+    private var leftover: [UInt8] = []
 
     /// A parser refusing stanzas over `maxStanzaBytes`.
     public init(maxStanzaBytes: Int = 1 << 20) {
@@ -69,6 +75,7 @@ public final class XMLStreamParser {
         boundary = 0
         depth = 0
         elements = 0
+        paused = false
         configure()
     }
 
@@ -85,6 +92,8 @@ public final class XMLStreamParser {
     /// Feeds bytes; returns the events they completed.
     public func feed(_ bytes: [UInt8]) throws(XMLStreamError) -> [XMLStreamEvent] {
         if let failure { throw failure }
+        if paused { return try fail(.invalidXML("input after a pause without a restart")) }
+        let start = fed
         let status = bytes.withUnsafeBufferPointer { buf in
             buf.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(buf.count, 1)) {
                 XML_Parse(parser, $0, Int32(buf.count), 0)
@@ -95,6 +104,14 @@ public final class XMLStreamParser {
             let code = XML_GetErrorCode(parser)
             let message = XML_ErrorString(code).map { String(cString: $0) } ?? "not well-formed"
             return try fail(.invalidXML(message))
+        }
+        if paused {
+            // Stopped just after the pausing stanza: the rest of this chunk is the caller's.
+            let used = max(0, min(bytes.count, boundary - start))
+            leftover = Array(bytes[used...])
+            fed = start + used
+            defer { events = [] }
+            return events
         }
         fed += bytes.count
         // What expat holds back (a stanza, or a tag, not finished yet) is bounded too.
@@ -143,6 +160,12 @@ public final class XMLStreamParser {
         stack.append(XMLElement(name: name, attributes: attrs))
     }
 
+    /// The bytes after a pause (empty otherwise), once.
+    public func takeLeftover() -> [UInt8] {
+        defer { leftover = [] }
+        return leftover
+    }
+
     /// Offset (in `fed`'s count) of the event expat is reporting, from its own stream position.
     private func eventOffset() -> Int { Int(XML_GetCurrentByteIndex(parser)) }
 
@@ -172,6 +195,10 @@ public final class XMLStreamParser {
             events.append(.stanza(done))
             elements = 0
             markBoundaryAfterEvent()
+            if pauseAfter.contains(done.localName) {
+                paused = true
+                XML_StopParser(parser, 1)  // resumable: XML_Parse returns suspended, not an error
+            }
         } else {
             stack[stack.count - 1].children.append(done)
         }

@@ -385,6 +385,7 @@ public final class XMPPConnection: @unchecked Sendable {
 
     func run() {
         let parser = XMLStreamParser(maxStanzaBytes: min(server.maxStanzaBytes, Self.maxStanzaBytesBeforeAuth))
+        parser.pauseAfter = ["auth"]
         var buf = [UInt8](repeating: 0, count: 65536)
         if let credentials = server.tls {
             // Direct TLS: the handshake comes before any XML. A peer that does not finish it
@@ -436,10 +437,15 @@ public final class XMPPConnection: @unchecked Sendable {
                 return
             }
             if n <= 0 { return }
-            let events: [XMLStreamEvent]
-            do {
-                events = try parser.feed(Array(buf[0..<n]))
-            } catch {
+            var chunk = Array(buf[0..<n])
+            // A chunk may go in twice: the parser pauses after `<auth>`, whose success restarts
+            // the stream, and what followed in the same read (a client that did not wait for
+            // `<success/>`) goes to the restarted parser.
+            while !chunk.isEmpty {
+                let events: [XMLStreamEvent]
+                do {
+                    events = try parser.feed(chunk)
+                } catch {
                 // The peer gets a stream header first when it never got one, then the error.
                 if lock.withLock({ session.phase == .awaitingStream }) { openStream(to: "") }
                 switch error {
@@ -449,8 +455,10 @@ public final class XMPPConnection: @unchecked Sendable {
                 case .tooComplex(let why): close(error: "policy-violation", text: why)
                 }
                 return
+                }
+                for e in events where !handle(e, parser) { return }
+                chunk = parser.takeLeftover()
             }
-            for e in events where !handle(e, parser) { return }
         }
     }
 
@@ -532,6 +540,7 @@ public final class XMPPConnection: @unchecked Sendable {
         // The client restarts the stream: a new XML document on the same connection.
         parser.reset()
         parser.maxStanzaBytes = server.maxStanzaBytes
+        parser.pauseAfter = []
         return true
     }
 

@@ -243,6 +243,25 @@ final class XMPPTests: ServerTestCase {
         XCTAssertTrue(String(decoding: c.received, as: UTF8.self).hasSuffix("</stream:stream>"))
     }
 
+    /// A client that sends the stream restart (and its bind) in the same write as `<auth>`,
+    /// without waiting for `<success/>`, is served: the server parses what followed the auth
+    /// with the restarted stream (it was dropped, and the connection stalled).
+    func testLoginThatDoesNotWaitForSuccess() throws {
+        let c = try XMPPTestClient(port: xmppPort)
+        c.send(XMPPTestClient.header)
+        guard case .streamOpen? = try c.next() else { return XCTFail("no stream header") }
+        XCTAssertEqual(try c.nextStanza()?.localName, "features")
+        let plain = Base64.encode(Array("\0111\0key-111".utf8))
+        c.send(#"<auth mechanism="PLAIN" xmlns="urn:ietf:params:xml:ns:xmpp-sasl">"# + plain + "</auth>" + XMPPTestClient.header
+               + #"<iq type="set" id="b1"><bind xmlns="urn:ietf:params:xml:ns:xmpp-bind"><resource>eager</resource></bind></iq>"#)
+        // The client's own parser cannot take a restart inside one read: look at the bytes.
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline && !String(decoding: c.received, as: UTF8.self).contains("</jid>") { _ = try? c.next(timeout: 0.2) }
+        let text = String(decoding: c.received, as: UTF8.self)
+        XCTAssertTrue(text.contains("<success xmlns=\"urn:ietf:params:xml:ns:xmpp-sasl\"/><stream:stream "), text)
+        XCTAssertTrue(text.contains("<jid>111@gcm.googleapis.com/eager</jid>"), text)
+    }
+
     func testXMPPFaults() throws {
         let c = try connected()
         XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"xmpp"},"then":{"error":"Unavailable"},"times":1}"#).status, 201)

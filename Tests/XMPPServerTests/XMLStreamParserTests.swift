@@ -75,6 +75,33 @@ final class XMLStreamParserTests: XCTestCase {
         XCTAssertEqual(try q.feed(Array("<message><x:stream/></message>".utf8)).count, 1)
     }
 
+    func testPauseAfterAStanzaLeavesTheRestForTheRestartedStream() throws {
+        let header = #"<stream:stream xmlns:stream="http://etherx.jabber.org/streams">"#
+        let all = Array((header + "<auth>AA==</auth>" + header + #"<iq id="b"/>"#).utf8)
+        for cut in [all.count, 70, 75, 80] {  // the pause inside the first chunk, or after it
+            let p = XMLStreamParser()
+            p.pauseAfter = ["auth"]
+            var events = try p.feed(Array(all[0..<min(cut, all.count)]))
+            var rest = p.takeLeftover() + Array(all[min(cut, all.count)...])
+            if !events.contains(where: { if case .stanza(let s) = $0 { return s.name == "auth" } else { return false } }) {
+                events += try p.feed(rest)
+                rest = p.takeLeftover()
+            }
+            XCTAssertEqual(events.count, 2, "cut \(cut)")
+            XCTAssertEqual(events.last, .stanza(XMLElement(name: "auth", text: "AA==")), "cut \(cut)")
+            p.reset()
+            p.pauseAfter = []
+            let after = try p.feed(rest)
+            XCTAssertEqual(after.count, 2, "cut \(cut)")
+            XCTAssertEqual(after.last, .stanza(XMLElement(name: "iq", attributes: ["id": "b"])), "cut \(cut)")
+        }
+        // Paused and not restarted: nothing more is taken.
+        let p = XMLStreamParser()
+        p.pauseAfter = ["auth"]
+        _ = try p.feed(Array((header + "<auth/>").utf8))
+        XCTAssertThrowsError(try p.feed(Array("<iq/>".utf8)))
+    }
+
     func testStanzaSizeLimit() throws {
         let p = XMLStreamParser(maxStanzaBytes: 1000)
         _ = try p.feed(Array(#"<stream:stream xmlns:stream="s">"#.utf8))
