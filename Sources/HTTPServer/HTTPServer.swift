@@ -82,7 +82,8 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Stops accepting, answers requests still waiting with 503, then closes every connection.
+    /// Answers requests still waiting, and any that come meanwhile, with 503, then closes every
+    /// connection and the listening socket.
     /// Callers should first let their own pending answers finish (they are sent if they come
     /// before this).
     /// Calling it again does nothing (the listening socket is closed exactly once).
@@ -93,7 +94,10 @@ public final class HTTPServer: Sendable {
             close(listenFD)
             return
         }
-        let fd = MHD_quiesce_daemon(d)
+        // No MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races with a busy loop thread taking
+        // the listening socket out of its own epoll set, and aborts the process ("Failed to
+        // remove listen FD from epoll set"). Connections accepted from here on get 503 anyway
+        // (`stopping`), and MHD_stop_daemon closes the listening socket.
         // libmicrohttpd must not be stopped with suspended connections: answer them first and
         // give the loops a moment to send those answers.
         core.stopping()
@@ -105,7 +109,6 @@ public final class HTTPServer: Sendable {
             waited += 1
         }
         MHD_stop_daemon(d)
-        if fd >= 0 { close(fd) }
     }
 }
 
