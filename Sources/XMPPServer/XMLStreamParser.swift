@@ -125,38 +125,30 @@ public final class XMLStreamParser {
         throw e
     }
 
+    /// Records why the stream cannot go on (the first reason wins) and stops expat.
+    private func stop(_ e: XMLStreamError) {
+        if failure == nil { failure = e }
+        XML_StopParser(parser, 0)
+    }
+
     fileprivate func start(_ name: String, _ attrs: [String: String]) {
+        let isStream = name == "stream" || name.hasSuffix(":stream")
         if depth == 0 {
             // The document element must be the stream itself (SASL before the header is not).
-            guard name == "stream" || name.hasSuffix(":stream") else {
-                if failure == nil { failure = .invalidXML("the stream must start with <stream:stream>, not <\(name)>") }
-                XML_StopParser(parser, 0)
-                return
-            }
+            guard isStream else { return stop(.invalidXML("the stream must start with <stream:stream>, not <\(name)>")) }
             depth = 1
             events.append(.streamOpen(attrs))
             markBoundaryAfterEvent()
             return
         }
-        if depth == 1 && (name == "stream" || name.hasSuffix(":stream")) {
-            // A new stream header where a stanza belongs: only a SASL restart (a reset parser)
-            // may open a stream again.
-            if failure == nil { failure = .invalidXML("a stream header in the middle of a stream") }
-            XML_StopParser(parser, 0)
-            return
-        }
+        // A new stream header where a stanza belongs: only a SASL restart (a reset parser) may
+        // open a stream again.
+        if depth == 1 && isStream { return stop(.invalidXML("a stream header in the middle of a stream")) }
         depth += 1
         guard checkSize() else { return }
         elements += 1
-        if depth - 1 > Self.maxDepth || elements > Self.maxElements {
-            if failure == nil {
-                failure = .tooComplex(depth - 1 > Self.maxDepth
-                    ? "a stanza may not nest elements more than \(Self.maxDepth) deep"
-                    : "a stanza may not have more than \(Self.maxElements) elements")
-            }
-            XML_StopParser(parser, 0)
-            return
-        }
+        if depth - 1 > Self.maxDepth { return stop(.tooComplex("a stanza may not nest elements more than \(Self.maxDepth) deep")) }
+        if elements > Self.maxElements { return stop(.tooComplex("a stanza may not have more than \(Self.maxElements) elements")) }
         stack.append(XMLElement(name: name, attributes: attrs))
     }
 
@@ -178,8 +170,7 @@ public final class XMLStreamParser {
     /// chunk; `feed` checks what is left over between chunks). True while within it.
     private func checkSize() -> Bool {
         guard eventOffset() + Int(XML_GetCurrentByteCount(parser)) - boundary > maxStanzaBytes else { return true }
-        if failure == nil { failure = .tooBig(maxStanzaBytes) }
-        XML_StopParser(parser, 0)
+        stop(.tooBig(maxStanzaBytes))
         return false
     }
 
@@ -216,8 +207,7 @@ public final class XMLStreamParser {
     }
 
     fileprivate func refuseDeclarations() {
-        if failure == nil { failure = .restrictedXML }
-        XML_StopParser(parser, 0)
+        stop(.restrictedXML)
     }
 
     private var depth = 0
