@@ -99,11 +99,9 @@ public final class XMPPServer: Sendable {
                 case .stopped:
                     close(c)
                 case .full:
-                    if tls == nil {
-                        // A plain stream can be told why (not a TLS one: its handshake comes first).
-                        let refusal = "<stream:stream from=\"\(xmlEscape(domain))\" id=\"0\" version=\"1.0\" xmlns=\"jabber:client\" xmlns:stream=\"http://etherx.jabber.org/streams\"><stream:error><policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/><text xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\">the server holds \(maxConnections) connections, the most it takes</text></stream:error></stream:stream>"
-                        _ = Array(refusal.utf8).withUnsafeBytes { Glibc.send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-                    }
+                    // Told why on a plain stream (never inside a TLS handshake), without a thread.
+                    conn.end(error: "policy-violation", text: "the server holds \(maxConnections) connections, the most it takes")
+                    conn.waitForFlusher()  // a fresh socket takes these few bytes at once: no wait
                     close(c)
                 }
             }
@@ -222,8 +220,7 @@ public final class XMPPConnection: @unchecked Sendable {
             out += "</stream:stream>"
             session.closed = true
             lock.broadcast()  // a reader waiting for the answers after the client's stream end
-            // During a TLS handshake (stop() came first) nothing in clear text goes out.
-            if server.tls == nil || tls != nil { enqueue(Array(out.utf8)) }
+            enqueue(Array(out.utf8))
             if flushing {
                 shutDownWhenFlushed = true
             } else {
@@ -237,15 +234,30 @@ public final class XMPPConnection: @unchecked Sendable {
     public func drop() {
         lock.withLock {
             guard !session.closed else { return }
-            session.closed = true
-            outbox = []
-            shutdown(fd, Int32(SHUT_RDWR))
-            lock.broadcast()
+            abandon()
         }
+    }
+
+    /// Ends the stream with a stream error, first opening it when the peer never got a header:
+    /// how every refusal of the connection itself ends.
+    func end(error condition: String, text: String) {
+        if lock.withLock({ session.phase == .awaitingStream }) { openStream(to: "") }
+        close(error: condition, text: text)
+    }
+
+    /// Nothing more goes out, the socket is shut down and waiters wake. Called under `lock`.
+    private func abandon() {
+        session.closed = true
+        outbox = []
+        shutdown(fd, Int32(SHUT_RDWR))
+        lock.broadcast()
     }
 
     /// Sends `bytes` after what is already waiting, without blocking. Called under `lock`.
     private func enqueue(_ bytes: [UInt8]) {
+        // A TLS listener's connection before its handshake (stopped or refused meanwhile): nothing
+        // in clear text goes out.
+        if server.tls != nil && tls == nil { return }
         var rest = bytes[...]
         if !flushing && tls == nil {
             while !rest.isEmpty {
@@ -265,11 +277,7 @@ public final class XMPPConnection: @unchecked Sendable {
         outbox.append(contentsOf: rest)
         if outbox.count + writing > Self.maxUnsentBytes {
             // A peer that does not read: disconnected rather than buffered without end.
-            session.closed = true
-            outbox = []
-            shutdown(fd, Int32(SHUT_RDWR))
-            lock.broadcast()
-            return
+            return abandon()
         }
         if flushing {
             lock.broadcast()  // a lingering flusher
@@ -322,12 +330,9 @@ public final class XMPPConnection: @unchecked Sendable {
                 lock.withLock {
                     writing = 0
                     if !ok {
-                        // The peer is gone or did not read for `sendTimeout`: nothing more goes out.
-                        session.closed = true
-                        outbox = []
+                        // The peer is gone or did not read for `sendTimeout`.
                         flushing = false
-                        shutdown(fd, Int32(SHUT_RDWR))
-                        lock.broadcast()
+                        abandon()
                     }
                 }
                 if !ok { return }
@@ -419,23 +424,19 @@ public final class XMPPConnection: @unchecked Sendable {
             server.forget(self)
             if account != nil { server.delegate.closed(self) }
         }
+        let timedOut = { [self] in end(error: "connection-timeout", text: "log in and bind within \(server.loginTimeout) seconds") }
         while true {
-            var late = false
             if let deadline = loginDeadline {
                 let now = monotonicNanos()
-                late = now + 1_000_000 >= deadline
-                if !late { setReceiveTimeout(nanos: deadline - now) }
+                guard now + 1_000_000 < deadline else { return timedOut() }
+                setReceiveTimeout(nanos: deadline - now)
             }
             let reader = tls
-            let n = late ? -1 : buf.withUnsafeMutableBytes { b in
+            let n = buf.withUnsafeMutableBytes { b in
                 reader.map { $0.read(b.baseAddress!, b.count) } ?? recv(fd, b.baseAddress, b.count, 0)
             }
-            if !late && n < 0 && reader == nil && errno == EINTR { continue }
-            if late || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                if lock.withLock({ session.phase == .awaitingStream }) { openStream(to: "") }
-                close(error: "connection-timeout", text: "log in and bind within \(server.loginTimeout) seconds")
-                return
-            }
+            if n < 0 && reader == nil && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return timedOut() }
             if n <= 0 { return }
             var chunk = Array(buf[0..<n])
             // A chunk may go in twice: the parser pauses after `<auth>`, whose success restarts
@@ -446,15 +447,13 @@ public final class XMPPConnection: @unchecked Sendable {
                 do {
                     events = try parser.feed(chunk)
                 } catch {
-                // The peer gets a stream header first when it never got one, then the error.
-                if lock.withLock({ session.phase == .awaitingStream }) { openStream(to: "") }
-                switch error {
-                case .invalidXML(let why): close(error: "invalid-xml", text: why)
-                case .restrictedXML: close(error: "restricted-xml", text: "DTDs and entity declarations are not allowed")
-                case .tooBig(let limit): close(error: "policy-violation", text: "a stanza may not exceed \(limit) bytes")
-                case .tooComplex(let why): close(error: "policy-violation", text: why)
-                }
-                return
+                    switch error {
+                    case .invalidXML(let why): end(error: "invalid-xml", text: why)
+                    case .restrictedXML: end(error: "restricted-xml", text: "DTDs and entity declarations are not allowed")
+                    case .tooBig(let limit): end(error: "policy-violation", text: "a stanza may not exceed \(limit) bytes")
+                    case .tooComplex(let why): end(error: "policy-violation", text: why)
+                    }
+                    return
                 }
                 for e in events where !handle(e, parser) { return }
                 chunk = parser.takeLeftover()
