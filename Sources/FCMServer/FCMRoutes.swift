@@ -160,13 +160,12 @@ struct FCMSendRoute: Sendable {
     /// before then: the answer is decided, and a request whose send was stored must not get 503).
     func send(_ answer: HTTPResponse, to responder: HTTPResponder, after ms: Int64?) {
         guard let ms else { return responder.send(answer) }
-        let id = engine.delayedAnswers.withLock { d -> Int? in
-            if d.closed { return nil }
-            d.next += 1
-            d.waiting[d.next] = { responder.send(answer) }
-            return d.next
+        let id = ObjectIdentifier(responder)
+        let held = engine.delayedAnswers.withLock { d -> Bool in
+            if !d.closed { d.waiting[id] = { responder.send(answer) } }
+            return !d.closed
         }
-        guard let id else { return responder.send(answer) }  // the server is stopping
+        guard held else { return responder.send(answer) }  // the server is stopping
         let delayed = engine.delayedAnswers
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms)), execute: {
             delayed.withLock { $0.waiting.removeValue(forKey: id) }?()
