@@ -20,9 +20,6 @@ public final class Engine: Sendable {
     let state: Locked<EngineState>
     /// Long polls, re-checked after every commit that may change what they wait for.
     let longPolls = LongPolls()
-    /// Answers a delay fault holds back, by the request they answer (one each); sent early when
-    /// the server stops, and not held at all once it is stopping (`closed`).
-    let delayedAnswers = Locked<(waiting: [ObjectIdentifier: @Sendable () -> Void], closed: Bool)>(([:], false))
     /// Server keys and the first project, as of the last change of projects: every send reads
     /// them, and under their own lock they do not wait for the send path's `state` lock.
     let credentials = Locked<Credentials>(Credentials())
@@ -117,12 +114,6 @@ public final class Engine: Sendable {
 
     /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
-        let held = delayedAnswers.withLock { d in
-            d.closed = true
-            defer { d.waiting = [:] }
-            return Array(d.waiting.values)
-        }
-        for answer in held { answer() }
         expirySweeper.withLock { s in defer { s = nil }; return s }?.stop()
         longPolls.stop()
         events.closeAll()

@@ -1,4 +1,3 @@
-import Dispatch
 import FCMCore
 import FCMStore
 import HTTPServer
@@ -156,20 +155,10 @@ struct FCMSendRoute: Sendable {
         }
     }
 
-    /// Sends `answer`, `ms` later when a delay fault fired (or at once when the server stops
-    /// before then: the answer is decided, and a request whose send was stored must not get 503).
+    /// Sends `answer`, `ms` later when a delay fault fired.
     func send(_ answer: HTTPResponse, to responder: HTTPResponder, after ms: Int64?) {
         guard let ms else { return responder.send(answer) }
-        let id = ObjectIdentifier(responder)
-        let held = engine.delayedAnswers.withLock { d -> Bool in
-            if !d.closed { d.waiting[id] = { responder.send(answer) } }
-            return !d.closed
-        }
-        guard held else { return responder.send(answer) }  // the server is stopping
-        let delayed = engine.delayedAnswers
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms)), execute: {
-            delayed.withLock { $0.waiting.removeValue(forKey: id) }?()
-        })
+        responder.send(answer, afterMillis: Int(ms))
     }
 
     /// Whether the media type is `application/json` (any case, parameters such as charset ignored).

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Dispatch
 import FCMCore
 import Synchronization
 
@@ -152,12 +153,25 @@ public final class HTTPResponder: @unchecked Sendable {
         var response: HTTPResponse?
         var answered = false
         var suspended = false
+        /// An answer decided but held back (`send(_:afterMillis:)`): what a stopping server
+        /// sends instead of 503.
+        var decided: HTTPResponse?
     }
 
     init(connection: OpaquePointer, core: ServerCore) {
         self.connection = connection
         self.core = core
     }
+
+    /// Sends `response` `ms` milliseconds from now, or at once if the server stops before then
+    /// (the answer is decided: a request whose work is done must not get 503).
+    public func send(_ response: HTTPResponse, afterMillis ms: Int) {
+        lock.withLock { $0.decided = response }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ms), execute: { self.send(response) })
+    }
+
+    /// The answer to send while stopping: the one decided, else 503.
+    var answerWhileStopping: HTTPResponse { lock.withLock { $0.decided } ?? ServerCore.shuttingDown }
 
     /// Sends `response`.
     public func send(_ response: HTTPResponse) {
@@ -186,7 +200,7 @@ public final class HTTPResponder: @unchecked Sendable {
             // be stopped with a suspended connection): the request is answered 503 at once.
             guard core.register(self) else {
                 s.answered = true
-                return ServerCore.shuttingDown
+                return s.decided ?? ServerCore.shuttingDown
             }
             // Suspend while holding the lock, so a concurrent `send` resumes only after this.
             s.suspended = true
@@ -260,7 +274,7 @@ final class ServerCore: @unchecked Sendable {
             s.isStopping = true
             return Array(s.set.values)
         }
-        for r in waiting { r.send(Self.shuttingDown) }
+        for r in waiting { r.send(r.answerWhileStopping) }
         for s in streams.withLock({ Array($0.values) }) { s.finish() }
     }
 
