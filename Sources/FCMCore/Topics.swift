@@ -91,15 +91,10 @@ struct ConditionParser {
     /// condition is case-insensitive (`'a' IN Topics` is `'a' in topics`).
     mutating func eat(_ s: StaticString) -> Bool {
         skipSpace()
-        let n = s.utf8CodeUnitCount
-        guard i + n <= b.count else { return false }
-        let word = UnsafeBufferPointer(start: s.utf8Start, count: n)
-        for k in 0..<n where asciiLower(b[i + k]) != asciiLower(word[k]) { return false }
-        i += n
+        guard hasPrefixIgnoringCase(b[i...], s) else { return false }
+        i += s.utf8CodeUnitCount
         return true
     }
-
-    private func asciiLower(_ c: UInt8) -> UInt8 { c >= 65 && c <= 90 ? c + 32 : c }
 
     mutating func parseOr() -> Condition? {
         guard var left = parseAnd() else { return nil }

@@ -266,18 +266,6 @@ struct FCMSendRoute: Sendable {
     }
 }
 
-/// ASCII case-insensitive prefix test on UTF-8 bytes (header values are ASCII in practice).
-func hasPrefixIgnoringCase<C: Collection>(_ bytes: C, _ prefix: StaticString) -> Bool where C.Element == UInt8 {
-    var it = bytes.makeIterator()
-    for i in 0..<prefix.utf8CodeUnitCount {
-        guard let b = it.next() else { return false }
-        let p = prefix.utf8Start[i]
-        let lower = (b >= 65 && b <= 90) ? b | 0x20 : b
-        if lower != p { return false }
-    }
-    return true
-}
-
 extension StringProtocol {
     func trimmingSpaces() -> String {
         var s = Substring(self)
