@@ -89,7 +89,7 @@ struct ControlAPI: Sendable {
         case ("POST", 1, "faults"):
             return ok(try engine.addFault(try jsonBody(r)).json, status: 201)
         case ("GET", 1, "faults"):
-            return try paged(engine.faults().map(\.json), q)
+            return try paged(engine.faults(), q) { $0.json }
         case ("DELETE", 1, "faults"):
             try engine.deleteFault(nil)
             return HTTPResponse(status: 204)
@@ -97,7 +97,7 @@ struct ControlAPI: Sendable {
             try engine.deleteFault(try decode(seg[1]))
             return HTTPResponse(status: 204)
         case ("GET", 2, "xmpp") where seg[1] == "connections":
-            return try paged(xmppConnections(), q)
+            return try paged(xmppConnections(), q) { $0 }
         case ("POST", 1, "xmpp:drain"):
             return ok(Render.list(xmppDrain(nil), next: nil))
         case ("POST", 3, "xmpp") where seg[1] == "connections" && seg[2].hasSuffix(":drain"):
@@ -109,13 +109,13 @@ struct ControlAPI: Sendable {
             return ok(first)
         case ("GET", 1, "upstream"):
             let list = engine.upstreamMessages(senderID: q["sender_id"], token: q["token"], status: q["status"])
-            return try paged(list.map(\.json), q)
+            return try paged(list, q) { $0.json }
         case ("GET", 1, "groups"):
-            return try paged(engine.groups(), q)
+            return try paged(engine.groups(), q) { $0 }
         case ("GET", 2, "groups"):
             return ok(try engine.group(try decode(seg[1])))
         case ("GET", 1, "topics"):
-            return try paged(engine.allTopics().map { Self.topicJSON($0.name, $0.subscribers) }, q)
+            return try paged(engine.allTopics(), q) { Self.topicJSON($0.name, $0.subscribers) }
         case ("GET", 2, "topics"):
             let name = try decode(seg[1])
             let t = try engine.topic(name.hasPrefix("/topics/") ? String(name.dropFirst(8)) : name)
@@ -171,7 +171,7 @@ struct ControlAPI: Sendable {
     private func projects(_ r: HTTPRequest, _ seg: [Substring], _ q: Query) throws(ControlError) -> HTTPResponse {
         switch (r.method, seg.count) {
         case ("GET", 1):
-            return try paged(engine.projects().map(Render.project), q)
+            return try paged(engine.projects(), q, Render.project)
         case ("POST", 1):
             let p = try Self.projectSpec(try jsonBody(r), now: engine.clock.nowMillis())
             return ok(Render.project(try engine.createProject(p)), status: 201)
@@ -310,11 +310,12 @@ struct ControlAPI: Sendable {
 
     /// A list the engine holds in memory, paged like every list (`limit`, `cursor`): the cursor
     /// is the position where the next page starts.
-    private func paged(_ items: [String], _ q: Query) throws(ControlError) -> HTTPResponse {
+    /// Only the page is rendered.
+    private func paged<T>(_ items: [T], _ q: Query, _ render: (T) -> String) throws(ControlError) -> HTTPResponse {
         let limit = try q.limit()
         let start = min(Int(try q.cursor() ?? 0), items.count)
         let end = min(items.count, start + limit)
-        return ok(Render.list(Array(items[start..<end]), next: end < items.count ? Int64(end) : nil))
+        return ok(Render.list(items[start..<end].map(render), next: end < items.count ? Int64(end) : nil))
     }
 
     private func ok(_ json: String, status: Int = 200) -> HTTPResponse {
