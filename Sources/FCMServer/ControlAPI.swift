@@ -53,7 +53,22 @@ struct ControlAPI: Sendable {
             w.endObject()
             return ok(w.string)
         case ("POST", 1, "reset"):
+            // Back to the state right after start: the fixtures loaded then are applied again
+            // (`?fixtures=false` leaves the store empty but for the projects).
+            let fixtures: Bool
+            switch q["fixtures"] {
+            case nil, "true": fixtures = true
+            case "false": fixtures = false
+            case let v?: throw .badRequest("fixtures must be true or false, got '\(v)'")
+            }
             try engine.reset()
+            if fixtures {
+                do {
+                    try Fixtures.apply(engine.startFixtures.withLock { $0 }, into: engine)
+                } catch {
+                    throw .internal("re-applying the fixtures failed: \(error.description)")
+                }
+            }
             return HTTPResponse(status: 204)
         case (_, _, "projects"):
             return try projects(r, seg, q)

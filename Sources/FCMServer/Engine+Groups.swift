@@ -22,13 +22,24 @@ public struct GroupError: Error, Sendable {
 
 /// A new notification key shaped like FCM's: `APA91b` and base64url noise, no colon.
 func newNotificationKey() -> String {
-    let t = newRegistrationToken()
-    return "APA91b" + String(t.split(separator: ":").last?.dropFirst(6) ?? "")
+    notificationKey(fromToken: newRegistrationToken())
+}
+
+/// A fixture group's notification key: the same at every start and after every reset, as a
+/// fixture device's derived token is.
+func fixtureNotificationKey(senderID: String, name: String) -> String {
+    notificationKey(fromToken: deterministicRegistrationToken(seed: "group|\(senderID)|\(name)"))
+}
+
+private func notificationKey(fromToken t: String) -> String {
+    "APA91b" + String(t.split(separator: ":").last?.dropFirst(6) ?? "")
 }
 
 extension Engine {
     /// `create`, `add` or `remove` (seeds Table 10). A failed operation changes nothing.
-    public func groupOperation(_ operation: String, name: String?, key: String?, tokens: [String], senderID: String) throws(GroupError) -> String {
+    /// `newKey` is the key a `create` gives the group (fixtures); nil makes a random one.
+    public func groupOperation(_ operation: String, name: String?, key: String?, tokens: [String], senderID: String,
+                               newKey: String? = nil) throws(GroupError) -> String {
         let now = clock.nowMillis()
         let result: Result<(String, Store.Ticket?), GroupError> = state.withLock { s in
             // Members must be known, registered devices of this project; a member that was
@@ -51,7 +62,7 @@ extension Engine {
                 guard members.count <= DeviceGroup.maxMembers else {
                     return .failure(.bad("too many registration ids: a group has at most \(DeviceGroup.maxMembers)"))
                 }
-                var key = newNotificationKey()
+                var key = newKey ?? newNotificationKey()
                 while s.groups[key] != nil { key = newNotificationKey() }
                 let g = DeviceGroup(key: key, name: name, senderID: senderID, members: members, createdAt: now)
                 s.insert(g)

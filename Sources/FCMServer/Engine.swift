@@ -44,6 +44,8 @@ public final class Engine: Sendable {
     public let topicRate: RateLimit?
     /// Most `&&`/`||` operators a condition may have (the seeds: two).
     public let maxConditionOperators: Int
+    /// The fixture documents loaded at start, which a reset applies again.
+    let startFixtures = Locked<[FixtureDocument]>([])
     /// Monotonic start time, for `uptime_s`.
     public let startedAt = monotonicNanos()
 

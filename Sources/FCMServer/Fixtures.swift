@@ -1,17 +1,40 @@
 import FCMCore
 import FCMStore
 
+/// One fixture file as read at start: reset applies it again from memory, so editing the file
+/// afterwards changes nothing until a restart.
+public struct FixtureDocument: Sendable {
+    public let name: String
+    public let bytes: [UInt8]
+}
+
 /// Loads fixture files (control-api.md "Fixtures file") through the same engine calls the control
 /// API uses. Loading is idempotent: projects merge, devices that exist are left alone, and devices
 /// without a token get one derived from their place in the file.
 public enum Fixtures {
+    /// The name the built-in default fixture is logged and reported under.
+    public static let builtInName = "built-in demo fixture"
+
     /// Loads each path (a file, or a folder meaning every `*.json` in it in name order); with no
-    /// paths, the default fixture built into the binary.
-    public static func load(_ paths: [String], into engine: Engine) throws(ConfigurationError) {
-        if paths.isEmpty {
-            try load(Array(defaultFixtureJSON.utf8), name: "fixtures/default.json (built in)", into: engine)
-            return
-        }
+    /// paths, the default fixture built into the binary. The engine keeps the documents, and
+    /// `reset` applies them again.
+    @discardableResult
+    public static func load(_ paths: [String], into engine: Engine) throws(ConfigurationError) -> [FixtureDocument] {
+        let documents = try read(paths)
+        try apply(documents, into: engine)
+        engine.startFixtures.withLock { $0 = documents }
+        return documents
+    }
+
+    /// Applies documents read before (at start, or again after a reset).
+    public static func apply(_ documents: [FixtureDocument], into engine: Engine) throws(ConfigurationError) {
+        for d in documents { try load(d.bytes, name: d.name, into: engine) }
+    }
+
+    /// Reads each path (a file, or a folder's `*.json` in name order); none: the built-in one.
+    static func read(_ paths: [String]) throws(ConfigurationError) -> [FixtureDocument] {
+        if paths.isEmpty { return [FixtureDocument(name: builtInName, bytes: Array(defaultFixtureJSON.utf8))] }
+        var documents: [FixtureDocument] = []
         for path in paths {
             guard let kind = SystemIO.kind(of: path) else {
                 throw ConfigurationError("fixtures: \(path) does not exist")
@@ -24,9 +47,10 @@ public enum Fixtures {
             }
             for f in files {
                 guard let data = SystemIO.readFile(f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
-                try load(data, name: f, into: engine)
+                documents.append(FixtureDocument(name: f, bytes: data))
             }
         }
+        return documents
     }
 
     /// Loads one fixture document; errors name the file and the JSON path of the problem.
@@ -126,7 +150,8 @@ public enum Fixtures {
                     if let key = engine.groupKey(name: name, senderID: sender) {
                         _ = try engine.groupOperation("add", name: name, key: key, tokens: tokens, senderID: sender)
                     } else {
-                        _ = try engine.groupOperation("create", name: name, key: nil, tokens: tokens, senderID: sender)
+                        _ = try engine.groupOperation("create", name: name, key: nil, tokens: tokens, senderID: sender,
+                                                      newKey: fixtureNotificationKey(senderID: sender, name: name))
                     }
                 } catch {
                     throw fail(path, error.message)

@@ -193,10 +193,10 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(try client.get("/api/v1/devices/nobody/messages?wait=1").status, 404)
     }
 
-    func testResetForgetsEverythingButProjects() throws {
+    func testResetWithoutFixturesForgetsEverythingButProjects() throws {
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":3600}"#).status, 200)
-        let r = try client.post("/api/v1/reset")
+        let r = try client.post("/api/v1/reset?fixtures=false")
         XCTAssertEqual(r.status, 204)
         XCTAssertEqual(r.body.count, 0)
         XCTAssertEqual(items(try client.get("/api/v1/devices")).count, 0)
@@ -206,6 +206,63 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":-1}"#).status, 400)
         // Sends still work after a reset (unknown tokens register again).
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+    }
+
+    /// A reset returns to the state right after start: the fixtures' devices come back with their
+    /// platform, state and online flag, their subscriptions and groups (with the same key).
+    func testResetReappliesTheFixtures() throws {
+        let fixture = #"""
+            {"projects":[{"sender_id":"555","server_keys":["key-555"],
+                          "apps":[{"app":"com.f","platform":"android"},{"app":"com.f.ios","platform":"ios"}]}],
+             "devices":[{"token":"fx-a","sender_id":"555","app":"com.f"},
+                        {"token":"fx-off","sender_id":"555","app":"com.f","online":false},
+                        {"token":"fx-ios","sender_id":"555","app":"com.f.ios","platform":"ios"}],
+             "subscriptions":{"news":["fx-a","fx-ios"]},
+             "groups":[{"notification_key_name":"team","sender_id":"555","members":["fx-a","fx-off"]}]}
+            """#
+        let s = try TestServer(fixtures: [fixture])
+        defer { s.stop() }
+        let c = s.client()
+        func state() throws -> [String] {
+            let devices = items(try c.get("/api/v1/devices")).map { d in
+                ["token", "platform", "state", "online", "topics", "pending"].map { d[$0]?.serialized() ?? "-" }.joined(separator: " ")
+            }
+            let groups = items(try c.get("/api/v1/groups")).map { g in
+                "\(g["notification_key"]?.stringValue ?? "") \(g["members"]?.serialized() ?? "")"
+            }
+            return devices + groups + ["topic news: " + (try c.get("/api/v1/topics/news").object?["subscribers"]?.serialized() ?? "none")]
+        }
+        let atStart = try state()
+        XCTAssertEqual(atStart.count, 5, atStart.joined(separator: "\n"))
+        XCTAssertTrue(atStart[1].hasPrefix(#""fx-off" "android" "registered" false"#), atStart[1])
+        // Change all of it: online flags, an uninstall, a subscription, a group member, new devices.
+        XCTAssertEqual(try c.patch("/api/v1/devices/fx-off", #"{"online":true}"#).status, 200)
+        XCTAssertEqual(try c.post("/api/v1/devices/fx-ios:unregister").status, 200)
+        XCTAssertEqual(try c.delete("/api/v1/devices/fx-a/topics/news").status, 200)
+        XCTAssertEqual(try c.post("/api/v1/devices", #"{"token":"made-later","sender_id":"555"}"#).status, 201)
+        XCTAssertNil(singleError(try c.sendJSON(#"{"to":"unknown-token-1"}"#, key: "key-555")))
+        XCTAssertNotEqual(try state(), atStart)
+
+        XCTAssertEqual(try c.post("/api/v1/reset").status, 204)
+        XCTAssertEqual(try state(), atStart, "the state right after start, group keys included")
+        XCTAssertEqual(items(try c.get("/api/v1/messages")).count, 0)
+        // The offline fixture device holds a message as an offline device does: it was not
+        // re-created as an unknown online one.
+        XCTAssertNil(singleError(try c.sendJSON(#"{"to":"fx-off","data":{"k":"v"}}"#, key: "key-555")))
+        XCTAssertEqual(items(try c.get("/api/v1/devices/fx-off/messages")).first?["status"]?.stringValue, "pending")
+        XCTAssertEqual(singleError(try c.sendJSON(#"{"to":"fx-ios","notification":{"title":"t"}}"#, key: "key-555")), nil,
+                       "the uninstalled iOS device is registered again")
+
+        XCTAssertEqual(try c.post("/api/v1/reset?fixtures=false").status, 204)
+        XCTAssertEqual(items(try c.get("/api/v1/devices")).count, 0)
+        XCTAssertEqual(items(try c.get("/api/v1/groups")).count, 0)
+        XCTAssertEqual(items(try c.get("/api/v1/topics")).count, 0)
+        XCTAssertEqual(try c.post("/api/v1/reset?fixtures=true").status, 204)
+        XCTAssertEqual(try state(), atStart)
+        let bad = try c.post("/api/v1/reset?fixtures=maybe")
+        XCTAssertEqual(bad.status, 400)
+        XCTAssertEqual(bad.object?["error"]?.objectValue?["code"]?.stringValue, "bad_request")
+        XCTAssertEqual(try state(), atStart, "a refused reset changes nothing")
     }
 
     func testControlTokenProtectsTheAPIButNotHealth() throws {

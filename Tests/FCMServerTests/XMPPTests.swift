@@ -411,7 +411,7 @@ final class XMPPSessionTests: ServerTestCase {
         XCTAssertEqual(receipts, 1, "a1's receipt, unacked; a-offline's waits for the device")
         c.drop()
         XCTAssertEqual(try client.post("/api/v1/reset").status, 204)
-        XCTAssertEqual(try client.post("/api/v1/devices", #"{"sender_id":"111","token":"a1"}"#).status, 201)
+        XCTAssertEqual(try client.get("/api/v1/devices/a1").status, 200, "the fixture's a1 is back")
         let again = try connected()
         XCTAssertNil(try again.nextGCM(timeout: 0.5), "no receipt from before the reset")
     }
