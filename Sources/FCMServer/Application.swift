@@ -3,6 +3,10 @@ import FCMStore
 import HTTPServer
 import XMPPServer
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The running mock: store, engine and listeners, started and stopped together.
 public final class Application: Sendable {
     public let configuration: Configuration
@@ -11,6 +15,8 @@ public final class Application: Sendable {
     let xmpp: XMPPServer
     let ccs: CCS
     let log: Log
+    /// The descriptor holding the store file's lock (nil for `:memory:`).
+    private let storeLock: Locked<Int32?>
 
     /// The bound HTTP port (the real one when 0 was asked for).
     public var httpPort: Int { http.port }
@@ -26,10 +32,33 @@ public final class Application: Sendable {
             // already have its folder.
             SystemIO.makeDirectory("./data")
         }
+        // One server per store file: two would each keep their own idea of the devices and
+        // interleave their writes.
+        var lockFD: Int32?
+        if c.dbPath != ":memory:" {
+            switch SystemIO.lockExclusively(c.dbPath) {
+            case .locked(let fd): lockFD = fd
+            case .heldByAnother(let pid):
+                var line = "the store \(c.dbPath) is in use by another fcm-mock\(pid.map { " (pid \($0))" } ?? ""): "
+                    + "stop that one, or give another --db (or --db :memory:)"
+                // Started twice with the same flags (`make run` twice), the ports are taken too:
+                // say so now rather than after the next try.
+                let taken = [(c.httpPort, "--http-port"), (c.xmppPort, "--xmpp-port")].filter { Self.isTaken(host: c.host, port: $0.0) }
+                if !taken.isEmpty {
+                    line += "; " + taken.map { "\(c.host):\($0.0) (\($0.1))" }.joined(separator: " and ")
+                        + (taken.count == 1 ? " is" : " are") + " taken too: give other ports (0 picks free ones)"
+                }
+                throw ConfigurationError(line)
+            case .unavailable: break
+            }
+        }
+        let lock = Locked(lockFD)
+        storeLock = lock
         let store: Store
         do {
             store = try Store(path: c.dbPath)
         } catch {
+            Self.release(lock)
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
@@ -38,6 +67,7 @@ public final class Application: Sendable {
                                 eventKeepaliveMillis: c.eventKeepaliveMillis)
         } catch {
             store.close()
+            Self.release(lock)
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
         do throws(ConfigurationError) {
@@ -65,30 +95,55 @@ public final class Application: Sendable {
                 // libmicrohttpd takes the PEM texts GnuTLS has just loaded and checked.
                 httpTLS = HTTPServerTLS(certificatePEM: tls.certificatePEM, keyPEM: tls.keyPEM)
             }
+            let xmpp: XMPPServer
             do {
-                let xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
-                                             loginTimeout: c.xmppLoginTimeout, maxConnections: c.xmppMaxConnections,
-                                             delegate: ccs)
-                self.xmpp = xmpp
-                let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
-                                  xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
-                                  xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
-                let accessLog: (@Sendable (HTTPAccess) -> Void)?
-                if log.level <= .info {
-                    let l = log
-                    accessLog = { l.access($0) }
-                } else {
-                    accessLog = nil
-                }
+                xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
+                                      loginTimeout: c.xmppLoginTimeout, maxConnections: c.xmppMaxConnections, delegate: ccs)
+            } catch {
+                throw Self.listenError(error, listener: "XMPP", flag: "--xmpp-port")
+            }
+            self.xmpp = xmpp
+            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes,
+                              xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
+                              xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
+            let accessLog: (@Sendable (HTTPAccess) -> Void)?
+            if log.level <= .info {
+                let l = log
+                accessLog = { l.access($0) }
+            } else {
+                accessLog = nil
+            }
+            do {
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
                                       accessLog: accessLog, handler: app.handle)
             } catch {
-                throw ConfigurationError(error.description)
+                xmpp.stop()
+                throw Self.listenError(error, listener: "HTTP", flag: "--http-port")
             }
         } catch {
             store.close()
+            Self.release(lock)
             throw error
         }
+    }
+
+    /// Lets another server open the store file (after the store is closed: closing any
+    /// descriptor of the file also drops this process's SQLite record locks on it).
+    private static func release(_ lock: Locked<Int32?>) {
+        lock.withLock { fd in
+            if let f = fd { close(f) }
+            fd = nil
+        }
+    }
+
+    /// Where the store is, for the start-up line: an absolute path, or that nothing is kept.
+    public var storeDescription: String {
+        configuration.dbPath == ":memory:" ? ":memory: (nothing is kept)" : SystemIO.absolutePath(configuration.dbPath)
+    }
+
+    /// The fixtures loaded at start (reset applies them again), for the start-up line.
+    public var fixturesDescription: String {
+        engine.startFixtures.withLock { $0.map(\.name) }.joined(separator: ", ")
     }
 
     /// Starts accepting connections on both ports.
@@ -122,6 +177,47 @@ public final class Application: Sendable {
         engine.store.drain()
         http.stop()
         engine.close()
+        Self.release(storeLock)
+    }
+}
+
+extension Application {
+    /// Whether `host:port` is already bound by someone (port 0 never is).
+    static func isTaken(host: String, port: Int) -> Bool {
+        guard port != 0 else { return false }
+        do {
+            let (fd, _) = try ListenSocket.open(host: host, port: port)
+            close(fd)
+            return false
+        } catch {
+            return error.code == EADDRINUSE
+        }
+    }
+
+    /// A listener that could not open, said so that the reader knows which port and what to do:
+    /// `cannot listen on 127.0.0.1:8080 for HTTP (--http-port): Address already in use; …`.
+    static func listenError(_ error: HTTPServerError, listener: String, flag: String) -> ConfigurationError {
+        var line = error.description
+        if let colon = line.lastRange(of: ": ") {
+            line.insert(contentsOf: " for \(listener) (\(flag))", at: colon.lowerBound)
+        }
+        if error.code == EADDRINUSE {
+            line += "; is another fcm-mock running? Give \(flag) N, or --http-port 0 --xmpp-port 0 to pick free ports"
+        }
+        return ConfigurationError(line)
+    }
+}
+
+extension String {
+    /// The last place `needle` occurs.
+    func lastRange(of needle: String) -> Range<String.Index>? {
+        var found: Range<String.Index>?
+        var rest = startIndex..<endIndex
+        while let r = self[rest].firstRange(of: needle) {
+            found = r
+            rest = index(after: r.lowerBound)..<endIndex
+        }
+        return found
     }
 }
 

@@ -10,9 +10,46 @@ import XMPPServer
 /// server's control API, print a table for people or JSON for scripts, and exit 0 on success,
 /// 1 when the server is unhealthy or unreachable, 2 for bad arguments (`health`: 1 for those too).
 public enum CLI {
+    /// The client subcommands, with what each does (for help).
+    public static let commands: [(name: String, summary: String)] = [
+        ("health", "asks the server whether it is healthy: one line; exit 0 healthy, 1 not (bad arguments included)"),
+        ("devices", "lists every device: TOKEN SENDER APP PLATFORM STATE ONLINE PENDING TOPICS"),
+        ("messages", "lists the latest message records, or one device's inbox with --token"),
+        ("send", "sends a quick legacy message with the first project's server key (or --key)"),
+    ]
+
+    /// Every option of the client subcommands, with the commands that take it: parsing and help
+    /// both read this table.
+    public static let options: [ClientOption] = [
+        ClientOption("--server", "URL", environment: "FCM_MOCK_URL",
+                     defaultText: "http://127.0.0.1:$FCM_MOCK_HTTP_PORT (https with FCM_MOCK_HTTP_TLS), else http://127.0.0.1:8080",
+                     help: "the running server"),
+        ClientOption("--cacert", "PEM", environment: "FCM_MOCK_CACERT", defaultText: "the system's trust store",
+                     help: "the CA that https:// servers are verified against"),
+        ClientOption("--control-token", "SECRET", environment: "FCM_MOCK_CONTROL_TOKEN", defaultText: "none",
+                     help: "the server's --control-token"),
+        ClientOption("--json", nil, defaultText: "a table", help: "print the API's JSON instead of a table"),
+        ClientOption("--token", "TOKEN", commands: ["messages"], defaultText: "all messages", help: "that device's inbox instead of the message records"),
+        ClientOption("--wait", "SECONDS", commands: ["messages"], defaultText: "0", help: "with --token: wait up to SECONDS (max 60) for an entry"),
+        ClientOption("--status", "STATUS", commands: ["messages"], defaultText: "any",
+                     help: "only this status (accepted, rejected, delivered, pending, ...)"),
+        ClientOption("--limit", "N", commands: ["messages"], defaultText: "100 (1000 with --token)", help: "at most N entries (max 1000)"),
+        ClientOption("--to", "TOKEN|/topics/NAME", commands: ["send"], defaultText: "required", help: "the target"),
+        ClientOption("--data", "KEY=VALUE", commands: ["send"], defaultText: "none", help: "a data entry (repeatable)"),
+        ClientOption("--key", "SERVER_KEY", commands: ["send"], defaultText: "the first project's first key", help: "the server key to send with"),
+    ]
+
+    /// The default `--server`: `FCM_MOCK_URL`, else the port `serve` reads from the same
+    /// environment (so a container's health check follows `FCM_MOCK_HTTP_PORT`).
+    static func defaultServer(_ environment: [String: String]) -> String {
+        if let url = environment["FCM_MOCK_URL"], !url.isEmpty { return url }
+        let c = (try? Configuration.parse(arguments: [], environment: environment)) ?? Configuration()
+        return "\(c.httpTLS ? "https" : "http")://127.0.0.1:\(c.httpPort)"
+    }
+
     /// Runs `command` with its arguments; returns the exit code.
     public static func run(_ command: String, _ args: [String], environment: [String: String]) -> Int32 {
-        var server = environment["FCM_MOCK_URL"].flatMap { $0.isEmpty ? nil : $0 } ?? "http://127.0.0.1:8080"
+        var server = defaultServer(environment)
         var token = environment["FCM_MOCK_CONTROL_TOKEN"]
         var json = false
         var caFile = environment["FCM_MOCK_CACERT"].flatMap { $0.isEmpty ? nil : $0 }
@@ -27,26 +64,21 @@ public enum CLI {
         var i = 0
         while i < args.count {
             let a = args[i]
-            func value() -> String? {
+            guard let o = Self.options.first(where: { $0.flag == a && $0.takes(command) }) else {
+                return bad("unknown option '\(a)' for '\(command)' (see fcm-mock \(command) --help)")
+            }
+            var v = ""
+            if let placeholder = o.value {
                 i += 1
-                return i < args.count ? args[i] : nil
+                guard i < args.count else { return bad("\(a) needs a value (\(placeholder))") }
+                v = args[i]
             }
             switch a {
             case "--json": json = true
-            case "--server":
-                guard let v = value() else { return bad("--server needs a URL") }
-                server = v
-            case "--cacert":
-                guard let v = value() else { return bad("--cacert needs a PEM file") }
-                caFile = v
-            case "--control-token":
-                guard let v = value() else { return bad("--control-token needs a value") }
-                token = v
-            case "--token", "--wait", "--to", "--data", "--key", "--status", "--limit":
-                guard let v = value() else { return bad("\(a) needs a value") }
-                options[a, default: []].append(v)
-            default:
-                return bad("unknown option '\(a)' for '\(command)'")
+            case "--server": server = v
+            case "--cacert": caFile = v
+            case "--control-token": token = v
+            default: options[a, default: []].append(v)
             }
             i += 1
         }
@@ -345,4 +377,27 @@ extension String {
         while let l = s.last, chars.contains(l) { s = s.dropLast() }
         return String(s)
     }
+}
+
+/// One option of the client subcommands.
+public struct ClientOption: Sendable {
+    public let flag: String
+    /// The value's placeholder; nil for a switch.
+    public let value: String?
+    public let environment: String?
+    /// The subcommands that take it; nil for all of them.
+    public let commands: Set<String>?
+    public let defaultText: String
+    public let help: String
+
+    init(_ flag: String, _ value: String?, environment: String? = nil, commands: Set<String>? = nil, defaultText: String, help: String) {
+        self.flag = flag
+        self.value = value
+        self.environment = environment
+        self.commands = commands
+        self.defaultText = defaultText
+        self.help = help
+    }
+
+    func takes(_ command: String) -> Bool { commands?.contains(command) ?? true }
 }

@@ -47,109 +47,162 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+/// One `serve` option: the flag, the environment variable that sets it too, the default and
+/// the help line, and how a value sets the configuration. `Configuration.parse` and `serve`'s
+/// help both read `Configuration.options`, so neither can forget a flag the other knows.
+public struct ServeOption: Sendable {
+    /// `--http-port`.
+    public let flag: String
+    /// The value's placeholder in help (`PORT`); nil for a switch (`--http-tls`, or `--http-tls=false`).
+    public let value: String?
+    /// `FCM_MOCK_HTTP_PORT`; nil when only the flag exists.
+    public let environment: String?
+    /// The default as help shows it.
+    public let defaultText: String
+    public let help: String
+    /// Sets the value; `name` is the flag or variable, for the error message.
+    let apply: @Sendable (inout Configuration, _ value: String, _ name: String) throws(ConfigurationError) -> Void
+}
+
 extension Configuration {
+    /// Every option of `serve`, in the order help lists them.
+    public static let options: [ServeOption] = [
+        ServeOption(flag: "--http-port", value: "PORT", environment: "FCM_MOCK_HTTP_PORT", defaultText: "8080",
+                    help: "HTTP port: FCM, Instance ID, control API, web page (0 picks a free port)") { c, v, n throws(ConfigurationError) in
+            c.httpPort = try port(v, n)
+        },
+        ServeOption(flag: "--xmpp-port", value: "PORT", environment: "FCM_MOCK_XMPP_PORT", defaultText: "5235",
+                    help: "XMPP (CCS) port (0 picks a free port)") { c, v, n throws(ConfigurationError) in
+            c.xmppPort = try port(v, n)
+        },
+        ServeOption(flag: "--host", value: "ADDRESS", environment: "FCM_MOCK_HOST", defaultText: "127.0.0.1",
+                    help: "address both listeners bind (0.0.0.0 for every interface)") { c, v, _ throws(ConfigurationError) in
+            c.host = v
+        },
+        ServeOption(flag: "--db", value: "FILE|:memory:", environment: "FCM_MOCK_DB", defaultText: "./data/fcm-mock.sqlite",
+                    help: "the SQLite store (one server per file); :memory: keeps nothing") { c, v, n throws(ConfigurationError) in
+            guard !v.isEmpty else { throw ConfigurationError("\(n) must not be empty") }
+            c.dbPath = v
+        },
+        ServeOption(flag: "--fixtures", value: "FILE_OR_DIR", environment: "FCM_MOCK_FIXTURES",
+                    defaultText: "the built-in demo fixture",
+                    help: "projects, devices, subscriptions, groups to load (repeatable; the variable is colon-separated; a folder means its *.json in name order); reset re-applies them") {
+            c, v, n throws(ConfigurationError) in
+            if n.hasPrefix("--") { c.fixtures.append(v) } else { c.fixtures = v.split(separator: ":").map(String.init) }
+        },
+        ServeOption(flag: "--unknown-tokens", value: "register|reject", environment: "FCM_MOCK_UNKNOWN_TOKENS", defaultText: "register",
+                    help: "a well-formed unknown token becomes a new device, or gets NotRegistered") { c, v, n throws(ConfigurationError) in
+            guard let p = UnknownTokenPolicy(rawValue: v) else { throw ConfigurationError("\(n) must be register or reject, got '\(v)'") }
+            c.unknownTokens = p
+        },
+        ServeOption(flag: "--accept-any-key", value: nil, environment: "FCM_MOCK_ACCEPT_ANY_KEY", defaultText: "false",
+                    help: "a server key no project owns counts as the first project's") { c, v, n throws(ConfigurationError) in
+            c.acceptAnyKey = try bool(v, n)
+        },
+        ServeOption(flag: "--control-token", value: "SECRET", environment: "FCM_MOCK_CONTROL_TOKEN", defaultText: "none (open)",
+                    help: "every /api/v1 call but health needs Authorization: Bearer SECRET") { c, v, _ throws(ConfigurationError) in
+            c.controlToken = v
+        },
+        ServeOption(flag: "--device-rate", value: "N/PERIOD", environment: "FCM_MOCK_DEVICE_RATE", defaultText: "off",
+                    help: "at most N messages per device per PERIOD (500ms, 10s, 1m, 1h), then DeviceMessageRateExceeded") {
+            c, v, n throws(ConfigurationError) in
+            c.deviceRate = try rate(v, n)
+        },
+        ServeOption(flag: "--topic-rate", value: "N/PERIOD", environment: "FCM_MOCK_TOPIC_RATE", defaultText: "off",
+                    help: "at most N messages per project and topic per PERIOD, then TopicsMessageRateExceeded") {
+            c, v, n throws(ConfigurationError) in
+            c.topicRate = try rate(v, n)
+        },
+        ServeOption(flag: "--max-condition-operators", value: "N", environment: "FCM_MOCK_MAX_CONDITION_OPERATORS", defaultText: "2",
+                    help: "most && and || operators in a condition (1-20)") { c, v, n throws(ConfigurationError) in
+            guard let k = Int(v), (1...20).contains(k) else { throw ConfigurationError("\(n) must be a number from 1 to 20, got '\(v)'") }
+            c.maxConditionOperators = k
+        },
+        ServeOption(flag: "--tls-cert", value: "PEM", environment: "FCM_MOCK_TLS_CERT", defaultText: "a self-signed one, made at start",
+                    help: "certificate for --http-tls and --xmpp-tls (with --tls-key)") { c, v, _ throws(ConfigurationError) in
+            c.tlsCert = v
+        },
+        ServeOption(flag: "--tls-key", value: "PEM", environment: "FCM_MOCK_TLS_KEY", defaultText: "none",
+                    help: "the private key of --tls-cert") { c, v, _ throws(ConfigurationError) in
+            c.tlsKey = v
+        },
+        ServeOption(flag: "--http-tls", value: nil, environment: "FCM_MOCK_HTTP_TLS", defaultText: "false",
+                    help: "the HTTP port speaks HTTPS") { c, v, n throws(ConfigurationError) in
+            c.httpTLS = try bool(v, n)
+        },
+        ServeOption(flag: "--xmpp-tls", value: nil, environment: "FCM_MOCK_XMPP_TLS", defaultText: "false",
+                    help: "the XMPP port speaks TLS from the first byte, as Google's port 5235 did") { c, v, n throws(ConfigurationError) in
+            c.xmppTLS = try bool(v, n)
+        },
+        ServeOption(flag: "--log-level", value: "debug|info|warning|error", environment: "FCM_MOCK_LOG_LEVEL", defaultText: "info",
+                    help: "least level logged on stderr (info logs one line per request and stanza)") { c, v, n throws(ConfigurationError) in
+            guard ["debug", "info", "warning", "error"].contains(v) else {
+                throw ConfigurationError("\(n) must be debug, info, warning or error, got '\(v)'")
+            }
+            c.logLevel = v
+        },
+        ServeOption(flag: "--log-format", value: "text|json", environment: "FCM_MOCK_LOG_FORMAT", defaultText: "text",
+                    help: "log lines as text or one JSON object each") { c, v, n throws(ConfigurationError) in
+            guard ["text", "json"].contains(v) else { throw ConfigurationError("\(n) must be text or json, got '\(v)'") }
+            c.logFormat = v
+        },
+    ]
+
     /// Builds the configuration of `serve` from its arguments and the environment; flags win over
     /// variables, variables over defaults.
     public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var c = Configuration()
-        func port(_ s: String, _ name: String) throws(ConfigurationError) -> Int {
-            guard let p = Int(s), (0...65535).contains(p) else { throw ConfigurationError("\(name) must be a port number 0-65535, got '\(s)'") }
-            return p
+        for o in options {
+            guard let name = o.environment, let v = environment[name] else { continue }
+            // An empty variable means "not set", except for switches, where it means false.
+            if v.isEmpty && o.value != nil { continue }
+            try o.apply(&c, v, name)
         }
-        func bool(_ s: String, _ name: String) throws(ConfigurationError) -> Bool {
-            switch s.lowercased() {
-            case "1", "true", "yes", "on": return true
-            case "0", "false", "no", "off", "": return false
-            default: throw ConfigurationError("\(name) must be true or false, got '\(s)'")
-            }
-        }
-        func policy(_ s: String, _ name: String) throws(ConfigurationError) -> UnknownTokenPolicy {
-            guard let p = UnknownTokenPolicy(rawValue: s) else { throw ConfigurationError("\(name) must be register or reject, got '\(s)'") }
-            return p
-        }
-        func level(_ s: String, _ name: String) throws(ConfigurationError) -> String {
-            guard ["debug", "info", "warning", "error"].contains(s) else { throw ConfigurationError("\(name) must be debug, info, warning or error") }
-            return s
-        }
-        func rate(_ s: String, _ name: String) throws(ConfigurationError) -> RateLimit {
-            guard let r = RateLimit.parse(s) else {
-                throw ConfigurationError("\(name) must be N/PERIOD, e.g. 240/60s, 10/1s or 1000/1h, got '\(s)'")
-            }
-            return r
-        }
-        func operators(_ s: String, _ name: String) throws(ConfigurationError) -> Int {
-            guard let n = Int(s), (1...20).contains(n) else { throw ConfigurationError("\(name) must be a number from 1 to 20, got '\(s)'") }
-            return n
-        }
-        let env = environment
-        if let v = env["FCM_MOCK_HTTP_PORT"] { c.httpPort = try port(v, "FCM_MOCK_HTTP_PORT") }
-        if let v = env["FCM_MOCK_XMPP_PORT"] { c.xmppPort = try port(v, "FCM_MOCK_XMPP_PORT") }
-        if let v = env["FCM_MOCK_HOST"], !v.isEmpty { c.host = v }
-        if let v = env["FCM_MOCK_HTTP_TLS"], !v.isEmpty { c.httpTLS = try bool(v, "FCM_MOCK_HTTP_TLS") }
-        if let v = env["FCM_MOCK_XMPP_TLS"], !v.isEmpty { c.xmppTLS = try bool(v, "FCM_MOCK_XMPP_TLS") }
-        if let v = env["FCM_MOCK_TLS_CERT"], !v.isEmpty { c.tlsCert = v }
-        if let v = env["FCM_MOCK_TLS_KEY"], !v.isEmpty { c.tlsKey = v }
-        if let v = env["FCM_MOCK_DB"], !v.isEmpty { c.dbPath = v }
-        if let v = env["FCM_MOCK_FIXTURES"], !v.isEmpty { c.fixtures = v.split(separator: ":").map(String.init) }
-        if let v = env["FCM_MOCK_UNKNOWN_TOKENS"], !v.isEmpty { c.unknownTokens = try policy(v, "FCM_MOCK_UNKNOWN_TOKENS") }
-        if let v = env["FCM_MOCK_ACCEPT_ANY_KEY"] { c.acceptAnyKey = try bool(v, "FCM_MOCK_ACCEPT_ANY_KEY") }
-        if let v = env["FCM_MOCK_CONTROL_TOKEN"], !v.isEmpty { c.controlToken = v }
-        if let v = env["FCM_MOCK_LOG_LEVEL"], !v.isEmpty { c.logLevel = try level(v, "FCM_MOCK_LOG_LEVEL") }
-        if let v = env["FCM_MOCK_LOG_FORMAT"], !v.isEmpty {
-            guard ["text", "json"].contains(v) else { throw ConfigurationError("FCM_MOCK_LOG_FORMAT must be text or json, got '\(v)'") }
-            c.logFormat = v
-        }
-        if let v = env["FCM_MOCK_DEVICE_RATE"], !v.isEmpty { c.deviceRate = try rate(v, "FCM_MOCK_DEVICE_RATE") }
-        if let v = env["FCM_MOCK_TOPIC_RATE"], !v.isEmpty { c.topicRate = try rate(v, "FCM_MOCK_TOPIC_RATE") }
-        if let v = env["FCM_MOCK_MAX_CONDITION_OPERATORS"], !v.isEmpty { c.maxConditionOperators = try operators(v, "FCM_MOCK_MAX_CONDITION_OPERATORS") }
-
-        var flagFixtures: [String] = []
+        // --fixtures flags replace the variable's list rather than adding to it.
+        if arguments.contains(where: { $0 == "--fixtures" || $0.hasPrefix("--fixtures=") }) { c.fixtures = [] }
         var i = 0
-        func value(_ flag: String) throws(ConfigurationError) -> String {
-            i += 1
-            guard i < arguments.count else { throw ConfigurationError("\(flag) needs a value") }
-            return arguments[i]
-        }
         while i < arguments.count {
-            var arg = arguments[i]
+            var flag = arguments[i]
             var inline: String?
-            if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
-                inline = String(arg[arg.index(after: eq)...])
-                arg = String(arg[..<eq])
+            if flag.hasPrefix("--"), let eq = flag.firstIndex(of: "=") {
+                inline = String(flag[flag.index(after: eq)...])
+                flag = String(flag[..<eq])
             }
-            func v() throws(ConfigurationError) -> String {
-                if let inline { return inline }
-                return try value(arg)
+            guard let o = options.first(where: { $0.flag == flag }) else {
+                throw ConfigurationError("unknown option '\(arguments[i])' (see fcm-mock serve --help)")
             }
-            switch arg {
-            case "--http-port": c.httpPort = try port(try v(), arg)
-            case "--xmpp-port": c.xmppPort = try port(try v(), arg)
-            case "--host": c.host = try v()
-            case "--db": c.dbPath = try v()
-            case "--fixtures": flagFixtures.append(try v())
-            case "--unknown-tokens": c.unknownTokens = try policy(try v(), arg)
-            case "--accept-any-key": c.acceptAnyKey = inline.map { (try? bool($0, arg)) ?? true } ?? true
-            case "--control-token": c.controlToken = try v()
-            case "--device-rate": c.deviceRate = try rate(try v(), arg)
-            case "--topic-rate": c.topicRate = try rate(try v(), arg)
-            case "--max-condition-operators": c.maxConditionOperators = try operators(try v(), arg)
-            case "--log-level": c.logLevel = try level(try v(), arg)
-            case "--log-format":
-                let f = try v()
-                guard ["text", "json"].contains(f) else { throw ConfigurationError("--log-format must be text or json") }
-                c.logFormat = f
-            case "--xmpp-tls": c.xmppTLS = inline.map { (try? bool($0, arg)) ?? true } ?? true
-            case "--tls-cert": c.tlsCert = try v()
-            case "--tls-key": c.tlsKey = try v()
-            case "--http-tls": c.httpTLS = inline.map { (try? bool($0, arg)) ?? true } ?? true
-            default:
-                throw ConfigurationError("unknown option '\(arguments[i])' (see fcm-mock --help)")
+            if o.value == nil {
+                try o.apply(&c, inline ?? "true", flag)
+            } else if let inline {
+                try o.apply(&c, inline, flag)
+            } else {
+                i += 1
+                guard i < arguments.count else { throw ConfigurationError("\(flag) needs a value (\(o.value!))") }
+                try o.apply(&c, arguments[i], flag)
             }
             i += 1
         }
-        if !flagFixtures.isEmpty { c.fixtures = flagFixtures }
-        if c.dbPath.isEmpty { throw ConfigurationError("--db must not be empty") }
         if (c.tlsCert == nil) != (c.tlsKey == nil) { throw ConfigurationError("--tls-cert and --tls-key go together") }
         return c
+    }
+
+    private static func port(_ s: String, _ name: String) throws(ConfigurationError) -> Int {
+        guard let p = Int(s), (0...65535).contains(p) else { throw ConfigurationError("\(name) must be a port number 0-65535, got '\(s)'") }
+        return p
+    }
+
+    private static func bool(_ s: String, _ name: String) throws(ConfigurationError) -> Bool {
+        switch s.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off", "": return false
+        default: throw ConfigurationError("\(name) must be true or false, got '\(s)'")
+        }
+    }
+
+    private static func rate(_ s: String, _ name: String) throws(ConfigurationError) -> RateLimit {
+        guard let r = RateLimit.parse(s) else {
+            throw ConfigurationError("\(name) must be N/PERIOD, e.g. 240/60s, 10/1s or 1000/1h, got '\(s)'")
+        }
+        return r
     }
 }

@@ -51,6 +51,55 @@ enum SystemIO {
         _ = mkdir(path, 0o755)
     }
 
+    /// `path` made absolute (symbolic links resolved when it exists), for log lines.
+    static func absolutePath(_ path: String) -> String {
+        if let r = realpath(path, nil) {
+            defer { free(r) }
+            return String(cString: r)
+        }
+        if path.hasPrefix("/") { return path }
+        var buf = [CChar](repeating: 0, count: Int(PATH_MAX))
+        guard getcwd(&buf, buf.count) != nil else { return path }
+        let cwd = String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return cwd + "/" + (path.hasPrefix("./") ? String(path.dropFirst(2)) : path)
+    }
+
+    /// Takes an exclusive advisory lock (`flock`) on `path`, created when missing, for as long
+    /// as the returned descriptor stays open; the kernel drops it when the process dies, so no
+    /// stale lock outlives a crash. `flock` locks are apart from the POSIX record locks SQLite
+    /// takes on the same file, so the two do not interfere.
+    static func lockExclusively(_ path: String) -> LockResult {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return .unavailable }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return .locked(fd) }
+        var st = stat()
+        let inode = fstat(fd, &st) == 0 ? UInt64(st.st_ino) : nil
+        close(fd)
+        return .heldByAnother(pid: inode.flatMap(flockHolder))
+    }
+
+    enum LockResult {
+        case locked(Int32)
+        /// Another open file description holds it (another process, as a rule): its pid when
+        /// /proc/locks names it.
+        case heldByAnother(pid: Int32?)
+        /// The file cannot be opened (the store's own error will say why).
+        case unavailable
+    }
+
+    /// The pid holding a `flock` on the file with this inode, read from /proc/locks
+    /// (`1: FLOCK  ADVISORY  WRITE 1234 fe:01:5678 0 EOF`).
+    private static func flockHolder(inode: UInt64) -> Int32? {
+        guard let bytes = readFile("/proc/locks") else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let f = line.split(separator: " ")
+            guard f.count >= 6, f[1] == "FLOCK", f[3] == "WRITE", f[5].split(separator: ":").last.flatMap({ UInt64($0) }) == inode
+            else { continue }
+            return Int32(f[4])
+        }
+        return nil
+    }
+
     /// Writes a line to standard error in one call, so lines from threads do not interleave.
     static func writeStderr(_ text: String) {
         writeStderr(Array(text.utf8))

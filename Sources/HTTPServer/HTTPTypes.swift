@@ -76,7 +76,12 @@ public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 /// Why the server could not start.
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The `errno` behind it, when a system call failed (`EADDRINUSE` for a busy port).
+    public let code: Int32
+    public init(_ description: String, code: Int32 = 0) {
+        self.description = description
+        self.code = code
+    }
 }
 
 /// ASCII case-insensitive equality (header names are ASCII).

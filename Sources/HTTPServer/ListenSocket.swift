@@ -23,15 +23,10 @@ public enum ListenSocket {
         guard fd >= 0 else { throw HTTPServerError("cannot create a socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard bind(fd, ai.ai_addr, ai.ai_addrlen) == 0 else {
-            let msg = String(cString: strerror(errno))
+        guard bind(fd, ai.ai_addr, ai.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
+            let code = errno
             close(fd)
-            throw HTTPServerError("cannot listen on \(host):\(port): \(msg)")
-        }
-        guard listen(fd, 1024) == 0 else {
-            let msg = String(cString: strerror(errno))
-            close(fd)
-            throw HTTPServerError("cannot listen on \(host):\(port): \(msg)")
+            throw HTTPServerError("cannot listen on \(host):\(port): \(String(cString: strerror(code)))", code: code)
         }
         var addr = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)

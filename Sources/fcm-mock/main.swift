@@ -7,20 +7,6 @@ import FCMServer
 // Thin on purpose: parse the command line, build the configuration, run. Everything else lives
 // in FCMServer so tests can start the same application in-process.
 
-let usage = """
-    usage: fcm-mock serve [--http-port 8080] [--xmpp-port 5235] [--host 127.0.0.1]
-                          [--db ./data/fcm-mock.sqlite | --db :memory:]
-                          [--fixtures FILE_OR_DIR]... [--unknown-tokens register|reject]
-                          [--accept-any-key] [--control-token SECRET]
-                          [--tls-cert PEM --tls-key PEM] [--http-tls] [--xmpp-tls]
-                          [--log-level debug|info|warning|error] [--log-format text|json]
-           fcm-mock health|devices|messages|send [--server URL] [--cacert PEM] [--control-token SECRET] [--json]
-                    messages [--token T] [--wait SECONDS] [--status S]
-                    send --to TOKEN_OR_/topics/NAME [--data k=v]... [--key SERVER_KEY]
-           fcm-mock cert --out DIR [--host NAME]...
-           fcm-mock version
-    """
-
 func fail(_ message: String) -> Never {
     Log.flush()
     writeToStandardError("fcm-mock: \(message)\n")
@@ -28,15 +14,38 @@ func fail(_ message: String) -> Never {
 }
 
 var args = Array(CommandLine.arguments.dropFirst())
-let command = args.first.map { $0.hasPrefix("-") ? "serve" : $0 } ?? "serve"
-if args.first == command { args.removeFirst() }
+let command: String
+switch args.first {
+case nil: command = "serve"
+case "--version", "-V":
+    command = "version"
+    args.removeFirst()
+case "--help", "-h":
+    command = "help"
+    args.removeFirst()
+case let first? where first.hasPrefix("-"): command = "serve"
+case let first?:
+    command = first
+    args.removeFirst()
+}
+// `COMMAND --help` anywhere among its options, and `help COMMAND`.
+if args.contains("--help") || args.contains("-h") {
+    guard let text = Help.text(for: command) else { fail("unknown command '\(command)' (see fcm-mock --help)") }
+    print(text)
+    exit(0)
+}
 
 switch command {
-case "version", "--version":
+case "version":
     print("fcm-mock \(fcmMockVersion)")
     exit(0)
-case "help", "--help", "-h":
-    print(usage)
+case "help":
+    guard let topic = args.first else {
+        print(Help.overview)
+        exit(0)
+    }
+    guard let text = Help.text(for: topic) else { fail("no command '\(topic)' (commands: serve, health, devices, messages, send, cert, version)") }
+    print(text)
     exit(0)
 case "serve":
     break
@@ -46,10 +55,6 @@ case "cert":
     exit(CLI.cert(args))
 default:
     fail("unknown command '\(command)' (commands: serve, health, devices, messages, send, cert, version; see fcm-mock --help)")
-}
-if args.contains("--help") || args.contains("-h") {
-    print(usage)
-    exit(0)
 }
 
 // Block the stop signals before any thread exists, so every thread inherits the mask and the main
@@ -77,12 +82,14 @@ do {
 }
 print(app.listeningLine)
 fflush(nil)  // all output streams: the listening line must reach a pipe at once
-log.info("fcm-mock \(fcmMockVersion) started", [("db", config.dbPath), ("http.port", String(app.httpPort)), ("http.tls", String(config.httpTLS)),
+log.info("fcm-mock \(fcmMockVersion) started", [("db", app.storeDescription), ("fixtures", app.fixturesDescription),
+                                                ("http.port", String(app.httpPort)), ("http.tls", String(config.httpTLS)),
                                                 ("xmpp.port", String(app.xmppPort)), ("xmpp.tls", String(config.xmppTLS))])
 
 var received: Int32 = 0
 sigwait(&stopSignals, &received)
 log.info("stopping on signal \(received)")
 app.stop()
+log.info("stopped")
 Log.flush()
 exit(0)

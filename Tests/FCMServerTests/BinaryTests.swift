@@ -51,12 +51,102 @@ final class BinaryTests: XCTestCase {
         XCTAssertTrue(unknown.stderr.contains("unknown command 'frobnicate'") && unknown.stderr.contains("--help"), unknown.stderr)
     }
 
+    /// The busy-port line names the port, the listener and its flag, and says how to get free ports.
     func testBusyPortExits2() throws {
         let s = try BinaryServer(arguments: ["--db", ":memory:"])
         defer { s.stop() }
-        let r = try runBinary(["serve", "--http-port", String(s.httpPort), "--xmpp-port", "0", "--db", ":memory:"])
-        XCTAssertEqual(r.status, 2)
-        XCTAssertTrue(r.stderr.contains("\(s.httpPort)") && r.stderr.contains("in use"), r.stderr)
+        let http = try runBinary(["serve", "--http-port", String(s.httpPort), "--xmpp-port", "0", "--db", ":memory:"])
+        XCTAssertEqual(http.status, 2)
+        XCTAssertEqual(http.stderr, "fcm-mock: cannot listen on 127.0.0.1:\(s.httpPort) for HTTP (--http-port): Address already in use; "
+                       + "is another fcm-mock running? Give --http-port N, or --http-port 0 --xmpp-port 0 to pick free ports\n")
+        let xmpp = try runBinary(["serve", "--http-port", "0", "--xmpp-port", String(s.xmppPort), "--db", ":memory:"])
+        XCTAssertEqual(xmpp.status, 2)
+        XCTAssertTrue(xmpp.stderr.hasPrefix("fcm-mock: cannot listen on 127.0.0.1:\(s.xmppPort) for XMPP (--xmpp-port): "), xmpp.stderr)
+        XCTAssertTrue(xmpp.stderr.contains("Give --xmpp-port N"), xmpp.stderr)
+    }
+
+    /// One server per store file: the second refuses with one line naming the file and the
+    /// first's pid; once the first has stopped the file is free again. `:memory:` is unaffected.
+    func testASecondServerOnTheSameStoreRefusesToStart() throws {
+        let db = tmp + "/one.sqlite"
+        let first = try BinaryServer(arguments: ["--db", db])
+        let second = try runBinary(["serve", "--db", db, "--http-port", "0", "--xmpp-port", "0"])
+        XCTAssertEqual(second.status, 2)
+        XCTAssertEqual(second.stdout, "")
+        XCTAssertEqual(second.stderr, "fcm-mock: the store \(db) is in use by another fcm-mock (pid \(first.process.processIdentifier)): "
+                       + "stop that one, or give another --db (or --db :memory:)\n")
+        XCTAssertEqual(try first.client().get("/api/v1/health").status, 200, "the first server goes on")
+        XCTAssertEqual(first.stop(), 0)
+        let third = try BinaryServer(arguments: ["--db", db])
+        XCTAssertEqual(third.stop(), 0)
+        let memoryA = try BinaryServer(arguments: ["--db", ":memory:"])
+        let memoryB = try BinaryServer(arguments: ["--db", ":memory:"])
+        XCTAssertEqual(memoryA.stop(), 0)
+        XCTAssertEqual(memoryB.stop(), 0)
+    }
+
+    /// Start-up says where the store is and which fixtures were loaded; a stop says so last.
+    func testStartAndStopAreLogged() throws {
+        let fx = tmp + "/fx.json"
+        try #"{"projects":[{"sender_id":"77","server_keys":["k77"]}]}"#.write(toFile: fx, atomically: true, encoding: .utf8)
+        let s = try BinaryServer(arguments: ["--db", tmp + "/s.sqlite", "--fixtures", fx])
+        let started = String(decoding: s.takeStderr(), as: UTF8.self)
+        XCTAssertTrue(started.contains(" info fcm-mock \(fcmMockVersion) started db=\(tmp!)/s.sqlite fixtures=\(fx) "), started)
+        XCTAssertEqual(s.stop(signal: SIGINT), 0)
+        let stopped = String(decoding: s.takeStderr(), as: UTF8.self)
+        XCTAssertTrue(stopped.hasSuffix(" info stopped\n"), stopped)
+        let demo = try BinaryServer(arguments: ["--db", ":memory:"])
+        let line = String(decoding: demo.takeStderr(), as: UTF8.self)
+        XCTAssertTrue(line.contains("db=:memory: (nothing is kept) fixtures=built-in demo fixture "), line)
+        demo.stop()
+    }
+
+    /// Every form of help answers on stdout with exit 0; each command's help lists every option
+    /// its parser takes, with the default and the environment variable.
+    func testHelpAndVersion() throws {
+        for args in [["--help"], ["-h"], ["help"]] {
+            let r = try runBinary(args)
+            XCTAssertEqual(r.status, 0, "\(args)")
+            XCTAssertTrue(r.stdout.contains("usage: fcm-mock [COMMAND]") && r.stdout.contains("  messages  "), r.stdout)
+        }
+        for command in ["serve", "health", "devices", "messages", "send", "cert", "version", "help"] {
+            for args in [["help", command], [command, "--help"], [command, "-h"]] {
+                let r = try runBinary(args)
+                XCTAssertEqual(r.status, 0, "\(args): \(r.stderr)")
+                XCTAssertEqual(r.stderr, "")
+                XCTAssertTrue(r.stdout.hasPrefix("usage: fcm-mock \(command)"), "\(args): \(r.stdout)")
+            }
+        }
+        let serve = try runBinary(["serve", "--http-port", "0", "--help"]).stdout
+        for o in Configuration.options {
+            XCTAssertTrue(serve.contains("  \(o.flag)"), o.flag)
+            XCTAssertTrue(serve.contains("default: \(o.defaultText)"), o.flag)
+            if let e = o.environment { XCTAssertTrue(serve.contains("env \(e);"), e) }
+        }
+        for flag in ["--device-rate N/PERIOD", "--topic-rate N/PERIOD", "--max-condition-operators N", "--log-format text|json"] {
+            XCTAssertTrue(serve.contains(flag), flag)
+        }
+        XCTAssertTrue(try runBinary(["messages", "--help"]).stdout.contains("--limit N"))
+        XCTAssertTrue(try runBinary(["send", "--help"]).stdout.contains("usage: fcm-mock send --to TOKEN|/topics/NAME [--data KEY=VALUE]"))
+        // Every FCM_MOCK_ variable the sources read is in some command's help.
+        let helps = try ["serve", "health", "cert"].map { try runBinary([$0, "--help"]).stdout }.joined()
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
+        let files = FileManager.default.enumerator(atPath: sources.path)!.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        var variables = Set<String>()
+        for f in files {
+            let text = try String(contentsOfFile: sources.path + "/" + f, encoding: .utf8)
+            for m in text.matches(of: /"(FCM_MOCK_[A-Z_]+)"/) { variables.insert(String(m.1)) }
+        }
+        XCTAssertGreaterThan(variables.count, 15)
+        for v in variables.sorted() { XCTAssertTrue(helps.contains(v), "\(v) is read but no help names it") }
+        for args in [["--version"], ["-V"], ["version"]] {
+            let r = try runBinary(args)
+            XCTAssertEqual(r.status, 0)
+            XCTAssertEqual(r.stdout, "fcm-mock \(fcmMockVersion)\n")
+        }
+        let unknown = try runBinary(["help", "frobnicate"])
+        XCTAssertEqual(unknown.status, 2)
+        XCTAssertTrue(unknown.stderr.hasPrefix("fcm-mock: no command 'frobnicate'"), unknown.stderr)
     }
 
     func testInvalidFixtureNamesFileAndPath() throws {

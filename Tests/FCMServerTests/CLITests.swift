@@ -46,6 +46,21 @@ final class CLITests: XCTestCase {
         XCTAssertEqual((try JSONParser.parse(one.stdout)).objectValue?["items"]?.arrayValue?.count, 1)
     }
 
+    /// Without --server or FCM_MOCK_URL the client finds the server where `serve` would put it
+    /// from the same environment (a container's health check follows FCM_MOCK_HTTP_PORT).
+    func testServerDefaultsToFCMMockHTTPPort() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let health = try runBinary(["health"], environment: ["FCM_MOCK_HTTP_PORT": String(s.httpPort)])
+        XCTAssertEqual(health.status, 0, health.stdout)
+        XCTAssertTrue(health.stdout.contains("at http://127.0.0.1:\(s.httpPort),"), health.stdout)
+        let url = try runBinary(["health"], environment: ["FCM_MOCK_HTTP_PORT": "9", "FCM_MOCK_URL": "http://127.0.0.1:\(s.httpPort)"])
+        XCTAssertEqual(url.status, 0, "FCM_MOCK_URL wins")
+        let tls = try runBinary(["health"], environment: ["FCM_MOCK_HTTP_PORT": String(s.httpPort), "FCM_MOCK_HTTP_TLS": "true"])
+        XCTAssertEqual(tls.status, 1, "https is asked of a plain port: \(tls.stdout)")
+        XCTAssertTrue(tls.stdout.contains("https://127.0.0.1:\(s.httpPort)"), tls.stdout)
+    }
+
     func testFailures() throws {
         // Nobody listens on this port: one line, exit 1.
         let dead = try runBinary(["health", "--server", "http://127.0.0.1:9"])
