@@ -96,30 +96,70 @@ extension Engine {
         return device
     }
 
-    /// `createDevice` without waiting for the commit (fixture loading waits once at the end).
+    /// `createDevice` without waiting for the commit.
     func createDeviceQueued(_ spec: DeviceSpec, idempotent: Bool) throws(ControlError) -> (Device, Store.Ticket?) {
-        if let t = spec.token, !isWellFormedToken(t) {
-            throw .badRequest("token must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 - _ : .")
-        }
+        if let t = spec.token, !isWellFormedToken(t) { throw Self.malformedToken }
         let now = clock.nowMillis()
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
-            guard let project = s.projects[spec.senderID] else {
-                return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
+            switch place(spec, in: &s, now: now) {
+            case .failure(let e): return .failure(e)
+            case .success((let d, true)): return .success((d, submit([{ (c: SQLiteConnection) throws in try c.run(Device.insertSQL, d.insertValues) }])))
+            case .success((let d, false)):
+                return idempotent ? .success((d, nil)) : .failure(.conflict("device '\(d.token)' already exists"))
             }
-            let token = spec.token ?? newRegistrationToken()
-            if let existing = s.device(token: token) {
-                return idempotent ? .success((existing, nil)) : .failure(.conflict("device '\(token)' already exists"))
-            }
-            let app = spec.app
-                ?? project.apps.first(where: { $0.platform == spec.platform })?.app
-                ?? project.apps.first?.app ?? "unknown.app"
-            let d = Device(id: s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
-                           state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now)
-            s.nextDeviceID += 1
-            s.insert(d)
-            return .success((d, submit([{ (c: SQLiteConnection) throws in try c.run(Device.insertSQL, d.insertValues) }])))
         }
         return try result.get()
+    }
+
+    /// Fixture devices, under one lock and one write: an existing token is left as it is. The
+    /// first device refused, if any, with its index; those before it are queued all the same.
+    func createDevicesQueued(_ specs: [DeviceSpec]) -> (failure: (Int, ControlError)?, ticket: Store.Ticket?) {
+        if let i = specs.firstIndex(where: { $0.token.map { !isWellFormedToken($0) } ?? false }) {
+            return ((i, Self.malformedToken), nil)
+        }
+        let now = clock.nowMillis()
+        return state.withLock { s in
+            var created: [Device] = []
+            var failure: (Int, ControlError)?
+            for (i, spec) in specs.enumerated() {
+                switch place(spec, in: &s, now: now) {
+                case .failure(let e): failure = (i, e)
+                case .success((let d, true)): created.append(d)
+                case .success: continue
+                }
+                if failure != nil { break }
+            }
+            guard !created.isEmpty else { return (failure, nil) }
+            let rows = created
+            return (failure, submit([{ (c: SQLiteConnection) throws in
+                let insert = try c.statement(Device.insertSQL)
+                for d in rows {
+                    try c.reset(insert)
+                    try insert.bind(d.insertValues)
+                    while try insert.step() {}
+                }
+            }]))
+        }
+    }
+
+    private static let malformedToken = ControlError.badRequest("token must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 - _ : .")
+
+    /// Adds the device `spec` asks for to `s` (a generated token when it gives none); the one
+    /// that has that token already, with false, when there is one.
+    private func place(_ spec: DeviceSpec, in s: inout EngineState, now: Int64) -> Result<(Device, Bool), ControlError> {
+        guard let project = s.projects[spec.senderID] else {
+            return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
+        }
+        let token = spec.token ?? newRegistrationToken()
+        if let existing = s.device(token: token) { return .success((existing, false)) }
+        let app = spec.app
+            ?? project.apps.first(where: { $0.platform == spec.platform })?.app
+            ?? project.apps.first?.app ?? "unknown.app"
+        let d = Device(id: s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
+                       state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now)
+        s.nextDeviceID += 1
+        s.insert(d)
+        return .success((d, true))
     }
 
     /// One device by token.
@@ -383,8 +423,9 @@ extension Engine {
         let hook = resetListeners.withLock { $0 }
         var afterwards: (@Sendable () -> Void)?
         let ticket = state.withLock { s in
-            s.devices.removeAll()
-            s.tokenIndex.removeAll()
+            // Capacity is kept: the fixtures applied next put as many devices back.
+            s.devices.removeAll(keepingCapacity: true)
+            s.tokenIndex.removeAll(keepingCapacity: true)
             s.inbox.removeAll()
             s.stored.removeAll()
             s.faults = FaultTable()

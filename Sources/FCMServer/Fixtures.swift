@@ -1,11 +1,16 @@
 import FCMCore
 import FCMStore
 
-/// One fixture file as read at start: reset applies it again from memory, so editing the file
-/// afterwards changes nothing until a restart.
+/// One fixture file, read and checked at start into what it declares. A reset applies it again
+/// from memory: editing the file afterwards changes nothing until a restart, and a reset spends
+/// no time parsing.
 public struct FixtureDocument: Sendable {
     public let name: String
-    public let bytes: [UInt8]
+    var projects: [Project] = []
+    /// Every device with its token (derived from its place in the file when the file gives none).
+    var devices: [DeviceSpec] = []
+    var subscriptions: [(topic: String, tokens: [String])] = []
+    var groups: [(name: String, senderID: String, members: [String])] = []
 }
 
 /// Loads fixture files (control-api.md "Fixtures file") through the same engine calls the control
@@ -20,41 +25,44 @@ public enum Fixtures {
     /// `reset` applies them again.
     @discardableResult
     public static func load(_ paths: [String], into engine: Engine) throws(ConfigurationError) -> [FixtureDocument] {
-        let documents = try read(paths)
-        try apply(documents, into: engine)
+        let now = engine.clock.nowMillis()
+        var documents: [FixtureDocument] = []
+        // Each document is applied before the next is read: a later file may name a project an
+        // earlier one declared.
+        for (name, bytes) in try read(paths) {
+            let d = try parse(bytes, name: name, now: now)
+            try apply([d], into: engine)
+            documents.append(d)
+        }
         engine.startFixtures.withLock { $0 = documents }
         return documents
     }
 
-    /// Applies documents read before (at start, or again after a reset).
-    public static func apply(_ documents: [FixtureDocument], into engine: Engine) throws(ConfigurationError) {
-        for d in documents { try load(d.bytes, name: d.name, into: engine) }
-    }
-
-    /// Reads each path (a file, or a folder's `*.json` in name order); none: the built-in one.
-    static func read(_ paths: [String]) throws(ConfigurationError) -> [FixtureDocument] {
-        if paths.isEmpty { return [FixtureDocument(name: builtInName, bytes: Array(defaultFixtureJSON.utf8))] }
-        var documents: [FixtureDocument] = []
+    /// The files of `paths` (a folder's `*.json` in name order); none: the built-in one.
+    static func read(_ paths: [String]) throws(ConfigurationError) -> [(name: String, bytes: [UInt8])] {
+        if paths.isEmpty { return [(builtInName, Array(defaultFixtureJSON.utf8))] }
+        var files: [(String, [UInt8])] = []
         for path in paths {
             guard let kind = SystemIO.kind(of: path) else {
                 throw ConfigurationError("fixtures: \(path) does not exist")
             }
-            var files = [path]
+            var names = [path]
             if kind == .directory {
-                guard let names = SystemIO.list(path) else { throw ConfigurationError("fixtures: cannot list \(path)") }
+                guard let listed = SystemIO.list(path) else { throw ConfigurationError("fixtures: cannot list \(path)") }
                 let dir = path.hasSuffix("/") ? path : path + "/"
-                files = names.filter { $0.hasSuffix(".json") }.sorted().map { dir + $0 }
+                names = listed.filter { $0.hasSuffix(".json") }.sorted().map { dir + $0 }
             }
-            for f in files {
+            for f in names {
                 guard let data = SystemIO.readFile(f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
-                documents.append(FixtureDocument(name: f, bytes: data))
+                files.append((f, data))
             }
         }
-        return documents
+        return files
     }
 
-    /// Loads one fixture document; errors name the file and the JSON path of the problem.
-    public static func load(_ bytes: [UInt8], name: String, into engine: Engine) throws(ConfigurationError) {
+    /// Checks one document's shape and reads what it declares; errors name the file and the
+    /// JSON path of the problem.
+    static func parse(_ bytes: [UInt8], name: String, now: Int64) throws(ConfigurationError) -> FixtureDocument {
         func fail(_ path: String, _ message: String) -> ConfigurationError {
             ConfigurationError("fixtures: \(name): \(path): \(message)")
         }
@@ -68,53 +76,32 @@ public enum Fixtures {
         for k in obj.keys where !["projects", "devices", "subscriptions", "groups"].contains(k) {
             throw fail("$.\(k)", "unknown key; allowed: projects, devices, subscriptions, groups")
         }
-        let now = engine.clock.nowMillis()
-        // Everything is queued first and committed together: one commit per fixture device would
-        // make a 10,000-device file take seconds to load.
-        var tickets: [Store.Ticket] = []
-        var committed = false
-        defer {
-            // On an error below, what was queued still gets committed before start-up stops.
-            if !committed { for t in tickets { try? engine.commit(t) } }
-        }
+        var d = FixtureDocument(name: name)
         if let v = obj["projects"] {
             guard let items = v.arrayValue else { throw fail("$.projects", "must be an array") }
             for (i, item) in items.enumerated() {
-                let path = "$.projects[\(i)]"
-                guard let o = item.objectValue else { throw fail(path, "must be an object") }
+                guard let o = item.objectValue else { throw fail("$.projects[\(i)]", "must be an object") }
                 do {
-                    let (_, t) = try engine.createProjectQueued(try ControlAPI.projectSpec(Body(o, path: ""), now: now), upsert: true)
-                    if let t { tickets.append(t) }
+                    d.projects.append(try ControlAPI.projectSpec(Body(o, path: ""), now: now))
                 } catch {
-                    throw fail(path, error.message)
+                    throw fail("$.projects[\(i)]", error.message)
                 }
             }
         }
         if let v = obj["devices"] {
             guard let items = v.arrayValue else { throw fail("$.devices", "must be an array") }
             for (i, item) in items.enumerated() {
-                let path = "$.devices[\(i)]"
-                guard let o = item.objectValue else { throw fail(path, "must be an object") }
+                guard let o = item.objectValue else { throw fail("$.devices[\(i)]", "must be an object") }
                 do {
                     var spec = try ControlAPI.deviceSpec(Body(o, path: ""))
                     if spec.token == nil {
                         spec.token = deterministicRegistrationToken(
                             seed: "\(spec.senderID)|\(spec.app ?? "")|\(spec.platform.rawValue)|\(i)")
                     }
-                    let (_, t) = try engine.createDeviceQueued(spec, idempotent: true)
-                    if let t { tickets.append(t) }
+                    d.devices.append(spec)
                 } catch {
-                    throw fail(path, error.message)
+                    throw fail("$.devices[\(i)]", error.message)
                 }
-            }
-        }
-        // Subscriptions and groups name devices, so they need the devices committed first.
-        committed = true
-        for t in tickets {
-            do {
-                try engine.commit(t)
-            } catch {
-                throw fail("$", "the store failed while loading: \(error.description)")
             }
         }
         if let v = obj["subscriptions"] {
@@ -125,36 +112,77 @@ public enum Fixtures {
                 guard let list = m.value.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
                     throw fail(path, "must be an array of tokens")
                 }
-                let tokens = list.compactMap(\.stringValue)
-                do {
-                    let outcomes = try engine.batch(tokens, topic: m.key, subscribe: true, senderID: nil)
-                    if let i = outcomes.firstIndex(where: { $0 != .ok }) {
-                        throw fail("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].rawValue)")
-                    }
-                } catch let e as ConfigurationError {
-                    throw e
-                } catch {
-                    throw fail(path, "\(error)")
-                }
+                d.subscriptions.append((m.key, list.compactMap(\.stringValue)))
             }
         }
         if let v = obj["groups"] {
             guard let items = v.arrayValue else { throw fail("$.groups", "must be an array") }
             for (i, item) in items.enumerated() {
-                let path = "$.groups[\(i)]"
                 guard let o = item.objectValue, let name = o["notification_key_name"]?.stringValue,
                     let sender = o["sender_id"]?.stringValue, let members = o["members"]?.arrayValue
-                else { throw fail(path, "needs notification_key_name, sender_id and members") }
-                let tokens = members.compactMap(\.stringValue)
+                else { throw fail("$.groups[\(i)]", "needs notification_key_name, sender_id and members") }
+                d.groups.append((name, sender, members.compactMap(\.stringValue)))
+            }
+        }
+        return d
+    }
+
+    /// Applies documents (at start, and again after a reset); errors name the file and the JSON
+    /// path of what the engine refused.
+    public static func apply(_ documents: [FixtureDocument], into engine: Engine) throws(ConfigurationError) {
+        for d in documents {
+            func fail(_ path: String, _ message: String) -> ConfigurationError {
+                ConfigurationError("fixtures: \(d.name): \(path): \(message)")
+            }
+            // Projects and devices are queued and committed together: a commit per device would
+            // make a 10,000-device file take seconds to load. What was queued before an error is
+            // still committed.
+            var tickets: [Store.Ticket] = []
+            var refused: ConfigurationError?
+            for (i, p) in d.projects.enumerated() {
                 do {
-                    if let key = engine.groupKey(name: name, senderID: sender) {
-                        _ = try engine.groupOperation("add", name: name, key: key, tokens: tokens, senderID: sender)
-                    } else {
-                        _ = try engine.groupOperation("create", name: name, key: nil, tokens: tokens, senderID: sender,
-                                                      newKey: fixtureNotificationKey(senderID: sender, name: name))
-                    }
+                    if let t = try engine.createProjectQueued(p, upsert: true).1 { tickets.append(t) }
+                } catch {
+                    refused = fail("$.projects[\(i)]", error.message)
+                    break
+                }
+            }
+            if refused == nil {
+                let (failure, ticket) = engine.createDevicesQueued(d.devices)
+                if let ticket { tickets.append(ticket) }
+                if let (i, error) = failure { refused = fail("$.devices[\(i)]", error.message) }
+            }
+            for t in tickets {
+                do {
+                    try engine.commit(t)
+                } catch {
+                    throw fail("$", "the store failed while loading: \(error.description)")
+                }
+            }
+            if let refused { throw refused }
+            // Subscriptions and groups name devices, so they come after the devices' commit.
+            for (topic, tokens) in d.subscriptions {
+                let path = "$.subscriptions.\(topic)"
+                let outcomes: [BatchOutcome]
+                do {
+                    outcomes = try engine.batch(tokens, topic: topic, subscribe: true, senderID: nil)
                 } catch {
                     throw fail(path, error.message)
+                }
+                if let i = outcomes.firstIndex(where: { $0 != .ok }) {
+                    throw fail("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].rawValue)")
+                }
+            }
+            for (i, g) in d.groups.enumerated() {
+                do {
+                    if let key = engine.groupKey(name: g.name, senderID: g.senderID) {
+                        _ = try engine.groupOperation("add", name: g.name, key: key, tokens: g.members, senderID: g.senderID)
+                    } else {
+                        _ = try engine.groupOperation("create", name: g.name, key: nil, tokens: g.members, senderID: g.senderID,
+                                                      newKey: fixtureNotificationKey(senderID: g.senderID, name: g.name))
+                    }
+                } catch {
+                    throw fail("$.groups[\(i)]", error.message)
                 }
             }
         }
