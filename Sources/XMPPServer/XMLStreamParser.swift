@@ -12,11 +12,12 @@ public enum XMLStreamEvent: Equatable, Sendable {
 
 /// Why the stream cannot go on (answered with a stream error, then the stream is closed).
 public enum XMLStreamError: Error, Equatable, Sendable {
-    /// Not well-formed XML, invalid UTF-8, no stream header first or one inside the stream
+    /// Well-formed XML that is no XMPP stream: no stream header first, or one inside the stream
     /// (`invalid-xml`).
     case invalidXML(String)
-    /// Well-formed XML that breaks Namespaces in XML 1.0: an undeclared prefix, a prefix bound
-    /// to the empty name, a misused `xml` or `xmlns` prefix (`not-well-formed`).
+    /// Not well-formed XML (mismatched tags, invalid UTF-8), or well-formed but breaking
+    /// Namespaces in XML 1.0: an undeclared prefix, a prefix bound to the empty name, a misused
+    /// `xml` or `xmlns` prefix, two colons in a name (`not-well-formed`).
     case notWellFormed(String)
     /// A stream header outside the stream namespace, or declaring a content namespace other than
     /// `jabber:client` (`invalid-namespace`).
@@ -150,8 +151,9 @@ public final class XMLStreamParser {
             if code == XML_ERROR_UNBOUND_PREFIX && depth == 0 {
                 return try fail(.invalidNamespace(Self.streamNamespaceRule + ", its prefix is not declared"))
             }
-            if namespaceErrors.contains(code) { return try fail(.notWellFormed("not namespace-well-formed: \(message)")) }
-            return try fail(.invalidXML(message))
+            // One condition for both: RFC 6120 4.9.3.13 covers [XML] and [XML-NAMES] alike, and
+            // expat reports some namespace errors (two colons in a name) as plain syntax errors.
+            return try fail(.notWellFormed(namespaceErrors.contains(code) ? "not namespace-well-formed: \(message)" : message))
         }
         if paused {
             // Stopped just after the pausing stanza: the rest of this chunk is the caller's.
@@ -289,8 +291,8 @@ private func parserFrom(_ data: UnsafeMutableRawPointer?) -> XMLStreamParser? {
 /// name (XML 1.0 allows it nowhere, not even as a character reference), so the split is exact.
 private let nameSeparator: CChar = 1
 
-/// Expat's errors for input that is well-formed XML but not namespace-well-formed. A name with
-/// two colons is one too, but expat reports it as a plain syntax error.
+/// Expat's errors for input that is well-formed XML but not namespace-well-formed, named so in
+/// the stream error's text.
 private let namespaceErrors = [XML_ERROR_UNBOUND_PREFIX, XML_ERROR_UNDECLARING_PREFIX, XML_ERROR_RESERVED_PREFIX_XML,
                                XML_ERROR_RESERVED_PREFIX_XMLNS, XML_ERROR_RESERVED_NAMESPACE_URI]
 
