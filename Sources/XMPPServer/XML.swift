@@ -1,13 +1,19 @@
 /// An XML element of a stanza: name as written (with its prefix), attributes, text and children.
 public struct XMLElement: Sendable, Equatable {
     public var name: String
+    /// The namespace name the element is in (from its prefix, else the default namespace in
+    /// scope), nil for none. Only parsed elements have one; `xml` writes the `xmlns` attributes.
+    public var namespace: String?
+    /// The attributes as written, namespace declarations (`xmlns`, `xmlns:p`) included.
     public var attributes: [String: String]
     public var children: [XMLElement]
     /// The element's own character data (concatenated).
     public var text: String
 
-    public init(name: String, attributes: [String: String] = [:], children: [XMLElement] = [], text: String = "") {
+    public init(name: String, namespace: String? = nil, attributes: [String: String] = [:], children: [XMLElement] = [],
+                text: String = "") {
         self.name = name
+        self.namespace = namespace
         self.attributes = attributes
         self.children = children
         self.text = text

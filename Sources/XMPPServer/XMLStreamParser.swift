@@ -12,8 +12,16 @@ public enum XMLStreamEvent: Equatable, Sendable {
 
 /// Why the stream cannot go on (answered with a stream error, then the stream is closed).
 public enum XMLStreamError: Error, Equatable, Sendable {
-    /// Not well-formed XML, invalid UTF-8 (`invalid-xml`).
+    /// Well-formed XML that is no XMPP stream: no stream header first, or one inside the stream
+    /// (`invalid-xml`).
     case invalidXML(String)
+    /// Not well-formed XML (mismatched tags, invalid UTF-8), or well-formed but breaking
+    /// Namespaces in XML 1.0: an undeclared prefix, a prefix bound to the empty name, a misused
+    /// `xml` or `xmlns` prefix, two colons in a name (`not-well-formed`).
+    case notWellFormed(String)
+    /// A stream header outside the stream namespace, or declaring a content namespace other than
+    /// `jabber:client` (`invalid-namespace`).
+    case invalidNamespace(String)
     /// A DOCTYPE or entity declaration (`restricted-xml`): refused, so no billion laughs and no
     /// external entities.
     case restrictedXML
@@ -22,6 +30,33 @@ public enum XMLStreamError: Error, Equatable, Sendable {
     /// A stanza nested deeper, or made of more elements, than the limits (`policy-violation`):
     /// each element costs memory well beyond its bytes, and freeing a deep tree recurses.
     case tooComplex(String)
+
+    /// The stream error condition (RFC 6120 4.9.3) and text that answer it.
+    public var streamError: (condition: String, text: String) {
+        switch self {
+        case .invalidXML(let why): ("invalid-xml", why)
+        // 4.9.3.13: "XML that violates the well-formedness rules of [XML] or [XML-NAMES]". Not
+        // `bad-format`, which the RFC keeps for when no more specific condition applies, nor
+        // `invalid-xml`, which is about validation against a schema (4.9.3.11).
+        case .notWellFormed(let why): ("not-well-formed", why)
+        // 4.8.1 names this condition for a header outside the stream namespace; 4.9.3.10 adds a
+        // content namespace that is not supported.
+        case .invalidNamespace(let why): ("invalid-namespace", why)
+        case .restrictedXML: ("restricted-xml", "DTDs and entity declarations are not allowed")
+        case .tooBig(let limit): ("policy-violation", "a stanza may not exceed \(limit) bytes")
+        case .tooComplex(let why): ("policy-violation", why)
+        }
+    }
+}
+
+/// Namespace names the stream parser and the listener check.
+public enum XMPPNamespace {
+    /// The stream namespace (RFC 6120 4.8.1): the stream header's and `<stream:error>`'s.
+    public static let streams = "http://etherx.jabber.org/streams"
+    /// The content namespace of client-to-server streams (RFC 6120 4.8.3).
+    public static let client = "jabber:client"
+    /// SASL negotiation (`<auth>`, `<success>`, `<failure>`).
+    public static let sasl = "urn:ietf:params:xml:ns:xmpp-sasl"
 }
 
 /// An incremental XMPP stream parser on expat: bytes in (split anywhere), stanzas out.
@@ -58,8 +93,12 @@ public final class XMLStreamParser {
     public init(maxStanzaBytes: Int = 1 << 20) {
         self.maxStanzaBytes = maxStanzaBytes
         // UTF-8 whatever the stream's XML declaration says: XMPP is UTF-8 only (RFC 6120), so
-        // a stream claiming another encoding is not turned into valid text.
-        parser = XML_ParserCreate("UTF-8")
+        // a stream claiming another encoding is not turned into valid text. Namespace processing
+        // on: expat then refuses what is not namespace-well-formed (RFC 6120 11.3) with all it
+        // takes (the prefixes in scope, the reserved prefixes and names, attributes compared once
+        // expanded), rather than a second bookkeeping of declarations here; the names it reports
+        // resolved, `writtenName` turns back into the names as written.
+        parser = XML_ParserCreateNS("UTF-8", nameSeparator)
         configure()
     }
 
@@ -69,6 +108,7 @@ public final class XMLStreamParser {
     public func reset() {
         XML_ParserReset(parser, "UTF-8")
         stack = []
+        declarations = [:]
         events = []
         failure = nil
         fed = 0
@@ -81,6 +121,9 @@ public final class XMLStreamParser {
 
     private func configure() {
         XML_SetUserData(parser, Unmanaged.passUnretained(self).toOpaque())
+        // With the prefix as the third part of each name (reset clears it).
+        XML_SetReturnNSTriplet(parser, 1)
+        XML_SetStartNamespaceDeclHandler(parser, namespaceHandler)
         XML_SetElementHandler(parser, startHandler, endHandler)
         XML_SetCharacterDataHandler(parser, textHandler)
         XML_SetEntityDeclHandler(parser, entityHandler)
@@ -103,7 +146,14 @@ public final class XMLStreamParser {
         if status == FCM_XML_STATUS_ERROR {
             let code = XML_GetErrorCode(parser)
             let message = XML_ErrorString(code).map { String(cString: $0) } ?? "not well-formed"
-            return try fail(.invalidXML(message))
+            // A header whose prefix is bound to nothing is in no namespace: the stream namespace
+            // is what that client got wrong (4.8.1), more to the point than well-formedness.
+            if code == XML_ERROR_UNBOUND_PREFIX && depth == 0 {
+                return try fail(.invalidNamespace(Self.streamNamespaceRule + ", its prefix is not declared"))
+            }
+            // One condition for both: RFC 6120 4.9.3.13 covers [XML] and [XML-NAMES] alike, and
+            // expat reports some namespace errors (two colons in a name) as plain syntax errors.
+            return try fail(.notWellFormed(namespaceErrors.contains(code) ? "not namespace-well-formed: \(message)" : message))
         }
         if paused {
             // Stopped just after the pausing stanza: the rest of this chunk is the caller's.
@@ -131,13 +181,24 @@ public final class XMLStreamParser {
         XML_StopParser(parser, 0)
     }
 
-    fileprivate func start(_ name: String, _ attrs: [String: String]) {
-        let isStream = name == "stream" || name.hasSuffix(":stream")
+    fileprivate func start(_ name: String, _ namespace: String?, _ attrs: [String: String]) {
+        // The element's namespace declarations are attributes as written, as without namespace
+        // processing.
+        let element = XMLElement(name: name, namespace: namespace, attributes: attrs.merging(declarations) { a, _ in a })
+        declarations = [:]
+        let isStream = element.localName == "stream" && namespace == XMPPNamespace.streams
         if depth == 0 {
             // The document element must be the stream itself (SASL before the header is not).
-            guard isStream else { return stop(.invalidXML("the stream must start with <stream:stream>, not <\(name)>")) }
+            guard element.localName == "stream" else { return stop(.invalidXML("the stream must start with <stream:stream>, not <\(name)>")) }
+            guard isStream else {
+                return stop(.invalidNamespace(Self.streamNamespaceRule + ", not \(namespace ?? "none")"))
+            }
+            // A client's stream carries client stanzas; none declared is taken as that too.
+            if let content = element.attributes["xmlns"], !content.isEmpty, content != XMPPNamespace.client {
+                return stop(.invalidNamespace("the content namespace must be \(XMPPNamespace.client), not \(content)"))
+            }
             depth = 1
-            events.append(.streamOpen(attrs))
+            events.append(.streamOpen(element.attributes))
             markBoundaryAfterEvent()
             return
         }
@@ -149,7 +210,16 @@ public final class XMLStreamParser {
         elements += 1
         if depth - 1 > Self.maxDepth { return stop(.tooComplex("a stanza may not nest elements more than \(Self.maxDepth) deep")) }
         if elements > Self.maxElements { return stop(.tooComplex("a stanza may not have more than \(Self.maxElements) elements")) }
-        stack.append(XMLElement(name: name, attributes: attrs))
+        stack.append(element)
+    }
+
+    private static let streamNamespaceRule = "the stream header must be in the namespace \(XMPPNamespace.streams)"
+
+    /// Namespace declarations of the element about to start (expat reports them first).
+    private var declarations: [String: String] = [:]
+
+    fileprivate func declare(prefix: String?, namespace: String?) {
+        declarations[prefix.map { "xmlns:" + $0 } ?? "xmlns"] = namespace ?? ""
     }
 
     /// The bytes after a pause (empty otherwise), once.
@@ -217,16 +287,39 @@ private func parserFrom(_ data: UnsafeMutableRawPointer?) -> XMLStreamParser? {
     data.map { Unmanaged<XMLStreamParser>.fromOpaque($0).takeUnretainedValue() }
 }
 
+/// Separates the parts of the names expat reports: U+0001 is in no name and in no namespace
+/// name (XML 1.0 allows it nowhere, not even as a character reference), so the split is exact.
+private let nameSeparator: CChar = 1
+
+/// Expat's errors for input that is well-formed XML but not namespace-well-formed, named so in
+/// the stream error's text.
+private let namespaceErrors = [XML_ERROR_UNBOUND_PREFIX, XML_ERROR_UNDECLARING_PREFIX, XML_ERROR_RESERVED_PREFIX_XML,
+                               XML_ERROR_RESERVED_PREFIX_XMLNS, XML_ERROR_RESERVED_NAMESPACE_URI]
+
+/// A name as expat reports it (`namespace SEP local SEP prefix`, `namespace SEP local` for the
+/// default namespace, `local` for none) as it was written (`prefix:local`), and its namespace.
+private func writtenName(_ raw: UnsafePointer<CChar>) -> (name: String, namespace: String?) {
+    let s = String(cString: raw)
+    guard s.utf8.contains(UInt8(nameSeparator)) else { return (s, nil) }
+    let parts = s.utf8.split(separator: UInt8(nameSeparator), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    return parts.count == 3 ? (parts[2] + ":" + parts[1], parts[0]) : (parts[1], parts[0])
+}
+
 private let startHandler: XML_StartElementHandler = { data, name, attrs in
     guard let p = parserFrom(data), let name else { return }
     var dict: [String: String] = [:]
     if var a = attrs {
         while let k = a.pointee, let v = a.advanced(by: 1).pointee {
-            dict[String(cString: k)] = String(cString: v)
+            dict[writtenName(k).name] = String(cString: v)
             a = a.advanced(by: 2)
         }
     }
-    p.start(String(cString: name), dict)
+    let (written, namespace) = writtenName(name)
+    p.start(written, namespace, dict)
+}
+
+private let namespaceHandler: XML_StartNamespaceDeclHandler = { data, prefix, uri in
+    parserFrom(data)?.declare(prefix: prefix.map { String(cString: $0) }, namespace: uri.map { String(cString: $0) })
 }
 
 private let endHandler: XML_EndElementHandler = { data, name in

@@ -447,13 +447,7 @@ public final class XMPPConnection: @unchecked Sendable {
                 do {
                     events = try parser.feed(chunk)
                 } catch {
-                    switch error {
-                    case .invalidXML(let why): end(error: "invalid-xml", text: why)
-                    case .restrictedXML: end(error: "restricted-xml", text: "DTDs and entity declarations are not allowed")
-                    case .tooBig(let limit): end(error: "policy-violation", text: "a stanza may not exceed \(limit) bytes")
-                    case .tooComplex(let why): end(error: "policy-violation", text: why)
-                    }
-                    return
+                    return end(error: error.streamError.condition, text: error.streamError.text)
                 }
                 for e in events where !handle(e, parser) { return }
                 chunk = parser.takeLeftover()
@@ -495,6 +489,13 @@ public final class XMPPConnection: @unchecked Sendable {
             }
             return true
         case .stanza(let s):
+            // RFC 6120 4.9.3.22: a first-level element in a namespace the server does not
+            // understand (`<message xmlns='foo'>` is no stanza). None is the content namespace
+            // when the header declared none.
+            guard s.namespace == nil || s.namespace == XMPPNamespace.client || s.namespace == XMPPNamespace.sasl else {
+                close(error: "unsupported-stanza-type", text: "<\(s.localName)> in the namespace \(s.namespace ?? "") is not understood here")
+                return false
+            }
             switch phase {
             case .awaitingStream, .awaitingRestart:
                 close(error: "invalid-xml", text: "expected a stream header")
@@ -502,7 +503,8 @@ public final class XMPPConnection: @unchecked Sendable {
             case .awaitingAuth:
                 return authenticate(s, parser)
             case .awaitingBind, .ready:
-                return stanza(s, phase: phase)
+                // SASL elements once authenticated are ignored, as other elements nobody asked for.
+                return s.namespace == XMPPNamespace.sasl || stanza(s, phase: phase)
             }
         }
     }
@@ -515,8 +517,8 @@ public final class XMPPConnection: @unchecked Sendable {
     }
 
     private func authenticate(_ s: XMLElement, _ parser: XMLStreamParser) -> Bool {
-        let saslNS = "urn:ietf:params:xml:ns:xmpp-sasl"
-        guard s.localName == "auth" else {
+        let saslNS = XMPPNamespace.sasl
+        guard s.localName == "auth" && s.namespace == saslNS else {
             close(error: "not-authorized", text: "authenticate first (SASL PLAIN)")
             return false
         }
