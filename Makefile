@@ -12,8 +12,21 @@ comma := ,
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN_DEBUG = .build/debug/fcm-mock
 BIN_RELEASE = .build/release/fcm-mock
+# The Swift runtime is linked statically, as in docker/Dockerfile: the binary runs on a machine
+# without a Swift toolchain (it needs only the C libraries listed in the Dockerfile). bench/run.sh
+# builds through `make release`, so the benchmark measures this binary and never relinks it.
+RELEASE_FLAGS = -c release --static-swift-stdlib --product fcm-mock
 
-.PHONY: deps test-deps build release run test unit-test interop bench clean format
+# make install [PREFIX=/usr/local] [DESTDIR=]: copies the release build to $(DESTDIR)$(PREFIX)/bin.
+PREFIX ?= /usr/local
+bindir = $(DESTDIR)$(PREFIX)/bin
+# The binary to copy (the install test passes the debug build so it needs no release build).
+INSTALL_BIN = $(BIN_RELEASE)
+# Symbols are kept: a crash backtrace then names the functions. `make install-strip` drops them.
+INSTALL_STRIP =
+
+.PHONY: deps test-deps build release run install install-strip uninstall test unit-test interop \
+        bench clean format
 
 # Another apt-get running (an unattended upgrade, a second checkout's make) is waited for, not an error.
 APT_LOCK_WAIT = -o DPkg::Lock::Timeout=300
@@ -48,19 +61,46 @@ test-deps: deps
 build: deps
 	$(SWIFT) build
 
+# The portable binary, .build/release/fcm-mock. Fails if it still links a Swift runtime library.
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
+	@if readelf -d $(BIN_RELEASE) | grep -E 'NEEDED.*\[(libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime)'; then \
+	  echo "make: $(BIN_RELEASE) links the Swift runtime libraries above dynamically" >&2; exit 1; fi
 
 # Serves on the defaults: HTTP 127.0.0.1:8080, XMPP 127.0.0.1:5235, ./data/fcm-mock.sqlite,
 # the built-in default fixture. Extra flags: make run ARGS="--http-port 9000".
 run: release
 	$(BIN_RELEASE) serve $(ARGS)
 
-# Every test: Swift unit and end-to-end tests, the Docker runtime-package check, then the interop
-# suite with real third-party clients (pyfcm, slixmpp).
+# Builds the release binary as the user running make, then copies it; uses sudo for the copy only
+# when the directory is not writable. Packagers: make install DESTDIR=/tmp/stage PREFIX=/usr
+install: $(if $(filter $(BIN_RELEASE),$(INSTALL_BIN)),release)
+	@[ -x '$(INSTALL_BIN)' ] || { echo "make: no executable at $(INSTALL_BIN)" >&2; exit 1; }
+	@dir='$(bindir)'; sudo=; \
+	if ! { mkdir -p "$$dir" 2>/dev/null && [ -w "$$dir" ]; }; then \
+	  [ "$$(id -u)" != 0 ] || { echo "make: cannot write to $$dir" >&2; exit 1; }; \
+	  sudo=sudo; echo "make: $$dir is not writable by uid $$(id -u): copying with sudo"; \
+	fi; \
+	$$sudo install -d "$$dir" && $$sudo install -m 0755 $(INSTALL_STRIP) '$(INSTALL_BIN)' "$$dir/fcm-mock" \
+	  && echo "installed $$dir/fcm-mock"
+
+# The same without symbols (about 40% smaller; crash backtraces then show addresses only).
+install-strip:
+	$(MAKE) install INSTALL_STRIP=-s
+
+uninstall:
+	@f='$(bindir)/fcm-mock'; \
+	if [ ! -e "$$f" ] && [ ! -L "$$f" ]; then echo "make: $$f is not installed"; exit 0; fi; \
+	sudo=; [ -w "$$(dirname "$$f")" ] || [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	$$sudo rm -f "$$f" && echo "removed $$f"
+
+# Every test: Swift unit and end-to-end tests, the Docker runtime-package check, `make install`,
+# then the interop suite with real third-party clients (pyfcm, slixmpp) and the web page in
+# headless Chromium.
 test: test-deps
 	$(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
+	bash Tests/install/run.sh $(BIN_DEBUG)
 	$(SWIFT) test --skip-build --disable-swift-testing
 	bash Tests/interop/run.sh $(BIN_DEBUG)
 
