@@ -94,12 +94,13 @@ uninstall:
 	sudo=; [ -w "$$(dirname "$$f")" ] || [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	$$sudo rm -f "$$f" && echo "removed $$f"
 
-# Every test: Swift unit and end-to-end tests, the Docker runtime-package check, `make install`,
-# then the interop suite with real third-party clients (pyfcm, slixmpp) and the web page in
-# headless Chromium.
+# Every test: Swift unit and end-to-end tests, the Docker checks, `make install`, then the
+# interop suite with real third-party clients (pyfcm, slixmpp) and the web page in headless
+# Chromium.
 test: test-deps
 	$(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
+	bash docker/check-dockerfile.sh $(BIN_DEBUG)
 	bash Tests/install/run.sh $(BIN_DEBUG)
 	$(SWIFT) test --skip-build --disable-swift-testing
 	bash Tests/interop/run.sh $(BIN_DEBUG)
