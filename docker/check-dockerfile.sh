@@ -127,9 +127,11 @@ else
   chmod 0555 "$scratch/ro"
   as_user=()
 fi
+# (A copy of the script: the checkout may be unreadable for uid 10001, under /root for example.)
+cp "$here/entrypoint.sh" "$scratch/entrypoint.sh" && chmod 0644 "$scratch/entrypoint.sh"
 set +e
 out=$(FCM_MOCK_DB="$scratch/ro/fcm-mock.sqlite" "${as_user[@]}" env PATH="$scratch/path:$PATH" \
-      sh "$here/entrypoint.sh" serve 2>&1)
+      sh "$scratch/entrypoint.sh" serve 2>&1)
 rc=$?
 set -e
 if [ "$rc" != 1 ] || [[ $out != *"runs as $( [ ${#as_user[@]} -gt 0 ] && echo 10001 || id -u):"* ]] \
@@ -137,8 +139,8 @@ if [ "$rc" != 1 ] || [[ $out != *"runs as $( [ ${#as_user[@]} -gt 0 ] && echo 10
   echo "check-dockerfile: entrypoint.sh did not refuse an unwritable /data clearly (exit $rc): $out" >&2; exit 1
 fi
 # ... but --db on the command line (or :memory:) is not its business.
-out=$(FCM_MOCK_DB="$scratch/ro/fcm-mock.sqlite" "${as_user[@]}" env PATH="$scratch/path:$PATH" \
-      sh "$here/entrypoint.sh" serve --db :memory: --no-such-flag 2>&1) || true
+out=$(FCM_MOCK_DB="$scratch/ro/fcm-mock.sqlite" timeout 10 "${as_user[@]}" env PATH="$scratch/path:$PATH" \
+      sh "$scratch/entrypoint.sh" serve --db :memory: --no-such-flag 2>&1) || true
 [[ $out != *"cannot write"* ]] || { echo "check-dockerfile: entrypoint.sh checked /data although --db was given" >&2; exit 1; }
 
 # --- the checks fail on broken copies ---------------------------------------------------------
