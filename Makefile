@@ -1,48 +1,107 @@
 # The two commands README promises: `make run` and `make test`. Both install what is missing.
 SWIFT ?= swift
-APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev pkg-config python3-venv curl
+# Debian packages, in groups. A group prints one line (what, and why) when it installs something.
+BUILD_APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev pkg-config
+BUILD_APT_WHY = needed to compile and link fcm-mock
+TOOL_APT_DEPS = python3-venv curl
+TOOL_APT_WHY = python3-venv makes the interop suite's virtual environment; curl runs the HTTPS test and the README's examples
 # Only `make test` needs these: the browser test of the web page drives headless Chromium.
-TEST_APT_DEPS = chromium fonts-liberation
+BROWSER_APT_DEPS = chromium fonts-liberation
+BROWSER_APT_WHY = the web page test drives headless Chromium
+comma := ,
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN_DEBUG = .build/debug/fcm-mock
 BIN_RELEASE = .build/release/fcm-mock
+# The Swift runtime is linked statically, as in docker/Dockerfile: the binary runs on a machine
+# without a Swift toolchain (it needs only the C libraries listed in the Dockerfile). bench/run.sh
+# builds through `make release`, so the benchmark measures this binary and never relinks it.
+RELEASE_FLAGS = -c release --static-swift-stdlib --product fcm-mock
 
-.PHONY: deps test-deps build release run test unit-test interop bench clean format
+# make install [PREFIX=/usr/local] [DESTDIR=]: copies the release build to $(DESTDIR)$(PREFIX)/bin.
+PREFIX ?= /usr/local
+bindir = $(DESTDIR)$(PREFIX)/bin
+# The binary to copy (the install test passes the debug build so it needs no release build).
+INSTALL_BIN = $(BIN_RELEASE)
+# Symbols are kept: a crash backtrace then names the functions. `make install-strip` drops them.
+INSTALL_STRIP =
 
-# $(call apt_install,PACKAGES,EXTRA_APT_FLAGS): installs those of PACKAGES that dpkg does not
-# report as "install ok installed" (a removed package's leftover configuration does not count).
+.PHONY: deps test-deps build release run install install-strip uninstall test unit-test interop \
+        bench clean format
+
+# Another apt-get running (an unattended upgrade, a second checkout's make) is waited for, not an error.
+APT_LOCK_WAIT = -o DPkg::Lock::Timeout=300
+
+# $(call apt_install,PACKAGES,WHAT,WHY,EXTRA_APT_FLAGS): installs those of PACKAGES that dpkg does
+# not report as "install ok installed" (a removed package's leftover configuration does not count),
+# saying so in one line. apt-get's output goes to a log that is shown (its tail) only on failure.
 define apt_install
 	@missing=""; for p in $(1); do [ "$$(dpkg-query -W -f='$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(2) $$missing >/dev/null; \
+	  echo "make: installing $(2) ($${missing# }): $(3)"; \
+	  command -v apt-get >/dev/null || { echo "make: apt-get not found; install$$missing by hand, then run make again" >&2; exit 1; }; \
+	  log=$$(mktemp); \
+	  if ! { $(SUDO) apt-get $(APT_LOCK_WAIT) update -qq \
+	         && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get $(APT_LOCK_WAIT) install -y -qq $(4) $$missing; } >"$$log" 2>&1; then \
+	    tail -n 30 "$$log" >&2; rm -f "$$log"; \
+	    echo "make: could not install$$missing (the end of apt-get's output is above)" >&2; exit 1; \
+	  fi; \
+	  rm -f "$$log"; \
 	fi
 endef
 
-# Installs the Debian packages the build needs, only when one is missing.
+# Installs the Debian packages the build (and the README's examples) need, only when one is missing.
 deps:
-	$(call apt_install,$(APT_DEPS),)
+	$(call apt_install,$(BUILD_APT_DEPS),build dependencies,$(BUILD_APT_WHY),)
+	$(call apt_install,$(TOOL_APT_DEPS),tools,$(TOOL_APT_WHY),)
 
 # Installs the test-only packages too (without recommended extras).
 test-deps: deps
-	$(call apt_install,$(TEST_APT_DEPS),--no-install-recommends)
+	$(call apt_install,$(BROWSER_APT_DEPS),the browser test's packages,$(BROWSER_APT_WHY) (about 360 MB$(comma) once),--no-install-recommends)
 
 build: deps
 	$(SWIFT) build
 
+# The portable binary, .build/release/fcm-mock. Fails if it still links a Swift runtime library.
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
+	@if readelf -d $(BIN_RELEASE) | grep -E 'NEEDED.*\[(libswift|libFoundation|lib_Foundation|libdispatch|libBlocksRuntime)'; then \
+	  echo "make: $(BIN_RELEASE) links the Swift runtime libraries above dynamically" >&2; exit 1; fi
 
 # Serves on the defaults: HTTP 127.0.0.1:8080, XMPP 127.0.0.1:5235, ./data/fcm-mock.sqlite,
 # the built-in default fixture. Extra flags: make run ARGS="--http-port 9000".
 run: release
 	$(BIN_RELEASE) serve $(ARGS)
 
-# Every test: Swift unit and end-to-end tests, the Docker runtime-package check, then the interop
-# suite with real third-party clients (pyfcm, slixmpp).
+# Builds the release binary as the user running make, then copies it; uses sudo for the copy only
+# when the directory is not writable. Packagers: make install DESTDIR=/tmp/stage PREFIX=/usr
+install: $(if $(filter $(BIN_RELEASE),$(INSTALL_BIN)),release)
+	@[ -x '$(INSTALL_BIN)' ] || { echo "make: no executable at $(INSTALL_BIN)" >&2; exit 1; }
+	@dir='$(bindir)'; sudo=; \
+	if ! { mkdir -p "$$dir" 2>/dev/null && [ -w "$$dir" ]; }; then \
+	  [ "$$(id -u)" != 0 ] || { echo "make: cannot write to $$dir" >&2; exit 1; }; \
+	  sudo=sudo; echo "make: $$dir is not writable by uid $$(id -u): copying with sudo"; \
+	fi; \
+	$$sudo install -d "$$dir" && $$sudo install -m 0755 $(INSTALL_STRIP) '$(INSTALL_BIN)' "$$dir/fcm-mock" \
+	  && echo "installed $$dir/fcm-mock"
+
+# The same without symbols (about 40% smaller; crash backtraces then show addresses only).
+install-strip:
+	$(MAKE) install INSTALL_STRIP=-s
+
+uninstall:
+	@f='$(bindir)/fcm-mock'; \
+	if [ ! -e "$$f" ] && [ ! -L "$$f" ]; then echo "make: $$f is not installed"; exit 0; fi; \
+	sudo=; [ -w "$$(dirname "$$f")" ] || [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	$$sudo rm -f "$$f" && echo "removed $$f"
+
+# Every test: Swift unit and end-to-end tests, the Docker checks, `make install`, then the
+# interop suite with real third-party clients (pyfcm, slixmpp) and the web page in headless
+# Chromium.
 test: test-deps
 	$(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
+	bash docker/check-dockerfile.sh $(BIN_DEBUG)
+	bash Tests/install/run.sh $(BIN_DEBUG)
 	$(SWIFT) test --skip-build --disable-swift-testing
 	bash Tests/interop/run.sh $(BIN_DEBUG)
 

@@ -2,6 +2,8 @@
 # Checks that the Dockerfile's runtime stage installs exactly the packages that own the C libraries
 # the binary links. Run by `make test` on the machine's build of fcm-mock (same Debian release as
 # the image). Swift runtime libraries are left out: the image links them statically.
+# Packages wanted on purpose that own no linked library (ca-certificates) go in the separate
+# RUNTIME_EXTRA_PACKAGES list: it may not name a library package, nor repeat RUNTIME_PACKAGES.
 #
 #   docker/check-runtime.sh .build/debug/fcm-mock
 set -euo pipefail
@@ -33,6 +35,28 @@ want+=("libstdc++6")
 have=$(sed -n 's/^ARG RUNTIME_PACKAGES="\(.*\)"$/\1/p' "$here/Dockerfile")
 [ -n "$have" ] || { echo "check-runtime: no RUNTIME_PACKAGES line in docker/Dockerfile" >&2; exit 1; }
 
+# The extras: no library packages (a linked one belongs in RUNTIME_PACKAGES, an unlinked one in
+# no list), none of RUNTIME_PACKAGES, and both lists reach apt-get install.
+extra=$(sed -n 's/^ARG RUNTIME_EXTRA_PACKAGES="\(.*\)"$/\1/p' "$here/Dockerfile")
+for p in $extra; do
+  case $p in
+    lib*) echo "check-runtime: RUNTIME_EXTRA_PACKAGES names the library package $p" \
+               "(linked: put it in RUNTIME_PACKAGES; not linked: remove it)" >&2; exit 1 ;;
+  esac
+  for q in $have; do
+    [ "$p" != "$q" ] || { echo "check-runtime: $p is in both RUNTIME_PACKAGES and RUNTIME_EXTRA_PACKAGES" >&2; exit 1; }
+  done
+done
+# The runtime stage is the last FROM; its first RUN (with its continuation lines) installs.
+install_cmd=$(awk '/^FROM / { n++ } { line[NR] = $0; stage[NR] = n }
+  END { for (i = 1; i <= NR; i++) if (stage[i] == n && line[i] ~ /^RUN /) { s = i; break }
+        for (i = s; s && i <= NR; i++) { printf "%s ", line[i]; if (line[i] !~ /\\$/) break } }' \
+  "$here/Dockerfile")
+for var in RUNTIME_PACKAGES RUNTIME_EXTRA_PACKAGES; do
+  [[ $install_cmd == *"\${$var}"* ]] || {
+    echo "check-runtime: the runtime stage's apt-get install does not install \${$var}" >&2; exit 1; }
+done
+
 want_sorted=$(printf '%s\n' "${want[@]}" | sort -u)
 have_sorted=$(printf '%s\n' $have | sort -u)
 if [ "$want_sorted" != "$have_sorted" ]; then
@@ -42,4 +66,4 @@ if [ "$want_sorted" != "$have_sorted" ]; then
   diff <(echo "$want_sorted") <(echo "$have_sorted") >&2 || true
   exit 1
 fi
-echo "check-runtime: docker runtime packages match the linked libraries: $(echo $have_sorted)"
+echo "check-runtime: docker runtime packages match the linked libraries: $(echo $have_sorted)${extra:+ (and on purpose: $extra)}"

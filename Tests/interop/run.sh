@@ -30,6 +30,10 @@ venv_ok() {
 }
 
 if ! venv_ok; then
+    why="once; again only when requirements.txt changes"
+    [ -d "$venv" ] && why="requirements.txt changed or the environment is incomplete"
+    pkgs=$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' "$req" | tr '\n' ' ')
+    echo "interop: installing PyPI packages (${pkgs% }) into .build/interop-venv: the interop suite's clients ($why)"
     log="$(mktemp)"
     trap 'rm -f "$log"' EXIT
     rm -rf "$venv"
