@@ -107,10 +107,12 @@ read -r -t 20 line <&3 || true
 [[ $line == "listening http="* ]] || { echo "check-dockerfile: entrypoint.sh serve did not start the server: '$line'" >&2; exit 1; }
 http=${line#listening http=}; http=${http%% *}; port=${http##*:}
 # The image's HEALTHCHECK is `fcm-mock health` with FCM_MOCK_URL unset: it must ask the port
-# FCM_MOCK_HTTP_PORT names. (Until the CLI reads FCM_MOCK_HTTP_PORT this is a warning.)
+# FCM_MOCK_HTTP_PORT names.
 if ! env -u FCM_MOCK_URL FCM_MOCK_HTTP_PORT="$port" "$bin" health >/dev/null 2>&1; then
-  echo "check-dockerfile: WARNING: 'fcm-mock health' with FCM_MOCK_URL unset does not follow" \
-       "FCM_MOCK_HTTP_PORT=$port yet; the image's HEALTHCHECK works on the default port 8080 only" >&2
+  echo "check-dockerfile: 'fcm-mock health' with FCM_MOCK_URL unset does not follow FCM_MOCK_HTTP_PORT=$port:" \
+       "the image's HEALTHCHECK would work on the default port 8080 only" >&2
+  kill "$server_pid" 2>/dev/null || true
+  exit 1
 fi
 kill "$server_pid" 2>/dev/null || true
 wait "$server_pid" 2>/dev/null || true
