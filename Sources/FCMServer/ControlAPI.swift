@@ -61,14 +61,7 @@ struct ControlAPI: Sendable {
             case "false": fixtures = false
             case let v?: throw .badRequest("fixtures must be true or false, got '\(v)'")
             }
-            try engine.reset()
-            if fixtures {
-                do {
-                    try Fixtures.apply(engine.startFixtures.withLock { $0 }, into: engine)
-                } catch {
-                    throw .internal("re-applying the fixtures failed: \(error.description)")
-                }
-            }
+            try Fixtures.reset(fixtures ? engine.startFixtures.withLock { $0 } : [], engine)
             return HTTPResponse(status: 204)
         case (_, _, "projects"):
             return try projects(r, seg, q)

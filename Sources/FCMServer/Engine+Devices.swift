@@ -2,7 +2,7 @@ import FCMCore
 import FCMStore
 
 /// What `POST /api/v1/devices` (and a fixture's `devices[]`) asks for.
-public struct DeviceSpec: Sendable {
+public struct DeviceSpec: Sendable, Equatable {
     public var token: String?
     public var senderID: String
     public var app: String?
@@ -15,6 +15,14 @@ public struct DeviceSpec: Sendable {
         self.app = app
         self.platform = platform
         self.online = online
+    }
+}
+
+extension DeviceSpec {
+    /// Whether `d` is the device this spec declares (a fixture's device that may have changed
+    /// since: online flag, state; never its token, project, app or platform).
+    func matches(_ d: Device) -> Bool {
+        token == d.token && senderID == d.senderID && platform == d.platform && (app == nil || app == d.app)
     }
 }
 
@@ -113,6 +121,7 @@ extension Engine {
 
     /// Fixture devices, under one lock and one write: an existing token is left as it is. The
     /// first device refused, if any, with its index; those before it are queued all the same.
+    /// Every device that answers for a fixture device is remembered, so a reset can put it back.
     func createDevicesQueued(_ specs: [DeviceSpec]) -> (failure: (Int, ControlError)?, ticket: Store.Ticket?) {
         if let i = specs.firstIndex(where: { $0.token.map { !isWellFormedToken($0) } ?? false }) {
             return ((i, Self.malformedToken), nil)
@@ -124,21 +133,25 @@ extension Engine {
             for (i, spec) in specs.enumerated() {
                 switch place(spec, in: &s, now: now) {
                 case .failure(let e): failure = (i, e)
-                case .success((let d, true)): created.append(d)
-                case .success: continue
+                case .success((let d, let new)):
+                    if new { created.append(d) }
+                    if spec.matches(d) { s.fixtureDevices[d.id] = spec }
                 }
                 if failure != nil { break }
             }
-            guard !created.isEmpty else { return (failure, nil) }
-            let rows = created
-            return (failure, submit([{ (c: SQLiteConnection) throws in
-                let insert = try c.statement(Device.insertSQL)
-                for d in rows {
-                    try c.reset(insert)
-                    try insert.bind(d.insertValues)
-                    while try insert.step() {}
-                }
-            }]))
+            return (failure, created.isEmpty ? nil : submit([Self.insertDevices(created)]))
+        }
+    }
+
+    /// One write of many device rows through one prepared statement.
+    static func insertDevices(_ rows: [Device]) -> WriteOp {
+        { (c: SQLiteConnection) throws in
+            let insert = try c.statement(Device.insertSQL)
+            for d in rows {
+                try c.reset(insert)
+                try insert.bind(d.insertValues)
+                while try insert.step() {}
+            }
         }
     }
 
@@ -146,7 +159,7 @@ extension Engine {
 
     /// Adds the device `spec` asks for to `s` (a generated token when it gives none); the one
     /// that has that token already, with false, when there is one.
-    private func place(_ spec: DeviceSpec, in s: inout EngineState, now: Int64) -> Result<(Device, Bool), ControlError> {
+    private func place(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil) -> Result<(Device, Bool), ControlError> {
         guard let project = s.projects[spec.senderID] else {
             return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
         }
@@ -155,9 +168,9 @@ extension Engine {
         let app = spec.app
             ?? project.apps.first(where: { $0.platform == spec.platform })?.app
             ?? project.apps.first?.app ?? "unknown.app"
-        let d = Device(id: s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
+        let d = Device(id: id ?? s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
                        state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now)
-        s.nextDeviceID += 1
+        if id == nil { s.nextDeviceID += 1 }
         s.insert(d)
         return .success((d, true))
     }
@@ -419,13 +432,48 @@ extension Engine {
     }
 
     /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
-    public func reset() throws(ControlError) {
+    /// With `fixtures` (the start-up fixtures' devices), the devices they declare are kept with
+    /// their ids and creation times, put back to what the fixture says (registered, its online
+    /// flag), and made again where they are gone, all under one lock: a reset writes only what
+    /// changed, not a whole fixture's rows, and no send sees the store without them.
+    public func reset(fixtures: [DeviceSpec]?) throws(ControlError) {
         let hook = resetListeners.withLock { $0 }
         var afterwards: (@Sendable () -> Void)?
+        let now = clock.nowMillis()
         let ticket = state.withLock { s in
-            // Capacity is kept: the fixtures applied next put as many devices back.
-            s.devices.removeAll(keepingCapacity: true)
-            s.tokenIndex.removeAll(keepingCapacity: true)
+            var removed: [Device] = []
+            var changed: [Device] = []
+            for d in s.devices.values {
+                guard fixtures != nil, let f = s.fixtureDevices[d.id], f.matches(d) else {
+                    removed.append(d)
+                    continue
+                }
+                var back = d
+                back.state = .registered
+                back.canonicalID = nil
+                back.online = f.online
+                if back != d { changed.append(back) }
+            }
+            for d in removed {
+                s.devices[d.id] = nil
+                s.tokenIndex[d.token] = nil
+                s.fixtureDevices[d.id] = nil
+            }
+            for d in changed { s.devices[d.id] = d }
+            var created: [Device] = []
+            if let fixtures, s.devices.count < fixtures.count {
+                // A fixture device deleted since comes back under its old id, so lists keep the
+                // order they had at start; one never made (its project was gone) gets a new one.
+                for (id, f) in s.fixtureDevices.sorted(by: { $0.key < $1.key }) where s.devices[id] == nil {
+                    if case .success((let d, true)) = place(f, in: &s, now: now, id: id) { created.append(d) }
+                }
+                for f in fixtures where f.token.flatMap({ s.tokenIndex[$0] }) == nil {
+                    if case .success((let d, true)) = place(f, in: &s, now: now) {
+                        created.append(d)
+                        s.fixtureDevices[d.id] = f
+                    }
+                }
+            }
             s.inbox.removeAll()
             s.stored.removeAll()
             s.faults = FaultTable()
@@ -439,10 +487,29 @@ extension Engine {
             s.upstreamOrder.removeAll()
             restartClock(&s)
             afterwards = hook?()
+            let keepsAny = s.devices.count > created.count
+            let gone = removed.map(\.id)
+            let updates = changed
             return submit([{ (c: SQLiteConnection) throws in
                 // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM devices; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
-            }])
+                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
+                if keepsAny {
+                    let delete = try c.statement("DELETE FROM devices WHERE id = ?")
+                    for id in gone {
+                        try c.reset(delete)
+                        try delete.bind([.int(id)])
+                        while try delete.step() {}
+                    }
+                    let update = try c.statement("UPDATE devices SET state = ?, canonical_id = NULL, online = ? WHERE id = ?")
+                    for d in updates {
+                        try c.reset(update)
+                        try update.bind([.text(d.state.rawValue), .int(d.online ? 1 : 0), .int(d.id)])
+                        while try update.step() {}
+                    }
+                } else {
+                    try c.execute("DELETE FROM devices")
+                }
+            }, Self.insertDevices(created)])
         }
         try commitControl(ticket)
         afterwards?()

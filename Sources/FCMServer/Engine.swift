@@ -147,6 +147,8 @@ struct EngineState: Sendable {
     var keyOwner: [String: String] = [:]
     var devices: [Int64: Device] = [:]
     var tokenIndex: [String: Int64] = [:]
+    /// The devices start-up fixtures declare, by id, with what they declare (reset puts them back).
+    var fixtureDevices: [Int64: DeviceSpec] = [:]
     var nextDeviceID: Int64 = 1
     /// Every delivery row id per device, ascending: the inbox index (see the schema's note on why
     /// it is not a SQLite index).

@@ -127,64 +127,103 @@ public enum Fixtures {
         return d
     }
 
-    /// Applies documents (at start, and again after a reset); errors name the file and the JSON
-    /// path of what the engine refused.
+    /// Applies documents at start; errors name the file and the JSON path of what the engine
+    /// refused.
     public static func apply(_ documents: [FixtureDocument], into engine: Engine) throws(ConfigurationError) {
         for d in documents {
-            func fail(_ path: String, _ message: String) -> ConfigurationError {
-                ConfigurationError("fixtures: \(d.name): \(path): \(message)")
-            }
             // Projects and devices are queued and committed together: a commit per device would
             // make a 10,000-device file take seconds to load. What was queued before an error is
             // still committed.
             var tickets: [Store.Ticket] = []
             var refused: ConfigurationError?
-            for (i, p) in d.projects.enumerated() {
-                do {
-                    if let t = try engine.createProjectQueued(p, upsert: true).1 { tickets.append(t) }
-                } catch {
-                    refused = fail("$.projects[\(i)]", error.message)
-                    break
-                }
+            do {
+                tickets = try queueProjects(d, into: engine)
+            } catch {
+                refused = error
             }
             if refused == nil {
                 let (failure, ticket) = engine.createDevicesQueued(d.devices)
                 if let ticket { tickets.append(ticket) }
-                if let (i, error) = failure { refused = fail("$.devices[\(i)]", error.message) }
+                if let (i, error) = failure { refused = d.failure("$.devices[\(i)]", error.message) }
             }
-            for t in tickets {
-                do {
-                    try engine.commit(t)
-                } catch {
-                    throw fail("$", "the store failed while loading: \(error.description)")
-                }
-            }
+            try commit(tickets, of: d, engine)
             if let refused { throw refused }
             // Subscriptions and groups name devices, so they come after the devices' commit.
-            for (topic, tokens) in d.subscriptions {
-                let path = "$.subscriptions.\(topic)"
-                let outcomes: [BatchOutcome]
-                do {
-                    outcomes = try engine.batch(tokens, topic: topic, subscribe: true, senderID: nil)
-                } catch {
-                    throw fail(path, error.message)
-                }
-                if let i = outcomes.firstIndex(where: { $0 != .ok }) {
-                    throw fail("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].rawValue)")
-                }
-            }
-            for (i, g) in d.groups.enumerated() {
-                do {
-                    if let key = engine.groupKey(name: g.name, senderID: g.senderID) {
-                        _ = try engine.groupOperation("add", name: g.name, key: key, tokens: g.members, senderID: g.senderID)
-                    } else {
-                        _ = try engine.groupOperation("create", name: g.name, key: nil, tokens: g.members, senderID: g.senderID,
-                                                      newKey: fixtureNotificationKey(senderID: g.senderID, name: g.name))
-                    }
-                } catch {
-                    throw fail("$.groups[\(i)]", error.message)
-                }
+            try applyLinks(d, into: engine)
+        }
+    }
+
+    /// `POST /api/v1/reset`: the documents' projects again (a reset keeps projects; one deleted
+    /// since comes back), then the engine's reset, which keeps, puts back or makes again their
+    /// devices, then their subscriptions and groups. No documents: a reset keeping no device.
+    static func reset(_ documents: [FixtureDocument], _ engine: Engine) throws(ControlError) {
+        do {
+            for d in documents { try commit(try queueProjects(d, into: engine), of: d, engine) }
+        } catch {
+            throw .internal("re-applying the fixtures failed: \(error.description)")
+        }
+        try engine.reset(fixtures: documents.isEmpty ? nil : documents.flatMap(\.devices))
+        do {
+            for d in documents { try applyLinks(d, into: engine) }
+        } catch {
+            throw .internal("re-applying the fixtures failed: \(error.description)")
+        }
+    }
+
+    private static func queueProjects(_ d: FixtureDocument, into engine: Engine) throws(ConfigurationError) -> [Store.Ticket] {
+        var tickets: [Store.Ticket] = []
+        for (i, p) in d.projects.enumerated() {
+            do {
+                if let t = try engine.createProjectQueued(p, upsert: true).1 { tickets.append(t) }
+            } catch {
+                throw d.failure("$.projects[\(i)]", error.message)
             }
         }
+        return tickets
+    }
+
+    private static func commit(_ tickets: [Store.Ticket], of d: FixtureDocument, _ engine: Engine) throws(ConfigurationError) {
+        for t in tickets {
+            do {
+                try engine.commit(t)
+            } catch {
+                throw d.failure("$", "the store failed while loading: \(error.description)")
+            }
+        }
+    }
+
+    /// A document's subscriptions and groups.
+    private static func applyLinks(_ d: FixtureDocument, into engine: Engine) throws(ConfigurationError) {
+        for (topic, tokens) in d.subscriptions {
+            let path = "$.subscriptions.\(topic)"
+            let outcomes: [BatchOutcome]
+            do {
+                outcomes = try engine.batch(tokens, topic: topic, subscribe: true, senderID: nil)
+            } catch {
+                throw d.failure(path, error.message)
+            }
+            if let i = outcomes.firstIndex(where: { $0 != .ok }) {
+                throw d.failure("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].rawValue)")
+            }
+        }
+        for (i, g) in d.groups.enumerated() {
+            do {
+                if let key = engine.groupKey(name: g.name, senderID: g.senderID) {
+                    _ = try engine.groupOperation("add", name: g.name, key: key, tokens: g.members, senderID: g.senderID)
+                } else {
+                    _ = try engine.groupOperation("create", name: g.name, key: nil, tokens: g.members, senderID: g.senderID,
+                                                  newKey: fixtureNotificationKey(senderID: g.senderID, name: g.name))
+                }
+            } catch {
+                throw d.failure("$.groups[\(i)]", error.message)
+            }
+        }
+    }
+}
+
+extension FixtureDocument {
+    /// A problem at `path` of this document, as start-up reports it.
+    func failure(_ path: String, _ message: String) -> ConfigurationError {
+        ConfigurationError("fixtures: \(name): \(path): \(message)")
     }
 }

@@ -241,6 +241,8 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(try c.delete("/api/v1/devices/fx-a/topics/news").status, 200)
         XCTAssertEqual(try c.post("/api/v1/devices", #"{"token":"made-later","sender_id":"555"}"#).status, 201)
         XCTAssertNil(singleError(try c.sendJSON(#"{"to":"unknown-token-1"}"#, key: "key-555")))
+        XCTAssertEqual(try c.post("/api/v1/devices/fx-off:refresh").status, 200)
+        XCTAssertEqual(try c.delete("/api/v1/devices/fx-a").status, 204)
         XCTAssertNotEqual(try state(), atStart)
 
         XCTAssertEqual(try c.post("/api/v1/reset").status, 204)
@@ -263,6 +265,28 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(bad.status, 400)
         XCTAssertEqual(bad.object?["error"]?.objectValue?["code"]?.stringValue, "bad_request")
         XCTAssertEqual(try state(), atStart, "a refused reset changes nothing")
+    }
+
+    /// What a reset puts back is in the store too: a restart on the same file shows it.
+    func testResetFixturesSurviveARestart() throws {
+        let dir = try temporaryDirectory("reset")
+        let fixture = #"{"projects":[{"sender_id":"556","server_keys":["k556"]}],"devices":[{"token":"r-1","sender_id":"556","online":false},{"token":"r-2","sender_id":"556"}]}"#
+        let first = try TestServer(fixtures: [fixture], db: dir + "/s.sqlite")
+        let c = first.client()
+        func devices(_ c: HTTPTestClient) throws -> [String] {
+            items(try c.get("/api/v1/devices")).map { d in ["token", "state", "online"].map { d[$0]?.serialized() ?? "" }.joined(separator: " ") }
+        }
+        let atStart = try devices(c)
+        XCTAssertEqual(try c.patch("/api/v1/devices/r-1", #"{"online":true}"#).status, 200)
+        XCTAssertEqual(try c.post("/api/v1/devices/r-2:unregister").status, 200)
+        XCTAssertEqual(try c.post("/api/v1/devices", #"{"token":"r-3","sender_id":"556"}"#).status, 201)
+        XCTAssertEqual(try c.post("/api/v1/reset").status, 204)
+        XCTAssertEqual(try devices(c), atStart)
+        c.disconnect()
+        first.stop()
+        let second = try TestServer(fixtures: [fixture], db: dir + "/s.sqlite")
+        defer { second.stop() }
+        XCTAssertEqual(try devices(second.client()), atStart, "the store holds what the reset put back")
     }
 
     func testControlTokenProtectsTheAPIButNotHealth() throws {
