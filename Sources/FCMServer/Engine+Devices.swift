@@ -56,10 +56,8 @@ extension Engine {
             s.insert(merged)
             publishCredentials(s)
             let row = merged
-            return .success((merged, submit([{ (c: SQLiteConnection) throws in
-                try c.run("INSERT OR REPLACE INTO projects(sender_id, server_keys, apps, created_at) VALUES (?,?,?,?)",
-                          [.text(row.senderID), .text(row.keysJSON), .text(row.appsJSON), .int(row.createdAt)])
-            }])))
+            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, keysJSON: row.keysJSON, appsJSON: row.appsJSON,
+                                                                createdAt: row.createdAt)])))
         }
         return try result.get()
     }
@@ -83,9 +81,7 @@ extension Engine {
             s.projects[senderID] = nil
             s.projectOrder.removeAll { $0 == senderID }
             publishCredentials(s)
-            return submit([{ (c: SQLiteConnection) throws in
-                try c.run("DELETE FROM projects WHERE sender_id = ?", [.text(senderID)])
-            }])
+            return submit([Writes.deleteProject(senderID)])
         }
         guard let ticket else { throw .notFound("project '\(senderID)' does not exist") }
         try commitControl(ticket)
@@ -111,7 +107,7 @@ extension Engine {
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
             switch place(spec, in: &s, now: now) {
             case .failure(let e): return .failure(e)
-            case .success((let d, true)): return .success((d, submit([{ (c: SQLiteConnection) throws in try c.run(Device.insertSQL, d.insertValues) }])))
+            case .success((let d, true)): return .success((d, submit([Writes.insertDevices([d.row])])))
             case .success((let d, false)):
                 return idempotent ? .success((d, nil)) : .failure(.conflict("device '\(d.token)' already exists"))
             }
@@ -139,19 +135,7 @@ extension Engine {
                 }
                 if failure != nil { break }
             }
-            return (failure, created.isEmpty ? nil : submit([Self.insertDevices(created)]))
-        }
-    }
-
-    /// One write of many device rows through one prepared statement.
-    static func insertDevices(_ rows: [Device]) -> WriteOp {
-        { (c: SQLiteConnection) throws in
-            let insert = try c.statement(Device.insertSQL)
-            for d in rows {
-                try c.reset(insert)
-                try insert.bind(d.insertValues)
-                while try insert.step() {}
-            }
+            return (failure, created.isEmpty ? nil : submit([Writes.insertDevices(created.map(\.row))]))
         }
     }
 
@@ -233,15 +217,7 @@ extension Engine {
             s.devices[d.id] = d
             let id = d.id
             pendingEvents = [("device.updated", s.render(d, now: now))] + flushed
-            return .success((d, submit([{ (c: SQLiteConnection) throws in
-                try c.run("UPDATE devices SET online = ?, last_seen_at = ? WHERE id = ?", [.int(online ? 1 : 0), .int(now), .int(id)])
-                if flush {
-                    try c.run("UPDATE deliveries SET status = 'expired' WHERE device = ? AND status = 'pending' AND expires_at <= ?",
-                              [.int(id), .int(now)])
-                    try c.run("UPDATE deliveries SET status = 'delivered', delivered_at = ? WHERE device = ? AND status = 'pending'",
-                              [.int(now), .int(id)])
-                }
-            }])))
+            return .success((d, submit([Writes.setOnline(device: id, online, at: now, flushHeld: flush)])))
         }
         let (device, ticket) = try result.get()
         if let ticket {
@@ -259,9 +235,7 @@ extension Engine {
             d.state = .unregistered
             s.devices[d.id] = d
             let id = d.id
-            return .success((d, submit([{ (c: SQLiteConnection) throws in
-                try c.run("UPDATE devices SET state = 'unregistered' WHERE id = ?", [.int(id)])
-            }])))
+            return .success((d, submit([Writes.unregister(device: id)])))
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)
@@ -299,12 +273,7 @@ extension Engine {
                 s.groups[key] = g
             }
             let oldID = old.id
-            return .success((fresh, submit([{ (c: SQLiteConnection) throws in
-                try c.run(Device.insertSQL, fresh.insertValues)
-                try c.run("UPDATE devices SET state = 'refreshed', canonical_id = ? WHERE id = ?", [.int(fresh.id), .int(oldID)])
-                try c.run("UPDATE subscriptions SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
-                try c.run("UPDATE group_members SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
-            }])))
+            return .success((fresh, submit([Writes.refresh(device: oldID, to: fresh.row)])))
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)
@@ -322,7 +291,7 @@ extension Engine {
             s.devices[d.id] = nil
             s.tokenIndex[token] = nil
             let id = d.id
-            let deliveries = JSONValue.array((s.inbox.removeValue(forKey: id) ?? []).map { .number(JSONNumber($0)) }).serialized()
+            let deliveries = s.inbox.removeValue(forKey: id) ?? []
             s.stored[id] = nil
             s.unsubscribeAll(device: id)
             // Out of its groups too; a group left empty goes, as FCM deletes empty groups.
@@ -332,14 +301,7 @@ extension Engine {
                 if g.members.isEmpty { s.remove(group: key); emptied.append(key) } else { s.insert(g); changedGroups.append(g) }
             }
             let (regroup, drop) = (changedGroups, emptied)
-            return .success(submit([{ (c: SQLiteConnection) throws in
-                try c.run("DELETE FROM subscriptions WHERE device = ?", [.int(id)])
-                for g in regroup { try Engine.saveGroup(g, c) }
-                for k in drop { try Engine.deleteGroup(k, c) }
-                try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
-                          [.text(token), .text(deliveries)])
-                try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
-            }]))
+            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup) + [Writes.deleteDevice(id, token: token, deliveries: deliveries)]))
         }
         try commitControl(try result.get())
     }
@@ -370,7 +332,7 @@ extension Engine {
             }
             guard !changes.isEmpty else { return nil }
             let expired = changes
-            return submit([{ c in try Engine.apply(expired, c) }])
+            return submit([Writes.setDeliveryStatuses(expired.map { ($0.deliveryID, $0.status) })])
         }
         guard let ticket else { return false }
         try commitControl(ticket)
@@ -487,29 +449,9 @@ extension Engine {
             s.upstreamOrder.removeAll()
             restartClock(&s)
             afterwards = hook?()
-            let keepsAny = s.devices.count > created.count
-            let gone = removed.map(\.id)
-            let updates = changed
-            return submit([{ (c: SQLiteConnection) throws in
-                // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-                try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
-                if keepsAny {
-                    let delete = try c.statement("DELETE FROM devices WHERE id = ?")
-                    for id in gone {
-                        try c.reset(delete)
-                        try delete.bind([.int(id)])
-                        while try delete.step() {}
-                    }
-                    let update = try c.statement("UPDATE devices SET state = ?, canonical_id = NULL, online = ? WHERE id = ?")
-                    for d in updates {
-                        try c.reset(update)
-                        try update.bind([.text(d.state.rawValue), .int(d.online ? 1 : 0), .int(d.id)])
-                        while try update.step() {}
-                    }
-                } else {
-                    try c.execute("DELETE FROM devices")
-                }
-            }, Self.insertDevices(created)])
+            return submit([Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
+                                        restored: changed.map { ($0.id, $0.state.rawValue, $0.online) }),
+                           Writes.insertDevices(created.map(\.row))])
         }
         try commitControl(ticket)
         afterwards?()

@@ -66,7 +66,7 @@ extension Engine {
                 while s.groups[key] != nil { key = newNotificationKey() }
                 let g = DeviceGroup(key: key, name: name, senderID: senderID, members: members, createdAt: now)
                 s.insert(g)
-                return .success((key, submit([{ c in try Self.saveGroup(g, c) }])))
+                return .success((key, submit([g.save])))
             case "add", "remove":
                 guard let key, var g = s.groups[key], g.senderID == senderID else { return .failure(.bad("notification_key not found")) }
                 if let name, name != g.name {
@@ -85,11 +85,11 @@ extension Engine {
                 if g.members.isEmpty {
                     // FCM deletes a group when its last member leaves.
                     s.remove(group: key)
-                    return .success((key, submit([{ c in try Self.deleteGroup(key, c) }])))
+                    return .success((key, submit([Writes.deleteGroup(key)])))
                 }
                 s.insert(g)
                 let saved = g
-                return .success((key, submit([{ c in try Self.saveGroup(saved, c) }])))
+                return .success((key, submit([saved.save])))
             default:
                 return .failure(.bad("operation must be create, add or remove"))
             }
@@ -135,21 +135,11 @@ extension Engine {
         w.endObject()
         return w.string
     }
+}
 
-    static func saveGroup(_ g: DeviceGroup, _ c: SQLiteConnection) throws {
-        try c.run("INSERT OR REPLACE INTO groups(key, name, sender_id, created_at) VALUES (?,?,?,?)",
-                  [.text(g.key), .text(g.name), .text(g.senderID), .int(g.createdAt)])
-        try c.run("DELETE FROM group_members WHERE key = ?", [.text(g.key)])
-        for (i, m) in g.members.enumerated() {
-            try c.run("INSERT INTO group_members(key, device, position) VALUES (?,?,?)", [.text(g.key), .int(m), .int(Int64(i))])
-        }
-    }
-
-    static func deleteGroup(_ key: String, _ c: SQLiteConnection) throws {
-        try c.run("DELETE FROM group_members WHERE key = ?", [.text(key)])
-        try c.run("DELETE FROM groups WHERE key = ?", [.text(key)])
-        try c.run("INSERT OR IGNORE INTO retired_groups(key) VALUES (?)", [.text(key)])
-    }
+extension DeviceGroup {
+    /// The write that stores this group as it is now.
+    var save: WriteOp { Writes.saveGroup(key: key, name: name, senderID: senderID, createdAt: createdAt, members: members) }
 }
 
 /// Order-preserving de-duplication.

@@ -23,55 +23,38 @@ extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
     public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [String], next: Int64?) {
         try expireDue()
-        // Messages are what app servers sent: a device's deleted_messages notices are not.
-        var sql = "SELECT \(Self.messageColumns) FROM messages WHERE target_kind != 'deleted_messages'"
-        var args: [SQLValue] = []
-        if let c = cursor { sql += " AND id < ?"; args.append(.int(c)) }
-        if let v = f.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
-        if let v = f.transport { sql += " AND transport = ?"; args.append(.text(v)) }
-        if let v = f.xmppMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
-        if let v = f.sinceMillis { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
-        if let v = f.topic {
-            // Topic names match case-insensitively, as sends match subscribers (names are ASCII,
-            // which is all SQLite's lower() folds).
-            sql += " AND target_kind = 'topic' AND lower(target_value) = ?"
-            args.append(.text("/topics/" + Topics.key(v)))
-        }
+        var q = MessageQuery()
+        q.before = cursor
+        q.senderID = f.senderID
+        q.transport = f.transport
+        q.clientMessageID = f.xmppMessageID
+        q.since = f.sinceMillis
+        // Topic names match case-insensitively, as sends match subscribers.
+        q.topicTarget = f.topic.map { "/topics/" + Topics.key($0) }
         if let t = f.token {
             // The device's deliveries come from the in-memory inbox index; deleted devices and
             // tokens that never were devices are found by the token kept on the row.
-            let ids = state.withLock { s in s.tokenIndex[t].flatMap { s.inbox[$0] } ?? [] }
-            sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
-                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
-            args.append(.text(JSONValue.array(ids.map { .number(JSONNumber($0)) }).serialized()))
-            args.append(.text(t))
+            q.token = (state.withLock { s in s.tokenIndex[t].flatMap { s.inbox[$0] } ?? [] }, t)
         }
         if let st = f.status {
             switch st {
-            case "accepted", "rejected":
-                sql += " AND status = ?"
-                args.append(.text(st))
-            case _ where inboxStatuses.contains(st) || st == "failed":
-                sql += " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.id"
-                    + " AND d.id < messages.id + messages.recipients AND d.status = ?)"
-                args.append(.text(st))
+            case "accepted", "rejected": q.recordStatus = st
+            case _ where inboxStatuses.contains(st) || st == "failed": q.recipientStatus = st
             default:
                 throw .badRequest("status must be one of accepted, rejected, failed, delivered, pending, expired, collapsed, dropped")
             }
         }
-        sql += " ORDER BY id DESC LIMIT ?"
-        args.append(.int(Int64(limit + 1)))
+        q.limit = limit + 1
         let now = clock.nowMillis()
         do {
             return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([String], Int64?) in
-                var rows: [MessageRecordRow] = []
-                try c.query(sql, args) { (r: Statement) throws(StoreError) in rows.append(MessageRecordRow(r)) }
+                var rows = try c.messageRecords(q)
                 var next: Int64?
                 if rows.count > limit {
                     rows.removeLast()
                     next = rows.last?.id
                 }
-                return (try rows.map { (row: MessageRecordRow) throws(StoreError) -> String in
+                return (try rows.map { (row: MessageRow) throws(StoreError) -> String in
                     try render(row, c, now: now, recipientsLimit: f.recipientsLimit)
                 }, next)
             }
@@ -88,11 +71,7 @@ extension Engine {
             let found: String?
             do {
                 found = try store.read { (c: SQLiteConnection) throws(StoreError) -> String? in
-                    var row: MessageRecordRow?
-                    try c.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(number)]) {
-                        (r: Statement) throws(StoreError) in row = MessageRecordRow(r)
-                    }
-                    return try row.map { (r: MessageRecordRow) throws(StoreError) -> String in try render(r, c, now: clock.nowMillis()) }
+                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> String in try render(r, c, now: clock.nowMillis()) }
                 }
             } catch {
                 throw .internal(error.description)
@@ -107,12 +86,8 @@ extension Engine {
             found = try store.read { (c: SQLiteConnection) throws(StoreError) -> String? in
                 // A recipient's id is a delivery row id; a record without recipients (400, 401)
                 // is found by its own id.
-                let messageID = try c.scalar("SELECT message FROM deliveries WHERE id = ?", [.int(wanted.micros)]) ?? wanted.micros
-                var row: MessageRecordRow?
-                try c.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(messageID)]) {
-                    (r: Statement) throws(StoreError) in row = MessageRecordRow(r)
-                }
-                guard let row, UInt32(truncatingIfNeeded: row.suffix) == wanted.suffix else { return nil }
+                let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
+                guard let row = try c.messageRecord(id: messageID), row.suffix == wanted.suffix else { return nil }
                 return try render(row, c, now: now)
             }
         } catch {
@@ -122,28 +97,21 @@ extension Engine {
         return found
     }
 
-    static let messageColumns = """
-        id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
-        time_to_live, restricted_package_name, flags, priority, data, notification, status, error, error_detail,
-        http_status, raw, recipients, fault, client_message_id
-        """
-
-    private func render(_ m: MessageRecordRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil) throws(StoreError) -> String {
-        struct Recipient {
-            var device: Int64?, token: String?, mid: Int64, status: String, error: String?, canonical: Int64?, fault: String?
-        }
-        var recipients: [Recipient] = []
-        if m.recipients > 0 {
-            try c.query("SELECT device, token, id, status, error, canonical, expires_at, fault FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-                        [.int(m.id), .int(m.id + Int64(m.recipients)), .int(Int64(recipientsLimit ?? -1))]) { (r: Statement) throws(StoreError) in
-                var status = r.text(3) ?? ""
-                if status == "pending" && r.int(6) <= now { status = "expired" }
-                recipients.append(Recipient(device: r.optionalInt(0), token: r.text(1), mid: r.int(2), status: status,
-                                            error: r.text(4), canonical: r.optionalInt(5), fault: r.text(7)))
-            }
+    private func render(_ m: MessageRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil) throws(StoreError) -> String {
+        var recipients = try c.recipients(of: m, limit: recipientsLimit)
+        // A held message past its TTL reads as expired before the sweep writes it so.
+        for i in recipients.indices where recipients[i].status == "pending" && recipients[i].expiresAt <= now {
+            recipients[i].status = "expired"
         }
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
-        let suffix = UInt32(truncatingIfNeeded: m.suffix)
+        return Render.messageRecord(m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
+    }
+}
+
+extension Render {
+    /// A message record as the control API shows it, from its row and its recipients' rows.
+    static func messageRecord(_ m: MessageRow, recipients: [RecipientRow], tokens: [Int64: String], recipientsLimit: Int?) -> String {
+        let suffix = m.suffix
         var w = JSONWriter()
         w.beginObject()
         w.key("message_id"); w.value(MessageID(micros: m.id, suffix: suffix).description)
@@ -191,7 +159,7 @@ extension Engine {
         for r in recipients {
             w.beginObject()
             w.key("token"); w.value(r.device.flatMap { tokens[$0] } ?? r.token)
-            w.key("message_id"); w.value(r.error == nil ? MessageID(micros: r.mid, suffix: suffix).description : nil)
+            w.key("message_id"); w.value(r.error == nil ? MessageID(micros: r.id, suffix: suffix).description : nil)
             w.key("status"); w.value(r.status)
             w.key("error"); w.value(r.error)
             w.key("canonical_token"); w.value(r.canonical.flatMap { tokens[$0] })
@@ -203,7 +171,9 @@ extension Engine {
         w.endObject()
         return w.string
     }
+}
 
+extension Engine {
     /// A device's inbox entries, oldest first, after delivery row `afterID`.
     public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [String], next: Int64?) {
         if let status, !inboxStatuses.contains(status) {
@@ -216,29 +186,20 @@ extension Engine {
         }
         guard let candidates else { throw .notFound("device '\(token)' does not exist") }
         let now = clock.nowMillis()
-        let sql = """
-            SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
-              m.transport, m.target_kind, m.data, m.notification, m.target_value
-            FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
-            """
         do {
             return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([String], Int64?) in
                 var items: [String] = []
                 var lastID: Int64 = 0
-                var more = false
                 for id in candidates {
-                    if more { break }
-                    try c.query(sql, [.int(id)]) { (r: Statement) throws(StoreError) in
-                        var st = r.text(2) ?? ""
-                        guard inboxStatuses.contains(st) else { return }
-                        if st == "pending" && r.int(5) <= now { st = "expired" }
-                        if let status, status != st { return }
-                        if items.count == limit { more = true; return }
-                        lastID = r.int(0)
-                        items.append(Self.inboxEntry(r, status: st))
-                    }
+                    guard let r = try c.inboxRow(id), inboxStatuses.contains(r.status) else { continue }
+                    // A held message past its TTL reads as expired before the sweep writes it so.
+                    let st = r.status == "pending" && r.expiresAt <= now ? "expired" : r.status
+                    if let status, status != st { continue }
+                    if items.count == limit { return (items, lastID) }
+                    lastID = r.id
+                    items.append(Render.inboxEntry(r, status: st))
                 }
-                return (items, more ? lastID : nil)
+                return (items, nil)
             }
         } catch {
             throw .internal(error.description)
@@ -263,36 +224,6 @@ extension Engine {
             let all = s.inbox[id] ?? []
             return all.count - Self.firstAfter(afterID, in: all)
         }
-    }
-
-    private static func inboxEntry(_ r: Statement, status: String) -> String {
-        var w = JSONWriter()
-        w.beginObject()
-        if r.text(9) == "deleted_messages" {
-            w.key("message_type"); w.value("deleted_messages")
-            w.key("total_deleted"); w.value(Int64(r.text(12) ?? "") ?? 0)
-        }
-        w.key("message_id"); w.value(MessageID(micros: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1))).description)
-        w.key("status"); w.value(status)
-        w.key("accepted_at"); w.value(rfc3339(millis: r.int(3)))
-        w.key("delivered_at"); w.value(r.optionalInt(4).map { rfc3339(millis: $0) })
-        w.key("expires_at"); w.value(rfc3339(millis: r.int(5)))
-        w.key("collapse_key"); w.value(r.text(6))
-        w.key("priority"); w.value(r.text(7))
-        w.key("via"); w.beginObject()
-        w.key("transport"); w.value(r.text(8))
-        w.key("target"); w.value(r.text(9))
-        // The bare topic name (`news`, not `/topics/news`) for topic sends.
-        if r.text(9) == "topic", let v = r.text(12), v.hasPrefix("/topics/") {
-            w.key("topic"); w.value(String(v.dropFirst(8)))
-        } else {
-            w.key("topic"); w.null()
-        }
-        w.endObject()
-        w.key("data"); if let d = r.text(10) { w.raw(d) } else { w.null() }
-        w.key("notification"); if let n = r.text(11) { w.raw(n) } else { w.null() }
-        w.endObject()
-        return w.string
     }
 
     /// Long poll: answers as soon as the inbox holds at least `min` matching entries, or when
@@ -327,18 +258,35 @@ extension Engine {
     }
 }
 
-/// A `messages` row as read back.
-struct MessageRecordRow {
-    var id: Int64, suffix: Int64, multicastID: Int64?, senderID: String?, transport: String?, format: String?
-    var acceptedAt: Int64, targetKind: String?, targetValue: String?, collapseKey: String?, timeToLive: Int64
-    var restrictedPackageName: String?, flags: Int64, priority: String?, data: String?, notification: String?
-    var status: String?, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int, fault: String?, clientMessageID: String?
-
-    init(_ r: Statement) {
-        id = r.int(0); suffix = r.int(1); multicastID = r.optionalInt(2); senderID = r.text(3)
-        transport = r.text(4); format = r.text(5); acceptedAt = r.int(6); targetKind = r.text(7); targetValue = r.text(8)
-        collapseKey = r.text(9); timeToLive = r.int(10); restrictedPackageName = r.text(11); flags = r.int(12)
-        priority = r.text(13); data = r.text(14); notification = r.text(15); status = r.text(16); error = r.text(17)
-        errorDetail = r.text(18); httpStatus = Int(r.int(19)); raw = r.text(20); recipients = Int(r.int(21)); fault = r.text(22); clientMessageID = r.text(23)
+extension Render {
+    /// One inbox entry.
+    static func inboxEntry(_ r: InboxRow, status: String) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        if r.targetKind == "deleted_messages" {
+            w.key("message_type"); w.value("deleted_messages")
+            w.key("total_deleted"); w.value(Int64(r.targetValue ?? "") ?? 0)
+        }
+        w.key("message_id"); w.value(MessageID(micros: r.id, suffix: r.suffix).description)
+        w.key("status"); w.value(status)
+        w.key("accepted_at"); w.value(rfc3339(millis: r.acceptedAt))
+        w.key("delivered_at"); w.value(r.deliveredAt.map { rfc3339(millis: $0) })
+        w.key("expires_at"); w.value(rfc3339(millis: r.expiresAt))
+        w.key("collapse_key"); w.value(r.collapseKey)
+        w.key("priority"); w.value(r.priority)
+        w.key("via"); w.beginObject()
+        w.key("transport"); w.value(r.transport)
+        w.key("target"); w.value(r.targetKind)
+        // The bare topic name (`news`, not `/topics/news`) for topic sends.
+        if r.targetKind == "topic", let v = r.targetValue, v.hasPrefix("/topics/") {
+            w.key("topic"); w.value(String(v.dropFirst(8)))
+        } else {
+            w.key("topic"); w.null()
+        }
+        w.endObject()
+        w.key("data"); if let d = r.data { w.raw(d) } else { w.null() }
+        w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
+        w.endObject()
+        return w.string
     }
 }

@@ -34,75 +34,6 @@ public struct SendResult: Sendable {
     public var canonicalIDs: Int { results.count(where: { $0.canonicalToken != nil }) }
 }
 
-/// One `messages` row. Its id is the first recipient's message-id stamp.
-struct MessageRow: Sendable {
-    var id: Int64
-    var suffix: UInt32
-    var multicastID: Int64?
-    var senderID: String?
-    var transport: Transport
-    var format: BodyFormat
-    var acceptedAt: Int64
-    var targetKind: String
-    /// Only for topic and condition targets; a token target's value is its recipient's token.
-    var targetValue: String?
-    var collapseKey: String?
-    var timeToLive: Int64
-    var restrictedPackageName: String?
-    var flags: Int64
-    var data: String?
-    var notification: String?
-    var priority: Priority
-    var status: String
-    var error: String?
-    var errorDetail: String?
-    var httpStatus: Int
-    var raw: String?
-    /// Its deliveries are the rows `id ..< id + recipients`.
-    var recipients: Int
-    /// The fault that fired on the whole request, if one did.
-    var fault: String? = nil
-    /// The `message_id` an XMPP client gave the message.
-    var clientMessageID: String? = nil
-
-    static let insertSQL = """
-        INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
-          target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
-          status, error, error_detail, http_status, raw, recipients, fault, client_message_id)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-        """
-
-    var values: [SQLValue] {
-        [.int(id), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport.rawValue),
-         .text(format.rawValue), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
-         .int(timeToLive), .optional(restrictedPackageName), .int(flags),
-         .optional(data), .optional(notification), .text(priority.rawValue), .text(status), .optional(error),
-         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault),
-         .optional(clientMessageID)]
-    }
-}
-
-/// One `deliveries` row: a message meeting one recipient. Its id is that recipient's message-id
-/// stamp.
-struct DeliveryRow: Sendable {
-    var id: Int64
-    var device: Int64?
-    /// Only for recipients that are no device (malformed or rejected unknown tokens).
-    var token: String?
-    var status: String
-    var error: String?
-    var canonical: Int64?
-    var deliveredAt: Int64?
-    var expiresAt: Int64
-    /// The error fault that failed this recipient, if one did.
-    var fault: String? = nil
-
-    static let insertSQL = """
-        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at, fault)
-        VALUES (?,?,?,?,?,?,?,?,?,?)
-        """
-}
-
 /// A `deleted_messages` notice: a device discarded everything it held (`total` messages) and
 /// gets this when it is next online. Stored as a message of its own with one delivery.
 struct Notice: Sendable {
@@ -111,28 +42,24 @@ struct Notice: Sendable {
     var total: Int
     var expiresAt: Int64
 
-    func insert(_ c: SQLiteConnection, transport: Transport, now: Int64) throws {
+    /// Its record and its one delivery, as stored.
+    func rows(transport: Transport, now: Int64) -> (MessageRow, DeliveryRow) {
         let m = MessageRow(
             id: id, suffix: messageIDSuffix(senderID: device.senderID), multicastID: nil, senderID: device.senderID,
-            transport: transport, format: .json, acceptedAt: now, targetKind: "deleted_messages", targetValue: String(total),
-            collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0, data: nil,
-            notification: nil, priority: .normal, status: "accepted", error: nil, errorDetail: nil, httpStatus: 200,
-            raw: nil, recipients: 1)
-        try c.run(MessageRow.insertSQL, m.values)
-        try c.run(DeliveryRow.insertSQL, [.int(id), .int(id), .int(device.id), .null, .text("pending"), .null, .null, .null,
-                                          .int(expiresAt), .null])
+            transport: transport.rawValue, format: BodyFormat.json.rawValue, acceptedAt: now, targetKind: "deleted_messages",
+            targetValue: String(total), collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil,
+            flags: 0, data: nil, notification: nil, priority: Priority.normal.rawValue, status: "accepted", error: nil,
+            errorDetail: nil, httpStatus: 200, raw: nil, recipients: 1)
+        return (m, DeliveryRow(id: id, message: id, device: device.id, token: nil, status: "pending", error: nil, canonical: nil,
+                               deliveredAt: nil, expiresAt: expiresAt))
     }
 }
 
 extension Device {
-    static let insertSQL = """
-        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at)
-        VALUES (?,?,?,?,?,?,?,?,?,?)
-        """
-
-    var insertValues: [SQLValue] {
-        [.int(id), .text(token), .text(senderID), .text(app), .text(platform.rawValue), .text(state.rawValue),
-         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt)]
+    /// This device as its store row.
+    var row: DeviceRow {
+        DeviceRow(id: id, token: token, senderID: senderID, app: app, platform: platform.rawValue, state: state.rawValue,
+                  canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt)
     }
 }
 
@@ -240,12 +167,12 @@ extension Engine {
                 // No recipient at all: one result carrying the message's error.
                 let err = req.messageError ?? .missingRegistration
                 results.append(RecipientResult(error: err))
-                rows.append(DeliveryRow(id: firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
+                rows.append(DeliveryRow(id: firstMid, message: firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
                                         canonical: nil, deliveredAt: nil, expiresAt: expiresAt))
             }
             for (i, token) in (groupKey == nil ? tokens : []).enumerated() {
                 let mid = firstMid + Int64(i)
-                var row = DeliveryRow(id: mid, device: nil, token: nil, status: "failed", error: nil,
+                var row = DeliveryRow(id: mid, message: firstMid, device: nil, token: nil, status: "failed", error: nil,
                                       canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
                 var result = RecipientResult()
                 let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: req, senderID: senderID,
@@ -280,7 +207,7 @@ extension Engine {
             }
             for (i, target) in (fanOut ?? []).enumerated() {
                 let mid = firstMid + Int64(i)
-                var row = DeliveryRow(id: mid, device: target.id, token: nil, status: "failed", error: nil,
+                var row = DeliveryRow(id: mid, message: firstMid, device: target.id, token: nil, status: "failed", error: nil,
                                       canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
                 place(target, mid, &row)
                 if wantEvents, let name = EventJSON.name(forStatus: row.status) {
@@ -345,29 +272,18 @@ extension Engine {
             let sameError = fanOut != nil ? topicError != nil : firstError != nil && results.allSatisfy { $0.error == firstError }
             let message = MessageRow(
                 id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
-                transport: transport, format: req.format, acceptedAt: now, targetKind: groupKey != nil ? "group" : req.target.kind,
+                transport: transport.rawValue, format: req.format.rawValue, acceptedAt: now,
+                targetKind: groupKey != nil ? "group" : req.target.kind,
                 targetValue: groupKey ?? Self.storedTargetValue(req.target), collapseKey: req.options.collapseKey,
                 timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
                 flags: Self.flags(req.options), data: dataJSON, notification: notificationJSON,
-                priority: req.effectivePriority, status: accepted ? "accepted" : "rejected",
+                priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
                 error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
                 httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count,
                 fault: requestFault ?? topicFault ?? rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
-            let (createdDevices, deliveryRows, statusChanges, noticeRows) = (newDevices, rows, changes, notices)
-            let ops: [WriteOp] = [{ (c: SQLiteConnection) throws in
-                for d in createdDevices { try c.run(Device.insertSQL, d.insertValues) }
-                try c.run(MessageRow.insertSQL, message.values)
-                let stmt = try c.statement(DeliveryRow.insertSQL)
-                for r in deliveryRows {
-                    try stmt.bind([.int(r.id), .int(message.id), .optional(r.device), .optional(r.token),
-                                   .text(r.status), .optional(r.error), .optional(r.canonical),
-                                   .optional(r.deliveredAt), .int(r.expiresAt), .optional(r.fault)])
-                    while try stmt.step() {}
-                    try c.reset(stmt)
-                }
-                for n in noticeRows { try n.insert(c, transport: transport, now: now) }
-                try Self.apply(statusChanges, c)
-            }]
+            let ops = [Writes.send(newDevices: newDevices.map(\.row), message: message, deliveries: rows,
+                                   notices: notices.map { $0.rows(transport: transport, now: now) },
+                                   statusChanges: changes.map { ($0.deliveryID, $0.status) })]
             var published: [(String, String)] = []
             if wantEvents {
                 for d in newDevices { published.append(("device.created", s.render(d, now: now))) }
@@ -473,11 +389,11 @@ extension Engine {
             let mid = s.ids.reserve(1, nowMicros: clock.nowMicros())
             let row = MessageRow(
                 id: mid, suffix: suffix, multicastID: nil, senderID: senderID,
-                transport: transport, format: format, acceptedAt: now, targetKind: "token", targetValue: nil,
+                transport: transport.rawValue, format: format.rawValue, acceptedAt: now, targetKind: "token", targetValue: nil,
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
-                data: nil, notification: nil, priority: .normal, status: "rejected", error: error,
+                data: nil, notification: nil, priority: Priority.normal.rawValue, status: "rejected", error: error,
                 errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
-            return (mid, submit([{ (c: SQLiteConnection) throws in try c.run(MessageRow.insertSQL, row.values) }]))
+            return (mid, submit([Writes.insertMessage(row)]))
         }
         try commit(ticket)
         if events.hasReaders {
@@ -515,8 +431,8 @@ extension Engine {
         w.key("message_id"); w.value(MessageID(micros: m.id, suffix: m.suffix).description)
         w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
         w.key("sender_id"); w.value(m.senderID)
-        w.key("transport"); w.value(m.transport.rawValue)
-        w.key("format"); w.value(m.format.rawValue)
+        w.key("transport"); w.value(m.transport)
+        w.key("format"); w.value(m.format)
         w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
         w.key("target"); w.beginObject()
         w.key("kind"); w.value(m.targetKind)
@@ -537,11 +453,6 @@ extension Engine {
         w.endArray()
         w.endObject()
         return w.string
-    }
-
-    /// Applies storage-rule status changes to delivery rows.
-    static func apply(_ changes: [StatusChange], _ c: SQLiteConnection) throws {
-        for ch in changes { try c.run("UPDATE deliveries SET status = ? WHERE id = ?", [.text(ch.status), .int(ch.deliveryID)]) }
     }
 
     static func storedTargetValue(_ t: SendTarget) -> String? {

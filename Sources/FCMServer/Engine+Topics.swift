@@ -40,14 +40,7 @@ extension Engine {
             }
             guard !added.isEmpty || !removed.isEmpty else { return (outcomes, nil, []) }
             let (a, r) = (added, removed)
-            return (outcomes, submit([{ c in
-                for (d, t) in a {
-                    try c.run("INSERT OR IGNORE INTO subscriptions(device, topic, added_at) VALUES (?,?,?)", [.int(d), .text(t), .int(now)])
-                }
-                for d in r {
-                    try c.run("DELETE FROM subscriptions WHERE device = ? AND topic = ? COLLATE NOCASE", [.int(d), .text(topic)])
-                }
-            }]), updated)
+            return (outcomes, submit([Writes.subscriptions(add: a, at: now, remove: r, topic: topic)]), updated)
         }
         if let ticket {
             try commitControl(ticket)

@@ -47,14 +47,9 @@ public struct UpstreamMessage: Sendable {
         return w.string
     }
 
-    static let upsertSQL = """
-        INSERT OR REPLACE INTO upstream(id, token, sender_id, category, data, time_to_live, created_at, status, sent_at,
-          acked_at, connection_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)
-        """
-
-    var values: [SQLValue] {
-        [.text(id), .text(token), .text(senderID), .text(category), .text(data), .int(timeToLive), .int(createdAt),
-         .text(status), .optional(sentAt), .optional(ackedAt), .optional(connectionID)]
+    var row: UpstreamRow {
+        UpstreamRow(id: id, token: token, senderID: senderID, category: category, data: data, timeToLive: timeToLive,
+                    createdAt: createdAt, status: status, sentAt: sentAt, ackedAt: ackedAt, connectionID: connectionID)
     }
 }
 
@@ -76,7 +71,7 @@ extension Engine {
             if s.upstream[id] != nil { return .failure(.conflict("upstream message '\(id)' already exists")) }
             s.upstream[id] = up
             s.upstreamOrder.append(id)
-            return .success(submit([{ c in try c.run(UpstreamMessage.upsertSQL, up.values) }]))
+            return .success(submit([Writes.saveUpstream([up.row])]))
         }
         try commitControl(try result.get())
         upstreamDispatch.withLock { $0 }?(d.senderID)
@@ -108,7 +103,7 @@ extension Engine {
             }
             if !taken.isEmpty {
                 let rows = taken
-                submit([{ c in for u in rows { try c.run(UpstreamMessage.upsertSQL, u.values) } }])
+                submit([Writes.saveUpstream(rows.map(\.row))])
             }
             return taken
         }
@@ -123,7 +118,7 @@ extension Engine {
             u.ackedAt = now
             s.upstream[id] = u
             let row = u
-            submit([{ c in try c.run(UpstreamMessage.upsertSQL, row.values) }])
+            submit([Writes.saveUpstream([row.row])])
             return u
         }
         if let acked { events.publish([("upstream.acked", acked.json)]) }
@@ -143,7 +138,7 @@ extension Engine {
             }
             if !rows.isEmpty {
                 let r = rows
-                submit([{ c in for u in r { try c.run(UpstreamMessage.upsertSQL, u.values) } }])
+                submit([Writes.saveUpstream(r.map(\.row))])
             }
         }
     }

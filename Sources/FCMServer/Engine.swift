@@ -253,59 +253,35 @@ struct EngineState: Sendable {
     static func load(from store: Store) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
         try store.read { (c: SQLiteConnection) throws(StoreError) -> (EngineState, Int64) in
             var s = EngineState()
-            try c.query("SELECT sender_id, server_keys, apps, created_at FROM projects ORDER BY created_at, sender_id") {
-                (r: Statement) throws(StoreError) in
-                guard let p = Project.fromRow(sender: r.text(0) ?? "", keys: r.text(1) ?? "[]", apps: r.text(2) ?? "[]", createdAt: r.int(3))
-                else { return }
-                s.insert(p)
+            let load = StoreLoader(c)
+            try load.projects { sender, keys, apps, createdAt in
+                if let p = Project.fromRow(sender: sender, keys: keys, apps: apps, createdAt: createdAt) { s.insert(p) }
             }
-            try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at FROM devices ORDER BY id") {
-                (r: Statement) throws(StoreError) in
-                s.insert(Device(
-                    id: r.int(0), token: r.text(1) ?? "", senderID: r.text(2) ?? "", app: r.text(3) ?? "",
-                    platform: Platform(rawValue: r.text(4) ?? "") ?? .android,
-                    state: DeviceState(rawValue: r.text(5) ?? "") ?? .registered,
-                    canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8), lastSeenAt: r.int(9)))
+            try load.devices { r in
+                s.insert(Device(id: r.id, token: r.token, senderID: r.senderID, app: r.app, platform: Platform(rawValue: r.platform) ?? .android,
+                                state: DeviceState(rawValue: r.state) ?? .registered, canonicalID: r.canonicalID, online: r.online,
+                                createdAt: r.createdAt, lastSeenAt: r.lastSeenAt))
             }
-            try c.query("""
-                SELECT d.id, d.device, m.collapse_key, d.expires_at, m.target_kind FROM deliveries d
-                JOIN messages m ON m.id = d.message WHERE d.status = 'pending' AND d.device IS NOT NULL ORDER BY d.id
-                """) { (r: Statement) throws(StoreError) in
-                s.stored[r.int(1), default: []].append(StoredEntry(
-                    deliveryID: r.int(0), collapseKey: r.text(2), expiresAt: r.int(3), isNotice: r.text(4) == "deleted_messages"))
+            try load.heldDeliveries { id, device, collapseKey, expiresAt, isNotice in
+                s.stored[device, default: []].append(StoredEntry(deliveryID: id, collapseKey: collapseKey, expiresAt: expiresAt, isNotice: isNotice))
             }
-            try c.query("SELECT device, topic, added_at FROM subscriptions") { (r: Statement) throws(StoreError) in
-                s.subscribe(device: r.int(0), topic: r.text(1) ?? "", at: r.int(2))
-            }
-            try c.query("SELECT key, name, sender_id, created_at FROM groups") { (r: Statement) throws(StoreError) in
-                s.insert(DeviceGroup(key: r.text(0) ?? "", name: r.text(1) ?? "", senderID: r.text(2) ?? "", members: [],
-                                     createdAt: r.int(3)))
-            }
-            try c.query("SELECT key, device FROM group_members ORDER BY key, position") { (r: Statement) throws(StoreError) in
-                s.groups[r.text(0) ?? ""]?.members.append(r.int(1))
-            }
-            try c.query("SELECT key FROM retired_groups") { (r: Statement) throws(StoreError) in
-                s.retiredGroupKeys.insert(r.text(0) ?? "")
-            }
+            try load.subscriptions { device, topic, at in s.subscribe(device: device, topic: topic, at: at) }
+            try load.groups({ key, name, sender, createdAt in
+                s.insert(DeviceGroup(key: key, name: name, senderID: sender, members: [], createdAt: createdAt))
+            }, member: { key, device in s.groups[key]?.members.append(device) })
+            try load.retiredGroupKeys { s.retiredGroupKeys.insert($0) }
             // Upstream messages that were on a connection when the process stopped are queued
             // again: their connection is gone.
-            try c.query("""
-                SELECT id, token, sender_id, category, data, time_to_live, created_at, status, sent_at, acked_at
-                FROM upstream ORDER BY created_at, id
-                """) { (r: Statement) throws(StoreError) in
-                var u = UpstreamMessage(id: r.text(0) ?? "", token: r.text(1) ?? "", senderID: r.text(2) ?? "", category: r.text(3) ?? "",
-                                        data: r.text(4) ?? "{}", timeToLive: r.int(5), createdAt: r.int(6), status: r.text(7) ?? "queued",
-                                        sentAt: r.optionalInt(8), ackedAt: r.optionalInt(9), connectionID: nil)
-                if u.status == "sent" { u.status = "queued" }
+            try load.upstream { r in
+                let u = UpstreamMessage(id: r.id, token: r.token, senderID: r.senderID, category: r.category, data: r.data,
+                                        timeToLive: r.timeToLive, createdAt: r.createdAt, status: r.status == "sent" ? "queued" : r.status,
+                                        sentAt: r.sentAt, ackedAt: r.ackedAt, connectionID: nil)
                 s.upstream[u.id] = u
                 s.upstreamOrder.append(u.id)
             }
-            try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") {
-                (r: Statement) throws(StoreError) in
-                s.inbox[r.int(1), default: []].append(r.int(0))
-            }
-            s.nextDeviceID = (try c.scalar("SELECT max(id) FROM devices") ?? 0) + 1
-            let maxMid = max(try c.scalar("SELECT max(id) FROM messages") ?? 0, try c.scalar("SELECT max(id) FROM deliveries") ?? 0)
+            try load.deviceDeliveries { id, device in s.inbox[device, default: []].append(id) }
+            s.nextDeviceID = try load.maxDeviceID() + 1
+            let maxMid = try load.maxMessageStamp()
             return (s, maxMid)
         }
     }

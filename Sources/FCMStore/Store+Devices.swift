@@ -1,0 +1,122 @@
+/// The `devices` and `projects` tables: rows and every statement that writes them.
+
+/// One `devices` row: an interned device, whose id message and delivery rows use instead of
+/// its 150-byte token.
+public struct DeviceRow: Sendable {
+    public var id: Int64
+    public var token: String
+    public var senderID: String
+    public var app: String
+    public var platform: String
+    public var state: String
+    public var canonicalID: Int64?
+    public var online: Bool
+    public var createdAt: Int64
+    public var lastSeenAt: Int64
+
+    public init(id: Int64, token: String, senderID: String, app: String, platform: String, state: String, canonicalID: Int64?,
+                online: Bool, createdAt: Int64, lastSeenAt: Int64) {
+        self.id = id; self.token = token; self.senderID = senderID; self.app = app; self.platform = platform
+        self.state = state; self.canonicalID = canonicalID; self.online = online; self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+    }
+
+    static let insertSQL = """
+        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at)
+        VALUES (?,?,?,?,?,?,?,?,?,?)
+        """
+
+    var values: [SQLValue] {
+        [.int(id), .text(token), .text(senderID), .text(app), .text(platform), .text(state),
+         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt)]
+    }
+}
+
+/// Typed writes: the engine decides a change under its lock and hands the store one of these;
+/// the statements themselves live here, by resource.
+public enum Writes {
+    /// Runs `sql` once per argument list through one prepared statement.
+    static func each(_ c: SQLiteConnection, _ sql: String, _ rows: [[SQLValue]]) throws(StoreError) {
+        guard !rows.isEmpty else { return }
+        let s = try c.statement(sql)
+        for args in rows {
+            try c.reset(s)
+            try s.bind(args)
+            while try s.step() {}
+        }
+    }
+
+    // MARK: Projects
+
+    public static func saveProject(senderID: String, keysJSON: String, appsJSON: String, createdAt: Int64) -> WriteOp {
+        { c in
+            try c.run("INSERT OR REPLACE INTO projects(sender_id, server_keys, apps, created_at) VALUES (?,?,?,?)",
+                      [.text(senderID), .text(keysJSON), .text(appsJSON), .int(createdAt)])
+        }
+    }
+
+    public static func deleteProject(_ senderID: String) -> WriteOp {
+        { c in try c.run("DELETE FROM projects WHERE sender_id = ?", [.text(senderID)]) }
+    }
+
+    // MARK: Devices
+
+    public static func insertDevices(_ rows: [DeviceRow]) -> WriteOp {
+        { c in try each(c, DeviceRow.insertSQL, rows.map(\.values)) }
+    }
+
+    /// A device went offline or came back; back online, what it held is delivered now, or
+    /// expired if its time ran out.
+    public static func setOnline(device id: Int64, _ online: Bool, at now: Int64, flushHeld: Bool) -> WriteOp {
+        { c in
+            try c.run("UPDATE devices SET online = ?, last_seen_at = ? WHERE id = ?", [.int(online ? 1 : 0), .int(now), .int(id)])
+            guard flushHeld else { return }
+            try c.run("UPDATE deliveries SET status = 'expired' WHERE device = ? AND status = 'pending' AND expires_at <= ?",
+                      [.int(id), .int(now)])
+            try c.run("UPDATE deliveries SET status = 'delivered', delivered_at = ? WHERE device = ? AND status = 'pending'",
+                      [.int(now), .int(id)])
+        }
+    }
+
+    public static func unregister(device id: Int64) -> WriteOp {
+        { c in try c.run("UPDATE devices SET state = 'unregistered' WHERE id = ?", [.int(id)]) }
+    }
+
+    /// A token rotated: the new device takes the old one's subscriptions and group places.
+    public static func refresh(device oldID: Int64, to fresh: DeviceRow) -> WriteOp {
+        { c in
+            try c.run(DeviceRow.insertSQL, fresh.values)
+            try c.run("UPDATE devices SET state = 'refreshed', canonical_id = ? WHERE id = ?", [.int(fresh.id), .int(oldID)])
+            try c.run("UPDATE subscriptions SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
+            try c.run("UPDATE group_members SET device = ? WHERE device = ?", [.int(fresh.id), .int(oldID)])
+        }
+    }
+
+    /// Forgets a device; its past deliveries keep its token as text, so records still say whom
+    /// they addressed.
+    public static func deleteDevice(_ id: Int64, token: String, deliveries: [Int64]) -> WriteOp {
+        { c in
+            try c.run("DELETE FROM subscriptions WHERE device = ?", [.int(id)])
+            try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
+                      [.text(token), .text("[" + deliveries.map(String.init).joined(separator: ",") + "]")])
+            try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
+        }
+    }
+
+    /// A reset: every message, delivery, subscription, group and upstream message goes; of the
+    /// devices, `removed` go (all of them when `keepsAny` is false) and `restored` are put back
+    /// to their state and online flag.
+    public static func reset(keepsAny: Bool, removed: [Int64], restored: [(id: Int64, state: String, online: Bool)]) -> WriteOp {
+        { c in
+            // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
+            try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
+            guard keepsAny else {
+                try c.execute("DELETE FROM devices")
+                return
+            }
+            try each(c, "DELETE FROM devices WHERE id = ?", removed.map { [.int($0)] })
+            try each(c, "UPDATE devices SET state = ?, canonical_id = NULL, online = ? WHERE id = ?",
+                     restored.map { [.text($0.state), .int($0.online ? 1 : 0), .int($0.id)] })
+        }
+    }
+}

@@ -1,0 +1,84 @@
+/// Reading back, at start, everything the engine keeps in memory. Each table is visited in the
+/// order the engine needs, row by row (a store of a million deliveries builds no array of them).
+public struct StoreLoader {
+    let c: SQLiteConnection
+
+    public init(_ c: SQLiteConnection) { self.c = c }
+
+    /// Projects in creation order: sender id, server keys and apps as JSON, creation time.
+    public func projects(_ row: (String, String, String, Int64) -> Void) throws(StoreError) {
+        try c.query("SELECT sender_id, server_keys, apps, created_at FROM projects ORDER BY created_at, sender_id") { (r: Statement) throws(StoreError) in
+            row(r.text(0) ?? "", r.text(1) ?? "[]", r.text(2) ?? "[]", r.int(3))
+        }
+    }
+
+    /// Devices by id.
+    public func devices(_ row: (DeviceRow) -> Void) throws(StoreError) {
+        try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at FROM devices ORDER BY id") {
+            (r: Statement) throws(StoreError) in
+            row(DeviceRow(id: r.int(0), token: r.text(1) ?? "", senderID: r.text(2) ?? "", app: r.text(3) ?? "", platform: r.text(4) ?? "",
+                          state: r.text(5) ?? "", canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8),
+                          lastSeenAt: r.int(9)))
+        }
+    }
+
+    /// Deliveries an offline device holds, in order: delivery id, device, the message's collapse
+    /// key, expiry, and whether it is a `deleted_messages` notice.
+    public func heldDeliveries(_ row: (Int64, Int64, String?, Int64, Bool) -> Void) throws(StoreError) {
+        try c.query("""
+            SELECT d.id, d.device, m.collapse_key, d.expires_at, m.target_kind FROM deliveries d
+            JOIN messages m ON m.id = d.message WHERE d.status = 'pending' AND d.device IS NOT NULL ORDER BY d.id
+            """) { (r: Statement) throws(StoreError) in
+            row(r.int(0), r.int(1), r.text(2), r.int(3), r.text(4) == "deleted_messages")
+        }
+    }
+
+    /// Every delivery to a device, in order: delivery id, device.
+    public func deviceDeliveries(_ row: (Int64, Int64) -> Void) throws(StoreError) {
+        try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") { (r: Statement) throws(StoreError) in
+            row(r.int(0), r.int(1))
+        }
+    }
+
+    /// Subscriptions: device, topic as first given, when.
+    public func subscriptions(_ row: (Int64, String, Int64) -> Void) throws(StoreError) {
+        try c.query("SELECT device, topic, added_at FROM subscriptions") { (r: Statement) throws(StoreError) in
+            row(r.int(0), r.text(1) ?? "", r.int(2))
+        }
+    }
+
+    /// Device groups: key, name, sender id, creation time; then their members in order.
+    public func groups(_ group: (String, String, String, Int64) -> Void, member: (String, Int64) -> Void) throws(StoreError) {
+        try c.query("SELECT key, name, sender_id, created_at FROM groups") { (r: Statement) throws(StoreError) in
+            group(r.text(0) ?? "", r.text(1) ?? "", r.text(2) ?? "", r.int(3))
+        }
+        try c.query("SELECT key, device FROM group_members ORDER BY key, position") { (r: Statement) throws(StoreError) in
+            member(r.text(0) ?? "", r.int(1))
+        }
+    }
+
+    /// Keys of deleted device groups.
+    public func retiredGroupKeys(_ key: (String) -> Void) throws(StoreError) {
+        try c.query("SELECT key FROM retired_groups") { (r: Statement) throws(StoreError) in key(r.text(0) ?? "") }
+    }
+
+    /// Upstream messages in creation order (without the connection they were on: it is gone).
+    public func upstream(_ row: (UpstreamRow) -> Void) throws(StoreError) {
+        try c.query("""
+            SELECT id, token, sender_id, category, data, time_to_live, created_at, status, sent_at, acked_at
+            FROM upstream ORDER BY created_at, id
+            """) { (r: Statement) throws(StoreError) in
+            row(UpstreamRow(id: r.text(0) ?? "", token: r.text(1) ?? "", senderID: r.text(2) ?? "", category: r.text(3) ?? "",
+                            data: r.text(4) ?? "{}", timeToLive: r.int(5), createdAt: r.int(6), status: r.text(7) ?? "queued",
+                            sentAt: r.optionalInt(8), ackedAt: r.optionalInt(9), connectionID: nil))
+        }
+    }
+
+    /// The highest device id (0 when none).
+    public func maxDeviceID() throws(StoreError) -> Int64 { try c.scalar("SELECT max(id) FROM devices") ?? 0 }
+
+    /// The highest message-id stamp used by a record or a delivery (0 when none).
+    public func maxMessageStamp() throws(StoreError) -> Int64 {
+        max(try c.scalar("SELECT max(id) FROM messages") ?? 0, try c.scalar("SELECT max(id) FROM deliveries") ?? 0)
+    }
+}

@@ -1,0 +1,239 @@
+/// The `messages` and `deliveries` tables: rows as written and read, and every statement on them.
+
+/// One `messages` row. Its id is the first recipient's message-id stamp; its deliveries are the
+/// rows `id ..< id + recipients`.
+public struct MessageRow: Sendable {
+    public var id: Int64
+    public var suffix: UInt32
+    public var multicastID: Int64?
+    public var senderID: String?
+    public var transport: String
+    public var format: String
+    public var acceptedAt: Int64
+    public var targetKind: String
+    /// Only for topic and condition targets; a token target's value is its recipient's token.
+    public var targetValue: String?
+    public var collapseKey: String?
+    public var timeToLive: Int64
+    public var restrictedPackageName: String?
+    /// Bits: 1 content_available, 2 mutable_content, 4 delay_while_idle given, 8 its value.
+    public var flags: Int64
+    public var data: String?
+    public var notification: String?
+    public var priority: String
+    public var status: String
+    public var error: String?
+    public var errorDetail: String?
+    public var httpStatus: Int
+    public var raw: String?
+    public var recipients: Int
+    /// The fault that fired on the whole request, if one did.
+    public var fault: String?
+    /// The `message_id` an XMPP client gave the message.
+    public var clientMessageID: String?
+
+    public init(id: Int64, suffix: UInt32, multicastID: Int64?, senderID: String?, transport: String, format: String,
+                acceptedAt: Int64, targetKind: String, targetValue: String?, collapseKey: String?, timeToLive: Int64,
+                restrictedPackageName: String?, flags: Int64, data: String?, notification: String?, priority: String,
+                status: String, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int,
+                fault: String? = nil, clientMessageID: String? = nil) {
+        self.id = id; self.suffix = suffix; self.multicastID = multicastID; self.senderID = senderID
+        self.transport = transport; self.format = format; self.acceptedAt = acceptedAt; self.targetKind = targetKind
+        self.targetValue = targetValue; self.collapseKey = collapseKey; self.timeToLive = timeToLive
+        self.restrictedPackageName = restrictedPackageName; self.flags = flags; self.data = data
+        self.notification = notification; self.priority = priority; self.status = status; self.error = error
+        self.errorDetail = errorDetail; self.httpStatus = httpStatus; self.raw = raw; self.recipients = recipients
+        self.fault = fault; self.clientMessageID = clientMessageID
+    }
+
+    static let insertSQL = """
+        INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
+          target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
+          status, error, error_detail, http_status, raw, recipients, fault, client_message_id)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+        """
+
+    static let columns = """
+        id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
+        time_to_live, restricted_package_name, flags, data, notification, priority, status, error, error_detail,
+        http_status, raw, recipients, fault, client_message_id
+        """
+
+    var values: [SQLValue] {
+        [.int(id), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport),
+         .text(format), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
+         .int(timeToLive), .optional(restrictedPackageName), .int(flags),
+         .optional(data), .optional(notification), .text(priority), .text(status), .optional(error),
+         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault),
+         .optional(clientMessageID)]
+    }
+
+    /// A row read back with `columns`.
+    init(_ r: Statement) {
+        self.init(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), multicastID: r.optionalInt(2), senderID: r.text(3),
+                  transport: r.text(4) ?? "", format: r.text(5) ?? "", acceptedAt: r.int(6), targetKind: r.text(7) ?? "",
+                  targetValue: r.text(8), collapseKey: r.text(9), timeToLive: r.int(10), restrictedPackageName: r.text(11),
+                  flags: r.int(12), data: r.text(13), notification: r.text(14), priority: r.text(15) ?? "", status: r.text(16) ?? "",
+                  error: r.text(17), errorDetail: r.text(18), httpStatus: Int(r.int(19)), raw: r.text(20), recipients: Int(r.int(21)),
+                  fault: r.text(22), clientMessageID: r.text(23))
+    }
+}
+
+/// One `deliveries` row: a message meeting one recipient. Its id is that recipient's message-id
+/// stamp.
+public struct DeliveryRow: Sendable {
+    public var id: Int64
+    public var message: Int64
+    public var device: Int64?
+    /// Only for recipients that are no device (malformed or rejected unknown tokens).
+    public var token: String?
+    public var status: String
+    public var error: String?
+    public var canonical: Int64?
+    public var deliveredAt: Int64?
+    public var expiresAt: Int64
+    /// The error fault that failed this recipient, if one did.
+    public var fault: String?
+
+    public init(id: Int64, message: Int64, device: Int64?, token: String?, status: String, error: String?, canonical: Int64?,
+                deliveredAt: Int64?, expiresAt: Int64, fault: String? = nil) {
+        self.id = id; self.message = message; self.device = device; self.token = token; self.status = status
+        self.error = error; self.canonical = canonical; self.deliveredAt = deliveredAt; self.expiresAt = expiresAt; self.fault = fault
+    }
+
+    static let insertSQL = """
+        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at, fault)
+        VALUES (?,?,?,?,?,?,?,?,?,?)
+        """
+
+    var values: [SQLValue] {
+        [.int(id), .int(message), .optional(device), .optional(token), .text(status), .optional(error), .optional(canonical),
+         .optional(deliveredAt), .int(expiresAt), .optional(fault)]
+    }
+}
+
+/// What `GET /api/v1/messages` filters on, as the store applies it.
+public struct MessageQuery: Sendable {
+    /// Rows with an id below this (the cursor).
+    public var before: Int64?
+    public var senderID: String?
+    public var transport: String?
+    public var clientMessageID: String?
+    public var since: Int64?
+    /// `/topics/` and the topic's lowercased name: topic sends to it in any case.
+    public var topicTarget: String?
+    /// A token's messages: its device's delivery ids, and the token kept on rows of recipients
+    /// that were no device.
+    public var token: (deliveryIDs: [Int64], token: String)? = nil
+    /// The record's own status (`accepted`, `rejected`).
+    public var recordStatus: String?
+    /// A status any of its recipients has.
+    public var recipientStatus: String?
+    public var limit: Int = 100
+    public init() {}
+}
+
+/// One recipient of a record as read back.
+public struct RecipientRow: Sendable {
+    public var device: Int64?
+    public var token: String?
+    public var id: Int64
+    public var status: String
+    public var error: String?
+    public var canonical: Int64?
+    public var expiresAt: Int64
+    public var fault: String?
+}
+
+/// One inbox entry: a delivery with what its message says.
+public struct InboxRow: Sendable {
+    public var id: Int64
+    public var suffix: UInt32
+    public var status: String
+    public var acceptedAt: Int64
+    public var deliveredAt: Int64?
+    public var expiresAt: Int64
+    public var collapseKey: String?
+    public var priority: String?
+    public var transport: String?
+    public var targetKind: String?
+    public var data: String?
+    public var notification: String?
+    public var targetValue: String?
+}
+
+extension SQLiteConnection {
+    /// Message records, newest first (a device's deleted_messages notices are no record).
+    public func messageRecords(_ q: MessageQuery) throws(StoreError) -> [MessageRow] {
+        var sql = "SELECT \(MessageRow.columns) FROM messages WHERE target_kind != 'deleted_messages'"
+        var args: [SQLValue] = []
+        if let v = q.before { sql += " AND id < ?"; args.append(.int(v)) }
+        if let v = q.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
+        if let v = q.transport { sql += " AND transport = ?"; args.append(.text(v)) }
+        if let v = q.clientMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
+        if let v = q.since { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
+        if let v = q.topicTarget {
+            // Names are ASCII, which is all SQLite's lower() folds.
+            sql += " AND target_kind = 'topic' AND lower(target_value) = ?"
+            args.append(.text(v))
+        }
+        if let (ids, token) = q.token {
+            sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
+                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
+            args.append(.text("[" + ids.map(String.init).joined(separator: ",") + "]"))
+            args.append(.text(token))
+        }
+        if let v = q.recordStatus { sql += " AND status = ?"; args.append(.text(v)) }
+        if let v = q.recipientStatus {
+            sql += " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.id"
+                + " AND d.id < messages.id + messages.recipients AND d.status = ?)"
+            args.append(.text(v))
+        }
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(.int(Int64(q.limit)))
+        var rows: [MessageRow] = []
+        try query(sql, args) { (r: Statement) throws(StoreError) in rows.append(MessageRow(r)) }
+        return rows
+    }
+
+    /// The record whose own id is `id`.
+    public func messageRecord(id: Int64) throws(StoreError) -> MessageRow? {
+        var row: MessageRow?
+        try query("SELECT \(MessageRow.columns) FROM messages WHERE id = ?", [.int(id)]) { (r: Statement) throws(StoreError) in
+            row = MessageRow(r)
+        }
+        return row
+    }
+
+    /// The record a delivery (a recipient's message id) belongs to.
+    public func messageOfDelivery(_ id: Int64) throws(StoreError) -> Int64? {
+        try scalar("SELECT message FROM deliveries WHERE id = ?", [.int(id)])
+    }
+
+    /// A record's recipients in order, at most `limit` (all when nil).
+    public func recipients(of m: MessageRow, limit: Int?) throws(StoreError) -> [RecipientRow] {
+        var out: [RecipientRow] = []
+        guard m.recipients > 0 else { return out }
+        try query("SELECT device, token, id, status, error, canonical, expires_at, fault FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+                  [.int(m.id), .int(m.id + Int64(m.recipients)), .int(Int64(limit ?? -1))]) { (r: Statement) throws(StoreError) in
+            out.append(RecipientRow(device: r.optionalInt(0), token: r.text(1), id: r.int(2), status: r.text(3) ?? "", error: r.text(4),
+                                    canonical: r.optionalInt(5), expiresAt: r.int(6), fault: r.text(7)))
+        }
+        return out
+    }
+
+    /// One delivery as an inbox entry.
+    public func inboxRow(_ deliveryID: Int64) throws(StoreError) -> InboxRow? {
+        var row: InboxRow?
+        try query("""
+            SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
+              m.transport, m.target_kind, m.data, m.notification, m.target_value
+            FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
+            """, [.int(deliveryID)]) { (r: Statement) throws(StoreError) in
+            row = InboxRow(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), status: r.text(2) ?? "", acceptedAt: r.int(3),
+                           deliveredAt: r.optionalInt(4), expiresAt: r.int(5), collapseKey: r.text(6), priority: r.text(7),
+                           transport: r.text(8), targetKind: r.text(9), data: r.text(10), notification: r.text(11), targetValue: r.text(12))
+        }
+        return row
+    }
+}
