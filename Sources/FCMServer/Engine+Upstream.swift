@@ -2,20 +2,9 @@ import FCMCore
 import FCMStore
 
 /// An upstream message: sent by a fake device to its app server over XMPP (seeds Tables 5-6).
-public struct UpstreamMessage: Sendable {
-    public var id: String
-    public var token: String
-    public var senderID: String
-    public var category: String
-    public var data: String
-    public var timeToLive: Int64
-    public var createdAt: Int64
-    /// `queued` (no connection of that sender yet), `sent` (on a connection, not acked), `acked`.
-    public var status: String
-    public var sentAt: Int64?
-    public var ackedAt: Int64?
-    public var connectionID: String?
+public typealias UpstreamMessage = UpstreamRow
 
+extension UpstreamRow {
     var json: String {
         var w = JSONWriter()
         w.beginObject()
@@ -46,11 +35,6 @@ public struct UpstreamMessage: Sendable {
         w.endObject()
         return w.string
     }
-
-    var row: UpstreamRow {
-        UpstreamRow(id: id, token: token, senderID: senderID, category: category, data: data, timeToLive: timeToLive,
-                    createdAt: createdAt, status: status, sentAt: sentAt, ackedAt: ackedAt, connectionID: connectionID)
-    }
 }
 
 extension Engine {
@@ -71,7 +55,7 @@ extension Engine {
             if s.upstream[id] != nil { return .failure(.conflict("upstream message '\(id)' already exists")) }
             s.upstream[id] = up
             s.upstreamOrder.append(id)
-            return .success(submit([Writes.saveUpstream([up.row])]))
+            return .success(submit([Writes.saveUpstream([up])]))
         }
         try commitControl(try result.get())
         upstreamDispatch.withLock { $0 }?(d.senderID)
@@ -103,7 +87,7 @@ extension Engine {
             }
             if !taken.isEmpty {
                 let rows = taken
-                submit([Writes.saveUpstream(rows.map(\.row))])
+                submit([Writes.saveUpstream(rows)])
             }
             return taken
         }
@@ -118,7 +102,7 @@ extension Engine {
             u.ackedAt = now
             s.upstream[id] = u
             let row = u
-            submit([Writes.saveUpstream([row.row])])
+            submit([Writes.saveUpstream([row])])
             return u
         }
         if let acked { events.publish([("upstream.acked", acked.json)]) }
@@ -138,7 +122,7 @@ extension Engine {
             }
             if !rows.isEmpty {
                 let r = rows
-                submit([Writes.saveUpstream(r.map(\.row))])
+                submit([Writes.saveUpstream(r)])
             }
         }
     }
