@@ -374,40 +374,34 @@ final class CCS: XMPPDelegate {
             return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
         }
         let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
+        let receipt = o["delivery_receipt_requested"]
+        let context = AdmissionContext(transport: .xmpp, path: "", format: .json, raw: { gcm.text }, clientMessageID: messageID) { _ in
+            receipt.map { $0.boolValue == nil } == true ? "delivery_receipt_requested must be true or false" : nil
+        }
+        // An XMPP admission never fails on the store (its record is best effort).
+        guard let admission = try? engine.admit(outcome, senderID: sender, context) else { return }
         let req: SendRequest
-        switch outcome {
-        case .badRequest(let reason):
-            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: reason)
-        case .invalidParameters(let detail):
-            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: detail)
-        case .request(let r):
-            req = r
-        }
-        if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
-            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: reason)
-        }
-        let target = req.target.value
-        if let v = o["delivery_receipt_requested"], v.boolValue == nil {
-            return refuse(c, messageID, raw: gcm.text, from: target, code: "INVALID_JSON", description: "delivery_receipt_requested must be true or false")
-        }
-        let wantsReceipt = o["delivery_receipt_requested"]?.boolValue ?? false
         var lateBy: Int64 = 0
         var delayFault: String?
-        if let f = engine.fireRequestFault(transport: .xmpp, path: "", senderID: sender, tokens: req.target.tokens, topic: req.target.topicName) {
-            switch f.action {
-            case .status:
-                return refuse(c, messageID, raw: gcm.text, from: target, code: "SERVICE_UNAVAILABLE", description: "fault \(f.id)", fault: f.id)
-            case .closeConnection:
-                refuse(c, messageID, raw: gcm.text, from: target, code: "ConnectionClosed",
-                       description: "fault \(f.id) closed the connection without an answer", fault: f.id, answer: false)
-                return c.drop()
-            case .delay(let ms):
-                lateBy = ms
-                delayFault = f.id
-            case .error:
-                break
-            }
+        switch admission {
+        case .unauthorized:
+            return
+        case .refused(let refusal, _):
+            // The message's `to` names it, or, for a request that parsed, its target.
+            var from = to
+            if case .invalidForTransport = refusal, case .request(let r) = outcome { from = r.target.value }
+            return nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail)
+        case .faultStatus(_, _, let fault):
+            return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)")
+        case .dropConnection:
+            return c.drop()
+        case .proceed(let r, let delay):
+            req = r
+            lateBy = delay?.ms ?? 0
+            delayFault = delay?.fault
         }
+        let target = req.target.value
+        let wantsReceipt = receipt?.boolValue ?? false
         let delayMs = lateBy
         settled = true
         engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault, clientMessageID: messageID) { [self] result in
@@ -490,6 +484,12 @@ final class CCS: XMPPDelegate {
     /// A downstream message refused before it reached the send path: kept as a rejected record
     /// (with the fault that refused it, if one did), as over HTTP, then nacked unless `answer` is
     /// false (a connection closed on purpose).
+    /// The target a parsed message names (a nack's `from`).
+    private func targetValue(_ outcome: SendParseOutcome) -> String? {
+        if case .request(let r) = outcome { return r.target.value }
+        return nil
+    }
+
     private func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String,
                         fault: String? = nil, answer: Bool = true) {
         _ = try? engine.recordRejected(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,

@@ -1,0 +1,146 @@
+import FCMCore
+import FCMStore
+
+/// What the engine decided about a downstream request before its message is sent. Every
+/// transport asks the same question (`Engine.admit`) and only turns the answer into its own wire
+/// form (HTTP status and body, an XMPP nack); the refused ones are already recorded.
+public enum Admission: Sendable {
+    /// No valid credential (HTTP only: an XMPP session authenticated at login).
+    case unauthorized
+    /// The request itself is wrong: `invalidParameters` carries an unknown parameter's detail,
+    /// `invalidJSON` every other reason (syntax, types, the target). To be answered after
+    /// `delay` when a delay fault fired.
+    case refused(Refusal, delay: DelayFault?)
+    /// A status fault answers the whole request.
+    case faultStatus(code: Int, retryAfter: Int64?, fault: String)
+    /// A close-connection fault: no answer at all.
+    case dropConnection(fault: String)
+    /// Send it, answering after `delay` when a delay fault fired.
+    case proceed(SendRequest, delay: DelayFault?)
+
+    /// Why a request was refused.
+    public enum Refusal: Sendable {
+        case invalidJSON(String)
+        case invalidParameters(String)
+        /// The transport's own check (`AdmissionContext.validate`) failed.
+        case invalidForTransport(String)
+
+        public var detail: String {
+            switch self {
+            case .invalidJSON(let d), .invalidParameters(let d), .invalidForTransport(let d): return d
+            }
+        }
+    }
+}
+
+/// A delay fault that fired: its id and how long the answer waits.
+public struct DelayFault: Sendable {
+    public var fault: String
+    public var ms: Int64
+}
+
+/// What the rejection record of a refused request is made of.
+public struct AdmissionContext {
+    public var transport: Transport
+    public var path: String
+    public var format: BodyFormat
+    /// The body (or the stanza's JSON), for `raw_body`; read only when a record needs it.
+    public var raw: () -> String
+    /// The `message_id` an XMPP client gave the message.
+    public var clientMessageID: String?
+    /// A transport's own check of a request the protocol parsed (XMPP's
+    /// `delivery_receipt_requested`), after the target's.
+    public var validate: (SendRequest) -> String? = { _ in nil }
+
+    public init(transport: Transport, path: String, format: BodyFormat, raw: @escaping () -> String, clientMessageID: String? = nil,
+                validate: @escaping (SendRequest) -> String? = { _ in nil }) {
+        self.transport = transport
+        self.path = path
+        self.format = format
+        self.raw = raw
+        self.clientMessageID = clientMessageID
+        self.validate = validate
+    }
+}
+
+extension Engine {
+    /// Authentication, validation of the request and its target, the request-wide faults, and
+    /// the record of a refusal, in the order the transport's protocol has them: over HTTP a
+    /// fault comes before the body is judged (FCM being unavailable does not depend on what a
+    /// request says) and a refused body still waits out a delay fault; over XMPP a malformed
+    /// message is nacked before any fault is consulted.
+    ///
+    /// A rejection record the store cannot write fails an HTTP request (answered 500 by its
+    /// caller) but not an XMPP message, whose nack goes out all the same; a 401 is answered
+    /// whatever the store says.
+    public func admit(_ outcome: SendParseOutcome, senderID: String?, _ context: AdmissionContext) throws(StoreError) -> Admission {
+        guard let senderID else {
+            _ = try? recordRejected(senderID: nil, transport: context.transport, format: context.format, httpStatus: 401,
+                                    error: "Unauthorized", detail: "missing or unknown server key", raw: context.raw())
+            return .unauthorized
+        }
+        var request: SendRequest?
+        var refusal: Admission.Refusal?
+        switch outcome {
+        case .badRequest(let reason): refusal = .invalidJSON(reason)
+        case .invalidParameters(let detail): refusal = .invalidParameters(detail)
+        case .request(let r):
+            if let reason = r.target.invalidReason(maxConditionOperators: maxConditionOperators) {
+                refusal = .invalidJSON(reason)
+            } else if let reason = context.validate(r) {
+                refusal = .invalidForTransport(reason)
+            } else {
+                request = r
+            }
+        }
+        let isHTTP = context.transport != .xmpp
+        if !isHTTP, let refusal {
+            try record(context, senderID: senderID, httpStatus: 0, error: "INVALID_JSON", detail: refusal.detail, fault: nil)
+            return .refused(refusal, delay: nil)
+        }
+        var delay: DelayFault?
+        var target: SendTarget = .missing
+        if case .request(let r) = outcome { target = r.target }
+        if mayHaveFaults,
+            let f = fireRequestFault(transport: context.transport, path: context.path, senderID: senderID, tokens: target.tokens,
+                                     topic: target.topicName)
+        {
+            switch f.action {
+            case .status(let code, let retry):
+                if isHTTP {
+                    try record(context, senderID: senderID, httpStatus: code, error: "Fault", detail: "fault \(f.id) answered HTTP \(code)", fault: f.id)
+                } else {
+                    try record(context, senderID: senderID, httpStatus: 0, error: "SERVICE_UNAVAILABLE", detail: "fault \(f.id)", fault: f.id)
+                }
+                return .faultStatus(code: code, retryAfter: retry, fault: f.id)
+            case .closeConnection:
+                try record(context, senderID: senderID, httpStatus: 0, error: "ConnectionClosed",
+                       detail: "fault \(f.id) closed the connection without an answer", fault: f.id)
+                return .dropConnection(fault: f.id)
+            case .delay(let ms):
+                delay = DelayFault(fault: f.id, ms: ms)
+            case .error:
+                break
+            }
+        }
+        if let refusal {
+            let error = if case .invalidParameters = refusal { "InvalidParameters" } else { "InvalidJson" }
+            try record(context, senderID: senderID, httpStatus: 400, error: error, detail: refusal.detail, fault: delay?.fault)
+            return .refused(refusal, delay: delay)
+        }
+        return .proceed(request!, delay: delay)
+    }
+
+    /// The rejection record of a refused request.
+    private func record(_ context: AdmissionContext, senderID: String, httpStatus: Int, error: String, detail: String,
+                        fault: String?) throws(StoreError) {
+        let raw = context.raw()
+        guard context.transport == .xmpp else {
+            try recordRejected(senderID: senderID, transport: context.transport, format: context.format, httpStatus: httpStatus,
+                               error: error, detail: detail, raw: raw, fault: fault, clientMessageID: context.clientMessageID)
+            return
+        }
+        _ = try? recordRejected(senderID: senderID, transport: .xmpp, format: context.format, httpStatus: httpStatus, error: error,
+                                detail: detail, raw: String(raw.prefix(4096)), fault: fault, clientMessageID: context.clientMessageID)
+    }
+}
