@@ -1,4 +1,3 @@
-import Dispatch
 import FCMCore
 import FCMStore
 
@@ -64,319 +63,84 @@ extension Device {
 }
 
 extension Engine {
-    /// `send` for callers that may block: returns once the send is committed.
-    public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
-                     raw: () -> String? = { nil }) throws(StoreError) -> SendResult {
-        let box = Locked<Result<SendResult, StoreError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        send(req, senderID: senderID, transport: transport, path: path, raw: raw) { r in
-            box.withLock { $0 = r }
-            done.signal()
-        }
-        done.wait()
-        return try box.withLock { $0! }.get()
-    }
-
-    /// Sends `req` (token, multicast or missing target) as `senderID`: resolves every recipient
-    /// against the fake devices, queues the message and its deliveries for the store, and calls
-    /// `completion` once they are committed (on the store's writer thread; at once for a dry run,
-    /// which is validated the same way and stores nothing).
+    /// Sends `req` as `senderID`: resolves every recipient against the fake devices, places a
+    /// delivery for each by the device rules, queues the message and its deliveries for the
+    /// store, and calls `completion` once they are committed (on the store's writer thread; at
+    /// once for a dry run, which is validated the same way and stores nothing). Each step is a
+    /// function below; all of them run under the state lock, so the store applies sends in the
+    /// order they were decided.
     ///
     /// `path` is what error faults match on; `requestFault` is the id of a request-level fault
     /// (a delay) that already fired for this request, kept on the record.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, raw: () -> String? = { nil },
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
+        let now = clock.nowMillis()
+        let dryRun = req.options.dryRun
         let tokens: [String]
         switch req.target {
         case .token, .multicast: tokens = req.target.tokens
         case .missing, .topic, .condition: tokens = []
         }
-        let now = clock.nowMillis()
+        var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
+                              suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
+                              wantEvents: events.hasReaders && !dryRun, tokens: tokens)
         let multicastID = newMulticastID()
-        let suffix = messageIDSuffix(senderID: senderID)
-        let expiresAt = now + req.options.timeToLive * 1000
-        let dryRun = req.options.dryRun
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
-        let wellFormed = tokens.map(isWellFormedToken)
+        let wellFormed = ctx.tokens.map(isWellFormedToken)
         var condition: Condition?
         if case .condition(let text) = req.target { condition = Condition.parse(text, maxOperators: maxConditionOperators) }
 
         let dryResult: SendResult? = state.withLock { s in
-            // Topic and condition sends reach every matching subscriber of this project.
-            var fanOut: [Device]?
-            var topicError: FCMErrorCode? = nil
-            var topicFault: String? = nil
-            var groupKey: String? = nil
-            var groupFailed: [String] = []
-            switch req.target {
-            case .token(let t) where !s.groups.isEmpty && s.groups[t]?.senderID == senderID:
-                // `to` a notification key of this project: every member of the group.
-                groupKey = t
-                fanOut = []
-                if let err = req.messageError {
-                    topicError = err
-                } else {
-                    for m in s.groups[t]?.members ?? [] {
-                        if let d = s.devices[m], d.state == .registered {
-                            fanOut?.append(d)
-                        } else if let d = s.devices[m] {
-                            groupFailed.append(d.token)
-                        }
-                    }
-                }
-            case .topic, .condition:
-                let topic = req.target.topicName
-                fanOut = []
-                if let err = req.messageError {
-                    topicError = err
-                } else if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: "",
-                                                              topic: topic), case .error(let err) = f.action {
-                    topicError = err
-                    topicFault = f.id
-                } else if let name = topic, let limit = topicRate, !dryRun,
-                    !s.topicWindows.admit(senderID + "/" + Topics.key(name), now: now, limit: limit)
-                {
-                    topicError = .topicsMessageRateExceeded
-                } else if let name = topic {
-                    fanOut = subscribers(of: s.topicSubscribers[Topics.key(name)] ?? [], req: req, senderID: senderID, state: s)
-                } else if let condition {
-                    let ids = condition.evaluate { s.topicSubscribers[$0] ?? [] }
-                    fanOut = subscribers(of: ids, req: req, senderID: senderID, state: s)
-                }
-            default:
-                break
-            }
-            let count = fanOut.map { max($0.count, 1) } ?? max(tokens.count, 1)
+            let fan = resolveFanOut(req, senderID: senderID, transport: transport, path: path, condition: condition, now: now, state: &s)
+            let count = fan.devices.map { max($0.count, 1) } ?? max(ctx.tokens.count, 1)
             // Stamps are taken under the lock, so id order is acceptance order.
-            let firstMid = s.ids.reserve(count, nowMicros: clock.nowMicros())
-            var results: [RecipientResult] = []
-            results.reserveCapacity(count)
-            var rows: [DeliveryRow] = []
-            rows.reserveCapacity(count)
-            var newDevices: [Device] = []
-            var changes: [StatusChange] = []
-            var notices: [Notice] = []
-            // Events are built only while someone listens.
-            let wantEvents = events.hasReaders && !dryRun
-            var deliveryEvents: [(String, String)] = []
-
-            if fanOut == nil && tokens.isEmpty {
-                // No recipient at all: one result carrying the message's error.
-                let err = req.messageError ?? .missingRegistration
-                results.append(RecipientResult(error: err))
-                rows.append(DeliveryRow(id: firstMid, message: firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
-                                        canonical: nil, deliveredAt: nil, expiresAt: expiresAt))
-            }
-            for (i, token) in (groupKey == nil ? tokens : []).enumerated() {
-                let mid = firstMid + Int64(i)
-                var row = DeliveryRow(id: mid, message: firstMid, device: nil, token: nil, status: "failed", error: nil,
-                                      canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
-                var result = RecipientResult()
-                let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: req, senderID: senderID,
-                                               transport: transport, path: path, state: &s, newDevices: &newDevices,
-                                               now: now, dryRun: dryRun)
-                switch outcome {
-                case .failed(let err, let deviceID, let fault):
-                    result.error = err
-                    row.error = err.rawValue
-                    row.fault = fault
-                    row.device = deviceID
-                    if deviceID == nil { row.token = token }
-                case .accepted(let target, let canonical):
-                    row.device = target.id
-                    if canonical {
-                        result.canonicalToken = target.token
-                        row.canonical = target.id
-                    }
-                    result.messageID = dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: suffix).description
-                    place(target, mid, &row)
-                    result.deliveryID = mid
-                    result.deliveryStatus = row.status
-                    result.deliveredTo = target.token
-                }
-                if wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
-                    deliveryEvents.append((name, EventJSON.delivery(
-                        messageID: MessageID(micros: mid, suffix: suffix).description,
-                        token: row.device.flatMap { s.devices[$0]?.token }, status: row.status, at: now)))
-                }
-                results.append(result)
-                rows.append(row)
-            }
-            for (i, target) in (fanOut ?? []).enumerated() {
-                let mid = firstMid + Int64(i)
-                var row = DeliveryRow(id: mid, message: firstMid, device: target.id, token: nil, status: "failed", error: nil,
-                                      canonical: nil, deliveredAt: nil, expiresAt: expiresAt)
-                place(target, mid, &row)
-                if wantEvents, let name = EventJSON.name(forStatus: row.status) {
-                    deliveryEvents.append((name, EventJSON.delivery(
-                        messageID: MessageID(micros: mid, suffix: suffix).description, token: target.token,
-                        status: row.status, at: now)))
-                }
-                rows.append(row)
-            }
-
-            /// Delivers to an accepted device: at once when online, else by FCM's storage rules.
-            func place(_ target: Device, _ mid: Int64, _ row: inout DeliveryRow) {
-                    if target.online {
-                        row.status = "delivered"
-                        row.deliveredAt = now
-                    } else if req.options.timeToLive == 0 {
-                        // Now or never: an offline device never sees a TTL-0 message.
-                        row.status = "expired"
-                    } else {
-                        // Offline: FCM's storage rules decide what the device keeps.
-                        var entries = s.stored[target.id] ?? []
-                        let stored = DeviceStorage.store(
-                            StoredEntry(deliveryID: mid, collapseKey: req.options.collapseKey, expiresAt: expiresAt),
-                            in: &entries, now: now)
-                        row.status = stored.newDropped ? "dropped" : "pending"
-                        if wantEvents {
-                            for ch in stored.changes {
-                                if let name = EventJSON.name(forStatus: ch.status) {
-                                    deliveryEvents.append((name, EventJSON.delivery(
-                                        messageID: MessageID(micros: ch.deliveryID, suffix: suffix).description,
-                                        token: target.token, status: ch.status, at: now)))
-                                }
-                            }
-                        }
-                        if !dryRun {
-                            changes += stored.changes
-                            if stored.purged > 0 {
-                                let notice = Notice(id: s.ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
-                                                    total: stored.purged, expiresAt: now + SendOptions.defaultTimeToLive * 1000)
-                                notices.append(notice)
-                                entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt,
-                                                           isNotice: true))
-                            }
-                            s.stored[target.id] = entries
-                        }
-                    }
-            }
-            var result = SendResult(multicastID: multicastID, results: results,
-                                    recordID: MessageID(micros: firstMid, suffix: suffix).description)
-            result.topicMessageID = firstMid
-            result.topicError = topicError
-            if groupKey != nil { result.group = (fanOut?.count ?? 0, groupFailed) }
+            ctx.firstMid = s.ids.reserve(count, nowMicros: clock.nowMicros())
+            var placed = Placement(capacity: count)
+            placeDeliveries(fan, wellFormed: wellFormed, ctx, &placed, state: &s)
+            var result = SendResult(multicastID: multicastID, results: placed.results,
+                                    recordID: MessageID(micros: ctx.firstMid, suffix: ctx.suffix).description)
+            result.topicMessageID = ctx.firstMid
+            result.topicError = fan.error
+            if fan.groupKey != nil { result.group = (fan.devices?.count ?? 0, fan.groupFailed) }
             if dryRun { return result }
 
-            for r in rows {
+            for r in placed.rows {
                 if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
-            for n in notices { s.inbox[n.device.id, default: []].append(n.id) }
-            let accepted = fanOut != nil ? topicError == nil : results.contains { $0.error == nil }
-            // The record's error: the recipients' one error when they all failed alike.
-            let firstError = fanOut != nil ? topicError : results.first?.error
-            let sameError = fanOut != nil ? topicError != nil : firstError != nil && results.allSatisfy { $0.error == firstError }
-            let message = MessageRow(
-                id: firstMid, suffix: suffix, multicastID: multicastID, senderID: senderID,
-                transport: transport.rawValue, format: req.format.rawValue, acceptedAt: now,
-                targetKind: groupKey != nil ? "group" : req.target.kind,
-                targetValue: groupKey ?? Self.storedTargetValue(req.target), collapseKey: req.options.collapseKey,
-                timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
-                flags: Self.flags(req.options), data: dataJSON, notification: notificationJSON,
-                priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
-                error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
-                httpStatus: 200, raw: accepted ? nil : raw(), recipients: rows.count,
-                fault: requestFault ?? topicFault ?? rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
-            let ops = [Writes.send(newDevices: newDevices.map(\.row), message: message, deliveries: rows,
-                                   notices: notices.map { $0.rows(transport: transport, now: now) },
-                                   statusChanges: changes.map { ($0.deliveryID, $0.status) })]
-            var published: [(String, String)] = []
-            if wantEvents {
-                for d in newDevices { published.append(("device.created", s.render(d, now: now))) }
-                published.append((accepted ? "message.accepted" : "message.rejected",
-                                  Self.summaryJSON(message, rows: rows, results: results, state: s)))
-                published += deliveryEvents
-            }
-            let eventsToPublish = published
-            let answer = result
-            submit(ops) { [self] error in
-                if error == nil { events.publish(eventsToPublish) }
-                notifyChanged()
-                completion(error.map { .failure($0) } ?? .success(answer))
-            }
+            for n in placed.notices { s.inbox[n.device.id, default: []].append(n.id) }
+            let message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
+                                 requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
+            writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)
             return nil
         }
         if let dryResult { completion(.success(dryResult)) }
     }
 
-    /// The devices a topic or condition send reaches: registered subscribers of this project that
-    /// the options allow (a restricted package, a valid APNs credential), oldest first.
-    private func subscribers(of ids: Set<Int64>, req: SendRequest, senderID: String, state s: EngineState) -> [Device] {
-        var out: [Device] = []
-        out.reserveCapacity(ids.count)
-        for id in ids {
-            guard let d = s.devices[id], d.state == .registered, d.senderID == senderID else { continue }
-            if let pkg = req.options.restrictedPackageName, pkg != d.app { continue }
-            if d.platform == .ios, req.goesThroughAPNs, let app = s.projects[d.senderID]?.app(named: d.app),
-                app.apnsCredential != "valid"
-            { continue }
-            out.append(d)
-        }
-        out.sort { $0.id < $1.id }
-        return out
+    /// What a send is, for the steps that place and record it.
+    struct SendContext {
+        let req: SendRequest
+        let senderID: String
+        let transport: Transport
+        let path: String
+        let now: Int64
+        let suffix: UInt32
+        let expiresAt: Int64
+        /// Events are built only while someone listens.
+        let wantEvents: Bool
+        /// The first message-id stamp: the record's id, and recipient i's is `firstMid + i`.
+        var firstMid: Int64 = 0
+
+        /// The tokens addressed one by one (none for topics, conditions and a missing target).
+        let tokens: [String]
+        var dryRun: Bool { req.options.dryRun }
     }
 
-    enum RecipientOutcome {
-        /// The error, the device addressed (when it is one), the fault that caused it (if any).
-        case failed(FCMErrorCode, Int64?, String?)
-        /// Deliver to `target`; `canonical` when it replaced the addressed token.
-        case accepted(Device, canonical: Bool)
-    }
+}
 
-    /// The rules of seeds Table 9 for one token, in the order the mock checks them.
-    private func resolveRecipient(_ token: String, wellFormed: Bool, req: SendRequest, senderID: String,
-                                  transport: Transport, path: String, state s: inout EngineState,
-                                  newDevices: inout [Device], now: Int64, dryRun: Bool) -> RecipientOutcome {
-        if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
-        guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
-        // A notification key where a token belongs: another project's is MismatchSenderId; this
-        // project's (in `registration_ids`, which takes registration tokens only; `to` sends to
-        // the group) is not a registration token.
-        if !s.groups.isEmpty, let g = s.groups[token] {
-            return .failed(g.senderID == senderID ? .invalidRegistration : .mismatchSenderId, nil, nil)
-        }
-        var device: Device
-        if let d = s.device(token: token) {
-            device = d
-        } else {
-            // The key of a deleted group is no token: never registered on first use.
-            guard unknownTokens == .register, !s.retiredGroupKeys.contains(token) else { return .failed(.notRegistered, nil, nil) }
-            // A well-formed unknown token becomes a new online device of the sending project.
-            device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
-                            app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,
-                            state: .registered, canonicalID: nil, online: true, createdAt: now, lastSeenAt: now)
-            if !dryRun {
-                s.nextDeviceID += 1
-                s.insert(device)
-                newDevices.append(device)
-            }
-        }
-        let addressedID = device.id
-        device = s.current(device)
-        let canonical = device.id != addressedID
-        if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
-        if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
-        if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }
-        if device.platform == .ios, req.goesThroughAPNs, let app = s.projects[device.senderID]?.app(named: device.app),
-            app.apnsCredential != "valid"
-        {
-            return .failed(.invalidApnsCredential, addressedID, nil)
-        }
-        if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: token, topic: nil),
-            case .error(let err) = f.action
-        {
-            return .failed(err, addressedID, f.id)
-        }
-        if let limit = deviceRate, !dryRun, !s.deviceWindows.admit(String(device.id), now: now, limit: limit) {
-            return .failed(.deviceMessageRateExceeded, addressedID, nil)
-        }
-        return .accepted(device, canonical: canonical)
-    }
-
+extension Engine {
     /// Records a send that was refused as a whole (HTTP 400 or 401, a status or close fault), so
     /// testers can see why.
     @discardableResult

@@ -1,0 +1,291 @@
+import FCMCore
+import FCMStore
+
+// The steps of a send (Engine+Send.swift): who it reaches, what each recipient gets, the record, the write.
+extension Engine {
+    /// Who a topic, condition or device-group send reaches (`devices` nil for a send to tokens).
+    struct FanOut {
+        var devices: [Device]?
+        /// The error answered instead of a message id (topic, condition), or of the whole group.
+        var error: FCMErrorCode?
+        var fault: String?
+        var groupKey: String?
+        /// Members of the group that could not be reached (uninstalled).
+        var groupFailed: [String] = []
+    }
+
+    /// Step 1: the recipients of a topic, condition or device-group send, or nil for tokens.
+    func resolveFanOut(_ req: SendRequest, senderID: String, transport: Transport, path: String, condition: Condition?,
+                               now: Int64, state s: inout EngineState) -> FanOut {
+        var fan = FanOut()
+        switch req.target {
+        case .token(let t) where !s.groups.isEmpty && s.groups[t]?.senderID == senderID:
+            // `to` a notification key of this project: every member of the group.
+            fan.groupKey = t
+            fan.devices = []
+            if let err = req.messageError {
+                fan.error = err
+            } else {
+                for m in s.groups[t]?.members ?? [] {
+                    if let d = s.devices[m], d.state == .registered {
+                        fan.devices?.append(d)
+                    } else if let d = s.devices[m] {
+                        fan.groupFailed.append(d.token)
+                    }
+                }
+            }
+        case .topic, .condition:
+            let topic = req.target.topicName
+            fan.devices = []
+            if let err = req.messageError {
+                fan.error = err
+            } else if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: "",
+                                                          topic: topic), case .error(let err) = f.action {
+                fan.error = err
+                fan.fault = f.id
+            } else if let name = topic, let limit = topicRate, !req.options.dryRun,
+                !s.topicWindows.admit(senderID + "/" + Topics.key(name), now: now, limit: limit)
+            {
+                fan.error = .topicsMessageRateExceeded
+            } else if let name = topic {
+                fan.devices = subscribers(of: s.topicSubscribers[Topics.key(name)] ?? [], req: req, senderID: senderID, state: s)
+            } else if let condition {
+                let ids = condition.evaluate { s.topicSubscribers[$0] ?? [] }
+                fan.devices = subscribers(of: ids, req: req, senderID: senderID, state: s)
+            }
+        default:
+            break
+        }
+        return fan
+    }
+
+    /// What placing a send's deliveries produced.
+    struct Placement {
+        var results: [RecipientResult] = []
+        var rows: [DeliveryRow] = []
+        var newDevices: [Device] = []
+        var changes: [StatusChange] = []
+        var notices: [Notice] = []
+        var events: [(String, String)] = []
+
+        init(capacity: Int) {
+            results.reserveCapacity(capacity)
+            rows.reserveCapacity(capacity)
+        }
+    }
+
+    /// Step 2: a delivery row (and a result, for tokens) per recipient, by the device rules.
+    func placeDeliveries(_ fan: FanOut, wellFormed: [Bool], _ ctx: SendContext, _ p: inout Placement,
+                                 state s: inout EngineState) {
+        let tokens = ctx.tokens
+        if fan.devices == nil && tokens.isEmpty {
+            // No recipient at all: one result carrying the message's error.
+            let err = ctx.req.messageError ?? .missingRegistration
+            p.results.append(RecipientResult(error: err))
+            p.rows.append(DeliveryRow(id: ctx.firstMid, message: ctx.firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
+                                      canonical: nil, deliveredAt: nil, expiresAt: ctx.expiresAt))
+        }
+        for (i, token) in (fan.groupKey == nil ? tokens : []).enumerated() {
+            let mid = ctx.firstMid + Int64(i)
+            var row = DeliveryRow(id: mid, message: ctx.firstMid, device: nil, token: nil, status: "failed", error: nil,
+                                  canonical: nil, deliveredAt: nil, expiresAt: ctx.expiresAt)
+            var result = RecipientResult()
+            let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: ctx.req, senderID: ctx.senderID,
+                                           transport: ctx.transport, path: ctx.path, state: &s, newDevices: &p.newDevices,
+                                           now: ctx.now, dryRun: ctx.dryRun)
+            switch outcome {
+            case .failed(let err, let deviceID, let fault):
+                result.error = err
+                row.error = err.rawValue
+                row.fault = fault
+                row.device = deviceID
+                if deviceID == nil { row.token = token }
+            case .accepted(let target, let canonical):
+                row.device = target.id
+                if canonical {
+                    result.canonicalToken = target.token
+                    row.canonical = target.id
+                }
+                result.messageID = ctx.dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: ctx.suffix).description
+                place(target, mid, &row, ctx, &p, state: &s)
+                result.deliveryID = mid
+                result.deliveryStatus = row.status
+                result.deliveredTo = target.token
+            }
+            if ctx.wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
+                p.events.append((name, EventJSON.delivery(
+                    messageID: MessageID(micros: mid, suffix: ctx.suffix).description,
+                    token: row.device.flatMap { s.devices[$0]?.token }, status: row.status, at: ctx.now)))
+            }
+            p.results.append(result)
+            p.rows.append(row)
+        }
+        for (i, target) in (fan.devices ?? []).enumerated() {
+            let mid = ctx.firstMid + Int64(i)
+            var row = DeliveryRow(id: mid, message: ctx.firstMid, device: target.id, token: nil, status: "failed", error: nil,
+                                  canonical: nil, deliveredAt: nil, expiresAt: ctx.expiresAt)
+            place(target, mid, &row, ctx, &p, state: &s)
+            if ctx.wantEvents, let name = EventJSON.name(forStatus: row.status) {
+                p.events.append((name, EventJSON.delivery(
+                    messageID: MessageID(micros: mid, suffix: ctx.suffix).description, token: target.token,
+                    status: row.status, at: ctx.now)))
+            }
+            p.rows.append(row)
+        }
+    }
+
+    /// Delivers to an accepted device: at once when online, else by FCM's storage rules.
+    private func place(_ target: Device, _ mid: Int64, _ row: inout DeliveryRow, _ ctx: SendContext, _ p: inout Placement,
+                       state s: inout EngineState) {
+        let now = ctx.now
+        if target.online {
+            row.status = "delivered"
+            row.deliveredAt = now
+            return
+        }
+        if ctx.req.options.timeToLive == 0 {
+            // Now or never: an offline device never sees a TTL-0 message.
+            row.status = "expired"
+            return
+        }
+        // Offline: FCM's storage rules decide what the device keeps.
+        var entries = s.stored[target.id] ?? []
+        let stored = DeviceStorage.store(StoredEntry(deliveryID: mid, collapseKey: ctx.req.options.collapseKey, expiresAt: ctx.expiresAt),
+                                         in: &entries, now: now)
+        row.status = stored.newDropped ? "dropped" : "pending"
+        if ctx.wantEvents {
+            for ch in stored.changes {
+                if let name = EventJSON.name(forStatus: ch.status) {
+                    p.events.append((name, EventJSON.delivery(
+                        messageID: MessageID(micros: ch.deliveryID, suffix: ctx.suffix).description,
+                        token: target.token, status: ch.status, at: now)))
+                }
+            }
+        }
+        guard !ctx.dryRun else { return }
+        p.changes += stored.changes
+        if stored.purged > 0 {
+            let notice = Notice(id: s.ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
+                                total: stored.purged, expiresAt: now + SendOptions.defaultTimeToLive * 1000)
+            p.notices.append(notice)
+            entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt, isNotice: true))
+        }
+        s.stored[target.id] = entries
+    }
+
+    /// Step 3: the message record.
+    func messageRow(_ fan: FanOut, _ p: Placement, _ ctx: SendContext, multicastID: Int64, data: String?, notification: String?,
+                        requestFault: String?, clientMessageID: String?, raw: () -> String?) -> MessageRow {
+        let req = ctx.req
+        let accepted = fan.devices != nil ? fan.error == nil : p.results.contains { $0.error == nil }
+        // The record's error: the recipients' one error when they all failed alike.
+        let firstError = fan.devices != nil ? fan.error : p.results.first?.error
+        let sameError = fan.devices != nil ? fan.error != nil : firstError != nil && p.results.allSatisfy { $0.error == firstError }
+        return MessageRow(
+            id: ctx.firstMid, suffix: ctx.suffix, multicastID: multicastID, senderID: ctx.senderID,
+            transport: ctx.transport.rawValue, format: req.format.rawValue, acceptedAt: ctx.now,
+            targetKind: fan.groupKey != nil ? "group" : req.target.kind,
+            targetValue: fan.groupKey ?? Self.storedTargetValue(req.target), collapseKey: req.options.collapseKey,
+            timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
+            flags: Self.flags(req.options), data: data, notification: notification,
+            priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
+            error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
+            httpStatus: 200, raw: accepted ? nil : raw(), recipients: p.rows.count,
+            fault: requestFault ?? fan.fault ?? p.rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
+    }
+
+    /// Step 4: queues the rows for the store; once committed, publishes the events and answers.
+    func writeAndPublish(_ message: MessageRow, _ p: Placement, _ ctx: SendContext, result: SendResult, state s: EngineState,
+                                 completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
+        let ops = [Writes.send(newDevices: p.newDevices.map(\.row), message: message, deliveries: p.rows,
+                               notices: p.notices.map { $0.rows(transport: ctx.transport, now: ctx.now) },
+                               statusChanges: p.changes.map { ($0.deliveryID, $0.status) })]
+        var published: [(String, String)] = []
+        if ctx.wantEvents {
+            for d in p.newDevices { published.append(("device.created", s.render(d, now: ctx.now))) }
+            published.append((message.status == "accepted" ? "message.accepted" : "message.rejected",
+                              Self.summaryJSON(message, rows: p.rows, results: p.results, state: s)))
+            published += p.events
+        }
+        let eventsToPublish = published
+        submit(ops) { [self] error in
+            if error == nil { events.publish(eventsToPublish) }
+            notifyChanged()
+            completion(error.map { .failure($0) } ?? .success(result))
+        }
+    }
+
+    /// The devices a topic or condition send reaches: registered subscribers of this project that
+    /// the options allow (a restricted package, a valid APNs credential), oldest first.
+    private func subscribers(of ids: Set<Int64>, req: SendRequest, senderID: String, state s: EngineState) -> [Device] {
+        var out: [Device] = []
+        out.reserveCapacity(ids.count)
+        for id in ids {
+            guard let d = s.devices[id], d.state == .registered, d.senderID == senderID else { continue }
+            if let pkg = req.options.restrictedPackageName, pkg != d.app { continue }
+            if d.platform == .ios, req.goesThroughAPNs, let app = s.projects[d.senderID]?.app(named: d.app),
+                app.apnsCredential != "valid"
+            { continue }
+            out.append(d)
+        }
+        out.sort { $0.id < $1.id }
+        return out
+    }
+
+    enum RecipientOutcome {
+        /// The error, the device addressed (when it is one), the fault that caused it (if any).
+        case failed(FCMErrorCode, Int64?, String?)
+        /// Deliver to `target`; `canonical` when it replaced the addressed token.
+        case accepted(Device, canonical: Bool)
+    }
+
+    /// The rules of seeds Table 9 for one token, in the order the mock checks them.
+    private func resolveRecipient(_ token: String, wellFormed: Bool, req: SendRequest, senderID: String,
+                                  transport: Transport, path: String, state s: inout EngineState,
+                                  newDevices: inout [Device], now: Int64, dryRun: Bool) -> RecipientOutcome {
+        if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
+        guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
+        // A notification key where a token belongs: another project's is MismatchSenderId; this
+        // project's (in `registration_ids`, which takes registration tokens only; `to` sends to
+        // the group) is not a registration token.
+        if !s.groups.isEmpty, let g = s.groups[token] {
+            return .failed(g.senderID == senderID ? .invalidRegistration : .mismatchSenderId, nil, nil)
+        }
+        var device: Device
+        if let d = s.device(token: token) {
+            device = d
+        } else {
+            // The key of a deleted group is no token: never registered on first use.
+            guard unknownTokens == .register, !s.retiredGroupKeys.contains(token) else { return .failed(.notRegistered, nil, nil) }
+            // A well-formed unknown token becomes a new online device of the sending project.
+            device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
+                            app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,
+                            state: .registered, canonicalID: nil, online: true, createdAt: now, lastSeenAt: now)
+            if !dryRun {
+                s.nextDeviceID += 1
+                s.insert(device)
+                newDevices.append(device)
+            }
+        }
+        let addressedID = device.id
+        device = s.current(device)
+        let canonical = device.id != addressedID
+        if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
+        if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
+        if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }
+        if device.platform == .ios, req.goesThroughAPNs, let app = s.projects[device.senderID]?.app(named: device.app),
+            app.apnsCredential != "valid"
+        {
+            return .failed(.invalidApnsCredential, addressedID, nil)
+        }
+        if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: token, topic: nil),
+            case .error(let err) = f.action
+        {
+            return .failed(err, addressedID, f.id)
+        }
+        if let limit = deviceRate, !dryRun, !s.deviceWindows.admit(String(device.id), now: now, limit: limit) {
+            return .failed(.deviceMessageRateExceeded, addressedID, nil)
+        }
+        return .accepted(device, canonical: canonical)
+    }
+}
