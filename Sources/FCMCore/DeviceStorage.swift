@@ -26,7 +26,7 @@ public struct StatusChange: Sendable, Equatable {
     }
 }
 
-/// FCM's storage rules for an offline device (fcm-legacy.md section 6), on the entries it holds.
+/// FCM's storage rules for an offline device (docs/spec/fcm-legacy.md section 6), on the entries it holds.
 /// Pure: the engine applies the returned changes to the store.
 public enum DeviceStorage {
     /// Distinct collapse keys a device keeps at once.

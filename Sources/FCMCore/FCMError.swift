@@ -43,7 +43,7 @@ public enum FCMErrorCode: String, Sendable, CaseIterable, Codable {
     public var isXMPPOnly: Bool { self == .authenticationFailed }
 
     /// Whether a plain-text request answers this error with an HTTP status instead of `Error=`:
-    /// the plain format has no way to say "retry later" in the body (fcm-legacy.md section 1).
+    /// the plain format has no way to say "retry later" in the body (docs/spec/fcm-legacy.md section 1).
     public var plainTextStatus: Int? {
         switch self {
         case .unavailable: return 503

@@ -1,4 +1,4 @@
-/// Topic names and condition expressions (fcm-legacy.md section 2). Pure: no state, no I/O.
+/// Topic names and condition expressions (docs/spec/fcm-legacy.md section 2). Pure: no state, no I/O.
 public enum Topics {
     /// Whether `name` (without `/topics/`) is a valid topic name: `[a-zA-Z0-9-_.~%]{1,900}`.
     public static func isValidName(_ name: String) -> Bool {

@@ -16,7 +16,7 @@ public struct MessageFilter: Sendable {
     public init() {}
 }
 
-/// Inbox statuses (control-api.md "Inbox entries").
+/// Inbox statuses (docs/spec/control-api.md "Inbox entries").
 let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed", "dropped"]
 
 extension Engine {

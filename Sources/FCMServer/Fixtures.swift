@@ -13,7 +13,7 @@ public struct FixtureDocument: Sendable {
     var groups: [(name: String, senderID: String, members: [String])] = []
 }
 
-/// Loads fixture files (control-api.md "Fixtures file") through the same engine calls the control
+/// Loads fixture files (docs/spec/control-api.md "Fixtures file") through the same engine calls the control
 /// API uses. Loading is idempotent: projects merge, devices that exist are left alone, and devices
 /// without a token get one derived from their place in the file.
 public enum Fixtures {

@@ -24,7 +24,7 @@ public struct Project: Sendable, Equatable {
     func app(named name: String) -> AppConfig? { apps.first { $0.app == name } }
 }
 
-/// Lifecycle state of a registration token (control-api.md, device object `state`).
+/// Lifecycle state of a registration token (docs/spec/control-api.md, device object `state`).
 public enum DeviceState: String, Sendable, Equatable {
     case registered, unregistered, refreshed
 }

@@ -2,7 +2,7 @@ import XCTest
 
 @testable import FCMCore
 
-/// FCM's storage rules for offline devices (fcm-legacy.md section 6).
+/// FCM's storage rules for offline devices (docs/spec/fcm-legacy.md section 6).
 final class DeviceStorageTests: XCTestCase {
     func e(_ id: Int64, _ key: String? = nil, expires: Int64 = 1_000) -> StoredEntry {
         StoredEntry(deliveryID: id, collapseKey: key, expiresAt: expires)

@@ -3,7 +3,7 @@ import FCMTesting
 import Foundation
 import XCTest
 
-/// The control API core (control-api.md) over real HTTP.
+/// The control API core (docs/spec/control-api.md) over real HTTP.
 final class ControlAPITests: ServerTestCase {
     func testHealth() throws {
         let r = try client.get("/api/v1/health")
