@@ -1,0 +1,101 @@
+import FCMCore
+import FCMStore
+
+// Message records and inbox entries as the control API shows them, from the store's rows.
+extension Render {
+    /// A message record as the control API shows it, from its row and its recipients' rows.
+    static func messageRecord(_ m: MessageRow, recipients: [RecipientRow], tokens: [Int64: String], recipientsLimit: Int?) -> String {
+        let suffix = m.suffix
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_id"); w.value(MessageID(micros: m.id, suffix: suffix).description)
+        w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
+        w.key("sender_id"); w.value(m.senderID)
+        w.key("transport"); w.value(m.transport)
+        w.key("format"); w.value(m.format)
+        w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
+        w.key("target"); w.beginObject()
+        w.key("kind"); w.value(m.targetKind)
+        // A token target's value is its one recipient's token; a multicast's, how many it had.
+        let targetValue: String?
+        if let v = m.targetValue {
+            targetValue = v
+        } else if m.recipients == 1, let only = recipients.first {
+            targetValue = only.device.flatMap { tokens[$0] } ?? only.token
+        } else {
+            targetValue = m.recipients == 0 ? nil : "\(m.recipients) tokens"
+        }
+        w.key("value"); w.value(targetValue)
+        w.endObject()
+        w.key("options"); w.beginObject()
+        w.key("collapse_key"); w.value(m.collapseKey)
+        w.key("priority"); w.value(m.priority)
+        w.key("time_to_live"); w.value(m.timeToLive)
+        w.key("restricted_package_name"); w.value(m.restrictedPackageName)
+        w.key("content_available"); w.value(m.flags & 1 != 0)
+        w.key("mutable_content"); w.value(m.flags & 2 != 0)
+        w.key("dry_run"); w.value(false)
+        if m.flags & 4 != 0 { w.key("delay_while_idle"); w.value(m.flags & 8 != 0) }
+        w.endObject()
+        w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
+        w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
+        w.key("status"); w.value(m.status)
+        w.key("error"); w.value(m.error)
+        w.key("error_detail"); w.value(m.errorDetail)
+        if m.transport == "xmpp" {
+            w.key("xmpp_message_id"); w.value(m.clientMessageID)
+        } else {
+            w.key("http_status"); w.value(m.httpStatus)
+        }
+        w.key("fault"); w.value(m.fault)
+        if let raw = m.raw { w.key("raw_body"); w.value(raw) }
+        w.key("recipients"); w.beginArray()
+        for r in recipients {
+            w.beginObject()
+            w.key("token"); w.value(r.device.flatMap { tokens[$0] } ?? r.token)
+            w.key("message_id"); w.value(r.error == nil ? MessageID(micros: r.id, suffix: suffix).description : nil)
+            w.key("status"); w.value(r.status)
+            w.key("error"); w.value(r.error)
+            w.key("canonical_token"); w.value(r.canonical.flatMap { tokens[$0] })
+            if let f = r.fault { w.key("fault"); w.value(f) }
+            w.endObject()
+        }
+        w.endArray()
+        if recipientsLimit != nil { w.key("recipients_total"); w.value(m.recipients) }
+        w.endObject()
+        return w.string
+    }
+}
+
+extension Render {
+    /// One inbox entry.
+    static func inboxEntry(_ r: InboxRow, status: String) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        if r.targetKind == "deleted_messages" {
+            w.key("message_type"); w.value("deleted_messages")
+            w.key("total_deleted"); w.value(Int64(r.targetValue ?? "") ?? 0)
+        }
+        w.key("message_id"); w.value(MessageID(micros: r.id, suffix: r.suffix).description)
+        w.key("status"); w.value(status)
+        w.key("accepted_at"); w.value(rfc3339(millis: r.acceptedAt))
+        w.key("delivered_at"); w.value(r.deliveredAt.map { rfc3339(millis: $0) })
+        w.key("expires_at"); w.value(rfc3339(millis: r.expiresAt))
+        w.key("collapse_key"); w.value(r.collapseKey)
+        w.key("priority"); w.value(r.priority)
+        w.key("via"); w.beginObject()
+        w.key("transport"); w.value(r.transport)
+        w.key("target"); w.value(r.targetKind)
+        // The bare topic name (`news`, not `/topics/news`) for topic sends.
+        if r.targetKind == "topic", let v = r.targetValue, v.hasPrefix("/topics/") {
+            w.key("topic"); w.value(String(v.dropFirst(8)))
+        } else {
+            w.key("topic"); w.null()
+        }
+        w.endObject()
+        w.key("data"); if let d = r.data { w.raw(d) } else { w.null() }
+        w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
+        w.endObject()
+        return w.string
+    }
+}
