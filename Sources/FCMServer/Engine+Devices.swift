@@ -27,66 +27,6 @@ extension DeviceSpec {
 }
 
 extension Engine {
-    // MARK: Projects
-
-    /// Creates a project; with `upsert` (fixtures), an existing one gains the keys and apps it lacks.
-    @discardableResult
-    public func createProject(_ p: Project, upsert: Bool = false) throws(ControlError) -> Project {
-        let (project, ticket) = try createProjectQueued(p, upsert: upsert)
-        if let ticket { try commitControl(ticket) }
-        return project
-    }
-
-    /// `createProject` without waiting for the commit (fixture loading waits once at the end).
-    func createProjectQueued(_ p: Project, upsert: Bool) throws(ControlError) -> (Project, Store.Ticket?) {
-        let result: Result<(Project, Store.Ticket?), ControlError> = state.withLock { s in
-            for k in p.serverKeys {
-                if let owner = s.keyOwner[k], owner != p.senderID {
-                    return .failure(.conflict("server key is already a key of project '\(owner)'"))
-                }
-            }
-            var merged = p
-            if let old = s.projects[p.senderID] {
-                guard upsert else { return .failure(.conflict("project '\(p.senderID)' already exists")) }
-                merged = old
-                for k in p.serverKeys where !merged.serverKeys.contains(k) { merged.serverKeys.append(k) }
-                for a in p.apps where merged.app(named: a.app) == nil { merged.apps.append(a) }
-                if merged == old { return .success((old, nil)) }
-            }
-            s.insert(merged)
-            publishCredentials(s)
-            let row = merged
-            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, keysJSON: row.keysJSON, appsJSON: row.appsJSON,
-                                                                createdAt: row.createdAt)])))
-        }
-        return try result.get()
-    }
-
-    /// Every project, in creation order.
-    public func projects() -> [Project] {
-        state.withLock { s in s.projectOrder.compactMap { s.projects[$0] } }
-    }
-
-    /// One project.
-    public func project(_ senderID: String) throws(ControlError) -> Project {
-        guard let p = state.withLock({ $0.projects[senderID] }) else { throw .notFound("project '\(senderID)' does not exist") }
-        return p
-    }
-
-    /// Forgets a project (its keys stop working; its devices stay until reset).
-    public func deleteProject(_ senderID: String) throws(ControlError) {
-        let ticket: Store.Ticket? = state.withLock { s in
-            guard let p = s.projects[senderID] else { return nil }
-            for k in p.serverKeys where s.keyOwner[k] == senderID { s.keyOwner[k] = nil }
-            s.projects[senderID] = nil
-            s.projectOrder.removeAll { $0 == senderID }
-            publishCredentials(s)
-            return submit([Writes.deleteProject(senderID)])
-        }
-        guard let ticket else { throw .notFound("project '\(senderID)' does not exist") }
-        try commitControl(ticket)
-    }
-
     // MARK: Devices
 
     /// Creates a device. With `idempotent` (fixtures), an existing token is left as it is.
@@ -105,7 +45,7 @@ extension Engine {
         if let t = spec.token, !isWellFormedToken(t) { throw Self.malformedToken }
         let now = clock.nowMillis()
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
-            switch place(spec, in: &s, now: now) {
+            switch placeDevice(spec, in: &s, now: now) {
             case .failure(let e): return .failure(e)
             case .success((let d, true)): return .success((d, submit([Writes.insertDevices([d.row])])))
             case .success((let d, false)):
@@ -127,7 +67,7 @@ extension Engine {
             var created: [Device] = []
             var failure: (Int, ControlError)?
             for (i, spec) in specs.enumerated() {
-                switch place(spec, in: &s, now: now) {
+                switch placeDevice(spec, in: &s, now: now) {
                 case .failure(let e): failure = (i, e)
                 case .success((let d, let new)):
                     if new { created.append(d) }
@@ -143,7 +83,7 @@ extension Engine {
 
     /// Adds the device `spec` asks for to `s` (a generated token when it gives none); the one
     /// that has that token already, with false, when there is one.
-    private func place(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil) -> Result<(Device, Bool), ControlError> {
+    func placeDevice(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil) -> Result<(Device, Bool), ControlError> {
         guard let project = s.projects[spec.senderID] else {
             return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
         }
@@ -348,135 +288,5 @@ extension Engine {
             _ = try? expireDue()  // its commit wakes the long polls
         }
         expirySweeper.withLock { $0 = sweeper }
-    }
-
-    // MARK: Faults
-
-    /// Adds a fault from the body of `POST /api/v1/faults`.
-    func addFault(_ body: Body) throws(ControlError) -> Fault {
-        let now = clock.nowMillis()
-        return try state.withLock { (s: inout EngineState) throws(ControlError) -> Fault in
-            let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now)
-            s.faults.nextID += 1
-            s.faults.faults.append(f)
-            faultsArmed.store(true, ordering: .relaxed)
-            return f
-        }
-    }
-
-    /// False only when no fault is in force: the send path then skips the fault table (and its
-    /// lock). Set under the state lock whenever the table gains or loses faults; a fault used up
-    /// by firing may leave it true, which only costs a look at the empty table.
-    var mayHaveFaults: Bool { faultsArmed.load(ordering: .relaxed) }
-
-    /// The faults in force, oldest first.
-    func faults() -> [Fault] { state.withLock { $0.faults.faults } }
-
-    /// Removes one fault, or all of them (`id` nil).
-    func deleteFault(_ id: String?) throws(ControlError) {
-        let found = state.withLock { s -> Bool in
-            defer { faultsArmed.store(!s.faults.faults.isEmpty, ordering: .relaxed) }
-            guard let id else {
-                s.faults.faults.removeAll()
-                return true
-            }
-            let before = s.faults.faults.count
-            s.faults.faults.removeAll { $0.id == id }
-            return s.faults.faults.count < before
-        }
-        if !found { throw .notFound("fault '\(id ?? "")' does not exist") }
-    }
-
-    /// The first request-level fault (status, delay, close) that matches, counted as fired.
-    public func fireRequestFault(transport: Transport, path: String, senderID: String?, tokens: [String], topic: String?) -> Fault? {
-        guard mayHaveFaults else { return nil }
-        return state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
-    }
-
-    /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
-    /// With `fixtures` (the start-up fixtures' devices), the devices they declare are kept with
-    /// their ids and creation times, put back to what the fixture says (registered, its online
-    /// flag), and made again where they are gone, all under one lock: a reset writes only what
-    /// changed, not a whole fixture's rows, and no send sees the store without them.
-    public func reset(fixtures: [DeviceSpec]?) throws(ControlError) {
-        let hook = resetListeners.withLock { $0 }
-        var afterwards: (@Sendable () -> Void)?
-        let now = clock.nowMillis()
-        let ticket = state.withLock { s in
-            var removed: [Device] = []
-            var changed: [Device] = []
-            for d in s.devices.values {
-                guard fixtures != nil, let f = s.fixtureDevices[d.id], f.matches(d) else {
-                    removed.append(d)
-                    continue
-                }
-                var back = d
-                back.state = .registered
-                back.canonicalID = nil
-                back.online = f.online
-                if back != d { changed.append(back) }
-            }
-            for d in removed {
-                s.devices[d.id] = nil
-                s.tokenIndex[d.token] = nil
-                s.fixtureDevices[d.id] = nil
-            }
-            for d in changed { s.devices[d.id] = d }
-            var created: [Device] = []
-            if let fixtures, s.devices.count < fixtures.count {
-                // A fixture device deleted since comes back under its old id, so lists keep the
-                // order they had at start; one never made (its project was gone) gets a new one.
-                for (id, f) in s.fixtureDevices.sorted(by: { $0.key < $1.key }) where s.devices[id] == nil {
-                    if case .success((let d, true)) = place(f, in: &s, now: now, id: id) { created.append(d) }
-                }
-                for f in fixtures where f.token.flatMap({ s.tokenIndex[$0] }) == nil {
-                    if case .success((let d, true)) = place(f, in: &s, now: now) {
-                        created.append(d)
-                        s.fixtureDevices[d.id] = f
-                    }
-                }
-            }
-            s.inbox.removeAll()
-            s.stored.removeAll()
-            s.faults = FaultTable()
-            faultsArmed.store(false, ordering: .relaxed)
-            s.topicSubscribers.removeAll()
-            s.deviceTopics.removeAll()
-            s.groups.removeAll()
-            s.groupKeyByName.removeAll()
-            s.retiredGroupKeys.removeAll()
-            s.upstream.removeAll()
-            s.upstreamOrder.removeAll()
-            restartClock(&s)
-            afterwards = hook?()
-            return submit([Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
-                                        restored: changed.map { ($0.id, $0.state.rawValue, $0.online) }),
-                           Writes.insertDevices(created.map(\.row))])
-        }
-        try commitControl(ticket)
-        afterwards?()
-    }
-
-    /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was
-    /// stamped on the clock that ran ahead, and would hold the limit for as long.
-    public func resetClock() {
-        state.withLock { restartClock(&$0) }
-    }
-
-    /// The clock back to real time and the rate-limit windows empty; call with `s` locked, so no
-    /// send sees cleared windows on the old clock.
-    private func restartClock(_ s: inout EngineState) {
-        s.deviceWindows = RateWindows()
-        s.topicWindows = RateWindows()
-        clock.reset()
-    }
-
-    /// Commits a control change, mapping a store failure to a control-API error.
-    func commitControl(_ ticket: Store.Ticket) throws(ControlError) {
-        do {
-            try commit(ticket)
-        } catch {
-            throw .internal("the store failed: \(error.description)")
-        }
     }
 }

@@ -1,0 +1,64 @@
+import FCMCore
+import FCMStore
+
+extension Engine {
+    // MARK: Projects
+
+    /// Creates a project; with `upsert` (fixtures), an existing one gains the keys and apps it lacks.
+    @discardableResult
+    public func createProject(_ p: Project, upsert: Bool = false) throws(ControlError) -> Project {
+        let (project, ticket) = try createProjectQueued(p, upsert: upsert)
+        if let ticket { try commitControl(ticket) }
+        return project
+    }
+
+    /// `createProject` without waiting for the commit (fixture loading waits once at the end).
+    func createProjectQueued(_ p: Project, upsert: Bool) throws(ControlError) -> (Project, Store.Ticket?) {
+        let result: Result<(Project, Store.Ticket?), ControlError> = state.withLock { s in
+            for k in p.serverKeys {
+                if let owner = s.keyOwner[k], owner != p.senderID {
+                    return .failure(.conflict("server key is already a key of project '\(owner)'"))
+                }
+            }
+            var merged = p
+            if let old = s.projects[p.senderID] {
+                guard upsert else { return .failure(.conflict("project '\(p.senderID)' already exists")) }
+                merged = old
+                for k in p.serverKeys where !merged.serverKeys.contains(k) { merged.serverKeys.append(k) }
+                for a in p.apps where merged.app(named: a.app) == nil { merged.apps.append(a) }
+                if merged == old { return .success((old, nil)) }
+            }
+            s.insert(merged)
+            publishCredentials(s)
+            let row = merged
+            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, keysJSON: row.keysJSON, appsJSON: row.appsJSON,
+                                                                createdAt: row.createdAt)])))
+        }
+        return try result.get()
+    }
+
+    /// Every project, in creation order.
+    public func projects() -> [Project] {
+        state.withLock { s in s.projectOrder.compactMap { s.projects[$0] } }
+    }
+
+    /// One project.
+    public func project(_ senderID: String) throws(ControlError) -> Project {
+        guard let p = state.withLock({ $0.projects[senderID] }) else { throw .notFound("project '\(senderID)' does not exist") }
+        return p
+    }
+
+    /// Forgets a project (its keys stop working; its devices stay until reset).
+    public func deleteProject(_ senderID: String) throws(ControlError) {
+        let ticket: Store.Ticket? = state.withLock { s in
+            guard let p = s.projects[senderID] else { return nil }
+            for k in p.serverKeys where s.keyOwner[k] == senderID { s.keyOwner[k] = nil }
+            s.projects[senderID] = nil
+            s.projectOrder.removeAll { $0 == senderID }
+            publishCredentials(s)
+            return submit([Writes.deleteProject(senderID)])
+        }
+        guard let ticket else { throw .notFound("project '\(senderID)' does not exist") }
+        try commitControl(ticket)
+    }
+}

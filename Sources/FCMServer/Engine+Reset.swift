@@ -1,0 +1,91 @@
+import FCMCore
+import FCMStore
+
+extension Engine {
+    /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
+    /// With `fixtures` (the start-up fixtures' devices), the devices they declare are kept with
+    /// their ids and creation times, put back to what the fixture says (registered, its online
+    /// flag), and made again where they are gone, all under one lock: a reset writes only what
+    /// changed, not a whole fixture's rows, and no send sees the store without them.
+    public func reset(fixtures: [DeviceSpec]?) throws(ControlError) {
+        let hook = resetListeners.withLock { $0 }
+        var afterwards: (@Sendable () -> Void)?
+        let now = clock.nowMillis()
+        let ticket = state.withLock { s in
+            var removed: [Device] = []
+            var changed: [Device] = []
+            for d in s.devices.values {
+                guard fixtures != nil, let f = s.fixtureDevices[d.id], f.matches(d) else {
+                    removed.append(d)
+                    continue
+                }
+                var back = d
+                back.state = .registered
+                back.canonicalID = nil
+                back.online = f.online
+                if back != d { changed.append(back) }
+            }
+            for d in removed {
+                s.devices[d.id] = nil
+                s.tokenIndex[d.token] = nil
+                s.fixtureDevices[d.id] = nil
+            }
+            for d in changed { s.devices[d.id] = d }
+            var created: [Device] = []
+            if let fixtures, s.devices.count < fixtures.count {
+                // A fixture device deleted since comes back under its old id, so lists keep the
+                // order they had at start; one never made (its project was gone) gets a new one.
+                for (id, f) in s.fixtureDevices.sorted(by: { $0.key < $1.key }) where s.devices[id] == nil {
+                    if case .success((let d, true)) = placeDevice(f, in: &s, now: now, id: id) { created.append(d) }
+                }
+                for f in fixtures where f.token.flatMap({ s.tokenIndex[$0] }) == nil {
+                    if case .success((let d, true)) = placeDevice(f, in: &s, now: now) {
+                        created.append(d)
+                        s.fixtureDevices[d.id] = f
+                    }
+                }
+            }
+            s.inbox.removeAll()
+            s.stored.removeAll()
+            s.faults = FaultTable()
+            faultsArmed.store(false, ordering: .relaxed)
+            s.topicSubscribers.removeAll()
+            s.deviceTopics.removeAll()
+            s.groups.removeAll()
+            s.groupKeyByName.removeAll()
+            s.retiredGroupKeys.removeAll()
+            s.upstream.removeAll()
+            s.upstreamOrder.removeAll()
+            restartClock(&s)
+            afterwards = hook?()
+            return submit([Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
+                                        restored: changed.map { ($0.id, $0.state.rawValue, $0.online) }),
+                           Writes.insertDevices(created.map(\.row))])
+        }
+        try commitControl(ticket)
+        afterwards?()
+    }
+
+    /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was
+    /// stamped on the clock that ran ahead, and would hold the limit for as long.
+    public func resetClock() {
+        state.withLock { restartClock(&$0) }
+    }
+
+    /// The clock back to real time and the rate-limit windows empty; call with `s` locked, so no
+    /// send sees cleared windows on the old clock.
+    private func restartClock(_ s: inout EngineState) {
+        s.deviceWindows = RateWindows()
+        s.topicWindows = RateWindows()
+        clock.reset()
+    }
+
+    /// Commits a control change, mapping a store failure to a control-API error.
+    func commitControl(_ ticket: Store.Ticket) throws(ControlError) {
+        do {
+            try commit(ticket)
+        } catch {
+            throw .internal("the store failed: \(error.description)")
+        }
+    }
+}
