@@ -16,10 +16,10 @@ struct ControlAPI: Sendable {
 
     func handle(_ r: HTTPRequest, segments: [Substring], _ responder: HTTPResponder) {
         do throws(ControlError) {
-            if r.bodyTooLarge { throw ControlError(code: "payload_too_large", message: "request body is too large") }
+            if r.bodyTooLarge { throw .payloadTooLarge("request body is too large") }
             let isHealth = segments.count == 1 && segments[0] == "health"
             if let controlToken, !isHealth, !Self.authorized(r, controlToken) {
-                throw ControlError(code: "unauthorized", message: "this server needs Authorization: Bearer <control token>")
+                throw .unauthorized("this server needs Authorization: Bearer <control token>")
             }
             if let answer = try route(r, segments, responder) { responder.send(answer) }
         } catch {
