@@ -447,9 +447,3 @@ struct Query {
         return v
     }
 }
-
-/// One percent-encoded segment of a request path, decoded (`+` stays a plus).
-func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
-    guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
-    return v
-}
