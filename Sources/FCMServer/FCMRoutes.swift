@@ -18,6 +18,9 @@ func jsonError(_ status: Int, _ message: String) -> HTTPResponse {
     return HTTPResponse(status: status, contentType: ContentType.json, body: w.string)
 }
 
+/// The 413 of the group and Instance ID paths (the send path names its limit).
+let bodyTooLargeResponse = HTTPResponse(status: 413, contentType: ContentType.text, body: "Request body too large\n")
+
 /// The 401 page Google's front end served (fcm-legacy.md section 1).
 let unauthorizedHTML = """
     <HTML>
@@ -37,7 +40,7 @@ struct FCMSendRoute: Sendable {
     let engine: Engine
     let maxBodyBytes: Int
 
-    func handle(_ r: HTTPRequest, _ responder: HTTPResponder) {
+    func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
         if let answer = handleUnlessSending(r, responder) { responder.send(answer) }
     }
 

@@ -5,7 +5,11 @@ import HTTPServer
 struct GroupRoutes: Sendable {
     let engine: Engine
 
-    func handle(_ r: HTTPRequest) -> HTTPResponse {
+    func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
+        responder.send(r.bodyTooLarge ? bodyTooLargeResponse : answer(r))
+    }
+
+    private func answer(_ r: HTTPRequest) -> HTTPResponse {
         guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
         }

@@ -6,39 +6,54 @@ struct IIDRoutes: Sendable {
     let engine: Engine
     static let maxBatch = 1000
 
-    func handle(_ r: HTTPRequest) -> HTTPResponse {
+    /// What answers one Instance ID route: the request, its decoded path parameters, and the
+    /// sender the server key belongs to.
+    typealias Handler = @Sendable (HTTPRequest, PathArguments, _ sender: String) throws(ControlError) -> HTTPResponse
+
+    /// Runs `handler` behind the checks every `/iid/` path makes, in order: the body's size
+    /// (413), the server key (401 page), the path's percent-encoding; failures are
+    /// `{"error": message}`.
+    func run(_ handler: Handler, _ r: HTTPRequest, _ params: PathParams, _ responder: HTTPResponder) {
+        if r.bodyTooLarge { return responder.send(bodyTooLargeResponse) }
         // A Bearer token counts only with the header `access_token_auth: true`.
         guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth) else {
-            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
+            return responder.send(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))
         }
-        let path = r.path
         do throws(ControlError) {
-            switch (r.method, path) {
-            case ("POST", "/iid/v1:batchAdd"), ("POST", "/iid/v1:batchRemove"):
-                return try batch(r, subscribe: path.hasSuffix("batchAdd"), sender: sender)
-            default:
-                break
-            }
-            let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-            // /iid/v1/{token}/rel/topics/{topic}
-            if r.method == "POST", parts.count == 7, parts[1] == "iid", parts[2] == "v1", parts[4] == "rel", parts[5] == "topics" {
-                let token = try decode(parts[3]), topic = try decode(parts[6])
-                guard Topics.isValidName(topic) else { return error(400, "Topic name format is invalid") }
-                // The batch's outcome codes, as the Instance ID API answers them.
-                switch try engine.batch([token], topic: topic, subscribe: true, senderID: sender).first ?? .notFound {
-                case .ok: return json(200, "{}")
-                case .notFound: return error(404, BatchOutcome.notFound.rawValue)
-                case let code: return error(400, code.rawValue)
-                }
-            }
-            // /iid/info/{token}
-            if r.method == "GET", parts.count == 4, parts[1] == "iid", parts[2] == "info" {
-                return try info(try decode(parts[3]), details: Query.flag(r.rawQuery, "details"), sender: sender)
-            }
-            return error(404, "Not found: \(r.method) \(path)")
+            responder.send(try handler(r, try params.decoded(), sender))
         } catch {
-            return self.error(error.status, error.message)
+            responder.send(self.error(error.status, error.message))
         }
+    }
+
+    func batchAdd(_ r: HTTPRequest, _: PathArguments, sender: String) throws(ControlError) -> HTTPResponse {
+        try batch(r, subscribe: true, sender: sender)
+    }
+
+    func batchRemove(_ r: HTTPRequest, _: PathArguments, sender: String) throws(ControlError) -> HTTPResponse {
+        try batch(r, subscribe: false, sender: sender)
+    }
+
+    /// `POST /iid/v1/{token}/rel/topics/{topic}`: one device to one topic.
+    func subscribe(_ r: HTTPRequest, _ p: PathArguments, sender: String) throws(ControlError) -> HTTPResponse {
+        let topic = p["topic"]
+        guard Topics.isValidName(topic) else { return error(400, "Topic name format is invalid") }
+        // The batch's outcome codes, as the Instance ID API answers them.
+        switch try engine.batch([p["token"]], topic: topic, subscribe: true, senderID: sender).first ?? .notFound {
+        case .ok: return json(200, "{}")
+        case .notFound: return error(404, BatchOutcome.notFound.rawValue)
+        case let code: return error(400, code.rawValue)
+        }
+    }
+
+    /// `GET /iid/info/{token}`.
+    func info(_ r: HTTPRequest, _ p: PathArguments, sender: String) throws(ControlError) -> HTTPResponse {
+        try info(p["token"], details: Query.flag(r.rawQuery, "details"), sender: sender)
+    }
+
+    /// Any other `/iid/` path or method.
+    func notFound(_ r: HTTPRequest, _: PathArguments, sender: String) -> HTTPResponse {
+        error(404, "Not found: \(r.method) \(r.path)")
     }
 
     private func batch(_ r: HTTPRequest, subscribe: Bool, sender: String) throws(ControlError) -> HTTPResponse {

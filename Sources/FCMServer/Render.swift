@@ -49,7 +49,7 @@ enum Render {
         var w = JSONWriter()
         w.beginObject()
         w.key("error"); w.beginObject()
-        w.key("code"); w.value(e.code)
+        w.key("code"); w.value(e.code.rawValue)
         w.key("message"); w.value(e.message)
         w.endObject()
         w.endObject()

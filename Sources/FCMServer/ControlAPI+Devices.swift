@@ -1,0 +1,113 @@
+import FCMCore
+import HTTPServer
+
+/// `/api/v1/devices`: fake devices, their topics, upstream messages and inboxes.
+extension ControlAPI {
+    /// `GET /api/v1/devices`.
+    func devices(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let q = c.query
+        let state: DeviceState?
+        if let s = q["state"] {
+            guard let st = DeviceState(rawValue: s) else { throw .badRequest("state must be registered, unregistered or refreshed") }
+            state = st
+        } else {
+            state = nil
+        }
+        let limit = try q.limit()
+        let list = engine.devices(senderID: q["sender_id"], app: q["app"], state: state, topic: q["topic"],
+                                  afterID: try q.cursor() ?? 0, limit: limit + 1)
+        let page = Array(list.prefix(limit))
+        let next = list.count > limit ? page.last?.id : nil
+        return ok(Render.list(page.map(render), next: next))
+    }
+
+    /// `POST /api/v1/devices`.
+    func createDevice(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let d = try engine.createDevice(try Self.deviceSpec(try c.jsonBody()))
+        return ok(render(d), status: 201)
+    }
+
+    /// `GET /api/v1/devices/{token}`.
+    func device(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(render(try engine.device(c["token"])))
+    }
+
+    /// `PATCH /api/v1/devices/{token}`: `{"online": Bool}`.
+    func setOnline(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let body = try c.jsonBody()
+        try body.allow(["online"])
+        guard let online = try body.bool("online") else { throw .badRequest("online (true or false) is required") }
+        return ok(render(try engine.setOnline(c["token"], online)))
+    }
+
+    /// `DELETE /api/v1/devices/{token}`.
+    func deleteDevice(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try engine.deleteDevice(c["token"])
+        return Self.noContent
+    }
+
+    /// `POST /api/v1/devices/{token}:unregister`.
+    func unregister(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(render(try engine.unregister(c["token"])))
+    }
+
+    /// `POST /api/v1/devices/{token}:refresh`.
+    func refresh(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(render(try engine.refresh(c["token"])))
+    }
+
+    /// `POST /api/v1/devices/{token}/upstream`: a message from the device to its app server.
+    func sendUpstream(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let body = try c.jsonBody()
+        try body.allow(["data", "message_id", "time_to_live"])
+        var data: JSONObject?
+        if let v = body.object["data"], !v.isNull {
+            guard let o = v.objectValue else { throw .badRequest("data must be an object") }
+            data = o
+        }
+        let up = try engine.createUpstream(token: c["token"], data: data, messageID: try body.string("message_id"),
+                                           timeToLive: try body.int("time_to_live"))
+        return ok(up.json, status: 201)
+    }
+
+    /// `POST /api/v1/devices/{token}/topics/{topic}`.
+    func subscribe(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(render(try engine.subscribe(c["token"], topic: c["topic"])))
+    }
+
+    /// `DELETE /api/v1/devices/{token}/topics/{topic}`.
+    func unsubscribe(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(render(try engine.unsubscribe(c["token"], topic: c["topic"])))
+    }
+
+    /// `GET /api/v1/devices/{token}/messages`: the inbox, a long poll with `?wait=`.
+    func inbox(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let q = c.query
+        let waitS = try q.double("wait") ?? 0
+        guard (0...60).contains(waitS) else { throw .badRequest("wait must be 0 to 60 seconds") }
+        let min = try q.int("min") ?? 1
+        guard min >= 0 else { throw .badRequest("min must not be negative") }
+        let responder = c.responder
+        engine.waitForInbox(c["token"], status: q["status"], afterID: try q.cursor() ?? 0, limit: try q.limit(),
+                            min: Int(min), waitSeconds: waitS) { result in
+            switch result {
+            case .success(let page): responder.send(HTTPResponse(status: 200, contentType: ContentType.json,
+                                                                 body: Render.list(page.items, next: page.next)))
+            case .failure(let e): responder.send(Self.errorResponse(e))
+            }
+        }
+        return nil
+    }
+
+    /// A device from its JSON form (`POST /api/v1/devices` and fixtures).
+    static func deviceSpec(_ b: Body) throws(ControlError) -> DeviceSpec {
+        try b.allow(["token", "sender_id", "app", "platform", "online"])
+        guard let sender = try b.string("sender_id") else { throw .badRequest("\(b.path)sender_id is required") }
+        return DeviceSpec(token: try b.string("token"), senderID: sender, app: try b.string("app"),
+                          platform: try b.platform("platform") ?? .android, online: try b.bool("online") ?? true)
+    }
+
+    private func render(_ d: Device) -> String {
+        engine.renderDevice(d)
+    }
+}

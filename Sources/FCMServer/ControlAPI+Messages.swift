@@ -1,0 +1,50 @@
+import FCMCore
+import HTTPServer
+
+/// `/api/v1/messages`, `/api/v1/upstream` and `/api/v1/events`: what was sent, both ways, and
+/// the stream of it.
+extension ControlAPI {
+    /// `GET /api/v1/messages`.
+    func messages(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let q = c.query
+        var f = MessageFilter()
+        f.senderID = q["sender_id"]
+        f.token = q["token"]
+        f.topic = q["topic"]
+        f.transport = q["transport"]
+        f.status = q["status"]
+        f.xmppMessageID = q["xmpp_message_id"]
+        if let n = try q.int("recipients") {
+            guard n >= 1 && n <= 1000 else { throw .badRequest("recipients must be between 1 and 1000") }
+            f.recipientsLimit = Int(n)
+        }
+        if let s = q["since"] {
+            guard let ms = parseRFC3339(s) else { throw .badRequest("since must be an RFC 3339 timestamp") }
+            f.sinceMillis = ms
+        }
+        let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
+        return ok(Render.list(page.items, next: page.next))
+    }
+
+    /// `GET /api/v1/messages/{id}`.
+    func message(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(try engine.messageRecord(c["id"]))
+    }
+
+    /// `GET /api/v1/upstream`: what devices sent to their app servers.
+    func upstream(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let q = c.query
+        let list = engine.upstreamMessages(senderID: q["sender_id"], token: q["token"], status: q["status"])
+        return try paged(list, q) { $0.json }
+    }
+
+    /// `GET /api/v1/events`: server-sent events, open until the reader leaves.
+    func events(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let stream = HTTPStream()
+        engine.events.subscribe(stream)
+        var answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream; charset=UTF-8"),
+                                                         ("Cache-Control", "no-cache")])
+        answer.stream = stream
+        return answer
+    }
+}

@@ -1,0 +1,68 @@
+import FCMCore
+import HTTPServer
+
+/// The server as a whole: health, reset, the mock's clock.
+extension ControlAPI {
+    /// `GET /api/v1/health` (open even with a control token).
+    func health(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("status"); w.value("ok")
+        w.key("version"); w.value(fcmMockVersion)
+        w.key("uptime_s"); w.value(Int64((monotonicNanos() - engine.startedAt) / 1_000_000_000))
+        w.key("event_readers"); w.value(engine.events.readerCount)
+        w.endObject()
+        return ok(w.string)
+    }
+
+    /// `POST /api/v1/reset`: back to the state right after start; the fixtures loaded then are
+    /// applied again (`?fixtures=false` leaves the store empty but for the projects).
+    func reset(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let fixtures: Bool
+        switch c.query["fixtures"] {
+        case nil, "true": fixtures = true
+        case "false": fixtures = false
+        case let v?: throw .badRequest("fixtures must be true or false, got '\(v)'")
+        }
+        try Fixtures.reset(fixtures ? engine.startFixtures.withLock { $0 } : [], engine)
+        return Self.noContent
+    }
+
+    /// `GET /api/v1/clock`.
+    func clock(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(clockJSON())
+    }
+
+    /// `POST /api/v1/clock`: `{"advance_s": N}` or `{"reset": true}`.
+    func setClock(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let body = try c.jsonBody()
+        try body.allow(["advance_s", "reset"])
+        if try body.bool("reset") == true {
+            engine.resetClock()
+        } else if let n = try body.int("advance_s") {
+            guard n >= 0 else { throw .badRequest("advance_s must not be negative: the clock only moves forward") }
+            guard n <= Self.maxClockOffsetSeconds - engine.clock.offsetSeconds else {
+                throw .badRequest("the clock may run at most \(Self.maxClockOffsetSeconds) s (100 years) ahead of real time")
+            }
+            engine.clock.advance(seconds: n)
+            // Every held message past its TTL expires at once, not at the next read.
+            try engine.expireDue()
+            engine.notifyChanged()
+        } else {
+            throw .badRequest("give advance_s (seconds, >= 0) or reset: true")
+        }
+        return ok(clockJSON())
+    }
+
+    /// How far ahead the mock's clock may run: 100 years (dates stay printable, sums stay in range).
+    static let maxClockOffsetSeconds: Int64 = 100 * 36525 * 864
+
+    private func clockJSON() -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("now"); w.value(rfc3339(millis: engine.clock.nowMillis()))
+        w.key("offset_s"); w.value(engine.clock.offsetSeconds)
+        w.endObject()
+        return w.string
+    }
+}

@@ -1,0 +1,202 @@
+import FCMCore
+
+/// Matches a request's method and path against a route table (the table is in Routes.swift).
+///
+/// Patterns, compared with the path as sent (still percent-encoded):
+/// - `/fcm/send`: a literal path, found with one dictionary lookup.
+/// - `/api/v1/devices/{token}`: `{name}` takes one non-empty segment; `{name?}` takes one that
+///   may be empty (`/iid/info/`).
+/// - `/api/v1/devices/{token}:unregister`: the segment ends in `:unregister` after its last colon
+///   (tokens contain colons themselves); `{name}` takes what comes before, possibly nothing.
+///   A colon outside braces is literal: `/api/v1/xmpp:drain`.
+/// - `/iid/...`: every path that starts with `/iid/`.
+///
+/// A literal pattern wins over `{…}` patterns, which are tried in table order, and those over
+/// prefixes, longest first. An entry counts only when its method is the request's or `*`: with
+/// another method, the path falls through to the next pattern that matches, in the end to its
+/// surface's prefix, whose handler answers in that surface's format.
+struct Router<Handler: Sendable>: Sendable {
+    struct Entry: Sendable {
+        let method: String
+        let pattern: RoutePattern
+        let handler: Handler
+    }
+
+    private var exact: [String: [Entry]] = [:]
+    private var patterned: [Entry] = []
+    private var prefixed: [Entry] = []
+    private let otherwise: Handler
+
+    /// A router over `table`: (method or `*`, pattern, handler); `otherwise` answers what nothing
+    /// matches. A malformed pattern, or a method and pattern given twice, stops the program (the
+    /// table is written by hand).
+    init(_ table: [(String, String, Handler)], otherwise: Handler) {
+        self.otherwise = otherwise
+        var seen = Set<String>()
+        for (method, text, handler) in table {
+            precondition(seen.insert(method + " " + text).inserted, "route given twice: \(method) \(text)")
+            let e = Entry(method: method, pattern: RoutePattern(text), handler: handler)
+            switch e.pattern.kind {
+            case .literal: exact[text, default: []].append(e)
+            case .segments: patterned.append(e)
+            case .prefix: prefixed.append(e)
+            }
+        }
+        // Stable: among prefixes of one length, the table's order.
+        prefixed = prefixed.enumerated().sorted {
+            ($0.element.pattern.literalPrefix.utf8.count, -$0.offset) > ($1.element.pattern.literalPrefix.utf8.count, -$1.offset)
+        }.map(\.element)
+    }
+
+    /// The handler for `method` and `path`, with the segments its pattern names.
+    func match(_ method: String, _ path: String) -> (handler: Handler, params: PathParams) {
+        if let entries = exact[path] {
+            for e in entries where e.accepts(method) { return (e.handler, .none) }
+        }
+        // Split once, and only when some pattern could match.
+        var segments: [Substring]?
+        for e in patterned where e.accepts(method) && path.hasPrefix(e.pattern.literalPrefix) {
+            if segments == nil { segments = path.split(separator: "/", omittingEmptySubsequences: false) }
+            if let values = e.pattern.capture(segments!) {
+                return (e.handler, PathParams(names: e.pattern.names, values: values))
+            }
+        }
+        for e in prefixed where e.accepts(method) && path.hasPrefix(e.pattern.literalPrefix) {
+            return (e.handler, .none)
+        }
+        return (otherwise, .none)
+    }
+}
+
+extension Router.Entry {
+    func accepts(_ m: String) -> Bool { method == "*" || method == m }
+}
+
+/// One compiled path pattern (see `Router`).
+struct RoutePattern: Sendable {
+    enum Kind: Sendable { case literal, segments, prefix }
+
+    enum Segment: Sendable {
+        case literal(String)
+        /// `{name}` (`allowsEmpty`: `{name?}`).
+        case parameter(allowsEmpty: Bool)
+        /// `{name}:verb`.
+        case verb(String)
+    }
+
+    let kind: Kind
+    /// The text before the first `{` (or the `...`): a path must start with it.
+    let literalPrefix: String
+    /// The segments as `split("/")` gives them, the leading empty one included.
+    let segments: [Segment]
+    /// The parameters' names, in order.
+    let names: [String]
+
+    init(_ text: String) {
+        precondition(text.hasPrefix("/"), "a route pattern starts with '/': \(text)")
+        if text.hasSuffix("/...") {
+            let prefix = String(text.dropLast(3))
+            precondition(!prefix.contains("{"), "a prefix pattern has no parameters: \(text)")
+            (kind, literalPrefix, segments, names) = (.prefix, prefix, [], [])
+            return
+        }
+        precondition(!text.contains("..."), "'...' ends a pattern: \(text)")
+        guard let brace = text.firstIndex(of: "{") else {
+            (kind, literalPrefix, segments, names) = (.literal, text, [], [])
+            return
+        }
+        var segments: [Segment] = []
+        var names: [String] = []
+        for s in text.split(separator: "/", omittingEmptySubsequences: false) {
+            guard s.hasPrefix("{") else {
+                precondition(!s.contains("{") && !s.contains("}"), "a parameter fills its segment: \(text)")
+                segments.append(.literal(String(s)))
+                continue
+            }
+            guard let close = s.firstIndex(of: "}") else { preconditionFailure("unclosed '{' in \(text)") }
+            var name = s[s.index(after: s.startIndex)..<close]
+            let rest = s[s.index(after: close)...]
+            let allowsEmpty = name.hasSuffix("?")
+            if allowsEmpty { name = name.dropLast() }
+            precondition(!name.isEmpty, "a parameter needs a name: \(text)")
+            if rest.isEmpty {
+                segments.append(.parameter(allowsEmpty: allowsEmpty))
+            } else {
+                precondition(rest.hasPrefix(":") && rest.count > 1 && !rest.dropFirst().contains(":") && !allowsEmpty && !rest.contains("}"),
+                             "after a parameter comes nothing or ':verb': \(text)")
+                segments.append(.verb(String(rest.dropFirst())))
+            }
+            names.append(String(name))
+        }
+        (kind, literalPrefix, self.segments, self.names) = (.segments, String(text[..<brace]), segments, names)
+    }
+
+    /// The parameters' values if `path` (split on `/`) matches, else nil.
+    func capture(_ path: [Substring]) -> [Substring]? {
+        guard path.count == segments.count else { return nil }
+        // Checked before anything is captured, so a miss allocates nothing.
+        for (p, s) in zip(segments, path) {
+            switch p {
+            case .literal(let l): if s != l { return nil }
+            case .parameter(let allowsEmpty): if s.isEmpty && !allowsEmpty { return nil }
+            case .verb(let v): if Self.verbSplit(s)?.verb != v[...] { return nil }
+            }
+        }
+        var values: [Substring] = []
+        values.reserveCapacity(names.count)
+        for (p, s) in zip(segments, path) {
+            switch p {
+            case .literal: break
+            case .parameter: values.append(s)
+            case .verb: values.append(Self.verbSplit(s)!.head)
+            }
+        }
+        return values
+    }
+
+    /// A segment split at its last colon.
+    private static func verbSplit(_ s: Substring) -> (head: Substring, verb: Substring)? {
+        guard let colon = s.lastIndex(of: ":") else { return nil }
+        return (s[..<colon], s[s.index(after: colon)...])
+    }
+}
+
+/// The segments a pattern's `{name}`s matched, as sent (still percent-encoded).
+struct PathParams: Sendable {
+    static let none = PathParams(names: [], values: [])
+
+    let names: [String]
+    let values: [Substring]
+
+    subscript(_ name: String) -> Substring? {
+        names.firstIndex(of: name).map { values[$0] }
+    }
+
+    /// Every value percent-decoded (`+` stays a plus), or the 400 `bad percent-encoding in path`.
+    func decoded() throws(ControlError) -> PathArguments {
+        var out: [String] = []
+        out.reserveCapacity(values.count)
+        for v in values { out.append(try decode(v)) }
+        return PathArguments(names: names, values: out)
+    }
+}
+
+/// Path parameters, decoded.
+struct PathArguments: Sendable {
+    static let none = PathArguments(names: [], values: [])
+
+    let names: [String]
+    let values: [String]
+
+    /// The value of `{name}`; the name must be one of the route's.
+    subscript(_ name: String) -> String {
+        guard let i = names.firstIndex(of: name) else { preconditionFailure("no parameter {\(name)} in this route") }
+        return values[i]
+    }
+}
+
+/// One percent-encoded segment of a request path, decoded (`+` stays a plus).
+func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
+    guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
+    return v
+}

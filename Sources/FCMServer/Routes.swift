@@ -1,0 +1,76 @@
+import HTTPServer
+
+/// What answers a request once its route is found: the request, the `{name}` segments of the
+/// route's pattern, and the responder to answer through (now, or later for sends and long polls).
+typealias RouteHandler = @Sendable (HTTPRequest, PathParams, HTTPResponder) -> Void
+
+extension HTTPApp {
+    /// Every HTTP route (how patterns match: Router.swift). A literal path wins over `{…}`
+    /// patterns, which win over prefixes (`/...`); an entry of another method does not count.
+    ///
+    /// Each surface answers in its own format and makes its own checks first: the FCM paths
+    /// theirs (a `*` route answers a wrong method itself, after the checks that come first),
+    /// `iid` the body's size and the server key, `control` the body's size and the control
+    /// token. A path nothing matches gets the plain-text `Not Found: PATH`.
+    static func router(send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
+                       control: ControlAPI) -> Router<RouteHandler> {
+        let fcm: [(String, String, RouteHandler)] = [
+            ("*",      "/fcm/send",                                send.handle),     // POST
+            ("*",      "/gcm/send",                                send.handle),     // POST
+            ("*",      "/fcm/notification",                        groups.handle),   // GET, POST
+            ("*",      "/gcm/notification",                        groups.handle),   // GET, POST
+            ("*",      "/",                                        page.handle),     // GET, HEAD
+            ("*",      "/index.html",                              page.handle),     // GET, HEAD
+        ]
+        let instanceID: [(String, String, IIDRoutes.Handler)] = [
+            ("POST",   "/iid/v1:batchAdd",                         iid.batchAdd),
+            ("POST",   "/iid/v1:batchRemove",                      iid.batchRemove),
+            ("POST",   "/iid/v1/{token?}/rel/topics/{topic?}",     iid.subscribe),
+            ("GET",    "/iid/info/{token?}",                       iid.info),
+            ("*",      "/iid/...",                                 iid.notFound),    // {"error":"Not found: METHOD PATH"}
+        ]
+        let controlAPI: [(String, String, ControlAPI.Handler)] = [
+            ("GET",    "/api/v1/health",                           control.health),
+            ("POST",   "/api/v1/reset",                            control.reset),
+            ("GET",    "/api/v1/clock",                            control.clock),
+            ("POST",   "/api/v1/clock",                            control.setClock),
+            ("GET",    "/api/v1/events",                           control.events),
+            ("GET",    "/api/v1/projects",                         control.projects),
+            ("POST",   "/api/v1/projects",                         control.createProject),
+            ("GET",    "/api/v1/projects/{sender_id}",             control.project),
+            ("DELETE", "/api/v1/projects/{sender_id}",             control.deleteProject),
+            ("GET",    "/api/v1/devices",                          control.devices),
+            ("POST",   "/api/v1/devices",                          control.createDevice),
+            ("GET",    "/api/v1/devices/{token}",                  control.device),
+            ("PATCH",  "/api/v1/devices/{token}",                  control.setOnline),
+            ("DELETE", "/api/v1/devices/{token}",                  control.deleteDevice),
+            ("POST",   "/api/v1/devices/{token}:unregister",       control.unregister),
+            ("POST",   "/api/v1/devices/{token}:refresh",          control.refresh),
+            ("POST",   "/api/v1/devices/{token}/upstream",         control.sendUpstream),
+            ("POST",   "/api/v1/devices/{token}/topics/{topic}",   control.subscribe),
+            ("DELETE", "/api/v1/devices/{token}/topics/{topic}",   control.unsubscribe),
+            ("GET",    "/api/v1/devices/{token}/messages",         control.inbox),
+            ("GET",    "/api/v1/messages",                         control.messages),
+            ("GET",    "/api/v1/messages/{id}",                    control.message),
+            ("GET",    "/api/v1/upstream",                         control.upstream),
+            ("GET",    "/api/v1/topics",                           control.topics),
+            ("GET",    "/api/v1/topics/{name}",                    control.topic),
+            ("GET",    "/api/v1/groups",                           control.groups),
+            ("GET",    "/api/v1/groups/{key}",                     control.group),
+            ("GET",    "/api/v1/faults",                           control.faults),
+            ("POST",   "/api/v1/faults",                           control.addFault),
+            ("DELETE", "/api/v1/faults",                           control.deleteFaults),
+            ("DELETE", "/api/v1/faults/{id}",                      control.deleteFault),
+            ("GET",    "/api/v1/xmpp/connections",                 control.connections),
+            ("POST",   "/api/v1/xmpp:drain",                       control.drainAll),
+            ("POST",   "/api/v1/xmpp/connections/{id}:drain",      control.drain),
+            ("*",      "/api/v1/...",                              control.noSuchCall), // {"error":{"code":"not_found",…}}
+        ]
+        return Router(fcm
+                      + instanceID.map { m, p, h in (m, p, { iid.run(h, $0, $1, $2) }) }
+                      + controlAPI.map { m, p, h in (m, p, { control.run(h, $0, $1, $2) }) },
+                      otherwise: { r, _, responder in
+                          responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(r.path)\n"))
+                      })
+    }
+}
