@@ -115,7 +115,7 @@ extension CCS {
             return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)")
         case .dropConnection:
             return c.drop()
-        case .proceed(let r, let delay):
+        case .proceed(let r, _, let delay):
             req = r
             lateBy = delay?.ms ?? 0
             delayFault = delay?.fault

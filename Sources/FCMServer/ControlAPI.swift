@@ -5,7 +5,7 @@ import HTTPServer
 public let fcmMockVersion = "0.1.0"
 
 /// `/api/v1/...`: the mock's own surface for setting up fake devices and inspecting deliveries
-/// (control-api.md). Its routes are in Routes.swift; the handlers, one file per resource, in
+/// (docs/spec/control-api.md). Its routes are in Routes.swift; the handlers, one file per resource, in
 /// ControlAPI+*.swift.
 struct ControlAPI: Sendable {
     let engine: Engine

@@ -15,8 +15,8 @@ public enum Admission: Sendable {
     case faultStatus(code: Int, retryAfter: Int64?, fault: String)
     /// A close-connection fault: no answer at all.
     case dropConnection(fault: String)
-    /// Send it, answering after `delay` when a delay fault fired.
-    case proceed(SendRequest, delay: DelayFault?)
+    /// Send it as `senderID`, answering after `delay` when a delay fault fired.
+    case proceed(SendRequest, senderID: String, delay: DelayFault?)
 
     /// Why a request was refused.
     public enum Refusal: Sendable {
@@ -128,7 +128,8 @@ extension Engine {
             try record(context, senderID: senderID, httpStatus: 400, error: error, detail: refusal.detail, fault: delay?.fault)
             return .refused(refusal, delay: delay)
         }
-        return .proceed(request!, delay: delay)
+        guard let request else { preconditionFailure("a request without a refusal parsed") }
+        return .proceed(request, senderID: senderID, delay: delay)
     }
 
     /// The rejection record of a refused request.

@@ -21,7 +21,7 @@ func jsonError(_ status: Int, _ message: String) -> HTTPResponse {
 /// The 413 of the group and Instance ID paths (the send path names its limit).
 let bodyTooLargeResponse = HTTPResponse(status: 413, contentType: ContentType.text, body: "Request body too large\n")
 
-/// The 401 page Google's front end served (fcm-legacy.md section 1).
+/// The 401 page Google's front end served (docs/spec/fcm-legacy.md section 1).
 let unauthorizedHTML = """
     <HTML>
     <HEAD>
@@ -61,89 +61,60 @@ struct FCMSendRoute: Sendable {
         // Kept on records of refused sends only, so built only then.
         var raw: String { String(decoding: r.body.prefix(4096), as: UTF8.self) }
 
-        // Authentication comes first: a bad key is a 401 whatever the body says.
         // A Bearer token counts only with `access_token_auth: true`, as a header (what
         // firebase-admin sends) or in the JSON body.
         var inBody = false
         if case .request(let req) = outcome { inBody = req.accessTokenAuth }
-        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
-            _ = try? engine.recordRejected(senderID: nil, transport: .http, format: format, httpStatus: 401,
-                                           error: "Unauthorized", detail: "missing or unknown server key", raw: raw)
-            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
-        }
+        let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody)
+        let admission: Admission
         do {
-            // Injected faults that answer the whole request come next: FCM being unavailable
-            // does not depend on what the request says.
-            var delay: (fault: String, ms: Int64)?
-            var target: SendTarget = .missing
-            if case .request(let req) = outcome { target = req.target }
-            if engine.mayHaveFaults,
-                let f = engine.fireRequestFault(transport: .http, path: r.path, senderID: sender, tokens: target.tokens, topic: target.topicName)
-            {
-                switch f.action {
-                case .status(let code, let retry):
-                    try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: code,
-                                              error: "Fault", detail: "fault \(f.id) answered HTTP \(code)", raw: raw, fault: f.id)
-                    var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
-                    if let retry { answer.headers.append(("Retry-After", String(retry))) }
-                    return answer
-                case .closeConnection:
-                    try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 0,
-                                              error: "ConnectionClosed", detail: "fault \(f.id) closed the connection without an answer",
-                                              raw: raw, fault: f.id)
-                    return .dropConnection
-                case .delay(let ms):
-                    delay = (f.id, ms)
-                case .error:
-                    break
-                }
-            }
-            // A refused request is answered like any other: after a delay fault's delay, and
-            // recorded with that fault.
-            func refuse(_ answer: HTTPResponse, error: String, detail: String) throws -> HTTPResponse? {
-                _ = try engine.recordRejected(senderID: sender, transport: .http, format: format, httpStatus: 400,
-                                              error: error, detail: detail, raw: raw, fault: delay?.fault)
-                guard let delay else { return answer }
-                send(answer, to: responder, after: delay.ms)
-                return nil
-            }
-            switch outcome {
-            case .badRequest(let reason):
-                return try refuse(HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n"),
-                                  error: "InvalidJson", detail: reason)
-            case .invalidParameters(let detail):
+            admission = try engine.admit(outcome, senderID: sender,
+                                         AdmissionContext(transport: .http, path: r.path, format: format, raw: { raw }))
+        } catch {
+            return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+        }
+        switch admission {
+        case .unauthorized:
+            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
+        case .faultStatus(let code, let retry, _):
+            var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
+            if let retry { answer.headers.append(("Retry-After", String(retry))) }
+            return answer
+        case .dropConnection:
+            return .dropConnection
+        case .refused(let refusal, let delay):
+            // A refused request is answered like any other: after a delay fault's delay.
+            let answer: HTTPResponse
+            if case .invalidParameters(let detail) = refusal {
                 var w = JSONWriter()
                 w.beginObject()
                 w.key("error"); w.value(FCMErrorCode.invalidParameters.rawValue)
                 w.key("error_description"); w.value(detail)
                 w.endObject()
-                return try refuse(HTTPResponse(status: 400, contentType: ContentType.json, body: w.string),
-                                  error: "InvalidParameters", detail: detail)
-            case .request(let req):
-                // Topic names and conditions are checked like JSON syntax: a 400 for the request.
-                if let reason = req.target.invalidReason(maxConditionOperators: engine.maxConditionOperators) {
-                    return try refuse(HTTPResponse(status: 400, contentType: ContentType.text, body: reason + "\n"),
-                                      error: "InvalidJson", detail: reason)
-                }
-                let isTopicSend = req.target.isTopicOrCondition
-                let lateMs = delay?.ms
-                engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
-                    let answer: HTTPResponse
-                    switch outcome {
-                    case .success(let result):
-                        if result.group != nil {
-                            answer = isJSON ? Self.groupResponse(result) : Self.plainGroupResponse(result)
-                        } else {
-                            answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
-                        }
-                    case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
-                    }
-                    send(answer, to: responder, after: lateMs)
-                }
-                return nil
+                answer = HTTPResponse(status: 400, contentType: ContentType.json, body: w.string)
+            } else {
+                answer = HTTPResponse(status: 400, contentType: ContentType.text, body: refusal.detail + "\n")
             }
-        } catch {
-            return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+            guard let delay else { return answer }
+            send(answer, to: responder, after: delay.ms)
+            return nil
+        case .proceed(let req, let sender, let delay):
+            let isTopicSend = req.target.isTopicOrCondition
+            let lateMs = delay?.ms
+            engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
+                let answer: HTTPResponse
+                switch outcome {
+                case .success(let result):
+                    if result.group != nil {
+                        answer = isJSON ? Self.groupResponse(result) : Self.plainGroupResponse(result)
+                    } else {
+                        answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+                    }
+                case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+                }
+                send(answer, to: responder, after: lateMs)
+            }
+            return nil
         }
     }
 

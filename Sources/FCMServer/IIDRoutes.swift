@@ -1,7 +1,7 @@
 import FCMCore
 import HTTPServer
 
-/// The Instance ID API's topic paths (fcm-legacy.md section 4): app servers subscribe devices.
+/// The Instance ID API's topic paths (docs/spec/fcm-legacy.md section 4): app servers subscribe devices.
 struct IIDRoutes: Sendable {
     let engine: Engine
     static let maxBatch = 1000
