@@ -22,7 +22,10 @@ let package = Package(
         .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "FCMCore"]),
         .target(name: "XMPPServer", dependencies: ["CExpat", "CGnuTLS", "FCMCore", "HTTPServer"]),
-        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "XMPPServer"]),
+        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "XMPPServer"],
+                // Built into the binary: the web page's files and the default fixture (a link to
+                // fixtures/default.json), as `PackageResources.index_html`, `.default_fixture_json`, ….
+                resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")]),
         .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "XMPPServer", "CGnuTLS"]),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),

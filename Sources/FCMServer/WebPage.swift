@@ -1,5 +1,10 @@
-/// The inspection page served at `/`: one self-contained HTML document (no CDN, no build step)
-/// that reads the control API and follows `/api/v1/events` live.
+/// The inspection page served at `/`: one self-contained HTML document (no CDN) that reads the
+/// control API and follows `/api/v1/events` live.
+///
+/// Its source is three files in `Resources/web/`, embedded at build time (`PackageResources`):
+/// `index.html` names `page.css` and `page.js` the way a browser opening the folder would load
+/// them, and `bytes` puts both inline in their place, so the server sends one document and the
+/// CSP needs no other origin or path.
 ///
 /// Every value from the server is put on the page with `textContent`, never as HTML, so payload
 /// strings render as text. With `--control-token`, open the page as `/?token=SECRET`: the script
@@ -10,258 +15,28 @@ enum WebPage {
     static let contentSecurityPolicy =
         "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'"
 
-    /// The page as served (encoded once).
-    static let bytes = Array(html.utf8)
+    /// The page as served, assembled once.
+    static let bytes = assemble(template: PackageResources.index_html,
+                                css: PackageResources.page_css, js: PackageResources.page_js)
 
-    static let html = #"""
-<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>fcm-mock</title>
-<style>
-  body { font: 13px/1.4 system-ui, sans-serif; margin: 0; color: #1b1b1b; background: #f6f7f9; }
-  header { display: flex; gap: 12px; align-items: center; padding: 8px 16px; background: #203040; color: #fff; }
-  header h1 { font-size: 16px; margin: 0; }
-  header input { flex: 1; max-width: 520px; padding: 4px 8px; }
-  #live { font-size: 12px; opacity: .8; }
-  main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 12px; padding: 12px; }
-  section { background: #fff; border: 1px solid #dde1e6; border-radius: 4px; padding: 8px; margin-bottom: 12px; }
-  h2 { font-size: 14px; margin: 0 0 6px; }
-  table { border-collapse: collapse; width: 100%; }
-  th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eef0f2; vertical-align: top; }
-  td.mono, pre { font-family: ui-monospace, monospace; font-size: 12px; }
-  pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 8em; overflow: auto; }
-  .rejected, .expired, .dropped, .failed { color: #b00020; }
-  .pending { color: #8a5a00; }
-  .delivered, .accepted { color: #1b6e20; }
-  button { font-size: 12px; }
-  ul { margin: 0; padding-left: 18px; }
-  #error { color: #b00020; padding: 0 16px; }
-</style>
-</head>
-<body>
-<header>
-  <h1>fcm-mock</h1>
-  <input id="filter" placeholder="filter: token, /topics/name, message id, or status (rejected, accepted, …)" autocomplete="off">
-  <span id="live">connecting…</span>
-</header>
-<div id="error"></div>
-<main>
-  <div>
-    <section>
-      <h2>Messages <span id="count"></span></h2>
-      <table id="messages">
-        <thead><tr><th>accepted</th><th>message id</th><th>target</th><th>via</th><th>status per recipient</th><th>payload</th></tr></thead>
-        <tbody></tbody>
-      </table>
-      <button id="older" hidden>older messages</button>
-    </section>
-  </div>
-  <div>
-    <section>
-      <h2>Devices</h2>
-      <table id="devices">
-        <thead><tr><th>token</th><th>app</th><th>state</th><th>topics</th><th>inbox</th><th></th></tr></thead>
-        <tbody></tbody>
-      </table>
-    </section>
-    <section><h2>Topics</h2><ul id="topics"></ul></section>
-    <section><h2>Device groups</h2><ul id="groups"></ul></section>
-    <section><h2>XMPP connections</h2><ul id="xmpp"></ul></section>
-  </div>
-</main>
-<script>
-"use strict";
-const secret = new URLSearchParams(location.search).get("token");
-const auth = secret ? { "Authorization": "Bearer " + secret } : {};
-const PAGE = 50;
-let filter = "";
-let cursor = null;
-const shown = new Map();
-
-async function api(path, options) {
-  const o = options || {};
-  const headers = Object.assign({}, auth, o.body ? { "Content-Type": "application/json" } : {});
-  const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
-  if (!r.ok) throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status);
-  return r.status === 204 ? null : r.json();
-}
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
-function showError(e) { document.getElementById("error").textContent = e ? String(e.message || e) : ""; }
-function targetText(m) {
-  const t = m.target || {};
-  return t.kind === "token" ? t.value : (t.kind || "") + " " + (t.value === undefined ? "" : t.value);
-}
-function messageRow(m) {
-  const tr = document.createElement("tr");
-  tr.dataset.id = m.message_id;
-  tr.append(el("td", m.accepted_at), el("td", m.message_id, "mono"), el("td", targetText(m), "mono"),
-            el("td", m.transport + (m.format === "plain" ? " (plain)" : "")));
-  const st = el("td");
-  const recipients = m.recipients || [];
-  if (m.status === "rejected" || recipients.length === 0) st.append(el("div", m.status + (m.error ? ": " + m.error : ""), m.status));
-  for (const r of recipients.slice(0, 20)) {
-    st.append(el("div", (r.token || "?").slice(0, 24) + " " + r.status + (r.error ? " " + r.error : ""), r.error ? "failed" : r.status));
-  }
-  const total = typeof m.recipients_total === "number" ? m.recipients_total : recipients.length;
-  if (total > 20) st.append(el("div", "… " + (total - 20) + " more"));
-  const payload = el("td");
-  payload.append(el("pre", JSON.stringify({ data: m.data, notification: m.notification })));
-  tr.append(st, payload);
-  return tr;
-}
-function messageQuery() {
-  const f = filter.trim();
-  const p = new URLSearchParams({ limit: String(PAGE), recipients: "20" });
-  if (!f) return { path: "/messages?" + p };
-  if (/^(accepted|rejected|delivered|pending|expired|collapsed|dropped)$/.test(f)) p.set("status", f);
-  else if (f.startsWith("/topics/")) p.set("topic", f.slice(8));
-  else if (/^0:\d+%/.test(f) || /^\d{6,}$/.test(f)) return { one: "/messages/" + encodeURIComponent(f) };
-  else p.set("token", f);
-  return { path: "/messages?" + p };
-}
-function matches(m) {
-  const f = filter.trim();
-  if (!f) return true;
-  if (m.message_id === f || m.status === f) return true;
-  if (f.startsWith("/topics/")) return m.target && m.target.kind === "topic" && ("/topics/" + m.target.value) === f;
-  return (m.recipients || []).some(r => r.token === f || r.status === f);
-}
-async function loadMessages(more) {
-  const tbody = document.querySelector("#messages tbody");
-  const q = messageQuery();
-  let items = [], next = null;
-  try {
-    if (q.one) {
-      try { items = [await api(q.one)]; } catch (e) { items = []; }
-    } else {
-      const page = await api(q.path + (more && cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
-      items = page.items || [];
-      next = page.next || null;
+    /// `template` with its stylesheet link replaced by an inline `<style>` holding `css`, and its
+    /// script element by an inline `<script>` holding `js`. The template's final newline is
+    /// dropped: the page has always been sent without one.
+    static func assemble(template: [UInt8], css: [UInt8], js: [UInt8]) -> [UInt8] {
+        var page = template
+        if page.last == UInt8(ascii: "\n") { page.removeLast() }
+        page = inline(#"<link rel="stylesheet" href="page.css">"#, by: "<style>\n", css, "</style>", in: page)
+        return inline(#"<script src="page.js"></script>"#, by: "<script>\n", js, "</script>", in: page)
     }
-    showError(null);
-  } catch (e) { showError(e); return; }
-  if (!more) { tbody.textContent = ""; shown.clear(); }
-  for (const m of items) {
-    const tr = messageRow(m);
-    shown.set(m.message_id, tr);
-    tbody.append(tr);
-  }
-  cursor = next;
-  document.getElementById("older").hidden = !next;
-  document.getElementById("count").textContent = "(" + shown.size + (next ? "+" : "") + ")";
-}
-function liveMessage(m) {
-  if (!m || !m.message_id || !matches(m)) return;
-  const tbody = document.querySelector("#messages tbody");
-  const tr = messageRow(m);
-  const old = shown.get(m.message_id);
-  if (old) old.replaceWith(tr); else tbody.prepend(tr);
-  shown.set(m.message_id, tr);
-  document.getElementById("count").textContent = "(" + shown.size + (cursor ? "+" : "") + ")";
-}
-async function refreshMessage(id) {
-  if (!shown.has(id)) return;
-  try { liveMessage(await api("/messages/" + encodeURIComponent(id))); } catch (e) { /* gone after a reset */ }
-}
-async function loadDevices() {
-  const tbody = document.querySelector("#devices tbody");
-  let page;
-  try { page = await api("/devices?limit=200"); } catch (e) { showError(e); return; }
-  tbody.textContent = "";
-  for (const d of page.items || []) {
-    const tr = document.createElement("tr");
-    tr.dataset.token = d.token;
-    const tok = el("td", d.token.length > 28 ? d.token.slice(0, 28) + "…" : d.token, "mono");
-    tok.title = d.token;
-    const state = d.state === "registered" ? (d.online ? "online" : "offline") : d.state;
-    const inbox = el("button", "inbox");
-    inbox.addEventListener("click", () => setFilter(d.token));
-    const toggle = el("button", d.online ? "take offline" : "bring online");
-    toggle.className = "toggle";
-    toggle.addEventListener("click", async () => {
-      try { await api("/devices/" + encodeURIComponent(d.token), { method: "PATCH", body: JSON.stringify({ online: !d.online }) }); }
-      catch (e) { showError(e); }
-      loadDevices();
-    });
-    const up = el("button", "upstream…");
-    up.addEventListener("click", async () => {
-      const text = prompt("Upstream data as key=value pairs separated by commas", "hello=world");
-      if (text === null) return;
-      const data = {};
-      for (const pair of text.split(",")) {
-        const i = pair.indexOf("=");
-        if (i > 0) data[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
-      }
-      try { await api("/devices/" + encodeURIComponent(d.token) + "/upstream", { method: "POST", body: JSON.stringify({ data }) }); showError(null); }
-      catch (e) { showError(e); }
-    });
-    const actions = el("td");
-    actions.append(toggle, " ", up);
-    const inboxCell = el("td");
-    inboxCell.append(inbox, el("span", d.pending ? " " + d.pending + " pending" : ""));
-    tr.append(tok, el("td", d.app), el("td", state, d.online ? "delivered" : "pending"),
-              el("td", (d.topics || []).join(", ")), inboxCell, actions);
-    tbody.append(tr);
-  }
-}
-async function loadList(id, path, render) {
-  const ul = document.getElementById(id);
-  let page;
-  try { page = await api(path); } catch (e) { return; }
-  ul.textContent = "";
-  const items = page.items || [];
-  if (items.length === 0) ul.append(el("li", "none"));
-  for (const x of items) ul.append(el("li", render(x)));
-}
-const loadTopics = () => loadList("topics", "/topics?limit=1000", t => "/topics/" + t.name + " (" + t.count + ")");
-const loadGroups = () => loadList("groups", "/groups?limit=1000", g => g.notification_key_name + " (" + (g.members || []).length + " members, sender " + g.sender_id + ")");
-const loadXmpp = () => loadList("xmpp", "/xmpp/connections?limit=1000", c => c.id + " sender " + c.sender_id + (c.tls ? " tls" : "") + ", unacked " + c.unacked + (c.draining ? ", draining" : ""));
 
-const pending = new Map();
-function soon(name, fn) {
-  if (pending.has(name)) return;
-  pending.set(name, setTimeout(() => { pending.delete(name); fn(); }, 150));
-}
-function setFilter(v) {
-  document.getElementById("filter").value = v;
-  filter = v;
-  loadMessages(false);
-}
-function connect() {
-  const es = new EventSource("/api/v1/events" + (secret ? "?access_token=" + encodeURIComponent(secret) : ""));
-  const live = document.getElementById("live");
-  es.onopen = () => { live.textContent = "live"; };
-  es.onerror = () => { live.textContent = "reconnecting…"; };
-  const parse = e => { try { return JSON.parse(e.data); } catch (x) { return null; } };
-  es.addEventListener("message.accepted", e => liveMessage(parse(e)));
-  es.addEventListener("message.rejected", e => liveMessage(parse(e)));
-  for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped"]) {
-    es.addEventListener(kind, e => { const d = parse(e); if (d && d.message_id) soon("m:" + d.message_id, () => refreshMessage(d.message_id)); soon("devices", loadDevices); });
-  }
-  es.addEventListener("device.created", () => soon("devices", loadDevices));
-  es.addEventListener("device.updated", () => { soon("devices", loadDevices); soon("topics", loadTopics); soon("groups", loadGroups); });
-  for (const kind of ["xmpp.connected", "xmpp.closed", "upstream.sent", "upstream.acked"]) {
-    es.addEventListener(kind, () => soon("xmpp", loadXmpp));
-  }
-}
-document.getElementById("filter").addEventListener("input", e => { filter = e.target.value; soon("filter", () => loadMessages(false)); });
-document.getElementById("older").addEventListener("click", () => loadMessages(true));
-loadMessages(false);
-loadDevices();
-loadTopics();
-loadGroups();
-loadXmpp();
-connect();
-</script>
-</body>
-</html>
-"""#
+    /// `page` with its one `element` replaced by `open`, `content`, `close`.
+    private static func inline(_ element: String, by open: String, _ content: [UInt8], _ close: String,
+                               in page: [UInt8]) -> [UInt8] {
+        guard let range = page.firstRange(of: Array(element.utf8)) else {
+            preconditionFailure("Resources/web/index.html must contain \(element)")
+        }
+        var out = page
+        out.replaceSubrange(range, with: Array(open.utf8) + content + Array(close.utf8))
+        return out
+    }
 }

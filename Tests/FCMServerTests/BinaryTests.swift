@@ -258,12 +258,6 @@ final class BinaryTests: XCTestCase {
         XCTAssertEqual(r.status, 0)
         XCTAssertEqual(r.stdout, "fcm-mock \(fcmMockVersion)\n")
     }
-
-    func testDefaultFixtureFileMatchesTheBuiltInOne() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let file = try String(contentsOf: root.appendingPathComponent("fixtures/default.json"), encoding: .utf8)
-        XCTAssertEqual(file, defaultFixtureJSON, "fixtures/default.json and DefaultFixture.swift must stay equal")
-    }
 }
 
 /// Shutdown with requests still waiting.

@@ -24,6 +24,26 @@ final class WebPageTests: XCTestCase {
         XCTAssertEqual(try s.client().post("/", "").status, 405)
     }
 
+    /// The page is Resources/web/index.html with page.css and page.js put inline in place of the
+    /// link and script elements that name them, and nothing else changed.
+    func testServedPageIsIndexHTMLWithItsStyleAndScriptInline() throws {
+        let web = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/FCMServer/Resources/web")
+        func source(_ name: String) throws -> String {
+            try String(contentsOf: web.appendingPathComponent(name), encoding: .utf8)
+        }
+        let (template, css, js) = (try source("index.html"), try source("page.css"), try source("page.js"))
+        let s = try TestServer(fixtures: [errorTableFixture])
+        defer { s.stop() }
+        let html = try s.client().get("/").text
+        let style = "<style>\n" + css + "</style>", script = "<script>\n" + js + "</script>"
+        XCTAssertTrue(html.contains(style) && html.contains(script))
+        XCTAssertFalse(html.contains("<link"))
+        let undone = html.replacingOccurrences(of: style, with: #"<link rel="stylesheet" href="page.css">"#)
+            .replacingOccurrences(of: script, with: #"<script src="page.js"></script>"#)
+        XCTAssertEqual(undone + "\n", template, "only the two elements are replaced (and the final newline dropped)")
+    }
+
     func testControlTokenProtectsThePageAndTheEventStream() throws {
         let s = try TestServer(fixtures: [errorTableFixture], extraArguments: ["--control-token", "s3cret"])
         defer { s.stop() }
