@@ -53,6 +53,12 @@ check_files() {
   if grep -qE -- '--server|https?:|:[0-9]{2,5}\b|127\.0\.0\.1|localhost' <<<"$ctest"; then
     echo "compose.yaml's healthcheck names a URL or port: $ctest"; return 1
   fi
+  # The build stage copies fixtures/ before it builds: the default fixture is embedded from
+  # fixtures/default.json, which Sources/FCMServer/Resources links to.
+  local build
+  build=$(awk '/^FROM /{ n++ } n == 1' <<<"$code")
+  awk '/^COPY fixtures \.\/fixtures/{ c = 1 } /^RUN swift build/{ exit !c }' <<<"$build" \
+    || { echo "the build stage does not copy fixtures/ before swift build (the embedded default fixture links there)"; return 1; }
   # The runtime stage (the last FROM): ca-certificates, and a USER that is not root.
   local runtime
   runtime=$(awk '/^FROM /{ s = "" } { s = s $0 "\n" } END { printf "%s", s }' <<<"$code")
@@ -169,6 +175,7 @@ expect_files_fail 'FCM_MOCK_URL set again' 's|^HEALTHCHECK|ENV FCM_MOCK_URL=http
 expect_files_fail 'a port in the HEALTHCHECK' 's|"fcm-mock", "health"\]|"fcm-mock", "health", "--server", "http://127.0.0.1:8080"]|' docker/Dockerfile
 expect_files_fail 'FCM_MOCK_URL in compose' 's|^\( *\)FCM_MOCK_LOG_LEVEL: info|\1FCM_MOCK_URL: http://127.0.0.1:8080|' docker/compose.yaml
 expect_files_fail 'no ca-certificates' 's|ca-certificates||' docker/Dockerfile
+expect_files_fail 'no fixtures in the build stage' 's|^COPY fixtures ./fixtures$||' docker/Dockerfile
 expect_files_fail 'USER root' 's|^USER .*|USER root|' docker/Dockerfile
 expect_files_fail 'certs in the build context' '/^certs$/d; /^\*\*\/certs$/d' .dockerignore
 expect_files_fail 'data in the build context' '/^data$/d; /^\*\*\/data$/d' .dockerignore
