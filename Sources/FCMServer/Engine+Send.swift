@@ -192,16 +192,7 @@ extension Engine {
     static func summaryJSON(_ m: MessageRow, rows: [DeliveryRow], results: [RecipientResult], state s: EngineState) -> String {
         var w = JSONWriter()
         w.beginObject()
-        w.key("message_id"); w.value(MessageID(micros: m.id, suffix: m.suffix).description)
-        w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
-        w.key("sender_id"); w.value(m.senderID)
-        w.key("transport"); w.value(m.transport)
-        w.key("format"); w.value(m.format)
-        w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
-        w.key("target"); w.beginObject()
-        w.key("kind"); w.value(m.targetKind)
-        w.key("value"); w.value(m.targetValue ?? (rows.count == 1 ? (rows[0].device.flatMap { s.devices[$0]?.token } ?? rows[0].token) : "\(rows.count) tokens"))
-        w.endObject()
+        Render.recordHead(&w, m, recipients: rows.count) { rows[0].device.flatMap { s.devices[$0]?.token } ?? rows[0].token }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("fault"); w.value(m.fault)

@@ -8,25 +8,7 @@ extension Render {
         let suffix = m.suffix
         var w = JSONWriter()
         w.beginObject()
-        w.key("message_id"); w.value(MessageID(micros: m.id, suffix: suffix).description)
-        w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
-        w.key("sender_id"); w.value(m.senderID)
-        w.key("transport"); w.value(m.transport)
-        w.key("format"); w.value(m.format)
-        w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
-        w.key("target"); w.beginObject()
-        w.key("kind"); w.value(m.targetKind)
-        // A token target's value is its one recipient's token; a multicast's, how many it had.
-        let targetValue: String?
-        if let v = m.targetValue {
-            targetValue = v
-        } else if m.recipients == 1, let only = recipients.first {
-            targetValue = only.device.flatMap { tokens[$0] } ?? only.token
-        } else {
-            targetValue = m.recipients == 0 ? nil : "\(m.recipients) tokens"
-        }
-        w.key("value"); w.value(targetValue)
-        w.endObject()
+        recordHead(&w, m, recipients: m.recipients) { recipients.first.flatMap { $0.device.flatMap { tokens[$0] } ?? $0.token } }
         w.key("options"); w.beginObject()
         w.key("collapse_key"); w.value(m.collapseKey)
         w.key("priority"); w.value(m.priority)
@@ -68,6 +50,22 @@ extension Render {
 }
 
 extension Render {
+    /// A record's first fields, which its events share: ids, sender, transport, format, time, and
+    /// the target. A token target's value is its one recipient's token; a multicast's, how many
+    /// it had.
+    static func recordHead(_ w: inout JSONWriter, _ m: MessageRow, recipients: Int, onlyToken: () -> String?) {
+        w.key("message_id"); w.value(MessageID(micros: m.id, suffix: m.suffix).description)
+        w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
+        w.key("sender_id"); w.value(m.senderID)
+        w.key("transport"); w.value(m.transport)
+        w.key("format"); w.value(m.format)
+        w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
+        w.key("target"); w.beginObject()
+        w.key("kind"); w.value(m.targetKind)
+        w.key("value"); w.value(m.targetValue ?? (recipients == 1 ? onlyToken() : recipients == 0 ? nil : "\(recipients) tokens"))
+        w.endObject()
+    }
+
     /// One inbox entry.
     static func inboxEntry(_ r: InboxRow, status: String) -> String {
         var w = JSONWriter()
