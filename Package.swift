@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Dependencies point one way: fcm-mock → FCMServer → {FCMStore, HTTPServer} → FCMCore / C targets.
+// Dependencies point one way: fcm-mock → FCMServer → {FCMStore, HTTPServer, XMPPServer} → FCMCore
+// (FCMStore) / Platform (locks, threads, clocks, sockets, files) / C targets.
 let package = Package(
     name: "fcm-mock",
     platforms: [.macOS(.v15)],
@@ -18,18 +19,20 @@ let package = Package(
                        providers: [.apt(["libexpat1-dev"])]),
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls",
                        providers: [.apt(["libgnutls28-dev"])]),
+        .target(name: "Platform"),
         .target(name: "FCMCore"),
-        .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "FCMCore"]),
-        .target(name: "XMPPServer", dependencies: ["CExpat", "CGnuTLS", "FCMCore", "HTTPServer"]),
-        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "XMPPServer"]),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "XMPPServer", "CGnuTLS"]),
-        .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
+        .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore", "Platform"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Platform"]),
+        .target(name: "XMPPServer", dependencies: ["CExpat", "CGnuTLS", "Platform"]),
+        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "Platform", "XMPPServer"]),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "Platform", "XMPPServer", "CGnuTLS"]),
+        .executableTarget(name: "fcm-mock", dependencies: ["FCMServer", "Platform"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore", "Platform"]),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),
-        .testTarget(name: "FCMServerTests", dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore"]),
+        .testTarget(name: "FCMServerTests", dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore", "Platform"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import FCMCore
 import HTTPServer
+import Platform
 import XMPPServer
 
 #if canImport(Glibc)
@@ -300,18 +301,8 @@ public enum CLI {
         }
 
         func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> Response? {
-            var hints = addrinfo()
-            hints.ai_family = AF_UNSPEC
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var res: UnsafeMutablePointer<addrinfo>?
-            guard getaddrinfo(endpoint.host, String(endpoint.port), &hints, &res) == 0, let ai = res else { return nil }
-            defer { freeaddrinfo(res) }
-            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
-            guard fd >= 0 else { return nil }
+            guard let fd = try? ConnectSocket.open(host: endpoint.host, port: endpoint.port, receiveTimeout: 75) else { return nil }
             defer { close(fd) }
-            var tv = timeval(tv_sec: 75, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { return nil }
             var tls: TLSClientSession?
             if endpoint.tls {
                 do {

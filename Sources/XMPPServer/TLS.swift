@@ -1,5 +1,5 @@
 import CGnuTLS
-import FCMCore
+import Platform
 
 #if canImport(Glibc)
     import Glibc

@@ -3,7 +3,7 @@
 // path and its reader, and read best in one place; split into extensions, its private state
 // would have to open to the whole module.
 
-import FCMCore
+import Platform
 
 #if canImport(Glibc)
     import Glibc
@@ -254,15 +254,6 @@ public final class XMPPConnection: @unchecked Sendable {
     /// Only the reader thread touches it.
     private var loginDeadline: UInt64?
 
-    private func setReceiveTimeout(seconds: Int) {
-        setReceiveTimeout(nanos: UInt64(seconds) * 1_000_000_000)
-    }
-
-    private func setReceiveTimeout(nanos: UInt64) {
-        var tv = timeval(tv_sec: Int(nanos / 1_000_000_000), tv_usec: Int(nanos % 1_000_000_000 / 1000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-    }
-
     func run() {
         let parser = XMLStreamParser(maxStanzaBytes: min(server.maxStanzaBytes, Self.maxStanzaBytesBeforeAuth))
         parser.pauseAfter = ["auth"]
@@ -270,7 +261,7 @@ public final class XMPPConnection: @unchecked Sendable {
         if let credentials = server.tls {
             // Direct TLS: the handshake comes before any XML. A peer that does not finish it
             // within the time-out is dropped.
-            setReceiveTimeout(seconds: 10)
+            setReceiveTimeout(fd, seconds: 10)
             do {
                 let s = try TLSSession(fd: fd, credentials: credentials)
                 lock.withLock { tls = s }
@@ -304,7 +295,7 @@ public final class XMPPConnection: @unchecked Sendable {
             if let deadline = loginDeadline {
                 let now = monotonicNanos()
                 guard now + 1_000_000 < deadline else { return timedOut() }
-                setReceiveTimeout(nanos: deadline - now)
+                setReceiveTimeout(fd, nanos: deadline - now)
             }
             let reader = tls
             let n = buf.withUnsafeMutableBytes { b in
@@ -441,7 +432,7 @@ public final class XMPPConnection: @unchecked Sendable {
                 }
                 send("<iq type=\"result\" id=\"\(iqID)\"><bind xmlns=\"urn:ietf:params:xml:ns:xmpp-bind\"><jid>\(xmlEscape(account))@\(xmlEscape(server.domain))/\(xmlEscape(resource))</jid></bind></iq>")
                 loginDeadline = nil
-                setReceiveTimeout(seconds: 0)
+                setReceiveTimeout(fd, seconds: 0)
                 server.delegate.opened(self)
             } else {
                 // session, ping (XEP-0199) and anything else: a plain result.

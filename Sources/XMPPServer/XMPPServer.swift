@@ -1,5 +1,4 @@
-import FCMCore
-import HTTPServer
+import Platform
 import Synchronization
 
 #if canImport(Glibc)
@@ -48,7 +47,7 @@ public final class XMPPServer: Sendable {
     /// Binds `host:port` at once (a busy port is reported before anything starts).
     public init(host: String, port: Int, domain: String = "gcm.googleapis.com", maxStanzaBytes: Int = 1 << 20,
                 tls: TLSCredentials? = nil, loginTimeout: Int = 30, maxConnections: Int = 5000,
-                delegate: any XMPPDelegate) throws(HTTPServerError) {
+                delegate: any XMPPDelegate) throws(SocketError) {
         self.tls = tls
         let (fd, bound) = try ListenSocket.open(host: host, port: port)
         self.fd = fd

@@ -2,6 +2,7 @@ import FCMCore
 import FCMServer
 import FCMTesting
 import Foundation
+import Platform
 import XCTest
 import XMPPServer
 
