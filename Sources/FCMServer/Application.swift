@@ -2,6 +2,7 @@ import FCMCore
 import FCMStore
 import HTTPServer
 import Platform
+import TLS
 import XMPPServer
 
 #if canImport(Glibc)

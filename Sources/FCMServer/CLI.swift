@@ -1,7 +1,7 @@
 import FCMCore
 import HTTPServer
 import Platform
-import XMPPServer
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -303,10 +303,10 @@ public enum CLI {
         func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> Response? {
             guard let fd = try? ConnectSocket.open(host: endpoint.host, port: endpoint.port, receiveTimeout: 75) else { return nil }
             defer { close(fd) }
-            var tls: TLSClientSession?
+            var tls: TLSSession?
             if endpoint.tls {
                 do {
-                    tls = try TLSClientSession(fd: fd, host: endpoint.host, caFile: caFile)
+                    tls = try TLSSession(clientOn: fd, host: endpoint.host, trust: caFile.map { .caFile($0) } ?? .system)
                 } catch {
                     writeToStandardError("fcm-mock: \(error.description)\(caFile == nil ? " (trust the mock's CA with --cacert)" : "")\n")
                     return nil
@@ -333,7 +333,7 @@ public enum CLI {
                 if n <= 0 { break }
                 data.append(contentsOf: buf[0..<n])
             }
-            tls = nil  // the closing alert goes out before the socket closes
+            tls?.bye()  // the closing alert goes out before the socket closes
             guard let end = data.firstRange(of: [13, 10, 13, 10]) else { return nil }
             let headText = String(decoding: data[..<end.lowerBound], as: UTF8.self)
             let status = Int(headText.split(separator: " ").dropFirst().first ?? "") ?? 0

@@ -4,6 +4,7 @@
 // would have to open to the whole module.
 
 import Platform
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -263,7 +264,7 @@ public final class XMPPConnection: @unchecked Sendable {
             // within the time-out is dropped.
             setReceiveTimeout(fd, seconds: 10)
             do {
-                let s = try TLSSession(fd: fd, credentials: credentials)
+                let s = try TLSSession(serverOn: fd, credentials: credentials)
                 lock.withLock { tls = s }
             } catch {
                 lock.withLock { session.closed = true }

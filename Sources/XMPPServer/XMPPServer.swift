@@ -1,5 +1,6 @@
 import Platform
 import Synchronization
+import TLS
 
 #if canImport(Glibc)
     import Glibc

@@ -3,6 +3,7 @@ import FCMServer
 import FCMTesting
 import Foundation
 import Platform
+import TLS
 import XCTest
 import XMPPServer
 
