@@ -1,11 +1,34 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Dependencies point one way: fcm-mock → FCMServer → {FCMStore, HTTPServer, XMPPServer} → FCMCore
-// (FCMStore) / Platform (locks, threads, clocks, sockets, files) / C targets.
+// Linux only: the code imports Glibc and uses what only Linux has (glibc's adaptive pthread
+// mutexes, a condition variable on the monotonic clock, MSG_NOSIGNAL, libmicrohttpd's epoll
+// loop, /proc/locks), so there is no `platforms:` line: none but Linux would build.
+//
+// Dependencies point one way, downward:
+//
+//   fcm-mock ─→ FCMServer ─┬─→ FCMStore ──→ CSQLite
+//                          ├─→ HTTPServer ─→ CMicroHTTPD
+//                          ├─→ XMPPServer ─→ CExpat, TLS
+//                          └─→ FCMCore (FCM's rules: standard library only, no I/O)
+//   TLS ─→ CGnuTLSShim (certificate building, C) ─→ CGnuTLS
+//
+// and FCMStore, HTTPServer, XMPPServer, TLS, FCMServer and fcm-mock all stand on Platform
+// (locks, threads, clocks, sockets, files: the operating system, nothing of FCM). The protocol
+// servers know nothing of FCM: they depend on Platform and their C libraries, not on FCMCore.
+// FCMTesting (test clients, the out-of-process test server) sits on FCMServer.
+
+/// Upcoming language features for the layers that wrap C: imports are internal unless marked
+/// `public`, so a C type cannot leak into their public API unnoticed; a member is visible only
+/// where its module is imported; existential types are spelled `any`.
+let wrapperSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
 let package = Package(
     name: "fcm-mock",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "fcm-mock", targets: ["fcm-mock"]),
         .library(name: "FCMTesting", targets: ["FCMTesting"]),
@@ -20,8 +43,8 @@ let package = Package(
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls",
                        providers: [.apt(["libgnutls28-dev"])]),
         .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS"]),
-        .target(name: "Platform"),
-        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"]),
+        .target(name: "Platform", swiftSettings: wrapperSettings),
+        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: wrapperSettings),
         .target(name: "FCMCore"),
         .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore", "Platform"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Platform"]),
