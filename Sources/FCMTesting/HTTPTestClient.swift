@@ -50,8 +50,7 @@ public final class HTTPTestClient {
     private func connectIfNeeded() throws {
         guard fd < 0 else { return }
         let s = try connectLoopback(port: port)
-        var tv = timeval(tv_sec: 90, tv_usec: 0)
-        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setReceiveTimeout(s, seconds: 90)
         var one: Int32 = 1
         setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         fd = s

@@ -19,25 +19,13 @@ public enum ListenSocket {
     /// returns the descriptor and the bound port (useful when `port` is 0).
     public static func open(host: String, port: Int) throws(SocketError) -> (fd: Int32, port: Int) {
         guard (0...65535).contains(port) else { throw SocketError("port \(port) is out of range 0-65535") }
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        var res: UnsafeMutablePointer<addrinfo>?
-        let gai = getaddrinfo(host, String(port), &hints, &res)
-        guard gai == 0, let first = res else {
-            throw SocketError("cannot use host '\(host)': \(String(cString: gai_strerror(gai)))")
-        }
-        defer { freeaddrinfo(res) }
-        let ai = first.pointee
-        let fd = socket(ai.ai_family, ai.ai_socktype, ai.ai_protocol)
-        guard fd >= 0 else { throw SocketError("cannot create a socket: \(String(cString: strerror(errno)))") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard bind(fd, ai.ai_addr, ai.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
-            let code = errno
-            close(fd)
-            throw SocketError("cannot listen on \(host):\(port): \(String(cString: strerror(code)))", code: code)
+        let fd = try newSocket(host: host, port: port, passive: true) { fd, ai throws(SocketError) in
+            var one: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+            guard bind(fd, ai.ai_addr, ai.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
+                let code = errno
+                throw SocketError("cannot listen on \(host):\(port): \(String(cString: strerror(code)))", code: code)
+            }
         }
         var addr = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -60,25 +48,40 @@ public enum ConnectSocket {
     /// A socket connected to `host:port` (an IP literal or a name; the first address the resolver
     /// gives), with `receiveTimeout` seconds on each receive when given (set before connecting).
     public static func open(host: String, port: Int, receiveTimeout: Int? = nil) throws(SocketError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var res: UnsafeMutablePointer<addrinfo>?
-        let gai = getaddrinfo(host, String(port), &hints, &res)
-        guard gai == 0, let ai = res else {
-            throw SocketError("cannot resolve '\(host)': \(String(cString: gai_strerror(gai)))")
+        try newSocket(host: host, port: port, passive: false) { fd, ai throws(SocketError) in
+            if let receiveTimeout { setReceiveTimeout(fd, seconds: receiveTimeout) }
+            guard connect(fd, ai.ai_addr, ai.ai_addrlen) == 0 else {
+                let code = errno
+                throw SocketError("connect to \(host):\(port) failed: \(String(cString: strerror(code)))", code: code)
+            }
         }
-        defer { freeaddrinfo(res) }
-        let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
-        guard fd >= 0 else { throw SocketError("cannot create a socket: \(String(cString: strerror(errno)))", code: errno) }
-        if let receiveTimeout { setReceiveTimeout(fd, seconds: receiveTimeout) }
-        guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else {
-            let code = errno
-            close(fd)
-            throw SocketError("connect to \(host):\(port) failed: \(String(cString: strerror(code)))", code: code)
-        }
-        return fd
     }
+}
+
+/// A TCP socket for the first address `host:port` resolves to (`passive`: an address to bind),
+/// set up by `body` (bind and listen, or connect); closed again when `body` throws.
+private func newSocket(host: String, port: Int, passive: Bool,
+                       _ body: (Int32, addrinfo) throws(SocketError) -> Void) throws(SocketError) -> Int32 {
+    var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_flags = passive ? AI_PASSIVE | AI_NUMERICSERV : 0
+    var res: UnsafeMutablePointer<addrinfo>?
+    let gai = getaddrinfo(host, String(port), &hints, &res)
+    guard gai == 0, let first = res else {
+        throw SocketError("cannot use host '\(host)': \(String(cString: gai_strerror(gai)))")
+    }
+    defer { freeaddrinfo(res) }
+    let ai = first.pointee
+    let fd = socket(ai.ai_family, ai.ai_socktype, ai.ai_protocol)
+    guard fd >= 0 else { throw SocketError("cannot create a socket: \(String(cString: strerror(errno)))") }
+    do {
+        try body(fd, ai)
+    } catch {
+        close(fd)
+        throw error
+    }
+    return fd
 }
 
 /// Sets how long each receive on `fd` may wait (0: for ever); a receive that times out fails
