@@ -1,10 +1,34 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Dependencies point one way: fcm-mock → FCMServer → {FCMStore, HTTPServer} → FCMCore / C targets.
+// Linux only: the code imports Glibc and uses what only Linux has (glibc's adaptive pthread
+// mutexes, a condition variable on the monotonic clock, MSG_NOSIGNAL, libmicrohttpd's epoll
+// loop, /proc/locks), so there is no `platforms:` line: none but Linux would build.
+//
+// Dependencies point one way, downward:
+//
+//   fcm-mock ─→ FCMServer ─┬─→ FCMStore ──→ CSQLite
+//                          ├─→ HTTPServer ─→ CMicroHTTPD
+//                          ├─→ XMPPServer ─→ CExpat, TLS
+//                          └─→ FCMCore (FCM's rules: standard library only, no I/O)
+//   TLS ─→ CGnuTLSShim (certificate building, C) ─→ CGnuTLS
+//
+// and FCMStore, HTTPServer, XMPPServer, TLS, FCMServer and fcm-mock all stand on Platform
+// (locks, threads, clocks, sockets, files: the operating system, nothing of FCM). The protocol
+// servers know nothing of FCM: they depend on Platform and their C libraries, not on FCMCore.
+// FCMTesting (test clients, the out-of-process test server) sits on FCMServer.
+
+/// Upcoming language features for the layers that wrap C: imports are internal unless marked
+/// `public`, so a C type cannot leak into their public API unnoticed; a member is visible only
+/// where its module is imported; existential types are spelled `any`.
+let wrapperSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
 let package = Package(
     name: "fcm-mock",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "fcm-mock", targets: ["fcm-mock"]),
         .library(name: "FCMTesting", targets: ["FCMTesting"]),
@@ -18,21 +42,27 @@ let package = Package(
                        providers: [.apt(["libexpat1-dev"])]),
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls",
                        providers: [.apt(["libgnutls28-dev"])]),
+        .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS"]),
+        .target(name: "Platform", swiftSettings: wrapperSettings),
+        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: wrapperSettings),
         .target(name: "FCMCore"),
-        .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "FCMCore"]),
-        .target(name: "XMPPServer", dependencies: ["CExpat", "CGnuTLS", "FCMCore", "HTTPServer"]),
-        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "XMPPServer"],
+        .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore", "Platform"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Platform"]),
+        .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"]),
+        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
                 // Built into the binary: the web page's files and the default fixture (a link to
                 // fixtures/default.json), as `PackageResources.index_html`, `.default_fixture_json`, ….
                 resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")]),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "XMPPServer", "CGnuTLS"]),
-        .executableTarget(name: "fcm-mock", dependencies: ["FCMServer"]),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "Platform", "TLS", "XMPPServer"]),
+        .executableTarget(name: "fcm-mock", dependencies: ["FCMServer", "Platform"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore", "Platform"]),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),
-        .testTarget(name: "FCMServerTests", dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore"]),
+        .testTarget(name: "FCMServerTests",
+                    dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore", "Platform", "TLS"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A downstream message id as FCM printed it: `0:<16-digit epoch µs>%<16 hex>`.
 ///
 /// The hex part of real ids was a per-app value written twice (`%31bd1c9631bd1c96`); the mock
@@ -106,14 +104,11 @@ public struct MessageIDAllocator: Sendable {
     }
 }
 
-/// State of the multicast-id generator: seeded once from the system's random source, then
-/// advanced without a system call per send (ids must look random, not be secret).
-private let multicastState = Atomic<UInt64>(UInt64.random(in: 0...UInt64.max))
-
-/// A fresh multicast id: a positive 63-bit number with 19 digits, as real ones had.
-public func newMulticastID() -> Int64 {
-    // splitmix64 over an atomic counter: distinct states give distinct, well-spread outputs.
-    var z = multicastState.wrappingAdd(0x9e37_79b9_7f4a_7c15, ordering: .relaxed).newValue
+/// The multicast id for generator state `state`: a positive 63-bit number with 19 digits, as
+/// real ones had. The caller advances the state (FCMServer's `newMulticastID()` does, atomically);
+/// distinct states give distinct, well-spread ids (splitmix64).
+public func multicastID(mixing state: UInt64) -> Int64 {
+    var z = state
     z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
     z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
     z ^= z >> 31

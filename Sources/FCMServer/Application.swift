@@ -1,6 +1,8 @@
 import FCMCore
 import FCMStore
 import HTTPServer
+import Platform
+import TLS
 import XMPPServer
 
 #if canImport(Glibc)
@@ -196,7 +198,7 @@ extension Application {
 
     /// A listener that could not open, said so that the reader knows which port and what to do:
     /// `cannot listen on 127.0.0.1:8080 for HTTP (--http-port): Address already in use; …`.
-    static func listenError(_ error: HTTPServerError, listener: String, flag: String) -> ConfigurationError {
+    static func listenError(_ error: SocketError, listener: String, flag: String) -> ConfigurationError {
         var line = error.description
         if let colon = line.lastRange(of: ": ") {
             line.insert(contentsOf: " for \(listener) (\(flag))", at: colon.lowerBound)

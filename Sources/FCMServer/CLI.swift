@@ -1,6 +1,7 @@
 import FCMCore
 import HTTPServer
-import XMPPServer
+import Platform
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -300,22 +301,12 @@ public enum CLI {
         }
 
         func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> Response? {
-            var hints = addrinfo()
-            hints.ai_family = AF_UNSPEC
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            var res: UnsafeMutablePointer<addrinfo>?
-            guard getaddrinfo(endpoint.host, String(endpoint.port), &hints, &res) == 0, let ai = res else { return nil }
-            defer { freeaddrinfo(res) }
-            let fd = socket(ai.pointee.ai_family, ai.pointee.ai_socktype, ai.pointee.ai_protocol)
-            guard fd >= 0 else { return nil }
+            guard let fd = try? ConnectSocket.open(host: endpoint.host, port: endpoint.port, receiveTimeout: 75) else { return nil }
             defer { close(fd) }
-            var tv = timeval(tv_sec: 75, tv_usec: 0)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            guard connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) == 0 else { return nil }
-            var tls: TLSClientSession?
+            var tls: TLSSession?
             if endpoint.tls {
                 do {
-                    tls = try TLSClientSession(fd: fd, host: endpoint.host, caFile: caFile)
+                    tls = try TLSSession(clientOn: fd, host: endpoint.host, trust: caFile.map { .caFile($0) } ?? .system)
                 } catch {
                     writeToStandardError("fcm-mock: \(error.description)\(caFile == nil ? " (trust the mock's CA with --cacert)" : "")\n")
                     return nil
@@ -342,7 +333,7 @@ public enum CLI {
                 if n <= 0 { break }
                 data.append(contentsOf: buf[0..<n])
             }
-            tls = nil  // the closing alert goes out before the socket closes
+            tls?.bye()  // the closing alert goes out before the socket closes
             guard let end = data.firstRange(of: [13, 10, 13, 10]) else { return nil }
             let headText = String(decoding: data[..<end.lowerBound], as: UTF8.self)
             let status = Int(headText.split(separator: " ").dropFirst().first ?? "") ?? 0

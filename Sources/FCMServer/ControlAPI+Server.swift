@@ -1,5 +1,6 @@
 import FCMCore
 import HTTPServer
+import Platform
 
 /// The server as a whole: health, reset, the mock's clock.
 extension ControlAPI {

@@ -1,5 +1,6 @@
 import FCMCore
 import HTTPServer
+import Platform
 
 /// The version `health` reports.
 public let fcmMockVersion = "0.1.0"

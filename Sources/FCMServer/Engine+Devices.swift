@@ -1,5 +1,6 @@
 import FCMCore
 import FCMStore
+import Platform
 
 /// What `POST /api/v1/devices` (and a fixture's `devices[]`) asks for.
 public struct DeviceSpec: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import FCMCore
 import FCMStore
+import Platform
 
 /// Filters of `GET /api/v1/messages`.
 public struct MessageFilter: Sendable {

@@ -1,5 +1,6 @@
 import FCMCore
 import FCMStore
+import Platform
 
 /// The outcome for one recipient of a send (one entry of `results`).
 public struct RecipientResult: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import FCMCore
 import FCMStore
+import Platform
 import Synchronization
 
 /// What authenticating a request needs (see `Engine.credentials`).

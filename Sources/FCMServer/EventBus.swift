@@ -1,5 +1,6 @@
 import FCMCore
 import HTTPServer
+import Platform
 import Synchronization
 
 /// Live events for `GET /api/v1/events` (server-sent events).

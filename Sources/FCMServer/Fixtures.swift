@@ -1,5 +1,6 @@
 import FCMCore
 import FCMStore
+import Platform
 
 /// One fixture file, read and checked at start into what it declares. A reset applies it again
 /// from memory: editing the file afterwards changes nothing until a restart, and a reset spends

@@ -1,4 +1,5 @@
 import FCMCore
+import Platform
 
 #if canImport(Glibc)
     import Glibc

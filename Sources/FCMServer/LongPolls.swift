@@ -1,4 +1,5 @@
 import FCMCore
+import Platform
 
 /// Long polls waiting for something to change (inbox `wait`/`min`), answered without holding a
 /// thread each: one thread re-checks the waiting polls after every change and at their deadlines.

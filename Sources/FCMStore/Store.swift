@@ -1,5 +1,6 @@
 import Dispatch
 import FCMCore
+import Platform
 import Synchronization
 
 #if canImport(Glibc)

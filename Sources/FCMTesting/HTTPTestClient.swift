@@ -1,5 +1,6 @@
 import FCMCore
 import Foundation
+import Platform
 
 /// An HTTP response as read off the wire, for byte-exact assertions.
 public struct WireResponse: Sendable {
@@ -49,8 +50,7 @@ public final class HTTPTestClient {
     private func connectIfNeeded() throws {
         guard fd < 0 else { return }
         let s = try connectLoopback(port: port)
-        var tv = timeval(tv_sec: 90, tv_usec: 0)
-        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setReceiveTimeout(s, seconds: 90)
         var one: Int32 = 1
         setsockopt(s, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         fd = s
@@ -174,20 +174,11 @@ public final class HTTPTestClient {
 
 /// A TCP connection to 127.0.0.1:`port`.
 public func connectLoopback(port: Int) throws -> Int32 {
-    let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard s >= 0 else { throw TestError("socket failed") }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = in_port_t(UInt16(port).bigEndian)
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr)
-    let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    do {
+        return try ConnectSocket.open(host: "127.0.0.1", port: port)
+    } catch {
+        throw TestError(error.description)
     }
-    guard rc == 0 else {
-        close(s)
-        throw TestError("connect to 127.0.0.1:\(port) failed: \(String(cString: strerror(errno)))")
-    }
-    return s
 }
 
 /// A failure inside the test support code.

@@ -1,6 +1,7 @@
 import FCMCore
 import FCMServer
 import Foundation
+import Platform
 
 /// The demo project of the built-in default fixture, as tests and README use it.
 public enum DemoProject {

@@ -1,6 +1,7 @@
-import CGnuTLS
 import FCMCore
 import Foundation
+import Platform
+import TLS
 import XMPPServer
 
 /// A raw-socket XMPP client for tests: sends exactly the bytes it is given and parses what the
@@ -13,53 +14,32 @@ public final class XMPPTestClient {
     public private(set) var received: [UInt8] = []
 
     /// A client TLS session (no certificate check: tests trust the mock's self-signed one).
-    private var tls: gnutls_session_t?
-    private var credentials: gnutls_certificate_credentials_t?
+    private var tls: TLSSession?
 
     /// Connects to 127.0.0.1:`port`, with direct TLS when `tls`.
     public init(port: Int, tls useTLS: Bool = false) throws {
         let s = try connectLoopback(port: port)
         fd = s
         if useTLS {
-            var tv = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-            var cred: gnutls_certificate_credentials_t?
-            gnutls_certificate_allocate_credentials(&cred)
-            var session: gnutls_session_t?
-            gnutls_init(&session, UInt32(GNUTLS_CLIENT))
-            guard let session, let cred else { throw TestError("gnutls_init failed") }
-            gnutls_set_default_priority(session)
-            gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(cred))
-            gnutls_server_name_set(session, GNUTLS_NAME_DNS, "fcm-xmpp.googleapis.com", 23)
-            fcm_gnutls_transport_set_fd(session, s)
-            var r: Int32
-            repeat { r = gnutls_handshake(session) } while r < 0 && gnutls_error_is_fatal(r) == 0
-            guard r >= 0 else { throw TestError("TLS handshake failed: \(String(cString: gnutls_strerror(r)))") }
-            tls = session
-            credentials = cred
+            setReceiveTimeout(s, seconds: 10)
+            tls = try TLSSession(clientOn: s, host: "fcm-xmpp.googleapis.com", trust: .anyone)
         }
     }
 
     deinit {
-        if let tls { gnutls_deinit(tls) }
-        if let credentials { gnutls_certificate_free_credentials(credentials) }
+        tls = nil  // freed before the descriptor closes
         close(fd)
     }
 
-    /// The server's certificate, DER, when connected with TLS.
-    public var peerCertificateCount: Int {
-        guard let tls else { return 0 }
-        var n: UInt32 = 0
-        _ = gnutls_certificate_get_peers(tls, &n)
-        return Int(n)
-    }
+    /// How many certificates the server presented, when connected with TLS.
+    public var peerCertificateCount: Int { tls?.peerCertificateCount ?? 0 }
 
     /// Sends raw bytes.
     public func send(_ text: String) { sendBytes(Array(text.utf8)) }
 
     public func sendBytes(_ bytes: [UInt8]) {
         if let tls {
-            _ = bytes.withUnsafeBytes { gnutls_record_send(tls, $0.baseAddress, $0.count) }
+            _ = tls.write(bytes)
             return
         }
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -74,11 +54,11 @@ public final class XMPPTestClient {
         while pending.isEmpty {
             let ms = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let buffered = tls.map { gnutls_record_check_pending($0) > 0 } ?? false
+            let buffered = tls?.hasBufferedData ?? false
             guard buffered || poll(&pfd, 1, ms) > 0 else { return nil }
             var buf = [UInt8](repeating: 0, count: 65536)
             let n: Int = buf.withUnsafeMutableBytes { b in
-                if let tls { return gnutls_record_recv(tls, b.baseAddress, b.count) }
+                if let tls { return tls.read(b.baseAddress!, b.count) }
                 return recv(fd, b.baseAddress, b.count, 0)
             }
             guard n > 0 else { throw TestError("the server closed the connection") }

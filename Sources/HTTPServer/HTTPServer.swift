@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import Dispatch
-import FCMCore
+import Platform
 import Synchronization
 
 #if canImport(Glibc)
@@ -33,7 +33,7 @@ public final class HTTPServer: Sendable {
     /// With `tls`, the port speaks HTTPS.
     /// `accessLog` is called once per answered request, on the loop thread that sends the answer.
     public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, tls: HTTPServerTLS? = nil,
-                accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, handler: @escaping HTTPHandler) throws(HTTPServerError) {
+                accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, handler: @escaping HTTPHandler) throws(SocketError) {
         self.tls = tls
         let (fd, boundPort) = try ListenSocket.open(host: host, port: port)
         self.listenFD = fd
@@ -60,11 +60,11 @@ public final class HTTPServer: Sendable {
     }
 
     /// Starts accepting connections.
-    public func start() throws(HTTPServerError) {
+    public func start() throws(SocketError) {
         let cls = Unmanaged.passUnretained(core).toOpaque()
         let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
                               UInt32(threads), UInt32(Self.connectionLimit()), tls?.keyPEM, tls?.certificatePEM)
-        guard let d else { throw HTTPServerError("could not start the HTTP server on \(host):\(port)") }
+        guard let d else { throw SocketError("could not start the HTTP server on \(host):\(port)") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
     }
 

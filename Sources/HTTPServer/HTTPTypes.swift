@@ -73,17 +73,6 @@ public struct HTTPResponse: Sendable {
 /// responder, at once or later from any thread; it should not block for long (see `HTTPServer`).
 public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 
-/// Why the server could not start.
-public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    /// The `errno` behind it, when a system call failed (`EADDRINUSE` for a busy port).
-    public let code: Int32
-    public init(_ description: String, code: Int32 = 0) {
-        self.description = description
-        self.code = code
-    }
-}
-
 /// ASCII case-insensitive equality (header names are ASCII).
 func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
     var ia = a.utf8.makeIterator(), ib = b.utf8.makeIterator()

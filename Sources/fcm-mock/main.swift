@@ -1,4 +1,5 @@
 import FCMServer
+import Platform
 
 #if canImport(Glibc)
     import Glibc

@@ -46,8 +46,8 @@ final class IDTests: XCTestCase {
     }
 
     func testMulticastIDIs19DigitPositive() {
-        for _ in 0..<100 {
-            let m = newMulticastID()
+        for state in [0, 1, UInt64.max] + (0..<100).map({ _ in UInt64.random(in: 0...UInt64.max) }) {
+            let m = multicastID(mixing: state)
             XCTAssertGreaterThan(m, 0)
             XCTAssertEqual(String(m).count, 19)
         }

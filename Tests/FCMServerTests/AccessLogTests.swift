@@ -2,6 +2,7 @@ import FCMCore
 import FCMServer
 import FCMTesting
 import Foundation
+import Platform
 import XCTest
 
 /// One access-log line per HTTP request and per XMPP stanza, as text or JSON, with no secret.

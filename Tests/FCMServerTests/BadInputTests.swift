@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import Platform
 import XCTest
 
 /// The batch of hostile input: each gets a documented answer, never a crash or a 500,

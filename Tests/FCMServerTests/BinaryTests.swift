@@ -2,6 +2,7 @@ import FCMCore
 import FCMServer
 import FCMTesting
 import Foundation
+import Platform
 import XCTest
 
 /// The built `fcm-mock` binary: command line, exit codes, signals, durability.

@@ -2,6 +2,8 @@ import FCMCore
 import FCMServer
 import FCMTesting
 import Foundation
+import Platform
+import TLS
 import XCTest
 import XMPPServer
 

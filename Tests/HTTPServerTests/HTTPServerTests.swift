@@ -2,6 +2,7 @@ import FCMCore
 import FCMTesting
 import Foundation
 import HTTPServer
+import Platform
 import XCTest
 
 /// The libmicrohttpd bridge on its own: answers now and later, suspended requests, limits, stop.

@@ -4,18 +4,18 @@
 
 /// The few operating-system calls the server needs, written on libc directly so the binary does
 /// not link Foundation (which costs several megabytes of resident memory and start-up time).
-enum SystemIO {
+public enum SystemIO {
     /// What a path names.
-    enum Kind { case file, directory }
+    public enum Kind { case file, directory }
 
-    static func kind(of path: String) -> Kind? {
+    public static func kind(of path: String) -> Kind? {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         return (st.st_mode & S_IFMT) == S_IFDIR ? .directory : .file
     }
 
     /// The whole file, or nil when it cannot be read.
-    static func readFile(_ path: String) -> [UInt8]? {
+    public static func readFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -33,7 +33,7 @@ enum SystemIO {
     }
 
     /// Names in a directory (without `.` and `..`), unsorted; nil when it cannot be listed.
-    static func list(_ path: String) -> [String]? {
+    public static func list(_ path: String) -> [String]? {
         guard let dir = opendir(path) else { return nil }
         defer { closedir(dir) }
         var names: [String] = []
@@ -47,12 +47,12 @@ enum SystemIO {
     }
 
     /// Creates a directory (no error when it exists).
-    static func makeDirectory(_ path: String) {
+    public static func makeDirectory(_ path: String) {
         _ = mkdir(path, 0o755)
     }
 
     /// `path` made absolute (symbolic links resolved when it exists), for log lines.
-    static func absolutePath(_ path: String) -> String {
+    public static func absolutePath(_ path: String) -> String {
         if let r = realpath(path, nil) {
             defer { free(r) }
             return String(cString: r)
@@ -68,7 +68,7 @@ enum SystemIO {
     /// as the returned descriptor stays open; the kernel drops it when the process dies, so no
     /// stale lock outlives a crash. `flock` locks are apart from the POSIX record locks SQLite
     /// takes on the same file, so the two do not interfere.
-    static func lockExclusively(_ path: String) -> LockResult {
+    public static func lockExclusively(_ path: String) -> LockResult {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return .unavailable }
         if flock(fd, LOCK_EX | LOCK_NB) == 0 { return .locked(fd) }
@@ -78,7 +78,7 @@ enum SystemIO {
         return .heldByAnother(pid: inode.flatMap(flockHolder))
     }
 
-    enum LockResult {
+    public enum LockResult {
         case locked(Int32)
         /// Another open file description holds it (another process, as a rule): its pid when
         /// /proc/locks names it.
@@ -101,12 +101,12 @@ enum SystemIO {
     }
 
     /// Writes a line to standard error in one call, so lines from threads do not interleave.
-    static func writeStderr(_ text: String) {
+    public static func writeStderr(_ text: String) {
         writeStderr(Array(text.utf8))
     }
 
     /// Writes `bytes` to standard error, all of them unless the stream fails.
-    static func writeStderr(_ bytes: [UInt8]) {
+    public static func writeStderr(_ bytes: [UInt8]) {
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + off, $0.count - off) }
@@ -116,7 +116,7 @@ enum SystemIO {
     }
 
     /// The process environment.
-    static func environment() -> [String: String] {
+    public static func environment() -> [String: String] {
         var out: [String: String] = [:]
         var p = environ
         while let entry = p.pointee {

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-@testable import FCMCore
+@testable import Platform
 
 /// The periodic thread behind the checkpointer and the expiry sweep.
 final class PeriodicTaskTests: XCTestCase {

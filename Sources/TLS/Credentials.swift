@@ -1,5 +1,9 @@
+// The certificates a TLS session needs: a server's credentials, a generated self-signed
+// certificate, and `fcm-mock cert`'s local certificate authority.
+
 import CGnuTLS
-import FCMCore
+import CGnuTLSShim
+import Platform
 
 #if canImport(Glibc)
     import Glibc
@@ -99,119 +103,5 @@ public struct LocalCertificateAuthority: Sendable {
                                           r.serverCertificate, r.serverKey, time(nil))
         guard rc == 0 else { throw TLSError("cannot write certificates into \(directory)", rc) }
         return r
-    }
-}
-
-/// One server-side TLS session over a connected socket.
-///
-/// `@unchecked Sendable`: GnuTLS allows one thread receiving while another sends on the same
-/// session; the connection serializes its sends under its own lock, and only its reader thread
-/// receives.
-final class TLSSession: @unchecked Sendable {
-    let session: gnutls_session_t
-
-    /// Performs the handshake on `fd` (blocking; bounded by the socket's time-outs).
-    init(fd: Int32, credentials: TLSCredentials) throws(TLSError) {
-        var s: gnutls_session_t?
-        var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER))
-        guard rc >= 0, let s else { throw TLSError("gnutls_init", rc) }
-        session = s
-        gnutls_set_default_priority(s)
-        gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials.credentials))
-        gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
-        fcm_gnutls_transport_set_fd(s, fd)
-        gnutls_handshake_set_timeout(s, 10_000)
-        repeat {
-            rc = gnutls_handshake(s)
-        } while rc < 0 && gnutls_error_is_fatal(rc) == 0
-        guard rc >= 0 else {
-            gnutls_deinit(s)
-            throw TLSError("TLS handshake failed", rc)
-        }
-    }
-
-    deinit { gnutls_deinit(session) }
-
-    /// Reads up to `max` bytes; 0 at the end of the stream, -1 on error.
-    func read(_ buf: UnsafeMutableRawPointer, _ max: Int) -> Int {
-        while true {
-            let n = gnutls_record_recv(session, buf, max)
-            if n >= 0 { return n }
-            if n == GNUTLS_E_AGAIN {
-                // The socket's receive time-out (blocking sockets give EAGAIN for nothing else).
-                errno = EAGAIN
-                return -1
-            }
-            if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
-            return -1
-        }
-    }
-
-    /// Writes all of `bytes`; false on error.
-    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var off = 0
-        while off < bytes.count {
-            let n = gnutls_record_send(session, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 {
-                // EAGAIN on this blocking socket is its send time-out: the peer stopped reading.
-                if n != GNUTLS_E_AGAIN && gnutls_error_is_fatal(Int32(n)) == 0 { continue }
-                return false
-            }
-            off += n
-        }
-        return true
-    }
-
-    /// Sends the closing alert.
-    func bye() { gnutls_bye(session, GNUTLS_SHUT_WR) }
-}
-
-/// A client TLS session that verifies the server (the CLI's `https://` requests).
-///
-/// Used by one thread at a time (a CLI request), never shared.
-public final class TLSClientSession {
-    private let session: gnutls_session_t
-    private let credentials: gnutls_certificate_credentials_t
-
-    /// Handshakes over connected socket `fd` for `host`, trusting `caFile` (PEM) or the system's
-    /// trust store; throws unless the certificate chains to a trusted CA and names `host`.
-    public init(fd: Int32, host: String, caFile: String?) throws(TLSError) {
-        var s: gnutls_session_t?
-        var c: gnutls_certificate_credentials_t?
-        let rc = fcm_gnutls_client_open(&s, &c, fd, host, caFile)
-        guard rc == 0, let s, let c else { throw TLSError("TLS with \(host) failed", rc) }
-        session = s
-        credentials = c
-    }
-
-    deinit {
-        gnutls_bye(session, GNUTLS_SHUT_WR)
-        gnutls_deinit(session)
-        gnutls_certificate_free_credentials(credentials)
-    }
-
-    /// Writes all of `bytes`; false on error.
-    public func write(_ bytes: [UInt8]) -> Bool {
-        var off = 0
-        while off < bytes.count {
-            let n = bytes[off...].withUnsafeBytes { gnutls_record_send(session, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
-                return false
-            }
-            off += n
-        }
-        return true
-    }
-
-    /// Reads up to `max` bytes into `buffer`; 0 at the end, -1 on error.
-    public func read(_ buffer: UnsafeMutableRawPointer, _ max: Int) -> Int {
-        while true {
-            let n = gnutls_record_recv(session, buffer, max)
-            if n >= 0 { return n }
-            if Int32(n) == GNUTLS_E_PREMATURE_TERMINATION { return 0 }
-            if gnutls_error_is_fatal(Int32(n)) == 0 { continue }
-            return -1
-        }
     }
 }

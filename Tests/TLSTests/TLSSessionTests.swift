@@ -1,0 +1,142 @@
+import Foundation
+import Platform
+import TLS
+import XCTest
+
+/// TLS sessions over a socket pair: handshakes with a certificate from the local CA, ALPN, and
+/// the client's refusals (unknown CA, wrong host name).
+final class TLSSessionTests: XCTestCase {
+    private var dir = ""
+    private var ca: LocalCertificateAuthority!
+    private var credentials: TLSCredentials!
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "fcm-mock-tls-tests-\(UUID().uuidString)"
+        ca = try LocalCertificateAuthority.create(names: ["localhost", "127.0.0.1"], directory: dir)
+        credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
+    }
+
+    override func tearDown() {
+        credentials = nil
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Both ends of a handshake over a fresh socket pair (the server on its own thread).
+    private struct Ends {
+        var server: Result<TLSSession, TLSError>
+        var client: Result<TLSSession, TLSError>
+        var fds: [Int32]
+    }
+
+    private func handshake(serverProtocols: [String] = [], host: String = "localhost", trust: TLSTrust? = nil,
+                           clientProtocols: [String] = []) -> Ends {
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        for fd in fds { setReceiveTimeout(fd, seconds: 10) }
+        let serverResult = Locked<Result<TLSSession, TLSError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let (serverFD, credentials) = (fds[0], credentials!)
+        spawnThread {
+            let r = Result { () throws(TLSError) -> TLSSession in
+                try TLSSession(serverOn: serverFD, credentials: credentials, protocols: serverProtocols)
+            }
+            serverResult.withLock { $0 = r }
+            done.signal()
+        }
+        let client = Result { () throws(TLSError) -> TLSSession in
+            try TLSSession(clientOn: fds[1], host: host, trust: trust ?? .caFile(ca.caCertificate), protocols: clientProtocols)
+        }
+        // A refusing client leaves the server mid-handshake: closing its end ends that at once.
+        if case .failure = client { shutdown(fds[1], Int32(SHUT_RDWR)) }
+        XCTAssertEqual(done.wait(timeout: .now() + 20), .success)
+        return Ends(server: serverResult.withLock { $0! }, client: client, fds: fds)
+    }
+
+    private func close(_ ends: Ends) {
+        for fd in ends.fds { Glibc.close(fd) }
+    }
+
+    func testHandshakeWithTheLocalCAAndBytesBothWays() throws {
+        let ends = handshake()
+        defer { close(ends) }
+        let server = try ends.server.get(), client = try ends.client.get()
+        XCTAssertEqual(client.peerCertificateCount, 1)
+        XCTAssertNil(client.negotiatedProtocol, "no ALPN offered")
+        XCTAssertTrue(client.write(Array("ping".utf8)))
+        var buf = [UInt8](repeating: 0, count: 64)
+        var n = buf.withUnsafeMutableBytes { server.read($0.baseAddress!, $0.count) }
+        XCTAssertEqual(String(decoding: buf[0..<max(0, n)], as: UTF8.self), "ping")
+        let big = [UInt8](repeating: 7, count: 100_000)  // several records: written whole
+        let reader = Locked<[UInt8]>([])
+        let read = DispatchSemaphore(value: 0)
+        spawnThread {
+            var got: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while got.count < big.count {
+                let k = chunk.withUnsafeMutableBytes { client.read($0.baseAddress!, $0.count) }
+                if k <= 0 { break }
+                got += chunk[0..<k]
+            }
+            reader.withLock { $0 = got }
+            read.signal()
+        }
+        XCTAssertTrue(server.write(big))
+        XCTAssertEqual(read.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(reader.withLock { $0 }, big)
+        server.bye()
+        n = buf.withUnsafeMutableBytes { client.read($0.baseAddress!, $0.count) }
+        XCTAssertEqual(n, 0, "the closing alert ends the stream")
+    }
+
+    func testALPNTheServerPicksFromWhatTheClientOffers() throws {
+        let both = handshake(serverProtocols: ["h2", "http/1.1"], clientProtocols: ["h2", "http/1.1"])
+        defer { close(both) }
+        XCTAssertEqual(try both.server.get().negotiatedProtocol, "h2")
+        XCTAssertEqual(try both.client.get().negotiatedProtocol, "h2")
+
+        let serverOrder = handshake(serverProtocols: ["h2", "http/1.1"], clientProtocols: ["http/1.1", "h2"])
+        defer { close(serverOrder) }
+        XCTAssertEqual(try serverOrder.server.get().negotiatedProtocol, "h2", "the server's preference wins")
+        XCTAssertEqual(try serverOrder.client.get().negotiatedProtocol, "h2")
+
+        let http1 = handshake(serverProtocols: ["http/1.1"], clientProtocols: ["h2", "http/1.1"])
+        defer { close(http1) }
+        XCTAssertEqual(try http1.server.get().negotiatedProtocol, "http/1.1")
+        XCTAssertEqual(try http1.client.get().negotiatedProtocol, "http/1.1")
+
+        let clientOnly = handshake(clientProtocols: ["h2", "http/1.1"])
+        defer { close(clientOnly) }
+        XCTAssertNil(try clientOnly.server.get().negotiatedProtocol, "a server offering none picks none")
+        XCTAssertNil(try clientOnly.client.get().negotiatedProtocol)
+    }
+
+    func testClientRefusesAnUnknownCA() throws {
+        let other = try LocalCertificateAuthority.create(names: ["localhost"], directory: dir + "/other")
+        let ends = handshake(trust: .caFile(other.caCertificate))
+        defer { close(ends) }
+        guard case .failure(let error) = ends.client else { return XCTFail("trusted a certificate of another CA") }
+        XCTAssertTrue(error.description.hasPrefix("TLS with localhost failed: "), error.description)
+        guard case .failure = ends.server else { return XCTFail("the server finished a refused handshake") }
+    }
+
+    func testClientRefusesAWrongHostName() throws {
+        let ends = handshake(host: "fcm.googleapis.com")
+        defer { close(ends) }
+        guard case .failure(let error) = ends.client else { return XCTFail("accepted a certificate for other names") }
+        XCTAssertTrue(error.description.hasPrefix("TLS with fcm.googleapis.com failed: "), error.description)
+        let byIP = handshake(host: "127.0.0.1")
+        defer { close(byIP) }
+        XCTAssertNoThrow(try byIP.client.get(), "an IP address entry names the server too")
+    }
+
+    func testTrustingAnyoneAcceptsASelfSignedCertificate() throws {
+        credentials = try TLSCredentials.selfSigned(names: ["localhost"], directory: dir)
+        let strict = handshake()
+        defer { close(strict) }
+        guard case .failure = strict.client else { return XCTFail("a self-signed certificate passed the CA check") }
+        let lax = handshake(host: "fcm-xmpp.googleapis.com", trust: .anyone)
+        defer { close(lax) }
+        XCTAssertEqual(try lax.client.get().peerCertificateCount, 1)
+        XCTAssertNoThrow(try lax.server.get())
+    }
+}
