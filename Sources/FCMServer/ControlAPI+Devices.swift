@@ -92,7 +92,7 @@ extension ControlAPI {
                             min: Int(min), waitSeconds: waitS) { result in
             switch result {
             case .success(let page): responder.send(HTTPResponse(status: 200, contentType: ContentType.json,
-                                                                 body: Render.list(page.items, next: page.next)))
+                                                                 body: Render.list(page.items.map(Render.inboxEntry), next: page.next)))
             case .failure(let e): responder.send(Self.errorResponse(e))
             }
         }

@@ -4,11 +4,11 @@ import HTTPServer
 extension ControlAPI {
     /// `GET /api/v1/groups`.
     func groups(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        try paged(engine.groups(), c.query) { $0 }
+        try paged(engine.groups(), c.query, Render.group)
     }
 
     /// `GET /api/v1/groups/{key}`.
     func group(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(try engine.group(c["key"]))
+        ok(Render.group(try engine.group(c["key"])))
     }
 }

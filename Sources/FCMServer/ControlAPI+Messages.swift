@@ -23,12 +23,12 @@ extension ControlAPI {
             f.sinceMillis = ms
         }
         let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
-        return ok(Render.list(page.items, next: page.next))
+        return ok(Render.list(page.items.map(Render.messageRecord), next: page.next))
     }
 
     /// `GET /api/v1/messages/{id}`.
     func message(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(try engine.messageRecord(c["id"]))
+        ok(Render.messageRecord(try engine.messageRecord(c["id"])))
     }
 
     /// `GET /api/v1/upstream`: what devices sent to their app servers.

@@ -110,26 +110,42 @@ extension Engine {
         state.withLock { $0.groupKeyByName[senderID + "/" + name] }
     }
 
-    /// Every group, or one, as the control API shows them.
-    public func groups() -> [String] {
-        state.withLock { s in s.groups.values.sorted { ($0.createdAt, $0.key) < ($1.createdAt, $1.key) }.map { Self.groupJSON($0, s) } }
+    /// Every group, oldest first, with its members' tokens.
+    public func groups() -> [GroupView] {
+        state.withLock { s in s.groups.values.sorted { ($0.createdAt, $0.key) < ($1.createdAt, $1.key) }.map { GroupView($0, s) } }
     }
 
-    public func group(_ key: String) throws(ControlError) -> String {
-        guard let json = state.withLock({ s in s.groups[key].map { Self.groupJSON($0, s) } }) else {
+    /// One group by its notification key.
+    public func group(_ key: String) throws(ControlError) -> GroupView {
+        guard let view = state.withLock({ s in s.groups[key].map { GroupView($0, s) } }) else {
             throw .notFound("group '\(key)' does not exist")
         }
-        return json
+        return view
     }
+}
 
-    static func groupJSON(_ g: DeviceGroup, _ s: EngineState) -> String {
+/// A device group with its members' tokens, as read under the state lock.
+public struct GroupView: Sendable {
+    public let group: DeviceGroup
+    public let memberTokens: [String?]
+
+    init(_ g: DeviceGroup, _ s: EngineState) {
+        group = g
+        memberTokens = g.members.map { s.devices[$0]?.token }
+    }
+}
+
+extension Render {
+    /// A device group as the control API shows it.
+    static func group(_ v: GroupView) -> String {
+        let g = v.group
         var w = JSONWriter()
         w.beginObject()
         w.key("notification_key"); w.value(g.key)
         w.key("notification_key_name"); w.value(g.name)
         w.key("sender_id"); w.value(g.senderID)
         w.key("members"); w.beginArray()
-        for m in g.members { w.value(s.devices[m]?.token) }
+        for t in v.memberTokens { w.value(t) }
         w.endArray()
         w.key("created_at"); w.value(rfc3339(millis: g.createdAt))
         w.endObject()

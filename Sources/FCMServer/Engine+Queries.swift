@@ -17,12 +17,28 @@ public struct MessageFilter: Sendable {
     public init() {}
 }
 
+/// A message record as the store holds it: its row, its recipients (the first
+/// `recipientsLimit` when given) with the tokens of the devices they name.
+public struct MessageRecord: Sendable {
+    public let row: MessageRow
+    public let recipients: [RecipientRow]
+    public let tokens: [Int64: String]
+    public let recipientsLimit: Int?
+}
+
+/// One inbox entry: the delivery and its message, and its status as of now (a held message past
+/// its TTL reads as expired before the sweep writes it so).
+public struct InboxEntry: Sendable {
+    public let row: InboxRow
+    public let status: String
+}
+
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").
 let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed", "dropped"]
 
 extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
-    public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [String], next: Int64?) {
+    public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [MessageRecord], next: Int64?) {
         try expireDue()
         var q = MessageQuery()
         q.before = cursor
@@ -48,15 +64,15 @@ extension Engine {
         q.limit = limit + 1
         let now = clock.nowMillis()
         do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([String], Int64?) in
+            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([MessageRecord], Int64?) in
                 var rows = try c.messageRecords(q)
                 var next: Int64?
                 if rows.count > limit {
                     rows.removeLast()
                     next = rows.last?.id
                 }
-                return (try rows.map { (row: MessageRow) throws(StoreError) -> String in
-                    try render(row, c, now: now, recipientsLimit: f.recipientsLimit)
+                return (try rows.map { (row: MessageRow) throws(StoreError) -> MessageRecord in
+                    try record(row, c, now: now, recipientsLimit: f.recipientsLimit)
                 }, next)
             }
         } catch {
@@ -66,13 +82,13 @@ extension Engine {
 
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
-    public func messageRecord(_ id: String) throws(ControlError) -> String {
+    public func messageRecord(_ id: String) throws(ControlError) -> MessageRecord {
         // A topic send's id is the number FCM answered; it is the record's own stamp.
         if let number = Int64(id), number > 0 {
-            let found: String?
+            let found: MessageRecord?
             do {
-                found = try store.read { (c: SQLiteConnection) throws(StoreError) -> String? in
-                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> String in try render(r, c, now: clock.nowMillis()) }
+                found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
+                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in try record(r, c, now: clock.nowMillis()) }
                 }
             } catch {
                 throw .internal(error.description)
@@ -82,14 +98,14 @@ extension Engine {
         }
         guard let wanted = MessageID(id) else { throw .notFound("message '\(id)' does not exist") }
         let now = clock.nowMillis()
-        let found: String?
+        let found: MessageRecord?
         do {
-            found = try store.read { (c: SQLiteConnection) throws(StoreError) -> String? in
+            found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
                 // A recipient's id is a delivery row id; a record without recipients (400, 401)
                 // is found by its own id.
                 let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
                 guard let row = try c.messageRecord(id: messageID), row.suffix == wanted.suffix else { return nil }
-                return try render(row, c, now: now)
+                return try record(row, c, now: now)
             }
         } catch {
             throw .internal(error.description)
@@ -98,20 +114,20 @@ extension Engine {
         return found
     }
 
-    private func render(_ m: MessageRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil) throws(StoreError) -> String {
+    private func record(_ m: MessageRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil) throws(StoreError) -> MessageRecord {
         var recipients = try c.recipients(of: m, limit: recipientsLimit)
         // A held message past its TTL reads as expired before the sweep writes it so.
         for i in recipients.indices where recipients[i].status == "pending" && recipients[i].expiresAt <= now {
             recipients[i].status = "expired"
         }
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
-        return Render.messageRecord(m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
+        return MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
     }
 }
 
 extension Engine {
     /// A device's inbox entries, oldest first, after delivery row `afterID`.
-    public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [String], next: Int64?) {
+    public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
@@ -123,8 +139,8 @@ extension Engine {
         guard let candidates else { throw .notFound("device '\(token)' does not exist") }
         let now = clock.nowMillis()
         do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([String], Int64?) in
-                var items: [String] = []
+            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
+                var items: [InboxEntry] = []
                 var lastID: Int64 = 0
                 for id in candidates {
                     guard let r = try c.inboxRow(id), inboxStatuses.contains(r.status) else { continue }
@@ -133,7 +149,7 @@ extension Engine {
                     if let status, status != st { continue }
                     if items.count == limit { return (items, lastID) }
                     lastID = r.id
-                    items.append(Render.inboxEntry(r, status: st))
+                    items.append(InboxEntry(row: r, status: st))
                 }
                 return (items, nil)
             }
@@ -166,8 +182,8 @@ extension Engine {
     /// `waitSeconds` have passed (with what there is). `reply` runs at once or later, on another
     /// thread; no thread waits meanwhile.
     public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
-                             reply: @escaping @Sendable (Result<(items: [String], next: Int64?), ControlError>) -> Void) {
-        let first: (items: [String], next: Int64?)
+                             reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), ControlError>) -> Void) {
+        let first: (items: [InboxEntry], next: Int64?)
         do {
             first = try inbox(token, status: status, afterID: afterID, limit: limit)
         } catch {
