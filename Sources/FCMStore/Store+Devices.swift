@@ -35,11 +35,19 @@ public struct DeviceRow: Sendable {
 /// Typed writes: the engine decides a change under its lock and hands the store one of these;
 /// the statements themselves live here, by resource.
 public enum Writes {
-    /// Runs `sql` once per argument list through one prepared statement.
-    static func each(_ c: SQLiteConnection, _ sql: String, _ rows: [[SQLValue]]) throws(StoreError) {
-        guard !rows.isEmpty else { return }
-        let s = try c.statement(sql)
+    /// Runs `sql` once per argument list through one prepared statement. The lists are made one
+    /// at a time (pass a lazy map): a fixture's 10,000 rows built at once stayed in the heap.
+    static func each<Rows: Sequence>(_ c: SQLiteConnection, _ sql: String, _ rows: Rows) throws(StoreError)
+    where Rows.Element == [SQLValue] {
+        var statement: Statement?
         for args in rows {
+            let s: Statement
+            if let made = statement {
+                s = made
+            } else {
+                s = try c.statement(sql)
+                statement = s
+            }
             try c.reset(s)
             try s.bind(args)
             while try s.step() {}
@@ -62,7 +70,7 @@ public enum Writes {
     // MARK: Devices
 
     public static func insertDevices(_ rows: [DeviceRow]) -> WriteOp {
-        { c in try each(c, DeviceRow.insertSQL, rows.map(\.values)) }
+        { c in try each(c, DeviceRow.insertSQL, rows.lazy.map(\.values)) }
     }
 
     /// A device went offline or came back; back online, what it held is delivered now, or
@@ -114,9 +122,9 @@ public enum Writes {
                 try c.execute("DELETE FROM devices")
                 return
             }
-            try each(c, "DELETE FROM devices WHERE id = ?", removed.map { [.int($0)] })
+            try each(c, "DELETE FROM devices WHERE id = ?", removed.lazy.map { [.int($0)] })
             try each(c, "UPDATE devices SET state = ?, canonical_id = NULL, online = ? WHERE id = ?",
-                     restored.map { [.text($0.state), .int($0.online ? 1 : 0), .int($0.id)] })
+                     restored.lazy.map { [.text($0.state), .int($0.online ? 1 : 0), .int($0.id)] })
         }
     }
 }

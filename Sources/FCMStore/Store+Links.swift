@@ -36,9 +36,9 @@ extension Writes {
                                      topic: String) -> WriteOp {
         { c in
             try each(c, "INSERT OR IGNORE INTO subscriptions(device, topic, added_at) VALUES (?,?,?)",
-                     add.map { [.int($0.device), .text($0.topic), .int(now)] })
+                     add.lazy.map { [.int($0.device), .text($0.topic), .int(now)] })
             try each(c, "DELETE FROM subscriptions WHERE device = ? AND topic = ? COLLATE NOCASE",
-                     unsubscribed.map { [.int($0), .text(topic)] })
+                     unsubscribed.lazy.map { [.int($0), .text(topic)] })
         }
     }
 
@@ -51,7 +51,7 @@ extension Writes {
                       [.text(key), .text(name), .text(senderID), .int(createdAt)])
             try c.run("DELETE FROM group_members WHERE key = ?", [.text(key)])
             try each(c, "INSERT INTO group_members(key, device, position) VALUES (?,?,?)",
-                     members.enumerated().map { [.text(key), .int($0.element), .int(Int64($0.offset))] })
+                     members.enumerated().lazy.map { [.text(key), .int($0.element), .int(Int64($0.offset))] })
         }
     }
 
@@ -72,7 +72,7 @@ extension Writes {
             try each(c, """
                 INSERT OR REPLACE INTO upstream(id, token, sender_id, category, data, time_to_live, created_at, status, sent_at,
                   acked_at, connection_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)
-                """, rows.map(\.values))
+                """, rows.lazy.map(\.values))
         }
     }
 
@@ -83,9 +83,9 @@ extension Writes {
     public static func send(newDevices: [DeviceRow], message: MessageRow, deliveries: [DeliveryRow],
                             notices: [(MessageRow, DeliveryRow)], statusChanges: [(Int64, String)]) -> WriteOp {
         { c in
-            try each(c, DeviceRow.insertSQL, newDevices.map(\.values))
+            try each(c, DeviceRow.insertSQL, newDevices.lazy.map(\.values))
             try c.run(MessageRow.insertSQL, message.values)
-            try each(c, DeliveryRow.insertSQL, deliveries.map(\.values))
+            try each(c, DeliveryRow.insertSQL, deliveries.lazy.map(\.values))
             for (m, d) in notices {
                 try c.run(MessageRow.insertSQL, m.values)
                 try c.run(DeliveryRow.insertSQL, d.values)
@@ -105,6 +105,6 @@ extension Writes {
     }
 
     static func setStatuses(_ c: SQLiteConnection, _ changes: [(Int64, String)]) throws(StoreError) {
-        try each(c, "UPDATE deliveries SET status = ? WHERE id = ?", changes.map { [.text($0.1), .int($0.0)] })
+        try each(c, "UPDATE deliveries SET status = ? WHERE id = ?", changes.lazy.map { [.text($0.1), .int($0.0)] })
     }
 }
