@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer", "Platform"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
-        .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore", "Platform"]),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),

@@ -1,4 +1,6 @@
 #include <gnutls/gnutls.h>
+#include <gnutls/abstract.h>
+#include <gnutls/x509.h>
 
 // What Swift cannot import, as fixed functions: `gnutls_free` is a function-pointer global (or a
 // macro, depending on the GnuTLS version). Everything else is in the TLS target (Swift) and
