@@ -14,20 +14,20 @@ extension ControlAPI {
         return ok(Render.project(try engine.createProject(p)), status: 201)
     }
 
-    /// `GET /api/v1/projects/{sender_id}`.
+    /// `GET /api/v1/projects/{sender_id}`: the sender id or the project id.
     func project(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         ok(Render.project(try engine.project(c["sender_id"])))
     }
 
-    /// `DELETE /api/v1/projects/{sender_id}`.
+    /// `DELETE /api/v1/projects/{sender_id}`: the sender id or the project id.
     func deleteProject(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        try engine.deleteProject(c["sender_id"])
+        try engine.deleteProject(try engine.project(c["sender_id"]).senderID)
         return Self.noContent
     }
 
     /// A project from its JSON form (`POST /api/v1/projects` and fixtures).
     static func projectSpec(_ o: Body, now: Int64) throws(ControlError) -> Project {
-        try o.allow(["sender_id", "server_keys", "apps"])
+        try o.allow(["sender_id", "server_keys", "apps", "project_id"])
         guard let sender = try o.string("sender_id"), !sender.isEmpty, !sender.contains("/"), !sender.contains(" ") else {
             throw .badRequest("sender_id is required: a non-empty string without spaces or slashes")
         }
@@ -46,6 +46,10 @@ extension ControlAPI {
             }
             apps.append(AppConfig(app: name, platform: platform, apnsCredential: cred))
         }
-        return Project(senderID: sender, serverKeys: keys, apps: apps, createdAt: now)
+        let projectID = try o.string("project_id")
+        if let id = projectID, id.isEmpty || id.contains("/") || id.contains(" ") || id.contains(":") {
+            throw .badRequest("project_id must be a non-empty string without spaces, slashes or colons")
+        }
+        return Project(senderID: sender, serverKeys: keys, apps: apps, createdAt: now, projectID: projectID)
     }
 }

@@ -20,18 +20,23 @@ extension Engine {
                     return .failure(.conflict("server key is already a key of project '\(owner)'"))
                 }
             }
+            if let other = s.projects.values.first(where: { $0.projectID == p.projectID && $0.senderID != p.senderID }) {
+                return .failure(.conflict("project_id '\(p.projectID)' is already the id of project '\(other.senderID)'"))
+            }
             var merged = p
             if let old = s.projects[p.senderID] {
                 guard upsert else { return .failure(.conflict("project '\(p.senderID)' already exists")) }
                 merged = old
                 for k in p.serverKeys where !merged.serverKeys.contains(k) { merged.serverKeys.append(k) }
                 for a in p.apps where merged.app(named: a.app) == nil { merged.apps.append(a) }
+                // A project id given in full replaces the one a project had by default.
+                if p.projectID != Project.defaultID(senderID: p.senderID) { merged.projectID = p.projectID }
                 if merged == old { return .success((old, nil)) }
             }
             s.insert(merged)
             publishCredentials(s)
             let row = merged
-            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, keysJSON: row.keysJSON, appsJSON: row.appsJSON,
+            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, projectID: row.projectID, keysJSON: row.keysJSON, appsJSON: row.appsJSON,
                                                                 createdAt: row.createdAt)])))
         }
         return try result.get()
@@ -42,10 +47,13 @@ extension Engine {
         state.withLock { s in s.projectOrder.compactMap { s.projects[$0] } }
     }
 
-    /// One project.
-    public func project(_ senderID: String) throws(ControlError) -> Project {
-        guard let p = state.withLock({ $0.projects[senderID] }) else { throw .notFound("project '\(senderID)' does not exist") }
-        return p
+    /// One project, by its sender id or its project id.
+    public func project(_ senderIDOrProjectID: String) throws(ControlError) -> Project {
+        let found = state.withLock { s in
+            s.projects[senderIDOrProjectID] ?? s.projects.values.first { $0.projectID == senderIDOrProjectID }
+        }
+        guard let found else { throw .notFound("project '\(senderIDOrProjectID)' does not exist") }
+        return found
     }
 
     /// Forgets a project (its keys stop working; its devices stay until reset).

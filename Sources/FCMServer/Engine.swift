@@ -255,8 +255,11 @@ struct EngineState: Sendable {
         try store.read { (c: SQLiteConnection) throws(StoreError) -> (EngineState, Int64) in
             var s = EngineState()
             let load = StoreLoader(c)
-            try load.projects { sender, keys, apps, createdAt in
-                if let p = Project.fromRow(sender: sender, keys: keys, apps: apps, createdAt: createdAt) { s.insert(p) }
+            try load.projects { sender, keys, apps, createdAt, projectID in
+                if var p = Project.fromRow(sender: sender, keys: keys, apps: apps, createdAt: createdAt) {
+                    if let projectID { p.projectID = projectID }
+                    s.insert(p)
+                }
             }
             try load.devices { r in
                 s.insert(Device(id: r.id, token: r.token, senderID: r.senderID, app: r.app, platform: Platform(rawValue: r.platform) ?? .android,

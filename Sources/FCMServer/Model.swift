@@ -20,6 +20,20 @@ public struct Project: Sendable, Equatable {
     public var serverKeys: [String]
     public var apps: [AppConfig]
     public var createdAt: Int64
+    /// The Firebase project id HTTP v1 paths name (`projects/{project_id}/messages:send`);
+    /// `project-{sender_id}` unless given.
+    public var projectID: String
+
+    public init(senderID: String, serverKeys: [String], apps: [AppConfig], createdAt: Int64, projectID: String? = nil) {
+        self.senderID = senderID
+        self.serverKeys = serverKeys
+        self.apps = apps
+        self.createdAt = createdAt
+        self.projectID = projectID ?? Project.defaultID(senderID: senderID)
+    }
+
+    /// The project id of a project that was given none.
+    static func defaultID(senderID: String) -> String { "project-" + senderID }
 
     func app(named name: String) -> AppConfig? { apps.first { $0.app == name } }
 }

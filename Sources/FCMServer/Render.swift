@@ -26,6 +26,7 @@ enum Render {
         var w = JSONWriter()
         w.beginObject()
         w.key("sender_id"); w.value(p.senderID)
+        w.key("project_id"); w.value(p.projectID)
         w.key("server_keys"); w.raw(p.keysJSON)
         w.key("apps"); w.raw(p.appsJSON)
         w.key("created_at"); w.value(rfc3339(millis: p.createdAt))

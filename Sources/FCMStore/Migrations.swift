@@ -112,6 +112,10 @@ enum Migrations {
         """
         CREATE TABLE retired_groups(key TEXT PRIMARY KEY) WITHOUT ROWID;
         """,
+        // 8: the project id HTTP v1 paths name (NULL: the default, project-{sender_id}).
+        """
+        ALTER TABLE projects ADD COLUMN project_id TEXT;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

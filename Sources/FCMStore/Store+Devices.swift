@@ -56,10 +56,10 @@ public enum Writes {
 
     // MARK: Projects
 
-    public static func saveProject(senderID: String, keysJSON: String, appsJSON: String, createdAt: Int64) -> WriteOp {
+    public static func saveProject(senderID: String, projectID: String, keysJSON: String, appsJSON: String, createdAt: Int64) -> WriteOp {
         { c in
-            try c.run("INSERT OR REPLACE INTO projects(sender_id, server_keys, apps, created_at) VALUES (?,?,?,?)",
-                      [.text(senderID), .text(keysJSON), .text(appsJSON), .int(createdAt)])
+            try c.run("INSERT OR REPLACE INTO projects(sender_id, server_keys, apps, created_at, project_id) VALUES (?,?,?,?,?)",
+                      [.text(senderID), .text(keysJSON), .text(appsJSON), .int(createdAt), .text(projectID)])
         }
     }
 

@@ -5,10 +5,12 @@ public struct StoreLoader {
 
     public init(_ c: SQLiteConnection) { self.c = c }
 
-    /// Projects in creation order: sender id, server keys and apps as JSON, creation time.
-    public func projects(_ row: (String, String, String, Int64) -> Void) throws(StoreError) {
-        try c.query("SELECT sender_id, server_keys, apps, created_at FROM projects ORDER BY created_at, sender_id") { (r: Statement) throws(StoreError) in
-            row(r.text(0) ?? "", r.text(1) ?? "[]", r.text(2) ?? "[]", r.int(3))
+    /// Projects in creation order: sender id, server keys and apps as JSON, creation time, and
+    /// the project id (nil in a store from before project ids).
+    public func projects(_ row: (String, String, String, Int64, String?) -> Void) throws(StoreError) {
+        try c.query("SELECT sender_id, server_keys, apps, created_at, project_id FROM projects ORDER BY created_at, sender_id") {
+            (r: Statement) throws(StoreError) in
+            row(r.text(0) ?? "", r.text(1) ?? "[]", r.text(2) ?? "[]", r.int(3), r.text(4))
         }
     }
 

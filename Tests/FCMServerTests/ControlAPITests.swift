@@ -289,6 +289,39 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(try devices(second.client()), atStart, "the store holds what the reset put back")
     }
 
+    /// HTTP v1 names a project by its id: `project-{sender_id}` unless given, unique, and any
+    /// `{project}` path takes either; it survives a restart and fixtures can give it.
+    func testProjectIDs() throws {
+        let dir = try temporaryDirectory("project-id")
+        let fixture = #"{"projects":[{"sender_id":"777","project_id":"shop-prod","server_keys":["k777"]}]}"#
+        let s = try TestServer(fixtures: [fixture], db: dir + "/s.sqlite")
+        let c = s.client()
+        let fromFixture = try c.get("/api/v1/projects/shop-prod")
+        XCTAssertEqual(fromFixture.status, 200)
+        XCTAssertEqual(fromFixture.object?.keys.prefix(3), ["sender_id", "project_id", "server_keys"])
+        XCTAssertEqual(fromFixture.object?["sender_id"]?.stringValue, "777")
+        let plain = try c.post("/api/v1/projects", #"{"sender_id":"888"}"#)
+        XCTAssertEqual(plain.object?["project_id"]?.stringValue, "project-888")
+        XCTAssertEqual(try c.get("/api/v1/projects/project-888").object?["sender_id"]?.stringValue, "888")
+        let taken = try c.post("/api/v1/projects", #"{"sender_id":"999","project_id":"shop-prod"}"#)
+        XCTAssertEqual(taken.status, 409)
+        XCTAssertEqual(taken.object?["error"]?.objectValue?["message"]?.stringValue,
+                       "project_id 'shop-prod' is already the id of project '777'")
+        for bad in ["", "a b", "a/b", "a:b"] {
+            XCTAssertEqual(try c.post("/api/v1/projects", "{\"sender_id\":\"1000\",\"project_id\":\"\(bad)\"}").status, 400, bad)
+        }
+        XCTAssertEqual(try c.post("/api/v1/projects", #"{"sender_id":"1000","project_id":5}"#).status, 400)
+        c.disconnect()
+        s.stop()
+        let again = try TestServer(fixtures: [fixture], db: dir + "/s.sqlite")
+        defer { again.stop() }
+        let c2 = again.client()
+        XCTAssertEqual(try c2.get("/api/v1/projects/shop-prod").object?["sender_id"]?.stringValue, "777", "kept in the store")
+        XCTAssertEqual(try c2.get("/api/v1/projects/project-888").status, 200)
+        XCTAssertEqual(try c2.delete("/api/v1/projects/project-888").status, 204, "deleted by its project id")
+        XCTAssertEqual(try c2.get("/api/v1/projects/888").status, 404)
+    }
+
     func testControlTokenProtectsTheAPIButNotHealth() throws {
         let s = try TestServer(fixtures: [errorTableFixture], extraArguments: ["--control-token", "s3cret"])
         defer { s.stop() }
