@@ -27,7 +27,7 @@ extension ControlAPI {
 
     /// A project from its JSON form (`POST /api/v1/projects` and fixtures).
     static func projectSpec(_ o: Body, now: Int64) throws(ControlError) -> Project {
-        try o.allow(["sender_id", "server_keys", "apps", "project_id"])
+        try o.allow(["sender_id", "server_keys", "apps", "project_id", "service_accounts"])
         guard let sender = try o.string("sender_id"), !sender.isEmpty, !sender.contains("/"), !sender.contains(" ") else {
             throw .badRequest("sender_id is required: a non-empty string without spaces or slashes")
         }
@@ -50,6 +50,11 @@ extension ControlAPI {
         if let id = projectID, id.isEmpty || id.contains("/") || id.contains(" ") || id.contains(":") {
             throw .badRequest("project_id must be a non-empty string without spaces, slashes or colons")
         }
-        return Project(senderID: sender, serverKeys: keys, apps: apps, createdAt: now, projectID: projectID)
+        var accounts: [ServiceAccount] = []
+        for (i, v) in (try o.array("service_accounts") ?? []).enumerated() {
+            guard let obj = v.objectValue else { throw .badRequest("service_accounts[\(i)] must be an object") }
+            accounts.append(try serviceAccountSpec(Body(obj, path: "service_accounts[\(i)]."), now: now))
+        }
+        return Project(senderID: sender, serverKeys: keys, apps: apps, createdAt: now, projectID: projectID, serviceAccounts: accounts)
     }
 }

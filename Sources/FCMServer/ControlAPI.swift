@@ -15,6 +15,8 @@ struct ControlAPI: Sendable {
     let xmppConnections: @Sendable () -> [String]
     /// Drains one connection (or all for nil); the JSON of those drained.
     let xmppDrain: @Sendable (String?) -> [String]
+    /// `http` or `https`: what a service account's `token_uri` starts with.
+    var scheme = "http"
 
     /// What answers one control call: the answer, or nil when `call.responder` will be answered
     /// later (long polls).

@@ -23,7 +23,13 @@ extension Engine {
             if let other = s.projects.values.first(where: { $0.projectID == p.projectID && $0.senderID != p.senderID }) {
                 return .failure(.conflict("project_id '\(p.projectID)' is already the id of project '\(other.senderID)'"))
             }
+            for a in p.serviceAccounts {
+                if let owner = s.projects.values.first(where: { o in o.senderID != p.senderID && o.serviceAccounts.contains { $0.privateKeyID == a.privateKeyID } }) {
+                    return .failure(.conflict("service account key '\(a.privateKeyID)' belongs to project '\(owner.senderID)'"))
+                }
+            }
             var merged = p
+            var newAccounts = p.serviceAccounts
             if let old = s.projects[p.senderID] {
                 guard upsert else { return .failure(.conflict("project '\(p.senderID)' already exists")) }
                 merged = old
@@ -31,13 +37,16 @@ extension Engine {
                 for a in p.apps where merged.app(named: a.app) == nil { merged.apps.append(a) }
                 // A project id given in full replaces the one a project had by default.
                 if p.projectID != Project.defaultID(senderID: p.senderID) { merged.projectID = p.projectID }
+                newAccounts = p.serviceAccounts.filter { a in !old.serviceAccounts.contains { $0.privateKeyID == a.privateKeyID } }
+                merged.serviceAccounts += newAccounts
                 if merged == old { return .success((old, nil)) }
             }
             s.insert(merged)
             publishCredentials(s)
             let row = merged
-            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, projectID: row.projectID, keysJSON: row.keysJSON, appsJSON: row.appsJSON,
-                                                                createdAt: row.createdAt)])))
+            return .success((merged, submit([Writes.saveProject(senderID: row.senderID, projectID: row.projectID, keysJSON: row.keysJSON,
+                                                                appsJSON: row.appsJSON, createdAt: row.createdAt)]
+                                                + newAccounts.map { Self.save($0, of: row.senderID) })))
         }
         return try result.get()
     }
@@ -68,5 +77,47 @@ extension Engine {
         }
         guard let ticket else { throw .notFound("project '\(senderID)' does not exist") }
         try commitControl(ticket)
+    }
+
+    // MARK: Service accounts
+
+    /// Adds a service account to a project (by sender id or project id); the project as it is then.
+    public func addServiceAccount(_ account: ServiceAccount, to project: String) throws(ControlError) -> Project {
+        let result: Result<(Project, Store.Ticket), ControlError> = state.withLock { s in
+            guard var p = s.projects[project] ?? s.projects.values.first(where: { $0.projectID == project }) else {
+                return .failure(.notFound("project '\(project)' does not exist"))
+            }
+            if s.projects.values.contains(where: { $0.serviceAccounts.contains { $0.privateKeyID == account.privateKeyID } }) {
+                return .failure(.conflict("service account key '\(account.privateKeyID)' exists"))
+            }
+            p.serviceAccounts.append(account)
+            s.projects[p.senderID] = p
+            return .success((p, submit([Self.save(account, of: p.senderID)])))
+        }
+        let (p, ticket) = try result.get()
+        try commitControl(ticket)
+        return p
+    }
+
+    /// Revokes a service account's key: its JWTs (and the access tokens they got) stop working.
+    public func deleteServiceAccount(_ privateKeyID: String, of project: String) throws(ControlError) {
+        let result: Result<Store.Ticket, ControlError> = state.withLock { s in
+            guard var p = s.projects[project] ?? s.projects.values.first(where: { $0.projectID == project }) else {
+                return .failure(.notFound("project '\(project)' does not exist"))
+            }
+            guard let i = p.serviceAccounts.firstIndex(where: { $0.privateKeyID == privateKeyID }) else {
+                return .failure(.notFound("service account key '\(privateKeyID)' does not exist in project '\(project)'"))
+            }
+            p.serviceAccounts.remove(at: i)
+            s.projects[p.senderID] = p
+            return .success(submit([Writes.deleteServiceAccount(privateKeyID)]))
+        }
+        try commitControl(try result.get())
+    }
+
+    /// The write that stores a service account.
+    static func save(_ a: ServiceAccount, of senderID: String) -> WriteOp {
+        Writes.saveServiceAccount(senderID: senderID, privateKeyID: a.privateKeyID, clientEmail: a.clientEmail, clientID: a.clientID,
+                                  publicKey: a.publicKeyPEM, createdAt: a.createdAt)
     }
 }

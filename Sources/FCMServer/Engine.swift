@@ -261,6 +261,10 @@ struct EngineState: Sendable {
                     s.insert(p)
                 }
             }
+            try load.serviceAccounts { keyID, sender, email, clientID, publicKey, createdAt in
+                s.projects[sender]?.serviceAccounts.append(ServiceAccount(privateKeyID: keyID, clientEmail: email, clientID: clientID,
+                                                                          publicKeyPEM: publicKey, createdAt: createdAt))
+            }
             try load.devices { r in
                 s.insert(Device(id: r.id, token: r.token, senderID: r.senderID, app: r.app, platform: Platform(rawValue: r.platform) ?? .android,
                                 state: DeviceState(rawValue: r.state) ?? .registered, canonicalID: r.canonicalID, online: r.online,

@@ -23,19 +23,33 @@ public struct Project: Sendable, Equatable {
     /// The Firebase project id HTTP v1 paths name (`projects/{project_id}/messages:send`);
     /// `project-{sender_id}` unless given.
     public var projectID: String
+    /// OAuth 2.0 service accounts: the keys whose JWTs stand for this project.
+    public var serviceAccounts: [ServiceAccount] = []
 
-    public init(senderID: String, serverKeys: [String], apps: [AppConfig], createdAt: Int64, projectID: String? = nil) {
+    public init(senderID: String, serverKeys: [String], apps: [AppConfig], createdAt: Int64, projectID: String? = nil,
+                serviceAccounts: [ServiceAccount] = []) {
         self.senderID = senderID
         self.serverKeys = serverKeys
         self.apps = apps
         self.createdAt = createdAt
         self.projectID = projectID ?? Project.defaultID(senderID: senderID)
+        self.serviceAccounts = serviceAccounts
     }
 
     /// The project id of a project that was given none.
     static func defaultID(senderID: String) -> String { "project-" + senderID }
 
     func app(named name: String) -> AppConfig? { apps.first { $0.app == name } }
+}
+
+/// A service account of a project: its key's id (the JWT header's `kid`), its e-mail (the JWT's
+/// `iss`) and its public key. The private half is shown once, when the mock makes the account.
+public struct ServiceAccount: Sendable, Equatable {
+    public var privateKeyID: String
+    public var clientEmail: String
+    public var clientID: String
+    public var publicKeyPEM: String
+    public var createdAt: Int64
 }
 
 /// Lifecycle state of a registration token (docs/spec/control-api.md, device object `state`).

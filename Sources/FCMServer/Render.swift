@@ -29,9 +29,23 @@ enum Render {
         w.key("project_id"); w.value(p.projectID)
         w.key("server_keys"); w.raw(p.keysJSON)
         w.key("apps"); w.raw(p.appsJSON)
+        w.key("service_accounts"); w.beginArray()
+        for a in p.serviceAccounts { serviceAccount(&w, a) }
+        w.endArray()
         w.key("created_at"); w.value(rfc3339(millis: p.createdAt))
         w.endObject()
         return w.string
+    }
+
+    /// A service account as lists show it: never its private key.
+    static func serviceAccount(_ w: inout JSONWriter, _ a: ServiceAccount) {
+        w.beginObject()
+        w.key("client_email"); w.value(a.clientEmail)
+        w.key("private_key_id"); w.value(a.privateKeyID)
+        w.key("client_id"); w.value(a.clientID)
+        w.key("public_key"); w.value(a.publicKeyPEM)
+        w.key("created_at"); w.value(rfc3339(millis: a.createdAt))
+        w.endObject()
     }
 
     /// `{"items":[…],"next":…}`, the shape of every list.

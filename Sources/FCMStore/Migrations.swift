@@ -116,6 +116,16 @@ enum Migrations {
         """
         ALTER TABLE projects ADD COLUMN project_id TEXT;
         """,
+        // 9: OAuth 2.0 service accounts of projects (public keys only).
+        """
+        CREATE TABLE service_accounts(
+            private_key_id TEXT PRIMARY KEY,
+            sender_id TEXT NOT NULL,
+            client_email TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            public_key TEXT NOT NULL,
+            created_at INTEGER NOT NULL);
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -64,7 +64,26 @@ public enum Writes {
     }
 
     public static func deleteProject(_ senderID: String) -> WriteOp {
-        { c in try c.run("DELETE FROM projects WHERE sender_id = ?", [.text(senderID)]) }
+        { c in
+            try c.run("DELETE FROM service_accounts WHERE sender_id = ?", [.text(senderID)])
+            try c.run("DELETE FROM projects WHERE sender_id = ?", [.text(senderID)])
+        }
+    }
+
+    /// Adds a project's service account (its public key only).
+    public static func saveServiceAccount(senderID: String, privateKeyID: String, clientEmail: String, clientID: String,
+                                          publicKey: String, createdAt: Int64) -> WriteOp {
+        { c in
+            try c.run("""
+                INSERT OR REPLACE INTO service_accounts(private_key_id, sender_id, client_email, client_id, public_key, created_at)
+                VALUES (?,?,?,?,?,?)
+                """, [.text(privateKeyID), .text(senderID), .text(clientEmail), .text(clientID), .text(publicKey), .int(createdAt)])
+        }
+    }
+
+    /// Revokes a service account's key.
+    public static func deleteServiceAccount(_ privateKeyID: String) -> WriteOp {
+        { c in try c.run("DELETE FROM service_accounts WHERE private_key_id = ?", [.text(privateKeyID)]) }
     }
 
     // MARK: Devices

@@ -14,6 +14,15 @@ public struct StoreLoader {
         }
     }
 
+    /// Service accounts in creation order: key id, sender id, e-mail, client id, public key,
+    /// creation time.
+    public func serviceAccounts(_ row: (String, String, String, String, String, Int64) -> Void) throws(StoreError) {
+        try c.query("SELECT private_key_id, sender_id, client_email, client_id, public_key, created_at FROM service_accounts ORDER BY created_at, private_key_id") {
+            (r: Statement) throws(StoreError) in
+            row(r.text(0) ?? "", r.text(1) ?? "", r.text(2) ?? "", r.text(3) ?? "", r.text(4) ?? "", r.int(5))
+        }
+    }
+
     /// Devices by id.
     public func devices(_ row: (DeviceRow) -> Void) throws(StoreError) {
         try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at FROM devices ORDER BY id") {

@@ -1,0 +1,90 @@
+import FCMCore
+import HTTPServer
+import TLS
+
+/// `/api/v1/projects/{project}/service-accounts`: OAuth 2.0 service accounts of a project.
+extension ControlAPI {
+    /// `POST`: a new account with a new RSA 2048 key; answers the whole service-account JSON, in
+    /// Google's form, private key included: the one time it is shown. Its `token_uri` is this
+    /// server's `/token` at the address the caller used.
+    func createServiceAccount(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let project = try engine.project(c["project"])
+        let key: RSAPrivateKey
+        do {
+            key = try RSAPrivateKey()
+        } catch {
+            throw .internal("cannot make an RSA key: \(error.description)")
+        }
+        var rng = SystemRandomNumberGenerator()
+        let hex = Array("0123456789abcdef".utf8), lower = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        let keyID = String(decoding: (0..<40).map { _ in hex[Int.random(in: 0..<16, using: &rng)] }, as: UTF8.self)
+        let tag = String(decoding: (0..<5).map { _ in lower[Int.random(in: 0..<lower.count, using: &rng)] }, as: UTF8.self)
+        let clientID = String(Int.random(in: 1...9, using: &rng)) + (0..<20).map { _ in String(Int.random(in: 0...9, using: &rng)) }.joined()
+        let account = ServiceAccount(privateKeyID: keyID, clientEmail: "firebase-adminsdk-\(tag)@\(project.projectID).iam.gserviceaccount.com",
+                                     clientID: clientID, publicKeyPEM: key.publicKeyPEM, createdAt: engine.clock.nowMillis())
+        let saved = try engine.addServiceAccount(account, to: project.senderID)
+        let host = c.request.header("host") ?? "127.0.0.1"
+        return ok(Self.serviceAccountJSON(account, projectID: saved.projectID, privateKeyPEM: key.pem,
+                                          tokenURI: "\(scheme)://\(host)/token"), status: 201)
+    }
+
+    /// `GET`: the project's accounts, without private keys.
+    func serviceAccounts(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try paged(try engine.project(c["project"]).serviceAccounts, c.query) { a in
+            var w = JSONWriter()
+            Render.serviceAccount(&w, a)
+            return w.string
+        }
+    }
+
+    /// `DELETE …/{private_key_id}`: revokes the key.
+    func deleteServiceAccount(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try engine.deleteServiceAccount(c["key_id"], of: c["project"])
+        return Self.noContent
+    }
+
+    /// The service-account JSON as Google's console downloads it.
+    static func serviceAccountJSON(_ a: ServiceAccount, projectID: String, privateKeyPEM: String, tokenURI: String) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("type"); w.value("service_account")
+        w.key("project_id"); w.value(projectID)
+        w.key("private_key_id"); w.value(a.privateKeyID)
+        w.key("private_key"); w.value(privateKeyPEM)
+        w.key("client_email"); w.value(a.clientEmail)
+        w.key("client_id"); w.value(a.clientID)
+        w.key("auth_uri"); w.value("https://accounts.google.com/o/oauth2/auth")
+        w.key("token_uri"); w.value(tokenURI)
+        w.key("auth_provider_x509_cert_url"); w.value("https://www.googleapis.com/oauth2/v1/certs")
+        w.key("client_x509_cert_url"); w.value("https://www.googleapis.com/robot/v1/metadata/x509/" + CLI.percentEncode(a.clientEmail))
+        w.key("universe_domain"); w.value("googleapis.com")
+        w.endObject()
+        return w.string
+    }
+
+    /// A fixture's service account: `{"client_email","private_key_id","public_key"}`, or the
+    /// whole service-account JSON (its private key gives the public one).
+    static func serviceAccountSpec(_ b: Body, now: Int64) throws(ControlError) -> ServiceAccount {
+        guard let email = try b.string("client_email"), !email.isEmpty else { throw .badRequest("\(b.path)client_email is required") }
+        guard let keyID = try b.string("private_key_id"), !keyID.isEmpty else { throw .badRequest("\(b.path)private_key_id is required") }
+        let publicKey: String
+        if let pem = try b.string("private_key") {
+            do {
+                publicKey = try RSAPrivateKey(pem: pem).publicKeyPEM
+            } catch {
+                throw .badRequest("\(b.path)private_key is not an RSA private key in PEM: \(error.description)")
+            }
+        } else if let pem = try b.string("public_key") {
+            do {
+                _ = try RSAPublicKey(pem: pem)
+            } catch {
+                throw .badRequest("\(b.path)public_key is not an RSA public key in PEM: \(error.description)")
+            }
+            publicKey = pem
+        } else {
+            throw .badRequest("\(b.path)public_key or private_key is required")
+        }
+        return ServiceAccount(privateKeyID: keyID, clientEmail: email, clientID: try b.string("client_id") ?? "", publicKeyPEM: publicKey,
+                              createdAt: now)
+    }
+}
