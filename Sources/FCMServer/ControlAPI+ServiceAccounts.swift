@@ -43,6 +43,30 @@ extension ControlAPI {
         return Self.noContent
     }
 
+    /// `GET /api/v1/access-tokens`: the tokens issued (never the token itself: its first 12
+    /// characters).
+    func accessTokens(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try paged(engine.accessTokens(), c.query) { t in
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("id"); w.value(t.id)
+            w.key("token_prefix"); w.value(String(t.token.prefix(12)))
+            w.key("client_email"); w.value(t.clientEmail)
+            w.key("project_id"); w.value((try? engine.project(t.senderID))?.projectID)
+            w.key("scope"); w.value(t.scope)
+            w.key("issued_at"); w.value(rfc3339(millis: t.issuedAt))
+            w.key("expires_at"); w.value(rfc3339(millis: t.expiresAt))
+            w.endObject()
+            return w.string
+        }
+    }
+
+    /// `DELETE /api/v1/access-tokens/{id}`.
+    func revokeAccessToken(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try engine.revokeAccessToken(id: c["id"])
+        return Self.noContent
+    }
+
     /// The service-account JSON as Google's console downloads it.
     static func serviceAccountJSON(_ a: ServiceAccount, projectID: String, privateKeyPEM: String, tokenURI: String) -> String {
         var w = JSONWriter()

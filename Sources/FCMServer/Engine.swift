@@ -170,6 +170,9 @@ struct EngineState: Sendable {
     /// Upstream messages by id, in creation order.
     var upstream: [String: UpstreamMessage] = [:]
     var upstreamOrder: [String] = []
+    /// Access tokens the token endpoint issued, by token (in memory only: a restart or a reset
+    /// forgets them, as Google's would expire).
+    var accessTokens: [String: AccessToken] = [:]
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
 

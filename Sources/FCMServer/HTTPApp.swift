@@ -15,7 +15,8 @@ public struct HTTPApp: Sendable {
                              page: WebPageRoute(controlToken: controlToken),
                              iid: IIDRoutes(engine: engine),
                              control: ControlAPI(engine: engine, controlToken: controlToken,
-                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, scheme: scheme))
+                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, scheme: scheme),
+                             token: TokenRoute(engine: engine))
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).

@@ -13,7 +13,7 @@ extension HTTPApp {
     /// `iid` the body's size and the server key, `control` the body's size and the control
     /// token. A path nothing matches gets the plain-text `Not Found: PATH`.
     static func router(send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
-                       control: ControlAPI) -> Router<RouteHandler> {
+                       control: ControlAPI, token: TokenRoute) -> Router<RouteHandler> {
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
             ("*",      "/gcm/send",                                send.handle),     // POST
@@ -21,6 +21,9 @@ extension HTTPApp {
             ("*",      "/gcm/notification",                        groups.handle),   // GET, POST
             ("*",      "/",                                        page.handle),     // GET, HEAD
             ("*",      "/index.html",                              page.handle),     // GET, HEAD
+            ("*",      "/token",                                   token.handle),    // POST: OAuth 2.0
+            ("*",      "/oauth2/v4/token",                         token.handle),    // POST
+            ("*",      "/o/oauth2/token",                          token.handle),    // POST
         ]
         let instanceID: [(String, String, IIDRoutes.Handler)] = [
             ("POST",   "/iid/v1:batchAdd",                         iid.batchAdd),
@@ -42,6 +45,8 @@ extension HTTPApp {
             ("POST",   "/api/v1/projects/{project}/service-accounts", control.createServiceAccount),
             ("GET",    "/api/v1/projects/{project}/service-accounts", control.serviceAccounts),
             ("DELETE", "/api/v1/projects/{project}/service-accounts/{key_id}", control.deleteServiceAccount),
+            ("GET",    "/api/v1/access-tokens",                    control.accessTokens),
+            ("DELETE", "/api/v1/access-tokens/{id}",               control.revokeAccessToken),
             ("GET",    "/api/v1/devices",                          control.devices),
             ("POST",   "/api/v1/devices",                          control.createDevice),
             ("GET",    "/api/v1/devices/{token}",                  control.device),

@@ -1,0 +1,103 @@
+import FCMCore
+import TLS
+
+/// An access token the token endpoint issued.
+public struct AccessToken: Sendable, Equatable {
+    /// 12 hex characters: how the control API names it without showing the token.
+    public let id: String
+    public let token: String
+    public let clientEmail: String
+    public let privateKeyID: String
+    public let senderID: String
+    public let scope: String
+    public let issuedAt: Int64
+    public let expiresAt: Int64
+}
+
+/// Why the token endpoint refused an assertion, with Google's answer for it.
+public enum TokenRefusal: Error, Sendable, Equatable {
+    case unsupportedGrantType(String)
+    case invalidSignature
+    case accountNotFound
+    case badTimes
+    case invalidScope
+
+    /// `(error, error_description)`.
+    public var answer: (String, String) {
+        switch self {
+        case .unsupportedGrantType(let t): ("unsupported_grant_type", "Invalid grant_type: \(t)")
+        case .invalidSignature: ("invalid_grant", "Invalid JWT Signature.")
+        case .accountNotFound: ("invalid_grant", "Invalid grant: account not found")
+        case .badTimes:
+            ("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
+        case .invalidScope: ("invalid_scope", "Invalid OAuth scope or ID token audience provided.")
+        }
+    }
+}
+
+extension Engine {
+    /// The grant type service accounts use.
+    static let jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    /// Scopes that allow sending with FCM.
+    static let messagingScopes: Set<String> = ["https://www.googleapis.com/auth/firebase.messaging",
+                                               "https://www.googleapis.com/auth/cloud-platform"]
+    /// Seconds an access token lives (Google answers `expires_in: 3599`).
+    static let accessTokenSeconds: Int64 = 3599
+    /// How far a JWT's `iat` may be ahead of the mock's clock (clocks of app servers drift).
+    static let allowedSkewSeconds: Int64 = 300
+
+    /// The token endpoint (`POST /token`): checks a service account's signed JWT and issues an
+    /// access token. The `kid` is looked up first (an unknown one, like any algorithm but RS256
+    /// or a signature that does not verify, is "Invalid JWT Signature."), then `iss`, the times
+    /// on the mock's clock (`exp` at most an hour after `iat`), and the scope.
+    public func issueAccessToken(grantType: String?, assertion: String?) throws(TokenRefusal) -> AccessToken {
+        guard grantType == Self.jwtBearerGrant else { throw .unsupportedGrantType(grantType ?? "") }
+        guard let assertion, let jwt = try? JWT.parse(assertion) else { throw .invalidSignature }
+        guard let (account, project) = serviceAccount(keyID: jwt.keyID),
+            let key = try? RSAPublicKey(pem: account.publicKeyPEM),
+            key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
+        else { throw .invalidSignature }
+        guard jwt.claims["iss"]?.stringValue == account.clientEmail else { throw .accountNotFound }
+        let now = clock.nowMillis() / 1000
+        guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp"), exp > iat, exp - iat <= 3600,
+            iat <= now + Self.allowedSkewSeconds, exp > now
+        else { throw .badTimes }
+        let scope = jwt.claims["scope"]?.stringValue ?? ""
+        guard !Self.messagingScopes.isDisjoint(with: scope.split(separator: " ").map(String.init)) else { throw .invalidScope }
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        let token = "ya29.mock" + String(decoding: (0..<150).map { _ in alphabet[Int.random(in: 0..<64, using: &rng)] }, as: UTF8.self)
+        let hex = Array("0123456789abcdef".utf8)
+        let id = String(decoding: (0..<12).map { _ in hex[Int.random(in: 0..<16, using: &rng)] }, as: UTF8.self)
+        let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
+                                 senderID: project.senderID, scope: scope, issuedAt: now * 1000,
+                                 expiresAt: (now + Self.accessTokenSeconds) * 1000)
+        state.withLock { $0.accessTokens[token] = issued }
+        return issued
+    }
+
+    /// The service account whose key has this id, and its project.
+    func serviceAccount(keyID: String) -> (ServiceAccount, Project)? {
+        state.withLock { s in
+            for p in s.projects.values {
+                if let a = p.serviceAccounts.first(where: { $0.privateKeyID == keyID }) { return (a, p) }
+            }
+            return nil
+        }
+    }
+
+    /// The access tokens issued since start or the last reset, oldest first.
+    public func accessTokens() -> [AccessToken] {
+        state.withLock { $0.accessTokens.values.sorted { ($0.issuedAt, $0.id) < ($1.issuedAt, $1.id) } }
+    }
+
+    /// Revokes an issued token by its id.
+    public func revokeAccessToken(id: String) throws(ControlError) {
+        let found = state.withLock { s -> Bool in
+            guard let t = s.accessTokens.values.first(where: { $0.id == id }) else { return false }
+            s.accessTokens[t.token] = nil
+            return true
+        }
+        if !found { throw .notFound("access token '\(id)' does not exist") }
+    }
+}

@@ -1,0 +1,56 @@
+import FCMCore
+import HTTPServer
+
+/// `POST /token` (also `/oauth2/v4/token` and `/o/oauth2/token`): OAuth 2.0's token endpoint, as
+/// Google's answers service accounts (docs/spec/fcm-v1.md section 3). The body is a form
+/// (`grant_type=…&assertion=JWT`), or the same fields as JSON.
+struct TokenRoute: Sendable {
+    let engine: Engine
+
+    func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
+        responder.send(answer(r))
+    }
+
+    private func answer(_ r: HTTPRequest) -> HTTPResponse {
+        guard r.method == "POST" else {
+            return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
+                                headers: [("Allow", "POST")])
+        }
+        if r.bodyTooLarge { return Self.error(413, "invalid_request", "Request body too large") }
+        guard let fields = Self.fields(r) else { return Self.error(400, "invalid_request", "The body is not a form or JSON object.") }
+        do {
+            let t = try engine.issueAccessToken(grantType: fields["grant_type"], assertion: fields["assertion"])
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("access_token"); w.value(t.token)
+            w.key("expires_in"); w.value(Engine.accessTokenSeconds)
+            w.key("token_type"); w.value("Bearer")
+            w.endObject()
+            return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json), ("Cache-Control", "no-store")], body: w.bytes)
+        } catch {
+            let (code, description) = error.answer
+            return Self.error(400, code, description)
+        }
+    }
+
+    /// The body's fields: a form (what Google's libraries send), or a JSON object of strings.
+    static func fields(_ r: HTTPRequest) -> [String: String]? {
+        if r.header("content-type").map({ hasPrefixIgnoringCase($0.utf8, "application/json") }) == true {
+            guard let o = (try? JSONParser.parse(r.body))?.objectValue else { return nil }
+            var out: [String: String] = [:]
+            for m in o.members { if let v = m.value.stringValue { out[m.key] = v } }
+            return out
+        }
+        guard let pairs = FormBody.parse(r.body) else { return nil }
+        return Dictionary(pairs, uniquingKeysWith: { first, _ in first })
+    }
+
+    static func error(_ status: Int, _ code: String, _ description: String) -> HTTPResponse {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("error"); w.value(code)
+        w.key("error_description"); w.value(description)
+        w.endObject()
+        return HTTPResponse(status: status, headers: [("Content-Type", ContentType.json), ("Cache-Control", "no-store")], body: w.bytes)
+    }
+}

@@ -1,0 +1,113 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import TLS
+import XCTest
+
+/// The OAuth 2.0 token endpoint (docs/spec/fcm-v1.md section 3) over real HTTP: service-account
+/// JWTs signed RS256 are exchanged for access tokens; every refusal is Google's JSON.
+final class OAuthTests: XCTestCase {
+    var server: TestServer!
+    var client: HTTPTestClient!
+    var key: RSAPrivateKey!
+    var keyID = ""
+    var email = ""
+    let messaging = "https://www.googleapis.com/auth/firebase.messaging"
+
+    override func setUpWithError() throws {
+        server = try TestServer()
+        client = server.client()
+        let sa = try XCTUnwrap(try client.post("/api/v1/projects/123456789012/service-accounts").object)
+        key = try RSAPrivateKey(pem: try XCTUnwrap(sa["private_key"]?.stringValue))
+        keyID = try XCTUnwrap(sa["private_key_id"]?.stringValue)
+        email = try XCTUnwrap(sa["client_email"]?.stringValue)
+    }
+
+    override func tearDown() {
+        client?.disconnect()
+        server?.stop()
+    }
+
+    /// A JWT as google-auth makes it, with what a case changes.
+    func assertion(header: String? = nil, iss: String? = nil, scope: String? = nil, iat: Int64? = nil, lifetime: Int64 = 3600,
+                   signer: RSAPrivateKey? = nil) throws -> String {
+        let now = iat ?? Int64(Date().timeIntervalSince1970)
+        let h = header ?? #"{"alg":"RS256","typ":"JWT","kid":"\#(keyID)"}"#
+        let claims = #"{"iss":"\#(iss ?? email)","scope":"\#(scope ?? messaging)","aud":"https://oauth2.googleapis.com/token","iat":\#(now),"exp":\#(now + lifetime)}"#
+        let input = base64URLEncode(Array(h.utf8)) + "." + base64URLEncode(Array(claims.utf8))
+        return input + "." + base64URLEncode(try (signer ?? key).signRS256(Array(input.utf8)))
+    }
+
+    func exchange(_ jwt: String, path: String = "/token", grant: String = "urn:ietf:params:oauth:grant-type:jwt-bearer") throws -> WireResponse {
+        let body = "grant_type=\(grant.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&assertion=\(jwt)"
+        return try client.request("POST", path, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8))
+    }
+
+    func testAServiceAccountGetsAnAccessTokenOnEveryPath() throws {
+        for path in ["/token", "/oauth2/v4/token", "/o/oauth2/token"] {
+            let r = try exchange(try assertion(), path: path)
+            XCTAssertEqual(r.status, 200, r.text)
+            XCTAssertEqual(r.headers["content-type"], jsonType)
+            XCTAssertEqual(r.object?.keys, ["access_token", "expires_in", "token_type"])
+            XCTAssertTrue(r.object?["access_token"]?.stringValue?.hasPrefix("ya29.") ?? false)
+            XCTAssertEqual(r.object?["expires_in"]?.numberValue?.int64, 3599)
+            XCTAssertEqual(r.object?["token_type"]?.stringValue, "Bearer")
+        }
+        XCTAssertEqual(try exchange(try assertion(scope: "openid https://www.googleapis.com/auth/cloud-platform")).status, 200)
+        let issued = items(try client.get("/api/v1/access-tokens"))
+        XCTAssertEqual(issued.count, 4)
+        XCTAssertEqual(issued[0].keys, ["id", "token_prefix", "client_email", "project_id", "scope", "issued_at", "expires_at"])
+        XCTAssertEqual(issued[0]["client_email"]?.stringValue, email)
+        XCTAssertEqual(issued[0]["project_id"]?.stringValue, "project-123456789012")
+        XCTAssertEqual(issued[0]["token_prefix"]?.stringValue?.count, 12)
+        let id = try XCTUnwrap(issued[0]["id"]?.stringValue)
+        XCTAssertEqual(try client.delete("/api/v1/access-tokens/\(id)").status, 204)
+        XCTAssertEqual(try client.delete("/api/v1/access-tokens/\(id)").status, 404)
+        XCTAssertEqual(try client.post("/api/v1/reset").status, 204)
+        XCTAssertEqual(items(try client.get("/api/v1/access-tokens")).count, 0, "a reset forgets issued tokens")
+    }
+
+    func testRefusalsAreGooglesJSON() throws {
+        let signature = #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#
+        let other = try RSAPrivateKey()
+        let long = String(repeating: "x", count: 9000)
+        let cases: [(String, String, String)] = [
+            ("alg none", try assertion(header: #"{"alg":"none","kid":"\#(keyID)"}"#), signature),
+            ("HS256", try assertion(header: #"{"alg":"HS256","kid":"\#(keyID)"}"#), signature),
+            ("no kid", try assertion(header: #"{"alg":"RS256"}"#), signature),
+            ("unknown kid", try assertion(header: #"{"alg":"RS256","kid":"nope"}"#), signature),
+            ("another key's signature", try assertion(signer: other), signature),
+            ("not a JWT", "abc.def", signature),
+            ("over 8 KiB", try assertion(scope: long), signature),
+            ("unknown iss", try assertion(iss: "someone@else.iam.gserviceaccount.com"),
+             #"{"error":"invalid_grant","error_description":"Invalid grant: account not found"}"#),
+            ("longer than an hour", try assertion(lifetime: 7200),
+             #"{"error":"invalid_grant","error_description":"Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."}"#),
+            ("issued in the future", try assertion(iat: Int64(Date().timeIntervalSince1970) + 3000),
+             #"{"error":"invalid_grant","error_description":"Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim."}"#),
+            ("another scope", try assertion(scope: "https://www.googleapis.com/auth/userinfo.email"),
+             #"{"error":"invalid_scope","error_description":"Invalid OAuth scope or ID token audience provided."}"#),
+        ]
+        for (name, jwt, expected) in cases {
+            let r = try exchange(jwt)
+            XCTAssertEqual(r.status, 400, name)
+            XCTAssertEqual(r.text, expected, name)
+        }
+        let grant = try exchange(try assertion(), grant: "password")
+        XCTAssertEqual(grant.status, 400)
+        XCTAssertEqual(grant.text, #"{"error":"unsupported_grant_type","error_description":"Invalid grant_type: password"}"#)
+        XCTAssertEqual(try client.get("/token").status, 405)
+        XCTAssertEqual(items(try client.get("/api/v1/access-tokens")).count, 0, "nothing was issued")
+    }
+
+    /// Times are on the mock's clock; a revoked key's JWTs are refused.
+    func testTheClockAndRevocation() throws {
+        let jwt = try assertion()
+        XCTAssertEqual(try exchange(jwt).status, 200)
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":7200}"#).status, 200)
+        XCTAssertEqual(try exchange(jwt).object?["error"]?.stringValue, "invalid_grant", "expired on the mock's clock")
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"reset":true}"#).status, 200)
+        XCTAssertEqual(try client.delete("/api/v1/projects/123456789012/service-accounts/\(keyID)").status, 204)
+        XCTAssertEqual(try exchange(try assertion()).object?["error_description"]?.stringValue, "Invalid JWT Signature.")
+    }
+}
