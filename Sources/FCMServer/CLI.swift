@@ -17,6 +17,7 @@ public enum CLI {
         ("devices", "lists every device: TOKEN SENDER APP PLATFORM STATE ONLINE PENDING TOPICS"),
         ("messages", "lists the latest message records, or one device's inbox with --token"),
         ("send", "sends a quick legacy message with the first project's server key (or --key)"),
+        ("service-account", "makes a service account of a project and writes its JSON (private key included) for an SDK"),
     ]
 
     /// Every option of the client subcommands, with the commands that take it: parsing and help
@@ -38,6 +39,10 @@ public enum CLI {
         ClientOption("--to", "TOKEN|/topics/NAME", commands: ["send"], defaultText: "required", help: "the target"),
         ClientOption("--data", "KEY=VALUE", commands: ["send"], defaultText: "none", help: "a data entry (repeatable)"),
         ClientOption("--key", "SERVER_KEY", commands: ["send"], defaultText: "the first project's first key", help: "the server key to send with"),
+        ClientOption("--project", "PROJECT", commands: ["service-account"], defaultText: "required",
+                     help: "the project: its project id or sender id"),
+        ClientOption("--out", "FILE", commands: ["service-account"], defaultText: "standard output",
+                     help: "where to write the service-account JSON (mode 0600)"),
     ]
 
     /// The default `--server`: `FCM_MOCK_URL`, else the port `serve` reads from the same
@@ -166,6 +171,26 @@ public enum CLI {
             }
             print(json ? r.text : "HTTP \(r.status): \(r.text)")
             return r.status == 200 ? 0 : 1
+        case "service-account":
+            guard let project = options["--project"]?.last else { return usage("service-account needs --project PROJECT") }
+            guard let r = client.request("POST", "/api/v1/projects/\(percentEncode(project))/service-accounts") else {
+                print("fcm-mock: cannot reach \(server)")
+                return 1
+            }
+            guard r.status == 201 else {
+                print("fcm-mock: HTTP \(r.status): \(r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text)")
+                return 1
+            }
+            guard let out = options["--out"]?.last else {
+                print(r.text)
+                return 0
+            }
+            guard SystemIO.writeFile(out, Array((r.text + "\n").utf8), mode: 0o600) else {
+                writeToStandardError("fcm-mock: cannot write \(out)\n")
+                return 1
+            }
+            print("wrote \(out): \(r.object?["client_email"]?.stringValue ?? "") (token_uri \(r.object?["token_uri"]?.stringValue ?? ""))")
+            return 0
         default:
             return usage("unknown command '\(command)'")
         }
@@ -269,6 +294,12 @@ public enum CLI {
             }
             if host.isEmpty { return nil }
         }
+
+        /// The `Host` header: the port too unless it is the scheme's default (RFC 9110 7.2).
+        var hostHeader: String {
+            let name = host.contains(":") ? "[\(host)]" : host
+            return port == (tls ? 443 : 80) ? name : "\(name):\(port)"
+        }
     }
 
     struct Response {
@@ -312,7 +343,7 @@ public enum CLI {
                     return nil
                 }
             }
-            var head = "\(method) \(path) HTTP/1.1\r\nHost: \(endpoint.host)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+            var head = "\(method) \(path) HTTP/1.1\r\nHost: \(endpoint.hostHeader)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
             if let controlToken, path.hasPrefix("/api/") { head += "Authorization: Bearer \(controlToken)\r\n" }
             for (k, v) in headers { head += "\(k): \(v)\r\n" }
             let out = Array((head + "\r\n").utf8) + body

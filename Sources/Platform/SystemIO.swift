@@ -14,6 +14,21 @@ public enum SystemIO {
         return (st.st_mode & S_IFMT) == S_IFDIR ? .directory : .file
     }
 
+    /// Writes `bytes` as the whole file (created with `mode`, or truncated); false when it fails.
+    public static func writeFile(_ path: String, _ bytes: [UInt8], mode: UInt32) -> Bool {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            off += n
+        }
+        return true
+    }
+
     /// The whole file, or nil when it cannot be read.
     public static func readFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -61,6 +61,30 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(tls.stdout.contains("https://127.0.0.1:\(s.httpPort)"), tls.stdout)
     }
 
+    /// `service-account` writes an SDK's JSON: owner-only when written to a file.
+    func testServiceAccount() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let url = "http://127.0.0.1:\(s.httpPort)"
+        let dir = try temporaryDirectory("cli-sa")
+        let file = dir + "/sa.json"
+        let r = try runBinary(["service-account", "--server", url, "--project", "project-123456789012", "--out", file])
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("wrote \(file): firebase-adminsdk-"), r.stdout)
+        let json = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        XCTAssertEqual(json.objectValue?["type"]?.stringValue, "service_account")
+        XCTAssertEqual(json.objectValue?["token_uri"]?.stringValue, url + "/token")
+        XCTAssertTrue(json.objectValue?["private_key"]?.stringValue?.hasPrefix("-----BEGIN PRIVATE KEY-----") ?? false)
+        let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        let printed = try runBinary(["service-account", "--server", url, "--project", "123456789012"])
+        XCTAssertEqual(printed.status, 0)
+        XCTAssertEqual((try JSONParser.parse(printed.stdout)).objectValue?["project_id"]?.stringValue, "project-123456789012")
+        XCTAssertEqual(try runBinary(["service-account", "--server", url, "--project", "nope"]).status, 1)
+        XCTAssertEqual(try runBinary(["service-account", "--server", url]).status, 2, "--project is required")
+        XCTAssertEqual(items(try s.client().get("/api/v1/projects/123456789012/service-accounts")).count, 2)
+    }
+
     func testFailures() throws {
         // Nobody listens on this port: one line, exit 1.
         let dead = try runBinary(["health", "--server", "http://127.0.0.1:9"])
