@@ -1,4 +1,4 @@
-// One file over 400 lines on purpose: XMPPConnection's locking rules (what only `lock` guards,
+// This file is long because XMPPConnection's locking rules (what only `lock` guards,
 // what the reader thread alone touches, who may write the socket when) hold across its send
 // path and its reader, and read best in one place; split into extensions, its private state
 // would have to open to the whole module.
