@@ -43,6 +43,18 @@ extension Engine {
                                                "https://www.googleapis.com/auth/cloud-platform"]
     /// Seconds an access token lives (Google answers `expires_in: 3599`).
     static let accessTokenSeconds: Int64 = 3599
+    /// Most issued tokens kept: SDKs reuse a token for its hour, so only a loop that asks for
+    /// tokens over and over reaches this; memory stays bounded (about 400 bytes a token).
+    static let maxAccessTokens = 100_000
+
+    /// Drops the expired tokens, then, if still over the bound, the oldest tenth.
+    static func prune(_ tokens: inout [String: AccessToken], now: Int64) {
+        tokens = tokens.filter { $0.value.expiresAt > now }
+        guard tokens.count > maxAccessTokens else { return }
+        let oldest = tokens.values.sorted { ($0.issuedAt, $0.id) < ($1.issuedAt, $1.id) }.prefix(maxAccessTokens / 10)
+        for t in oldest { tokens[t.token] = nil }
+    }
+
     /// How far a JWT's `iat` may be ahead of the mock's clock (clocks of app servers drift).
     static let allowedSkewSeconds: Int64 = 300
 
@@ -72,7 +84,10 @@ extension Engine {
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
                                  senderID: project.senderID, scope: scope, issuedAt: now * 1000,
                                  expiresAt: (now + Self.accessTokenSeconds) * 1000)
-        state.withLock { $0.accessTokens[token] = issued }
+        state.withLock { s in
+            s.accessTokens[token] = issued
+            if s.accessTokens.count > Self.maxAccessTokens { Self.prune(&s.accessTokens, now: now * 1000) }
+        }
         return issued
     }
 
