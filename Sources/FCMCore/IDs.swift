@@ -116,7 +116,22 @@ public func multicastID(mixing state: UInt64) -> Int64 {
     return 1_000_000_000_000_000_000 + Int64(z % span)
 }
 
-private let base64URL: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+/// The base64url alphabet (RFC 4648 section 5), as tokens and JWTs use it.
+let base64URL: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+/// Alphabets for `randomString`.
+public enum RandomAlphabet {
+    public static let base64URL = FCMCore.base64URL
+    public static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+    public static let lowercaseAlphanumeric: [UInt8] = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
+    public static let digits: [UInt8] = Array("0123456789".utf8)
+}
+
+/// `count` characters drawn at random from `alphabet` (ids, keys and tokens the mock makes up).
+public func randomString(_ count: Int, from alphabet: [UInt8]) -> String {
+    var rng = SystemRandomNumberGenerator()
+    return String(decoding: (0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }, as: UTF8.self)
+}
 
 /// A new registration token shaped like FCM's: an 11-character instance id, `:APA91b`, and
 /// base64url noise, 152 characters in all.

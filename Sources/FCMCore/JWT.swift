@@ -56,7 +56,7 @@ public struct JWT: Sendable {
 
 /// base64url without padding (RFC 4648 §5), as JWTs use it; padding is accepted too.
 public func base64URLEncode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    let alphabet = base64URL
     var out: [UInt8] = []
     out.reserveCapacity((bytes.count * 4 + 2) / 3)
     var it = bytes.makeIterator()

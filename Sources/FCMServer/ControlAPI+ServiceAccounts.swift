@@ -15,11 +15,9 @@ extension ControlAPI {
         } catch {
             throw .internal("cannot make an RSA key: \(error.description)")
         }
-        var rng = SystemRandomNumberGenerator()
-        let hex = Array("0123456789abcdef".utf8), lower = Array("abcdefghijklmnopqrstuvwxyz0123456789".utf8)
-        let keyID = String(decoding: (0..<40).map { _ in hex[Int.random(in: 0..<16, using: &rng)] }, as: UTF8.self)
-        let tag = String(decoding: (0..<5).map { _ in lower[Int.random(in: 0..<lower.count, using: &rng)] }, as: UTF8.self)
-        let clientID = String(Int.random(in: 1...9, using: &rng)) + (0..<20).map { _ in String(Int.random(in: 0...9, using: &rng)) }.joined()
+        let keyID = randomString(40, from: RandomAlphabet.hex)
+        let tag = randomString(5, from: RandomAlphabet.lowercaseAlphanumeric)
+        let clientID = randomString(1, from: Array("123456789".utf8)) + randomString(20, from: RandomAlphabet.digits)
         let account = ServiceAccount(privateKeyID: keyID, clientEmail: "firebase-adminsdk-\(tag)@\(project.projectID).iam.gserviceaccount.com",
                                      clientID: clientID, publicKeyPEM: key.publicKeyPEM, createdAt: engine.clock.nowMillis())
         let saved = try engine.addServiceAccount(account, to: project.senderID)

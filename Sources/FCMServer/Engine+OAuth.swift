@@ -76,11 +76,8 @@ extension Engine {
         else { throw .badTimes }
         let scope = jwt.claims["scope"]?.stringValue ?? ""
         guard !Self.messagingScopes.isDisjoint(with: scope.split(separator: " ").map(String.init)) else { throw .invalidScope }
-        var rng = SystemRandomNumberGenerator()
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        let token = "ya29.mock" + String(decoding: (0..<150).map { _ in alphabet[Int.random(in: 0..<64, using: &rng)] }, as: UTF8.self)
-        let hex = Array("0123456789abcdef".utf8)
-        let id = String(decoding: (0..<12).map { _ in hex[Int.random(in: 0..<16, using: &rng)] }, as: UTF8.self)
+        let token = "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
+        let id = randomString(12, from: RandomAlphabet.hex)
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
                                  senderID: project.senderID, scope: scope, issuedAt: now * 1000,
                                  expiresAt: (now + Self.accessTokenSeconds) * 1000)
