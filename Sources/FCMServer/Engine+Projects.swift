@@ -59,7 +59,7 @@ extension Engine {
     /// One project, by its sender id or its project id.
     public func project(_ senderIDOrProjectID: String) throws(ControlError) -> Project {
         let found = state.withLock { s in
-            s.projects[senderIDOrProjectID] ?? s.projects.values.first { $0.projectID == senderIDOrProjectID }
+            s.project(named: senderIDOrProjectID)
         }
         guard let found else { throw .notFound("project '\(senderIDOrProjectID)' does not exist") }
         return found
@@ -84,7 +84,7 @@ extension Engine {
     /// Adds a service account to a project (by sender id or project id); the project as it is then.
     public func addServiceAccount(_ account: ServiceAccount, to project: String) throws(ControlError) -> Project {
         let result: Result<(Project, Store.Ticket), ControlError> = state.withLock { s in
-            guard var p = s.projects[project] ?? s.projects.values.first(where: { $0.projectID == project }) else {
+            guard var p = s.project(named: project) else {
                 return .failure(.notFound("project '\(project)' does not exist"))
             }
             if s.projects.values.contains(where: { $0.serviceAccounts.contains { $0.privateKeyID == account.privateKeyID } }) {
@@ -102,7 +102,7 @@ extension Engine {
     /// Revokes a service account's key: its JWTs (and the access tokens they got) stop working.
     public func deleteServiceAccount(_ privateKeyID: String, of project: String) throws(ControlError) {
         let result: Result<Store.Ticket, ControlError> = state.withLock { s in
-            guard var p = s.projects[project] ?? s.projects.values.first(where: { $0.projectID == project }) else {
+            guard var p = s.project(named: project) else {
                 return .failure(.notFound("project '\(project)' does not exist"))
             }
             guard let i = p.serviceAccounts.firstIndex(where: { $0.privateKeyID == privateKeyID }) else {
@@ -119,5 +119,12 @@ extension Engine {
     static func save(_ a: ServiceAccount, of senderID: String) -> WriteOp {
         Writes.saveServiceAccount(senderID: senderID, privateKeyID: a.privateKeyID, clientEmail: a.clientEmail, clientID: a.clientID,
                                   publicKey: a.publicKeyPEM, createdAt: a.createdAt)
+    }
+}
+
+extension EngineState {
+    /// A project by its sender id or its project id (what `{project}` in a path may be).
+    func project(named name: String) -> Project? {
+        projects[name] ?? projects.values.first { $0.projectID == name }
     }
 }
