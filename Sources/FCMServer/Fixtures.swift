@@ -64,9 +64,8 @@ public enum Fixtures {
     /// Checks one document's shape and reads what it declares; errors name the file and the
     /// JSON path of the problem.
     static func parse(_ bytes: [UInt8], name: String, now: Int64) throws(ConfigurationError) -> FixtureDocument {
-        func fail(_ path: String, _ message: String) -> ConfigurationError {
-            ConfigurationError("fixtures: \(name): \(path): \(message)")
-        }
+        var d = FixtureDocument(name: name)
+        let fail = d.failure
         let root: JSONValue
         do {
             root = try JSONParser.parse(bytes)
@@ -77,7 +76,6 @@ public enum Fixtures {
         for k in obj.keys where !["projects", "devices", "subscriptions", "groups"].contains(k) {
             throw fail("$.\(k)", "unknown key; allowed: projects, devices, subscriptions, groups")
         }
-        var d = FixtureDocument(name: name)
         if let v = obj["projects"] {
             guard let items = v.arrayValue else { throw fail("$.projects", "must be an array") }
             for (i, item) in items.enumerated() {
