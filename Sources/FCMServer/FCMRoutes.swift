@@ -48,8 +48,7 @@ struct FCMSendRoute: Sendable {
     /// its rows are committed.
     private func handleUnlessSending(_ r: HTTPRequest, _ responder: HTTPResponder) -> HTTPResponse? {
         guard r.method == "POST" else {
-            return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
-                                headers: [("Allow", "POST")])
+            return .postOnly
         }
         if r.bodyTooLarge {
             return HTTPResponse(status: 413, contentType: ContentType.text,
@@ -247,4 +246,10 @@ extension StringProtocol {
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
         return String(s)
     }
+}
+
+extension HTTPResponse {
+    /// 405 for a path that takes only POST (`/fcm/send`, the token endpoint).
+    static let postOnly = HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
+                                       headers: [("Allow", "POST")])
 }

@@ -13,8 +13,7 @@ struct TokenRoute: Sendable {
 
     private func answer(_ r: HTTPRequest) -> HTTPResponse {
         guard r.method == "POST" else {
-            return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
-                                headers: [("Allow", "POST")])
+            return .postOnly
         }
         if r.bodyTooLarge { return Self.error(413, "invalid_request", "Request body too large") }
         guard let fields = Self.fields(r) else { return Self.error(400, "invalid_request", "The body is not a form or JSON object.") }
