@@ -207,16 +207,13 @@ extension CCS {
         return nil
     }
 
-    /// A downstream message refused before it reached the send path: kept as a rejected record
-    /// (with the fault that refused it, if one did), as over HTTP, then nacked unless `answer` is
-    /// false (a connection closed on purpose).
-
-    func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String,
-                        fault: String? = nil, answer: Bool = true) {
+    /// A downstream message refused by the connection itself (draining, a full window, a field
+    /// XMPP does not take) before `Engine.admit` saw it: kept as a rejected record, as every
+    /// refusal is, then nacked.
+    func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String) {
         _ = try? engine.recordRejected(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
-                                       detail: description, raw: String(raw.prefix(4096)), fault: fault,
-                                       clientMessageID: messageID)
-        if answer { nack(c, messageID, from: from, code: code, description: description) }
+                                       detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID)
+        nack(c, messageID, from: from, code: code, description: description)
     }
 
     func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) {
