@@ -199,10 +199,8 @@ extension Application {
     /// A listener that could not open, said so that the reader knows which port and what to do:
     /// `cannot listen on 127.0.0.1:8080 for HTTP (--http-port): Address already in use; …`.
     static func listenError(_ error: SocketError, listener: String, flag: String) -> ConfigurationError {
-        var line = error.description
-        if let colon = line.lastRange(of: ": ") {
-            line.insert(contentsOf: " for \(listener) (\(flag))", at: colon.lowerBound)
-        }
+        guard let (address, reason) = error.listening else { return ConfigurationError(error.description) }
+        var line = "cannot listen on \(address) for \(listener) (\(flag)): \(reason)"
         if error.code == EADDRINUSE {
             line += "; is another fcm-mock running? Give \(flag) N, or --http-port 0 --xmpp-port 0 to pick free ports"
         }
@@ -210,18 +208,6 @@ extension Application {
     }
 }
 
-extension String {
-    /// The last place `needle` occurs.
-    func lastRange(of needle: String) -> Range<String.Index>? {
-        var found: Range<String.Index>?
-        var rest = startIndex..<endIndex
-        while let r = self[rest].firstRange(of: needle) {
-            found = r
-            rest = index(after: r.lowerBound)..<endIndex
-        }
-        return found
-    }
-}
 
 extension StoreError {
     var message: String { description }

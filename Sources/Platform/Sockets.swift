@@ -7,9 +7,20 @@ public struct SocketError: Error, Sendable, CustomStringConvertible {
     public let description: String
     /// The `errno` behind it, when a system call failed (`EADDRINUSE` for a busy port).
     public let code: Int32
+    /// For a listener that could not open: the address it asked for and why it failed, so a
+    /// caller can say which listener it was without taking the description apart.
+    public let listening: (address: String, reason: String)?
+
     public init(_ description: String, code: Int32 = 0) {
         self.description = description
         self.code = code
+        listening = nil
+    }
+
+    init(listeningOn address: String, reason: String, code: Int32) {
+        description = "cannot listen on \(address): \(reason)"
+        self.code = code
+        listening = (address, reason)
     }
 }
 
@@ -24,7 +35,7 @@ public enum ListenSocket {
             setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
             guard bind(fd, ai.ai_addr, ai.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
                 let code = errno
-                throw SocketError("cannot listen on \(host):\(port): \(String(cString: strerror(code)))", code: code)
+                throw SocketError(listeningOn: "\(host):\(port)", reason: String(cString: strerror(code)), code: code)
             }
         }
         var addr = sockaddr_storage()
