@@ -114,6 +114,8 @@ public struct SendRequest: Sendable {
     public var messageErrorDetail: String?
     /// `access_token_auth: true` (firebase-admin sent a Bearer token instead of a server key).
     public var accessTokenAuth = false
+    /// A v1 message's android, apns, webpush and fcm_options blocks; nil for a legacy send.
+    public var platforms: PlatformConfigs?
 
     /// An empty request of `format`.
     public init(format: BodyFormat, target: SendTarget = .missing) {
