@@ -79,6 +79,8 @@ public struct Device: Sendable, Equatable {
 /// How a send was made.
 public enum Transport: String, Sendable {
     case http, xmpp
+    /// HTTP v1 (`POST /v1/projects/{project}/messages:send`).
+    case httpV1 = "http_v1"
 }
 
 /// What a send does with a well-formed token nobody registered (`--unknown-tokens`).

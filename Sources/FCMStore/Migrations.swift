@@ -126,6 +126,13 @@ enum Migrations {
             public_key TEXT NOT NULL,
             created_at INTEGER NOT NULL);
         """,
+        // 10: HTTP v1: a device's Firebase installation id; a v1 message's platform blocks (JSON
+        // `{"android":…,"apns":…,"webpush":…,"fcm_options":…}`) and the `name` it was answered.
+        """
+        ALTER TABLE devices ADD COLUMN fid TEXT;
+        ALTER TABLE messages ADD COLUMN platforms TEXT;
+        ALTER TABLE messages ADD COLUMN v1_name TEXT;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -13,22 +13,25 @@ public struct DeviceRow: Sendable {
     public var online: Bool
     public var createdAt: Int64
     public var lastSeenAt: Int64
+    /// The Firebase installation id HTTP v1 may address the device by (NULL in stores made
+    /// before schema 10).
+    public var fid: String?
 
     public init(id: Int64, token: String, senderID: String, app: String, platform: String, state: String, canonicalID: Int64?,
-                online: Bool, createdAt: Int64, lastSeenAt: Int64) {
+                online: Bool, createdAt: Int64, lastSeenAt: Int64, fid: String? = nil) {
         self.id = id; self.token = token; self.senderID = senderID; self.app = app; self.platform = platform
         self.state = state; self.canonicalID = canonicalID; self.online = online; self.createdAt = createdAt
-        self.lastSeenAt = lastSeenAt
+        self.lastSeenAt = lastSeenAt; self.fid = fid
     }
 
     static let insertSQL = """
-        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at)
-        VALUES (?,?,?,?,?,?,?,?,?,?)
+        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
         [.int(id), .text(token), .text(senderID), .text(app), .text(platform), .text(state),
-         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt)]
+         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt), .optional(fid)]
     }
 }
 

@@ -31,32 +31,36 @@ public struct MessageRow: Sendable {
     public var fault: String?
     /// The `message_id` an XMPP client gave the message.
     public var clientMessageID: String?
+    /// A v1 message's platform blocks as JSON (`{"android":…,"apns":…,"webpush":…,"fcm_options":…}`).
+    public var platforms: String?
+    /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
+    public var v1Name: String?
 
     public init(id: Int64, suffix: UInt32, multicastID: Int64?, senderID: String?, transport: String, format: String,
                 acceptedAt: Int64, targetKind: String, targetValue: String?, collapseKey: String?, timeToLive: Int64,
                 restrictedPackageName: String?, flags: Int64, data: String?, notification: String?, priority: String,
                 status: String, error: String?, errorDetail: String?, httpStatus: Int, raw: String?, recipients: Int,
-                fault: String? = nil, clientMessageID: String? = nil) {
+                fault: String? = nil, clientMessageID: String? = nil, platforms: String? = nil, v1Name: String? = nil) {
         self.id = id; self.suffix = suffix; self.multicastID = multicastID; self.senderID = senderID
         self.transport = transport; self.format = format; self.acceptedAt = acceptedAt; self.targetKind = targetKind
         self.targetValue = targetValue; self.collapseKey = collapseKey; self.timeToLive = timeToLive
         self.restrictedPackageName = restrictedPackageName; self.flags = flags; self.data = data
         self.notification = notification; self.priority = priority; self.status = status; self.error = error
         self.errorDetail = errorDetail; self.httpStatus = httpStatus; self.raw = raw; self.recipients = recipients
-        self.fault = fault; self.clientMessageID = clientMessageID
+        self.fault = fault; self.clientMessageID = clientMessageID; self.platforms = platforms; self.v1Name = v1Name
     }
 
     static let insertSQL = """
         INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
           target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
-          status, error, error_detail, http_status, raw, recipients, fault, client_message_id)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+          status, error, error_detail, http_status, raw, recipients, fault, client_message_id, platforms, v1_name)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     static let columns = """
         id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
         time_to_live, restricted_package_name, flags, data, notification, priority, status, error, error_detail,
-        http_status, raw, recipients, fault, client_message_id
+        http_status, raw, recipients, fault, client_message_id, platforms, v1_name
         """
 
     var values: [SQLValue] {
@@ -65,7 +69,7 @@ public struct MessageRow: Sendable {
          .int(timeToLive), .optional(restrictedPackageName), .int(flags),
          .optional(data), .optional(notification), .text(priority), .text(status), .optional(error),
          .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault),
-         .optional(clientMessageID)]
+         .optional(clientMessageID), .optional(platforms), .optional(v1Name)]
     }
 
     /// A row read back with `columns`.
@@ -75,7 +79,7 @@ public struct MessageRow: Sendable {
                   targetValue: r.text(8), collapseKey: r.text(9), timeToLive: r.int(10), restrictedPackageName: r.text(11),
                   flags: r.int(12), data: r.text(13), notification: r.text(14), priority: r.text(15) ?? "", status: r.text(16) ?? "",
                   error: r.text(17), errorDetail: r.text(18), httpStatus: Int(r.int(19)), raw: r.text(20), recipients: Int(r.int(21)),
-                  fault: r.text(22), clientMessageID: r.text(23))
+                  fault: r.text(22), clientMessageID: r.text(23), platforms: r.text(24), v1Name: r.text(25))
     }
 }
 
