@@ -106,7 +106,7 @@ final class V1PlatformTests: V1ParserTestCase {
                       "Invalid value at '\(n).notification_count' (TYPE_INT32), 2147483648", field: "\(n).notification_count")
         XCTAssertEqual(platforms(message(#""android":{"notification":{"notification_count":3.0}}"#))?.android,
                        json(#"{"notification":{"notification_count":3}}"#))
-        expectPayload(message(#""android":{"direct_boot_ok":1}"#), "Invalid value at 'message.android.direct_boot_ok' (TYPE_BOOL), 1",
+        expectPayload(message(#""android":{"direct_boot_ok":2}"#), "Invalid value at 'message.android.direct_boot_ok' (TYPE_BOOL), 2",
                       field: "message.android.direct_boot_ok")
         expectPayload(message(#""android":{"notification":{"sticky":{}}}"#),
                       "Invalid value at '\(n).sticky' (TYPE_BOOL), Starting an object on a scalar field", field: "\(n).sticky")
