@@ -65,7 +65,6 @@ struct V1Decoder {
         return try decodeScalar(value, kind: kind, key: key, at: path)
     }
 
-    // swiftlint:disable:next cyclomatic_complexity
     static func decodeScalar(_ value: JSONValue, kind: V1FieldKind, key: String, at path: String) throws(V1PayloadError) -> JSONValue {
         switch kind {
         case .string:

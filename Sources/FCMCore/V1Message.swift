@@ -9,7 +9,7 @@
 /// (also when sent as `1`/`0` or strings); `int32` fields as JSON numbers; durations and times as
 /// the text sent (already checked); `null` members dropped. `google.protobuf.Struct` blocks
 /// (`apns.payload`, `webpush.notification`) and map keys are kept exactly as sent.
-/// Nil for a legacy send; a v1 send always has one, empty blocks nil.
+/// Nil for a legacy send; a v1 send always has one (a block sent as `{}` stays an empty object).
 public struct PlatformConfigs: Sendable, Equatable {
     public var android: JSONObject?
     public var apns: JSONObject?
