@@ -128,3 +128,14 @@ public enum EffectivePayload {
 extension Character {
     fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }
+
+extension EffectivePayload {
+    /// The platform blocks as a message record stores them
+    /// (`{"android":…,"apns":…,"webpush":…,"fcm_options":…}`); nil when the text is not such an
+    /// object. Members that are not objects are left out.
+    public static func storedPlatforms(_ json: String) -> PlatformConfigs? {
+        guard case .object(let o)? = try? JSONParser.parse(json) else { return nil }
+        return PlatformConfigs(android: o["android"]?.objectValue, apns: o["apns"]?.objectValue,
+                               webpush: o["webpush"]?.objectValue, fcmOptions: o["fcm_options"]?.objectValue)
+    }
+}
