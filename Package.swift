@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore", "Platform", "TLS"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMCore", "Platform", "TLS"]),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),
         .testTarget(name: "FCMServerTests",
                     dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore", "Platform", "TLS"]),

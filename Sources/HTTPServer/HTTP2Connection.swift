@@ -115,6 +115,7 @@ final class HTTP2Connection: @unchecked Sendable {
             if let code = fatal {
                 nghttp2_session_terminate_session(session, code)
                 _ = flush()
+                lingeringClose()
                 return
             }
             guard flush() else { return }
@@ -148,6 +149,24 @@ final class HTTP2Connection: @unchecked Sendable {
                 let limitBroken = rv == FCM_NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == FCM_NGHTTP2_ERR_FLOODED
                 fatal = fatal ?? (limitBroken ? FCM_NGHTTP2_ENHANCE_YOUR_CALM : FCM_NGHTTP2_PROTOCOL_ERROR)
             }
+        }
+    }
+
+    /// After a GOAWAY for a broken limit: stops writing and reads (and drops) what the client
+    /// still sends, up to a second or a megabyte, so closing with unread bytes does not reset
+    /// the connection before the client has read the GOAWAY.
+    private func lingeringClose() {
+        shutdown(transport.fd, Int32(SHUT_WR))
+        var sink = [UInt8](repeating: 0, count: 16 * 1024)
+        let deadline = monotonicNanos() + 1_000_000_000
+        var total = 0
+        while total < 1 << 20 && monotonicNanos() < deadline {
+            var p = pollfd(fd: transport.fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) >= 0 else { return }
+            if p.revents == 0 { continue }
+            let n = recv(transport.fd, &sink, sink.count, 0)
+            if n <= 0 { return }
+            total += n
         }
     }
 
