@@ -23,17 +23,17 @@ public final class HTTPServer: Sendable {
     public let port: Int
     /// The HTTPS port's real number (nil without one).
     public let httpsPort: Int?
-    private let core: ServerCore
+    let core: ServerCore
     /// The running daemons' addresses (0 when stopped), plain integers so the Mutex holds a
     /// Sendable value: the main one, and the plain one HTTPS's HTTP/1.1 connections are bridged
     /// to when the main one speaks TLS itself (`--http-tls`). Connections are added under this
     /// lock, so none is added to a daemon being stopped.
-    private let daemons = Mutex<(main: UInt, bridge: UInt)>((0, 0))
+    let daemons = Mutex<(main: UInt, bridge: UInt)>((0, 0))
     private let listenFD: Int32
-    private let stopped = Atomic<Bool>(false)
+    let stopped = Atomic<Bool>(false)
     private let threads: Int
     private let tls: HTTPServerTLS?
-    private let http2Limits: HTTP2Limits
+    let http2Limits: HTTP2Limits
     /// Accept loops: the plain port's sniffer (nil with `--http-tls`, where libmicrohttpd
     /// accepts itself) and the HTTPS port's.
     private let plainAcceptor = Mutex<PlainAcceptor?>(nil)
@@ -184,58 +184,6 @@ public final class HTTPServer: Sendable {
         core.waitForHTTP2(millis: 1500)
         MHD_stop_daemon(d)
         if let b = OpaquePointer(bitPattern: bits.bridge) { MHD_stop_daemon(b) }
-    }
-}
-
-extension HTTPServer: ConnectionSink {
-    func addHTTP1(_ socket: AcceptedSocket, bridge: Bool) {
-        var s = socket
-        daemons.withLock { d in
-            let target = bridge && d.bridge != 0 ? d.bridge : d.main
-            guard let daemon = OpaquePointer(bitPattern: target) else {
-                close(s.fd)
-                return
-            }
-            // libmicrohttpd closes the socket itself when it cannot take it.
-            _ = withUnsafePointer(to: &s.address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(daemon, s.fd, $0, s.length) }
-            }
-        }
-    }
-
-    func runHTTP2(_ transport: any HTTP2Transport) {
-        guard let c = newHTTP2Connection(transport) else { return }
-        c.run()
-    }
-
-    func startHTTP2(_ transport: any HTTP2Transport) {
-        configureConnectionSocket(transport.fd, seconds: http2Limits.handshakeSeconds)
-        guard let c = newHTTP2Connection(transport) else { return }
-        spawnThread { c.run() }
-    }
-
-    /// A registered connection, or nil (and the transport closed) past the connection limit or
-    /// once stopping.
-    private func newHTTP2Connection(_ transport: any HTTP2Transport) -> HTTP2Connection? {
-        let core = self.core
-        guard !stopped.load(ordering: .relaxed),
-              let c = HTTP2Connection(transport: transport, core: core, limits: http2Limits, onEnd: { core.untrack($0) }),
-              core.track(c, max: http2Limits.maxConnections) else {
-            transport.close()
-            return nil
-        }
-        if core.refusing.load(ordering: .sequentiallyConsistent) { c.post(.goAway) }
-        return c
-    }
-}
-
-/// The HTTPS port: its number (0 picks one) and the certificate it presents.
-public struct HTTPSListenerOptions: Sendable {
-    public let port: Int
-    public let credentials: TLSCredentials
-    public init(port: Int, credentials: TLSCredentials) {
-        self.port = port
-        self.credentials = credentials
     }
 }
 
