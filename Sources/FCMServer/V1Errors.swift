@@ -162,8 +162,9 @@ extension V1Error {
             self = V1Error(code: 401, message: "Auth error from APNS or Web Push Service", status: "UNAUTHENTICATED",
                            fcmError: "THIRD_PARTY_AUTH_ERROR")
         case .invalidRegistration:
-            let text = "The registration token is not a valid FCM registration token"
-            self = .invalidArgument(text, [FieldViolation(field: targetField, description: text)])
+            // Worded as the parser words a malformed token.
+            self = .invalidArgument("The registration token is not a valid FCM registration token",
+                                    [FieldViolation(field: targetField, description: "Invalid registration token")])
         case .invalidPackageName:
             let text = "The restricted_package_name does not match the app of the registration token"
             self = .invalidArgument(text, [FieldViolation(field: "message.android.restricted_package_name", description: text)])

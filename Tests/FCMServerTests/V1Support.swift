@@ -1,4 +1,5 @@
 import FCMCore
+import FCMServer
 import FCMTesting
 import Foundation
 import TLS
@@ -64,8 +65,11 @@ class V1TestCase: XCTestCase {
     /// Extra command-line arguments for the server of every test of the class.
     var serverArguments: [String] { [] }
 
+    /// What a class changes in the configuration no flag sets.
+    func configure(_ c: inout Configuration) {}
+
     override func setUpWithError() throws {
-        server = try TestServer(fixtures: [v1Fixture], extraArguments: serverArguments)
+        server = try TestServer(fixtures: [v1Fixture], extraArguments: serverArguments) { configure(&$0) }
         client = server.client()
         accountA = try serviceAccount("demo-a")
         tokenA = try accessToken(accountA)
