@@ -111,12 +111,8 @@ enum InstallationID {
         randomString(1, from: firstCharacters) + randomString(length - 1, from: RandomAlphabet.base64URL)
     }
 
-    /// Whether `s` is shaped like an fid.
-    static func isWellFormed(_ s: String) -> Bool {
-        let b = Array(s.utf8)
-        guard b.count == length, firstCharacters.contains(b[0]) else { return false }
-        return b.allSatisfy { RandomAlphabet.base64URL.contains($0) }
-    }
+    /// Whether `s` is shaped like an fid (the v1 parser's rule).
+    static func isWellFormed(_ s: String) -> Bool { V1Rules.isValidFID(s) }
 
     static let malformedMessage = "fid must be 22 characters of base64url (A-Z a-z 0-9 - _) starting with c, d, e or f"
 }
