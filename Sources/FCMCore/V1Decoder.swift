@@ -65,17 +65,19 @@ struct V1Decoder {
         return try decodeScalar(value, kind: kind, key: key, at: path)
     }
 
-    // swiftlint:disable:next cyclomatic_complexity
     static func decodeScalar(_ value: JSONValue, kind: V1FieldKind, key: String, at path: String) throws(V1PayloadError) -> JSONValue {
         switch kind {
         case .string:
             guard case .string = value else { throw wrongType(value, at: path, "TYPE_STRING") }
             return value
         case .bool:
+            // firebase-admin-python encodes AndroidNotification's booleans as 1 and 0.
             switch value {
             case .bool: return value
-            case .string("true"): return .bool(true)
-            case .string("false"): return .bool(false)
+            case .string("true"), .string("1"): return .bool(true)
+            case .string("false"), .string("0"): return .bool(false)
+            case .number(let n) where n.int64 == 1: return .bool(true)
+            case .number(let n) where n.int64 == 0: return .bool(false)
             default: throw wrongType(value, at: path, "TYPE_BOOL")
             }
         case .int32:
