@@ -14,6 +14,26 @@ public struct AccessToken: Sendable, Equatable {
     public let expiresAt: Int64
 }
 
+/// What an issued access token is worth now.
+enum IssuedToken {
+    /// Not a token the endpoint issued (maybe a self-signed JWT).
+    case unknown
+    /// Expired, or its key, account or project is gone.
+    case invalid
+    /// Good for this sender id.
+    case valid(String)
+}
+
+extension EngineState {
+    /// Whether `token` is an issued access token good at `now` (ms on the mock's clock).
+    func issuedToken(_ token: String, now: Int64) -> IssuedToken {
+        guard let t = accessTokens[token] else { return .unknown }
+        guard t.expiresAt > now, let p = projects[t.senderID], p.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID })
+        else { return .invalid }
+        return .valid(p.senderID)
+    }
+}
+
 /// A self-signed JWT whose signature was checked: its key and when it expires (seconds).
 struct VerifiedJWT: Sendable {
     let keyID: String
@@ -102,20 +122,15 @@ extension Engine {
     /// its project still there), or a self-signed JWT (google-auth's "JWT access": RS256 with
     /// the `kid` of a known key, `iss` its account, `aud` FCM's root URL, `exp` ahead of the
     /// mock's clock, `iat` not further ahead than the skew allowed).
+    ///
+    /// Issued tokens are looked up under the state lock (they live there, with the accounts
+    /// and projects that decide whether they still count): one dictionary lookup.
     public func senderID(bearer token: String) -> String? {
         let now = clock.nowMillis()
-        enum Issued { case none, invalid, valid(String) }
-        let issued: Issued = state.withLock { s in
-            guard let t = s.accessTokens[token] else { return .none }
-            guard t.expiresAt > now, let p = s.projects[t.senderID],
-                p.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID })
-            else { return .invalid }
-            return .valid(p.senderID)
-        }
-        switch issued {
+        switch state.withLock({ $0.issuedToken(token, now: now) }) {
         case .valid(let sender): return sender
         case .invalid: return nil
-        case .none: return senderID(selfSignedJWT: token, now: now / 1000)
+        case .unknown: return senderID(selfSignedJWT: token, now: now / 1000)
         }
     }
 
@@ -148,12 +163,22 @@ extension Engine {
     /// `--accept-any-key`, any non-empty Bearer token stands for the path's project.
     func v1Project(authorization: String?, project name: String) -> Result<Project, V1Error> {
         guard let token = Self.bearerToken(authorization) else { return .failure(.unauthenticated) }
+        let now = clock.nowMillis()
+        // An issued token and the project in one look under the lock: the common case.
+        let (issued, project): (IssuedToken, Project?) = state.withLock { s in
+            (acceptAnyKey ? .unknown : s.issuedToken(token, now: now), s.project(named: name))
+        }
         var sender: String?
         if !acceptAnyKey {
-            sender = senderID(bearer: token)
-            if sender == nil { return .failure(.unauthenticated) }
+            switch issued {
+            case .valid(let s): sender = s
+            case .invalid: return .failure(.unauthenticated)
+            case .unknown:
+                guard let s = senderID(selfSignedJWT: token, now: now / 1000) else { return .failure(.unauthenticated) }
+                sender = s
+            }
         }
-        guard let project = state.withLock({ $0.project(named: name) }) else { return .failure(.notFound) }
+        guard let project else { return .failure(.notFound) }
         if let sender, sender != project.senderID { return .failure(.permissionDenied(project: name)) }
         return .success(project)
     }
