@@ -88,14 +88,26 @@ extension Engine {
     /// access token. The `kid` is looked up first (an unknown one, like any algorithm but RS256
     /// or a signature that does not verify, is "Invalid JWT Signature."), then `iss`, the times
     /// on the mock's clock (`exp` at most an hour after `iat`), and the scope.
+    ///
+    /// With `--accept-any-key`, a well-formed RS256 assertion whose `kid` no project knows is
+    /// taken as the first project's (nothing to verify its signature with); its `iss` must be
+    /// there, and the times and scope are checked as usual.
     public func issueAccessToken(grantType: String?, assertion: String?) throws(TokenRefusal) -> AccessToken {
         guard grantType == Self.jwtBearerGrant else { throw .unsupportedGrantType(grantType ?? "") }
         guard let assertion, let jwt = try? JWT.parse(assertion) else { throw .invalidSignature }
-        guard let (account, project) = serviceAccount(keyID: jwt.keyID),
-            let key = try? RSAPublicKey(pem: account.publicKeyPEM),
-            key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
-        else { throw .invalidSignature }
-        guard jwt.claims["iss"]?.stringValue == account.clientEmail else { throw .accountNotFound }
+        let account: ServiceAccount, senderID: String
+        if let (known, project) = serviceAccount(keyID: jwt.keyID) {
+            guard let key = try? RSAPublicKey(pem: known.publicKeyPEM), key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
+            else { throw .invalidSignature }
+            guard jwt.claims["iss"]?.stringValue == known.clientEmail else { throw .accountNotFound }
+            (account, senderID) = (known, project.senderID)
+        } else if acceptAnyKey {
+            guard let iss = jwt.claims["iss"]?.stringValue, !iss.isEmpty, let first = firstProjectID() else { throw .accountNotFound }
+            account = ServiceAccount(privateKeyID: jwt.keyID, clientEmail: iss, clientID: "", publicKeyPEM: "", createdAt: 0)
+            senderID = first
+        } else {
+            throw .invalidSignature
+        }
         let now = clock.nowMillis() / 1000
         guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp"), exp > iat, exp - iat <= 3600,
             iat <= now + Self.allowedSkewSeconds, exp > now
@@ -105,7 +117,7 @@ extension Engine {
         let token = "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
         let id = randomString(12, from: RandomAlphabet.hex)
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
-                                 senderID: project.senderID, scope: scope, issuedAt: now * 1000,
+                                 senderID: senderID, scope: scope, issuedAt: now * 1000,
                                  expiresAt: (now + Self.accessTokenSeconds) * 1000)
         state.withLock { s in
             s.accessTokens[token] = issued
