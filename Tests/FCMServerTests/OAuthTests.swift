@@ -58,7 +58,7 @@ final class OAuthTests: XCTestCase {
         XCTAssertEqual(issued.count, 4)
         XCTAssertEqual(issued[0].keys, ["id", "token_prefix", "client_email", "project_id", "scope", "issued_at", "expires_at"])
         XCTAssertEqual(issued[0]["client_email"]?.stringValue, email)
-        XCTAssertEqual(issued[0]["project_id"]?.stringValue, "project-123456789012")
+        XCTAssertEqual(issued[0]["project_id"]?.stringValue, "demo-project")
         XCTAssertEqual(issued[0]["token_prefix"]?.stringValue?.count, 12)
         let id = try XCTUnwrap(issued[0]["id"]?.stringValue)
         XCTAssertEqual(try client.delete("/api/v1/access-tokens/\(id)").status, 204)
@@ -130,7 +130,7 @@ final class OAuthTests: XCTestCase {
         let token = try XCTUnwrap(ok.object?["access_token"]?.stringValue)
         let listed = try c.get("/api/v1/access-tokens").text
         XCTAssertTrue(listed.contains(#""client_email":"ci@elsewhere.iam.gserviceaccount.com""#), listed)
-        XCTAssertTrue(listed.contains(#""project_id":"project-123456789012""#), listed)
+        XCTAssertTrue(listed.contains(#""project_id":"demo-project""#), listed)
         // Times and scope are still checked.
         let stale = try post(try assertion(header: header, iat: Int64(Date().timeIntervalSince1970) - 7200, signer: stranger))
         XCTAssertEqual(stale.object?["error"]?.stringValue, "invalid_grant")
