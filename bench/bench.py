@@ -255,7 +255,8 @@ def fcm_send(url, payload, timeout=30):
 
 def run_wrk(script, url, threads, connections, duration_s, tokens_path, path="/fcm/send",
             extra_env=None):
-    env = dict(os.environ, BENCH_TOKENS=tokens_path, BENCH_SERVER_KEY=SERVER_KEY, **(extra_env or {}))
+    env = dict(os.environ, BENCH_DIR=HERE, BENCH_TOKENS=tokens_path, BENCH_SERVER_KEY=SERVER_KEY,
+               **(extra_env or {}))
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", "--timeout", "5s",
            "-s", os.path.join(HERE, script), url + path]
     try:

@@ -3,6 +3,9 @@
 -- measure is the endpoint's own cost: parse, RS256 verification, a new access token.
 -- Env: BENCH_ASSERTION (the signed JWT).
 
+local common = dofile(assert(os.getenv("BENCH_DIR"), "BENCH_DIR is not set") .. "/wrk_common.lua")
+done = common.done
+
 local req
 
 function init(args)
@@ -13,13 +16,4 @@ end
 
 function request()
    return req
-end
-
-function done(summary, latency, requests)
-   local e = summary.errors
-   io.write(string.format(
-      "WRK requests=%d duration_us=%d status_errors=%d connect=%d read=%d write=%d timeout=%d " ..
-      "p50_us=%d p90_us=%d p99_us=%d max_us=%d\n",
-      summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-      latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
 end

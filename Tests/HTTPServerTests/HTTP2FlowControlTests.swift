@@ -1,0 +1,113 @@
+import FCMTesting
+import Foundation
+import HTTPServer
+import Platform
+import XCTest
+
+/// HTTP/2 flow control (RFC 9113 §5.2, §6.9) against the real server: an answer larger than the
+/// client's window waits for WINDOW_UPDATE, and a request body larger than the server's initial
+/// window is let in by the server's own WINDOW_UPDATEs.
+final class HTTP2FlowControlTests: XCTestCase {
+    /// `/big?n=N` answers N bytes (`a`…`z` repeating); any other request answers its body's
+    /// length and byte sum.
+    static let handler: HTTPHandler = { r, responder in
+        if r.path == "/big" {
+            let n = Int(r.rawQuery.first { $0.0 == "n" }?.1 ?? "0") ?? 0
+            let body = (0..<n).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            return responder.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body))
+        }
+        let sum = r.body.reduce(0) { $0 + Int($1) }
+        responder.send(HTTPResponse(status: r.bodyTooLarge ? 413 : 200, contentType: "text/plain", body: "\(r.body.count) \(sum)"))
+    }
+
+    func start(maxBody: Int) throws -> HTTPServer {
+        let s = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody, handler: Self.handler)
+        try s.start()
+        return s
+    }
+
+    /// Whether a frame arrives within `millis` (without reading it).
+    func somethingArrives(_ c: H2RawClient, within millis: Int32) -> Bool {
+        var p = pollfd(fd: c.fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, millis) > 0
+    }
+
+    func testAnAnswerLargerThanTheClientsWindowWaitsForWindowUpdate() throws {
+        let server = try start(maxBody: 1024)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port, preface: false)
+        c.write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
+        // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 1000: each stream may receive 1000 bytes at first.
+        c.frame(H2RawClient.settings, 0, 0, [0, 4] + H2RawClient.uint32(1000))
+        c.sendRequest(1, "GET", "/big?n=5000")
+        var received: [UInt8] = []
+        var status = 0
+        while received.count < 1000, let f = c.readFrame() {
+            switch f.type {
+            case H2RawClient.headers: status = Int(c.decode(f.payload).first { $0.0 == ":status" }?.1 ?? "") ?? 0
+            case H2RawClient.data: received += f.payload
+            case H2RawClient.settings where f.flags & 1 == 0: c.frame(H2RawClient.settings, 1, 0, [])
+            default: break
+            }
+        }
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(received.count, 1000, "the server sends exactly the window")
+        // Nothing more until the window opens (a settings ack may still come: skip non-DATA).
+        while somethingArrives(c, within: 300) {
+            let f = try XCTUnwrap(c.readFrame())
+            XCTAssertNotEqual(f.type, H2RawClient.data, "DATA beyond the client's window")
+        }
+        c.frame(H2RawClient.windowUpdate, 0, 1, H2RawClient.uint32(4000))
+        let rest = try XCTUnwrap(c.collect([1])[1])
+        XCTAssertEqual((received + rest.body).count, 5000)
+        XCTAssertEqual(received + rest.body, (0..<5000).map { UInt8(ascii: "a") + UInt8($0 % 26) })
+    }
+
+    func testARequestBodyLargerThanTheServersWindowIsLetIn() throws {
+        let total = 300_000
+        let server = try start(maxBody: 1 << 20)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        let body = (0..<total).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        c.frame(H2RawClient.headers, H2RawClient.endHeaders, 1, H2RawClient.request("POST", "/upload"))
+        // Send as the windows allow (both start at 65,535; the server's SETTINGS may change the
+        // stream's), reading WINDOW_UPDATEs whenever they are used up.
+        var connection = 65_535, stream = 65_535, sent = 0, updates = 0
+        while sent < total {
+            let n = min(connection, stream, 16_384, total - sent)
+            if n > 0 {
+                let end = sent + n == total
+                c.frame(H2RawClient.data, end ? H2RawClient.endStream : 0, 1, Array(body[sent..<sent + n]))
+                sent += n
+                connection -= n
+                stream -= n
+                continue
+            }
+            let f = try XCTUnwrap(c.readFrame(), "the server stopped before the body was in (\(sent) bytes sent)")
+            switch f.type {
+            case H2RawClient.windowUpdate:
+                let inc = Int(f.payload[0..<4].reduce(0) { $0 << 8 | UInt32($1) } & 0x7fff_ffff)
+                if f.stream == 0 { connection += inc } else if f.stream == 1 { stream += inc }
+                updates += 1
+            case H2RawClient.settings where f.flags & 1 == 0:
+                var i = 0
+                while i + 6 <= f.payload.count {
+                    let id = Int(f.payload[i]) << 8 | Int(f.payload[i + 1])
+                    let value = Int(f.payload[i + 2..<i + 6].reduce(0) { $0 << 8 | UInt32($1) })
+                    if id == 4 { stream += value - 65_535 }
+                    i += 6
+                }
+                c.frame(H2RawClient.settings, 1, 0, [])
+            case H2RawClient.rstStream, H2RawClient.goAway:
+                XCTFail("the server refused the upload: frame type \(f.type), error \(f.errorCode)")
+                return
+            default:
+                break
+            }
+        }
+        XCTAssertGreaterThan(updates, 0, "a body over 65,535 bytes needs the server's WINDOW_UPDATEs")
+        let answer = try XCTUnwrap(c.collect([1])[1])
+        XCTAssertEqual(answer.status, 200)
+        XCTAssertEqual(answer.text, "\(total) \(body.reduce(0) { $0 + Int($1) })")
+    }
+}
