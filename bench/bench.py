@@ -253,10 +253,11 @@ def fcm_send(url, payload, timeout=30):
 # wrk
 
 
-def run_wrk(script, url, threads, connections, duration_s, tokens_path):
-    env = dict(os.environ, BENCH_TOKENS=tokens_path, BENCH_SERVER_KEY=SERVER_KEY)
+def run_wrk(script, url, threads, connections, duration_s, tokens_path, path="/fcm/send",
+            extra_env=None):
+    env = dict(os.environ, BENCH_TOKENS=tokens_path, BENCH_SERVER_KEY=SERVER_KEY, **(extra_env or {}))
     cmd = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s}s", "--timeout", "5s",
-           "-s", os.path.join(HERE, script), url + "/fcm/send"]
+           "-s", os.path.join(HERE, script), url + path]
     try:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True,
                              timeout=duration_s + 60)
@@ -643,6 +644,11 @@ def main():
     finally:
         echo.stop(10)
 
+    # h. HTTP v1: token issuance, v1 against legacy CPU per request, HTTP/2 against HTTP/1.1
+    # (bench_v1.py) ------------------------------------------------------------------------------
+    import bench_v1
+    res["v1"] = bench_v1.run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds)
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -671,6 +677,8 @@ def report(res, work):
         "errors": ms["socket_errors"] + mc["socket_errors"] + ms["status_errors"]
                   + mc["status_errors"] == 0,
     }
+    _v1_res, v1_lines, v1_checks = res["v1"]
+    checks.update(v1_checks)
     if res["sqlite_count"] is not None:
         checks["sqlite"] = res["sqlite_count"] >= res["answered_200"]
 
@@ -741,6 +749,9 @@ def report(res, work):
         f"{cs['socket_errors']} | 0 / 0 | {verdict(checks['errors'])} |",
         f"| exit code after SIGTERM | {res['mock_exit']} | {res['ceiling_exit']} | 0 "
         f"| {verdict(checks['exit'])} |",
+    ]
+    lines += v1_lines
+    lines += [
         "",
         f"Store: SQLite file (WAL), {res['db_mb']:.0f} MB at the end. Recorded count: "
         f"{res['recorded_note']}" + (f"; {res['sqlite_note']}" if res["sqlite_note"] else "")
@@ -766,6 +777,8 @@ def report(res, work):
 
 
 if __name__ == "__main__":
+    # bench_v1 imports this file as `bench`: let it find this very module (one BenchError class).
+    sys.modules["bench"] = sys.modules[__name__]
     try:
         sys.exit(main())
     except BenchError as e:
