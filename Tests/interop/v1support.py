@@ -3,9 +3,9 @@
 - "pointed": the service-account JSON comes from `fcm-mock service-account` (its `token_uri` is
   the mock's plain-HTTP URL) and the SDK's FCM URLs are moved to the mock's HTTP port.
 - "unmodified": the SDK keeps every Google URL. Inside this test process only, Google's host
-  names resolve to the mock's TLS port (`socket.getaddrinfo` is patched: requests/urllib3 and
-  httpx/anyio both resolve through it) and the mock's local CA is trusted through
-  REQUESTS_CA_BUNDLE and SSL_CERT_FILE, as a user would set them. The machine is not changed.
+  names resolve to the mock's TLS port (`socket.getaddrinfo` and `socket.socket.connect` are
+  patched, see google_names) and the mock's local CA is trusted through REQUESTS_CA_BUNDLE and
+  SSL_CERT_FILE, as a user would set them. The machine is not changed.
 
 In both, any other Google host name fails to resolve, so no test can reach the real service.
 """
@@ -37,12 +37,23 @@ def _host(host):
     return (host or "").rstrip(".").lower()
 
 
+# The address Google's names resolve to inside the test process. Nothing listens there: every
+# connection to it on port 443 is sent to the mock's TLS port instead (see google_names).
+GOOGLE_VIRTUAL_IP = "127.0.42.43"
+
+
 @contextlib.contextmanager
 def google_names(target=None):
-    """Within the block, GOOGLE_NAMES on port 443 resolve to `target` (host, port); every other
-    Google name, and these on another port, fail like an unknown host. With no target, every
-    Google name fails: the pointed set-up must never need one."""
-    original = socket.getaddrinfo
+    """Within the block, GOOGLE_NAMES resolve to GOOGLE_VIRTUAL_IP, as a hosts file would map
+    them, and a connection to that address on port 443 reaches `target` (host, port), as a port
+    forward would: that is what a machine with `127.0.0.1 fcm.googleapis.com` in /etc/hosts and
+    the mock on port 443 does. Both steps are needed because anyio (under httpx) keeps only the
+    address from getaddrinfo and connects to the port it asked for, while urllib3 connects to
+    the whole socket address. Every other Google name, and these on another port, fail like an
+    unknown host; with no target, every Google name fails (the pointed set-up needs none)."""
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
 
     def getaddrinfo(host, port, family=0, type=0, proto=0, flags=0):
         name = _host(host)
@@ -50,14 +61,30 @@ def google_names(target=None):
             if target is None or name not in GOOGLE_NAMES or str(port) not in ("443", "https"):
                 raise socket.gaierror(socket.EAI_NONAME,
                                       f"{name}:{port} is not resolved by the interop suite")
-            return original(target[0], target[1], family, type, proto, flags)
-        return original(host, port, family, type, proto, flags)
+            return real_getaddrinfo(GOOGLE_VIRTUAL_IP, 443, family, type, proto, flags)
+        return real_getaddrinfo(host, port, family, type, proto, flags)
+
+    def forwarded(address):
+        if (target is not None and isinstance(address, tuple) and len(address) == 2
+                and address[0] == GOOGLE_VIRTUAL_IP and address[1] == 443):
+            return target
+        return address
+
+    def connect(self, address):
+        return real_connect(self, forwarded(address))
+
+    def connect_ex(self, address):
+        return real_connect_ex(self, forwarded(address))
 
     socket.getaddrinfo = getaddrinfo
+    socket.socket.connect = connect
+    socket.socket.connect_ex = connect_ex
     try:
         yield
     finally:
-        socket.getaddrinfo = original
+        socket.getaddrinfo = real_getaddrinfo
+        socket.socket.connect = real_connect
+        socket.socket.connect_ex = real_connect_ex
 
 
 class Setup:
