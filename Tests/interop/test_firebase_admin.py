@@ -89,9 +89,11 @@ def barrier(sdk, token):
 
 
 def rejected(sdk, token, error):
-    """The v1 sends to `token` the mock refused, each with FcmError `error`."""
-    items = [m for m in sdk.mock.messages(transport="http_v1", token=token)
-             if m["status"] == "rejected"]
+    """The v1 sends to the device of `token` (by its token or its fid) that the mock refused,
+    each with FcmError `error`."""
+    names = {token, sdk.mock.device(token)["fid"]}
+    items = [m for m in sdk.mock.messages(transport="http_v1", status="rejected")
+             if m["status"] == "rejected" and m["target"].get("value") in names]
     assert items and all(m["error"] == error for m in items), items
     return items
 
@@ -264,6 +266,25 @@ def test_subscribe_send_to_topic_and_unsubscribe(sdk):
     items = sdk.mock.wait_inbox(t2, 2)
     assert sorted(e["data"]["edition"] for e in items) == ["1", "2"], items
     assert [e["data"] for e in sdk.mock.inbox(t1)] == [{"edition": "1"}]
+
+
+def test_async_subscription_then_multicast_to_fids(sdk):
+    topic = "async-" + secrets.token_hex(4)
+    tokens = [device(sdk) for _ in range(3)]
+    fids = [fid_of(sdk, t) for t in tokens]
+    sdk.http_versions.clear()
+    res = sdk.run(messaging.subscribe_to_topic_async(fids[:2], topic, app=sdk.app))
+    assert (res.success_count, res.failure_count) == (2, 0), res.errors
+    assert [topic in sdk.mock.device(t)["topics"] for t in tokens] == [True, True, False]
+    wanted = "HTTP/2" if sdk.name == "unmodified" else "HTTP/1.1"
+    assert set(sdk.http_versions) == {wanted}, sdk.http_versions
+
+    multicast = messaging.MulticastMessage(fids=fids, data={"to": "all"})
+    batch = messaging.send_each_for_multicast(multicast, app=sdk.app)
+    assert (batch.success_count, batch.failure_count) == (3, 0), batch.responses
+    for response, token in zip(batch.responses, tokens):
+        _, entry = delivered_for(sdk, response.message_id, token)
+        assert entry["data"] == {"to": "all"} and entry["via"]["target"] == "fid", entry
 
 
 # -- dry run ----------------------------------------------------------------------------------------
