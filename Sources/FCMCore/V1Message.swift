@@ -2,9 +2,14 @@
 // blocks, the outcome of decoding a `messages:send` body, and the field violations its errors name.
 // V1Parser.swift decodes and validates a body into these types.
 
-/// The platform blocks of a v1 message, as sent but with every field name in snake_case
-/// (`restrictedPackageName` becomes `restricted_package_name`), enum values lower-cased where
-/// the API defines them case-insensitively, and `null` members dropped. Nil for a legacy send.
+/// The platform blocks of a v1 message, as sent but normalized by V1Parser: every field name in
+/// snake_case (`restrictedPackageName` becomes `restricted_package_name`); enum values as their
+/// proto name lower-cased, whatever was sent (`HIGH`, `1` → `high`; `PRIORITY_MAX` →
+/// `priority_max`; `if-priority-lowered` → `if_priority_lowered`); booleans as `true`/`false`
+/// (also when sent as `1`/`0` or strings); `int32` fields as JSON numbers; durations and times as
+/// the text sent (already checked); `null` members dropped. `google.protobuf.Struct` blocks
+/// (`apns.payload`, `webpush.notification`) and map keys are kept exactly as sent.
+/// Nil for a legacy send; a v1 send always has one (a block sent as `{}` stays an empty object).
 public struct PlatformConfigs: Sendable, Equatable {
     public var android: JSONObject?
     public var apns: JSONObject?
@@ -35,9 +40,11 @@ public struct FieldViolation: Sendable, Equatable {
 /// A v1 message that passed every rule, ready for the shared send path.
 public struct V1Send: Sendable {
     /// The message as the legacy paths would have built it: target `.token`, `.topic` (bare
-    /// name) or `.condition`; `data`/`notification` from the message; options from the android
-    /// block (`collapse_key`, `priority`, `ttl`, `restricted_package_name`); `platforms` set;
-    /// `options.dryRun` set by `validate_only`. An `fid` target is `.token(fid)` with `byFID`.
+    /// name) or `.condition`; `data`/`notification` from the message (nil when absent or
+    /// empty); options from the android block (`collapse_key`, `priority`, `ttl` in whole
+    /// seconds, the fraction dropped, `restricted_package_name`); `platforms` set;
+    /// `options.dryRun` set by `validate_only`; format `.json`. An `fid` target is `.token(fid)`
+    /// with `byFID`.
     public var request: SendRequest
     /// The target was an `fid` (a Firebase installation id), not a registration token.
     public var byFID: Bool
