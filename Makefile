@@ -1,10 +1,13 @@
 # The two commands README promises: `make run` and `make test`. Both install what is missing.
 SWIFT ?= swift
 # Debian packages, in groups. A group prints one line (what, and why) when it installs something.
-BUILD_APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev pkg-config
+BUILD_APT_DEPS = libmicrohttpd-dev libsqlite3-dev libexpat1-dev libgnutls28-dev libnghttp2-dev pkg-config
 BUILD_APT_WHY = needed to compile and link fcm-mock
 TOOL_APT_DEPS = python3-venv curl
 TOOL_APT_WHY = python3-venv makes the interop suite's virtual environment; curl runs the HTTPS test and the README's examples
+# Only `make test` needs these: the HTTP/2 tests drive nghttp and h2load against the server.
+TEST_APT_DEPS = nghttp2-client
+TEST_APT_WHY = the HTTP/2 tests drive nghttp and h2load
 # Only `make test` needs these: the browser test of the web page drives headless Chromium.
 BROWSER_APT_DEPS = chromium fonts-liberation
 BROWSER_APT_WHY = the web page test drives headless Chromium
@@ -56,6 +59,7 @@ deps:
 
 # Installs the test-only packages too (without recommended extras).
 test-deps: deps
+	$(call apt_install,$(TEST_APT_DEPS),the HTTP/2 test clients,$(TEST_APT_WHY),--no-install-recommends)
 	$(call apt_install,$(BROWSER_APT_DEPS),the browser test's packages,$(BROWSER_APT_WHY) (about 360 MB$(comma) once),--no-install-recommends)
 
 build: deps

@@ -8,7 +8,7 @@ import PackageDescription
 // Dependencies point one way, downward:
 //
 //   fcm-mock ─→ FCMServer ─┬─→ FCMStore ──→ CSQLite
-//                          ├─→ HTTPServer ─→ CMicroHTTPD
+//                          ├─→ HTTPServer ─→ CMicroHTTPD, CNGHTTP2 (HTTP/2), TLS (the HTTPS port)
 //                          ├─→ XMPPServer ─→ CExpat, TLS
 //                          └─→ FCMCore (FCM's rules: standard library only, no I/O)
 //   TLS ─→ CGnuTLSShim (certificate building, C) ─→ CGnuTLS
@@ -42,12 +42,14 @@ let package = Package(
                        providers: [.apt(["libexpat1-dev"])]),
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls",
                        providers: [.apt(["libgnutls28-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2",
+                       providers: [.apt(["libnghttp2-dev"])]),
         .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS"]),
         .target(name: "Platform", swiftSettings: wrapperSettings),
         .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: wrapperSettings),
         .target(name: "FCMCore"),
         .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore", "Platform"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Platform"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"]),
         .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"]),
         .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
                 // Built into the binary: the web page's files and the default fixture (a link to
@@ -59,7 +61,7 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "FCMTesting", "FCMCore", "Platform"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMCore", "Platform", "TLS"]),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),
         .testTarget(name: "FCMServerTests",
                     dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore", "Platform", "TLS"]),

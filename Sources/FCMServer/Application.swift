@@ -17,6 +17,8 @@ public final class Application: Sendable {
     let xmpp: XMPPServer
     let ccs: CCS
     let log: Log
+    /// The local CA's certificate file (absolute) when `--https-port` made or reused one.
+    public let tlsCA: String?
     /// The descriptor holding the store file's lock (nil for `:memory:`).
     private let storeLock: Locked<Int32?>
 
@@ -24,6 +26,8 @@ public final class Application: Sendable {
     public var httpPort: Int { http.port }
     /// The bound XMPP port.
     public var xmppPort: Int { xmpp.port }
+    /// The bound HTTPS port (nil without `--https-port`).
+    public var httpsPort: Int? { http.httpsPort }
 
     /// Opens the store, loads fixtures and binds both ports; nothing is started when any step fails.
     public init(_ c: Configuration, log: Log = Log()) throws(ConfigurationError) {
@@ -77,10 +81,16 @@ public final class Application: Sendable {
             let ccs = CCS(engine: engine, log: log, connectionsPerSender: c.xmppConnectionsPerSender)
             self.ccs = ccs
             var tls: TLSCredentials?
-            if c.xmppTLS || c.httpTLS {
+            var tlsCA: String?
+            if c.xmppTLS || c.httpTLS || c.httpsPort != nil {
                 do {
                     if let cert = c.tlsCert, let key = c.tlsKey {
                         tls = try TLSCredentials(certificate: cert, key: key)
+                    } else if c.httpsPort != nil {
+                        // One local CA for every TLS listener, kept beside the store.
+                        let (credentials, ca) = try Self.localCA(c, log: log)
+                        tls = credentials
+                        tlsCA = ca
                     } else {
                         let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
                         tls = try TLSCredentials.selfSigned(names: CLI.googleHosts, directory: dir)
@@ -92,6 +102,7 @@ public final class Application: Sendable {
                     throw ConfigurationError("TLS: \(error.description)")
                 }
             }
+            self.tlsCA = tlsCA
             var httpTLS: HTTPServerTLS?
             if c.httpTLS, let tls {
                 // libmicrohttpd takes the PEM texts GnuTLS has just loaded and checked.
@@ -105,7 +116,7 @@ public final class Application: Sendable {
                 throw Self.listenError(error, listener: "XMPP", flag: "--xmpp-port")
             }
             self.xmpp = xmpp
-            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, scheme: c.httpTLS ? "https" : "http",
+            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, scheme: c.httpTLS ? "https" : "http", tlsCA: tlsCA,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
             let accessLog: (@Sendable (HTTPAccess) -> Void)?
@@ -117,10 +128,12 @@ public final class Application: Sendable {
             }
             do {
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
+                                      https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) },
                                       accessLog: accessLog, handler: app.handle)
             } catch {
                 xmpp.stop()
-                throw Self.listenError(error, listener: "HTTP", flag: "--http-port")
+                let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false
+                throw Self.listenError(error, listener: https ? "HTTPS" : "HTTP", flag: https ? "--https-port" : "--http-port")
             }
         } catch {
             store.close()
@@ -162,6 +175,7 @@ public final class Application: Sendable {
     /// The machine-readable line tests wait for.
     public var listeningLine: String {
         "listening http=\(hostForDisplay):\(httpPort) xmpp=\(hostForDisplay):\(xmppPort)"
+            + (httpsPort.map { " https=\(hostForDisplay):\($0)" } ?? "")
     }
 
     private var hostForDisplay: String {
@@ -184,6 +198,28 @@ public final class Application: Sendable {
 }
 
 extension Application {
+    /// The local CA of `--https-port` (made once in `tlsDirectory`, reused after) and the server
+    /// certificate it signed, loaded; and the CA file's absolute path.
+    static func localCA(_ c: Configuration, log: Log) throws(TLSError) -> (TLSCredentials, String) {
+        let dir: String
+        if let d = c.tlsDirectory {
+            dir = d
+        } else {
+            // :memory: keeps nothing, so neither does its CA: a fresh folder each start.
+            let tmp = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+            dir = tmp + "/fcm-mock-ca-\(getpid())-\(wallClockMicros())"
+        }
+        if c.dbPath == Configuration().dbPath && c.tlsDir == nil { SystemIO.makeDirectory("./data") }
+        let (ca, created) = try LocalCertificateAuthority.loadOrCreate(names: CLI.googleHosts, directory: dir)
+        let credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
+        let path = SystemIO.absolutePath(ca.caCertificate)
+        // A warning, so the path is logged at every level clients may need it at.
+        log.warning(created ? "made a local CA for --https-port (clients trust its ca.pem once)"
+                            : "using the local CA for --https-port (clients trust its ca.pem)",
+                    [("tls.ca", path)])
+        return (credentials, path)
+    }
+
     /// Whether `host:port` is already bound by someone (port 0 never is).
     static func isTaken(host: String, port: Int) -> Bool {
         guard port != 0 else { return false }

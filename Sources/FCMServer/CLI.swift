@@ -199,7 +199,8 @@ public enum CLI {
     /// The host names real clients hard-code, which `cert` always includes.
     public static let googleHosts = [
         "fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com",
-        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "localhost", "127.0.0.1", "::1",
+        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com",
+        "accounts.google.com", "localhost", "127.0.0.1", "::1",
     ]
 
     /// `fcm-mock cert --out DIR [--host NAME]...`: a local CA and a server certificate it signs for

@@ -20,6 +20,11 @@ public struct Configuration: Sendable {
     public var xmppTLS = false
     /// `--http-tls`: the HTTP port speaks HTTPS.
     public var httpTLS = false
+    /// `--https-port`: a TLS port (ALPN h2 and http/1.1) for every HTTP path; nil: none.
+    public var httpsPort: Int?
+    /// `--tls-dir`: where the local CA of `--https-port` lives (nil: beside the store, see
+    /// `tlsDirectory`).
+    public var tlsDir: String?
     /// `--tls-cert` / `--tls-key` (PEM); absent with TLS asked for: a self-signed pair is made.
     public var tlsCert: String?
     public var tlsKey: String?
@@ -118,8 +123,19 @@ extension Configuration {
             guard let k = Int(v), (1...20).contains(k) else { throw ConfigurationError("\(n) must be a number from 1 to 20, got '\(v)'") }
             c.maxConditionOperators = k
         },
+        ServeOption(flag: "--https-port", value: "PORT", environment: "FCM_MOCK_HTTPS_PORT", defaultText: "off",
+                    help: "TLS port for every HTTP path, HTTP/2 and HTTP/1.1 by ALPN (0 picks a free port)") { c, v, n throws(ConfigurationError) in
+            c.httpsPort = try port(v, n)
+        },
+        ServeOption(flag: "--tls-dir", value: "DIR", environment: "FCM_MOCK_TLS_DIR",
+                    defaultText: "tls/ beside --db (a temporary folder for :memory:)",
+                    help: "where --https-port keeps its local CA (ca.pem, made once, reused) when no --tls-cert is given") {
+            c, v, n throws(ConfigurationError) in
+            guard !v.isEmpty else { throw ConfigurationError("\(n) must not be empty") }
+            c.tlsDir = v
+        },
         ServeOption(flag: "--tls-cert", value: "PEM", environment: "FCM_MOCK_TLS_CERT", defaultText: "a self-signed one, made at start",
-                    help: "certificate for --http-tls and --xmpp-tls (with --tls-key)") { c, v, _ throws(ConfigurationError) in
+                    help: "certificate for --https-port, --http-tls and --xmpp-tls (with --tls-key)") { c, v, _ throws(ConfigurationError) in
             c.tlsCert = v
         },
         ServeOption(flag: "--tls-key", value: "PEM", environment: "FCM_MOCK_TLS_KEY", defaultText: "none",
@@ -184,6 +200,17 @@ extension Configuration {
         }
         if (c.tlsCert == nil) != (c.tlsKey == nil) { throw ConfigurationError("--tls-cert and --tls-key go together") }
         return c
+    }
+
+    /// Where the local CA of `--https-port` lives: `--tls-dir`, else `tls/` in the store's
+    /// folder (`./data/tls` for the default `--db`); nil for a `:memory:` store without
+    /// `--tls-dir` (the server then makes a temporary folder: nothing else is kept either).
+    public var tlsDirectory: String? {
+        if let tlsDir { return tlsDir }
+        guard dbPath != ":memory:" else { return nil }
+        guard let slash = dbPath.lastIndex(of: "/") else { return "tls" }
+        let folder = dbPath[..<slash]
+        return (folder.isEmpty ? "" : String(folder)) + "/tls"
     }
 
     private static func port(_ s: String, _ name: String) throws(ConfigurationError) -> Int {

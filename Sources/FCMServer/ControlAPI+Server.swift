@@ -12,8 +12,17 @@ extension ControlAPI {
         w.key("version"); w.value(fcmMockVersion)
         w.key("uptime_s"); w.value(Int64((monotonicNanos() - engine.startedAt) / 1_000_000_000))
         w.key("event_readers"); w.value(engine.events.readerCount)
+        w.key("tls_ca")
+        if let tlsCA { w.value(tlsCA) } else { w.null() }
         w.endObject()
         return ok(w.string)
+    }
+
+    /// `GET /api/v1/tls/ca.pem`: the local CA of `--https-port`, for clients to trust.
+    func tlsCAFile(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        guard let tlsCA else { throw .notFound("no local CA: the server runs without --https-port, or with --tls-cert") }
+        guard let pem = SystemIO.readFile(tlsCA) else { throw .internal("cannot read \(tlsCA)") }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: pem)
     }
 
     /// `POST /api/v1/reset`: back to the state right after start; the fixtures loaded then are

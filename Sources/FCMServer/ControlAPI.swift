@@ -17,6 +17,8 @@ struct ControlAPI: Sendable {
     let xmppDrain: @Sendable (String?) -> [String]
     /// `http` or `https`: what a service account's `token_uri` starts with.
     var scheme = "http"
+    /// The local CA's certificate file of `--https-port` (nil: none, or `--tls-cert` given).
+    var tlsCA: String?
 
     /// What answers one control call: the answer, or nil when `call.responder` will be answered
     /// later (long polls).

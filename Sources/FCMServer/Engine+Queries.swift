@@ -31,6 +31,8 @@ public struct MessageRecord: Sendable {
 public struct InboxEntry: Sendable {
     public let row: InboxRow
     public let status: String
+    /// The device's platform, whose form the entry's `effective` payload takes.
+    public let platform: Platform
 }
 
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").
@@ -131,12 +133,12 @@ extension Engine {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
-        let candidates: [Int64]? = state.withLock { s in
-            guard let id = s.tokenIndex[token] else { return nil }
+        let found: ([Int64], Platform)? = state.withLock { s in
+            guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
             let all = s.inbox[id] ?? []
-            return Array(all[Self.firstAfter(afterID, in: all)...])
+            return (Array(all[Self.firstAfter(afterID, in: all)...]), device.platform)
         }
-        guard let candidates else { throw .notFound("device '\(token)' does not exist") }
+        guard let (candidates, platform) = found else { throw .notFound("device '\(token)' does not exist") }
         let now = clock.nowMillis()
         do {
             return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
@@ -149,7 +151,7 @@ extension Engine {
                     if let status, status != st { continue }
                     if items.count == limit { return (items, lastID) }
                     lastID = r.id
-                    items.append(InboxEntry(row: r, status: st))
+                    items.append(InboxEntry(row: r, status: st, platform: platform))
                 }
                 return (items, nil)
             }

@@ -78,6 +78,8 @@ extension Engine {
     func placeDeliveries(_ fan: FanOut, wellFormed: [Bool], _ ctx: SendContext, _ p: inout Placement,
                                  state s: inout EngineState) {
         let tokens = ctx.tokens
+        // Each platform's collapse key and TTL (the same on all for a legacy send).
+        let options = PlatformDelivery(ctx.req, acceptedAtMillis: ctx.now)
         if fan.devices == nil && tokens.isEmpty {
             // No recipient at all: one result carrying the message's error.
             let err = ctx.req.messageError ?? .missingRegistration
@@ -107,7 +109,7 @@ extension Engine {
                     row.canonical = target.id
                 }
                 result.messageID = ctx.dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: ctx.suffix).description
-                place(target, mid, &row, ctx, &p, state: &s)
+                place(target, mid, &row, options[target.platform], differs: options.differs, ctx, &p, state: &s)
                 result.deliveryID = mid
                 result.deliveryStatus = row.status
                 result.deliveredTo = target.token
@@ -124,7 +126,7 @@ extension Engine {
             let mid = ctx.firstMid + Int64(i)
             var row = DeliveryRow(id: mid, message: ctx.firstMid, device: target.id, token: nil, status: "failed", error: nil,
                                   canonical: nil, deliveredAt: nil, expiresAt: ctx.expiresAt)
-            place(target, mid, &row, ctx, &p, state: &s)
+            place(target, mid, &row, options[target.platform], differs: options.differs, ctx, &p, state: &s)
             if ctx.wantEvents, let name = EventJSON.name(forStatus: row.status) {
                 p.events.append((name, EventJSON.delivery(
                     messageID: MessageID(micros: mid, suffix: ctx.suffix).description, token: target.token,
@@ -134,23 +136,25 @@ extension Engine {
         }
     }
 
-    /// Delivers to an accepted device: at once when online, else by FCM's storage rules.
-    private func place(_ target: Device, _ mid: Int64, _ row: inout DeliveryRow, _ ctx: SendContext, _ p: inout Placement,
-                       state s: inout EngineState) {
+    /// Delivers to an accepted device: at once when online, else by FCM's storage rules, under
+    /// the collapse key and TTL of the device's platform (`differs`: not the send's own).
+    private func place(_ target: Device, _ mid: Int64, _ row: inout DeliveryRow, _ options: DeliveryOptions, differs: Bool,
+                       _ ctx: SendContext, _ p: inout Placement, state s: inout EngineState) {
         let now = ctx.now
+        if differs { row.expiresAt = now + options.ttlSeconds * 1000 }
         if target.online {
             row.status = "delivered"
             row.deliveredAt = now
             return
         }
-        if ctx.req.options.timeToLive == 0 {
+        if options.ttlSeconds == 0 {
             // Now or never: an offline device never sees a TTL-0 message.
             row.status = "expired"
             return
         }
         // Offline: FCM's storage rules decide what the device keeps.
         var entries = s.stored[target.id] ?? []
-        let stored = DeviceStorage.store(StoredEntry(deliveryID: mid, collapseKey: ctx.req.options.collapseKey, expiresAt: ctx.expiresAt),
+        let stored = DeviceStorage.store(StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt),
                                          in: &entries, now: now)
         row.status = stored.newDropped ? "dropped" : "pending"
         if ctx.wantEvents {

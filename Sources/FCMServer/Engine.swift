@@ -273,8 +273,10 @@ struct EngineState: Sendable {
                                 state: DeviceState(rawValue: r.state) ?? .registered, canonicalID: r.canonicalID, online: r.online,
                                 createdAt: r.createdAt, lastSeenAt: r.lastSeenAt))
             }
-            try load.heldDeliveries { id, device, collapseKey, expiresAt, isNotice in
-                s.stored[device, default: []].append(StoredEntry(deliveryID: id, collapseKey: collapseKey, expiresAt: expiresAt, isNotice: isNotice))
+            var keys = HeldCollapseKeys()
+            try load.heldDeliveries { h in
+                let key = keys.key(h, platform: s.devices[h.device]?.platform)
+                s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice))
             }
             try load.subscriptions { device, topic, at in s.subscribe(device: device, topic: topic, at: at) }
             try load.groups({ key, name, sender, createdAt in

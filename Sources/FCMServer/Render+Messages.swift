@@ -95,6 +95,8 @@ extension Render {
         w.endObject()
         w.key("data"); if let d = r.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
+        // What the device received, in its platform's form (docs/effective-payloads.md).
+        w.key("effective"); w.value(effective(r, platform: e.platform))
         w.endObject()
         return w.string
     }

@@ -33,14 +33,15 @@ public struct StoreLoader {
         }
     }
 
-    /// Deliveries an offline device holds, in order: delivery id, device, the message's collapse
-    /// key, expiry, and whether it is a `deleted_messages` notice.
-    public func heldDeliveries(_ row: (Int64, Int64, String?, Int64, Bool) -> Void) throws(StoreError) {
+    /// Deliveries an offline device holds, in order, with what their collapse key is worked
+    /// out from.
+    public func heldDeliveries(_ row: (HeldDelivery) -> Void) throws(StoreError) {
         try c.query("""
-            SELECT d.id, d.device, m.collapse_key, d.expires_at, m.target_kind FROM deliveries d
+            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms FROM deliveries d
             JOIN messages m ON m.id = d.message WHERE d.status = 'pending' AND d.device IS NOT NULL ORDER BY d.id
             """) { (r: Statement) throws(StoreError) in
-            row(r.int(0), r.int(1), r.text(2), r.int(3), r.text(4) == "deleted_messages")
+            row(HeldDelivery(id: r.int(0), device: r.int(1), message: r.int(2), collapseKey: r.text(3), expiresAt: r.int(4),
+                             isNotice: r.text(5) == "deleted_messages", platforms: r.text(6)))
         }
     }
 
@@ -91,5 +92,27 @@ public struct StoreLoader {
     /// The highest message-id stamp used by a record or a delivery (0 when none).
     public func maxMessageStamp() throws(StoreError) -> Int64 {
         max(try c.scalar("SELECT max(id) FROM messages") ?? 0, try c.scalar("SELECT max(id) FROM deliveries") ?? 0)
+    }
+}
+
+/// A delivery an offline device holds, as read back at start.
+public struct HeldDelivery: Sendable {
+    public var id: Int64
+    public var device: Int64
+    /// The message record it belongs to.
+    public var message: Int64
+    /// The message's top-level collapse key: every platform's for a legacy send, Android's for
+    /// a v1 send (whose other platforms take theirs from `platforms`).
+    public var collapseKey: String?
+    /// This delivery's own expiry: already the device's platform's.
+    public var expiresAt: Int64
+    /// A `deleted_messages` notice.
+    public var isNotice: Bool
+    /// A v1 message's platform blocks as stored; nil for a legacy send.
+    public var platforms: String?
+
+    public init(id: Int64, device: Int64, message: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool, platforms: String?) {
+        self.id = id; self.device = device; self.message = message; self.collapseKey = collapseKey
+        self.expiresAt = expiresAt; self.isNotice = isNotice; self.platforms = platforms
     }
 }

@@ -48,6 +48,8 @@ public final class BinaryServer {
     public let process: Process
     public let httpPort: Int
     public let xmppPort: Int
+    /// The HTTPS port from the listening line (nil without `--https-port`).
+    public let httpsPort: Int?
     private let stderrPipe: Pipe
     /// Everything the server wrote to stderr and no test took yet. A thread drains the pipe all
     /// the time, so a busy server (one access-log line a request) never blocks on a full pipe.
@@ -108,6 +110,7 @@ public final class BinaryServer {
         }
         httpPort = h
         xmppPort = x
+        httpsPort = Self.port(l, "https=")
     }
 
     /// What the server wrote to stderr since the last call, once nothing new came for 50 ms.

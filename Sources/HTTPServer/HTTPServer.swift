@@ -2,6 +2,7 @@ import CMicroHTTPD
 import Dispatch
 import Platform
 import Synchronization
+import TLS
 
 #if canImport(Glibc)
     import Glibc
@@ -20,26 +21,54 @@ public final class HTTPServer: Sendable {
     /// The address actually bound (the port is the real one when 0 was asked for).
     public let host: String
     public let port: Int
-    private let core: ServerCore
-    /// The running daemon's address (0 when stopped); a plain integer so the Mutex holds a Sendable value.
-    private let daemon = Mutex<UInt>(0)
+    /// The HTTPS port's real number (nil without one).
+    public let httpsPort: Int?
+    let core: ServerCore
+    /// The running daemons' addresses (0 when stopped), plain integers so the Mutex holds a
+    /// Sendable value: the main one, and the plain one HTTPS's HTTP/1.1 connections are bridged
+    /// to when the main one speaks TLS itself (`--http-tls`). Connections are added under this
+    /// lock, so none is added to a daemon being stopped.
+    let daemons = Mutex<(main: UInt, bridge: UInt)>((0, 0))
     private let listenFD: Int32
-    private let stopped = Atomic<Bool>(false)
+    let stopped = Atomic<Bool>(false)
     private let threads: Int
     private let tls: HTTPServerTLS?
+    let http2Limits: HTTP2Limits
+    /// Accept loops: the plain port's sniffer (nil with `--http-tls`, where libmicrohttpd
+    /// accepts itself) and the HTTPS port's.
+    private let plainAcceptor = Mutex<PlainAcceptor?>(nil)
+    private let tlsAcceptor = Mutex<TLSAcceptor?>(nil)
+    private let httpsListen: (fd: Int32, credentials: TLSCredentials)?
 
-    /// Binds `host:port` right away (so a busy port is reported before anything starts), without
-    /// accepting connections until `start()`.
-    /// With `tls`, the port speaks HTTPS.
-    /// `accessLog` is called once per answered request, on the loop thread that sends the answer.
+    /// Binds `host:port` (and `https.port`) right away (so a busy port is reported before
+    /// anything starts), without accepting connections until `start()`.
+    /// With `tls`, the port speaks HTTPS through libmicrohttpd; without it, the port also speaks
+    /// h2c (HTTP/2 with prior knowledge). With `https`, a second port speaks TLS with ALPN `h2`
+    /// and `http/1.1`.
+    /// `accessLog` is called once per answered request, on the thread that sends the answer.
     public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, tls: HTTPServerTLS? = nil,
+                https: HTTPSListenerOptions? = nil, http2Limits: HTTP2Limits = HTTP2Limits(),
                 accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, handler: @escaping HTTPHandler) throws(SocketError) {
         self.tls = tls
         let (fd, boundPort) = try ListenSocket.open(host: host, port: port)
+        if let https {
+            do {
+                let (hfd, hport) = try ListenSocket.open(host: host, port: https.port)
+                httpsListen = (hfd, https.credentials)
+                httpsPort = hport
+            } catch {
+                close(fd)
+                throw error
+            }
+        } else {
+            httpsListen = nil
+            httpsPort = nil
+        }
         self.listenFD = fd
         self.host = host
         self.port = boundPort
         self.threads = max(1, threads)
+        self.http2Limits = http2Limits
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog)
     }
 
@@ -61,11 +90,43 @@ public final class HTTPServer: Sendable {
 
     /// Starts accepting connections.
     public func start() throws(SocketError) {
+        // Without TLS of its own, libmicrohttpd gets a listening socket no one reaches and we
+        // accept, to tell h2c from HTTP/1.1 first (its thread pool needs a listening socket).
+        let mainListen = tls == nil ? unreachableListenSocket() : listenFD
+        guard let main = startDaemon(listen: mainListen, tls: tls) else {
+            throw SocketError("could not start the HTTP server on \(host):\(port)")
+        }
+        var bridge: UInt = 0
+        if httpsListen != nil && tls != nil {
+            guard let b = startDaemon(listen: unreachableListenSocket(), tls: nil) else {
+                throw SocketError("could not start the HTTPS server on \(host):\(httpsPort ?? 0)")
+            }
+            bridge = b
+        }
+        daemons.withLock { $0 = (main, bridge) }
+        if tls == nil {
+            let a = PlainAcceptor(listenFD: listenFD, sink: self)
+            plainAcceptor.withLock { $0 = a }
+            a.start()
+        }
+        if let httpsListen {
+            let a = TLSAcceptor(listenFD: httpsListen.fd, sink: self, credentials: httpsListen.credentials, limits: http2Limits)
+            tlsAcceptor.withLock { $0 = a }
+            a.start()
+        }
+    }
+
+    /// A libmicrohttpd daemon on `listen` (its address as an integer), or nil.
+    private func startDaemon(listen: Int32, tls: HTTPServerTLS?) -> UInt? {
+        guard listen >= 0 else { return nil }
         let cls = Unmanaged.passUnretained(core).toOpaque()
-        let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listenFD, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
+        let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listen, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
                               UInt32(threads), UInt32(Self.connectionLimit()), tls?.keyPEM, tls?.certificatePEM)
-        guard let d else { throw SocketError("could not start the HTTP server on \(host):\(port)") }
-        daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d))) }
+        guard let d else {
+            if listen != listenFD { close(listen) }
+            return nil
+        }
+        return UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(d)))
     }
 
     /// First step of stopping: from now on every new request is answered 503 (closing its
@@ -73,6 +134,8 @@ public final class HTTPServer: Sendable {
     /// own answers. `stop()` follows.
     public func refuseNewRequests() {
         core.refusing.store(true, ordering: .sequentiallyConsistent)
+        // HTTP/2 clients are told at once (GOAWAY): their streams in flight are still answered.
+        for c in core.http2Connections() { c.post(.goAway) }
         // A loop thread that read the flag just before it was set may still be handing its
         // request over: wait (a second at most) until every such hand-over is done, so what the
         // caller drains next includes its writes.
@@ -90,9 +153,18 @@ public final class HTTPServer: Sendable {
     /// Calling it again does nothing (the listening socket is closed exactly once).
     public func stop() {
         guard !stopped.exchange(true, ordering: .relaxed) else { return }
-        let bits = daemon.withLock { d -> UInt in defer { d = 0 }; return d }
-        guard let d = OpaquePointer(bitPattern: bits) else {
-            close(listenFD)
+        // No new connections, on either port.
+        plainAcceptor.withLock { $0 }?.stop()
+        tlsAcceptor.withLock { $0 }?.stop()
+        let bits = daemons.withLock { d -> (main: UInt, bridge: UInt) in defer { d = (0, 0) }; return d }
+        if tls == nil { _ = plainAcceptor.withLock { $0 } ?? { close(listenFD); return nil }() }
+        if let h = httpsListen, tlsAcceptor.withLock({ $0 }) == nil { close(h.fd) }
+        // HTTP/2 connections answer their waiting streams (the decided answer, else 503) and
+        // close, within a second.
+        for c in core.http2Connections() { c.post(.stop) }
+        guard let d = OpaquePointer(bitPattern: bits.main) else {
+            if tls != nil { close(listenFD) }
+            core.waitForHTTP2(millis: 1500)
             return
         }
         // No MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races with a busy loop thread taking
@@ -109,7 +181,9 @@ public final class HTTPServer: Sendable {
             usleep(5_000)
             waited += 1
         }
+        core.waitForHTTP2(millis: 1500)
         MHD_stop_daemon(d)
+        if let b = OpaquePointer(bitPattern: bits.bridge) { MHD_stop_daemon(b) }
     }
 }
 
@@ -138,83 +212,6 @@ public struct HTTPServerTLS: Sendable {
     }
 }
 
-/// Where a handler sends its answer: exactly once, now or later, from any thread. Answers after
-/// the first are ignored.
-///
-/// `@unchecked Sendable`: all mutable state is reached under `lock` (a `Mutex`: allocation-free,
-/// and contended only when a late answer races the handler's return); `connection` is only used
-/// (to resume) while the request is suspended, which keeps it alive inside libmicrohttpd.
-public final class HTTPResponder: @unchecked Sendable {
-    private let lock = Mutex<State>(State())
-    private let connection: OpaquePointer
-    private unowned let core: ServerCore
-
-    struct State {
-        var response: HTTPResponse?
-        var answered = false
-        var suspended = false
-        /// An answer decided but held back (`send(_:afterMillis:)`): what a stopping server
-        /// sends instead of 503.
-        var decided: HTTPResponse?
-    }
-
-    init(connection: OpaquePointer, core: ServerCore) {
-        self.connection = connection
-        self.core = core
-    }
-
-    /// Sends `response` `ms` milliseconds from now, or at once if the server stops before then
-    /// (the answer is decided: a request whose work is done must not get 503).
-    public func send(_ response: HTTPResponse, afterMillis ms: Int) {
-        lock.withLock { $0.decided = response }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ms), execute: { self.send(response) })
-    }
-
-    /// The answer to send while stopping: the one decided, else 503.
-    var answerWhileStopping: HTTPResponse { lock.withLock { $0.decided } ?? ServerCore.shuttingDown }
-
-    /// Sends `response`.
-    public func send(_ response: HTTPResponse) {
-        let resume: Bool = lock.withLock { s in
-            guard !s.answered else { return false }
-            s.answered = true
-            s.response = response
-            if s.suspended {
-                s.suspended = false
-                return true
-            }
-            return false
-        }
-        if resume {
-            core.unregister(self)
-            MHD_resume_connection(connection)
-        }
-    }
-
-    /// Called by the loop after the handler returned: the response to queue now, or nil after
-    /// suspending the connection until `send`.
-    func responseOrSuspend() -> HTTPResponse? {
-        lock.withLock { s in
-            if s.answered { return s.response.take() }
-            // Once the server is stopping nothing is suspended any more (libmicrohttpd must not
-            // be stopped with a suspended connection): the request is answered 503 at once.
-            guard core.register(self) else {
-                s.answered = true
-                return s.decided ?? ServerCore.shuttingDown
-            }
-            // Suspend while holding the lock, so a concurrent `send` resumes only after this.
-            s.suspended = true
-            MHD_suspend_connection(connection)
-            return nil
-        }
-    }
-
-    /// The answer after a resume.
-    func takeResponse() -> HTTPResponse? {
-        lock.withLock { $0.response.take() }
-    }
-}
-
 /// What the C callbacks reach through their `void *` argument.
 ///
 /// `@unchecked Sendable`: `handler` and `maxBodyBytes` are immutable; the set of suspended
@@ -224,6 +221,29 @@ final class ServerCore: @unchecked Sendable {
     let maxBodyBytes: Int
     private let suspended = Locked<(isStopping: Bool, set: [ObjectIdentifier: HTTPResponder])>((false, [:]))
     private let streams = Locked<[ObjectIdentifier: HTTPStream]>([:])
+    private let http2 = Locked<[ObjectIdentifier: HTTP2Connection]>([:])
+
+    /// Records an open HTTP/2 connection; false when `max` are open already.
+    func track(_ c: HTTP2Connection, max: Int) -> Bool {
+        http2.withLock { m -> Bool in
+            guard m.count < max else { return false }
+            m[ObjectIdentifier(c)] = c
+            return true
+        }
+    }
+
+    func untrack(_ c: HTTP2Connection) { _ = http2.withLock { $0.removeValue(forKey: ObjectIdentifier(c)) } }
+
+    func http2Connections() -> [HTTP2Connection] { http2.withLock { Array($0.values) } }
+
+    /// Waits until every HTTP/2 connection has ended, for at most `millis`.
+    func waitForHTTP2(millis: Int) {
+        var waited = 0
+        while http2.withLock({ !$0.isEmpty }) && waited < millis {
+            usleep(5_000)
+            waited += 5
+        }
+    }
 
     /// Keeps track of an open stream until its connection is gone (stop ends them all).
     func track(_ s: HTTPStream) {

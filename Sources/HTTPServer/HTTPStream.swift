@@ -15,6 +15,8 @@ public final class HTTPStream: @unchecked Sendable {
         var suspended = false
         /// The connection's address as an integer (0: not queued yet), so the state stays Sendable.
         var connection: UInt = 0
+        /// On HTTP/2: asks the stream's connection to read again (instead of resuming `connection`).
+        var wake: (@Sendable () -> Void)?
         var onClose: [@Sendable () -> Void] = []
     }
     let state = Mutex<State>(State())
@@ -37,21 +39,38 @@ public final class HTTPStream: @unchecked Sendable {
 
     /// Appends bytes to send.
     public func write(_ bytes: [UInt8]) {
-        let resume = state.withLock { s -> UInt in
-            guard !s.finished, !s.closed else { return 0 }
+        let resume = state.withLock { s -> Resume in
+            guard !s.finished, !s.closed else { return .nothing }
             s.buffer.append(contentsOf: bytes)
             return s.takeSuspended()
         }
-        if let c = OpaquePointer(bitPattern: resume) { MHD_resume_connection(c) }
+        resume.run()
     }
 
     /// Ends the stream once what was written is sent.
     public func finish() {
-        let resume = state.withLock { s -> UInt in
+        let resume = state.withLock { s -> Resume in
             s.finished = true
             return s.takeSuspended()
         }
-        if let c = OpaquePointer(bitPattern: resume) { MHD_resume_connection(c) }
+        resume.run()
+    }
+
+    /// HTTP/2: the next bytes for the stream's DATA frames (at most `max`); `end` once finished
+    /// and drained; nothing and not `end` marks the stream suspended until `write` or `finish`
+    /// calls `wake`.
+    func readHTTP2(max: Int) -> (bytes: ArraySlice<UInt8>, end: Bool) {
+        state.withLock { s in
+            if !s.buffer.isEmpty {
+                let n = Swift.min(max, s.buffer.count)
+                let out = s.buffer[0..<n]
+                s.buffer.removeFirst(n)
+                return (out, s.finished && s.buffer.isEmpty)
+            }
+            if s.finished || s.closed { return ([], true) }
+            s.suspended = true
+            return ([], false)
+        }
     }
 
     /// libmicrohttpd asks for the next bytes (on the connection's loop thread).
@@ -87,12 +106,32 @@ public final class HTTPStream: @unchecked Sendable {
     }
 }
 
+/// What `write` or `finish` must do to get a suspended stream read again.
+enum Resume {
+    case nothing
+    case connection(UInt)
+    case wake(@Sendable () -> Void)
+
+    func run() {
+        switch self {
+        case .nothing: break
+        case .connection(let c): if let c = OpaquePointer(bitPattern: c) { MHD_resume_connection(c) }
+        case .wake(let w): w()
+        }
+    }
+}
+
 extension HTTPStream.State {
-    /// The connection to resume (as an integer, 0 for none), clearing the suspended mark.
-    mutating func takeSuspended() -> UInt {
-        guard suspended, connection != 0 else { return 0 }
+    /// How to resume the reader, clearing the suspended mark.
+    mutating func takeSuspended() -> Resume {
+        guard suspended else { return .nothing }
+        if let wake {
+            suspended = false
+            return .wake(wake)
+        }
+        guard connection != 0 else { return .nothing }
         suspended = false
-        return connection
+        return .connection(connection)
     }
 }
 

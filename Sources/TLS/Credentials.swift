@@ -88,6 +88,18 @@ public struct LocalCertificateAuthority: Sendable {
     public let serverCertificate: String
     public let serverKey: String
 
+    /// The local certificate authority in `directory` if its four files are there (so a client
+    /// that trusts `ca.pem` keeps trusting the server across restarts), else a new one made by
+    /// `create`; `created` says which.
+    public static func loadOrCreate(names: [String], directory: String) throws(TLSError)
+        -> (authority: LocalCertificateAuthority, created: Bool) {
+        let existing = LocalCertificateAuthority(caCertificate: directory + "/ca.pem", caKey: directory + "/ca.key",
+                                                 serverCertificate: directory + "/server.pem", serverKey: directory + "/server.key")
+        let files = [existing.caCertificate, existing.caKey, existing.serverCertificate, existing.serverKey]
+        if files.allSatisfy({ access($0, R_OK) == 0 }) { return (existing, false) }
+        return (try create(names: names, directory: directory), true)
+    }
+
     /// Creates a new local certificate authority and a server certificate it signs for `names`
     /// (DNS names, or IP literals), as `ca.pem`, `ca.key`, `server.pem` and `server.key` in
     /// `directory` (created if missing; existing files are replaced).

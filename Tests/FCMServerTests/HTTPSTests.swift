@@ -42,7 +42,8 @@ final class HTTPSTests: XCTestCase {
         let send = ["-H", "Authorization: key=\(DemoProject.serverKey)", "-H", "Content-Type: application/json",
                     "-d", #"{"to":"demo-android-1","data":{"via":"https"}}"#]
         // Each host name a legacy client hard-codes, resolved to the mock, verified against the CA.
-        for host in ["fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "push.example.test"] {
+        for host in ["fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "oauth2.googleapis.com",
+                     "www.googleapis.com", "accounts.google.com", "push.example.test"] {
             let r = try curl(["--resolve", "\(host):\(port):127.0.0.1", "--cacert", out + "/ca.pem"] + send
                              + ["https://\(host):\(port)/fcm/send"])
             XCTAssertEqual(r.status, 0, "\(host): \(r.stderr)")
@@ -52,7 +53,7 @@ final class HTTPSTests: XCTestCase {
         let inbox = try curl(["--cacert", out + "/ca.pem", "https://localhost:\(port)/api/v1/devices/demo-android-1/messages"])
         XCTAssertEqual(inbox.status, 0, inbox.stderr)
         let entries = try XCTUnwrap((try JSONParser.parse(inbox.stdout)).objectValue?["items"]?.arrayValue)
-        XCTAssertEqual(entries.count, 4)
+        XCTAssertEqual(entries.count, 7)
         XCTAssertEqual(entries.first?.objectValue?["data"]?.serialized(), #"{"via":"https"}"#)
         // The IP address entry works too.
         XCTAssertEqual(try curl(["--cacert", out + "/ca.pem", "https://127.0.0.1:\(port)/api/v1/health"]).status, 0)
@@ -111,5 +112,102 @@ final class HTTPSTests: XCTestCase {
         let unwritable = try runBinary(["cert", "--out", "/proc/fcm-mock-certs"])
         XCTAssertEqual(unwritable.status, 1)
         XCTAssertEqual(unwritable.stderr.split(separator: "\n").count, 1, unwritable.stderr)
+    }
+
+    // MARK: --https-port
+
+    /// curl over the HTTPS port with the local CA, for `host` resolved to the mock; prints
+    /// "HTTP_VERSION STATUS" then the body.
+    private func curlHTTPS(_ port: Int, ca: String, host: String = "fcm.googleapis.com", _ flags: [String], _ path: String) throws -> String {
+        let r = try curl(["--resolve", "\(host):\(port):127.0.0.1", "--cacert", ca, "-w", "\n%{http_version} %{http_code}"]
+                         + flags + ["https://\(host):\(port)\(path)"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return r.stdout
+    }
+
+    func testHTTPSPortNegotiatesH2AndHTTP1WithTheLocalCA() throws {
+        let s = try TestServer(extraArguments: ["--https-port", "0", "--tls-dir", dir + "/tls"])
+        defer { s.stop() }
+        let port = try XCTUnwrap(s.app.httpsPort)
+        let ca = dir + "/tls/ca.pem"
+        let send = ["-H", "Authorization: key=\(DemoProject.serverKey)", "-H", "Content-Type: application/json",
+                    "-d", #"{"to":"demo-android-1","data":{"via":"https-port"}}"#]
+        let h2 = try curlHTTPS(port, ca: ca, ["--http2"] + send, "/fcm/send")
+        XCTAssertTrue(h2.hasSuffix("\n2 200") && h2.contains(#""success":1,"failure":0"#), h2)
+        let h1 = try curlHTTPS(port, ca: ca, host: "oauth2.googleapis.com", ["--http1.1"] + send, "/fcm/send")
+        XCTAssertTrue(h1.hasSuffix("\n1.1 200") && h1.contains(#""success":1,"failure":0"#), h1)
+        // Keep-alive through the HTTP/1.1 bridge: two requests, one connection.
+        let twice = try curl(["--resolve", "iid.googleapis.com:\(port):127.0.0.1", "--cacert", ca, "--http1.1", "-w", " %{num_connects}",
+                              "https://iid.googleapis.com:\(port)/api/v1/health", "https://iid.googleapis.com:\(port)/api/v1/health"])
+        XCTAssertEqual(twice.status, 0, twice.stderr)
+        XCTAssertTrue(twice.stdout.hasSuffix(" 0"), "the second request reuses the connection: \(twice.stdout)")
+        // nghttp: ALPN picks h2; many streams on one TLS connection.
+        let n = try runProcess(try HTTP2Tests.tool("nghttp"), ["-nv", "-m", "50", "https://127.0.0.1:\(port)/api/v1/health"])
+        XCTAssertEqual(n.status, 0, n.stderr)
+        XCTAssertTrue(n.stdout.contains("The negotiated protocol: h2"), n.stdout.prefix(1500).description)
+        XCTAssertEqual(n.stdout.components(separatedBy: ":status: 200").count - 1, 50)
+        // The plain port is unchanged (HTTP/1.1 and h2c).
+        XCTAssertEqual(try s.client().get("/api/v1/health").status, 200)
+    }
+
+    func testLocalCAIsKeptBesideTheStoreAndServed() throws {
+        let db = dir + "/store.sqlite"
+        var first: String
+        do {
+            let s = try TestServer(db: db, extraArguments: ["--https-port", "0"])
+            defer { s.stop() }
+            let health = try s.client().get("/api/v1/health")
+            let ca = URL(fileURLWithPath: dir + "/tls/ca.pem").standardizedFileURL.path
+            XCTAssertTrue(health.text.contains(#""tls_ca":"\#(ca)""#), health.text)
+            let served = try s.client().get("/api/v1/tls/ca.pem")
+            XCTAssertEqual(served.status, 200)
+            first = try String(contentsOfFile: ca, encoding: .utf8)
+            XCTAssertEqual(served.text, first)
+            XCTAssertTrue(first.hasPrefix("-----BEGIN CERTIFICATE-----"), first)
+        }
+        // A restart on the same data folder keeps the CA: a client that trusted it still does.
+        let s = try TestServer(db: db, extraArguments: ["--https-port", "0"])
+        defer { s.stop() }
+        XCTAssertEqual(try String(contentsOfFile: dir + "/tls/ca.pem", encoding: .utf8), first)
+        let port = try XCTUnwrap(s.app.httpsPort)
+        let out = try curlHTTPS(port, ca: dir + "/tls/ca.pem", ["--http2"], "/api/v1/health")
+        XCTAssertTrue(out.hasSuffix("\n2 200"), out)
+    }
+
+    func testNoLocalCAWithoutHTTPSPortOrWithAGivenCertificate() throws {
+        let plain = try TestServer()
+        defer { plain.stop() }
+        XCTAssertTrue(try plain.client().get("/api/v1/health").text.contains(#""tls_ca":null"#))
+        let missing = try plain.client().get("/api/v1/tls/ca.pem")
+        XCTAssertEqual(missing.status, 404)
+        XCTAssertTrue(missing.text.hasPrefix(#"{"error":{"code":"#), missing.text)
+
+        let out = dir + "/certs"
+        XCTAssertEqual(try runBinary(["cert", "--out", out]).status, 0)
+        let given = try TestServer(extraArguments: ["--https-port", "0", "--tls-cert", out + "/server.pem", "--tls-key", out + "/server.key"])
+        defer { given.stop() }
+        XCTAssertTrue(try given.client().get("/api/v1/health").text.contains(#""tls_ca":null"#))
+        XCTAssertEqual(try given.client().get("/api/v1/tls/ca.pem").status, 404)
+        let port = try XCTUnwrap(given.app.httpsPort)
+        XCTAssertTrue(try curlHTTPS(port, ca: out + "/ca.pem", ["--http2"], "/api/v1/health").hasSuffix("\n2 200"))
+    }
+
+    func testHTTPSPortFlagsAndListeningLine() throws {
+        let c = try Configuration.parse(arguments: [], environment: ["FCM_MOCK_HTTPS_PORT": "8443", "FCM_MOCK_TLS_DIR": "/x/tls"])
+        XCTAssertEqual(c.httpsPort, 8443)
+        XCTAssertEqual(c.tlsDirectory, "/x/tls")
+        XCTAssertNil(try Configuration.parse(arguments: [], environment: [:]).httpsPort)
+        XCTAssertEqual(try Configuration.parse(arguments: [], environment: [:]).tlsDirectory, "./data/tls")
+        XCTAssertEqual(try Configuration.parse(arguments: ["--db", "/var/lib/m/s.db"], environment: [:]).tlsDirectory, "/var/lib/m/tls")
+        XCTAssertNil(try Configuration.parse(arguments: ["--db", ":memory:"], environment: [:]).tlsDirectory)
+        XCTAssertThrowsError(try Configuration.parse(arguments: ["--https-port", "70000"], environment: [:]))
+        // With :memory: and no --tls-dir, the CA goes to a fresh temporary folder, logged.
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--https-port", "0"])
+        defer { s.stop() }
+        let port = try XCTUnwrap(s.httpsPort)
+        let log = String(decoding: s.takeStderr(), as: UTF8.self)
+        let ca = try XCTUnwrap(log.components(separatedBy: "tls.ca=").dropFirst().first?.prefix { !$0.isWhitespace })
+        XCTAssertTrue(ca.hasSuffix("/ca.pem"), log)
+        XCTAssertTrue(try curlHTTPS(port, ca: String(ca), ["--http2"], "/api/v1/health").hasSuffix("\n2 200"))
     }
 }

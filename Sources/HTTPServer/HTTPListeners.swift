@@ -1,0 +1,283 @@
+import Platform
+import Synchronization
+import TLS
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The HTTP/2 connection preface (RFC 9113 §3.4): a client with prior knowledge sends it first.
+let http2Preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+/// A socket `accept` gave, with the peer's address (libmicrohttpd wants it).
+struct AcceptedSocket {
+    var fd: Int32
+    var address = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+}
+
+/// Where accepted connections go: libmicrohttpd (HTTP/1.1) or an HTTP/2 connection thread.
+protocol ConnectionSink: AnyObject, Sendable {
+    /// Hands `socket` to libmicrohttpd (the plain daemon when `bridge`), which owns it from now on.
+    func addHTTP1(_ socket: AcceptedSocket, bridge: Bool)
+    /// Serves `transport` as HTTP/2 on the calling thread until the connection ends.
+    func runHTTP2(_ transport: any HTTP2Transport)
+    /// Serves `transport` as HTTP/2 on a new thread.
+    func startHTTP2(_ transport: any HTTP2Transport)
+}
+
+/// A thread accepting on a listening socket until `stop()`; `poll` also watches a pipe, so
+/// stopping never waits for a client.
+///
+/// `@unchecked Sendable`: the descriptors are immutable; `stopped`/`finished` are atomics.
+class Acceptor: @unchecked Sendable {
+    let listenFD: Int32
+    let wake: (Int32, Int32)
+    let stopped = Atomic<Bool>(false)
+    private let finished = Atomic<Bool>(false)
+    unowned let sink: any ConnectionSink
+
+    init(listenFD: Int32, sink: any ConnectionSink) {
+        self.wake = wakePipe() ?? (-1, -1)
+        self.listenFD = listenFD
+        self.sink = sink
+        let flags = fcntl(listenFD, F_GETFL)
+        _ = fcntl(listenFD, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    func start() {
+        spawnThread { [self] in
+            loop()
+            finished.store(true, ordering: .sequentiallyConsistent)
+        }
+    }
+
+    /// Stops accepting (waits up to a second for the thread) and closes the listening socket.
+    func stop() {
+        guard !stopped.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        var one: UInt8 = 1
+        _ = Glibc.write(wake.1, &one, 1)
+        var waited = 0
+        while !finished.load(ordering: .sequentiallyConsistent) && waited < 200 {
+            usleep(5000)
+            waited += 1
+        }
+        close(listenFD)
+        close(wake.0)
+        close(wake.1)
+    }
+
+    func loop() {}
+
+    /// Every connection waiting on the listening socket (non-blocking accept until none).
+    func acceptAll(nonBlocking: Bool) -> [AcceptedSocket] {
+        var out: [AcceptedSocket] = []
+        while out.count < 256 {
+            var s = AcceptedSocket(fd: -1)
+            let fd = withUnsafeMutablePointer(to: &s.address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept(listenFD, $0, &s.length)
+                }
+            }
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                break
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            // Linux sockets do not inherit O_NONBLOCK from the listening socket.
+            if nonBlocking { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+            s.fd = fd
+            out.append(s)
+        }
+        return out
+    }
+}
+
+/// The plain HTTP port: each new connection's first bytes are peeked at (never consumed); the
+/// HTTP/2 preface makes it h2c, anything else goes to libmicrohttpd untouched. One thread polls
+/// the listening socket and every connection not yet classified, so a slow client holds no
+/// one up: after `sniffMillis` without a verdict, or past `maxPending` undecided connections
+/// (the oldest first), a connection is taken as HTTP/1.1, which is what a client waiting for
+/// the server to speak first (none should) gets today.
+final class PlainAcceptor: Acceptor, @unchecked Sendable {
+    var sniffMillis = 2000
+    var maxPending = 1024
+
+    private struct Pending {
+        var socket: AcceptedSocket
+        var deadline: UInt64
+        /// The first bytes matched a part of the preface: `poll` would wake at once again, so
+        /// the socket is peeked at every few milliseconds instead.
+        var partial = false
+    }
+
+    override func loop() {
+        var pending: [Pending] = []
+        var peek = [UInt8](repeating: 0, count: http2Preface.count)
+        defer { for p in pending { close(p.socket.fd) } }
+        while !stopped.load(ordering: .sequentiallyConsistent) {
+            var fds = [pollfd(fd: wake.0, events: Int16(POLLIN), revents: 0), pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+            var anyPartial = false
+            for p in pending {
+                fds.append(pollfd(fd: p.socket.fd, events: p.partial ? 0 : Int16(POLLIN), revents: 0))
+                anyPartial = anyPartial || p.partial
+            }
+            let now = monotonicNanos()
+            var timeout = 1000
+            if let next = pending.map(\.deadline).min() { timeout = min(timeout, Int((next > now ? next - now : 0) / 1_000_000) + 1) }
+            if anyPartial { timeout = min(timeout, 10) }
+            let ready = poll(&fds, nfds_t(fds.count), Int32(timeout))
+            if ready < 0 && errno != EINTR { return }
+            if stopped.load(ordering: .sequentiallyConsistent) { return }
+            let after = monotonicNanos()
+            var keep: [Pending] = []
+            for (i, var p) in pending.enumerated() {
+                let r = fds[i + 2].revents
+                guard r != 0 || p.partial || after >= p.deadline else {
+                    keep.append(p)
+                    continue
+                }
+                let n = recv(p.socket.fd, &peek, peek.count, Int32(MSG_PEEK))
+                if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    close(p.socket.fd)  // gone before saying anything
+                } else if n > 0 && peek[0..<n] != http2Preface[0..<n] {
+                    sink.addHTTP1(p.socket, bridge: false)
+                } else if n == http2Preface.count {
+                    sink.startHTTP2(PlainTransport(fd: p.socket.fd))
+                } else if after >= p.deadline {
+                    sink.addHTTP1(p.socket, bridge: false)
+                } else {
+                    p.partial = n > 0
+                    keep.append(p)
+                }
+            }
+            pending = keep
+            if fds[1].revents != 0 {
+                for s in acceptAll(nonBlocking: true) {
+                    if pending.count >= maxPending { sink.addHTTP1(pending.removeFirst().socket, bridge: false) }
+                    pending.append(Pending(socket: s, deadline: monotonicNanos() + UInt64(sniffMillis) * 1_000_000))
+                }
+            }
+            if fds[0].revents != 0 {
+                var sinkBytes = [UInt8](repeating: 0, count: 16)
+                while read(wake.0, &sinkBytes, 16) > 0 {}
+            }
+        }
+    }
+}
+
+/// The HTTPS port (`--https-port`): each connection gets a thread that runs the TLS handshake
+/// offering ALPN `h2` and `http/1.1` (ours first); `h2` is served by an HTTP/2 connection on that
+/// thread, anything else (http/1.1, or no ALPN) by libmicrohttpd through a socket pair the thread
+/// pumps: libmicrohttpd sees a plain HTTP/1.1 client, so both protocols share one handler, one
+/// access log and one shutdown, and libmicrohttpd's own TLS (`--http-tls`) is left as it is.
+final class TLSAcceptor: Acceptor, @unchecked Sendable {
+    let credentials: TLSCredentials
+    let limits: HTTP2Limits
+    /// Connections being handshaken or bridged (each holds a thread).
+    private let open = Atomic<Int>(0)
+
+    init(listenFD: Int32, sink: any ConnectionSink, credentials: TLSCredentials, limits: HTTP2Limits) {
+        self.credentials = credentials
+        self.limits = limits
+        super.init(listenFD: listenFD, sink: sink)
+    }
+
+    override func loop() {
+        while !stopped.load(ordering: .sequentiallyConsistent) {
+            var fds = [pollfd(fd: wake.0, events: Int16(POLLIN), revents: 0), pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, 1000)
+            if ready < 0 && errno != EINTR { return }
+            if stopped.load(ordering: .sequentiallyConsistent) || fds[0].revents != 0 { return }
+            guard fds[1].revents != 0 else { continue }
+            for s in acceptAll(nonBlocking: false) {
+                guard open.load(ordering: .relaxed) < limits.maxConnections else {
+                    close(s.fd)
+                    continue
+                }
+                open.add(1, ordering: .relaxed)
+                spawnThread { [self] in
+                    serve(s)
+                    open.subtract(1, ordering: .relaxed)
+                }
+            }
+        }
+    }
+
+    private func serve(_ s: AcceptedSocket) {
+        configureConnectionSocket(s.fd, seconds: limits.handshakeSeconds)
+        let session: TLSSession
+        do {
+            session = try TLSSession(serverOn: s.fd, credentials: credentials, protocols: ["h2", "http/1.1"])
+        } catch {
+            close(s.fd)
+            return
+        }
+        let tls = TLSTransport(fd: s.fd, session: session)
+        if session.negotiatedProtocol == "h2" {
+            sink.runHTTP2(tls)
+            return
+        }
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            tls.close()
+            return
+        }
+        var mhdSide = s
+        mhdSide.fd = pair[1]
+        sink.addHTTP1(mhdSide, bridge: true)
+        pump(tls, pair[0])
+    }
+
+    /// Copies bytes both ways between the TLS client and libmicrohttpd's end of the pair until
+    /// either side closes (libmicrohttpd's idle time-out included).
+    private func pump(_ tls: TLSTransport, _ local: Int32) {
+        defer {
+            tls.close()
+            close(local)
+        }
+        configureConnectionSocket(local, seconds: 30)
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            var fromClient = tls.hasBufferedData
+            var fromServer = false
+            if !fromClient {
+                var fds = [pollfd(fd: tls.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: local, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&fds, 2, 1000)
+                if ready < 0 && errno != EINTR { return }
+                fromClient = fds[0].revents != 0
+                fromServer = fds[1].revents != 0
+            }
+            if fromClient {
+                let n = buffer.withUnsafeMutableBytes { tls.read($0.baseAddress!, $0.count) }
+                if n < 0 && errno == EAGAIN { continue }
+                if n <= 0 { return }
+                guard buffer.withUnsafeBytes({ writeAll(local, UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) else { return }
+            }
+            if fromServer {
+                let n = buffer.withUnsafeMutableBytes { recv(local, $0.baseAddress!, $0.count, 0) }
+                if n <= 0 { return }
+                guard buffer.withUnsafeBytes({ tls.write(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) else { return }
+            }
+        }
+    }
+}
+
+/// A listening socket no client can reach (an unnamed Unix socket), for libmicrohttpd: its
+/// thread pool needs one, while the real ports are accepted by `PlainAcceptor` and
+/// `TLSAcceptor`, which hand connections over with `MHD_add_connection`.
+func unreachableListenSocket() -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return -1 }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    // Autobind (only the family given): the kernel picks a random abstract name.
+    let bound = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sa_family_t>.size)) }
+    }
+    guard bound == 0, listen(fd, 1) == 0 else {
+        close(fd)
+        return -1
+    }
+    return fd
+}

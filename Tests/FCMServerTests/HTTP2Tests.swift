@@ -1,0 +1,92 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import Foundation
+import XCTest
+
+/// HTTP/2 with prior knowledge (h2c) on the plain HTTP port, driven by real clients: curl,
+/// nghttp and h2load (Debian's nghttp2-client, which `make test` installs).
+final class HTTP2Tests: XCTestCase {
+    /// The path of `tool`; fails the test (never skips it) when it is missing.
+    static func tool(_ name: String) throws -> String {
+        for dir in ["/usr/bin", "/usr/local/bin", "/bin"] where FileManager.default.isExecutableFile(atPath: "\(dir)/\(name)") {
+            return "\(dir)/\(name)"
+        }
+        XCTFail("\(name) is not installed: `make test` installs it (apt-get install nghttp2-client curl)")
+        throw TestError("\(name) missing")
+    }
+
+    static let send = ["-H", "Authorization: key=\(DemoProject.serverKey)", "-H", "Content-Type: application/json",
+                       "-d", #"{"to":"demo-android-1","data":{"via":"h2c"}}"#]
+
+    func testCurlWithPriorKnowledgeAndHTTP1OnTheSamePort() throws {
+        let s = try TestServer()
+        defer { s.stop() }
+        let r = try runProcess(try Self.tool("curl"), ["-sS", "-i", "--max-time", "20", "--http2-prior-knowledge"] + Self.send
+                               + ["http://127.0.0.1:\(s.port)/fcm/send"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.hasPrefix("HTTP/2 200"), r.stdout)
+        XCTAssertTrue(r.stdout.contains(#""success":1,"failure":0"#), r.stdout)
+        // HTTP/1.1 still works, with keep-alive, next to it.
+        let c = s.client()
+        XCTAssertEqual(try c.get("/api/v1/health").status, 200)
+        XCTAssertEqual(try c.get("/api/v1/health").status, 200)
+        let h1 = try runProcess(try Self.tool("curl"), ["-sS", "-o", "/dev/null", "-w", "%{http_version} %{http_code}",
+                                                        "http://127.0.0.1:\(s.port)/api/v1/health"])
+        XCTAssertEqual(h1.stdout, "1.1 200")
+    }
+
+    func testNghttpHundredStreamsOnOneConnection() throws {
+        let s = try TestServer()
+        defer { s.stop() }
+        let r = try runProcess(try Self.tool("nghttp"), ["-nv", "-m", "100", "http://127.0.0.1:\(s.port)/api/v1/projects"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let statuses = r.stdout.components(separatedBy: "\n").filter { $0.contains(":status: ") }
+        XCTAssertEqual(statuses.count, 100, r.stdout.suffix(2000).description)
+        XCTAssertTrue(statuses.allSatisfy { $0.hasSuffix(":status: 200") })
+        // Every stream id an odd number of its own: one connection, 100 streams.
+        let ids = Set(statuses.compactMap { line in line.range(of: "stream_id=").map { String(line[$0.upperBound...].prefix { $0.isNumber }) } })
+        XCTAssertEqual(ids.count, 100)
+        XCTAssertEqual(r.stdout.components(separatedBy: "recv SETTINGS frame").count - 1, 2, "one connection: SETTINGS and its ACK")
+    }
+
+    func testH2loadConcurrentSendsAllStored() throws {
+        let s = try TestServer()
+        defer { s.stop() }
+        let body = NSTemporaryDirectory() + "fcm-h2load-\(UUID().uuidString).json"
+        try #"{"to":"demo-android-1","data":{"via":"h2load"}}"#.write(toFile: body, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: body) }
+        let r = try runProcess(try Self.tool("h2load"), ["-n", "200", "-c", "2", "-m", "20", "-d", body,
+                                                         "-H", "Authorization: key=\(DemoProject.serverKey)",
+                                                         "-H", "Content-Type: application/json",
+                                                         "http://127.0.0.1:\(s.port)/fcm/send"], timeout: 60)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("200 succeeded, 0 failed, 0 errored"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("status codes: 200 2xx"), r.stdout)
+        let messages = try s.client().get("/api/v1/messages?limit=500")
+        XCTAssertEqual(messages.status, 200)
+        XCTAssertEqual(messages.text.components(separatedBy: "\"h2load\"").count - 1, 200, "every send stored once")
+    }
+
+    func testGoAwayOnShutdown() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        // A stream held open (a long poll of the event stream), then SIGTERM: GOAWAY, then the
+        // connection closes and nghttp ends.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try Self.tool("nghttp"))
+        p.arguments = ["-nv", "http://127.0.0.1:\(s.httpPort)/api/v1/events"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        usleep(500_000)
+        XCTAssertEqual(s.stop(), 0)
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < deadline { usleep(50_000) }
+        XCTAssertFalse(p.isRunning, "nghttp ended with the server")
+        if p.isRunning { p.terminate() }
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(text.contains("recv GOAWAY frame"), text)
+        XCTAssertTrue(text.contains("error_code=NO_ERROR"), text)
+    }
+}

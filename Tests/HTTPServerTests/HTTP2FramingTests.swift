@@ -1,0 +1,215 @@
+import FCMTesting
+import Foundation
+import HTTPServer
+import Platform
+import XCTest
+
+/// HTTP/2 on the plain port (h2c with prior knowledge), frame by frame: streams, limits and the
+/// known attacks, against the real server over real sockets.
+final class HTTP2FramingTests: XCTestCase {
+    func start(maxBody: Int = 1024, _ handler: @escaping HTTPHandler) throws -> HTTPServer {
+        let s = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody, handler: handler)
+        try s.start()
+        return s
+    }
+
+    /// Echoes method, path, query, a header and the body; answers after `x-delay-ms` from another thread.
+    static let echo: HTTPHandler = { r, responder in
+        let q = r.rawQuery.map { "\($0.0)=\($0.1 ?? "-")" }.joined(separator: "&")
+        let text = r.bodyTooLarge ? "too large" : "\(r.method) \(r.path) \(q) \(r.header("host") ?? "-") \(String(decoding: r.body, as: UTF8.self))"
+        let answer = HTTPResponse(status: r.bodyTooLarge ? 413 : 200, contentType: "text/plain", body: text, headers: [("X-Reply", "yes")])
+        let delay = r.header("x-delay-ms").flatMap { UInt32($0) } ?? 0
+        if delay == 0 { return responder.send(answer) }
+        spawnThread {
+            usleep(delay * 1000)
+            responder.send(answer)
+        }
+    }
+
+    func testManyConcurrentStreamsEachGetTheirOwnAnswer() throws {
+        let server = try start(Self.echo)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        var ids = Set<Int32>()
+        for i in 0..<100 {
+            let id = Int32(2 * i + 1)
+            ids.insert(id)
+            // Later streams answer sooner: the answers come back out of order.
+            c.sendRequest(id, "POST", "/s/\(id)?n=\(i)", body: Array("body-\(id)".utf8), extra: [("x-delay-ms", String((100 - i) % 7 * 10))])
+        }
+        let answers = c.collect(ids)
+        XCTAssertEqual(Set(answers.keys), ids)
+        for id in ids {
+            let a = try XCTUnwrap(answers[id])
+            XCTAssertEqual(a.status, 200)
+            XCTAssertEqual(a.text, "POST /s/\(id) n=\((id - 1) / 2) localhost body-\(id)")
+            XCTAssertTrue(a.headers.contains { $0 == ("x-reply", "yes") })
+            XCTAssertTrue(a.headers.contains { $0 == ("content-length", String(a.body.count)) })
+        }
+    }
+
+    func testHTTP1StillServedOnTheSamePort() throws {
+        let server = try start(Self.echo)
+        defer { server.stop() }
+        let h2 = try H2RawClient(port: server.port)
+        h2.sendRequest(1, "GET", "/h2")
+        XCTAssertEqual(h2.collect([1])[1]?.text, "GET /h2  localhost ")
+        let r = try HTTPTestClient(port: server.port).request("GET", "/h1?x=1")
+        XCTAssertEqual(r.text, "GET /h1 x=1 127.0.0.1:\(server.port) ")
+    }
+
+    func testBodyOverTheLimitIsReadAndFlagged() throws {
+        let server = try start(maxBody: 1000, Self.echo)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        c.sendRequest(1, "POST", "/big", body: [UInt8](repeating: 65, count: 4000))
+        c.sendRequest(3, "POST", "/small", body: Array("ok".utf8))
+        let answers = c.collect([1, 3])
+        XCTAssertEqual(answers[1]?.status, 413)
+        XCTAssertEqual(answers[3]?.text, "POST /small  localhost ok")
+    }
+
+    func testStreamsBeyondTheConcurrencyLimitAreRefused() throws {
+        let held = Locked<[HTTPResponder]>([])
+        let server = try start { _, responder in held.withLock { $0.append(responder) } }
+        defer { server.stop() }
+        // A client that has not yet acknowledged the server's SETTINGS may not know the limit:
+        // its excess streams are refused, the connection goes on. (After the acknowledgement,
+        // libnghttp2 treats a client over the limit as broken: GOAWAY PROTOCOL_ERROR.)
+        let c = try H2RawClient(port: server.port)
+        for i in 0..<130 { c.sendRequest(Int32(2 * i + 1), "GET", "/wait") }
+        // Streams 129 and 130 (ids 257 and 259) are refused; the 128 before them wait.
+        var others: [H2RawClient.Frame] = []
+        let answers = c.collect([257, 259], others: &others)
+        XCTAssertEqual(answers[257]?.reset, 7, "REFUSED_STREAM")
+        XCTAssertEqual(answers[259]?.reset, 7, "REFUSED_STREAM")
+        XCTAssertFalse(others.contains { $0.type == H2RawClient.goAway })
+        var waited = 0
+        while held.withLock({ $0.count }) < 128 && waited < 500 {
+            usleep(10_000)
+            waited += 1
+        }
+        XCTAssertEqual(held.withLock { $0.count }, 128)
+        for r in held.withLock({ $0 }) { r.send(HTTPResponse(status: 204)) }
+        XCTAssertEqual(c.collect([1, 255])[255]?.status, 204)
+    }
+
+    func testHeaderListOverTheLimitGets431() throws {
+        let server = try start(Self.echo)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        // 70 KiB of fields in HEADERS plus CONTINUATION frames (16 KiB each).
+        var block = H2RawClient.request("GET", "/big-headers")
+        for i in 0..<7 { block += H2RawClient.literal("x-filler-\(i)", String(repeating: "v", count: 10_000)) }
+        let chunks = stride(from: 0, to: block.count, by: 16_384).map { Array(block[$0..<min($0 + 16_384, block.count)]) }
+        for (i, chunk) in chunks.enumerated() {
+            let last = i == chunks.count - 1
+            c.frame(i == 0 ? H2RawClient.headers : H2RawClient.continuation,
+                    (last ? H2RawClient.endHeaders : 0) | (i == 0 ? H2RawClient.endStream : 0), 1, chunk)
+        }
+        c.sendRequest(3, "GET", "/after")
+        let answers = c.collect([1, 3])
+        XCTAssertEqual(answers[1]?.status, 431)
+        XCTAssertEqual(answers[3]?.status, 200, "the connection stays usable")
+    }
+
+    func testHPACKBombIsRefusedWithoutDecodingIntoMemory() throws {
+        let seen = Locked(0)
+        let server = try start { r, responder in
+            seen.withLock { $0 += r.headers.count }
+            responder.send(HTTPResponse(status: 200, contentType: "text/plain", body: r.path))
+        }
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        // One 4000-byte value enters the dynamic table, then 10 000 one-byte references to it:
+        // 10 KB on the wire, 40 MB once decoded.
+        var block = H2RawClient.request("GET", "/bomb") + H2RawClient.indexedLiteral("x-bomb", String(repeating: "b", count: 4000))
+        block += [UInt8](repeating: H2RawClient.indexed(62)[0], count: 10_000)
+        c.frame(H2RawClient.headers, H2RawClient.endHeaders | H2RawClient.endStream, 1, block)
+        c.sendRequest(3, "GET", "/after")
+        let answers = c.collect([1, 3])
+        XCTAssertEqual(answers[1]?.status, 431)
+        XCTAssertEqual(answers[3]?.text, "/after")
+        XCTAssertLessThan(seen.withLock { $0 }, 20, "the bomb's fields never reached the handler")
+    }
+
+    func testContinuationFloodEndsTheConnection() throws {
+        let server = try start(Self.echo)
+        defer { server.stop() }
+        // Endless empty CONTINUATION frames, and endless big ones: GOAWAY ENHANCE_YOUR_CALM.
+        for fragment in [[UInt8](), H2RawClient.literal("x-flood", String(repeating: "f", count: 16_000))] {
+            let c = try H2RawClient(port: server.port)
+            c.frame(H2RawClient.headers, 0, 1, H2RawClient.request("GET", "/flood"))
+            // 100 frames a write, until the server closes (or 100 000 frames, far past any limit).
+            let batch = Array([[UInt8]](repeating: H2RawClient.frameBytes(H2RawClient.continuation, 0, 1, fragment), count: 100).joined())
+            var writes = 0
+            while writes < 1000 && c.write(batch) { writes += 1 }
+            let goAway = c.readUntilGoAway()
+            XCTAssertEqual(goAway?.errorCode, 11, "ENHANCE_YOUR_CALM")
+            XCTAssertNil(c.readFrame(), "then the connection is closed")
+        }
+        let c = try H2RawClient(port: server.port)
+        c.sendRequest(1, "GET", "/still-up")
+        XCTAssertEqual(c.collect([1])[1]?.status, 200)
+    }
+
+    func testRapidResetGetsGoAway() throws {
+        let server = try start(Self.echo)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        var burst: [UInt8] = []
+        for i in 0..<1000 {
+            let id = Int32(2 * i + 1)
+            burst += H2RawClient.frameBytes(H2RawClient.headers, H2RawClient.endHeaders | H2RawClient.endStream, id,
+                                            H2RawClient.request("GET", "/r", extra: [("x-delay-ms", "50")]))
+            burst += H2RawClient.frameBytes(H2RawClient.rstStream, 0, id, H2RawClient.uint32(8))  // CANCEL
+        }
+        c.write(burst)
+        let goAway = c.readUntilGoAway()
+        XCTAssertEqual(goAway?.errorCode, 11, "ENHANCE_YOUR_CALM")
+        XCTAssertNil(c.readFrame(), "then the connection closes")
+        let fresh = try H2RawClient(port: server.port)
+        fresh.sendRequest(1, "GET", "/still-up")
+        XCTAssertEqual(fresh.collect([1])[1]?.status, 200)
+    }
+
+    func testGoAwayOnShutdownStillAnswersStreamsInFlight() throws {
+        let held = Locked<HTTPResponder?>(nil)
+        let server = try start { r, responder in
+            if r.path == "/wait" { held.withLock { $0 = responder } } else { responder.send(HTTPResponse(status: 200)) }
+        }
+        let c = try H2RawClient(port: server.port)
+        c.sendRequest(1, "GET", "/wait")
+        var waited = 0
+        while held.withLock({ $0 }) == nil && waited < 500 {
+            usleep(10_000)
+            waited += 1
+        }
+        server.refuseNewRequests()
+        let goAway = c.readUntilGoAway()
+        XCTAssertEqual(goAway?.errorCode, 0, "NO_ERROR")
+        XCTAssertEqual(goAway?.lastStreamID, 1)
+        held.withLock { $0 }?.send(HTTPResponse(status: 202, contentType: "text/plain", body: "late"))
+        let a = c.collect([1])
+        XCTAssertEqual(a[1]?.status, 202)
+        XCTAssertEqual(a[1]?.text, "late")
+        server.stop()
+        XCTAssertNil(c.readFrame(), "closed after the last stream")
+    }
+
+    func testAccessLogCoversHTTP2() throws {
+        let lines = Locked<[HTTPAccess]>([])
+        let s = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 100, accessLog: { a in lines.withLock { $0.append(a) } },
+                               handler: Self.echo)
+        try s.start()
+        defer { s.stop() }
+        let c = try H2RawClient(port: s.port)
+        c.sendRequest(1, "GET", "/logged?q=1", extra: [("authorization", "key=secret")])
+        XCTAssertEqual(c.collect([1])[1]?.status, 200)
+        let a = try XCTUnwrap(lines.withLock { $0.first })
+        XCTAssertEqual(a.method, "GET")
+        XCTAssertEqual(a.path, "/logged")
+        XCTAssertEqual(a.status, 200)
+        XCTAssertEqual(a.authorization, "key=secret")
+    }
+}
