@@ -136,7 +136,7 @@ def _service_account_from_cli(mock, tmp_path):
 def pointed(mock, tmp_path):
     """Set-up A: token_uri is the mock's URL; the SDK's FCM URLs are moved to the mock."""
     path, sa = _service_account_from_cli(mock, tmp_path)
-    assert sa["token_uri"] == mock.base_url + "/token", sa
+    assert sa["token_uri"] == mock.base_url + "/token", sa["token_uri"]  # never the private key
     with google_names(None):
         app = firebase_admin.initialize_app(credentials.Certificate(str(path)), name="pointed")
         service = messaging._get_messaging_service(app)
@@ -189,7 +189,7 @@ def unmodified(mock, tmp_path):
             json={}, timeout=30)
         assert resp.status_code == 201, (resp.status_code, resp.text[:2000])
         sa = resp.json()
-        assert sa["token_uri"] == GOOGLE_TOKEN_URI, sa
+        assert sa["token_uri"] == GOOGLE_TOKEN_URI, sa["token_uri"]  # never the private key
         path = tmp_path / "service-account.json"
         path.write_text(json.dumps(sa))
 
