@@ -116,7 +116,7 @@ public final class Application: Sendable {
                 throw Self.listenError(error, listener: "XMPP", flag: "--xmpp-port")
             }
             self.xmpp = xmpp
-            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, scheme: c.httpTLS ? "https" : "http", tlsCA: tlsCA,
+            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
             let accessLog: (@Sendable (HTTPAccess) -> Void)?

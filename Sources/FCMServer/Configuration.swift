@@ -101,7 +101,7 @@ extension Configuration {
             c.unknownTokens = p
         },
         ServeOption(flag: "--accept-any-key", value: nil, environment: "FCM_MOCK_ACCEPT_ANY_KEY", defaultText: "false",
-                    help: "a server key no project owns counts as the first project's") { c, v, n throws(ConfigurationError) in
+                    help: "a server key no project owns counts as the first project's; so do any Bearer token and an RS256 assertion of an unknown key (v1: the path's project)") { c, v, n throws(ConfigurationError) in
             c.acceptAnyKey = try bool(v, n)
         },
         ServeOption(flag: "--control-token", value: "SECRET", environment: "FCM_MOCK_CONTROL_TOKEN", defaultText: "none (open)",

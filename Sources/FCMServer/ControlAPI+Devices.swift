@@ -27,9 +27,9 @@ extension ControlAPI {
         return ok(render(d), status: 201)
     }
 
-    /// `GET /api/v1/devices/{token}`.
+    /// `GET /api/v1/devices/{token}`: by token or fid.
     func device(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(render(try engine.device(c["token"])))
+        ok(render(try engine.device(tokenOrFID: c["token"])))
     }
 
     /// `PATCH /api/v1/devices/{token}`: `{"online": Bool}`.
@@ -101,10 +101,11 @@ extension ControlAPI {
 
     /// A device from its JSON form (`POST /api/v1/devices` and fixtures).
     static func deviceSpec(_ b: Body) throws(ControlError) -> DeviceSpec {
-        try b.allow(["token", "sender_id", "app", "platform", "online"])
+        try b.allow(["token", "sender_id", "app", "platform", "online", "fid"])
         guard let sender = try b.string("sender_id") else { throw .badRequest("\(b.path)sender_id is required") }
         return DeviceSpec(token: try b.string("token"), senderID: sender, app: try b.string("app"),
-                          platform: try b.platform("platform") ?? .android, online: try b.bool("online") ?? true)
+                          platform: try b.platform("platform") ?? .android, online: try b.bool("online") ?? true,
+                          fid: try b.string("fid"))
     }
 
     private func render(_ d: Device) -> String {

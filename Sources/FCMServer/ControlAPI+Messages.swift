@@ -12,6 +12,8 @@ extension ControlAPI {
         f.token = q["token"]
         f.topic = q["topic"]
         f.transport = q["transport"]
+        if let t = f.transport, Transport(rawValue: t) == nil { throw .badRequest("transport must be http, http_v1 or xmpp") }
+        f.v1Name = q["v1_name"]
         f.status = q["status"]
         f.xmppMessageID = q["xmpp_message_id"]
         if let n = try q.int("recipients") {

@@ -23,7 +23,7 @@ extension ControlAPI {
         let saved = try engine.addServiceAccount(account, to: project.senderID)
         let host = c.request.header("host") ?? "127.0.0.1"
         return ok(Self.serviceAccountJSON(account, projectID: saved.projectID, privateKeyPEM: key.pem,
-                                          tokenURI: "\(scheme)://\(host)/token"), status: 201)
+                                          tokenURI: "\(c.request.isSecure ? "https" : "http")://\(host)/token"), status: 201)
     }
 
     /// `GET`: the project's accounts, without private keys.

@@ -15,8 +15,6 @@ struct ControlAPI: Sendable {
     let xmppConnections: @Sendable () -> [String]
     /// Drains one connection (or all for nil); the JSON of those drained.
     let xmppDrain: @Sendable (String?) -> [String]
-    /// `http` or `https`: what a service account's `token_uri` starts with.
-    var scheme = "http"
     /// The local CA's certificate file of `--https-port` (nil: none, or `--tls-cert` given).
     var tlsCA: String?
 

@@ -24,10 +24,15 @@ public enum Admission: Sendable {
         case invalidParameters(String)
         /// The transport's own check (`AdmissionContext.validate`) failed.
         case invalidForTransport(String)
+        /// An HTTP v1 body refused by its parser: Google's message and the fields at fault;
+        /// `payload` when the body is not the Message JSON at all (no FcmError detail then).
+        case v1(message: String, violations: [FieldViolation], payload: Bool)
 
         public var detail: String {
             switch self {
             case .invalidJSON(let d), .invalidParameters(let d), .invalidForTransport(let d): return d
+            case .v1(let message, let violations, _):
+                return violations.isEmpty ? message : message + " (" + violations.map { "\($0.field): \($0.description)" }.joined(separator: "; ") + ")"
             }
         }
     }
@@ -93,21 +98,48 @@ extension Engine {
                 request = r
             }
         }
+        var target: SendTarget = .missing
+        if case .request(let r) = outcome { target = r.target }
+        return try admit(request, refusal, target: target, senderID: senderID, context)
+    }
+
+    /// The same question for an HTTP v1 message (its credential was checked by its route, which
+    /// records a refused one itself): the parser's refusals are `Refusal.v1`; the message's
+    /// target was checked by the parser, with v1's rules.
+    public func admit(_ outcome: V1ParseOutcome, senderID: String, _ context: AdmissionContext) throws(StoreError) -> Admission {
+        switch outcome {
+        case .send(let s):
+            return try admit(s.request, nil, target: s.request.target, senderID: senderID, context)
+        case .invalidArgument(let message, let violations):
+            return try admit(nil, .v1(message: message, violations: violations, payload: false), target: .missing, senderID: senderID,
+                             context)
+        case .invalidPayload(let message, let violations):
+            return try admit(nil, .v1(message: message, violations: violations, payload: true), target: .missing, senderID: senderID,
+                             context)
+        }
+    }
+
+    /// What every transport shares: the faults and the record of a refusal, given the request
+    /// that parsed or why it did not.
+    private func admit(_ request: SendRequest?, _ refusal: Admission.Refusal?, target: SendTarget, senderID: String,
+                       _ context: AdmissionContext) throws(StoreError) -> Admission {
         let isHTTP = context.transport != .xmpp
         if !isHTTP, let refusal {
             try record(context, senderID: senderID, httpStatus: 0, error: "INVALID_JSON", detail: refusal.detail, fault: nil)
             return .refused(refusal, delay: nil)
         }
+        let v1 = context.transport == .httpV1
         var delay: DelayFault?
-        var target: SendTarget = .missing
-        if case .request(let r) = outcome { target = r.target }
         if mayHaveFaults,
             let f = fireRequestFault(transport: context.transport, path: context.path, senderID: senderID, tokens: target.tokens,
                                      topic: target.topicName)
         {
             switch f.action {
             case .status(let code, let retry):
-                if isHTTP {
+                if v1 {
+                    try record(context, senderID: senderID, httpStatus: code, error: V1Error.fault(status: code, retryAfter: retry).recordedError,
+                               detail: "fault \(f.id) answered HTTP \(code)", fault: f.id)
+                } else if isHTTP {
                     try record(context, senderID: senderID, httpStatus: code, error: "Fault", detail: "fault \(f.id) answered HTTP \(code)", fault: f.id)
                 } else {
                     try record(context, senderID: senderID, httpStatus: 0, error: "SERVICE_UNAVAILABLE", detail: "fault \(f.id)", fault: f.id)
@@ -124,7 +156,12 @@ extension Engine {
             }
         }
         if let refusal {
-            let error = if case .invalidParameters = refusal { "InvalidParameters" } else { "InvalidJson" }
+            let error: String
+            switch refusal {
+            case .invalidParameters: error = "InvalidParameters"
+            case .v1: error = "INVALID_ARGUMENT"
+            default: error = "InvalidJson"
+            }
             try record(context, senderID: senderID, httpStatus: 400, error: error, detail: refusal.detail, fault: delay?.fault)
             return .refused(refusal, delay: delay)
         }

@@ -9,13 +9,16 @@ public struct DeviceSpec: Sendable, Equatable {
     public var app: String?
     public var platform: Platform
     public var online: Bool
+    /// The Firebase installation id; generated when not given.
+    public var fid: String?
 
-    public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool) {
+    public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool, fid: String? = nil) {
         self.token = token
         self.senderID = senderID
         self.app = app
         self.platform = platform
         self.online = online
+        self.fid = fid
     }
 }
 
@@ -44,6 +47,7 @@ extension Engine {
     /// `createDevice` without waiting for the commit.
     func createDeviceQueued(_ spec: DeviceSpec, idempotent: Bool) throws(ControlError) -> (Device, Store.Ticket?) {
         if let t = spec.token, !isWellFormedToken(t) { throw Self.malformedToken }
+        if let f = spec.fid, !InstallationID.isWellFormed(f) { throw .badRequest(InstallationID.malformedMessage) }
         let now = clock.nowMillis()
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
             switch placeDevice(spec, in: &s, now: now) {
@@ -62,6 +66,9 @@ extension Engine {
     func createDevicesQueued(_ specs: [DeviceSpec]) -> (failure: (Int, ControlError)?, ticket: Store.Ticket?) {
         if let i = specs.firstIndex(where: { $0.token.map { !isWellFormedToken($0) } ?? false }) {
             return ((i, Self.malformedToken), nil)
+        }
+        if let i = specs.firstIndex(where: { $0.fid.map { !InstallationID.isWellFormed($0) } ?? false }) {
+            return ((i, .badRequest(InstallationID.malformedMessage)), nil)
         }
         let now = clock.nowMillis()
         return state.withLock { s in
@@ -90,11 +97,15 @@ extension Engine {
         }
         let token = spec.token ?? newRegistrationToken()
         if let existing = s.device(token: token) { return .success((existing, false)) }
+        if let fid = spec.fid, let holder = s.device(fid: fid) {
+            return .failure(.conflict("fid '\(fid)' already belongs to device '\(holder.token)'"))
+        }
         let app = spec.app
             ?? project.apps.first(where: { $0.platform == spec.platform })?.app
             ?? project.apps.first?.app ?? "unknown.app"
-        let d = Device(id: id ?? s.nextDeviceID, token: token, senderID: spec.senderID, app: app, platform: spec.platform,
-                       state: .registered, canonicalID: nil, online: spec.online, createdAt: now, lastSeenAt: now)
+        let d = Device(id: id ?? s.nextDeviceID, token: token, fid: spec.fid ?? s.newInstallationID(), senderID: spec.senderID,
+                       app: app, platform: spec.platform, state: .registered, canonicalID: nil, online: spec.online,
+                       createdAt: now, lastSeenAt: now)
         if id == nil { s.nextDeviceID += 1 }
         s.insert(d)
         return .success((d, true))
@@ -104,6 +115,15 @@ extension Engine {
     public func device(_ token: String) throws(ControlError) -> Device {
         guard let d = state.withLock({ s in s.device(token: token) }) else {
             throw .notFound("device '\(token)' does not exist")
+        }
+        return d
+    }
+
+    /// One device by token or, failing that, by fid (the device that answers for the
+    /// installation now).
+    public func device(tokenOrFID key: String) throws(ControlError) -> Device {
+        guard let d = state.withLock({ s in s.device(token: key) ?? s.device(fid: key) }) else {
+            throw .notFound("device '\(key)' does not exist")
         }
         return d
     }
@@ -195,7 +215,8 @@ extension Engine {
             }
             var newToken = newRegistrationToken()
             while s.tokenIndex[newToken] != nil { newToken = newRegistrationToken() }
-            let fresh = Device(id: s.nextDeviceID, token: newToken, senderID: old.senderID, app: old.app, platform: old.platform,
+            // The installation is the same: the new token's device keeps the fid.
+            let fresh = Device(id: s.nextDeviceID, token: newToken, fid: old.fid, senderID: old.senderID, app: old.app, platform: old.platform,
                                state: .registered, canonicalID: nil, online: old.online, createdAt: now, lastSeenAt: now)
             s.nextDeviceID += 1
             old.state = .refreshed
@@ -229,8 +250,7 @@ extension Engine {
     public func deleteDevice(_ token: String) throws(ControlError) {
         let result: Result<Store.Ticket, ControlError> = state.withLock { s in
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
-            s.devices[d.id] = nil
-            s.tokenIndex[token] = nil
+            s.remove(d)
             let id = d.id
             let deliveries = s.inbox.removeValue(forKey: id) ?? []
             s.stored[id] = nil

@@ -14,6 +14,32 @@ public struct AccessToken: Sendable, Equatable {
     public let expiresAt: Int64
 }
 
+/// What an issued access token is worth now.
+enum IssuedToken {
+    /// Not a token the endpoint issued (maybe a self-signed JWT).
+    case unknown
+    /// Expired, or its key, account or project is gone.
+    case invalid
+    /// Good for this sender id.
+    case valid(String)
+}
+
+extension EngineState {
+    /// Whether `token` is an issued access token good at `now` (ms on the mock's clock).
+    func issuedToken(_ token: String, now: Int64) -> IssuedToken {
+        guard let t = accessTokens[token] else { return .unknown }
+        guard t.expiresAt > now, let p = projects[t.senderID], p.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID })
+        else { return .invalid }
+        return .valid(p.senderID)
+    }
+}
+
+/// A self-signed JWT whose signature was checked: its key and when it expires (seconds).
+struct VerifiedJWT: Sendable {
+    let keyID: String
+    let expiresAt: Int64
+}
+
 /// Why the token endpoint refused an assertion, with Google's answer for it.
 public enum TokenRefusal: Error, Sendable, Equatable {
     case unsupportedGrantType(String)
@@ -62,14 +88,26 @@ extension Engine {
     /// access token. The `kid` is looked up first (an unknown one, like any algorithm but RS256
     /// or a signature that does not verify, is "Invalid JWT Signature."), then `iss`, the times
     /// on the mock's clock (`exp` at most an hour after `iat`), and the scope.
+    ///
+    /// With `--accept-any-key`, a well-formed RS256 assertion whose `kid` no project knows is
+    /// taken as the first project's (nothing to verify its signature with); its `iss` must be
+    /// there, and the times and scope are checked as usual.
     public func issueAccessToken(grantType: String?, assertion: String?) throws(TokenRefusal) -> AccessToken {
         guard grantType == Self.jwtBearerGrant else { throw .unsupportedGrantType(grantType ?? "") }
         guard let assertion, let jwt = try? JWT.parse(assertion) else { throw .invalidSignature }
-        guard let (account, project) = serviceAccount(keyID: jwt.keyID),
-            let key = try? RSAPublicKey(pem: account.publicKeyPEM),
-            key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
-        else { throw .invalidSignature }
-        guard jwt.claims["iss"]?.stringValue == account.clientEmail else { throw .accountNotFound }
+        let account: ServiceAccount, senderID: String
+        if let (known, project) = serviceAccount(keyID: jwt.keyID) {
+            guard let key = try? RSAPublicKey(pem: known.publicKeyPEM), key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
+            else { throw .invalidSignature }
+            guard jwt.claims["iss"]?.stringValue == known.clientEmail else { throw .accountNotFound }
+            (account, senderID) = (known, project.senderID)
+        } else if acceptAnyKey {
+            guard let iss = jwt.claims["iss"]?.stringValue, !iss.isEmpty, let first = firstProjectID() else { throw .accountNotFound }
+            account = ServiceAccount(privateKeyID: jwt.keyID, clientEmail: iss, clientID: "", publicKeyPEM: "", createdAt: 0)
+            senderID = first
+        } else {
+            throw .invalidSignature
+        }
         let now = clock.nowMillis() / 1000
         guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp"), exp > iat, exp - iat <= 3600,
             iat <= now + Self.allowedSkewSeconds, exp > now
@@ -79,13 +117,82 @@ extension Engine {
         let token = "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
         let id = randomString(12, from: RandomAlphabet.hex)
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
-                                 senderID: project.senderID, scope: scope, issuedAt: now * 1000,
+                                 senderID: senderID, scope: scope, issuedAt: now * 1000,
                                  expiresAt: (now + Self.accessTokenSeconds) * 1000)
         state.withLock { s in
             s.accessTokens[token] = issued
             if s.accessTokens.count > Self.maxAccessTokens { Self.prune(&s.accessTokens, now: now * 1000) }
         }
         return issued
+    }
+
+    /// The audiences a self-signed JWT may name (google-auth's "JWT access" uses the API's root).
+    static let jwtAudiences: Set<String> = ["https://fcm.googleapis.com/", "https://fcm.googleapis.com"]
+
+    /// The sender id of the project a Bearer credential stands for, or nil: an access token the
+    /// token endpoint issued (not expired on the mock's clock, not revoked, its key not deleted,
+    /// its project still there), or a self-signed JWT (google-auth's "JWT access": RS256 with
+    /// the `kid` of a known key, `iss` its account, `aud` FCM's root URL, `exp` ahead of the
+    /// mock's clock, `iat` not further ahead than the skew allowed).
+    ///
+    /// Issued tokens are looked up under the state lock (they live there, with the accounts
+    /// and projects that decide whether they still count): one dictionary lookup.
+    public func senderID(bearer token: String) -> String? {
+        let now = clock.nowMillis()
+        switch state.withLock({ $0.issuedToken(token, now: now) }) {
+        case .valid(let sender): return sender
+        case .invalid: return nil
+        case .unknown: return senderID(selfSignedJWT: token, now: now / 1000)
+        }
+    }
+
+    /// See `senderID(bearer:)`. A JWT verified once is remembered until it expires (its key is
+    /// looked up again every time: a deleted key's JWTs stop working at once).
+    private func senderID(selfSignedJWT token: String, now: Int64) -> String? {
+        if let known = verifiedJWTs.withLock({ $0[token] }) {
+            guard known.expiresAt > now, let (_, project) = serviceAccount(keyID: known.keyID) else { return nil }
+            return project.senderID
+        }
+        guard let jwt = try? JWT.parse(token), let (account, project) = serviceAccount(keyID: jwt.keyID),
+            jwt.claims["iss"]?.stringValue == account.clientEmail,
+            let aud = jwt.claims["aud"]?.stringValue, Self.jwtAudiences.contains(aud),
+            let exp = jwt.seconds("exp"), exp > now, (jwt.seconds("iat") ?? now) <= now + Self.allowedSkewSeconds,
+            let key = try? RSAPublicKey(pem: account.publicKeyPEM), key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
+        else { return nil }
+        verifiedJWTs.withLock { known in
+            // Bounded: a client minting a JWT per request only refills it.
+            if known.count >= Self.maxVerifiedJWTs { known.removeAll(keepingCapacity: true) }
+            known[token] = VerifiedJWT(keyID: jwt.keyID, expiresAt: exp)
+        }
+        return project.senderID
+    }
+
+    static let maxVerifiedJWTs = 1000
+
+    /// The project an HTTP v1 path names (`{project}`: its id or number), if the request's
+    /// Bearer credential stands for it (docs/spec/fcm-v1.md section 2): none or an invalid one
+    /// is 401, an unknown project 404, another project's credential 403. With
+    /// `--accept-any-key`, any non-empty Bearer token stands for the path's project.
+    func v1Project(authorization: String?, project name: String) -> Result<Project, V1Error> {
+        guard let token = Self.bearerToken(authorization) else { return .failure(.unauthenticated) }
+        let now = clock.nowMillis()
+        // An issued token and the project in one look under the lock: the common case.
+        let (issued, project): (IssuedToken, Project?) = state.withLock { s in
+            (acceptAnyKey ? .unknown : s.issuedToken(token, now: now), s.project(named: name))
+        }
+        var sender: String?
+        if !acceptAnyKey {
+            switch issued {
+            case .valid(let s): sender = s
+            case .invalid: return .failure(.unauthenticated)
+            case .unknown:
+                guard let s = senderID(selfSignedJWT: token, now: now / 1000) else { return .failure(.unauthenticated) }
+                sender = s
+            }
+        }
+        guard let project else { return .failure(.notFound) }
+        if let sender, sender != project.senderID { return .failure(.permissionDenied(project: name)) }
+        return .success(project)
     }
 
     /// The service account whose key has this id, and its project.

@@ -12,6 +12,8 @@ public struct MessageFilter: Sendable {
     public var sinceMillis: Int64?
     /// The `message_id` an XMPP client gave its message.
     public var xmppMessageID: String?
+    /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
+    public var v1Name: String?
     /// `recipients=N`: at most N recipients per record (the first N), with `recipients_total`.
     public var recipientsLimit: Int?
     public init() {}
@@ -47,6 +49,7 @@ extension Engine {
         q.senderID = f.senderID
         q.transport = f.transport
         q.clientMessageID = f.xmppMessageID
+        q.v1Name = f.v1Name
         q.since = f.sinceMillis
         // Topic names match case-insensitively, as sends match subscribers.
         q.topicTarget = f.topic.map { "/topics/" + Topics.key($0) }

@@ -19,7 +19,8 @@ extension Engine {
                                now: Int64, state s: inout EngineState) -> FanOut {
         var fan = FanOut()
         switch req.target {
-        case .token(let t) where !s.groups.isEmpty && s.groups[t]?.senderID == senderID:
+        // (Not over HTTP v1, which has no device groups: the key is no registration token there.)
+        case .token(let t) where !s.groups.isEmpty && s.groups[t]?.senderID == senderID && transport != .httpV1:
             // `to` a notification key of this project: every member of the group.
             fan.groupKey = t
             fan.devices = []
@@ -84,7 +85,7 @@ extension Engine {
             // No recipient at all: one result carrying the message's error.
             let err = ctx.req.messageError ?? .missingRegistration
             p.results.append(RecipientResult(error: err))
-            p.rows.append(DeliveryRow(id: ctx.firstMid, message: ctx.firstMid, device: nil, token: nil, status: "failed", error: err.rawValue,
+            p.rows.append(DeliveryRow(id: ctx.firstMid, message: ctx.firstMid, device: nil, token: nil, status: "failed", error: ctx.errorName(err),
                                       canonical: nil, deliveredAt: nil, expiresAt: ctx.expiresAt))
         }
         for (i, token) in (fan.groupKey == nil ? tokens : []).enumerated() {
@@ -94,11 +95,11 @@ extension Engine {
             var result = RecipientResult()
             let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: ctx.req, senderID: ctx.senderID,
                                            transport: ctx.transport, path: ctx.path, state: &s, newDevices: &p.newDevices,
-                                           now: ctx.now, dryRun: ctx.dryRun)
+                                           now: ctx.now, dryRun: ctx.dryRun, byFID: ctx.byFID)
             switch outcome {
             case .failed(let err, let deviceID, let fault):
                 result.error = err
-                row.error = err.rawValue
+                row.error = ctx.errorName(err)
                 row.fault = fault
                 row.device = deviceID
                 if deviceID == nil { row.token = token }
@@ -246,23 +247,27 @@ extension Engine {
     /// The rules of seeds Table 9 for one token, in the order the mock checks them.
     private func resolveRecipient(_ token: String, wellFormed: Bool, req: SendRequest, senderID: String,
                                   transport: Transport, path: String, state s: inout EngineState,
-                                  newDevices: inout [Device], now: Int64, dryRun: Bool) -> RecipientOutcome {
+                                  newDevices: inout [Device], now: Int64, dryRun: Bool, byFID: Bool = false) -> RecipientOutcome {
         if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
-        guard wellFormed else { return .failed(.invalidRegistration, nil, nil) }
-        // A notification key where a token belongs: another project's is MismatchSenderId; this
-        // project's (in `registration_ids`, which takes registration tokens only; `to` sends to
-        // the group) is not a registration token.
-        if !s.groups.isEmpty, let g = s.groups[token] {
-            return .failed(g.senderID == senderID ? .invalidRegistration : .mismatchSenderId, nil, nil)
-        }
         var device: Device
-        if let d = s.device(token: token) {
+        if byFID {
+            // An installation id: its device, never one registered on first use.
+            guard let d = s.fidIndex[token].flatMap({ s.devices[$0] }) else { return .failed(.notRegistered, nil, nil) }
+            device = d
+        } else if !wellFormed {
+            return .failed(.invalidRegistration, nil, nil)
+        } else if !s.groups.isEmpty, let g = s.groups[token] {
+            // A notification key where a token belongs: another project's is MismatchSenderId;
+            // this project's (in `registration_ids`, which takes registration tokens only; `to`
+            // sends to the group) is not a registration token.
+            return .failed(g.senderID == senderID ? .invalidRegistration : .mismatchSenderId, nil, nil)
+        } else if let d = s.device(token: token) {
             device = d
         } else {
             // The key of a deleted group is no token: never registered on first use.
             guard unknownTokens == .register, !s.retiredGroupKeys.contains(token) else { return .failed(.notRegistered, nil, nil) }
             // A well-formed unknown token becomes a new online device of the sending project.
-            device = Device(id: s.nextDeviceID, token: token, senderID: senderID,
+            device = Device(id: s.nextDeviceID, token: token, fid: s.newInstallationID(), senderID: senderID,
                             app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,
                             state: .registered, canonicalID: nil, online: true, createdAt: now, lastSeenAt: now)
             if !dryRun {
@@ -273,7 +278,8 @@ extension Engine {
         }
         let addressedID = device.id
         device = s.current(device)
-        let canonical = device.id != addressedID
+        // An fid names the installation, whose token is the current one: nothing canonical.
+        let canonical = device.id != addressedID && !byFID
         if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
         if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
         if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }
@@ -282,7 +288,8 @@ extension Engine {
         {
             return .failed(.invalidApnsCredential, addressedID, nil)
         }
-        if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID, token: token, topic: nil),
+        if let f = s.faults.fireRecipientFault(transport: transport, path: path, senderID: senderID,
+                                               token: byFID ? device.token : token, topic: nil),
             case .error(let err) = f.action
         {
             return .failed(err, addressedID, f.id)

@@ -26,8 +26,7 @@ extension Engine {
                 if back != d { changed.append(back) }
             }
             for d in removed {
-                s.devices[d.id] = nil
-                s.tokenIndex[d.token] = nil
+                s.remove(d)
                 s.fixtureDevices[d.id] = nil
             }
             for d in changed { s.devices[d.id] = d }

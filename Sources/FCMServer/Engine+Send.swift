@@ -59,7 +59,7 @@ extension Device {
     /// This device as its store row.
     var row: DeviceRow {
         DeviceRow(id: id, token: token, senderID: senderID, app: app, platform: platform.rawValue, state: state.rawValue,
-                  canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt)
+                  canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt, fid: fid)
     }
 }
 
@@ -72,9 +72,11 @@ extension Engine {
     /// order they were decided.
     ///
     /// `path` is what error faults match on; `requestFault` is the id of a request-level fault
-    /// (a delay) that already fired for this request, kept on the record.
+    /// (a delay) that already fired for this request, kept on the record. `byFID`: an HTTP v1
+    /// send whose `.token` target is a Firebase installation id (its device's current token gets
+    /// it; an unknown one is `NotRegistered`, never registered on first use).
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
-                     requestFault: String? = nil, clientMessageID: String? = nil, raw: () -> String? = { nil },
+                     requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let now = clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -85,16 +87,21 @@ extension Engine {
         }
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
-                              wantEvents: events.hasReaders && !dryRun, tokens: tokens)
+                              wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID)
         let multicastID = newMulticastID()
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
+        let platformsJSON = dryRun ? nil : req.platforms.map(Self.platformsJSON)
         let wellFormed = ctx.tokens.map(isWellFormedToken)
         var condition: Condition?
-        if case .condition(let text) = req.target { condition = Condition.parse(text, maxOperators: maxConditionOperators) }
+        if case .condition(let text) = req.target {
+            // v1's parser checked the condition by v1's rule (at most five topics).
+            condition = Condition.parse(text, maxOperators: transport == .httpV1 ? Self.v1MaxConditionOperators : maxConditionOperators)
+        }
 
         let dryResult: SendResult? = state.withLock { s in
+            if transport == .httpV1 { ctx.projectID = s.projects[senderID]?.projectID }
             let fan = resolveFanOut(req, senderID: senderID, transport: transport, path: path, condition: condition, now: now, state: &s)
             let count = fan.devices.map { max($0.count, 1) } ?? max(ctx.tokens.count, 1)
             // Stamps are taken under the lock, so id order is acceptance order.
@@ -112,8 +119,9 @@ extension Engine {
                 if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
             for n in placed.notices { s.inbox[n.device.id, default: []].append(n.id) }
-            let message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
+            var message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
                                  requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
+            if transport == .httpV1 { v1Fields(&message, result, ctx, platforms: platformsJSON) }
             writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)
             return nil
         }
@@ -136,7 +144,44 @@ extension Engine {
 
         /// The tokens addressed one by one (none for topics, conditions and a missing target).
         let tokens: [String]
+        /// HTTP v1: the one token is an fid.
+        var byFID = false
+        /// HTTP v1: the sender's project id, for the answered `name`.
+        var projectID: String?
         var dryRun: Bool { req.options.dryRun }
+
+        /// An error as records and events name it: v1 sends by their FcmError code.
+        func errorName(_ e: FCMErrorCode) -> String {
+            transport == .httpV1 ? V1Error(e).recordedError : e.rawValue
+        }
+    }
+
+    /// Most `&&`/`||` a v1 condition has: five topics, each named once.
+    static let v1MaxConditionOperators = 4
+
+    /// A v1 record's additions: the target kind `fid`, the platform blocks, the `name` answered
+    /// for an accepted send, and the FcmError code of a refused one.
+    private func v1Fields(_ m: inout MessageRow, _ result: SendResult, _ ctx: SendContext, platforms: String?) {
+        m.platforms = platforms
+        if ctx.byFID {
+            m.targetKind = "fid"
+            m.targetValue = ctx.tokens.first
+        }
+        if let e = m.error, let code = FCMErrorCode(rawValue: e) { m.error = ctx.errorName(code) }
+        guard m.status == "accepted", let project = ctx.projectID else { return }
+        m.v1Name = "projects/\(project)/messages/" + (ctx.req.target.isTopicOrCondition
+            ? String(result.topicMessageID) : result.results.first?.messageID ?? "")
+    }
+
+    /// A v1 message's platform blocks as one JSON object (`{"android":…,"apns":…,…}`, only those sent).
+    static func platformsJSON(_ p: PlatformConfigs) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        for (name, block) in [("android", p.android), ("apns", p.apns), ("webpush", p.webpush), ("fcm_options", p.fcmOptions)] {
+            if let block { w.key(name); w.raw(JSONValue.object(block).serialized()) }
+        }
+        w.endObject()
+        return w.string
     }
 
 }

@@ -9,6 +9,19 @@ public enum BatchOutcome: String, Sendable {
     case tooManyTopics = "TOO_MANY_TOPICS"
 }
 
+/// What a v1 topic subscription change came to.
+public enum V1SubscriptionOutcome: Sendable, Equatable {
+    case ok
+    /// No such token or fid, or its app was uninstalled.
+    case unregistered
+    /// The device belongs to another project.
+    case senderMismatch
+    /// Unsubscribing a topic the device does not have.
+    case notSubscribed
+    /// The device is at the most topics a device may have.
+    case tooManyTopics
+}
+
 extension Engine {
     /// Subscribes or unsubscribes `tokens` to `topic` as the Instance ID API does, for `senderID`
     /// (tokens of another project are `NOT_FOUND`, as they were for a server key of another
@@ -49,6 +62,35 @@ extension Engine {
             }
         }
         return outcomes
+    }
+
+    /// A v1 topic subscription change (`…/registrations/{token}/topicSubscriptions`,
+    /// docs/spec/fcm-v1.md section 2b) for `senderID`, of a device named by token or fid: the
+    /// same state and writes as the Instance ID API, with v1's distinctions (another project's
+    /// token is SenderIdMismatch, not "not found"; unsubscribing a topic the device does not
+    /// have is `.notSubscribed`).
+    public func v1Subscription(_ tokenOrFID: String, topic: String, subscribe: Bool, senderID: String) throws(ControlError) -> V1SubscriptionOutcome {
+        let now = clock.nowMillis()
+        let (outcome, ticket, device): (V1SubscriptionOutcome, Store.Ticket?, Device?) = state.withLock { s in
+            guard let found = s.device(token: tokenOrFID) ?? s.device(fid: tokenOrFID) else { return (.unregistered, nil, nil) }
+            let d = s.current(found)
+            guard d.state == .registered else { return (.unregistered, nil, nil) }
+            guard d.senderID == senderID else { return (.senderMismatch, nil, nil) }
+            if subscribe {
+                if s.deviceTopics[d.id]?[Topics.key(topic)] != nil { return (.ok, nil, nil) }
+                guard s.subscribe(device: d.id, topic: topic, at: now) else { return (.tooManyTopics, nil, nil) }
+                return (.ok, submit([Writes.subscriptions(add: [(d.id, topic)], at: now, remove: [], topic: topic)]), d)
+            }
+            guard s.unsubscribe(device: d.id, topic: topic) else { return (.notSubscribed, nil, nil) }
+            return (.ok, submit([Writes.subscriptions(add: [], at: now, remove: [d.id], topic: topic)]), d)
+        }
+        if let ticket {
+            try commitControl(ticket)
+            if events.hasReaders, let device, let now = try? self.device(device.token) {
+                events.publish([("device.updated", renderDevice(now))])
+            }
+        }
+        return outcome
     }
 
     /// Subscribes one device (control API and `POST /iid/v1/{token}/rel/topics/{topic}`).

@@ -28,6 +28,9 @@ public final class Engine: Sendable {
     let faultsArmed = Atomic<Bool>(false)
     /// Live events (`GET /api/v1/events`).
     public let events: EventBus
+    /// Self-signed JWTs already verified (see `senderID(bearer:)`): an SDK signs one an hour and
+    /// sends it with every request, and an RSA check per request would cost more than the send.
+    let verifiedJWTs = Locked<[String: VerifiedJWT]>([:])
     /// Called with a sender id when upstream messages of that sender wait for a connection.
     let upstreamDispatch = Locked<(@Sendable (String) -> Void)?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
@@ -65,7 +68,9 @@ public final class Engine: Sendable {
         let loaded = try EngineState.load(from: store)
         var state = loaded.state
         state.ids = MessageIDAllocator(floor: loaded.maxMid)
+        let missing = state.giveInstallationIDs()
         self.state = Locked(state)
+        if !missing.isEmpty { try store.wait(for: store.submit([Writes.setFIDs(missing)])) }
         publishCredentials(loaded.state)
     }
 
@@ -82,19 +87,29 @@ public final class Engine: Sendable {
     }
 
     /// The sender id an `Authorization` header names: `key=<server key>`, or, where the request
-    /// allows it (`access_token_auth`), any non-empty Bearer token, which maps to the first project.
-    /// `bearerAllowed` is only asked for a Bearer header (a key, the common case, costs no look
-    /// at other headers or the body).
+    /// allows it (`access_token_auth`), a Bearer credential (an issued access token or a
+    /// self-signed JWT: `senderID(bearer:)`), which maps to its project; with `--accept-any-key`,
+    /// any other non-empty Bearer token maps to the first project. `bearerAllowed` is only asked
+    /// for a Bearer header (a key, the common case, costs no look at other headers or the body).
     public func senderID(authorization header: String?, bearerAllowed: @autoclosure () -> Bool) -> String? {
         guard let header else { return nil }
         let value = header.drop { $0 == " " }
         if hasPrefixIgnoringCase(value.utf8, "key=") {
             return senderID(forServerKey: String(value.dropFirst(4)).trimmingSpaces())
         }
-        if hasPrefixIgnoringCase(value.utf8, "bearer "), !String(value.dropFirst(7)).trimmingSpaces().isEmpty, bearerAllowed() {
-            return firstProjectID()
+        if let token = Self.bearerToken(header), bearerAllowed() {
+            return senderID(bearer: token) ?? (acceptAnyKey ? firstProjectID() : nil)
         }
         return nil
+    }
+
+    /// The credential of `Authorization: Bearer <token>` (the scheme in any case), or nil.
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let value = header.drop { $0 == " " }
+        guard hasPrefixIgnoringCase(value.utf8, "bearer ") else { return nil }
+        let token = value.dropFirst(7).trimmingSpaces()
+        return token.isEmpty ? nil : token
     }
 
     /// The first configured project (Bearer-token sends map to it).
@@ -148,6 +163,8 @@ struct EngineState: Sendable {
     var keyOwner: [String: String] = [:]
     var devices: [Int64: Device] = [:]
     var tokenIndex: [String: Int64] = [:]
+    /// fid → the installation's first device (a refresh keeps the fid: `current` of it answers).
+    var fidIndex: [String: Int64] = [:]
     /// The devices start-up fixtures declare, by id, with what they declare (reset puts them back).
     var fixtureDevices: [Int64: DeviceSpec] = [:]
     var nextDeviceID: Int64 = 1
@@ -178,6 +195,11 @@ struct EngineState: Sendable {
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }
+    }
+
+    /// The device that answers for an installation now (its latest token).
+    func device(fid: String) -> Device? {
+        fidIndex[fid].flatMap { devices[$0] }.map(current)
     }
 
     /// The device that now answers for `d`: through the tokens that replaced it (a refreshed
@@ -243,6 +265,25 @@ struct EngineState: Sendable {
     mutating func insert(_ d: Device) {
         devices[d.id] = d
         tokenIndex[d.token] = d.id
+        // A refreshed token's new device shares the fid: the index keeps the first one.
+        if fidIndex[d.fid] == nil { fidIndex[d.fid] = d.id }
+    }
+
+    /// An fid no device has.
+    func newInstallationID() -> String {
+        var fid = InstallationID.make()
+        while fidIndex[fid] != nil { fid = InstallationID.make() }
+        return fid
+    }
+
+    /// Forgets a device and its token; its fid passes to the device that replaced it, if any.
+    mutating func remove(_ d: Device) {
+        let successor = current(d)
+        devices[d.id] = nil
+        tokenIndex[d.token] = nil
+        if fidIndex[d.fid] == d.id {
+            fidIndex[d.fid] = successor.id != d.id && devices[successor.id]?.fid == d.fid ? successor.id : nil
+        }
     }
 
     mutating func insert(_ p: Project) {
@@ -252,6 +293,23 @@ struct EngineState: Sendable {
         }
         projects[p.senderID] = p
         for k in p.serverKeys { keyOwner[k] = p.senderID }
+    }
+
+    /// Devices of a store from before schema 10 have no fid: each gets a new one, which a
+    /// refreshed token's successor shares (ids ascend, so the replaced device comes first).
+    /// Returns what to write back, so the fids stay the same across restarts.
+    mutating func giveInstallationIDs() -> [(id: Int64, fid: String)] {
+        var replaced: [Int64: Int64] = [:]  // a refreshed token's new device → the old one
+        for d in devices.values { if let c = d.canonicalID { replaced[c] = d.id } }
+        var given: [(id: Int64, fid: String)] = []
+        for id in devices.keys.sorted() where devices[id]?.fid.isEmpty == true {
+            var fid = replaced[id].flatMap { devices[$0]?.fid } ?? ""
+            while fid.isEmpty || (fidIndex[fid] != nil && replaced[id] == nil) { fid = InstallationID.make() }
+            devices[id]?.fid = fid
+            if fidIndex[fid] == nil { fidIndex[fid] = id }
+            given.append((id, fid))
+        }
+        return given
     }
 
     static func load(from store: Store) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
@@ -269,10 +327,11 @@ struct EngineState: Sendable {
                                                                           publicKeyPEM: publicKey, createdAt: createdAt))
             }
             try load.devices { r in
-                s.insert(Device(id: r.id, token: r.token, senderID: r.senderID, app: r.app, platform: Platform(rawValue: r.platform) ?? .android,
-                                state: DeviceState(rawValue: r.state) ?? .registered, canonicalID: r.canonicalID, online: r.online,
-                                createdAt: r.createdAt, lastSeenAt: r.lastSeenAt))
+                s.insert(Device(id: r.id, token: r.token, fid: r.fid ?? "", senderID: r.senderID, app: r.app,
+                                platform: Platform(rawValue: r.platform) ?? .android, state: DeviceState(rawValue: r.state) ?? .registered,
+                                canonicalID: r.canonicalID, online: r.online, createdAt: r.createdAt, lastSeenAt: r.lastSeenAt))
             }
+            s.fidIndex[""] = nil
             var keys = HeldCollapseKeys()
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)

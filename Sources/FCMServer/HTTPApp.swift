@@ -7,7 +7,7 @@ public struct HTTPApp: Sendable {
     let router: Router<RouteHandler>
 
     /// The application over `engine`.
-    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, scheme: String = "http", tlsCA: String? = nil,
+    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
         router = Self.router(send: FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes),
@@ -15,7 +15,7 @@ public struct HTTPApp: Sendable {
                              page: WebPageRoute(controlToken: controlToken),
                              iid: IIDRoutes(engine: engine),
                              control: ControlAPI(engine: engine, controlToken: controlToken,
-                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, scheme: scheme, tlsCA: tlsCA),
+                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, tlsCA: tlsCA),
                              token: TokenRoute(engine: engine))
     }
 

@@ -63,6 +63,9 @@ public struct Device: Sendable, Equatable {
     /// Interned id: what message and delivery rows index instead of the 150-byte token.
     public var id: Int64
     public var token: String
+    /// The Firebase installation id HTTP v1 may address it by (`fid`). A refreshed token's
+    /// device and the device that replaced it share one: the installation is the same.
+    public var fid: String
     public var senderID: String
     public var app: String
     public var platform: Platform
@@ -95,4 +98,21 @@ public struct Subscription: Sendable, Equatable {
     /// The name as first given (matching ignores case).
     public var name: String
     public var addedAt: Int64
+}
+
+/// Firebase installation ids (docs/spec/fcm-v1.md section 1): 22 characters of base64url, the
+/// first one `c`, `d`, `e` or `f` (the installation SDK's first four bits are 0111).
+enum InstallationID {
+    static let length = 22
+    private static let firstCharacters: [UInt8] = Array("cdef".utf8)
+
+    /// A new random fid.
+    static func make() -> String {
+        randomString(1, from: firstCharacters) + randomString(length - 1, from: RandomAlphabet.base64URL)
+    }
+
+    /// Whether `s` is shaped like an fid (the v1 parser's rule).
+    static func isWellFormed(_ s: String) -> Bool { V1Rules.isValidFID(s) }
+
+    static let malformedMessage = "fid must be 22 characters of base64url (A-Z a-z 0-9 - _) starting with c, d, e or f"
 }

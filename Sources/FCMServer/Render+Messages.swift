@@ -22,6 +22,7 @@ extension Render {
         w.endObject()
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
+        if m.transport == Transport.httpV1.rawValue { platformBlocks(&w, m.platforms) }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)
@@ -51,6 +52,16 @@ extension Render {
 }
 
 extension Render {
+    /// A v1 record's `android`, `apns`, `webpush` and `fcm_options` as sent (null when absent),
+    /// from the stored `{"android":…,…}`.
+    static func platformBlocks(_ w: inout JSONWriter, _ stored: String?) {
+        let blocks = stored.flatMap { try? JSONParser.parse($0) }?.objectValue
+        for name in ["android", "apns", "webpush", "fcm_options"] {
+            w.key(name)
+            if let b = blocks?[name] { w.raw(b.serialized()) } else { w.null() }
+        }
+    }
+
     /// A record's first fields, which its events share: ids, sender, transport, format, time, and
     /// the target. A token target's value is its one recipient's token; a multicast's, how many
     /// it had.
@@ -59,6 +70,8 @@ extension Render {
         w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
         w.key("sender_id"); w.value(m.senderID)
         w.key("transport"); w.value(m.transport)
+        // The `name` a v1 send was answered (null for one refused).
+        if m.transport == Transport.httpV1.rawValue { w.key("v1_name"); w.value(m.v1Name) }
         w.key("format"); w.value(m.format)
         w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
         w.key("target"); w.beginObject()

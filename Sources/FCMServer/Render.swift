@@ -6,6 +6,7 @@ enum Render {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
+        w.key("fid"); w.value(d.fid)
         w.key("sender_id"); w.value(d.senderID)
         w.key("app"); w.value(d.app)
         w.key("platform"); w.value(d.platform.rawValue)

@@ -11,9 +11,10 @@ extension HTTPApp {
     /// Each surface answers in its own format and makes its own checks first: the FCM paths
     /// theirs (a `*` route answers a wrong method itself, after the checks that come first),
     /// `iid` the body's size and the server key, `control` the body's size and the control
-    /// token. A path nothing matches gets the plain-text `Not Found: PATH`.
+    /// token, `v1` the Bearer credential. A path nothing matches gets the plain-text `Not Found: PATH`.
     static func router(send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
                        control: ControlAPI, token: TokenRoute) -> Router<RouteHandler> {
+        let v1 = V1Routes(engine: send.engine, maxBodyBytes: send.maxBodyBytes)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
             ("*",      "/gcm/send",                                send.handle),     // POST
@@ -24,6 +25,11 @@ extension HTTPApp {
             ("*",      "/token",                                   token.handle),    // POST: OAuth 2.0
             ("*",      "/oauth2/v4/token",                         token.handle),    // POST
             ("*",      "/o/oauth2/token",                          token.handle),    // POST
+            // HTTP v1: Google's JSON errors, its 404 included.
+            ("*",      "/v1/projects/{project}/messages:send",     v1.send),         // POST
+            ("POST",   "/v1/projects/{project}/registrations/{token}/topicSubscriptions", v1.subscribe),
+            ("DELETE", "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", v1.unsubscribe),
+            ("*",      "/v1/...",                                  v1.notFound),
         ]
         let instanceID: [(String, String, IIDRoutes.Handler)] = [
             ("POST",   "/iid/v1:batchAdd",                         iid.batchAdd),

@@ -108,6 +108,11 @@ public enum Writes {
         }
     }
 
+    /// Gives devices their fids (devices of a store from before schema 10, at start).
+    public static func setFIDs(_ fids: [(id: Int64, fid: String)]) -> WriteOp {
+        { c in try each(c, "UPDATE devices SET fid = ? WHERE id = ?", fids.lazy.map { [.text($0.fid), .int($0.id)] }) }
+    }
+
     public static func unregister(device id: Int64) -> WriteOp {
         { c in try c.run("UPDATE devices SET state = 'unregistered' WHERE id = ?", [.int(id)]) }
     }

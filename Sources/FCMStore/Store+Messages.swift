@@ -123,6 +123,8 @@ public struct MessageQuery: Sendable {
     public var senderID: String?
     public var transport: String?
     public var clientMessageID: String?
+    /// The `name` a v1 send was answered.
+    public var v1Name: String?
     public var since: Int64?
     /// `/topics/` and the topic's lowercased name: topic sends to it in any case.
     public var topicTarget: String?
@@ -180,6 +182,7 @@ extension SQLiteConnection {
         if let v = q.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
         if let v = q.transport { sql += " AND transport = ?"; args.append(.text(v)) }
         if let v = q.clientMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
+        if let v = q.v1Name { sql += " AND v1_name = ?"; args.append(.text(v)) }
         if let v = q.since { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
         if let v = q.topicTarget {
             // Names are ASCII, which is all SQLite's lower() folds.

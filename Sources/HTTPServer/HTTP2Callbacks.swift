@@ -100,8 +100,9 @@ extension HTTP2Connection {
         if let a = s.authority, !headers.contains(where: { equalIgnoringASCIICase($0.name, "host") }) {
             headers.insert((name: "Host", value: a), at: 0)
         }
-        let request = HTTPRequest(method: s.method, path: path.isEmpty ? "/" : path, rawQuery: query, headers: headers,
+        var request = HTTPRequest(method: s.method, path: path.isEmpty ? "/" : path, rawQuery: query, headers: headers,
                                   body: s.requestBody, bodyTooLarge: s.bodyTooLarge)
+        request.isSecure = transport.isSecure
         s.requestBody = []
         s.method = request.method
         s.path = request.path

@@ -18,6 +18,8 @@ protocol HTTP2Transport: AnyObject {
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool
     /// Ends the stream and closes the socket.
     func close()
+    /// Whether the bytes travel over TLS.
+    var isSecure: Bool { get }
 }
 
 /// Makes `fd` blocking with `seconds` of send and receive time-out: the connection threads
@@ -37,6 +39,7 @@ final class PlainTransport: HTTP2Transport {
     let fd: Int32
     init(fd: Int32) { self.fd = fd }
     var hasBufferedData: Bool { false }
+    var isSecure: Bool { false }
 
     func read(_ buffer: UnsafeMutableRawPointer, _ max: Int) -> Int {
         while true {
@@ -55,6 +58,7 @@ final class PlainTransport: HTTP2Transport {
 final class TLSTransport: HTTP2Transport {
     let fd: Int32
     let session: TLSSession
+    var isSecure: Bool { true }
     init(fd: Int32, session: TLSSession) {
         self.fd = fd
         self.session = session

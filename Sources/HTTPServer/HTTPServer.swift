@@ -24,10 +24,14 @@ public final class HTTPServer: Sendable {
     /// The HTTPS port's real number (nil without one).
     public let httpsPort: Int?
     let core: ServerCore
+    /// What libmicrohttpd's callbacks get: the core, and whether that daemon's connections came
+    /// over TLS (its own, or the HTTPS port's bridge), which each request then carries.
+    private let plainFace: DaemonFace
+    private let secureFace: DaemonFace
     /// The running daemons' addresses (0 when stopped), plain integers so the Mutex holds a
-    /// Sendable value: the main one, and the plain one HTTPS's HTTP/1.1 connections are bridged
-    /// to when the main one speaks TLS itself (`--http-tls`). Connections are added under this
-    /// lock, so none is added to a daemon being stopped.
+    /// Sendable value: the main one, and the one the HTTPS port's HTTP/1.1 connections are
+    /// bridged to (its requests are marked secure). Connections are added under this lock, so
+    /// none is added to a daemon being stopped.
     let daemons = Mutex<(main: UInt, bridge: UInt)>((0, 0))
     private let listenFD: Int32
     let stopped = Atomic<Bool>(false)
@@ -70,6 +74,8 @@ public final class HTTPServer: Sendable {
         self.threads = max(1, threads)
         self.http2Limits = http2Limits
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog)
+        self.plainFace = DaemonFace(core: core, secure: false)
+        self.secureFace = DaemonFace(core: core, secure: true)
     }
 
     /// How many connections may be open at once. libmicrohttpd's default (1020, from select's
@@ -93,12 +99,12 @@ public final class HTTPServer: Sendable {
         // Without TLS of its own, libmicrohttpd gets a listening socket no one reaches and we
         // accept, to tell h2c from HTTP/1.1 first (its thread pool needs a listening socket).
         let mainListen = tls == nil ? unreachableListenSocket() : listenFD
-        guard let main = startDaemon(listen: mainListen, tls: tls) else {
+        guard let main = startDaemon(listen: mainListen, tls: tls, secure: tls != nil) else {
             throw SocketError("could not start the HTTP server on \(host):\(port)")
         }
         var bridge: UInt = 0
-        if httpsListen != nil && tls != nil {
-            guard let b = startDaemon(listen: unreachableListenSocket(), tls: nil) else {
+        if httpsListen != nil {
+            guard let b = startDaemon(listen: unreachableListenSocket(), tls: nil, secure: true) else {
                 throw SocketError("could not start the HTTPS server on \(host):\(httpsPort ?? 0)")
             }
             bridge = b
@@ -117,9 +123,9 @@ public final class HTTPServer: Sendable {
     }
 
     /// A libmicrohttpd daemon on `listen` (its address as an integer), or nil.
-    private func startDaemon(listen: Int32, tls: HTTPServerTLS?) -> UInt? {
+    private func startDaemon(listen: Int32, tls: HTTPServerTLS?, secure: Bool) -> UInt? {
         guard listen >= 0 else { return nil }
-        let cls = Unmanaged.passUnretained(core).toOpaque()
+        let cls = Unmanaged.passUnretained(secure ? secureFace : plainFace).toOpaque()
         let d = fcm_mhd_start(FCM_MHD_FLAGS_EVENT_LOOP, listen, accessHandler, cls, requestCompleted, cls, 300, 32 * 1024,
                               UInt32(threads), UInt32(Self.connectionLimit()), tls?.keyPEM, tls?.certificatePEM)
         guard let d else {
@@ -184,6 +190,16 @@ public final class HTTPServer: Sendable {
         core.waitForHTTP2(millis: 1500)
         MHD_stop_daemon(d)
         if let b = OpaquePointer(bitPattern: bits.bridge) { MHD_stop_daemon(b) }
+    }
+}
+
+/// The context libmicrohttpd's callbacks receive for one daemon.
+final class DaemonFace: Sendable {
+    let core: ServerCore
+    let secure: Bool
+    init(core: ServerCore, secure: Bool) {
+        self.core = core
+        self.secure = secure
     }
 }
 
@@ -334,7 +350,8 @@ private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
 
 private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
     guard let cls, let connection, let conCls, let uploadSize else { return FCM_MHD_NO }
-    let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+    let face = Unmanaged<DaemonFace>.fromOpaque(cls).takeUnretainedValue()
+    let core = face.core
     guard let raw = conCls.pointee else {
         conCls.pointee = Unmanaged.passRetained(RequestContext()).toOpaque()
         return FCM_MHD_YES
@@ -367,13 +384,14 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     let query = PairCollector(capacity: 0)
     MHD_get_connection_values(connection, FCM_MHD_HEADER_KIND, collectPair, Unmanaged.passUnretained(headers).toOpaque())
     MHD_get_connection_values(connection, FCM_MHD_GET_ARGUMENT_KIND, collectPair, Unmanaged.passUnretained(query).toOpaque())
-    let request = HTTPRequest(
+    var request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: url.map { String(cString: $0) } ?? "/",
         rawQuery: query.pairs,
         headers: headers.pairs.map { (name: $0.0, value: $0.1 ?? "") },
         body: ctx.body,
         bodyTooLarge: ctx.tooLarge)
+    request.isSecure = face.secure
     ctx.body = []
     if core.accessLog != nil {
         ctx.method = request.method
@@ -428,7 +446,7 @@ private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _
     guard let conCls, let raw = conCls.pointee else { return }
     let ctx = Unmanaged<RequestContext>.fromOpaque(raw)
     if ctx.takeUnretainedValue().responder != nil, let cls {
-        Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().requestFinished()
+        Unmanaged<DaemonFace>.fromOpaque(cls).takeUnretainedValue().core.requestFinished()
     }
     ctx.release()
     conCls.pointee = nil

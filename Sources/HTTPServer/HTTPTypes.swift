@@ -12,6 +12,9 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Set when the body went over the server's limit: it was read and discarded.
     public var bodyTooLarge: Bool
+    /// The request came over TLS (`--http-tls`, or the `--https-port` listener with either
+    /// protocol): base URLs a handler answers use `https`.
+    public var isSecure = false
 
     /// A request built by hand (tests, in-process calls).
     public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [(name: String, value: String)] = [],

@@ -221,15 +221,29 @@ final class BinaryTests: XCTestCase {
         XCTAssertGreaterThan(MessageID(again)!.micros, MessageID(id)!.micros)
     }
 
+    /// Legacy multicasts on two connections and HTTP v1 sends on two more, killed mid-load:
+    /// every message id answered (a legacy result, or the id at the end of a v1 `name`) is
+    /// stored after the restart.
     func testKill9LosesNothingThatWasAnswered() throws {
         let db = tmp + "/store.sqlite"
-        let s = try BinaryServer(arguments: ["--db", db])
+        let s = try BinaryServer(arguments: ["--db", db, "--accept-any-key"])
         let port = s.httpPort
         let answered = LockedIDs()
+        let v1Answered = Locked(0)
         let threads = (0..<4).map { t in
             Thread {
                 let c = HTTPTestClient(port: port)
                 for i in 0..<10_000 {
+                    if t >= 2 {
+                        let body = "{\"message\":{\"token\":\"k9v1-\(t)-\(i)\",\"data\":{\"i\":\"\(i)\"}}}"
+                        guard let r = try? c.postJSON("/v1/projects/demo-project/messages:send", body,
+                                                      headers: [("Authorization", "Bearer any")]),
+                            let name = r.object?["name"]?.stringValue, let slash = name.lastIndex(of: "/")
+                        else { break }
+                        answered.add(String(name[name.index(after: slash)...]))
+                        v1Answered.withLock { $0 += 1 }
+                        continue
+                    }
                     guard let r = try? c.sendJSON("{\"registration_ids\":[\"demo-android-1\",\"k9-\(t)-\(i)\"]}", key: DemoProject.serverKey) else { break }
                     for res in r.object?["results"]?.arrayValue ?? [] {
                         if let id = res.objectValue?["message_id"]?.stringValue { answered.add(id) }
@@ -246,6 +260,7 @@ final class BinaryTests: XCTestCase {
         answered.waitForDone(count: 4)
         let ids = Set(answered.all())
         XCTAssertGreaterThanOrEqual(ids.count, 400)
+        XCTAssertGreaterThan(v1Answered.withLock { $0 }, 0, "some v1 sends were answered before the kill")
 
         let s2 = try BinaryServer(arguments: ["--db", db])
         defer { s2.stop() }

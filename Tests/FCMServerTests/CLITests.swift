@@ -68,7 +68,7 @@ final class CLITests: XCTestCase {
         let url = "http://127.0.0.1:\(s.httpPort)"
         let dir = try temporaryDirectory("cli-sa")
         let file = dir + "/sa.json"
-        let r = try runBinary(["service-account", "--server", url, "--project", "project-123456789012", "--out", file])
+        let r = try runBinary(["service-account", "--server", url, "--project", "demo-project", "--out", file])
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix("wrote \(file): firebase-adminsdk-"), r.stdout)
         let json = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
@@ -79,7 +79,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(mode, 0o600)
         let printed = try runBinary(["service-account", "--server", url, "--project", "123456789012"])
         XCTAssertEqual(printed.status, 0)
-        XCTAssertEqual((try JSONParser.parse(printed.stdout)).objectValue?["project_id"]?.stringValue, "project-123456789012")
+        XCTAssertEqual((try JSONParser.parse(printed.stdout)).objectValue?["project_id"]?.stringValue, "demo-project")
         XCTAssertEqual(try runBinary(["service-account", "--server", url, "--project", "nope"]).status, 1)
         XCTAssertEqual(try runBinary(["service-account", "--server", url]).status, 2, "--project is required")
         XCTAssertEqual(items(try s.client().get("/api/v1/projects/123456789012/service-accounts")).count, 2)

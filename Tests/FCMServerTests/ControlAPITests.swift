@@ -62,7 +62,7 @@ final class ControlAPITests: ServerTestCase {
         let created = try client.post("/api/v1/devices", #"{"sender_id":"111","app":"com.a","platform":"android"}"#)
         XCTAssertEqual(created.status, 201)
         let d = try XCTUnwrap(created.object)
-        XCTAssertEqual(d.keys, ["token", "sender_id", "app", "platform", "state", "canonical_token", "online", "topics",
+        XCTAssertEqual(d.keys, ["token", "fid", "sender_id", "app", "platform", "state", "canonical_token", "online", "topics",
                                 "pending", "created_at", "last_seen_at"])
         let token = try XCTUnwrap(d["token"]?.stringValue)
         XCTAssertEqual(token.count, 152, "generated tokens are FCM-shaped")

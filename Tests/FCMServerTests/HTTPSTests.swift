@@ -150,6 +150,24 @@ final class HTTPSTests: XCTestCase {
         XCTAssertEqual(try s.client().get("/api/v1/health").status, 200)
     }
 
+    /// A service account's `token_uri` names the scheme and host the caller used: https on the
+    /// HTTPS port (HTTP/2 and the HTTP/1.1 bridge alike), http on the plain one.
+    func testServiceAccountTokenURIFollowsTheCallersScheme() throws {
+        let s = try TestServer(extraArguments: ["--https-port", "0", "--tls-dir", dir + "/tls"])
+        defer { s.stop() }
+        let port = try XCTUnwrap(s.app.httpsPort)
+        let make = ["-X", "POST", "-H", "Content-Type: application/json", "-d", "{}"]
+        let path = "/api/v1/projects/\(DemoProject.senderID)/service-accounts"
+        for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
+            let out = try curlHTTPS(port, ca: dir + "/tls/ca.pem", host: "oauth2.googleapis.com", [flag] + make, path)
+            XCTAssertTrue(out.hasSuffix("\n\(version) 201"), out)
+            XCTAssertTrue(out.contains(#""token_uri":"https://oauth2.googleapis.com:\#(port)/token""#), out)
+        }
+        let plain = try s.client().postJSON(path, "{}")
+        XCTAssertEqual(plain.status, 201)
+        XCTAssertTrue(plain.text.contains(#""token_uri":"http://127.0.0.1:\#(s.port)/token""#), plain.text)
+    }
+
     func testLocalCAIsKeptBesideTheStoreAndServed() throws {
         let db = dir + "/store.sqlite"
         var first: String

@@ -58,7 +58,7 @@ final class OAuthTests: XCTestCase {
         XCTAssertEqual(issued.count, 4)
         XCTAssertEqual(issued[0].keys, ["id", "token_prefix", "client_email", "project_id", "scope", "issued_at", "expires_at"])
         XCTAssertEqual(issued[0]["client_email"]?.stringValue, email)
-        XCTAssertEqual(issued[0]["project_id"]?.stringValue, "project-123456789012")
+        XCTAssertEqual(issued[0]["project_id"]?.stringValue, "demo-project")
         XCTAssertEqual(issued[0]["token_prefix"]?.stringValue?.count, 12)
         let id = try XCTUnwrap(issued[0]["id"]?.stringValue)
         XCTAssertEqual(try client.delete("/api/v1/access-tokens/\(id)").status, 204)
@@ -109,5 +109,43 @@ final class OAuthTests: XCTestCase {
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"reset":true}"#).status, 200)
         XCTAssertEqual(try client.delete("/api/v1/projects/123456789012/service-accounts/\(keyID)").status, 204)
         XCTAssertEqual(try exchange(try assertion()).object?["error_description"]?.stringValue, "Invalid JWT Signature.")
+    }
+
+    /// `--accept-any-key`: an RS256 assertion of a key no project knows is the first project's
+    /// (its signature cannot be checked); a known key is still verified, and times and scope
+    /// still count. The token then sends over v1 and, with `access_token_auth`, over legacy.
+    func testAcceptAnyKeyTakesAnUnknownKeysAssertion() throws {
+        let loose = try TestServer(extraArguments: ["--accept-any-key"])
+        defer { loose.stop() }
+        let c = loose.client()
+        defer { c.disconnect() }
+        let stranger = try RSAPrivateKey(generatingBits: 2048)
+        let header = #"{"alg":"RS256","typ":"JWT","kid":"0123456789abcdef0123456789abcdef01234567"}"#
+        func post(_ jwt: String) throws -> WireResponse {
+            try c.request("POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                          body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(jwt)".utf8))
+        }
+        let ok = try post(try assertion(header: header, iss: "ci@elsewhere.iam.gserviceaccount.com", signer: stranger))
+        XCTAssertEqual(ok.status, 200, ok.text)
+        let token = try XCTUnwrap(ok.object?["access_token"]?.stringValue)
+        let listed = try c.get("/api/v1/access-tokens").text
+        XCTAssertTrue(listed.contains(#""client_email":"ci@elsewhere.iam.gserviceaccount.com""#), listed)
+        XCTAssertTrue(listed.contains(#""project_id":"demo-project""#), listed)
+        // Times and scope are still checked.
+        let stale = try post(try assertion(header: header, iat: Int64(Date().timeIntervalSince1970) - 7200, signer: stranger))
+        XCTAssertEqual(stale.object?["error"]?.stringValue, "invalid_grant")
+        XCTAssertEqual(try post(try assertion(header: header, scope: "openid", signer: stranger)).object?["error"]?.stringValue,
+                       "invalid_scope")
+        // The token sends over v1 and over legacy with access_token_auth.
+        let v1 = try c.request("POST", "/v1/projects/123456789012/messages:send",
+                               headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                               body: Array(#"{"message":{"token":"demo-android-1","data":{"via":"any-key"}}}"#.utf8))
+        XCTAssertEqual(v1.status, 200, v1.text)
+        let legacy = try c.request("POST", "/fcm/send",
+                                   headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json"),
+                                             ("access_token_auth", "true")],
+                                   body: Array(#"{"to":"demo-android-1","data":{"via":"any-key"}}"#.utf8))
+        XCTAssertEqual(legacy.status, 200, legacy.text)
+        XCTAssertTrue(legacy.text.contains(#""success":1"#), legacy.text)
     }
 }

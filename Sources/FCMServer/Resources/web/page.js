@@ -27,7 +27,9 @@ function targetText(m) {
 function messageRow(m) {
   const tr = document.createElement("tr");
   tr.dataset.id = m.message_id;
-  tr.append(el("td", m.accepted_at), el("td", m.message_id, "mono"), el("td", targetText(m), "mono"),
+  const id = el("td", m.message_id, "mono");
+  if (m.v1_name) id.append(el("div", m.v1_name, "v1name"));
+  tr.append(el("td", m.accepted_at), id, el("td", targetText(m), "mono"),
             el("td", m.transport + (m.format === "plain" ? " (plain)" : "")));
   const st = el("td");
   const recipients = m.recipients || [];
@@ -38,7 +40,10 @@ function messageRow(m) {
   const total = typeof m.recipients_total === "number" ? m.recipients_total : recipients.length;
   if (total > 20) st.append(el("div", "… " + (total - 20) + " more"));
   const payload = el("td");
-  payload.append(el("pre", JSON.stringify({ data: m.data, notification: m.notification })));
+  const shownPayload = { data: m.data, notification: m.notification };
+  // An HTTP v1 message's platform blocks, as sent.
+  for (const k of ["android", "apns", "webpush", "fcm_options"]) if (m[k]) shownPayload[k] = m[k];
+  payload.append(el("pre", JSON.stringify(shownPayload)));
   tr.append(st, payload);
   return tr;
 }
@@ -47,6 +52,8 @@ function messageQuery() {
   const p = new URLSearchParams({ limit: String(PAGE), recipients: "20" });
   if (!f) return { path: "/messages?" + p };
   if (/^(accepted|rejected|delivered|pending|expired|collapsed|dropped)$/.test(f)) p.set("status", f);
+  else if (/^(http|http_v1|xmpp)$/.test(f)) p.set("transport", f);
+  else if (/^projects\/[^/]+\/messages\//.test(f)) p.set("v1_name", f);
   else if (f.startsWith("/topics/")) p.set("topic", f.slice(8));
   else if (/^0:\d+%/.test(f) || /^\d{6,}$/.test(f)) return { one: "/messages/" + encodeURIComponent(f) };
   else p.set("token", f);
@@ -55,7 +62,7 @@ function messageQuery() {
 function matches(m) {
   const f = filter.trim();
   if (!f) return true;
-  if (m.message_id === f || m.status === f) return true;
+  if (m.message_id === f || m.status === f || m.transport === f || m.v1_name === f) return true;
   if (f.startsWith("/topics/")) return m.target && m.target.kind === "topic" && ("/topics/" + m.target.value) === f;
   return (m.recipients || []).some(r => r.token === f || r.status === f);
 }
