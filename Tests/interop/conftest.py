@@ -1,8 +1,8 @@
 """Starts the fcm-mock binary for the interop suite and talks to its control API.
 
-The binary comes from $FCM_MOCK_BIN (Tests/interop/run.sh sets it). One server per test module:
-it is started on port 0 with an in-memory store and this suite's own fixtures file, its
-`listening http=... xmpp=...` line is read from stdout, and on teardown it gets SIGTERM and must
+The binary comes from $FCM_MOCK_BIN (Tests/interop/run.sh sets it). One server per test module
+and fixture (`mock`; `mock_https` adds a TLS listener): it is started on port 0 with an in-memory
+store and this suite's own fixtures file, its `listening http=... xmpp=...` line is read from stdout, and on teardown it gets SIGTERM and must
 exit 0. Tests make their own devices through the control API, so no reset is needed between them.
 """
 
@@ -17,15 +17,15 @@ import time
 import pytest
 
 from mocksupport import FIXTURES, LISTENING_RE, MockServer
-from mocksupport import LISTENING_XMPP_RE
+from mocksupport import LISTENING_HTTPS_RE, LISTENING_XMPP_RE
 
 STARTUP_TIMEOUT_S = float(os.environ.get("FCM_MOCK_STARTUP_TIMEOUT", "20"))
 STOP_TIMEOUT_S = 10.0
 
 
-def _start(binary, fixtures_path, stderr_path):
+def _start(binary, fixtures_path, stderr_path, extra_args=()):
     cmd = [binary, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", ":memory:",
-           "--fixtures", str(fixtures_path)]
+           "--fixtures", str(fixtures_path), *extra_args]
     stderr_file = open(stderr_path, "wb")
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -71,8 +71,8 @@ def _drain(stream):
         pass
 
 
-@pytest.fixture(scope="module")
-def mock(tmp_path_factory):
+def _serve(tmp_path_factory, extra_args=()):
+    """Runs one server for a module: yields its MockServer, then stops it (SIGTERM, exit 0)."""
     binary = os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock")
     binary = os.path.abspath(binary)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -83,7 +83,7 @@ def mock(tmp_path_factory):
     fixtures_path.write_text(json.dumps(FIXTURES, indent=2))
     stderr_path = tmp / "stderr.log"
 
-    cmd, proc = _start(binary, fixtures_path, stderr_path)
+    cmd, proc = _start(binary, fixtures_path, stderr_path, extra_args)
     server = None
     try:
         line, other = _read_listening_line(proc, time.monotonic() + STARTUP_TIMEOUT_S)
@@ -106,9 +106,14 @@ def mock(tmp_path_factory):
         threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
 
         server = MockServer(f"http://{m['host']}:{m['port']}", proc, stderr_path)
+        server.binary = binary  # for the client subcommands (`fcm-mock service-account`)
         xm = LISTENING_XMPP_RE.match(line)
         assert xm, f"no xmpp=HOST:PORT in the listening line: {line!r}"
         server.xmpp_host, server.xmpp_port = xm["host"], int(xm["port"])
+        hm = LISTENING_HTTPS_RE.match(line)
+        if "--https-port" in extra_args:
+            assert hm, f"--https-port given but no https=HOST:PORT in the listening line: {line!r}"
+            server.https_host, server.https_port = hm["host"], int(hm["port"])
         yield server
     finally:
         if proc.poll() is None:
@@ -124,3 +129,15 @@ def mock(tmp_path_factory):
         assert proc.returncode == 0, (
             f"fcm-mock exited with {proc.returncode} after SIGTERM (wanted 0); stderr:\n"
             f"{server.stderr_tail()}")
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory):
+    yield from _serve(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def mock_https(tmp_path_factory):
+    """A server that also listens for TLS (`--https-port 0`), its certificate signed by a local
+    CA it makes in a temporary directory (an in-memory store has no data dir to keep it in)."""
+    yield from _serve(tmp_path_factory, ("--https-port", "0"))

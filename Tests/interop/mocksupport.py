@@ -20,18 +20,26 @@ LONG_POLL_S = 5
 
 # Two projects, so that a token of the second one is a MismatchSenderId for the first one's key.
 SENDER_A = "111111111111"
+PROJECT_A = "interop-a"  # the project id HTTP v1 paths and service accounts name
 KEY_A = "AAAAinterop:project-a-server-key"
 APP_A = "com.example.interop"
 APP_A_IOS = "com.example.interop.ios"
 SENDER_B = "222222222222"
+PROJECT_B = "interop-b"
 KEY_B = "AAAAinterop:project-b-server-key"
 APP_B = "com.example.other"
 
 MESSAGE_ID_RE = re.compile(r"0:\d{16}%[0-9a-f]{16}")
-LISTENING_RE = re.compile(r"^listening http=(?P<host>[^\s:]+):(?P<port>\d+) xmpp=\S+:\d+\s*$")
+# `listening http=HOST:PORT xmpp=HOST:PORT`, then ` https=HOST:PORT` when --https-port is given.
+_HTTPS_TAIL = r"(?: https=\S+:\d+)?"
+LISTENING_RE = re.compile(
+    r"^listening http=(?P<host>[^\s:]+):(?P<port>\d+) xmpp=\S+:\d+" + _HTTPS_TAIL + r"\s*$")
 # The same line's XMPP (FCM CCS) listener address.
 LISTENING_XMPP_RE = re.compile(
-    r"^listening http=\S+:\d+ xmpp=(?P<host>[^\s:]+):(?P<port>\d+)\s*$")
+    r"^listening http=\S+:\d+ xmpp=(?P<host>[^\s:]+):(?P<port>\d+)" + _HTTPS_TAIL + r"\s*$")
+# The same line's TLS listener (h2 and http/1.1 by ALPN).
+LISTENING_HTTPS_RE = re.compile(
+    r"^listening http=\S+:\d+ xmpp=\S+:\d+ https=(?P<host>[^\s:]+):(?P<port>\d+)\s*$")
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
@@ -52,6 +60,7 @@ FIXTURES = {
     "projects": [
         {
             "sender_id": SENDER_A,
+            "project_id": PROJECT_A,
             "server_keys": [KEY_A],
             "apps": [
                 {"app": APP_A, "platform": "android"},
@@ -60,6 +69,7 @@ FIXTURES = {
         },
         {
             "sender_id": SENDER_B,
+            "project_id": PROJECT_B,
             "server_keys": [KEY_B],
             "apps": [{"app": APP_B, "platform": "android"}],
         },
@@ -116,6 +126,11 @@ class MockServer:
     # `listening` line.
     xmpp_host = None
     xmpp_port = None
+    # The TLS listener's address, when the server was started with --https-port.
+    https_host = None
+    https_port = None
+    binary = None  # the fcm-mock executable, for its client subcommands
+
 
     def __init__(self, base_url, proc, stderr_path):
         self.base_url = base_url
@@ -198,6 +213,26 @@ class MockServer:
         dev = self.api("DELETE", f"/api/v1/devices/{q(token)}/topics/{q(topic)}")
         assert topic.lower() not in [t.lower() for t in dev["topics"]], dev
         return dev
+
+    def fault(self, when, then, times=None):
+        """Injects a fault (`POST /api/v1/faults`, 201) and returns it (its `id`)."""
+        body = {"when": when, "then": then}
+        if times is not None:
+            body["times"] = times
+        return self.api("POST", "/api/v1/faults", expect=201, json=body)
+
+    def fault_ids(self):
+        """The ids of the faults still armed (`GET /api/v1/faults`; one whose `times` ran out is
+        gone from the list)."""
+        return [f["id"] for f in self.api("GET", "/api/v1/faults")["items"]]
+
+    def v1_record(self, name):
+        """The one message record of the HTTP v1 send answered with `name`."""
+        items = self.messages(v1_name=name)
+        found = [m for m in items if m.get("v1_name") == name]
+        assert len(found) == 1, (name, items)
+        assert found[0]["transport"] == "http_v1", found[0]
+        return found[0]
 
     def topic(self, name, expect=200):
         return self.api("GET", f"/api/v1/topics/{q(name)}", expect=expect)

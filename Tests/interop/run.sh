@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Interop suite: drives a running fcm-mock with a real third-party client (pyfcm 1.5.4).
+# Interop suite: drives a running fcm-mock with real third-party clients (pyfcm 1.5.4, slixmpp,
+# firebase-admin 7.7.0).
 #
 #   bash Tests/interop/run.sh [PATH_TO_FCM_MOCK]
 #
@@ -26,7 +27,7 @@ stamp="$venv/.interop-requirements"
 
 venv_ok() {
     [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp" \
-        && "$venv/bin/python" -c 'import pyfcm, pytest, requests' >/dev/null 2>&1
+        && "$venv/bin/python" -c 'import pyfcm, pytest, requests, firebase_admin, httpx, h2' >/dev/null 2>&1
 }
 
 if ! venv_ok; then
