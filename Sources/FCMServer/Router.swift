@@ -23,7 +23,10 @@ struct Router<Handler: Sendable>: Sendable {
     }
 
     private var exact: [String: [Entry]] = [:]
-    private var patterned: [Entry] = []
+    /// `{…}` patterns by their first segment (`api` for `/api/v1/devices/{token}`), in table
+    /// order: a request tries only those under its own first segment, not the whole control
+    /// API's before the v1 send's. Every pattern begins with a literal segment (checked).
+    private var patterned: [Substring: [Entry]] = [:]
     private var prefixed: [Entry] = []
     private let otherwise: Handler
 
@@ -38,7 +41,10 @@ struct Router<Handler: Sendable>: Sendable {
             let e = Entry(method: method, pattern: RoutePattern(text), handler: handler)
             switch e.pattern.kind {
             case .literal: exact[text, default: []].append(e)
-            case .segments: patterned.append(e)
+            case .segments:
+                let head = Self.firstSegment(e.pattern.literalPrefix[...])
+                precondition(!head.isEmpty, "a pattern's first segment is literal: \(text)")
+                patterned[head, default: []].append(e)
             case .prefix: prefixed.append(e)
             }
         }
@@ -55,7 +61,7 @@ struct Router<Handler: Sendable>: Sendable {
         }
         // Split once, and only when some pattern could match.
         var segments: [Substring]?
-        for e in patterned where e.accepts(method) && path.hasPrefix(e.pattern.literalPrefix) {
+        for e in patterned[Self.firstSegment(path[...])] ?? [] where e.accepts(method) && path.hasPrefix(e.pattern.literalPrefix) {
             if segments == nil { segments = path.split(separator: "/", omittingEmptySubsequences: false) }
             if let values = e.pattern.capture(segments!) {
                 return (e.handler, PathParams(names: e.pattern.names, values: values))
@@ -65,6 +71,15 @@ struct Router<Handler: Sendable>: Sendable {
             return (e.handler, .none)
         }
         return (otherwise, .none)
+    }
+}
+
+extension Router {
+    /// The text between the leading `/` and the next one (empty for `/` or no leading slash).
+    static func firstSegment(_ path: Substring) -> Substring {
+        guard path.first == "/" else { return "" }
+        let rest = path.dropFirst()
+        return rest[..<(rest.firstIndex(of: "/") ?? rest.endIndex)]
     }
 }
 
@@ -197,6 +212,8 @@ struct PathArguments: Sendable {
 
 /// One percent-encoded segment of a request path, decoded (`+` stays a plus).
 func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
+    // Most path values have no escape at all: copied as they are.
+    if !s.utf8.contains(UInt8(ascii: "%")) { return String(s) }
     guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
     return v
 }
