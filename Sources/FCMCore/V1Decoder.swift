@@ -18,23 +18,24 @@ struct V1Decoder {
     /// The decoded object: snake_case names, nulls dropped, values normalized.
     static func decode(_ obj: JSONObject, as type: V1MessageType, at path: String) throws(V1PayloadError) -> JSONObject {
         var out = JSONObject()
-        var given: [String: String] = [:]  // proto name → the spelling that set it
-        var oneofs: Set<String> = []
+        var oneofs: [String] = []  // a message has a handful of fields: arrays, not hash tables
         for m in obj.members {
             guard let field = type.field(named: m.key) else {
                 throw unknownName(m.key, at: path, "Cannot find field.")
             }
             if m.value.isNull { continue }
-            if let first = given[field.name] {
+            if out[field.name] != nil {
+                // Set before under its other spelling (the parser refuses a key given twice).
+                let first = obj.members.first { $0.key != m.key && !$0.value.isNull && type.field(named: $0.key)?.name == field.name }?.key ?? field.name
                 throw V1PayloadError(
                     message: "Invalid JSON payload received. Field \"\(field.name)\" at '\(path)' is set twice, as \"\(first)\" and as \"\(m.key)\".",
                     field: path)
             }
-            given[field.name] = m.key
             if let oneof = field.oneof {
-                guard oneofs.insert(oneof).inserted else {
+                guard !oneofs.contains(oneof) else {
                     throw invalidValue(at: path, "oneof", "oneof field '\(oneof)' is already set. Cannot set '\(m.key)'")
                 }
+                oneofs.append(oneof)
             }
             let fieldPath = path.isEmpty ? field.name : path + "." + field.name
             out[field.name] = try decodeValue(m.value, kind: field.kind, key: m.key, at: fieldPath, holder: path)
@@ -121,15 +122,18 @@ struct V1Decoder {
             guard case .object(let obj) = value else {
                 throw invalidValue(at: path, "type.googleapis.com/" + entryType, shown(value))
             }
-            var out = JSONObject()
+            // Keys are unique already (the parser refuses a repeated one): a map of strings only,
+            // the usual case, is kept as it is; nulls are dropped.
+            var hasNull = false
             for (i, m) in obj.members.enumerated() {
                 switch m.value {
-                case .string: out[m.key] = m.value
-                case .null: continue
+                case .string: continue
+                case .null: hasNull = true
                 default: throw wrongType(m.value, at: "\(path)[\(i)].value", "TYPE_STRING")
                 }
             }
-            return .object(out)
+            guard hasNull else { return value }
+            return .object(JSONObject(obj.members.lazy.filter { !$0.value.isNull }.map { ($0.key, $0.value) }))
         case .structValue:
             guard case .object = value else {
                 throw invalidValue(at: path, "type.googleapis.com/google.protobuf.Struct", shown(value))

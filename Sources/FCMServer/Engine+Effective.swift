@@ -27,7 +27,9 @@ struct PlatformDelivery {
     let differs: Bool
 
     init(_ req: SendRequest, acceptedAtMillis: Int64) {
-        guard req.platforms != nil else {
+        // A v1 message without android, apns or webpush blocks keeps the defaults everywhere,
+        // as a legacy one keeps its own options: no per-platform work.
+        guard let p = req.platforms, p.android != nil || p.apns != nil || p.webpush != nil else {
             let o = DeliveryOptions(collapseKey: req.options.collapseKey, ttlSeconds: req.options.timeToLive)
             (android, ios, web, differs) = (o, o, o, false)
             return

@@ -175,6 +175,7 @@ extension Engine {
 
     /// A v1 message's platform blocks as one JSON object (`{"android":…,"apns":…,…}`, only those sent).
     static func platformsJSON(_ p: PlatformConfigs) -> String {
+        if p.android == nil && p.apns == nil && p.webpush == nil && p.fcmOptions == nil { return "{}" }
         var w = JSONWriter()
         w.beginObject()
         for (name, block) in [("android", p.android), ("apns", p.apns), ("webpush", p.webpush), ("fcm_options", p.fcmOptions)] {
