@@ -72,6 +72,20 @@ final class RouterTests: XCTestCase {
         }
     }
 
+    /// Paths are cut on bytes; characters beyond ASCII and empty pieces come through whole.
+    func testSegmentsAndFirstSegment() {
+        XCTAssertEqual(Router<String>.segments("/a//é☃/b:c/"), ["", "a", "", "é☃", "b:c", ""])
+        XCTAssertEqual(Router<String>.segments("/"), ["", ""])
+        XCTAssertEqual(Router<String>.segments("x"), ["x"])
+        XCTAssertEqual(Router<String>.firstSegment("/v1/projects/p"), "v1")
+        XCTAssertEqual(Router<String>.firstSegment("/ünï/x"), "ünï")
+        XCTAssertEqual(Router<String>.firstSegment("/only"), "only")
+        XCTAssertEqual(Router<String>.firstSegment("/"), "")
+        XCTAssertEqual(Router<String>.firstSegment("nope/x"), "")
+        XCTAssertEqual(router.match("POST", "/a/é☃:do").handler, "a-do")
+        XCTAssertEqual(router.match("POST", "/a/é☃:do").params["x"], "é☃")
+    }
+
     func testParametersByNameAndDecoded() throws {
         let m = router.match("GET", "/a/t%2Bk+1/b/%E2%9C%93%3A")
         XCTAssertEqual(m.handler, "ab")
