@@ -107,26 +107,34 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
             raise BenchError(f"v1 probe send: {st} {data[:300]!r}")
 
 
-        # v1 against legacy over HTTP/1.1, alternating rounds on the same process.
-        per_round = max(2, dur // max(1, rounds))
-        log(f"v1: HTTP/1.1 v1 and legacy single-token sends, {rounds} alternating rounds of {per_round}s")
+        # v1 against legacy over HTTP/1.1: short alternating rounds on the same process, so a
+        # neighbour's burst on this shared machine hits both alike; the ratio is the median of
+        # the rounds' ratios of CPU time per request.
+        cpu_rounds = max(5, rounds)
+        per_round = 2
+        log(f"v1: HTTP/1.1 v1 and legacy single-token sends, {cpu_rounds} alternating rounds of {per_round}s")
         run_wrk("v1single.lua", mock.url, 2, 32, 2, tokens_path, path=v1_path, extra_env=v1_env)
+        run_wrk("single.lua", mock.url, 2, 32, 2, tokens_path)
         cpu = {"legacy": [0.0, 0, 0], "v1": [0.0, 0, 0]}  # CPU s, requests, errors
         rps = {"legacy": [], "v1": []}
-        for _ in range(max(1, rounds)):
+        per_request = {"legacy": [], "v1": []}
+        for _ in range(cpu_rounds):
             for name, script, path, env in (("legacy", "single.lua", "/fcm/send", None),
                                              ("v1", "v1single.lua", v1_path, v1_env)):
                 before = mock.cpu_s()
                 r = run_wrk(script, mock.url, 2, 32, per_round, tokens_path, path=path, extra_env=env)
-                cpu[name][0] += mock.cpu_s() - before
+                used = mock.cpu_s() - before
+                cpu[name][0] += used
                 cpu[name][1] += r["requests"]
                 cpu[name][2] += r["status_errors"] + r["socket_errors"]
                 rps[name].append(r["rps"])
+                per_request[name].append(used / max(r["requests"], 1))
         res["cpu_us"] = {k: 1e6 * v[0] / v[1] if v[1] else 0.0 for k, v in cpu.items()}
+        res["cpu_ratios"] = [v / l if l else 0.0 for v, l in zip(per_request["v1"], per_request["legacy"])]
         res["h1_errors"] = cpu["legacy"][2] + cpu["v1"][2]
         res["h1_rps"] = {k: statistics.median(v) for k, v in rps.items()}
         res["h1_cmd"] = (f"wrk -t2 -c32 -d{per_round}s -s bench/v1single.lua {mock.url}{v1_path} "
-                         f"(and bench/single.lua on /fcm/send), {rounds} alternating rounds")
+                         f"(and bench/single.lua on /fcm/send), {cpu_rounds} alternating rounds")
 
         # HTTP/2 (h2c, prior knowledge) against HTTP/1.1 with the same client, body and token.
         body = os.path.join(run_dir, "v1-body.json")
@@ -146,7 +154,7 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
     finally:
         res["exit"] = mock.stop(120)
 
-    cpu_ratio = res["cpu_us"]["v1"] / max(res["cpu_us"]["legacy"], 1e-9)
+    cpu_ratio = statistics.median(res["cpu_ratios"])
     h2_ratio = statistics.median(res["h2_ratios"])
     tps = res["tokens"]["ok"] / (res["tokens"]["duration_us"] / 1e6)
     checks = {
@@ -167,7 +175,7 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
         "|---|---:|---:|---|---|",
         f"| v1 single-token send over HTTP/1.1, server CPU per request, µs | {res['cpu_us']['v1']:.1f} "
         f"| {res['cpu_us']['legacy']:.1f} (legacy /fcm/send) | ≤ {TARGET_V1_CPU:.2f}x: **{cpu_ratio:.2f}x** "
-        f"| {v(checks['v1_cpu'])} |",
+        f"(median of rounds: {', '.join(f'{r:.2f}' for r in res['cpu_ratios'])}) | {v(checks['v1_cpu'])} |",
         f"| v1 / legacy req/s over HTTP/1.1 (median of rounds) | {res['h1_rps']['v1']:,.0f} "
         f"| {res['h1_rps']['legacy']:,.0f} | (info) | |",
         f"| v1 over HTTP/2 (h2c, {H2_CONNECTIONS} conns x {H2_STREAMS} streams), req/s | {h2m['rps']:,.0f} "

@@ -1,5 +1,8 @@
 /// ASCII case-insensitive prefix test on UTF-8 bytes; `prefix` is written in lower case
 /// (header values and condition keywords are ASCII in practice).
+/// Inlinable, so each caller gets a copy specialized for its collection (a generic call across
+/// modules cost thousands of instructions a request).
+@inlinable
 public func hasPrefixIgnoringCase<C: Collection>(_ bytes: C, _ prefix: StaticString) -> Bool where C.Element == UInt8 {
     var it = bytes.makeIterator()
     for i in 0..<prefix.utf8CodeUnitCount {

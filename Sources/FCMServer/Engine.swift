@@ -105,11 +105,21 @@ public final class Engine: Sendable {
 
     /// The credential of `Authorization: Bearer <token>` (the scheme in any case), or nil.
     static func bearerToken(_ header: String?) -> String? {
+        // On the UTF-8 bytes: every request with a Bearer token comes here.
         guard let header else { return nil }
-        let value = header.drop { $0 == " " }
-        guard hasPrefixIgnoringCase(value.utf8, "bearer ") else { return nil }
-        let token = value.dropFirst(7).trimmingSpaces()
-        return token.isEmpty ? nil : token
+        let u = header.utf8
+        var start = u.startIndex
+        while start != u.endIndex && u[start] == UInt8(ascii: " ") { start = u.index(after: start) }
+        guard hasPrefixIgnoringCase(u[start...], "bearer ") else { return nil }
+        start = u.index(start, offsetBy: 7)
+        var end = u.endIndex
+        while start != end && (u[start] == UInt8(ascii: " ") || u[start] == UInt8(ascii: "\t")) { start = u.index(after: start) }
+        while start != end {
+            let last = u.index(before: end)
+            guard u[last] == UInt8(ascii: " ") || u[last] == UInt8(ascii: "\t") else { break }
+            end = last
+        }
+        return start == end ? nil : String(header[start..<end])
     }
 
     /// The first configured project (Bearer-token sends map to it).
