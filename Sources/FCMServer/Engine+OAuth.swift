@@ -24,11 +24,12 @@ enum IssuedToken {
     case valid(String)
 }
 
-extension EngineState {
+extension Credentials {
     /// Whether `token` is an issued access token good at `now` (ms on the mock's clock).
     func issuedToken(_ token: String, now: Int64) -> IssuedToken {
         guard let t = accessTokens[token] else { return .unknown }
-        guard t.expiresAt > now, let p = projects[t.senderID], p.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID })
+        guard t.expiresAt > now, let p = projectsByName[t.senderID], p.senderID == t.senderID,
+            p.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID })
         else { return .invalid }
         return .valid(p.senderID)
     }
@@ -119,9 +120,9 @@ extension Engine {
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
                                  senderID: senderID, scope: scope, issuedAt: now * 1000,
                                  expiresAt: (now + Self.accessTokenSeconds) * 1000)
-        state.withLock { s in
-            s.accessTokens[token] = issued
-            if s.accessTokens.count > Self.maxAccessTokens { Self.prune(&s.accessTokens, now: now * 1000) }
+        credentials.withLock { c in
+            c.accessTokens[token] = issued
+            if c.accessTokens.count > Self.maxAccessTokens { Self.prune(&c.accessTokens, now: now * 1000) }
         }
         return issued
     }
@@ -135,11 +136,12 @@ extension Engine {
     /// the `kid` of a known key, `iss` its account, `aud` FCM's root URL, `exp` ahead of the
     /// mock's clock, `iat` not further ahead than the skew allowed).
     ///
-    /// Issued tokens are looked up under the state lock (they live there, with the accounts
-    /// and projects that decide whether they still count): one dictionary lookup.
+    /// Issued tokens are looked up under the credentials lock (they live there, with a copy of
+    /// the projects and accounts that decide whether they still count), never waiting for a
+    /// send: one dictionary lookup.
     public func senderID(bearer token: String) -> String? {
         let now = clock.nowMillis()
-        switch state.withLock({ $0.issuedToken(token, now: now) }) {
+        switch credentials.withLock({ $0.issuedToken(token, now: now) }) {
         case .valid(let sender): return sender
         case .invalid: return nil
         case .unknown: return senderID(selfSignedJWT: token, now: now / 1000)
@@ -177,8 +179,8 @@ extension Engine {
         guard let token = Self.bearerToken(authorization) else { return .failure(.unauthenticated) }
         let now = clock.nowMillis()
         // An issued token and the project in one look under the lock: the common case.
-        let (issued, project): (IssuedToken, Project?) = state.withLock { s in
-            (acceptAnyKey ? .unknown : s.issuedToken(token, now: now), s.project(named: name))
+        let (issued, project): (IssuedToken, Project?) = credentials.withLock { c in
+            (acceptAnyKey ? .unknown : c.issuedToken(token, now: now), c.project(named: name))
         }
         var sender: String?
         if !acceptAnyKey {
@@ -207,14 +209,14 @@ extension Engine {
 
     /// The access tokens issued since start or the last reset, oldest first.
     public func accessTokens() -> [AccessToken] {
-        state.withLock { $0.accessTokens.values.sorted { ($0.issuedAt, $0.id) < ($1.issuedAt, $1.id) } }
+        credentials.withLock { $0.accessTokens.values.sorted { ($0.issuedAt, $0.id) < ($1.issuedAt, $1.id) } }
     }
 
     /// Revokes an issued token by its id.
     public func revokeAccessToken(id: String) throws(ControlError) {
-        let found = state.withLock { s -> Bool in
-            guard let t = s.accessTokens.values.first(where: { $0.id == id }) else { return false }
-            s.accessTokens[t.token] = nil
+        let found = credentials.withLock { c -> Bool in
+            guard let t = c.accessTokens.values.first(where: { $0.id == id }) else { return false }
+            c.accessTokens[t.token] = nil
             return true
         }
         if !found { throw .notFound("access token '\(id)' does not exist") }

@@ -92,6 +92,7 @@ extension Engine {
             }
             p.serviceAccounts.append(account)
             s.projects[p.senderID] = p
+            publishCredentials(s)
             return .success((p, submit([Self.save(account, of: p.senderID)])))
         }
         let (p, ticket) = try result.get()
@@ -110,6 +111,7 @@ extension Engine {
             }
             p.serviceAccounts.remove(at: i)
             s.projects[p.senderID] = p
+            publishCredentials(s)
             return .success(submit([Writes.deleteServiceAccount(privateKeyID)]))
         }
         try commitControl(try result.get())

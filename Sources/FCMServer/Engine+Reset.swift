@@ -55,7 +55,7 @@ extension Engine {
             s.retiredGroupKeys.removeAll()
             s.upstream.removeAll()
             s.upstreamOrder.removeAll()
-            s.accessTokens.removeAll()
+            credentials.withLock { $0.accessTokens.removeAll() }
             restartClock(&s)
             afterwards = hook?()
             return submit([Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),

@@ -4,9 +4,20 @@ import Platform
 import Synchronization
 
 /// What authenticating a request needs (see `Engine.credentials`).
+///
+/// Bearer checks live here too, so checking a request's credential never waits for the send
+/// path's state lock: the projects by sender id and by project id (copies, refreshed with the
+/// server keys), and the issued access tokens themselves (their only home).
 struct Credentials: Sendable {
     var keyOwner: [String: String] = [:]
     var firstProject: String?
+    var projectsByName: [String: Project] = [:]
+    /// Access tokens the token endpoint issued, by token (in memory only: a restart or a reset
+    /// forgets them, as Google's would expire).
+    var accessTokens: [String: AccessToken] = [:]
+
+    /// A project by its sender id or its project id.
+    func project(named name: String) -> Project? { projectsByName[name] }
 }
 
 /// The mock's behaviour: projects, devices and the send path, shared by every listener.
@@ -130,7 +141,16 @@ public final class Engine: Sendable {
     /// Copies what authentication needs out of `s`; called with the state lock held wherever
     /// projects change, so the copy never lags behind a change that was answered.
     func publishCredentials(_ s: EngineState) {
-        credentials.withLock { $0 = Credentials(keyOwner: s.keyOwner, firstProject: s.projectOrder.first) }
+        var byName: [String: Project] = [:]
+        for p in s.projects.values {
+            byName[p.projectID] = p
+            byName[p.senderID] = p  // a sender id wins over another project's equal project id, as in `project(named:)`
+        }
+        credentials.withLock {
+            $0.keyOwner = s.keyOwner
+            $0.firstProject = s.projectOrder.first
+            $0.projectsByName = byName
+        }
     }
 
     // MARK: Change notification
@@ -197,9 +217,6 @@ struct EngineState: Sendable {
     /// Upstream messages by id, in creation order.
     var upstream: [String: UpstreamMessage] = [:]
     var upstreamOrder: [String] = []
-    /// Access tokens the token endpoint issued, by token (in memory only: a restart or a reset
-    /// forgets them, as Google's would expire).
-    var accessTokens: [String: AccessToken] = [:]
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
 
