@@ -24,6 +24,8 @@ public struct SendResult: Sendable {
     public var recordID: String
     /// For topic and condition sends: the message id FCM answered as a number.
     public var topicMessageID: Int64 = 0
+    /// The `name` a v1 send answers (`projects/{project_id}/messages/{id}`), as recorded.
+    public var v1Name: String?
     /// For topic and condition sends: the error answered instead of a message id.
     public var topicError: FCMErrorCode?
     /// For device-group sends: how many members were reached and the tokens that failed.
@@ -121,7 +123,10 @@ extension Engine {
             for n in placed.notices { s.inbox[n.device.id, default: []].append(n.id) }
             var message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
                                  requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
-            if transport == .httpV1 { v1Fields(&message, result, ctx, platforms: platformsJSON) }
+            if transport == .httpV1 {
+                v1Fields(&message, result, ctx, platforms: platformsJSON)
+                result.v1Name = message.v1Name
+            }
             writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)
             return nil
         }

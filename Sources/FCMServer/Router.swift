@@ -87,19 +87,25 @@ extension Router {
 
     /// `path` cut at every `/` (empty pieces kept: `/a/b` is `["", "a", "b"]`).
     static func segments(_ path: String) -> [Substring] {
-        var out: [Substring] = []
-        out.reserveCapacity(8)
-        let u = path.utf8
-        var start = u.startIndex
-        var i = start
-        while i != u.endIndex {
-            if u[i] == UInt8(ascii: "/") {
-                out.append(path[start..<i])
-                start = u.index(after: i)
-            }
-            i = u.index(after: i)
+        // The slashes' byte offsets from the contiguous UTF-8, then one index each (an offset
+        // into a native string's UTF-8 is found in constant time).
+        var text = path
+        let cuts = text.withUTF8 { bytes -> [Int] in
+            var found: [Int] = []
+            found.reserveCapacity(8)
+            for (i, b) in bytes.enumerated() where b == UInt8(ascii: "/") { found.append(i) }
+            return found
         }
-        out.append(path[start..<u.endIndex])
+        let u = text.utf8
+        var out: [Substring] = []
+        out.reserveCapacity(cuts.count + 1)
+        var start = u.startIndex
+        for cut in cuts {
+            let slash = u.index(u.startIndex, offsetBy: cut)
+            out.append(text[start..<slash])
+            start = u.index(after: slash)
+        }
+        out.append(text[start..<u.endIndex])
         return out
     }
 }

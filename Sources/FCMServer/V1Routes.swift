@@ -101,6 +101,8 @@ struct V1Routes: Sendable {
             if let e = first.error { return V1Error(e, targetField: byFID ? "message.fid" : "message.token").response }
             id = first.messageID ?? ""
         }
+        // The engine built the name once for the record.
+        if let name = result.v1Name, !req.options.dryRun { return nameAnswer(name) }
         return nameAnswer("projects/\(projectID)/messages/" + (req.options.dryRun ? "fake_message_id" : id))
     }
 
