@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 
+import bench
 from bench import (SENDER_ID, BenchError, Server, bench_token, http_json, log, run_wrk)
 
 TARGET_V1_CPU = 1.15
@@ -64,6 +65,76 @@ def run_h2load(url, body_path, bearer, requests, clients, streams, h1=False):
     shown = [c if not c.startswith("authorization:") else "authorization: Bearer $TOKEN" for c in cmd]
     return {"rps": float(m.group(3)), "done": int(s.group(3)), "ok2xx": int(codes.group(1)),
             "failed": int(s.group(5)) + int(s.group(6)), "cmd": " ".join(shown)}
+
+
+def instructions_per_send(mock_bin, run_dir, fixtures, kind, count=1000):
+    """Instructions the server executes per single-token send, counted by callgrind over
+    `count` sends one after another on one keep-alive connection (after 100 unmeasured ones):
+    the same for the same binary and input whatever the machine's neighbours do."""
+    import http.client
+    port = bench.free_port()
+    out = os.path.join(run_dir, f"callgrind.{kind}.out")
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+                             mock_bin, "serve", "--http-port", str(port), "--xmpp-port", "0",
+                             "--db", os.path.join(run_dir, f"callgrind-{kind}.sqlite"), "--fixtures", fixtures],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if http_json(url + "/api/v1/health", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise BenchError("fcm-mock under callgrind did not start")
+            time.sleep(0.3)
+        headers, path = {"Content-Type": "application/json"}, "/fcm/send"
+        if kind == "v1":
+            st, data = http_json(f"{url}/api/v1/projects/{SENDER_ID}/service-accounts", "POST", b"{}", headers)
+            account = json.loads(data)
+            form = ("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion="
+                    + sign_assertion(account, run_dir)).encode()
+            st, data = http_json(url + "/token", "POST", form, {"Content-Type": "application/x-www-form-urlencoded"})
+            headers["Authorization"] = "Bearer " + json.loads(data)["access_token"]
+            path = f"/v1/projects/{account['project_id']}/messages:send"
+        else:
+            headers["Authorization"] = "key=" + bench.SERVER_KEY
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+        def send(i):
+            payload = {"score": "5x1", "time": "15:10", "n": str(i)}
+            body = ({"message": {"token": bench_token(i % 1000), "data": payload}} if kind == "v1"
+                    else {"to": bench_token(i % 1000), "data": payload})
+            conn.request("POST", path, json.dumps(body), headers)
+            r = conn.getresponse()
+            r.read()
+            if r.status != 200:
+                raise BenchError(f"{kind} send under callgrind answered {r.status}")
+
+        for i in range(100):
+            send(i)
+        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True, timeout=60)
+        for i in range(count):
+            send(100 + i)
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], capture_output=True, timeout=60)
+        conn.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    total = 0
+    for name in os.listdir(run_dir):
+        if name.startswith(f"callgrind.{kind}.out."):
+            with open(os.path.join(run_dir, name)) as f:
+                m = re.search(r"^summary: (\d+)", f.read(), re.M)
+                total += int(m.group(1)) if m else 0
+    if total == 0:
+        raise BenchError(f"callgrind counted nothing for the {kind} sends")
+    return total / count
 
 
 def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
@@ -142,9 +213,9 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
             json.dump({"message": {"token": bench_token(1), "data": {"score": "5x1", "time": "15:10"}}}, f)
         n = max(20_000, 4000 * per_round)
         log(f"v1: h2load {n} requests over HTTP/2 ({H2_CONNECTIONS} conns x {H2_STREAMS} streams) "
-            f"and HTTP/1.1, {rounds} alternating rounds")
+            f"and HTTP/1.1, {max(5, rounds)} alternating rounds")
         h2_runs, h1_runs = [], []
-        for _ in range(max(1, rounds)):
+        for _ in range(max(5, rounds)):
             h2_runs.append(run_h2load(mock.url + v1_path, body, bearer, n, H2_CONNECTIONS, H2_STREAMS))
             h1_runs.append(run_h2load(mock.url + v1_path, body, bearer, n, 32, 1, h1=True))
         res["h2"] = h2_runs
@@ -153,6 +224,11 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
         res["h2_failed"] = sum(r["failed"] + (r["done"] - r["ok2xx"]) for r in h2_runs + h1_runs)
     finally:
         res["exit"] = mock.stop(120)
+
+    # The same comparison in instructions (callgrind), free of the machine's noise.
+    if shutil.which("valgrind") and shutil.which("callgrind_control"):
+        log("v1: instructions per send under callgrind, 1000 v1 and 1000 legacy sends")
+        res["instr"] = {k: instructions_per_send(mock_bin, run_dir, fixtures, k) for k in ("legacy", "v1")}
 
     cpu_ratio = statistics.median(res["cpu_ratios"])
     h2_ratio = statistics.median(res["h2_ratios"])
@@ -176,6 +252,12 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
         f"| v1 single-token send over HTTP/1.1, server CPU per request, µs | {res['cpu_us']['v1']:.1f} "
         f"| {res['cpu_us']['legacy']:.1f} (legacy /fcm/send) | ≤ {TARGET_V1_CPU:.2f}x: **{cpu_ratio:.2f}x** "
         f"(median of rounds: {', '.join(f'{r:.2f}' for r in res['cpu_ratios'])}) | {v(checks['v1_cpu'])} |",
+    ]
+    if "instr" in res:
+        ir = res["instr"]
+        lines.append(f"| v1 single-token send, server instructions per request (callgrind, one connection) "
+                     f"| {ir['v1']:,.0f} | {ir['legacy']:,.0f} (legacy) | (info: {ir['v1'] / ir['legacy']:.2f}x) | |")
+    lines += [
         f"| v1 / legacy req/s over HTTP/1.1 (median of rounds) | {res['h1_rps']['v1']:,.0f} "
         f"| {res['h1_rps']['legacy']:,.0f} | (info) | |",
         f"| v1 over HTTP/2 (h2c, {H2_CONNECTIONS} conns x {H2_STREAMS} streams), req/s | {h2m['rps']:,.0f} "

@@ -5,7 +5,7 @@
 #   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
 #
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
-# nghttp2-client, openssl) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
+# nghttp2-client, openssl, valgrind) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
 # bench/bench.py, which prints a markdown report (also left in .build/bench/report.md).
 # Environment: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_WARMUP (default 2),
 # BENCH_KEEP=1 keeps the run's SQLite file under .build/bench/.
@@ -27,6 +27,7 @@ command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libmicrohttpd; then
     missing+=(libmicrohttpd-dev)
 fi
