@@ -38,6 +38,16 @@ final class OAuthTests: XCTestCase {
         return input + "." + base64URLEncode(try (signer ?? key).signRS256(Array(input.utf8)))
     }
 
+    /// The algorithm-confusion attack: an HS256 JWT whose HMAC key is the account's public key
+    /// PEM (a verifier that let the token pick the algorithm would accept it).
+    func hs256Assertion() throws -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        let h = #"{"alg":"HS256","typ":"JWT","kid":"\#(keyID)"}"#
+        let claims = #"{"iss":"\#(email)","scope":"\#(messaging)","aud":"https://oauth2.googleapis.com/token","iat":\#(now),"exp":\#(now + 3600)}"#
+        let input = base64URLEncode(Array(h.utf8)) + "." + base64URLEncode(Array(claims.utf8))
+        return input + "." + base64URLEncode(try hmacSHA256(key: Array(key.publicKeyPEM.utf8), message: Array(input.utf8)))
+    }
+
     func exchange(_ jwt: String, path: String = "/token", grant: String = "urn:ietf:params:oauth:grant-type:jwt-bearer") throws -> WireResponse {
         let body = "grant_type=\(grant.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&assertion=\(jwt)"
         return try client.request("POST", path, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8))
@@ -73,7 +83,7 @@ final class OAuthTests: XCTestCase {
         let long = String(repeating: "x", count: 9000)
         let cases: [(String, String, String)] = [
             ("alg none", try assertion(header: #"{"alg":"none","kid":"\#(keyID)"}"#), signature),
-            ("HS256", try assertion(header: #"{"alg":"HS256","kid":"\#(keyID)"}"#), signature),
+            ("HS256 keyed with the public key", try hs256Assertion(), signature),
             ("no kid", try assertion(header: #"{"alg":"RS256"}"#), signature),
             ("unknown kid", try assertion(header: #"{"alg":"RS256","kid":"nope"}"#), signature),
             ("another key's signature", try assertion(signer: other), signature),

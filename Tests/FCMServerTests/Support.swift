@@ -144,3 +144,29 @@ import FCMServer
 func RateLimitParse(_ s: String) -> [Int64]? {
     RateLimit.parse(s).map { [Int64($0.count), $0.periodMillis] }
 }
+
+/// HMAC-SHA256 of `message` keyed with `key`, by openssl's command line: what an attacker signs
+/// an HS256 JWT with when the key is a service account's public key PEM (the classic
+/// algorithm-confusion attack), so the refusal is tested with a correctly signed token.
+func hmacSHA256(key: [UInt8], message: [UInt8]) throws -> [UInt8] {
+    let file = NSTemporaryDirectory() + "fcm-mock-hmac-\(UUID().uuidString)"
+    try Data(message).write(to: URL(fileURLWithPath: file))
+    defer { try? FileManager.default.removeItem(atPath: file) }
+    let hexKey = key.map { String(format: "%02x", $0) }.joined()
+    let r = try runProcess("/usr/bin/openssl", ["dgst", "-sha256", "-mac", "HMAC", "-macopt", "hexkey:\(hexKey)", file])
+    guard r.status == 0, let hex = r.stdout.split(separator: "=").last?.trimmingCharacters(in: .whitespacesAndNewlines),
+          hex.count == 64 else { throw TestFailure("openssl could not compute an HMAC: \(r.stderr)") }
+    var out: [UInt8] = []
+    var i = hex.startIndex
+    while i < hex.endIndex {
+        let j = hex.index(i, offsetBy: 2)
+        out.append(UInt8(hex[i..<j], radix: 16)!)
+        i = j
+    }
+    return out
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}

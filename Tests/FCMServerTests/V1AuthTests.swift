@@ -77,7 +77,8 @@ final class V1AuthTests: V1TestCase {
         let unsigned = base64URLEncode(Array(#"{"alg":"none","kid":"\#(accountA.keyID)"}"#.utf8)) + "." + base64URLEncode(Array(claims.utf8)) + "."
         assertUnauthenticated(try v1Send(send, bearer: unsigned))
         let hs = base64URLEncode(Array(#"{"alg":"HS256","kid":"\#(accountA.keyID)"}"#.utf8)) + "." + base64URLEncode(Array(claims.utf8))
-        assertUnauthenticated(try v1Send(send, bearer: hs + "." + base64URLEncode(Array(repeating: UInt8(7), count: 32))))
+        let mac = try hmacSHA256(key: Array(accountA.key.publicKeyPEM.utf8), message: Array(hs.utf8))
+        assertUnauthenticated(try v1Send(send, bearer: hs + "." + base64URLEncode(mac)))
         // Expiry on the mock's clock, even for one already verified; a deleted key ends it.
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":3601}"#).status, 200)
         assertUnauthenticated(try v1Send(send, bearer: jwt))
