@@ -1,10 +1,12 @@
 /// The inspection page served at `/`: one self-contained HTML document (no CDN) that reads the
 /// control API and follows `/api/v1/events` live.
 ///
-/// Its source is three files in `Resources/web/`, embedded at build time (`PackageResources`):
-/// `index.html` names `page.css` and `page.js` the way a browser opening the folder would load
-/// them, and `bytes` puts both inline in their place, so the server sends one document and the
-/// CSP needs no other origin or path.
+/// Its source is the files in `Resources/web/`, embedded at build time (`PackageResources`):
+/// `index.html` names each stylesheet and script (`files` below) the way a browser opening the
+/// folder would load them, and `bytes` puts each inline in its place, so the server sends one
+/// document and the CSP needs no other origin or path. The scripts run in the order
+/// `index.html` gives; each keeps its names to itself (an IIFE) and shares what it must through
+/// `window.fcm`.
 ///
 /// Every value from the server is put on the page with `textContent`, never as HTML, so payload
 /// strings render as text. With `--control-token`, open the page as `/?token=SECRET`: the script
@@ -16,17 +18,29 @@ enum WebPage {
         "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'"
 
     /// The page as served, assembled once.
-    static let bytes = assemble(template: PackageResources.index_html,
-                                css: PackageResources.page_css, js: PackageResources.page_js)
+    static let bytes = assemble(template: PackageResources.index_html, files: files)
 
-    /// `template` with its stylesheet link replaced by an inline `<style>` holding `css`, and its
-    /// script element by an inline `<script>` holding `js`. The template's final newline is
-    /// dropped: the page has always been sent without one.
-    static func assemble(template: [UInt8], css: [UInt8], js: [UInt8]) -> [UInt8] {
+    /// Every stylesheet and script of `Resources/web/`, by the name `index.html` uses for it.
+    static let files: [String: [UInt8]] = [
+        "page.css": PackageResources.page_css,
+        "page.js": PackageResources.page_js,
+    ]
+
+    /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by
+    /// an inline `<style>` holding that file, and each script element (`<script src="NAME.js">
+    /// </script>`) by an inline `<script>` holding it. The template's final newline is dropped:
+    /// the page has always been sent without one.
+    static func assemble(template: [UInt8], files: [String: [UInt8]]) -> [UInt8] {
         var page = template
         if page.last == UInt8(ascii: "\n") { page.removeLast() }
-        page = inline(#"<link rel="stylesheet" href="page.css">"#, by: "<style>\n", css, "</style>", in: page)
-        return inline(#"<script src="page.js"></script>"#, by: "<script>\n", js, "</script>", in: page)
+        for (name, content) in files.sorted(by: { $0.key < $1.key }) {
+            if name.hasSuffix(".css") {
+                page = inline(#"<link rel="stylesheet" href="\#(name)">"#, by: "<style>\n", content, "</style>", in: page)
+            } else {
+                page = inline(#"<script src="\#(name)"></script>"#, by: "<script>\n", content, "</script>", in: page)
+            }
+        }
+        return page
     }
 
     /// `page` with its one `element` replaced by `open`, `content`, `close`.

@@ -24,24 +24,31 @@ final class WebPageTests: XCTestCase {
         XCTAssertEqual(try s.client().post("/", "").status, 405)
     }
 
-    /// The page is Resources/web/index.html with page.css and page.js put inline in place of the
-    /// link and script elements that name them, and nothing else changed.
-    func testServedPageIsIndexHTMLWithItsStyleAndScriptInline() throws {
+    /// The page is Resources/web/index.html with every .css and .js file of that folder put inline
+    /// in place of the link or script element that names it, and nothing else changed.
+    func testServedPageIsIndexHTMLWithItsStyleAndScriptsInline() throws {
         let web = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/FCMServer/Resources/web")
         func source(_ name: String) throws -> String {
             try String(contentsOf: web.appendingPathComponent(name), encoding: .utf8)
         }
-        let (template, css, js) = (try source("index.html"), try source("page.css"), try source("page.js"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: web.path)
+            .filter { $0.hasSuffix(".css") || $0.hasSuffix(".js") }.sorted()
+        XCTAssertTrue(names.contains("page.css") && names.contains("page.js"), "\(names)")
+        let template = try source("index.html")
         let s = try TestServer(fixtures: [errorTableFixture])
         defer { s.stop() }
         let html = try s.client().get("/").text
-        let style = "<style>\n" + css + "</style>", script = "<script>\n" + js + "</script>"
-        XCTAssertTrue(html.contains(style) && html.contains(script))
         XCTAssertFalse(html.contains("<link"))
-        let undone = html.replacingOccurrences(of: style, with: #"<link rel="stylesheet" href="page.css">"#)
-            .replacingOccurrences(of: script, with: #"<script src="page.js"></script>"#)
-        XCTAssertEqual(undone + "\n", template, "only the two elements are replaced (and the final newline dropped)")
+        var undone = html
+        for name in names {
+            let css = name.hasSuffix(".css")
+            let inline = (css ? "<style>\n" : "<script>\n") + (try source(name)) + (css ? "</style>" : "</script>")
+            XCTAssertTrue(html.contains(inline), "\(name) is inline")
+            undone = undone.replacingOccurrences(
+                of: inline, with: css ? #"<link rel="stylesheet" href="\#(name)">"# : #"<script src="\#(name)"></script>"#)
+        }
+        XCTAssertEqual(undone + "\n", template, "only those elements are replaced (and the final newline dropped)")
     }
 
     func testControlTokenProtectsThePageAndTheEventStream() throws {

@@ -6,106 +6,13 @@ must render as text; the device buttons must change the device through the contr
 If Chromium is not installed the test fails: `make test` installs it.
 """
 
-import fcntl
-import json
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 import uuid
 
 import pytest
 
+from browser import Browser
 from mocksupport import KEY_A
-
-
-def find_chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-class Browser:
-    """One headless Chromium with one page, commanded over the DevTools pipe."""
-
-    def __init__(self):
-        binary = find_chromium()
-        if binary is None:
-            pytest.fail("Chromium is not installed (make test installs the Debian package 'chromium')",
-                        pytrace=False)
-        self.profile = tempfile.mkdtemp(prefix="fcm-mock-chromium-")
-        to_child_r, self.to_child = os.pipe()
-        self.from_child, from_child_w = os.pipe()
-
-        def wire_fds():
-            # Move both ends above 4 first, so neither dup2 overwrites the other.
-            high_r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
-            high_w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
-            os.dup2(high_r, 3)
-            os.dup2(high_w, 4)
-
-        self.proc = subprocess.Popen(
-            [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--no-proxy-server",
-             "--user-data-dir=" + self.profile, "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=wire_fds, pass_fds=(3, 4, to_child_r, from_child_w))
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self.buffer = b""
-        self.next_id = 0
-        self.session = None
-        target = self.command("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.command("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.command("Page.enable")
-        self.command("Runtime.enable")
-
-    def command(self, method, params=None, timeout=20):
-        self.next_id += 1
-        msg = {"id": self.next_id, "method": method, "params": params or {}}
-        if self.session and not method.startswith("Target."):
-            msg["sessionId"] = self.session
-        os.write(self.to_child, json.dumps(msg).encode() + b"\0")
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            while b"\0" in self.buffer:
-                raw, self.buffer = self.buffer.split(b"\0", 1)
-                reply = json.loads(raw)
-                if reply.get("id") == self.next_id:
-                    if "error" in reply:
-                        raise AssertionError(f"{method}: {reply['error']}")
-                    return reply.get("result", {})
-            chunk = os.read(self.from_child, 1 << 16)
-            if not chunk:
-                raise AssertionError(f"Chromium closed the DevTools pipe during {method}")
-            self.buffer += chunk
-        raise AssertionError(f"no answer to {method} within {timeout}s")
-
-    def eval(self, expression):
-        r = self.command("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
-        if "exceptionDetails" in r:
-            raise AssertionError(f"{expression}: {r['exceptionDetails']}")
-        return r["result"].get("value")
-
-    def wait_for(self, expression, timeout=15, what=None):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.eval(expression):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what or expression}")
-
-    def close(self):
-        try:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-        finally:
-            os.close(self.to_child)
-            os.close(self.from_child)
-            shutil.rmtree(self.profile, ignore_errors=True)
 
 
 @pytest.fixture
