@@ -21,27 +21,26 @@ if [ ! -x "$bin" ]; then
     exit 2
 fi
 
-venv="$root/.build/interop-venv"
-req="$here/requirements.txt"
-stamp="$venv/.interop-requirements"
-
-venv_ok() {
-    [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp" \
-        && "$venv/bin/python" -c 'import pyfcm, pytest, requests, firebase_admin, httpx, h2' >/dev/null 2>&1
-}
-
-if ! venv_ok; then
-    why="once; again only when requirements.txt changes"
-    [ -d "$venv" ] && why="requirements.txt changed or the environment is incomplete"
+# ensure_venv DIR REQUIREMENTS IMPORTS: a virtual environment at DIR holding REQUIREMENTS, made
+# again only when the file changed or IMPORTS (a Python import line) fails in it.
+ensure_venv() {
+    local venv="$1" req="$2" imports="$3"
+    local stamp="$venv/.interop-requirements"
+    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$req" "$stamp" \
+        && "$venv/bin/python" -c "$imports" >/dev/null 2>&1; then
+        return 0
+    fi
+    local why="once; again only when ${req#"$root"/} changes"
+    [ -d "$venv" ] && why="${req#"$root"/} changed or the environment is incomplete"
+    local pkgs
     pkgs=$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' "$req" | tr '\n' ' ')
-    echo "interop: installing PyPI packages (${pkgs% }) into .build/interop-venv: the interop suite's clients ($why)"
+    echo "interop: installing PyPI packages (${pkgs% }) into ${venv#"$root"/}: the interop suite's clients ($why)"
+    local log
     log="$(mktemp)"
-    trap 'rm -f "$log"' EXIT
     rm -rf "$venv"
     mkdir -p "$root/.build"
-    pip_flags=(--quiet --disable-pip-version-check --no-input)
-    # Debian ships venv's pip bootstrap (ensurepip) in python3-venv; without it, make the venv
-    # without pip and install into it with the system pip (pip >= 22.3 understands --python).
+    local pip_flags=(--quiet --disable-pip-version-check --no-input)
+    local pip
     if python3 -m venv "$venv" >"$log" 2>&1; then
         pip=("$venv/bin/python" -m pip)
     else
@@ -51,6 +50,7 @@ if ! venv_ok; then
             pip=(python3 -m pip --python "$venv/bin/python")
         else
             cat "$log" >&2
+            rm -f "$log"
             echo "interop: could not create a virtual environment at $venv" \
                  "(on Debian: apt-get install python3-venv)" >&2
             exit 2
@@ -58,11 +58,19 @@ if ! venv_ok; then
     fi
     if ! "${pip[@]}" install "${pip_flags[@]}" -r "$req" >>"$log" 2>&1; then
         cat "$log" >&2
+        rm -f "$log"
         echo "interop: installing $req into $venv failed" >&2
         exit 2
     fi
+    rm -f "$log"
     cp "$req" "$stamp"
-fi
+}
+
+venv="$root/.build/interop-venv"
+ensure_venv "$venv" "$here/requirements.txt" 'import pyfcm, pytest, requests, firebase_admin, httpx, h2'
+# pyfcm 2.x (HTTP v1) has the package name of the legacy pyfcm 1.5.4: its own environment.
+venv2="$root/.build/interop-venv-pyfcm2"
+ensure_venv "$venv2" "$here/pyfcm2/requirements.txt" 'import pyfcm, pytest, requests, aiohttp, google.oauth2'
 
 export FCM_MOCK_BIN="$bin"
 export PYTHONDONTWRITEBYTECODE=1
@@ -71,5 +79,9 @@ export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
 export no_proxy="$NO_PROXY"
 
 set +e
-"$venv/bin/python" -m pytest -q Tests/interop
+"$venv/bin/python" -m pytest -q Tests/interop --ignore=Tests/interop/pyfcm2
+main=$?
+"$venv2/bin/python" -m pytest -q Tests/interop/pyfcm2
+v2=$?
+[ "$main" -eq 0 ] && [ "$v2" -eq 0 ]
 exit $?
