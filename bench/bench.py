@@ -474,11 +474,11 @@ def main():
     answered_200 = 0  # every 200 answer of /fcm/send, all phases
 
     def page_load_ms(server):
-        # What the web page fetches when it opens: itself, the newest 50 messages, the devices.
+        # What the web page fetches when it opens: itself, the newest 50 messages, the devices, the counters.
         times = []
         for _ in range(5):
             t0 = time.perf_counter()
-            for path in ("/", "/api/v1/messages?limit=50", "/api/v1/devices?limit=200"):
+            for path in ("/", "/api/v1/messages?limit=50", "/api/v1/devices?limit=200", "/api/v1/stats"):
                 st, _ = http_json(server.url + path, timeout=60)
                 if st != 200:
                     raise BenchError(f"GET {path} answered {st}")

@@ -46,6 +46,7 @@ extension Engine {
             }
             s.inbox.removeAll()
             s.stored.removeAll()
+            s.stats = SendStats()
             s.faults = FaultTable()
             faultsArmed.store(false, ordering: .relaxed)
             s.topicSubscribers.removeAll()

@@ -127,6 +127,7 @@ extension Engine {
                 v1Fields(&message, result, ctx, platforms: platformsJSON)
                 result.v1Name = message.v1Name
             }
+            s.stats.count(message, rows: placed.rows)
             writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)
             return nil
         }
@@ -209,6 +210,7 @@ extension Engine {
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
                 data: nil, notification: nil, priority: Priority.normal.rawValue, status: "rejected", error: error,
                 errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
+            s.stats.count(status: row.status, error: row.error)
             return (mid, submit([Writes.insertMessage(row)]))
         }
         try commit(ticket)

@@ -78,6 +78,7 @@ public final class Engine: Sendable {
         self.topicRate = topicRate
         let loaded = try EngineState.load(from: store)
         var state = loaded.state
+        state.stats = try Self.loadSendStats(store)
         state.ids = MessageIDAllocator(floor: loaded.maxMid)
         let missing = state.giveInstallationIDs()
         self.state = Locked(state)
@@ -203,6 +204,8 @@ struct EngineState: Sendable {
     var inbox: [Int64: [Int64]] = [:]
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
+    /// Sends counted as decided (`Engine+Stats.swift`).
+    var stats = SendStats()
     var faults = FaultTable()
     /// Message-id stamps, taken under the state lock so id order is acceptance order.
     var ids = MessageIDAllocator()

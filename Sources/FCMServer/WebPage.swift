@@ -24,6 +24,8 @@ enum WebPage {
     static let files: [String: [UInt8]] = [
         "page.css": PackageResources.page_css,
         "page.js": PackageResources.page_js,
+        "overview.css": PackageResources.overview_css,
+        "overview.js": PackageResources.overview_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by

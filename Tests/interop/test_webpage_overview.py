@@ -1,0 +1,141 @@
+"""The live overview of the web page (issue 14, part 5) in headless Chromium: counters that start
+from GET /api/v1/stats and move with the event stream, and the sends/errors chart, all without a
+reload. On failure a screenshot is saved under .build/interop-screenshots/.
+"""
+
+import base64
+import json
+import os
+import re
+
+import pytest
+
+from browser import Browser
+from mocksupport import KEY_A
+
+SHOTS = os.path.join(os.path.dirname(__file__), "..", "..", ".build", "interop-screenshots")
+
+
+class OverviewBrowser(Browser):
+    """The shared driver, at 1280x800, saving a screenshot when the test using it fails."""
+
+    def __init__(self, name):
+        super().__init__()
+        self.name = name
+        self.command("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+    def screenshot(self):
+        os.makedirs(SHOTS, exist_ok=True)
+        shot = self.command("Page.captureScreenshot", {"format": "png"})
+        path = os.path.join(SHOTS, self.name + ".png")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        return path
+
+
+@pytest.fixture
+def browser(request):
+    b = OverviewBrowser(request.node.name)
+    failures = request.session.testsfailed
+    yield b
+    try:
+        # A failed call shows in the session's count before fixtures are torn down.
+        if request.session.testsfailed > failures:
+            print("screenshot:", b.screenshot())
+    finally:
+        b.close()
+
+
+def send(mock, body, key=KEY_A):
+    return mock.http.post(mock.base_url + "/fcm/send", headers={"Authorization": "key=" + key}, json=body, timeout=10)
+
+
+def expected(stats):
+    return json.dumps({
+        "counters": {"accepted": str(stats["messages"]["accepted"]), "rejected": str(stats["messages"]["rejected"]),
+                     "pending": str(stats["pending"]), "xmpp_connections": str(stats["xmpp_connections"]),
+                     "devices": str(stats["devices"])},
+        "errors": {k: str(v) for k, v in stats["errors"].items()}}, separators=(",", ":"))
+
+
+def wait_counters(browser, mock, what):
+    want = expected(mock.api("GET", "/api/v1/stats"))
+    browser.wait_for(f"(() => {{ const p = {page_counters_js()}; return p === {json.dumps(want)}; }})()", what=what)
+    return json.loads(want)
+
+
+def page_counters_js():
+    return """JSON.stringify({
+        counters: Object.fromEntries([...document.querySelectorAll('#overview [data-counter]')]
+                                     .map(b => [b.dataset.counter, b.querySelector('dd').textContent])),
+        errors: Object.fromEntries([...document.querySelectorAll('#overview .ov-errors li[data-code]')]
+                                   .map(li => [li.querySelector('.ov-code').textContent, li.querySelector('.ov-count').textContent]))})"""
+
+
+def test_overview_counts_live_and_charts_sends_and_errors(mock, browser):
+    # Some history before the page opens: its counters must start from it.
+    online = mock.create_device()
+    offline = mock.create_device(online=False)
+    gone = mock.create_device()
+    mock.api("POST", f"/api/v1/devices/{gone}:unregister")
+    assert send(mock, {"to": online, "data": {"k": "v"}}).json()["success"] == 1
+    assert send(mock, {"to": offline, "data": {"k": "v"}}).json()["success"] == 1
+    assert send(mock, {"to": gone}).json()["results"][0]["error"] == "NotRegistered"
+    before = mock.api("GET", "/api/v1/stats")
+    assert before["pending"] >= 1 and before["errors"].get("NotRegistered", 0) >= 1, before
+
+    browser.command("Page.navigate", {"url": mock.base_url + "/"})
+    browser.wait_for("document.getElementById('live') && document.getElementById('live').textContent === 'live'",
+                     what="the page's event stream to connect")
+    wait_counters(browser, mock, "the counters to show GET /api/v1/stats")
+    assert browser.eval("document.querySelector('main').firstElementChild.id") == "overview"
+    browser.eval("window.__sameDocument = true; 1")
+    # Give the overview's own stream (or the page's) time to attach before the burst.
+    browser.wait_for("document.querySelector('#overview .ov-summary').textContent.startsWith('Last 10 minutes: 0 sends')")
+
+    # A burst: 20 accepted, 5 refused for an unregistered token, 3 with a wrong key.
+    for i in range(20):
+        assert send(mock, {"to": online, "data": {"n": str(i)}}).status_code == 200
+    for _ in range(5):
+        assert send(mock, {"to": gone}).json()["results"][0]["error"] == "NotRegistered"
+    for _ in range(3):
+        assert send(mock, {"to": online}, key="not-a-key").status_code == 401
+
+    after = mock.api("GET", "/api/v1/stats")
+    assert after["messages"]["accepted"] == before["messages"]["accepted"] + 20, (before, after)
+    assert after["messages"]["rejected"] == before["messages"]["rejected"] + 8, (before, after)
+    assert after["errors"]["NotRegistered"] == before["errors"]["NotRegistered"] + 5, (before, after)
+    assert after["errors"]["Unauthorized"] == before["errors"].get("Unauthorized", 0) + 3, (before, after)
+    shown = wait_counters(browser, mock, "the counters to move without a reload")
+    assert shown["errors"]["Unauthorized"] == str(after["errors"]["Unauthorized"])
+    assert browser.eval("window.__sameDocument === true"), "the page was reloaded"
+
+    # The chart: bars for the seconds with sends and with errors, and a summary that adds up.
+    browser.wait_for("document.querySelector('#overview .ov-summary').textContent.includes(' 28 sends')",
+                     what="the chart's summary to count the burst")
+    label = browser.eval("document.querySelector('#overview svg.ov-chart').getAttribute('aria-label')")
+    m = re.fullmatch(r"Last 10 minutes: 28 sends \(peak (\d+) per second\), 8 errors \(peak (\d+) per second\)", label)
+    assert m and 1 <= int(m.group(2)) <= 8 and int(m.group(1)) >= int(m.group(2)), label
+    assert browser.eval("document.querySelector('#overview svg.ov-chart').getAttribute('role')") == "img"
+    bars = browser.eval("""JSON.stringify([...document.querySelectorAll('#overview .ov-sends rect, #overview .ov-errs rect')]
+        .map(r => [r.parentNode.getAttribute('class'), +r.getAttribute('x'), +r.getAttribute('height')]))""")
+    bars = json.loads(bars)
+    sends = [b for b in bars if b[0] == "ov-sends"]
+    errors = [b for b in bars if b[0] == "ov-errs"]
+    assert sends and errors, bars
+    assert all(0 < h <= 96 and 0 <= x < 600 for _, x, h in bars), bars
+    # The newest bars stand at the right-hand end (the last few seconds).
+    assert max(x for _, x, _ in sends) >= 590, bars
+
+
+def test_error_codes_are_text(mock, browser):
+    # Error codes come from the server: each is put on the page as text, one item per code.
+    gone = mock.create_device()
+    mock.api("POST", f"/api/v1/devices/{gone}:unregister")
+    assert send(mock, {"to": gone}).json()["results"][0]["error"] == "NotRegistered"
+    browser.command("Page.navigate", {"url": mock.base_url + "/"})
+    stats = wait_counters(browser, mock, "the counters")
+    items = json.loads(browser.eval("""JSON.stringify([...document.querySelectorAll('#overview .ov-errors li')]
+        .map(li => [li.dataset.code, li.textContent, li.children.length, li.querySelectorAll('*').length]))"""))
+    assert items == [[code, f"{code} {n}", 2, 2] for code, n in sorted(stats["errors"].items())], items
+    assert browser.eval("document.querySelectorAll('#overview script, #overview img').length") == 0
