@@ -24,6 +24,9 @@ enum WebPage {
     static let files: [String: [UInt8]] = [
         "page.css": PackageResources.page_css,
         "page.js": PackageResources.page_js,
+        "previews.css": PackageResources.previews_css,
+        "previews.js": PackageResources.previews_js,
+        "device.js": PackageResources.device_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by
