@@ -221,6 +221,32 @@ def test_create_device_form(mock_any, browser):
         browser.wait_for("!!document.querySelector('#device-view .pv-empty')", what="the empty inbox")
 
 
+def test_ios_localised_string_alert_and_background_cards(mock_any, browser):
+    mock = mock_any
+    token = mock.create_device(app=APP_A_IOS, platform="ios")
+    # Legacy spells loc args as a JSON string; the iPhone gets an array.
+    loc = send_legacy(mock, {"to": token, "notification": {
+        "title_loc_key": "T_KEY", "body_loc_key": "B_KEY", "body_loc_args": '["x", "y"]'}})
+    plain = send_v1(mock, {"token": token, "apns": {"payload": {"aps": {"alert": "Just a string"}}}})
+    background = send_v1(mock, {"token": token, "data": {"sync": "now"},
+                                "apns": {"payload": {"aps": {"content-available": 1}}}})
+    with screenshot_on_failure(browser, "ios-kinds"):
+        open_device(browser, mock, token)
+        got = wait_cards(browser, 3, "three cards")
+        assert [c["id"] for c in got] == [background, plain, loc], got
+        assert got[0]["kind"] == "data" and "sync" in got[0]["text"] and "now" in got[0]["text"], got[0]
+        assert (got[1]["kind"], got[1].get("title"), got[1]["body"]) == ("notification", None, "Just a string"), got[1]
+        assert browser.eval("[...document.querySelectorAll('#device-view .pv-card:last-child .pv-loc')].map(l => "
+                            "[l.querySelector('.pv-loc-key').textContent, "
+                            "[...l.querySelectorAll('.pv-loc-arg')].map(a => a.textContent)])") \
+            == [["T_KEY", []], ["B_KEY", ["x", "y"]]]
+        # A deleted_messages notice has no payload: a card saying how many were lost.
+        text = browser.eval("window.fcm.previews.card({message_id: 'n1', message_type: 'deleted_messages', "
+                            "total_deleted: 12, status: 'delivered', effective: null}, "
+                            "{platform: 'android', app: 'a.b'}).innerText")
+        assert "deleted messages" in text and "12" in text and "delivered" in text, text
+
+
 HOSTILE_TITLE = "<script>alert(1)</script>"
 HOSTILE_BODY = '"><img src=x onerror=alert(2)>'
 
