@@ -272,3 +272,21 @@ def test_hostile_values_stay_text(mock_any, browser, platform):
         assert browser.eval("document.querySelectorAll('#device-view script, #device-view img').length") == 0
         time.sleep(0.3)
         assert browser.eval("window.__alerted") is False
+
+
+@pytest.fixture(scope="module")
+def mock_guarded(tmp_path_factory):
+    """A server whose control API and page need `--control-token`."""
+    yield from _serve(tmp_path_factory, ("--control-token", "pv-s3cret"))
+
+
+def test_device_view_with_a_control_token_reads_and_follows_live(mock_guarded, browser):
+    mock = mock_guarded
+    mock.http.headers["Authorization"] = "Bearer pv-s3cret"  # the control API's calls only
+    token = mock.create_device()
+    first = send_legacy(mock, {"to": token, "data": {"n": "1"}})
+    with screenshot_on_failure(browser, "control-token"):
+        browser.command("Page.navigate", {"url": f"{mock.base_url}/?token=pv-s3cret#device={urllib.parse.quote(token, safe='')}"})
+        assert [c["id"] for c in wait_cards(browser, 1, "the card")] == [first]
+        second = send_legacy(mock, {"to": token, "data": {"n": "2"}})
+        assert [c["id"] for c in wait_cards(browser, 2, "the second card, live")] == [second, first]
