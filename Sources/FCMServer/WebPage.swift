@@ -26,6 +26,9 @@ enum WebPage {
         "page.js": PackageResources.page_js,
         "overview.css": PackageResources.overview_css,
         "overview.js": PackageResources.overview_js,
+        "previews.css": PackageResources.previews_css,
+        "previews.js": PackageResources.previews_js,
+        "device.js": PackageResources.device_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by

@@ -1,0 +1,278 @@
+// The device view (docs/web-page.md, "Notification previews and the device view"): one device's
+// inbox as a phone would show it (window.fcm.previews.card, previews.js), newest first, live; its
+// actions through the control API; and "create a device". Opened by #device=TOKEN, by a click on
+// a row of the devices table, or by window.fcm.openDevice(token).
+(function () {
+  "use strict";
+  const fcm = window.fcm = window.fcm || {};
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function str(v) { return typeof v === "string" ? v : (v === undefined || v === null ? "" : JSON.stringify(v)); }
+  const card = (entry, info) => fcm.previews.card(entry, info);
+  const secret = new URLSearchParams(location.search).get("token");
+  const NEWEST = 100;  // cards drawn; the inbox is read oldest first, a page at a time
+  let current = null;  // the open device's token
+  let device = null;   // its object, as last read
+  let events = null;   // our own EventSource, when page.js offers no window.fcm.on
+  let reloadTimer = null;
+
+  async function call(path, options) {
+    if (typeof fcm.api === "function") return fcm.api(path, options);
+    const o = options || {};
+    const headers = {};
+    if (secret) headers.Authorization = "Bearer " + secret;
+    if (o.body) headers["Content-Type"] = "application/json";
+    const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
+    if (!r.ok) {
+      let why = "HTTP " + r.status;
+      try { const j = await r.json(); if (j && j.error && j.error.message) why += ": " + j.error.message; } catch (e) { /* not JSON */ }
+      throw new Error((o.method || "GET") + " " + path + ": " + why);
+    }
+    return r.status === 204 ? null : r.json();
+  }
+  const enc = encodeURIComponent;
+
+  function view() {
+    let v = document.getElementById("device-view");
+    if (!v) {
+      v = el("div");
+      v.id = "device-view";
+      (document.querySelector("main") || document.body).append(v);
+    }
+    if (!v.querySelector(".pv-view")) build(v);
+    return v;
+  }
+  function build(v) {
+    const box = el("section", null, "pv-view");
+    const head = el("div", null, "pv-view-head");
+    const title = el("h2", "Device");
+    const close = el("button", "close", "pv-close");
+    close.type = "button";
+    close.addEventListener("click", closeDevice);
+    head.append(title, close);
+    const info = el("div", null, "pv-device-info");
+    const actions = el("div", null, "pv-actions");
+    const err = el("div", null, "pv-error");
+    err.setAttribute("role", "alert");
+    const phone = el("div", null, "pv-phone");
+    const screen = el("div", null, "pv-screen");
+    screen.setAttribute("aria-live", "polite");
+    phone.append(el("div", null, "pv-notch"), screen);
+    const body = el("div", null, "pv-device");
+    body.hidden = true;
+    body.append(info, actions, phone);
+    box.append(head, err, body, createForm());
+    v.append(box);
+  }
+  function part(cls) { return view().querySelector("." + cls); }
+  function showError(e) { part("pv-error").textContent = e ? String(e.message || e) : ""; }
+
+  function button(text, cls, run) {
+    const b = el("button", text, cls);
+    b.type = "button";
+    b.addEventListener("click", async () => {
+      try { await run(); showError(null); } catch (e) { showError(e); }
+    });
+    return b;
+  }
+  function drawDevice() {
+    const info = part("pv-device-info");
+    const actions = part("pv-actions");
+    info.textContent = "";
+    actions.textContent = "";
+    if (!device) return;
+    const state = device.state === "registered" ? (device.online ? "online" : "offline") : device.state;
+    const token = el("div", device.token, "pv-token");
+    token.title = "fid " + str(device.fid);
+    info.append(token, el("div", [device.app, device.platform, "sender " + device.sender_id].join(" · "), "pv-meta"),
+      el("div", state + (device.pending ? " · " + device.pending + " pending" : ""), "pv-state pv-state-" + state));
+    const t = enc(device.token);
+    actions.append(
+      button(device.online ? "take offline" : "bring online", "pv-online", async () => {
+        await call("/devices/" + t, { method: "PATCH", body: JSON.stringify({ online: !device.online }) });
+        await reload();
+      }),
+      button("unregister", "pv-unregister", async () => {
+        await call("/devices/" + t + ":unregister", { method: "POST" });
+        await reload();
+      }),
+      button("refresh token", "pv-refresh", async () => {
+        const d = await call("/devices/" + t + ":refresh", { method: "POST" });
+        openDevice(d.token);
+      }),
+      button("send upstream…", "pv-upstream", async () => {
+        const text = prompt("Upstream data as key=value pairs separated by commas", "hello=world");
+        if (text === null) return;
+        const data = {};
+        for (const pair of text.split(",")) {
+          const i = pair.indexOf("=");
+          if (i > 0) data[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
+        }
+        await call("/devices/" + t + "/upstream", { method: "POST", body: JSON.stringify({ data }) });
+      }));
+  }
+  // The newest entries of the inbox: pages are read oldest first, so the last ones are kept.
+  async function newestEntries(token) {
+    let items = [], cursor = null, pages = 0;
+    do {
+      const page = await call("/devices/" + enc(token) + "/messages?limit=1000" + (cursor ? "&cursor=" + enc(cursor) : ""));
+      items = items.concat(page.items || []).slice(-NEWEST);
+      cursor = page.next || null;
+    } while (cursor && ++pages < 100);
+    return items.reverse();
+  }
+  async function reload() {
+    const token = current;
+    if (!token) return;
+    let d, entries;
+    try {
+      d = await call("/devices/" + enc(token));
+      entries = await newestEntries(token);
+    } catch (e) { if (token === current) showError(e); return; }
+    if (token !== current) return;
+    device = d;
+    drawDevice();
+    const screen = part("pv-screen");
+    screen.textContent = "";
+    if (entries.length === 0) screen.append(el("div", "no messages yet", "pv-empty"));
+    for (const entry of entries) screen.append(card(entry, { platform: d.platform, app: d.app, status: entry.status }));
+  }
+  function reloadSoon() {
+    if (reloadTimer) return;
+    reloadTimer = setTimeout(() => { reloadTimer = null; reload(); }, 150);
+  }
+
+  // Live: any event naming the open device redraws it.
+  function concerns(data) {
+    if (!current || !data) return false;
+    if (data.token === current || data.canonical_token === current) return true;
+    return Array.isArray(data.recipients) && data.recipients.some(r => r.token === current);
+  }
+  const KINDS = ["message.accepted", "message.delivered", "message.expired", "message.collapsed",
+    "message.dropped", "device.updated"];
+  function onEvent(payload) {
+    let data = payload;
+    if (payload && typeof payload.data === "string") { try { data = JSON.parse(payload.data); } catch (e) { data = null; } }
+    if (concerns(data)) reloadSoon();
+  }
+  let subscribed = false;
+  function listen() {
+    if (typeof fcm.on === "function") {
+      if (!subscribed) for (const k of KINDS) fcm.on(k, onEvent);
+      subscribed = true;
+      return;
+    }
+    if (events) return;
+    events = new EventSource("/api/v1/events" + (secret ? "?access_token=" + enc(secret) : ""));
+    for (const k of KINDS) events.addEventListener(k, onEvent);
+  }
+
+  function hashToken() {
+    for (const p of location.hash.replace(/^#/, "").split("&")) {
+      if (p.startsWith("device=")) { try { return decodeURIComponent(p.slice(7)); } catch (e) { return null; } }
+    }
+    return null;
+  }
+  /// Opens the device view on `token` (and puts it in the URL: #device=TOKEN).
+  function openDevice(token) {
+    if (!token) return;
+    const v = view();
+    if (hashToken() !== token) history.replaceState(null, "", "#device=" + enc(token));
+    if (current !== token) {
+      current = token;
+      device = null;
+      drawDevice();
+      part("pv-screen").textContent = "";
+    }
+    v.querySelector(".pv-device").hidden = false;
+    v.querySelector(".pv-view-head h2").textContent = "Device";
+    listen();
+    reload();
+    v.scrollIntoView({ block: "nearest" });
+  }
+  function closeDevice() {
+    current = null;
+    device = null;
+    part("pv-device").hidden = true;
+    showError(null);
+    if (events) { events.close(); events = null; }
+    if (hashToken() !== null) history.replaceState(null, "", location.pathname + location.search);
+  }
+
+  // "create a device": project, then one of its apps, then the platform (the app's by default).
+  function createForm() {
+    const form = el("form", null, "pv-create");
+    const details = el("details");
+    details.append(el("summary", "create a device"));
+    const project = el("select"); project.name = "project";
+    const app = el("select"); app.name = "app";
+    const platform = el("select"); platform.name = "platform";
+    for (const p of ["android", "ios", "web"]) platform.append(new Option(p, p));
+    const online = el("input"); online.type = "checkbox"; online.checked = true; online.name = "online";
+    const submit = el("button", "create"); submit.type = "submit";
+    const label = (text, input) => { const l = el("label", text + " "); l.append(input); return l; };
+    let projects = [];
+    const fillApps = () => {
+      app.textContent = "";
+      const p = projects.find(x => x.sender_id === project.value);
+      for (const a of (p && p.apps) || []) app.append(new Option(a.app + " (" + a.platform + ")", a.app));
+      fillPlatform();
+    };
+    const fillPlatform = () => {
+      const p = projects.find(x => x.sender_id === project.value);
+      const a = ((p && p.apps) || []).find(x => x.app === app.value);
+      if (a) platform.value = a.platform;
+    };
+    project.addEventListener("change", fillApps);
+    app.addEventListener("change", fillPlatform);
+    details.addEventListener("toggle", async () => {
+      if (!details.open) return;
+      try {
+        projects = (await call("/projects?limit=1000")).items || [];
+        const keep = project.value;
+        project.textContent = "";
+        for (const p of projects) project.append(new Option(p.project_id + " (" + p.sender_id + ")", p.sender_id));
+        if (keep && projects.some(p => p.sender_id === keep)) project.value = keep;
+        fillApps();
+      } catch (e) { showError(e); }
+    });
+    form.addEventListener("submit", async ev => {
+      ev.preventDefault();
+      try {
+        const d = await call("/devices", { method: "POST", body: JSON.stringify({
+          sender_id: project.value, app: app.value, platform: platform.value, online: online.checked }) });
+        showError(null);
+        openDevice(d.token);
+      } catch (e) { showError(e); }
+    });
+    form.append(label("project", project), label("app", app), label("platform", platform), label("online", online), submit);
+    details.append(form);
+    return details;
+  }
+
+  function init() {
+    view();
+    const t = hashToken();
+    if (t) openDevice(t);
+    window.addEventListener("hashchange", () => {
+      const h = hashToken();
+      if (h && h !== current) openDevice(h);
+    });
+    // A click on a row of the devices table (not on its buttons) opens that device.
+    document.addEventListener("click", ev => {
+      const target = ev.target;
+      if (!(target instanceof Element) || target.closest("button, a, input, select, label")) return;
+      const row = target.closest("#devices tbody tr[data-token]");
+      if (row) openDevice(row.dataset.token);
+    });
+  }
+  fcm.openDevice = openDevice;
+  // page.js comes after this script and may offer window.fcm.api and window.fcm.on: start once
+  // every script has run.
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
