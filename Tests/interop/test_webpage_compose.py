@@ -18,8 +18,10 @@ import uuid
 import pytest
 
 from browser import Browser
+from conftest import _serve
 from mocksupport import PROJECT_A, SENDER_A
 
+SECRET = "compose-secret"
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>']
 
 
@@ -33,9 +35,10 @@ def browser():
 def screenshot_on_failure(test):
     """Runs the test; if it fails, saves the page as .build/interop-screenshots/NAME.png first."""
     @functools.wraps(test)
-    def run(mock, browser):
+    def run(*args, **kwargs):
+        browser = kwargs["browser"]
         try:
-            test(mock, browser)
+            test(*args, **kwargs)
         except BaseException:
             try:
                 shot = browser.command("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
@@ -56,10 +59,10 @@ def js(value):
     return json.dumps(value)
 
 
-def open_compose(mock, browser):
+def open_compose(mock, browser, query=""):
     browser.command("Emulation.setDeviceMetricsOverride",
                     {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
-    browser.command("Page.navigate", {"url": mock.base_url + "/"})
+    browser.command("Page.navigate", {"url": mock.base_url + "/" + query})
     browser.wait_for("!!document.getElementById('compose-toggle')", what="the compose button")
     browser.eval("window.__alerted = false; window.alert = () => { window.__alerted = true; }; 1")
     browser.eval("document.getElementById('compose-toggle').click(); 1")
@@ -115,6 +118,9 @@ def fill(browser, protocol, kind, target, data=(), title="", body="", platform=N
 def test_legacy_send_to_a_device_shows_the_answer(mock, browser):
     token = mock.create_device()
     open_compose(mock, browser)
+    # The project's devices are offered for the target.
+    browser.wait_for(f"[...document.querySelectorAll('#compose-devices option')].some(o => o.value === {js(token)})",
+                     what="the device among the target's suggestions")
     marker = "legacy-" + uuid.uuid4().hex[:10]
     shown = fill(browser, "legacy", "token", token, data=[("marker", marker), ("html", HOSTILE[0]), ("attr", HOSTILE[1])],
                  title="Hello", body=HOSTILE[1])
@@ -172,6 +178,13 @@ def test_v1_send_to_a_topic_with_a_minted_token(mock, browser):
     assert any(t["project_id"] == PROJECT_A for t in minted), minted
     request_text = browser.eval("document.querySelector('#compose .compose-request').textContent")
     assert "Authorization: Bearer ya29.moc…" in request_text, request_text
+
+    # The page keeps its token for the hour; revoked (or gone after a reset), it mints another.
+    for t in minted:
+        mock.api("DELETE", f"/api/v1/access-tokens/{t['id']}", expect=204)
+    shown = fill(browser, "v1", "topic", topic, data=[("again", "1")])
+    assert shown["status"] == "HTTP 200 OK", shown
+    assert len(mock.wait_inbox(token, count=2)) == 2
     assert browser.eval("document.querySelectorAll('#compose script, #compose img').length") == 0
     assert browser.eval("window.__alerted") is False
 
@@ -216,3 +229,24 @@ def test_v1_errors_show_googles_body(mock, browser):
     assert shown["status"] == "HTTP 401 Unauthorized", shown
     assert json.loads(shown["raw"])["error"]["status"] == "UNAUTHENTICATED", shown
     assert mock.inbox(token) == []
+
+
+@pytest.fixture(scope="module")
+def guarded_mock(tmp_path_factory):
+    yield from _serve(tmp_path_factory, ("--control-token", SECRET))
+
+
+@screenshot_on_failure
+def test_compose_with_a_control_token(guarded_mock, browser):
+    """With --control-token the page (opened as /?token=SECRET) mints its access token with it."""
+    mock = guarded_mock
+    mock.http.headers["Authorization"] = "Bearer " + SECRET
+    token = mock.create_device()
+    open_compose(mock, browser, query="?token=" + SECRET)
+    shown = fill(browser, "v1", "token", token, data=[("k", HOSTILE[1])])
+    assert shown["status"] == "HTTP 200 OK", shown
+    inbox = mock.wait_inbox(token)
+    assert [e["via"]["transport"] for e in inbox] == ["http_v1"] and inbox[0]["data"] == {"k": HOSTILE[1]}, inbox
+    # Without the control token the control API refuses to mint one.
+    r = mock.http.post(mock.base_url + f"/api/v1/projects/{PROJECT_A}/access-tokens", headers={"Authorization": None}, timeout=10)
+    assert r.status_code == 401, r.text
