@@ -9,6 +9,14 @@ extension ControlAPI {
     /// server's `/token` at the address the caller used.
     func createServiceAccount(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let project = try engine.project(c["project"])
+        let (account, key, projectID) = try newServiceAccount(of: project)
+        let host = c.request.header("host") ?? "127.0.0.1"
+        return ok(Self.serviceAccountJSON(account, projectID: projectID, privateKeyPEM: key.pem,
+                                          tokenURI: "\(c.request.isSecure ? "https" : "http")://\(host)/token"), status: 201)
+    }
+
+    /// A new account of `project` with a new RSA 2048 key, saved; its project id as saved.
+    private func newServiceAccount(of project: Project) throws(ControlError) -> (ServiceAccount, RSAPrivateKey, String) {
         let key: RSAPrivateKey
         do {
             key = try RSAPrivateKey()
@@ -21,9 +29,29 @@ extension ControlAPI {
         let account = ServiceAccount(privateKeyID: keyID, clientEmail: "firebase-adminsdk-\(tag)@\(project.projectID).iam.gserviceaccount.com",
                                      clientID: clientID, publicKeyPEM: key.publicKeyPEM, createdAt: engine.clock.nowMillis())
         let saved = try engine.addServiceAccount(account, to: project.senderID)
-        let host = c.request.header("host") ?? "127.0.0.1"
-        return ok(Self.serviceAccountJSON(account, projectID: saved.projectID, privateKeyPEM: key.pem,
-                                          tokenURI: "\(c.request.isSecure ? "https" : "http")://\(host)/token"), status: 201)
+        return (account, key, saved.projectID)
+    }
+
+    /// `POST /api/v1/projects/{project}/access-tokens`: an access token of the project, issued
+    /// exactly as the token endpoint issues one to the project's first service account (a new
+    /// account is made first when it has none), so a caller holding the control token (the web
+    /// page's compose form) can send with HTTP v1 without signing a JWT. It is listed by
+    /// `GET /api/v1/access-tokens` and revoked like any other.
+    func createAccessToken(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let project = try engine.project(c["project"])
+        let account: ServiceAccount
+        if let first = project.serviceAccounts.first { account = first } else { account = try newServiceAccount(of: project).0 }
+        let t = engine.mintAccessToken(account: account, senderID: project.senderID)
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("access_token"); w.value(t.token)
+        w.key("expires_in"); w.value(Engine.accessTokenSeconds)
+        w.key("token_type"); w.value("Bearer")
+        w.key("id"); w.value(t.id)
+        w.key("client_email"); w.value(t.clientEmail)
+        w.key("project_id"); w.value(project.projectID)
+        w.endObject()
+        return ok(w.string, status: 201)
     }
 
     /// `GET`: the project's accounts, without private keys.

@@ -53,6 +53,7 @@ extension HTTPApp {
             ("POST",   "/api/v1/projects/{project}/service-accounts", control.createServiceAccount),
             ("GET",    "/api/v1/projects/{project}/service-accounts", control.serviceAccounts),
             ("DELETE", "/api/v1/projects/{project}/service-accounts/{key_id}", control.deleteServiceAccount),
+            ("POST",   "/api/v1/projects/{project}/access-tokens", control.createAccessToken),
             ("GET",    "/api/v1/access-tokens",                    control.accessTokens),
             ("DELETE", "/api/v1/access-tokens/{id}",               control.revokeAccessToken),
             ("GET",    "/api/v1/devices",                          control.devices),

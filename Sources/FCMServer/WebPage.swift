@@ -23,6 +23,8 @@ enum WebPage {
     /// Every stylesheet and script of `Resources/web/`, by the name `index.html` uses for it.
     static let files: [String: [UInt8]] = [
         "page.css": PackageResources.page_css,
+        "compose.css": PackageResources.compose_css,
+        "compose.js": PackageResources.compose_js,
         "page.js": PackageResources.page_js,
         "overview.css": PackageResources.overview_css,
         "overview.js": PackageResources.overview_js,
