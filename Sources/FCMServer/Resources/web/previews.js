@@ -4,8 +4,8 @@
 (function () {
   "use strict";
   const fcm = window.fcm = window.fcm || {};
-  // The SVG namespace, derived from the document's own (XHTML) one so the page names no URL.
-  const SVG = document.documentElement.namespaceURI.replace("1999/xhtml", "2000/svg");
+  // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
+  const SVG = "http://www.w3.org/2000/svg";
   const STATUSES = ["delivered", "pending", "expired", "collapsed", "dropped"];
 
   function el(tag, text, cls) {
