@@ -1,4 +1,7 @@
+(function () {
 "use strict";
+const fcm = window.fcm = window.fcm || {};
+const handlers = new Map();
 const secret = new URLSearchParams(location.search).get("token");
 const auth = secret ? { "Authorization": "Bearer " + secret } : {};
 const PAGE = 50;
@@ -18,6 +21,20 @@ function el(tag, text, cls) {
   if (text !== undefined && text !== null) e.textContent = String(text);
   if (cls) e.className = cls;
   return e;
+}
+fcm.api = api;
+fcm.el = el;
+// Other parts of the page follow the one event stream: fcm.on("message.accepted", data => …).
+fcm.on = function (name, handler) {
+  if (!handlers.has(name)) { handlers.set(name, []); if (fcm.stream) listen(fcm.stream, name); }
+  handlers.get(name).push(handler);
+};
+function listen(es, name) {
+  es.addEventListener(name, e => {
+    let d = null;
+    try { d = JSON.parse(e.data); } catch (x) { return; }
+    for (const h of handlers.get(name) || []) { try { h(d, e); } catch (x) { console.error(x); } }
+  });
 }
 function showError(e) { document.getElementById("error").textContent = e ? String(e.message || e) : ""; }
 function targetText(m) {
@@ -169,6 +186,8 @@ function setFilter(v) {
 }
 function connect() {
   const es = new EventSource("/api/v1/events" + (secret ? "?access_token=" + encodeURIComponent(secret) : ""));
+  fcm.stream = es;
+  for (const name of handlers.keys()) listen(es, name);
   const live = document.getElementById("live");
   es.onopen = () => { live.textContent = "live"; };
   es.onerror = () => { live.textContent = "reconnecting…"; };
@@ -192,3 +211,4 @@ loadTopics();
 loadGroups();
 loadXmpp();
 connect();
+})();
