@@ -24,6 +24,14 @@ extension ControlAPI {
             guard let ms = parseRFC3339(s) else { throw .badRequest("since must be an RFC 3339 timestamp") }
             f.sinceMillis = ms
         }
+        if let s = q["until"] {
+            guard let ms = parseRFC3339(s) else { throw .badRequest("until must be an RFC 3339 timestamp") }
+            f.untilMillis = ms
+        }
+        if let e = q["error"] {
+            guard !e.isEmpty && e.utf8.count <= 200 else { throw .badRequest("error must be an error code of at most 200 bytes") }
+            f.error = e
+        }
         let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
         return ok(Render.list(page.items.map(Render.messageRecord), next: page.next))
     }
