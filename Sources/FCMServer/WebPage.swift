@@ -24,6 +24,7 @@ enum WebPage {
     static let files: [String: [UInt8]] = [
         "page.css": PackageResources.page_css,
         "page.js": PackageResources.page_js,
+        "detail.js": PackageResources.detail_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by
