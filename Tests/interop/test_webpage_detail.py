@@ -87,6 +87,8 @@ def test_deep_link_opens_the_detail_with_answer_timeline_and_previews(mock, brow
         browser.wait_for(f"document.getElementById('detail').dataset.id === {record_id!r}", what="the deep-linked panel")
         text = detail_text(browser)
         assert "legacy HTTP" in text, text
+        assert "multicast id\t" + str(r.json()["multicast_id"]) in text or \
+            "multicast id\n" + str(r.json()["multicast_id"]) in text, "the 64-bit id exactly"
         # The answer as the app server got it (pretty-printed JSON of the exact body).
         assert '"multicast_id": ' + str(r.json()["multicast_id"]) in text, text
         # Re-indented, not re-serialized: the 64-bit multicast_id is the one sent.

@@ -167,7 +167,13 @@ async function show(id) {
   panel.hidden = false;
   document.body.classList.add("detail-open");
   let m;
-  try { m = await api("/messages/" + encodeURIComponent(id) + "?recipients=1000"); } catch (e) {
+  try {
+    const text = await api("/messages/" + encodeURIComponent(id), { text: true });
+    m = JSON.parse(text);
+    // The multicast id as sent: JSON.parse rounds integers beyond 2^53.
+    const exact = /"multicast_id":(\d+)/.exec(text);
+    if (exact) m.multicast_id = exact[1];
+  } catch (e) {
     if (openID !== id) return;
     panel.textContent = "";
     const close = el("button", "close", "close");

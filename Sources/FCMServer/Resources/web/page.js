@@ -24,7 +24,8 @@ async function api(path, options) {
     try { const b = await r.json(); why = b && b.error && b.error.message ? ": " + b.error.message : ""; } catch (x) { /* not JSON */ }
     throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status + why);
   }
-  return r.status === 204 ? null : r.json();
+  // `text: true`: the body as text (64-bit ids such as multicast_id do not survive a double).
+  return r.status === 204 ? null : o.text ? r.text() : r.json();
 }
 function el(tag, text, cls) {
   const e = document.createElement(tag);
