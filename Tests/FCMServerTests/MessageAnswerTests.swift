@@ -30,6 +30,20 @@ final class MessageAnswerTests: ServerTestCase {
                        #"{"content-type":"application/json","authorization":"key=key-11…","user-agent":"tester/1"}"#)
     }
 
+    func testPlainTextSendKeepsItsBodyAndAnswer() throws {
+        let body = "registration_id=a1&data.greeting=%3Cb%3Ehi%3C%2Fb%3E"
+        let sent = try client.sendPlain(body)
+        XCTAssertEqual(sent.status, 200, sent.text)
+        let m = try newest("transport=http")
+        XCTAssertEqual(m["format"]?.stringValue, "plain")
+        XCTAssertEqual(m["raw_body"]?.stringValue, body)
+        XCTAssertEqual(m["answer"]?.objectValue?["body"]?.stringValue, sent.text)
+        XCTAssertEqual(m["answer"]?.objectValue?["content_type"]?.stringValue, "text/plain; charset=UTF-8")
+        XCTAssertEqual(m["headers"]?.objectValue?["content-type"]?.stringValue, "application/x-www-form-urlencoded;charset=UTF-8")
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1"}"#).status, 200)
+        XCTAssertNil(try newest("transport=http")["raw_body"], "a JSON send that was accepted keeps no body")
+    }
+
     func testRefusedAnswersAreKept() throws {
         let bad = try client.sendJSON(#"{"to":"a1","time_to_live":"x"}"#)
         XCTAssertEqual(bad.status, 400)
