@@ -8,6 +8,7 @@ On a failure each test saves a screenshot under .build/interop-screenshots/.
 import base64
 import contextlib
 import os
+import re
 import time
 import urllib.parse
 import uuid
@@ -238,3 +239,35 @@ def test_phone_width_has_no_horizontal_scroll_and_dark_mode_follows_the_os(mock,
         browser.wait_for("getComputedStyle(document.querySelector('main')).gridTemplateColumns.split(' ').length === 2",
                          what="two columns at 1280 wide")
         assert browser.eval(fits)
+
+
+# firebase-admin 7.x deprecates Message.token for Message.fid; app servers still send to tokens.
+@pytest.mark.filterwarnings("ignore:.*token.* is deprecated:DeprecationWarning")
+def test_v1_send_by_firebase_admin_in_a_transport_link_and_its_detail(mock, browser, tmp_path):
+    from firebase_admin import messaging
+    from v1support import pointed
+
+    with screenshot_on_failure(browser, "detail-v1"), pointed(mock, tmp_path) as sdk:
+        token = mock.create_device()
+        name = messaging.send(messaging.Message(token=token, data={"html": HOSTILE_SCRIPT},
+                                                android=messaging.AndroidConfig(priority="high", notification=messaging.AndroidNotification(
+                                                    title=HOSTILE_IMG, channel_id="news"))), app=sdk.app)
+        record = mock.messages(v1_name=name)[0]
+        open_page(browser, mock.base_url + "/?transport=http_v1")
+        trap_alerts(browser)
+        rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
+        assert record["message_id"] in rows, rows
+        assert all(m["transport"] == "http_v1" for m in mock.messages(transport="http_v1")), "the server filtered"
+        assert len(rows) == len(mock.messages(transport="http_v1")[:50]), rows
+        browser.eval(f"document.querySelector('#messages tr[data-id=\"{record['message_id']}\"]').click(); 1")
+        browser.wait_for(f"document.getElementById('detail').dataset.id === {record['message_id']!r}")
+        text = detail_text(browser)
+        assert "HTTP v1" in text and name in text, text
+        assert "fire-admin-python/" in text and re.search(r"Bearer ya29\.\S…", text), text
+        assert '"name": "' + name + '"' in browser.eval("document.querySelector('#detail pre.answer').textContent")
+        # As JSON text: the quote escaped, the markup as characters.
+        assert '"channel_id": "news"' in text and '"title": "\\"><img src=x onerror=alert(2)>"' in text, text
+        assert HOSTILE_SCRIPT in text, text
+        assert browser.eval("document.querySelectorAll('#detail img, #detail script').length") == 0
+        time.sleep(0.3)
+        assert browser.eval("window.__alerted") is False
