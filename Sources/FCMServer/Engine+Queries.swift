@@ -95,15 +95,17 @@ extension Engine {
 
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
-    public func messageRecord(_ id: String) throws(ControlError) -> MessageRecord {
-        // A topic send's id is the number FCM answered; it is the record's own stamp.
+    public func messageRecord(_ id: String, recipientsLimit: Int? = nil) throws(ControlError) -> MessageRecord {
         // An answer kept on a record is queued after the answer went out: let it land first.
         store.drain()
+        // A topic send's id is the number FCM answered; it is the record's own stamp.
         if let number = Int64(id), number > 0 {
             let found: MessageRecord?
             do {
                 found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
-                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in try record(r, c, now: clock.nowMillis()) }
+                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in
+                        try record(r, c, now: clock.nowMillis(), recipientsLimit: recipientsLimit)
+                    }
                 }
             } catch {
                 throw .internal(error.description)
@@ -120,7 +122,7 @@ extension Engine {
                 // is found by its own id.
                 let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
                 guard let row = try c.messageRecord(id: messageID), row.suffix == wanted.suffix else { return nil }
-                return try record(row, c, now: now)
+                return try record(row, c, now: now, recipientsLimit: recipientsLimit)
             }
         } catch {
             throw .internal(error.description)

@@ -105,6 +105,16 @@ final class MessageAnswerTests: ServerTestCase {
         XCTAssertEqual(try client.get("/api/v1/messages?error=" + String(repeating: "E", count: 201)).status, 400)
     }
 
+    func testOneRecordKeepsTheFirstRecipientsWhenAsked() throws {
+        let sent = try client.sendJSON(#"{"registration_ids":["a1","a2","a-offline"]}"#)
+        let id = try XCTUnwrap(results(sent).first?["message_id"]?.stringValue).replacingOccurrences(of: "%", with: "%25")
+        let m = try XCTUnwrap(try client.get("/api/v1/messages/\(id)?recipients=2").object)
+        XCTAssertEqual(m["recipients"]?.arrayValue?.compactMap { $0.objectValue?["token"]?.stringValue }, ["a1", "a2"])
+        XCTAssertEqual(m["recipients_total"]?.numberValue?.int64, 3)
+        XCTAssertNil(try record(id.replacingOccurrences(of: "%25", with: "%"))["recipients_total"])
+        XCTAssertEqual(try client.get("/api/v1/messages/\(id)?recipients=0").status, 400)
+    }
+
     func testDeliveredRecipientsSayWhen() throws {
         let id = try XCTUnwrap(results(try client.sendJSON(#"{"to":"a1"}"#)).first?["message_id"]?.stringValue)
         let recipient = try XCTUnwrap(try record(id)["recipients"]?.arrayValue?.first?.objectValue)

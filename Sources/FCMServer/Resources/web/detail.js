@@ -9,6 +9,8 @@ const api = fcm.api;
 const panel = document.getElementById("detail");
 const TRANSPORTS = { http: "legacy HTTP", http_v1: "HTTP v1", xmpp: "XMPP" };
 const PREVIEWS = 10;
+// A topic send can reach many devices: the panel shows the first ones and says how many more.
+const RECIPIENTS = 200;
 let openID = null;
 // The open message's recipient message ids: delivery events name those.
 let openRecipients = new Set();
@@ -168,7 +170,7 @@ async function show(id) {
   document.body.classList.add("detail-open");
   let m;
   try {
-    const text = await api("/messages/" + encodeURIComponent(id), { text: true });
+    const text = await api("/messages/" + encodeURIComponent(id) + "?recipients=" + RECIPIENTS, { text: true });
     m = JSON.parse(text);
     // The multicast id as sent: JSON.parse rounds integers beyond 2^53.
     const exact = /"multicast_id":(\d+)/.exec(text);
