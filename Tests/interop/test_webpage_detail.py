@@ -140,6 +140,7 @@ def test_rows_open_the_panel_by_click_and_keyboard_and_back_closes_it(mock, brow
                                                    "windowsVirtualKeyCode": 13, "text": "\r"})
         browser.wait_for(f"document.getElementById('detail').dataset.id === {ok_id!r}", what="Enter to open the row")
         assert browser.eval("location.hash") == "#message=" + urllib.parse.quote(ok_id, safe="")
+        assert browser.eval("document.querySelector('#messages tr[aria-current=true]').dataset.id") == ok_id
         assert "transport=http" in browser.eval("location.search"), "the filter stays in the link"
         browser.eval("history.back(); 1")
         browser.wait_for("document.getElementById('detail').hidden", what="back to close the panel")

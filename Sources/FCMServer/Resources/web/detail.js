@@ -189,6 +189,13 @@ async function show(id) {
   openRecipients.add(m.message_id);
   render(m);
   panel.dataset.id = id;
+  markRow(id);
+}
+// The open message's row in the list is marked (for the eye and for screen readers).
+function markRow(id) {
+  for (const tr of document.querySelectorAll("#messages tr[aria-current]")) tr.removeAttribute("aria-current");
+  if (!id) return;
+  for (const tr of document.querySelectorAll("#messages tr.message")) if (tr.dataset.id === id) tr.setAttribute("aria-current", "true");
 }
 function syncWithURL() {
   const id = hashID();
@@ -200,6 +207,7 @@ function hide() {
   panel.hidden = true;
   panel.textContent = "";
   delete panel.dataset.id;
+  markRow(null);
   document.body.classList.remove("detail-open");
   if (returnFocus && document.contains(returnFocus)) returnFocus.focus();
   returnFocus = null;
