@@ -49,8 +49,9 @@ extension CCS {
                 return (known, nil)
             }
             guard let known = taken.0 else {
-                return reply(c, ["message_type": .string("nack"), "from": .optionalString(to), "message_id": .string(messageID),
-                                 "error": .string("BAD_ACK"), "error_description": .string(taken.1 ?? "")])
+                reply(c, ["message_type": .string("nack"), "from": .optionalString(to), "message_id": .string(messageID),
+                          "error": .string("BAD_ACK"), "error_description": .string(taken.1 ?? "")])
+                return
             }
             if case .upstream(let id, _) = known { engine.upstreamAcked(id, nacked: type == "nack") }
             finishDrainIfIdle(c)
@@ -95,11 +96,14 @@ extension CCS {
         }
         let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
         let receipt = o["delivery_receipt_requested"]
-        let context = AdmissionContext(transport: .xmpp, path: "", format: .json, raw: { gcm.text }, clientMessageID: messageID) { _ in
+        var context = AdmissionContext(transport: .xmpp, path: "", format: .json, raw: { gcm.text }, clientMessageID: messageID) { _ in
             receipt.map { $0.boolValue == nil } == true ? "delivery_receipt_requested must be true or false" : nil
         }
+        var recordID: Int64?
+        context.recorded = { recordID = $0 }
         // An XMPP admission never fails on the store (its record is best effort).
         guard let admission = try? engine.admit(outcome, senderID: sender, context) else { return }
+        let refusedID = recordID
         let req: SendRequest
         var lateBy: Int64 = 0
         var delayFault: String?
@@ -110,9 +114,9 @@ extension CCS {
             // The message's `to` names it, or, for a request that parsed, its target.
             var from = to
             if case .invalidForTransport = refusal, case .request(let r) = outcome { from = r.target.value }
-            return nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail)
+            return keep(refusedID, nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail))
         case .faultStatus(_, _, let fault):
-            return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)")
+            return keep(refusedID, nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)"))
         case .dropConnection:
             return c.drop()
         case .proceed(let r, _, let delay):
@@ -125,7 +129,8 @@ extension CCS {
         let delayMs = lateBy
         settled = true
         engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault, clientMessageID: messageID) { [self] result in
-            let answer: @Sendable () -> Void
+            let sentID = (try? result.get())?.topicMessageID
+            let answer: @Sendable () -> String
             switch result {
             case .failure:
                 answer = { self.nack(c, messageID, from: target, code: "INTERNAL_SERVER_ERROR", description: "the store failed") }
@@ -159,8 +164,9 @@ extension CCS {
                         receipt = nil
                     }
                     answer = {
-                        self.reply(c, ack)
+                        let stanza = self.reply(c, ack)
                         if let receipt { self.sendReceipt(receipt, sender: sender) }
+                        return stanza
                     }
                 }
             }
@@ -169,12 +175,12 @@ extension CCS {
             if delayMs > 0 {
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) {
                     self.release(c)
-                    answer()
+                    self.keep(sentID, answer())
                     self.answered(c)
                 }
             } else {
                 release(c)
-                answer()
+                keep(sentID, answer())
                 answered(c)
             }
         }
@@ -211,26 +217,38 @@ extension CCS {
     /// XMPP does not take) before `Engine.admit` saw it: kept as a rejected record, as every
     /// refusal is, then nacked.
     func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String) {
-        _ = try? engine.recordRejected(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
-                                       detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID)
-        nack(c, messageID, from: from, code: code, description: description)
+        let id = try? engine.recordRejectedID(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
+                                              detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID)
+        keep(id, nack(c, messageID, from: from, code: code, description: description))
     }
 
-    func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) {
+    /// Keeps the ack or nack (its JSON) a downstream message was answered on its record.
+    func keep(_ recordID: Int64?, _ stanza: String) {
+        engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(status: nil, contentType: "xmpp", body: Array(stanza.utf8)),
+                          headers: nil)
+    }
+
+    /// Returns the nack's JSON.
+    @discardableResult
+    func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) -> String {
         reply(c, [("message_type", .string("nack")), ("from", .optionalString(from)), ("message_id", .string(messageID)),
                   ("error", .string(code)), ("error_description", .string(description))])
     }
 
-    func reply(_ c: XMPPConnection, _ fields: KeyValuePairs<String, JSONValue>) {
+    @discardableResult
+    func reply(_ c: XMPPConnection, _ fields: KeyValuePairs<String, JSONValue>) -> String {
         reply(c, fields.map { ($0.key, $0.value) })
     }
 
     /// `<message><data:gcm xmlns:data="google:mobile:data">{…}</data:gcm></message>`, without the
     /// fields that are null.
-    func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)]) {
+    /// Returns the JSON sent.
+    @discardableResult
+    func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)]) -> String {
         let json = JSONValue.object(JSONObject(fields.filter { !$0.1.isNull })).serialized()
         stanzaLog("in", c, Self.answerLog(fields))
         c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscapeText(json))</data:gcm></message>")
+        return json
     }
 
     /// The log fields of a downstream message answered with `fields` (an ack, a nack, or a

@@ -16,21 +16,33 @@ extension ControlAPI {
         f.v1Name = q["v1_name"]
         f.status = q["status"]
         f.xmppMessageID = q["xmpp_message_id"]
-        if let n = try q.int("recipients") {
-            guard n >= 1 && n <= 1000 else { throw .badRequest("recipients must be between 1 and 1000") }
-            f.recipientsLimit = Int(n)
-        }
+        f.recipientsLimit = try recipientsLimit(q)
         if let s = q["since"] {
             guard let ms = parseRFC3339(s) else { throw .badRequest("since must be an RFC 3339 timestamp") }
             f.sinceMillis = ms
+        }
+        if let s = q["until"] {
+            guard let ms = parseRFC3339(s) else { throw .badRequest("until must be an RFC 3339 timestamp") }
+            f.untilMillis = ms
+        }
+        if let e = q["error"] {
+            guard !e.isEmpty && e.utf8.count <= 200 else { throw .badRequest("error must be an error code of at most 200 bytes") }
+            f.error = e
         }
         let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
         return ok(Render.list(page.items.map(Render.messageRecord), next: page.next))
     }
 
-    /// `GET /api/v1/messages/{id}`.
+    /// `GET /api/v1/messages/{id}`, with `recipients=N` as on the list.
     func message(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(Render.messageRecord(try engine.messageRecord(c["id"])))
+        ok(Render.messageRecord(try engine.messageRecord(c["id"], recipientsLimit: try recipientsLimit(c.query))))
+    }
+
+    /// `recipients=N` (1-1000): at most the first N recipients of a record, with their total.
+    private func recipientsLimit(_ q: Query) throws(ControlError) -> Int? {
+        guard let n = try q.int("recipients") else { return nil }
+        guard n >= 1 && n <= 1000 else { throw .badRequest("recipients must be between 1 and 1000") }
+        return Int(n)
     }
 
     /// `GET /api/v1/upstream`: what devices sent to their app servers.

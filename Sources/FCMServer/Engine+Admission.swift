@@ -56,6 +56,8 @@ public struct AdmissionContext {
     /// A transport's own check of a request the protocol parsed (XMPP's
     /// `delivery_receipt_requested`), after the target's.
     public var validate: (SendRequest) -> String? = { _ in nil }
+    /// Told the id of the rejection record it made, so the transport can keep its answer on it.
+    public var recorded: (Int64) -> Void = { _ in }
 
     public init(transport: Transport, path: String, format: BodyFormat, raw: @escaping () -> String, clientMessageID: String? = nil,
                 validate: @escaping (SendRequest) -> String? = { _ in nil }) {
@@ -80,8 +82,10 @@ extension Engine {
     /// whatever the store says.
     public func admit(_ outcome: SendParseOutcome, senderID: String?, _ context: AdmissionContext) throws(StoreError) -> Admission {
         guard let senderID else {
-            _ = try? recordRejected(senderID: nil, transport: context.transport, format: context.format, httpStatus: 401,
-                                    error: "Unauthorized", detail: "missing or unknown server key", raw: context.raw())
+            if let id = try? recordRejectedID(senderID: nil, transport: context.transport, format: context.format, httpStatus: 401,
+                                              error: "Unauthorized", detail: "missing or unknown server key", raw: context.raw()) {
+                context.recorded(id)
+            }
             return .unauthorized
         }
         var request: SendRequest?
@@ -174,11 +178,14 @@ extension Engine {
                         fault: String?) throws(StoreError) {
         let raw = context.raw()
         guard context.transport == .xmpp else {
-            try recordRejected(senderID: senderID, transport: context.transport, format: context.format, httpStatus: httpStatus,
-                               error: error, detail: detail, raw: raw, fault: fault, clientMessageID: context.clientMessageID)
+            context.recorded(try recordRejectedID(senderID: senderID, transport: context.transport, format: context.format,
+                                                  httpStatus: httpStatus, error: error, detail: detail, raw: raw, fault: fault,
+                                                  clientMessageID: context.clientMessageID))
             return
         }
-        _ = try? recordRejected(senderID: senderID, transport: .xmpp, format: context.format, httpStatus: httpStatus, error: error,
-                                detail: detail, raw: String(raw.prefix(4096)), fault: fault, clientMessageID: context.clientMessageID)
+        if let id = try? recordRejectedID(senderID: senderID, transport: .xmpp, format: context.format, httpStatus: httpStatus, error: error,
+                                          detail: detail, raw: String(raw.prefix(4096)), fault: fault, clientMessageID: context.clientMessageID) {
+            context.recorded(id)
+        }
     }
 }

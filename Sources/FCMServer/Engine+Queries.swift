@@ -10,6 +10,10 @@ public struct MessageFilter: Sendable {
     public var transport: String?
     public var status: String?
     public var sinceMillis: Int64?
+    /// Accepted at or before this time.
+    public var untilMillis: Int64?
+    /// The record's error or a recipient's (`NotRegistered`, `UNREGISTERED`, `Fault` …).
+    public var error: String?
     /// The `message_id` an XMPP client gave its message.
     public var xmppMessageID: String?
     /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
@@ -44,6 +48,8 @@ extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
     public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [MessageRecord], next: Int64?) {
         try expireDue()
+        // Answers kept on records are queued after the answers went out: let them land first.
+        store.drain()
         var q = MessageQuery()
         q.before = cursor
         q.senderID = f.senderID
@@ -51,6 +57,8 @@ extension Engine {
         q.clientMessageID = f.xmppMessageID
         q.v1Name = f.v1Name
         q.since = f.sinceMillis
+        q.until = f.untilMillis
+        q.error = f.error
         // Topic names match case-insensitively, as sends match subscribers.
         q.topicTarget = f.topic.map { "/topics/" + Topics.key($0) }
         if let t = f.token {
@@ -87,13 +95,17 @@ extension Engine {
 
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
-    public func messageRecord(_ id: String) throws(ControlError) -> MessageRecord {
+    public func messageRecord(_ id: String, recipientsLimit: Int? = nil) throws(ControlError) -> MessageRecord {
+        // An answer kept on a record is queued after the answer went out: let it land first.
+        store.drain()
         // A topic send's id is the number FCM answered; it is the record's own stamp.
         if let number = Int64(id), number > 0 {
             let found: MessageRecord?
             do {
                 found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
-                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in try record(r, c, now: clock.nowMillis()) }
+                    try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in
+                        try record(r, c, now: clock.nowMillis(), recipientsLimit: recipientsLimit)
+                    }
                 }
             } catch {
                 throw .internal(error.description)
@@ -110,7 +122,7 @@ extension Engine {
                 // is found by its own id.
                 let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
                 guard let row = try c.messageRecord(id: messageID), row.suffix == wanted.suffix else { return nil }
-                return try record(row, c, now: now)
+                return try record(row, c, now: now, recipientsLimit: recipientsLimit)
             }
         } catch {
             throw .internal(error.description)

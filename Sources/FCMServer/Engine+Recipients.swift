@@ -195,7 +195,8 @@ extension Engine {
             flags: Self.flags(req.options), data: data, notification: notification,
             priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
             error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
-            httpStatus: 200, raw: accepted ? nil : raw(), recipients: p.rows.count,
+            // A plain-text body is kept even when accepted: the form fields are the request as sent.
+            httpStatus: 200, raw: accepted && req.format != .plain ? nil : raw(), recipients: p.rows.count,
             fault: requestFault ?? fan.fault ?? p.rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
     }
 

@@ -200,6 +200,15 @@ extension Engine {
     public func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
                                error: String, detail: String, raw: String?, fault: String? = nil,
                                clientMessageID: String? = nil) throws(StoreError) -> String {
+        let id = try recordRejectedID(senderID: senderID, transport: transport, format: format, httpStatus: httpStatus, error: error,
+                                      detail: detail, raw: raw, fault: fault, clientMessageID: clientMessageID)
+        return MessageID(micros: id, suffix: messageIDSuffix(senderID: senderID ?? "")).description
+    }
+
+    /// `recordRejected`, returning the record's own id.
+    func recordRejectedID(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
+                          error: String, detail: String, raw: String?, fault: String? = nil,
+                          clientMessageID: String? = nil) throws(StoreError) -> Int64 {
         let now = clock.nowMillis()
         let suffix = messageIDSuffix(senderID: senderID ?? "")
         let (mid, ticket) = state.withLock { s in
@@ -238,7 +247,7 @@ extension Engine {
             w.endObject()
             events.publish([("message.rejected", w.string)])
         }
-        return MessageID(micros: mid, suffix: suffix).description
+        return mid
     }
 
     /// The payload of `message.accepted` / `message.rejected`: the record's main fields, built

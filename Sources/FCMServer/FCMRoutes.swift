@@ -66,19 +66,28 @@ struct FCMSendRoute: Sendable {
         if case .request(let req) = outcome { inBody = req.accessTokenAuth }
         let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody)
         let admission: Admission
+        var recordID: Int64?
+        var context = AdmissionContext(transport: .http, path: r.path, format: format, raw: { raw })
+        context.recorded = { recordID = $0 }
         do {
-            admission = try engine.admit(outcome, senderID: sender,
-                                         AdmissionContext(transport: .http, path: r.path, format: format, raw: { raw }))
+            admission = try engine.admit(outcome, senderID: sender, context)
         } catch {
             return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
         }
+        // The record keeps the answer its sender got and the headers it sent.
+        let headers = RecordedExchange.headers(r)
+        let refusedID = recordID
+        func kept(_ answer: HTTPResponse) -> HTTPResponse {
+            engine.keepAnswer(record: refusedID, answer: RecordedExchange.answer(answer), headers: headers)
+            return answer
+        }
         switch admission {
         case .unauthorized:
-            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
+            return kept(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))
         case .faultStatus(let code, let retry, _):
             var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
             if let retry { answer.headers.append(("Retry-After", String(retry))) }
-            return answer
+            return kept(answer)
         case .dropConnection:
             return .dropConnection
         case .refused(let refusal, let delay):
@@ -94,6 +103,7 @@ struct FCMSendRoute: Sendable {
             } else {
                 answer = HTTPResponse(status: 400, contentType: ContentType.text, body: refusal.detail + "\n")
             }
+            _ = kept(answer)
             guard let delay else { return answer }
             send(answer, to: responder, after: delay.ms)
             return nil
@@ -110,6 +120,9 @@ struct FCMSendRoute: Sendable {
                         answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
                     }
                 case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
+                }
+                if case .success(let result) = outcome {
+                    engine.keepAnswer(record: result.topicMessageID, answer: RecordedExchange.answer(answer), headers: headers)
                 }
                 send(answer, to: responder, after: lateMs)
             }

@@ -33,6 +33,9 @@ extension Render {
         }
         w.key("fault"); w.value(m.fault)
         if let raw = m.raw { w.key("raw_body"); w.value(raw) }
+        // What its sender got and the request headers that matter, once answered.
+        if let a = m.answer { w.key("answer"); w.raw(a) }
+        if let h = m.headers { w.key("headers"); w.raw(h) }
         w.key("recipients"); w.beginArray()
         for r in recipients {
             w.beginObject()
@@ -42,6 +45,7 @@ extension Render {
             w.key("error"); w.value(r.error)
             w.key("canonical_token"); w.value(r.canonical.flatMap { tokens[$0] })
             if let f = r.fault { w.key("fault"); w.value(f) }
+            if let t = r.deliveredAt { w.key("delivered_at"); w.value(rfc3339(millis: t)) }
             w.endObject()
         }
         w.endArray()

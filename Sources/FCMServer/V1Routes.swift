@@ -37,29 +37,39 @@ struct V1Routes: Sendable {
             // Recorded under the path's project when it exists; a refusal the store cannot
             // record is answered all the same (as a legacy 401 is).
             let sender = p["project"].flatMap { try? decode($0) }.flatMap { name in engine.state.withLock { $0.project(named: name) } }
-            _ = try? engine.recordRejected(senderID: sender?.senderID, transport: .httpV1, format: .json, httpStatus: e.code,
-                                           error: e.recordedError, detail: e.message, raw: raw)
+            let id = try? engine.recordRejectedID(senderID: sender?.senderID, transport: .httpV1, format: .json, httpStatus: e.code,
+                                                  error: e.recordedError, detail: e.message, raw: raw)
+            engine.keepAnswer(record: id, answer: RecordedExchange.answer(e.response), headers: RecordedExchange.headers(r))
             return e.response
         }
         let outcome = V1Parser.parse(r.body)
         let byFID: Bool
         if case .send(let s) = outcome { byFID = s.byFID } else { byFID = false }
         let admission: Admission
+        var recordID: Int64?
+        var context = AdmissionContext(transport: .httpV1, path: r.path, format: .json, raw: { raw })
+        context.recorded = { recordID = $0 }
         do {
-            admission = try engine.admit(outcome, senderID: project.senderID,
-                                         AdmissionContext(transport: .httpV1, path: r.path, format: .json, raw: { raw }))
+            admission = try engine.admit(outcome, senderID: project.senderID, context)
         } catch {
             return V1Error.internalError.response
         }
+        // The record keeps the answer its sender got and the headers it sent.
+        let headers = RecordedExchange.headers(r)
+        let refusedID = recordID
+        func kept(_ answer: HTTPResponse) -> HTTPResponse {
+            engine.keepAnswer(record: refusedID, answer: RecordedExchange.answer(answer), headers: headers)
+            return answer
+        }
         switch admission {
         case .unauthorized:
-            return V1Error.unauthenticated.response
+            return kept(V1Error.unauthenticated.response)
         case .faultStatus(let code, let retry, _):
-            return V1Error.fault(status: code, retryAfter: retry).response
+            return kept(V1Error.fault(status: code, retryAfter: retry).response)
         case .dropConnection:
             return .dropConnection
         case .refused(let refusal, let delay):
-            let answer = Self.refusal(refusal).response
+            let answer = kept(Self.refusal(refusal).response)
             guard let delay else { return answer }
             responder.send(answer, afterMillis: Int(delay.ms))
             return nil
@@ -71,6 +81,9 @@ struct V1Routes: Sendable {
                 switch outcome {
                 case .success(let result): answer = Self.answer(result, req, projectID: projectID, byFID: byFID)
                 case .failure: answer = V1Error.internalError.response
+                }
+                if case .success(let result) = outcome {
+                    engine.keepAnswer(record: result.topicMessageID, answer: RecordedExchange.answer(answer), headers: headers)
                 }
                 if let ms = delay?.ms { responder.send(answer, afterMillis: Int(ms)) } else { responder.send(answer) }
             }

@@ -31,6 +31,7 @@ enum WebPage {
         "previews.css": PackageResources.previews_css,
         "previews.js": PackageResources.previews_js,
         "device.js": PackageResources.device_js,
+        "detail.js": PackageResources.detail_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by

@@ -133,6 +133,13 @@ enum Migrations {
         ALTER TABLE messages ADD COLUMN platforms TEXT;
         ALTER TABLE messages ADD COLUMN v1_name TEXT;
         """,
+        // 11: what the app server got (`{"status":N,"body":"…"}`, an XMPP ack or nack as its body)
+        // and the request headers that matter (JSON object, authorization masked), set once the
+        // request is answered.
+        """
+        ALTER TABLE messages ADD COLUMN answer TEXT;
+        ALTER TABLE messages ADD COLUMN headers TEXT;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -99,6 +99,11 @@ extension Writes {
         { c in try c.run(MessageRow.insertSQL, row.values) }
     }
 
+    /// The answer a message's sender got and the headers it sent (both JSON), once answered.
+    public static func setAnswer(message id: Int64, answer: String, headers: String?) -> WriteOp {
+        { c in try c.run("UPDATE messages SET answer = ?, headers = ? WHERE id = ?", [.text(answer), .optional(headers), .int(id)]) }
+    }
+
     /// New statuses of delivery rows (storage rules, expiry).
     public static func setDeliveryStatuses(_ changes: [(Int64, String)]) -> WriteOp {
         { c in try setStatuses(c, changes) }

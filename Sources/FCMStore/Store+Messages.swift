@@ -35,6 +35,11 @@ public struct MessageRow: Sendable {
     public var platforms: String?
     /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
     public var v1Name: String?
+    /// What the app server got, as JSON (`{"status":N,"body":"…"}`); written after the answer,
+    /// so never by `insertSQL`.
+    public var answer: String?
+    /// The request headers that matter, as a JSON object (authorization masked); set with `answer`.
+    public var headers: String?
 
     public init(id: Int64, suffix: UInt32, multicastID: Int64?, senderID: String?, transport: String, format: String,
                 acceptedAt: Int64, targetKind: String, targetValue: String?, collapseKey: String?, timeToLive: Int64,
@@ -60,7 +65,7 @@ public struct MessageRow: Sendable {
     static let columns = """
         id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind, target_value, collapse_key,
         time_to_live, restricted_package_name, flags, data, notification, priority, status, error, error_detail,
-        http_status, raw, recipients, fault, client_message_id, platforms, v1_name
+        http_status, raw, recipients, fault, client_message_id, platforms, v1_name, answer, headers
         """
 
     var values: [SQLValue] {
@@ -80,6 +85,8 @@ public struct MessageRow: Sendable {
                   flags: r.int(12), data: r.text(13), notification: r.text(14), priority: r.text(15) ?? "", status: r.text(16) ?? "",
                   error: r.text(17), errorDetail: r.text(18), httpStatus: Int(r.int(19)), raw: r.text(20), recipients: Int(r.int(21)),
                   fault: r.text(22), clientMessageID: r.text(23), platforms: r.text(24), v1Name: r.text(25))
+        answer = r.text(26)
+        headers = r.text(27)
     }
 }
 
@@ -126,6 +133,10 @@ public struct MessageQuery: Sendable {
     /// The `name` a v1 send was answered.
     public var v1Name: String?
     public var since: Int64?
+    /// Accepted at or before this (milliseconds).
+    public var until: Int64?
+    /// The record's error, or any of its recipients' errors.
+    public var error: String?
     /// `/topics/` and the topic's lowercased name: topic sends to it in any case.
     public var topicTarget: String?
     /// A token's messages: its device's delivery ids, and the token kept on rows of recipients
@@ -149,6 +160,8 @@ public struct RecipientRow: Sendable {
     public var canonical: Int64?
     public var expiresAt: Int64
     public var fault: String?
+    /// When the device got it (mock clock, milliseconds).
+    public var deliveredAt: Int64?
 }
 
 /// One inbox entry: a delivery with what its message says.
@@ -184,6 +197,12 @@ extension SQLiteConnection {
         if let v = q.clientMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
         if let v = q.v1Name { sql += " AND v1_name = ?"; args.append(.text(v)) }
         if let v = q.since { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
+        if let v = q.until { sql += " AND accepted_at <= ?"; args.append(.int(v)) }
+        if let v = q.error {
+            sql += " AND (error = ? OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.id"
+                + " AND d.id < messages.id + messages.recipients AND d.error = ?))"
+            args.append(.text(v)); args.append(.text(v))
+        }
         if let v = q.topicTarget {
             // Names are ASCII, which is all SQLite's lower() folds.
             sql += " AND target_kind = 'topic' AND lower(target_value) = ?"
@@ -226,10 +245,11 @@ extension SQLiteConnection {
     public func recipients(of m: MessageRow, limit: Int?) throws(StoreError) -> [RecipientRow] {
         var out: [RecipientRow] = []
         guard m.recipients > 0 else { return out }
-        try query("SELECT device, token, id, status, error, canonical, expires_at, fault FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+        try query("SELECT device, token, id, status, error, canonical, expires_at, fault, delivered_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
                   [.int(m.id), .int(m.id + Int64(m.recipients)), .int(Int64(limit ?? -1))]) { (r: Statement) throws(StoreError) in
             out.append(RecipientRow(device: r.optionalInt(0), token: r.text(1), id: r.int(2), status: r.text(3) ?? "", error: r.text(4),
-                                    canonical: r.optionalInt(5), expiresAt: r.int(6), fault: r.text(7)))
+                                    canonical: r.optionalInt(5), expiresAt: r.int(6), fault: r.text(7),
+                                    deliveredAt: r.optionalInt(8)))
         }
         return out
     }

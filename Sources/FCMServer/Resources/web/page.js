@@ -1,17 +1,31 @@
+(function () {
 "use strict";
+// The page's core: the control API, the one event stream, the message list with its filters,
+// devices, topics, groups and XMPP connections. Other scripts reach it through window.fcm.
+const fcm = window.fcm = window.fcm || {};
+const handlers = new Map();
 const secret = new URLSearchParams(location.search).get("token");
 const auth = secret ? { "Authorization": "Bearer " + secret } : {};
 const PAGE = 50;
-let filter = "";
+// The filters the URL query carries (`token` is the control token, so a device is `device`).
+const FILTERS = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until"];
+let filters = {};
 let cursor = null;
 const shown = new Map();
+// A recipient's message id → its record's (delivery events name the recipient's).
+const owner = new Map();
 
 async function api(path, options) {
   const o = options || {};
   const headers = Object.assign({}, auth, o.body ? { "Content-Type": "application/json" } : {});
   const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
-  if (!r.ok) throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status);
-  return r.status === 204 ? null : r.json();
+  if (!r.ok) {
+    let why = "";
+    try { const b = await r.json(); why = b && b.error && b.error.message ? ": " + b.error.message : ""; } catch (x) { /* not JSON */ }
+    throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status + why);
+  }
+  // `text: true`: the body as text (64-bit ids such as multicast_id do not survive a double).
+  return r.status === 204 ? null : o.text ? r.text() : r.json();
 }
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -19,19 +33,44 @@ function el(tag, text, cls) {
   if (cls) e.className = cls;
   return e;
 }
+fcm.api = api;
+fcm.el = el;
+// Other parts of the page follow the one event stream: fcm.on("message.accepted", data => …).
+fcm.on = function (name, handler) {
+  if (!handlers.has(name)) { handlers.set(name, []); if (fcm.stream) listen(fcm.stream, name); }
+  handlers.get(name).push(handler);
+};
+function listen(es, name) {
+  es.addEventListener(name, e => {
+    let d = null;
+    try { d = JSON.parse(e.data); } catch (x) { return; }
+    for (const h of handlers.get(name) || []) { try { h(d, e); } catch (x) { console.error(x); } }
+  });
+}
 function showError(e) { document.getElementById("error").textContent = e ? String(e.message || e) : ""; }
+fcm.showError = showError;
 function targetText(m) {
   const t = m.target || {};
-  return t.kind === "token" ? t.value : (t.kind || "") + " " + (t.value === undefined ? "" : t.value);
+  return t.kind === "token" ? t.value : (t.kind || "") + " " + (t.value === undefined || t.value === null ? "" : t.value);
+}
+fcm.targetText = targetText;
+function cell(label, text, cls) {
+  const td = el("td", text, cls);
+  td.dataset.label = label;
+  return td;
 }
 function messageRow(m) {
+  for (const r of m.recipients || []) if (r.message_id) owner.set(r.message_id, m.message_id);
   const tr = document.createElement("tr");
   tr.dataset.id = m.message_id;
-  const id = el("td", m.message_id, "mono");
+  tr.tabIndex = 0;
+  tr.className = "message";
+  tr.setAttribute("aria-label", "message " + m.message_id + ", " + m.status);
+  const id = cell("message id", m.message_id, "mono");
   if (m.v1_name) id.append(el("div", m.v1_name, "v1name"));
-  tr.append(el("td", m.accepted_at), id, el("td", targetText(m), "mono"),
-            el("td", m.transport + (m.format === "plain" ? " (plain)" : "")));
-  const st = el("td");
+  tr.append(cell("accepted", m.accepted_at), id, cell("target", targetText(m), "mono"),
+            cell("via", m.transport + (m.format === "plain" ? " (plain)" : "")));
+  const st = cell("status");
   const recipients = m.recipients || [];
   if (m.status === "rejected" || recipients.length === 0) st.append(el("div", m.status + (m.error ? ": " + m.error : ""), m.status));
   for (const r of recipients.slice(0, 20)) {
@@ -39,7 +78,7 @@ function messageRow(m) {
   }
   const total = typeof m.recipients_total === "number" ? m.recipients_total : recipients.length;
   if (total > 20) st.append(el("div", "… " + (total - 20) + " more"));
-  const payload = el("td");
+  const payload = cell("payload");
   const shownPayload = { data: m.data, notification: m.notification };
   // An HTTP v1 message's platform blocks, as sent.
   for (const k of ["android", "apns", "webpush", "fcm_options"]) if (m[k]) shownPayload[k] = m[k];
@@ -47,24 +86,46 @@ function messageRow(m) {
   tr.append(st, payload);
   return tr;
 }
-function messageQuery() {
-  const f = filter.trim();
-  const p = new URLSearchParams({ limit: String(PAGE), recipients: "20" });
-  if (!f) return { path: "/messages?" + p };
-  if (/^(accepted|rejected|delivered|pending|expired|collapsed|dropped)$/.test(f)) p.set("status", f);
+// The free-text box: a status, transport, v1 name, topic, message id or else a token.
+function freeText(f, p) {
+  if (!f) return null;
+  if (/^(accepted|rejected|failed|delivered|pending|expired|collapsed|dropped)$/.test(f)) p.set("status", f);
   else if (/^(http|http_v1|xmpp)$/.test(f)) p.set("transport", f);
   else if (/^projects\/[^/]+\/messages\//.test(f)) p.set("v1_name", f);
   else if (f.startsWith("/topics/")) p.set("topic", f.slice(8));
-  else if (/^0:\d+%/.test(f) || /^\d{6,}$/.test(f)) return { one: "/messages/" + encodeURIComponent(f) };
+  else if (/^0:\d+%/.test(f) || /^\d{6,}$/.test(f)) return "/messages/" + encodeURIComponent(f);
   else p.set("token", f);
+  return null;
+}
+function messageQuery() {
+  const f = filters;
+  const p = new URLSearchParams({ limit: String(PAGE), recipients: "20" });
+  const one = freeText((f.q || "").trim(), p);
+  if (one) return { one };
+  if (f.project) p.set("sender_id", f.project);
+  if (f.device) p.set("token", f.device);
+  if (f.topic) p.set("topic", f.topic.replace(/^\/topics\//, ""));
+  for (const k of ["status", "transport", "error", "since", "until"]) if (f[k]) p.set(k, f[k]);
   return { path: "/messages?" + p };
 }
+// Whether a live message belongs in the filtered list (the server decides on reload).
 function matches(m) {
-  const f = filter.trim();
-  if (!f) return true;
-  if (m.message_id === f || m.status === f || m.transport === f || m.v1_name === f) return true;
-  if (f.startsWith("/topics/")) return m.target && m.target.kind === "topic" && ("/topics/" + m.target.value) === f;
-  return (m.recipients || []).some(r => r.token === f || r.status === f);
+  const f = filters;
+  const rs = m.recipients || [];
+  const q = (f.q || "").trim();
+  if (q && !(m.message_id === q || m.status === q || m.transport === q || m.v1_name === q ||
+             (q.startsWith("/topics/") && m.target && m.target.kind === "topic" && ("/topics/" + m.target.value) === q) ||
+             rs.some(r => r.token === q || r.status === q))) return false;
+  if (f.project && m.sender_id !== f.project) return false;
+  if (f.device && !rs.some(r => r.token === f.device)) return false;
+  if (f.topic && !(m.target && m.target.kind === "topic" && String(m.target.value).toLowerCase() === "/topics/" + f.topic.replace(/^\/topics\//, "").toLowerCase())) return false;
+  if (f.transport && m.transport !== f.transport) return false;
+  if (f.status && !(m.status === f.status || rs.some(r => r.status === f.status || (f.status === "failed" && r.error)))) return false;
+  if (f.error && !(m.error === f.error || rs.some(r => r.error === f.error))) return false;
+  const at = Date.parse(m.accepted_at);
+  if (f.since && at < Date.parse(f.since)) return false;
+  if (f.until && at > Date.parse(f.until)) return false;
+  return true;
 }
 async function loadMessages(more) {
   const tbody = document.querySelector("#messages tbody");
@@ -80,7 +141,7 @@ async function loadMessages(more) {
     }
     showError(null);
   } catch (e) { showError(e); return; }
-  if (!more) { tbody.textContent = ""; shown.clear(); }
+  if (!more) { tbody.textContent = ""; shown.clear(); owner.clear(); }
   for (const m of items) {
     const tr = messageRow(m);
     shown.set(m.message_id, tr);
@@ -88,7 +149,11 @@ async function loadMessages(more) {
   }
   cursor = next;
   document.getElementById("older").hidden = !next;
-  document.getElementById("count").textContent = "(" + shown.size + (next ? "+" : "") + ")";
+  updateCount();
+}
+function updateCount() {
+  document.getElementById("count").textContent = "(" + shown.size + (cursor ? "+" : "") + ")";
+  document.getElementById("messages").dataset.loaded = "true";
 }
 function liveMessage(m) {
   if (!m || !m.message_id || !matches(m)) return;
@@ -97,11 +162,15 @@ function liveMessage(m) {
   const old = shown.get(m.message_id);
   if (old) old.replaceWith(tr); else tbody.prepend(tr);
   shown.set(m.message_id, tr);
-  document.getElementById("count").textContent = "(" + shown.size + (cursor ? "+" : "") + ")";
+  updateCount();
 }
-async function refreshMessage(id) {
+async function refreshMessage(recipientID) {
+  const id = owner.get(recipientID) || recipientID;
   if (!shown.has(id)) return;
   try { liveMessage(await api("/messages/" + encodeURIComponent(id))); } catch (e) { /* gone after a reset */ }
+}
+function openRow(tr) {
+  if (tr && tr.dataset.id && fcm.openMessage) fcm.openMessage(tr.dataset.id, tr);
 }
 async function loadDevices() {
   const tbody = document.querySelector("#devices tbody");
@@ -111,19 +180,21 @@ async function loadDevices() {
   for (const d of page.items || []) {
     const tr = document.createElement("tr");
     tr.dataset.token = d.token;
-    const tok = el("td", d.token.length > 28 ? d.token.slice(0, 28) + "…" : d.token, "mono");
+    const tok = cell("token", d.token.length > 28 ? d.token.slice(0, 28) + "…" : d.token, "mono");
     tok.title = d.token;
     const state = d.state === "registered" ? (d.online ? "online" : "offline") : d.state;
     const inbox = el("button", "inbox");
-    inbox.addEventListener("click", () => setFilter(d.token));
-    const toggle = el("button", d.online ? "take offline" : "bring online");
-    toggle.className = "toggle";
+    inbox.type = "button";
+    inbox.addEventListener("click", () => setFilters({ device: d.token }));
+    const toggle = el("button", d.online ? "take offline" : "bring online", "toggle");
+    toggle.type = "button";
     toggle.addEventListener("click", async () => {
       try { await api("/devices/" + encodeURIComponent(d.token), { method: "PATCH", body: JSON.stringify({ online: !d.online }) }); }
       catch (e) { showError(e); }
       loadDevices();
     });
     const up = el("button", "upstream…");
+    up.type = "button";
     up.addEventListener("click", async () => {
       const text = prompt("Upstream data as key=value pairs separated by commas", "hello=world");
       if (text === null) return;
@@ -135,12 +206,12 @@ async function loadDevices() {
       try { await api("/devices/" + encodeURIComponent(d.token) + "/upstream", { method: "POST", body: JSON.stringify({ data }) }); showError(null); }
       catch (e) { showError(e); }
     });
-    const actions = el("td");
+    const actions = cell("actions");
     actions.append(toggle, " ", up);
-    const inboxCell = el("td");
+    const inboxCell = cell("inbox");
     inboxCell.append(inbox, el("span", d.pending ? " " + d.pending + " pending" : ""));
-    tr.append(tok, el("td", d.app), el("td", state, d.online ? "delivered" : "pending"),
-              el("td", (d.topics || []).join(", ")), inboxCell, actions);
+    tr.append(tok, cell("app", d.app), cell("state", state, d.online ? "delivered" : "pending"),
+              cell("topics", (d.topics || []).join(", ")), inboxCell, actions);
     tbody.append(tr);
   }
 }
@@ -162,13 +233,51 @@ function soon(name, fn) {
   if (pending.has(name)) return;
   pending.set(name, setTimeout(() => { pending.delete(name); fn(); }, 150));
 }
-function setFilter(v) {
-  document.getElementById("filter").value = v;
-  filter = v;
+fcm.soon = soon;
+
+// Filters live in the URL query, so a filtered list is a link and a reload keeps it.
+function readFilters() {
+  const p = new URLSearchParams(location.search);
+  const f = {};
+  for (const k of FILTERS) { const v = p.get(k); if (v) f[k] = v; }
+  return f;
+}
+function writeURL() {
+  const p = new URLSearchParams(location.search);
+  for (const k of FILTERS) { if (filters[k]) p.set(k, filters[k]); else p.delete(k); }
+  const s = p.toString();
+  history.replaceState(history.state, "", location.pathname + (s ? "?" + s : "") + location.hash);
+}
+// A datetime-local value (local time) as RFC 3339 UTC, and back.
+function toISO(local) { const t = new Date(local); return isNaN(t) ? "" : t.toISOString().replace(".000Z", "Z"); }
+function toLocal(iso) {
+  const t = new Date(iso);
+  if (isNaN(t)) return "";
+  const z = n => String(n).padStart(2, "0");
+  return t.getFullYear() + "-" + z(t.getMonth() + 1) + "-" + z(t.getDate()) + "T" + z(t.getHours()) + ":" + z(t.getMinutes()) + ":" + z(t.getSeconds());
+}
+function showFilters() {
+  document.getElementById("filter").value = filters.q || "";
+  for (const input of document.querySelectorAll("#filters [name]")) {
+    const v = filters[input.name] || "";
+    input.value = input.type === "datetime-local" ? (v ? toLocal(v) : "") : v;
+  }
+  const n = FILTERS.filter(k => k !== "q" && filters[k]).length;
+  document.getElementById("filters-toggle").textContent = "filters" + (n ? " (" + n + ")" : "");
+}
+function setFilters(f) {
+  filters = Object.assign({}, f);
+  for (const k of Object.keys(filters)) if (!filters[k]) delete filters[k];
+  writeURL();
+  showFilters();
   loadMessages(false);
 }
+fcm.setFilters = setFilters;
+fcm.filters = () => Object.assign({}, filters);
 function connect() {
   const es = new EventSource("/api/v1/events" + (secret ? "?access_token=" + encodeURIComponent(secret) : ""));
+  fcm.stream = es;
+  for (const name of handlers.keys()) listen(es, name);
   const live = document.getElementById("live");
   es.onopen = () => { live.textContent = "live"; };
   es.onerror = () => { live.textContent = "reconnecting…"; };
@@ -176,7 +285,7 @@ function connect() {
   es.addEventListener("message.accepted", e => liveMessage(parse(e)));
   es.addEventListener("message.rejected", e => liveMessage(parse(e)));
   for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped"]) {
-    es.addEventListener(kind, e => { const d = parse(e); if (d && d.message_id) soon("m:" + d.message_id, () => refreshMessage(d.message_id)); soon("devices", loadDevices); });
+    es.addEventListener(kind, e => { const d = parse(e); if (d && d.message_id) soon("m:" + (owner.get(d.message_id) || d.message_id), () => refreshMessage(d.message_id)); soon("devices", loadDevices); });
   }
   es.addEventListener("device.created", () => soon("devices", loadDevices));
   es.addEventListener("device.updated", () => { soon("devices", loadDevices); soon("topics", loadTopics); soon("groups", loadGroups); });
@@ -184,11 +293,44 @@ function connect() {
     es.addEventListener(kind, () => soon("xmpp", loadXmpp));
   }
 }
-document.getElementById("filter").addEventListener("input", e => { filter = e.target.value; soon("filter", () => loadMessages(false)); });
+document.getElementById("filter").addEventListener("input", e => {
+  filters.q = e.target.value;
+  if (!filters.q) delete filters.q;
+  writeURL();
+  soon("filter", () => loadMessages(false));
+});
+document.getElementById("filters").addEventListener("input", e => {
+  const input = e.target;
+  if (!input.name) return;
+  const v = input.type === "datetime-local" ? (input.value ? toISO(input.value) : "") : input.value.trim();
+  if (v) filters[input.name] = v; else delete filters[input.name];
+  writeURL();
+  showFilters();
+  soon("filter", () => loadMessages(false));
+});
+document.getElementById("filters-clear").addEventListener("click", () => setFilters({}));
+document.getElementById("filters-toggle").addEventListener("click", e => {
+  const box = document.getElementById("filters");
+  box.hidden = !box.hidden;
+  e.target.setAttribute("aria-expanded", String(!box.hidden));
+});
 document.getElementById("older").addEventListener("click", () => loadMessages(true));
+const tbody = document.querySelector("#messages tbody");
+tbody.addEventListener("click", e => openRow(e.target.closest("tr.message")));
+tbody.addEventListener("keydown", e => {
+  const tr = e.target.closest("tr.message");
+  if (!tr) return;
+  if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openRow(tr); }
+  else if (e.key === "ArrowDown" && tr.nextElementSibling) { e.preventDefault(); tr.nextElementSibling.focus(); }
+  else if (e.key === "ArrowUp" && tr.previousElementSibling) { e.preventDefault(); tr.previousElementSibling.focus(); }
+});
+filters = readFilters();
+if (FILTERS.some(k => k !== "q" && filters[k])) document.getElementById("filters").hidden = false;
+showFilters();
 loadMessages(false);
 loadDevices();
 loadTopics();
 loadGroups();
 loadXmpp();
 connect();
+})();
