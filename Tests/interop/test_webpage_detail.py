@@ -79,10 +79,13 @@ def test_deep_link_opens_the_detail_with_answer_timeline_and_previews(mock, brow
         # A stand-in for the previews part: the hook is called with each recipient's inbox entry.
         browser.command("Page.addScriptToEvaluateOnNewDocument", {"source": """
             window.fcm = window.fcm || {};
-            window.fcm.previews = { card: (entry, o) => {
+            // A stand-in for the previews part, kept even when previews.js sets its own: this
+            // test checks what the detail panel hands the hook.
+            const testPreviews = { card: (entry, o) => {
               const d = document.createElement('div'); d.className = 'test-card';
               d.textContent = o.platform + '|' + o.app + '|' + o.status + '|' + JSON.stringify(entry.effective);
               return d; } };
+            Object.defineProperty(window.fcm, 'previews', { get: () => testPreviews, set: () => {} });
             window.__alerted = false; window.alert = () => { window.__alerted = true; };"""})
         open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(record_id, safe=""))
         browser.wait_for(f"document.getElementById('detail').dataset.id === {record_id!r}", what="the deep-linked panel")
@@ -271,4 +274,20 @@ def test_v1_send_by_firebase_admin_in_a_transport_link_and_its_detail(mock, brow
         assert HOSTILE_SCRIPT in text, text
         assert browser.eval("document.querySelectorAll('#detail img, #detail script').length") == 0
         time.sleep(0.3)
+        assert browser.eval("window.__alerted") is False
+
+
+def test_the_detail_panel_draws_the_real_preview_cards(mock, browser):
+    """With previews.js on the page (no stand-in), each recipient of the panel gets the
+    notification card the device would show, titles as text."""
+    with screenshot_on_failure(browser, "detail-real-previews"):
+        token = mock.create_device()
+        r = send(mock, {"to": token, "notification": {"title": HOSTILE_SCRIPT, "body": "real card", "color": "#336699"}})
+        assert r.status_code == 200, r.text
+        record_id = r.json()["results"][0]["message_id"]
+        open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(record_id, safe=""))
+        trap_alerts(browser)
+        browser.wait_for("document.querySelectorAll('#detail .pv-title').length === 1", what="the Android card in the panel")
+        assert browser.eval("document.querySelector('#detail .pv-title').textContent") == HOSTILE_SCRIPT
+        assert browser.eval("document.querySelectorAll('#detail script, #detail img').length") == 0
         assert browser.eval("window.__alerted") is False
