@@ -3,7 +3,12 @@ import FCMStore
 import HTTPServer
 
 /// What a message record keeps of its exchange for the inspection page: the request headers
-/// that matter (the credential masked) and the answer its sender got, both as JSON.
+/// that matter (the credential masked) and the answer its sender got.
+///
+/// Both are kept in a plain form that costs the send path no JSON escaping (every send keeps
+/// them): header lines `name\tvalue\n`, and the answer as a first line `status\tcontent type\t
+/// truncated` (status `-` for an XMPP stanza, truncated `1` or `0`) followed by the body. The
+/// control API turns them into JSON when a record is read (`json(answer:)`, `json(headers:)`).
 enum RecordedExchange {
     /// An answer's body is kept up to this many bytes (a multicast's results can be long).
     static let maxBodyBytes = 4096
@@ -12,17 +17,36 @@ enum RecordedExchange {
     static let headerNames = ["content-type", "authorization", "user-agent", "x-firebase-client", "x-goog-api-client",
                               "x-goog-user-project", "access_token_auth"]
 
-    /// `{"content-type":"…","authorization":"key=AIza12…",…}` of the headers `r` has.
+    /// The headers of `r` that `headerNames` lists, in that order, in one pass over the request's
+    /// fields (a repeated field is joined with ", ", as `HTTPRequest.header` does).
     static func headers(_ r: HTTPRequest) -> String {
-        var w = JSONWriter()
-        w.beginObject()
-        for name in headerNames {
-            guard let v = r.header(name) else { continue }
-            w.key(name)
-            w.value(name == "authorization" ? mask(v) : String(v.prefix(256)))
+        var found = [String?](repeating: nil, count: headerNames.count)
+        for h in r.headers {
+            guard let i = headerIndex(h.name) else { continue }
+            found[i] = found[i].map { $0 + ", " + h.value } ?? h.value
         }
-        w.endObject()
-        return w.string
+        var out = ""
+        for (i, value) in found.enumerated() {
+            guard let value else { continue }
+            let name = headerNames[i]
+            out += name + "\t" + clean(name == "authorization" ? mask(value) : String(value.prefix(256))) + "\n"
+        }
+        return out
+    }
+
+    /// Which of `headerNames` a field name is (any case), without building a lower-cased copy.
+    private static func headerIndex(_ name: String) -> Int? {
+        let n = name.utf8.count
+        for (i, wanted) in headerNames.enumerated() where wanted.utf8.count == n {
+            if zip(name.utf8, wanted.utf8).allSatisfy({ ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }) { return i }
+        }
+        return nil
+    }
+
+    /// A header value with the separators of the stored form (tab, line breaks) as spaces.
+    private static func clean(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == 9 || $0 == 10 || $0 == 13 }) else { return value }
+        return String(value.map { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
     }
 
     /// A credential with only its scheme and first characters left: `key=AIzaSy…`, `Bearer eyJhbG…`.
@@ -36,26 +60,50 @@ enum RecordedExchange {
         return scheme + secret.prefix(6) + (secret.count > 6 ? "…" : "")
     }
 
-    /// `{"status":N,"content_type":"…","body":"…"}` of an HTTP answer (`body_truncated` when cut).
+    /// An HTTP answer in the stored form.
     static func answer(_ response: HTTPResponse) -> String {
-        let type = response.headers.first { $0.0.lowercased() == "content-type" }?.1
+        var type: String?
+        for (name, value) in response.headers where name.utf8.count == 12 && name.lowercased() == "content-type" { type = value }
         return answer(status: response.status, contentType: type, body: response.body)
     }
 
     /// The same for any answer: an XMPP ack or nack has no status and the stanza as body.
     static func answer(status: Int?, contentType: String?, body: [UInt8]) -> String {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("status"); if let status { w.value(status) } else { w.null() }
-        w.key("content_type"); w.value(contentType)
         var cut = body.prefix(maxBodyBytes)
         // Never split a UTF-8 sequence: drop continuation bytes and the lead byte they follow.
         if cut.count < body.count {
             while let last = cut.last, last & 0xC0 == 0x80 { cut.removeLast() }
             if let last = cut.last, last >= 0xC0 { cut.removeLast() }
         }
-        w.key("body"); w.value(String(decoding: cut, as: UTF8.self))
-        if cut.count < body.count { w.key("body_truncated"); w.value(true) }
+        let head = (status.map(String.init) ?? "-") + "\t" + clean(contentType ?? "") + "\t" + (cut.count < body.count ? "1" : "0")
+        return head + "\n" + String(decoding: cut, as: UTF8.self)
+    }
+
+    /// `{"status":N,"content_type":"…","body":"…"}` (and `"body_truncated":true` when cut) of a
+    /// stored answer.
+    static func json(answer stored: String) -> String {
+        let lines = stored.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+        let head = lines[0].split(separator: "\t", omittingEmptySubsequences: false)
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("status")
+        if let n = head.first.flatMap({ Int($0) }) { w.value(n) } else { w.null() }
+        w.key("content_type")
+        if head.count > 1, !head[1].isEmpty { w.value(String(head[1])) } else { w.null() }
+        w.key("body"); w.value(lines.count > 1 ? String(lines[1]) : "")
+        if head.count > 2, head[2] == "1" { w.key("body_truncated"); w.value(true) }
+        w.endObject()
+        return w.string
+    }
+
+    /// `{"content-type":"…","authorization":"key=AIza12…",…}` of stored header lines.
+    static func json(headers stored: String) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        for line in stored.split(separator: "\n") {
+            let parts = line.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            w.key(String(parts[0])); w.value(parts.count > 1 ? String(parts[1]) : "")
+        }
         w.endObject()
         return w.string
     }

@@ -34,8 +34,8 @@ extension Render {
         w.key("fault"); w.value(m.fault)
         if let raw = m.raw { w.key("raw_body"); w.value(raw) }
         // What its sender got and the request headers that matter, once answered.
-        if let a = m.answer { w.key("answer"); w.raw(a) }
-        if let h = m.headers { w.key("headers"); w.raw(h) }
+        if let a = m.answer { w.key("answer"); w.raw(RecordedExchange.json(answer: a)) }
+        if let h = m.headers { w.key("headers"); w.raw(RecordedExchange.json(headers: h)) }
         w.key("recipients"); w.beginArray()
         for r in recipients {
             w.beginObject()

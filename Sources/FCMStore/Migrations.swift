@@ -133,9 +133,9 @@ enum Migrations {
         ALTER TABLE messages ADD COLUMN platforms TEXT;
         ALTER TABLE messages ADD COLUMN v1_name TEXT;
         """,
-        // 11: what the app server got (`{"status":N,"body":"…"}`, an XMPP ack or nack as its body)
-        // and the request headers that matter (JSON object, authorization masked), set once the
-        // request is answered.
+        // 11: what the app server got (status, content type and body; an XMPP ack or nack as its
+        // body) and the request headers that matter (authorization masked), set once the request
+        // is answered; plain text forms, see RecordedExchange in FCMServer.
         """
         ALTER TABLE messages ADD COLUMN answer TEXT;
         ALTER TABLE messages ADD COLUMN headers TEXT;

@@ -35,10 +35,10 @@ public struct MessageRow: Sendable {
     public var platforms: String?
     /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
     public var v1Name: String?
-    /// What the app server got, as JSON (`{"status":N,"body":"…"}`); written after the answer,
-    /// so never by `insertSQL`.
+    /// What the app server got (status, content type, body: the plain form of RecordedExchange
+    /// in FCMServer); written after the answer, so never by `insertSQL`.
     public var answer: String?
-    /// The request headers that matter, as a JSON object (authorization masked); set with `answer`.
+    /// The request headers that matter (`name\tvalue` lines, authorization masked); set with `answer`.
     public var headers: String?
 
     public init(id: Int64, suffix: UInt32, multicastID: Int64?, senderID: String?, transport: String, format: String,
