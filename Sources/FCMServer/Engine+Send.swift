@@ -1,4 +1,5 @@
 import FCMCore
+import HTTPServer
 import FCMStore
 import Platform
 
@@ -26,6 +27,8 @@ public struct SendResult: Sendable {
     public var topicMessageID: Int64 = 0
     /// The `name` a v1 send answers (`projects/{project_id}/messages/{id}`), as recorded.
     public var v1Name: String?
+    /// The answer `SendExchange.answer` made, when the send was given one (kept on its record).
+    public var response: HTTPResponse?
     /// For topic and condition sends: the error answered instead of a message id.
     public var topicError: FCMErrorCode?
     /// For device-group sends: how many members were reached and the tokens that failed.
@@ -34,6 +37,18 @@ public struct SendResult: Sendable {
     public var success: Int { results.count(where: { $0.error == nil }) }
     public var failure: Int { results.count(where: { $0.error != nil }) }
     public var canonicalIDs: Int { results.count(where: { $0.canonicalToken != nil }) }
+}
+
+/// What a send's record keeps of its HTTP exchange: the request headers (in RecordedExchange's
+/// stored form) and how the answer is made from the result.
+public struct SendExchange: Sendable {
+    public var headers: String?
+    public var answer: @Sendable (SendResult) -> HTTPResponse
+
+    public init(headers: String?, answer: @escaping @Sendable (SendResult) -> HTTPResponse) {
+        self.headers = headers
+        self.answer = answer
+    }
 }
 
 /// A `deleted_messages` notice: a device discarded everything it held (`total` messages) and
@@ -77,8 +92,13 @@ extension Engine {
     /// (a delay) that already fired for this request, kept on the record. `byFID`: an HTTP v1
     /// send whose `.token` target is a Firebase installation id (its device's current token gets
     /// it; an unknown one is `NotRegistered`, never registered on first use).
+    ///
+    /// With `exchange`, the answer is made from the result as the send is decided and written
+    /// with its record (its request headers too), so the record and its answer are committed
+    /// together, with no second write; the completion's result carries it as `response`.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
+                     exchange: SendExchange? = nil,
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let now = clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -126,6 +146,12 @@ extension Engine {
             if transport == .httpV1 {
                 v1Fields(&message, result, ctx, platforms: platformsJSON)
                 result.v1Name = message.v1Name
+            }
+            if let exchange {
+                let response = exchange.answer(result)
+                message.answer = RecordedExchange.answer(response)
+                message.headers = exchange.headers
+                result.response = response
             }
             s.stats.count(message, rows: placed.rows)
             writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)

@@ -110,19 +110,19 @@ struct FCMSendRoute: Sendable {
         case .proceed(let req, let sender, let delay):
             let isTopicSend = req.target.isTopicOrCondition
             let lateMs = delay?.ms
-            engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw }) { outcome in
+            let makeAnswer: @Sendable (SendResult) -> HTTPResponse = { result in
+                if result.group != nil {
+                    return isJSON ? Self.groupResponse(result) : Self.plainGroupResponse(result)
+                }
+                return isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
+            }
+            // The answer is made as the send is decided and kept with its record.
+            engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw },
+                        exchange: SendExchange(headers: headers, answer: makeAnswer)) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
-                case .success(let result):
-                    if result.group != nil {
-                        answer = isJSON ? Self.groupResponse(result) : Self.plainGroupResponse(result)
-                    } else {
-                        answer = isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
-                    }
+                case .success(let result): answer = result.response ?? makeAnswer(result)
                 case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
-                }
-                if case .success(let result) = outcome {
-                    engine.keepAnswer(record: result.topicMessageID, answer: RecordedExchange.answer(answer), headers: headers)
                 }
                 send(answer, to: responder, after: lateMs)
             }

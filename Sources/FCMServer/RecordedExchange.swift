@@ -20,27 +20,50 @@ enum RecordedExchange {
     /// The headers of `r` that `headerNames` lists, in that order, in one pass over the request's
     /// fields (a repeated field is joined with ", ", as `HTTPRequest.header` does).
     static func headers(_ r: HTTPRequest) -> String {
-        var found = [String?](repeating: nil, count: headerNames.count)
+        // Every send keeps these: one pass over the fields, names compared as bytes, nothing
+        // built for the fields not kept.
+        var found: [(Int, String)] = []
         for h in r.headers {
             guard let i = headerIndex(h.name) else { continue }
-            found[i] = found[i].map { $0 + ", " + h.value } ?? h.value
+            if let j = found.firstIndex(where: { $0.0 == i }) {
+                found[j].1 += ", " + h.value
+            } else {
+                found.append((i, h.value))
+            }
         }
+        if found.isEmpty { return "" }
+        found.sort { $0.0 < $1.0 }
         var out = ""
-        for (i, value) in found.enumerated() {
-            guard let value else { continue }
+        for (i, value) in found {
             let name = headerNames[i]
-            out += name + "\t" + clean(name == "authorization" ? mask(value) : String(value.prefix(256))) + "\n"
+            out += name
+            out += "\t"
+            out += clean(i == 1 ? mask(value) : value.utf8.count > 256 ? String(value.prefix(256)) : value)
+            out += "\n"
         }
         return out
     }
 
+    /// `headerNames` as bytes, for `headerIndex`.
+    private static let headerBytes: [[UInt8]] = headerNames.map { Array($0.utf8) }
+
     /// Which of `headerNames` a field name is (any case), without building a lower-cased copy.
     private static func headerIndex(_ name: String) -> Int? {
-        let n = name.utf8.count
-        for (i, wanted) in headerNames.enumerated() where wanted.utf8.count == n {
-            if zip(name.utf8, wanted.utf8).allSatisfy({ ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }) { return i }
+        var name = name
+        return name.withUTF8 { bytes -> Int? in
+            for (i, wanted) in headerBytes.enumerated() where wanted.count == bytes.count {
+                var same = true
+                for k in 0..<bytes.count {
+                    let b = bytes[k]
+                    if (b >= 65 && b <= 90 ? b | 0x20 : b) != wanted[k] {
+                        same = false
+                        break
+                    }
+                }
+                if same { return i }
+            }
+            return nil
         }
-        return nil
     }
 
     /// A header value with the separators of the stored form (tab, line breaks) as spaces.

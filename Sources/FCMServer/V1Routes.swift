@@ -75,15 +75,14 @@ struct V1Routes: Sendable {
             return nil
         case .proceed(let req, let sender, let delay):
             let projectID = project.projectID
+            let makeAnswer: @Sendable (SendResult) -> HTTPResponse = { Self.answer($0, req, projectID: projectID, byFID: byFID) }
+            // The answer is made as the send is decided and kept with its record.
             engine.send(req, senderID: sender, transport: .httpV1, path: r.path, requestFault: delay?.fault, byFID: byFID,
-                        raw: { raw }) { outcome in
+                        raw: { raw }, exchange: SendExchange(headers: headers, answer: makeAnswer)) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
-                case .success(let result): answer = Self.answer(result, req, projectID: projectID, byFID: byFID)
+                case .success(let result): answer = result.response ?? makeAnswer(result)
                 case .failure: answer = V1Error.internalError.response
-                }
-                if case .success(let result) = outcome {
-                    engine.keepAnswer(record: result.topicMessageID, answer: RecordedExchange.answer(answer), headers: headers)
                 }
                 if let ms = delay?.ms { responder.send(answer, afterMillis: Int(ms)) } else { responder.send(answer) }
             }

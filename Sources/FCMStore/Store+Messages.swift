@@ -36,7 +36,7 @@ public struct MessageRow: Sendable {
     /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
     public var v1Name: String?
     /// What the app server got (status, content type, body: the plain form of RecordedExchange
-    /// in FCMServer); written after the answer, so never by `insertSQL`.
+    /// in FCMServer): with the row for an HTTP send, set afterwards for a refused or XMPP one.
     public var answer: String?
     /// The request headers that matter (`name\tvalue` lines, authorization masked); set with `answer`.
     public var headers: String?
@@ -58,8 +58,9 @@ public struct MessageRow: Sendable {
     static let insertSQL = """
         INSERT INTO messages(id, suffix, multicast_id, sender_id, transport, format, accepted_at, target_kind,
           target_value, collapse_key, time_to_live, restricted_package_name, flags, data, notification, priority,
-          status, error, error_detail, http_status, raw, recipients, fault, client_message_id, platforms, v1_name)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+          status, error, error_detail, http_status, raw, recipients, fault, client_message_id, platforms, v1_name,
+          answer, headers)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     static let columns = """
@@ -74,7 +75,7 @@ public struct MessageRow: Sendable {
          .int(timeToLive), .optional(restrictedPackageName), .int(flags),
          .optional(data), .optional(notification), .text(priority), .text(status), .optional(error),
          .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault),
-         .optional(clientMessageID), .optional(platforms), .optional(v1Name)]
+         .optional(clientMessageID), .optional(platforms), .optional(v1Name), .optional(answer), .optional(headers)]
     }
 
     /// A row read back with `columns`.
