@@ -74,19 +74,25 @@ enum RecordedExchange {
 
     /// A credential with only its scheme and first characters left: `key=AIzaSy…`, `Bearer eyJhbG…`.
     static func mask(_ credential: String) -> String {
-        var scheme = ""
-        var secret = Substring(credential)
-        if let i = credential.firstIndex(where: { $0 == " " || $0 == "=" }) {
-            scheme = String(credential[...i])
-            secret = credential[credential.index(after: i)...]
+        // On the bytes: the scheme up to its first space or `=`, then six characters (whole
+        // UTF-8 sequences) of the secret.
+        let u = Array(credential.utf8)
+        var end = (u.firstIndex { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") }).map { $0 + 1 } ?? 0
+        var kept = 0
+        while end < u.count && kept < 6 {
+            end += 1
+            while end < u.count && u[end] & 0xC0 == 0x80 { end += 1 }
+            kept += 1
         }
-        return scheme + secret.prefix(6) + (secret.count > 6 ? "…" : "")
+        return String(decoding: u[..<end], as: UTF8.self) + (end < u.count ? "…" : "")
     }
 
     /// An HTTP answer in the stored form.
     static func answer(_ response: HTTPResponse) -> String {
         var type: String?
-        for (name, value) in response.headers where name.utf8.count == 12 && name.lowercased() == "content-type" { type = value }
+        for (name, value) in response.headers where name.utf8.count == 12 && hasPrefixIgnoringCase(name.utf8, "content-type") {
+            type = value
+        }
         return answer(status: response.status, contentType: type, body: response.body)
     }
 
@@ -98,8 +104,17 @@ enum RecordedExchange {
             while let last = cut.last, last & 0xC0 == 0x80 { cut.removeLast() }
             if let last = cut.last, last >= 0xC0 { cut.removeLast() }
         }
-        let head = (status.map(String.init) ?? "-") + "\t" + clean(contentType ?? "") + "\t" + (cut.count < body.count ? "1" : "0")
-        return head + "\n" + String(decoding: cut, as: UTF8.self)
+        // Built as bytes, one string at the end: every HTTP send keeps its answer.
+        var out: [UInt8] = []
+        out.reserveCapacity(cut.count + 48)
+        if let status { out.append(contentsOf: String(status).utf8) } else { out.append(UInt8(ascii: "-")) }
+        out.append(9)
+        out.append(contentsOf: clean(contentType ?? "").utf8)
+        out.append(9)
+        out.append(cut.count < body.count ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+        out.append(10)
+        out.append(contentsOf: cut)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// `{"status":N,"content_type":"…","body":"…"}` (and `"body_truncated":true` when cut) of a
