@@ -293,7 +293,7 @@ extension Engine {
             }
             guard !changes.isEmpty else { return nil }
             let expired = changes
-            return submit([Writes.setDeliveryStatuses(expired.map { ($0.deliveryID, $0.status) })])
+            return submit([Writes.setDeliveryStatuses(expired.map { ($0.deliveryID, $0.status) }, at: now)])
         }
         guard let ticket else { return false }
         try commitControl(ticket)

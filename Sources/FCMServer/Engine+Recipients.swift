@@ -205,7 +205,7 @@ extension Engine {
                                  completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let ops = [Writes.send(newDevices: p.newDevices.map(\.row), message: message, deliveries: p.rows,
                                notices: p.notices.map { $0.rows(transport: ctx.transport, now: ctx.now) },
-                               statusChanges: p.changes.map { ($0.deliveryID, $0.status) })]
+                               statusChanges: p.changes.map { ($0.deliveryID, $0.status) }, changedAt: ctx.now)]
         var published: [(String, String)] = []
         if ctx.wantEvents {
             for d in p.newDevices { published.append(("device.created", s.render(d, now: ctx.now))) }

@@ -46,6 +46,7 @@ extension Render {
             w.key("canonical_token"); w.value(r.canonical.flatMap { tokens[$0] })
             if let f = r.fault { w.key("fault"); w.value(f) }
             if let t = r.deliveredAt { w.key("delivered_at"); w.value(rfc3339(millis: t)) }
+            if let t = r.settledAt { w.key("settled_at"); w.value(rfc3339(millis: t)) }
             w.endObject()
         }
         w.endArray()

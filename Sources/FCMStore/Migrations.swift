@@ -135,10 +135,12 @@ enum Migrations {
         """,
         // 11: what the app server got (status, content type and body; an XMPP ack or nack as its
         // body) and the request headers that matter (authorization masked), set once the request
-        // is answered; plain text forms, see RecordedExchange in FCMServer.
+        // is answered; plain text forms, see RecordedExchange in FCMServer. And when a delivery
+        // took a status the storage rules gave it (collapsed, dropped, expired), for the timeline.
         """
         ALTER TABLE messages ADD COLUMN answer TEXT;
         ALTER TABLE messages ADD COLUMN headers TEXT;
+        ALTER TABLE deliveries ADD COLUMN settled_at INTEGER;
         """,
     ]
 

@@ -81,7 +81,8 @@ extension Writes {
     /// A send: the devices it registered, its record and deliveries, the `deleted_messages`
     /// notices it caused (each a record with one delivery), and the storage-rule status changes.
     public static func send(newDevices: [DeviceRow], message: MessageRow, deliveries: [DeliveryRow],
-                            notices: [(MessageRow, DeliveryRow)], statusChanges: [(Int64, String)]) -> WriteOp {
+                            notices: [(MessageRow, DeliveryRow)], statusChanges: [(Int64, String)],
+                            changedAt: Int64 = 0) -> WriteOp {
         { c in
             try each(c, DeviceRow.insertSQL, newDevices.lazy.map(\.values))
             try c.run(MessageRow.insertSQL, message.values)
@@ -90,7 +91,7 @@ extension Writes {
                 try c.run(MessageRow.insertSQL, m.values)
                 try c.run(DeliveryRow.insertSQL, d.values)
             }
-            try setStatuses(c, statusChanges)
+            try setStatuses(c, statusChanges, at: changedAt)
         }
     }
 
@@ -104,12 +105,13 @@ extension Writes {
         { c in try c.run("UPDATE messages SET answer = ?, headers = ? WHERE id = ?", [.text(answer), .optional(headers), .int(id)]) }
     }
 
-    /// New statuses of delivery rows (storage rules, expiry).
-    public static func setDeliveryStatuses(_ changes: [(Int64, String)]) -> WriteOp {
-        { c in try setStatuses(c, changes) }
+    /// New statuses of delivery rows (storage rules, expiry), taken at `at` (mock clock, ms).
+    public static func setDeliveryStatuses(_ changes: [(Int64, String)], at: Int64) -> WriteOp {
+        { c in try setStatuses(c, changes, at: at) }
     }
 
-    static func setStatuses(_ c: SQLiteConnection, _ changes: [(Int64, String)]) throws(StoreError) {
-        try each(c, "UPDATE deliveries SET status = ? WHERE id = ?", changes.lazy.map { [.text($0.1), .int($0.0)] })
+    static func setStatuses(_ c: SQLiteConnection, _ changes: [(Int64, String)], at: Int64) throws(StoreError) {
+        try each(c, "UPDATE deliveries SET status = ?, settled_at = ? WHERE id = ?",
+                 changes.lazy.map { [.text($0.1), .int(at), .int($0.0)] })
     }
 }

@@ -163,6 +163,8 @@ public struct RecipientRow: Sendable {
     public var fault: String?
     /// When the device got it (mock clock, milliseconds).
     public var deliveredAt: Int64?
+    /// When the storage rules settled it (collapsed, dropped or expired; mock clock, ms).
+    public var settledAt: Int64?
 }
 
 /// One inbox entry: a delivery with what its message says.
@@ -246,11 +248,11 @@ extension SQLiteConnection {
     public func recipients(of m: MessageRow, limit: Int?) throws(StoreError) -> [RecipientRow] {
         var out: [RecipientRow] = []
         guard m.recipients > 0 else { return out }
-        try query("SELECT device, token, id, status, error, canonical, expires_at, fault, delivered_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+        try query("SELECT device, token, id, status, error, canonical, expires_at, fault, delivered_at, settled_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
                   [.int(m.id), .int(m.id + Int64(m.recipients)), .int(Int64(limit ?? -1))]) { (r: Statement) throws(StoreError) in
             out.append(RecipientRow(device: r.optionalInt(0), token: r.text(1), id: r.int(2), status: r.text(3) ?? "", error: r.text(4),
                                     canonical: r.optionalInt(5), expiresAt: r.int(6), fault: r.text(7),
-                                    deliveredAt: r.optionalInt(8)))
+                                    deliveredAt: r.optionalInt(8), settledAt: r.optionalInt(9)))
         }
         return out
     }

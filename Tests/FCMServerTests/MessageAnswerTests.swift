@@ -123,6 +123,25 @@ final class MessageAnswerTests: ServerTestCase {
         let held = try XCTUnwrap(results(try client.sendJSON(#"{"to":"a-offline"}"#)).first?["message_id"]?.stringValue)
         XCTAssertNil(try record(held)["recipients"]?.arrayValue?.first?.objectValue?["delivered_at"])
     }
+
+    /// A recipient the storage rules settle says when: collapsed by a newer message with its
+    /// collapse key (at that message's time on the mock's clock), expired by the clock.
+    func testSettledRecipientsSayWhen() throws {
+        let first = try XCTUnwrap(results(try client.sendJSON(#"{"to":"a-offline","collapse_key":"score"}"#)).first?["message_id"]?.stringValue)
+        XCTAssertNil(try record(first)["recipients"]?.arrayValue?.first?.objectValue?["settled_at"])
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":60}"#).status, 200)
+        let now = try XCTUnwrap(try client.get("/api/v1/clock").object?["now"]?.stringValue.flatMap(parseRFC3339))
+        _ = try client.sendJSON(#"{"to":"a-offline","collapse_key":"score"}"#)
+        let collapsed = try XCTUnwrap(try record(first)["recipients"]?.arrayValue?.first?.objectValue)
+        XCTAssertEqual(collapsed["status"]?.stringValue, "collapsed")
+        let at = try XCTUnwrap(collapsed["settled_at"]?.stringValue.flatMap(parseRFC3339))
+        XCTAssertLessThan(abs(at - now), 5_000, "settled at the collapsing send's time on the mock's clock")
+        let short = try XCTUnwrap(results(try client.sendJSON(#"{"to":"a-offline","time_to_live":10}"#)).first?["message_id"]?.stringValue)
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":20}"#).status, 200)
+        let expired = try XCTUnwrap(try record(short)["recipients"]?.arrayValue?.first?.objectValue)
+        XCTAssertEqual(expired["status"]?.stringValue, "expired")
+        XCTAssertNotNil(expired["settled_at"]?.stringValue.flatMap(parseRFC3339))
+    }
 }
 
 /// The same for HTTP v1 sends.

@@ -89,7 +89,8 @@ function timeline(m, r) {
     step("delivered", r.delivered_at);
   } else {
     step("pending", m.accepted_at);
-    step(r.status, r.status === "expired" ? expiresAt : null);
+    // Expired at its TTL's end; collapsed and dropped when the storage rules settled it.
+    step(r.status, r.status === "expired" ? expiresAt : r.settled_at || null);
   }
   return ol;
 }
