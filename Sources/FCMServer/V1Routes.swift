@@ -56,11 +56,7 @@ struct V1Routes: Sendable {
         }
         // The record keeps the answer its sender got and the headers it sent.
         let headers = RecordedExchange.headers(r)
-        let refusedID = recordID
-        func kept(_ answer: HTTPResponse) -> HTTPResponse {
-            engine.keepAnswer(record: refusedID, answer: RecordedExchange.answer(answer), headers: headers)
-            return answer
-        }
+        let kept = engine.answerKeeper(record: recordID, headers: headers)
         switch admission {
         case .unauthorized:
             return kept(V1Error.unauthenticated.response)

@@ -23,6 +23,7 @@ enum WebPage {
     /// Every stylesheet and script of `Resources/web/`, by the name `index.html` uses for it.
     static let files: [String: [UInt8]] = [
         "page.css": PackageResources.page_css,
+        "common.js": PackageResources.common_js,
         "compose.css": PackageResources.compose_css,
         "compose.js": PackageResources.compose_js,
         "page.js": PackageResources.page_js,

@@ -17,12 +17,7 @@
     return r.status === 204 ? null : r.json();
   }
   const api = (path, options) => (typeof fcm.api === "function" ? fcm.api : ownApi)(path, options);
-  function el(tag, text, cls) {
-    const e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
+  const el = fcm.el;
   function field(label, control, cls) {
     const l = el("label", null, cls || "compose-field");
     l.append(el("span", label), control);

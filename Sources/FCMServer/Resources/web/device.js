@@ -5,13 +5,8 @@
 (function () {
   "use strict";
   const fcm = window.fcm = window.fcm || {};
-  function el(tag, text, cls) {
-    const e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
-  function str(v) { return typeof v === "string" ? v : (v === undefined || v === null ? "" : JSON.stringify(v)); }
+  const el = fcm.el;
+  const str = fcm.str;
   const card = (entry, info) => fcm.previews.card(entry, info);
   const secret = new URLSearchParams(location.search).get("token");
   const NEWEST = 100;  // cards drawn; the inbox is read oldest first, a page at a time
@@ -105,13 +100,8 @@
         openDevice(d.token);
       }),
       button("send upstream…", "pv-upstream", async () => {
-        const text = prompt("Upstream data as key=value pairs separated by commas", "hello=world");
-        if (text === null) return;
-        const data = {};
-        for (const pair of text.split(",")) {
-          const i = pair.indexOf("=");
-          if (i > 0) data[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
-        }
+        const data = fcm.askPairs();
+        if (data === null) return;
         await call("/devices/" + t + "/upstream", { method: "POST", body: JSON.stringify({ data }) });
       }));
   }

@@ -18,12 +18,7 @@
       return r.json();
     });
   }
-  function el(tag, text, cls) {
-    const e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
+  const el = fcm.el;
   function svg(tag, attrs) {
     const e = document.createElementNS(SVG, tag);
     for (const k in attrs) e.setAttribute(k, String(attrs[k]));

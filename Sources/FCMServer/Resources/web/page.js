@@ -27,14 +27,8 @@ async function api(path, options) {
   // `text: true`: the body as text (64-bit ids such as multicast_id do not survive a double).
   return r.status === 204 ? null : o.text ? r.text() : r.json();
 }
-function el(tag, text, cls) {
-  const e = document.createElement(tag);
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  if (cls) e.className = cls;
-  return e;
-}
+const el = fcm.el;
 fcm.api = api;
-fcm.el = el;
 // Other parts of the page follow the one event stream: fcm.on("message.accepted", data => …).
 fcm.on = function (name, handler) {
   if (!handlers.has(name)) { handlers.set(name, []); if (fcm.stream) listen(fcm.stream, name); }
@@ -196,13 +190,8 @@ async function loadDevices() {
     const up = el("button", "upstream…");
     up.type = "button";
     up.addEventListener("click", async () => {
-      const text = prompt("Upstream data as key=value pairs separated by commas", "hello=world");
-      if (text === null) return;
-      const data = {};
-      for (const pair of text.split(",")) {
-        const i = pair.indexOf("=");
-        if (i > 0) data[pair.slice(0, i).trim()] = pair.slice(i + 1).trim();
-      }
+      const data = fcm.askPairs();
+      if (data === null) return;
       try { await api("/devices/" + encodeURIComponent(d.token) + "/upstream", { method: "POST", body: JSON.stringify({ data }) }); showError(null); }
       catch (e) { showError(e); }
     });

@@ -8,13 +8,8 @@
   const SVG = "http://www.w3.org/2000/svg";
   const STATUSES = ["delivered", "pending", "expired", "collapsed", "dropped"];
 
-  function el(tag, text, cls) {
-    const e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    if (cls) e.className = cls;
-    return e;
-  }
-  function str(v) { return typeof v === "string" ? v : (v === undefined || v === null ? "" : JSON.stringify(v)); }
+  const el = fcm.el;
+  const str = fcm.str;
   function isObject(v) { return v !== null && typeof v === "object" && !Array.isArray(v); }
   function nonEmpty(o) { return isObject(o) && Object.keys(o).length > 0; }
 
