@@ -59,3 +59,13 @@ public struct HTTPSListenerOptions: Sendable {
         self.credentials = credentials
     }
 }
+
+/// The context libmicrohttpd's callbacks receive for one daemon.
+final class DaemonFace: Sendable {
+    let core: ServerCore
+    let secure: Bool
+    init(core: ServerCore, secure: Bool) {
+        self.core = core
+        self.secure = secure
+    }
+}

@@ -193,16 +193,6 @@ public final class HTTPServer: Sendable {
     }
 }
 
-/// The context libmicrohttpd's callbacks receive for one daemon.
-final class DaemonFace: Sendable {
-    let core: ServerCore
-    let secure: Bool
-    init(core: ServerCore, secure: Bool) {
-        self.core = core
-        self.secure = secure
-    }
-}
-
 /// One answered request, for the access log.
 public struct HTTPAccess: Sendable {
     public let method: String
