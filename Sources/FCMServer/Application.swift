@@ -62,7 +62,7 @@ public final class Application: Sendable {
         storeLock = lock
         let store: Store
         do {
-            store = try Store(path: c.dbPath)
+            store = try Store(path: c.dbPath, maxPageCount: c.storeMaxPages)
         } catch {
             Self.release(lock)
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
@@ -76,6 +76,7 @@ public final class Application: Sendable {
             Self.release(lock)
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
+        store.observeHealth { [log] failure in log.storeHealth(failure) }
         do throws(ConfigurationError) {
             try Fixtures.load(c.fixtures, into: engine)
             let ccs = CCS(engine: engine, log: log, connectionsPerSender: c.xmppConnectionsPerSender)

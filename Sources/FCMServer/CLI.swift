@@ -92,10 +92,14 @@ public enum CLI {
         let client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
         switch command {
         case "health":
-            guard let r = client.request("GET", "/api/v1/health"), r.status == 200, let o = r.object,
-                o["status"]?.stringValue == "ok"
-            else {
-                print("unhealthy: no healthy answer from \(server)")
+            let answer = client.request("GET", "/api/v1/health")
+            guard let r = answer, r.status == 200, let o = r.object, o["status"]?.stringValue == "ok" else {
+                // A server that answers 503 because it cannot write says why (`failing: <reason>`).
+                if let store = answer?.object?["store"]?.stringValue, store != "ok" {
+                    print("unhealthy: fcm-mock at \(server): store \(store)")
+                } else {
+                    print("unhealthy: no healthy answer from \(server)")
+                }
                 return 1
             }
             if json { print(r.text) } else {

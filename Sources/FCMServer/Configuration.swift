@@ -4,6 +4,9 @@ public struct Configuration: Sendable {
     public var httpPort = 8080
     public var xmppPort = 5235
     public var dbPath = "./data/fcm-mock.sqlite"
+    /// `--store-max-pages`: the store file may hold at most this many pages (a test aid that
+    /// fills the store like a full disk); nil: no cap.
+    public var storeMaxPages: Int?
     /// Fixture files or folders; empty means the bundled `fixtures/default.json`.
     public var fixtures: [String] = []
     public var unknownTokens: UnknownTokenPolicy = .register
@@ -88,6 +91,12 @@ extension Configuration {
                     help: "the SQLite store (one server per file); :memory: keeps nothing") { c, v, n throws(ConfigurationError) in
             guard !v.isEmpty else { throw ConfigurationError("\(n) must not be empty") }
             c.dbPath = v
+        },
+        ServeOption(flag: "--store-max-pages", value: "N", environment: "FCM_MOCK_STORE_MAX_PAGES", defaultText: "no cap",
+                    help: "test aid: the store file grows to at most N pages (4 KiB each), then writes fail as on a full disk") {
+            c, v, n throws(ConfigurationError) in
+            guard let k = Int(v), k >= 1 else { throw ConfigurationError("\(n) must be a number of pages >= 1, got '\(v)'") }
+            c.storeMaxPages = k
         },
         ServeOption(flag: "--fixtures", value: "FILE_OR_DIR", environment: "FCM_MOCK_FIXTURES",
                     defaultText: "the built-in demo fixture",

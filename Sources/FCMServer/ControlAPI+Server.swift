@@ -4,18 +4,21 @@ import Platform
 
 /// The server as a whole: health, reset, the mock's clock.
 extension ControlAPI {
-    /// `GET /api/v1/health` (open even with a control token).
+    /// `GET /api/v1/health` (open even with a control token): 200 with `"status": "ok"`, or 503
+    /// with `"status": "failing"` while the store cannot write (`store` says why).
     func health(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let failure = engine.store.failure
         var w = JSONWriter()
         w.beginObject()
-        w.key("status"); w.value("ok")
+        w.key("status"); w.value(failure == nil ? "ok" : "failing")
+        w.key("store"); w.value(failure.map { "failing: \($0.reason)" } ?? "ok")
         w.key("version"); w.value(fcmMockVersion)
         w.key("uptime_s"); w.value(Int64((monotonicNanos() - engine.startedAt) / 1_000_000_000))
         w.key("event_readers"); w.value(engine.events.readerCount)
         w.key("tls_ca")
         if let tlsCA { w.value(tlsCA) } else { w.null() }
         w.endObject()
-        return ok(w.string)
+        return ok(w.string, status: failure == nil ? 200 : 503)
     }
 
     /// `GET /api/v1/tls/ca.pem`: the local CA of `--https-port`, for clients to trust.

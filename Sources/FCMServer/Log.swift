@@ -1,4 +1,5 @@
 import FCMCore
+import FCMStore
 import Platform
 
 #if canImport(Glibc)
@@ -83,6 +84,20 @@ public struct Log: Sendable {
     /// it is long enough for that to give nothing away; else `***`.
     public static func maskSecret(_ secret: Substring) -> String {
         secret.count >= 16 ? "***" + secret.suffix(4) : "***"
+    }
+}
+
+extension Log {
+    /// The two lines of a spell of failing writes: a warning with SQLite's reason when the first
+    /// commit fails (full disk, I/O error, read-only file), an info line when one succeeds again.
+    /// Requests failed in between have only their access lines.
+    func storeHealth(_ failure: StoreError?) {
+        if let failure {
+            warning("store writes are failing: sends answer 500 and health 503 until a write succeeds",
+                    [("code", String(failure.code)), ("reason", failure.reason)])
+        } else {
+            info("store writes succeed again")
+        }
     }
 }
 

@@ -41,6 +41,9 @@ public final class Store: @unchecked Sendable {
     public let path: String
     /// The journal mode SQLite reports (`wal` for files, `memory` for `:memory:`).
     public let journalMode: String
+    /// Why writes fail (nil: the last commit with writes succeeded), and who is told when that
+    /// changes (see `observeHealth`).
+    private let health = Mutex<(failure: StoreError?, observer: (@Sendable (StoreError?) -> Void)?)>((nil, nil))
 
     /// A batch of writes submitted together.
     ///
@@ -64,7 +67,10 @@ public final class Store: @unchecked Sendable {
 
     /// Opens the store at `path` (a file, created when missing, or `:memory:`), sets WAL, runs
     /// pending migrations and starts the writer.
-    public init(path: String) throws(StoreError) {
+    ///
+    /// `maxPageCount` caps the file at that many pages (SQLite's `max_page_count`; never below what
+    /// it already holds): a test aid that makes the store fill up like a full disk.
+    public init(path: String, maxPageCount: Int? = nil) throws(StoreError) {
         let conn = try SQLiteConnection(path: path)
         try conn.execute("PRAGMA busy_timeout=5000")
         let mode = try conn.scalarText("PRAGMA journal_mode=WAL") ?? ""
@@ -77,6 +83,7 @@ public final class Store: @unchecked Sendable {
         try Migrations.run(on: conn)
         let inMemory = path == ":memory:"
         if !inMemory { try conn.execute("PRAGMA wal_autocheckpoint=16384") }
+        if let maxPageCount { try conn.execute("PRAGMA max_page_count=\(max(1, maxPageCount))") }
         self.path = path
         self.journalMode = mode.lowercased()
         self.connection = conn
@@ -149,6 +156,7 @@ public final class Store: @unchecked Sendable {
                 return
             }
             let results = commit(batch)
+            noteHealth(batch, results)
             for (t, r) in zip(batch, results) { finish(t, r) }
             checkpointer?.nudge()
         }
@@ -175,6 +183,46 @@ public final class Store: @unchecked Sendable {
         // One bad ticket must not fail its neighbours: retry each on its own.
         if batch.count > 1 { return batch.flatMap { commit([$0]) } }
         return [failure]
+    }
+
+    /// Why the store cannot write now (nil: the last commit that wrote succeeded).
+    public var failure: StoreError? { health.withLock { $0.failure } }
+
+    /// Calls `observer` on the writer thread each time writes start failing (with the reason) and
+    /// when a commit succeeds again (nil): once per change, not once per failed commit.
+    public func observeHealth(_ observer: @escaping @Sendable (StoreError?) -> Void) {
+        health.withLock { $0.observer = observer }
+    }
+
+    /// Updates `failure` from a batch's outcomes: a failure of the storage (disk full, I/O error,
+    /// read-only or damaged file) starts a failing spell; a committed write ends it. A ticket
+    /// refused for its own reasons (a constraint) and empty tickets (`drain`) say nothing.
+    private func noteHealth(_ batch: [Ticket], _ results: [StoreError?]) {
+        var failed: StoreError?
+        var wrote = false
+        for (t, r) in zip(batch, results) where !t.ops.isEmpty {
+            if let r {
+                if failed == nil && Self.isStorageFailure(r) { failed = r }
+            } else {
+                wrote = true
+            }
+        }
+        guard failed != nil || wrote else { return }
+        let now: StoreError? = wrote ? nil : failed
+        let tell = health.withLock { h -> (@Sendable (StoreError?) -> Void)? in
+            let changed = (h.failure == nil) != (now == nil)
+            h.failure = now
+            return changed ? h.observer : nil
+        }
+        tell?(now)
+    }
+
+    /// Whether `e` says the storage cannot take writes (as opposed to one bad statement).
+    static func isStorageFailure(_ e: StoreError) -> Bool {
+        switch e.code & 0xff {
+        case 7, 8, 10, 11, 13, 14, 26: return true  // NOMEM, READONLY, IOERR, CORRUPT, FULL, CANTOPEN, NOTADB
+        default: return false
+        }
     }
 
     /// Returns once everything queued before the call is committed (its completions have run).
@@ -230,3 +278,8 @@ final class Checkpointer: @unchecked Sendable {
     }
 }
 
+
+extension StoreError {
+    /// SQLite's own words for the failure (`database or disk is full`), without the SQL.
+    public var reason: String { message.isEmpty ? "SQLite error \(code)" : message }
+}

@@ -9,8 +9,9 @@ final class ControlAPITests: ServerTestCase {
         let r = try client.get("/api/v1/health")
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.headers["content-type"], jsonType)
-        XCTAssertEqual(r.object?.keys, ["status", "version", "uptime_s", "event_readers", "tls_ca"])
+        XCTAssertEqual(r.object?.keys, ["status", "store", "version", "uptime_s", "event_readers", "tls_ca"])
         XCTAssertEqual(r.object?["status"]?.stringValue, "ok")
+        XCTAssertEqual(r.object?["store"]?.stringValue, "ok")
     }
 
     func testErrorShape() throws {
