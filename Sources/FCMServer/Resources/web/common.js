@@ -1,8 +1,47 @@
 (function () {
 "use strict";
-// What every part of the page shares, loaded first: building elements (values only ever become
-// text), showing any value as a string, and asking for key=value pairs.
+// What every part of the page shares, loaded first: the control API, the one event stream's
+// handlers, building elements (values only ever become text), showing any value as a string,
+// and asking for key=value pairs.
 const fcm = window.fcm = window.fcm || {};
+const handlers = new Map();
+// The control token (`/?token=SECRET`): a bearer token for the API, `access_token` on the stream.
+const secret = new URLSearchParams(location.search).get("token");
+const auth = secret ? { "Authorization": "Bearer " + secret } : {};
+
+// The control API: `path` under /api/v1; the decoded answer (`text: true`: the body as text, for
+// 64-bit ids such as multicast_id that do not survive a double); an Error naming what failed.
+fcm.api = async function (path, options) {
+  const o = options || {};
+  const headers = Object.assign({}, auth, o.body ? { "Content-Type": "application/json" } : {});
+  const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
+  if (!r.ok) {
+    let why = "";
+    try { const b = await r.json(); why = b && b.error && b.error.message ? ": " + b.error.message : ""; } catch (x) { /* not JSON */ }
+    throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status + why);
+  }
+  return r.status === 204 ? null : o.text ? r.text() : r.json();
+};
+
+// Every part follows the one event stream page.js opens: fcm.on("message.accepted", data => …).
+fcm.on = function (name, handler) {
+  if (!handlers.has(name)) { handlers.set(name, []); if (fcm.stream) listen(fcm.stream, name); }
+  handlers.get(name).push(handler);
+};
+function listen(es, name) {
+  es.addEventListener(name, e => {
+    let d = null;
+    try { d = JSON.parse(e.data); } catch (x) { return; }
+    for (const h of handlers.get(name) || []) { try { h(d, e); } catch (x) { console.error(x); } }
+  });
+}
+// The event stream, opened once (by page.js); the handlers registered so far start listening.
+fcm.openStream = function () {
+  const es = new EventSource("/api/v1/events" + (secret ? "?access_token=" + encodeURIComponent(secret) : ""));
+  fcm.stream = es;
+  for (const name of handlers.keys()) listen(es, name);
+  return es;
+};
 
 // An element with `text` as its text (never parsed as HTML) and `cls` as its class.
 fcm.el = function (tag, text, cls) {

@@ -5,18 +5,8 @@
 (function () {
   "use strict";
   const fcm = window.fcm = window.fcm || {};
-  const secret = new URLSearchParams(location.search).get("token");
 
-  // The control API, as page.js calls it (window.fcm.api when a part exposes it).
-  async function ownApi(path, options) {
-    const o = options || {};
-    const headers = Object.assign({}, secret ? { "Authorization": "Bearer " + secret } : {},
-      o.body ? { "Content-Type": "application/json" } : {});
-    const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
-    if (!r.ok) throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status);
-    return r.status === 204 ? null : r.json();
-  }
-  const api = (path, options) => (typeof fcm.api === "function" ? fcm.api : ownApi)(path, options);
+  const api = fcm.api;
   const el = fcm.el;
   function field(label, control, cls) {
     const l = el("label", null, cls || "compose-field");

@@ -8,27 +8,12 @@
   const el = fcm.el;
   const str = fcm.str;
   const card = (entry, info) => fcm.previews.card(entry, info);
-  const secret = new URLSearchParams(location.search).get("token");
   const NEWEST = 100;  // cards drawn; the inbox is read oldest first, a page at a time
   let current = null;  // the open device's token
   let device = null;   // its object, as last read
-  let events = null;   // our own EventSource, when page.js offers no window.fcm.on
   let reloadTimer = null;
 
-  async function call(path, options) {
-    if (typeof fcm.api === "function") return fcm.api(path, options);
-    const o = options || {};
-    const headers = {};
-    if (secret) headers.Authorization = "Bearer " + secret;
-    if (o.body) headers["Content-Type"] = "application/json";
-    const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
-    if (!r.ok) {
-      let why = "HTTP " + r.status;
-      try { const j = await r.json(); if (j && j.error && j.error.message) why += ": " + j.error.message; } catch (e) { /* not JSON */ }
-      throw new Error((o.method || "GET") + " " + path + ": " + why);
-    }
-    return r.status === 204 ? null : r.json();
-  }
+  const call = fcm.api;
   const enc = encodeURIComponent;
 
   function view() {
@@ -144,21 +129,13 @@
   }
   const KINDS = ["message.accepted", "message.delivered", "message.expired", "message.collapsed",
     "message.dropped", "device.updated"];
-  function onEvent(payload) {
-    let data = payload;
-    if (payload && typeof payload.data === "string") { try { data = JSON.parse(payload.data); } catch (e) { data = null; } }
+  function onEvent(data) {
     if (concerns(data)) reloadSoon();
   }
   let subscribed = false;
   function listen() {
-    if (typeof fcm.on === "function") {
-      if (!subscribed) for (const k of KINDS) fcm.on(k, onEvent);
-      subscribed = true;
-      return;
-    }
-    if (events) return;
-    events = new EventSource("/api/v1/events" + (secret ? "?access_token=" + enc(secret) : ""));
-    for (const k of KINDS) events.addEventListener(k, onEvent);
+    if (!subscribed) for (const k of KINDS) fcm.on(k, onEvent);
+    subscribed = true;
   }
 
   function hashToken() {
@@ -189,7 +166,6 @@
     device = null;
     part("pv-device").hidden = true;
     showError(null);
-    if (events) { events.close(); events = null; }
     if (hashToken() !== null) history.replaceState(null, "", location.pathname + location.search);
   }
 
@@ -261,8 +237,7 @@
     });
   }
   fcm.openDevice = openDevice;
-  // page.js comes after this script and may offer window.fcm.api and window.fcm.on: start once
-  // every script has run.
+  // Start once every script has run (page.js opens the stream and fills the devices table).
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();

@@ -5,19 +5,9 @@
   "use strict";
   const fcm = window.fcm = window.fcm || {};
   // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
-  // Spelled in parts because the page's test refuses any "http" + "://" text in the document.
   const SVG = "http://www.w3.org/2000/svg";
   const SECONDS = 600;
-  const token = new URLSearchParams(location.search).get("token");
-
-  // The page's helpers when page.js shares them, else the same small ones here.
-  function api(path) {
-    if (typeof fcm.api === "function") return fcm.api(path);
-    return fetch("/api/v1" + path, { headers: token ? { "Authorization": "Bearer " + token } : {} }).then(r => {
-      if (!r.ok) throw new Error("GET " + path + ": HTTP " + r.status);
-      return r.json();
-    });
-  }
+  const api = fcm.api;
   const el = fcm.el;
   function svg(tag, attrs) {
     const e = document.createElementNS(SVG, tag);
@@ -147,25 +137,11 @@
     resyncTimer = setTimeout(() => { resyncTimer = null; load(); }, 1000);
   }
 
-  const parse = x => {
-    if (x && typeof x.data === "string") { try { return JSON.parse(x.data); } catch (e) { return null; } }
-    return x;
-  };
   function listen() {
-    const others = ["message.delivered", "message.expired", "message.collapsed", "message.dropped",
-                    "device.created", "device.updated", "xmpp.connected", "xmpp.closed"];
-    if (typeof fcm.on === "function") {
-      fcm.on("message.accepted", x => onMessage(parse(x)));
-      fcm.on("message.rejected", x => onMessage(parse(x)));
-      for (const k of others) fcm.on(k, resyncSoon);
-      return;
-    }
-    const es = new EventSource("/api/v1/events" + (token ? "?access_token=" + encodeURIComponent(token) : ""));
-    es.addEventListener("message.accepted", e => onMessage(parse(e)));
-    es.addEventListener("message.rejected", e => onMessage(parse(e)));
-    for (const k of others) es.addEventListener(k, resyncSoon);
-    // After a reconnect the counters may have moved unseen (a reset sends no event).
-    es.addEventListener("open", load);
+    fcm.on("message.accepted", onMessage);
+    fcm.on("message.rejected", onMessage);
+    for (const k of ["message.delivered", "message.expired", "message.collapsed", "message.dropped",
+                     "device.created", "device.updated", "xmpp.connected", "xmpp.closed"]) fcm.on(k, resyncSoon);
   }
 
   function start() {
@@ -178,7 +154,7 @@
     setInterval(load, 30000);
   }
   fcm.overview = { stats, draw };
-  // page.js comes after this script and may add fcm.on: start once every script has run.
+  // Start once every script has run (page.js opens the stream and fills the lists).
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

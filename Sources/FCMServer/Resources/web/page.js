@@ -3,9 +3,6 @@
 // The page's core: the control API, the one event stream, the message list with its filters,
 // devices, topics, groups and XMPP connections. Other scripts reach it through window.fcm.
 const fcm = window.fcm = window.fcm || {};
-const handlers = new Map();
-const secret = new URLSearchParams(location.search).get("token");
-const auth = secret ? { "Authorization": "Bearer " + secret } : {};
 const PAGE = 50;
 // The filters the URL query carries (`token` is the control token, so a device is `device`).
 const FILTERS = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until"];
@@ -15,32 +12,8 @@ const shown = new Map();
 // A recipient's message id → its record's (delivery events name the recipient's).
 const owner = new Map();
 
-async function api(path, options) {
-  const o = options || {};
-  const headers = Object.assign({}, auth, o.body ? { "Content-Type": "application/json" } : {});
-  const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
-  if (!r.ok) {
-    let why = "";
-    try { const b = await r.json(); why = b && b.error && b.error.message ? ": " + b.error.message : ""; } catch (x) { /* not JSON */ }
-    throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status + why);
-  }
-  // `text: true`: the body as text (64-bit ids such as multicast_id do not survive a double).
-  return r.status === 204 ? null : o.text ? r.text() : r.json();
-}
+const api = fcm.api;
 const el = fcm.el;
-fcm.api = api;
-// Other parts of the page follow the one event stream: fcm.on("message.accepted", data => …).
-fcm.on = function (name, handler) {
-  if (!handlers.has(name)) { handlers.set(name, []); if (fcm.stream) listen(fcm.stream, name); }
-  handlers.get(name).push(handler);
-};
-function listen(es, name) {
-  es.addEventListener(name, e => {
-    let d = null;
-    try { d = JSON.parse(e.data); } catch (x) { return; }
-    for (const h of handlers.get(name) || []) { try { h(d, e); } catch (x) { console.error(x); } }
-  });
-}
 function showError(e) { document.getElementById("error").textContent = e ? String(e.message || e) : ""; }
 fcm.showError = showError;
 function targetText(m) {
@@ -264,9 +237,7 @@ function setFilters(f) {
 fcm.setFilters = setFilters;
 fcm.filters = () => Object.assign({}, filters);
 function connect() {
-  const es = new EventSource("/api/v1/events" + (secret ? "?access_token=" + encodeURIComponent(secret) : ""));
-  fcm.stream = es;
-  for (const name of handlers.keys()) listen(es, name);
+  const es = fcm.openStream();
   const live = document.getElementById("live");
   es.onopen = () => { live.textContent = "live"; };
   es.onerror = () => { live.textContent = "reconnecting…"; };
