@@ -3,6 +3,7 @@ JSON messages separated by NUL bytes on fds 3 and 4), for the web page's tests. 
 not installed the tests fail: `make test` installs it.
 """
 
+import base64
 import fcntl
 import json
 import os
@@ -10,6 +11,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+
+import pytest
 
 
 def find_chromium():
@@ -98,3 +101,13 @@ class Browser:
             os.close(self.to_child)
             os.close(self.from_child)
             shutil.rmtree(self.profile, ignore_errors=True)
+
+    def screenshot(self, name):
+        """The page as .build/interop-screenshots/NAME.png; its path."""
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".build", "interop-screenshots")
+        os.makedirs(folder, exist_ok=True)
+        shot = self.command("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+        path = os.path.normpath(os.path.join(folder, name + ".png"))
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        return path

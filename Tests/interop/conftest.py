@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from browser import Browser
 from mocksupport import FIXTURES, LISTENING_RE, MockServer
 from mocksupport import LISTENING_HTTPS_RE, LISTENING_XMPP_RE
 
@@ -141,3 +142,28 @@ def mock_https(tmp_path_factory):
     """A server that also listens for TLS (`--https-port 0`), its certificate signed by a local
     CA it makes in a temporary directory (an in-memory store has no data dir to keep it in)."""
     yield from _serve(tmp_path_factory, ("--https-port", "0"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test, so fixtures can tell a failed test at teardown."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "report_" + report.when, report)
+
+
+@pytest.fixture
+def browser(request):
+    """Headless Chromium for the web page's tests; when the test fails, the page is saved as
+    .build/interop-screenshots/TEST.png before the browser closes."""
+    b = Browser()
+    try:
+        yield b
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            try:
+                print("screenshot:", b.screenshot(request.node.name))
+            except Exception as e:  # the browser may be what failed
+                print(f"no screenshot ({e})")
+    finally:
+        b.close()

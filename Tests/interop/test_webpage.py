@@ -9,17 +9,8 @@ If Chromium is not installed the test fails: `make test` installs it.
 import time
 import uuid
 
-import pytest
 
-from browser import Browser
 from mocksupport import KEY_A
-
-
-@pytest.fixture
-def browser():
-    b = Browser()
-    yield b
-    b.close()
 
 
 def test_page_shows_a_new_message_live_and_escapes_payloads(mock, browser):

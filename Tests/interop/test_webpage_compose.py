@@ -8,50 +8,17 @@ body shown), and hostile data values that must stay text. On failure a screensho
 under .build/interop-screenshots/.
 """
 
-import base64
-import functools
 import json
-import os
 import time
 import uuid
 
 import pytest
 
-from browser import Browser
 from conftest import _serve
 from mocksupport import PROJECT_A, SENDER_A
 
 SECRET = "compose-secret"
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>']
-
-
-@pytest.fixture
-def browser():
-    b = Browser()
-    yield b
-    b.close()
-
-
-def screenshot_on_failure(test):
-    """Runs the test; if it fails, saves the page as .build/interop-screenshots/NAME.png first."""
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        browser = kwargs["browser"]
-        try:
-            test(*args, **kwargs)
-        except BaseException:
-            try:
-                shot = browser.command("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
-                folder = os.path.join(".build", "interop-screenshots")
-                os.makedirs(folder, exist_ok=True)
-                path = os.path.join(folder, test.__name__ + ".png")
-                with open(path, "wb") as f:
-                    f.write(base64.b64decode(shot["data"]))
-                print(f"screenshot: {path}")
-            except Exception as e:  # the failure itself matters more than its picture
-                print(f"no screenshot: {e}")
-            raise
-    return run
 
 
 def js(value):
@@ -114,7 +81,6 @@ def fill(browser, protocol, kind, target, data=(), title="", body="", platform=N
     }
 
 
-@screenshot_on_failure
 def test_legacy_send_to_a_device_shows_the_answer(mock, browser):
     token = mock.create_device()
     open_compose(mock, browser)
@@ -150,7 +116,6 @@ def test_legacy_send_to_a_device_shows_the_answer(mock, browser):
     assert browser.eval("window.__alerted") is False
 
 
-@screenshot_on_failure
 def test_v1_send_to_a_topic_with_a_minted_token(mock, browser):
     token = mock.create_device()
     topic = "compose-" + uuid.uuid4().hex[:8]
@@ -189,7 +154,6 @@ def test_v1_send_to_a_topic_with_a_minted_token(mock, browser):
     assert browser.eval("window.__alerted") is False
 
 
-@screenshot_on_failure
 def test_v1_errors_show_googles_body(mock, browser):
     token = mock.create_device()
     open_compose(mock, browser)
@@ -236,7 +200,6 @@ def guarded_mock(tmp_path_factory):
     yield from _serve(tmp_path_factory, ("--control-token", SECRET))
 
 
-@screenshot_on_failure
 def test_compose_with_a_control_token(guarded_mock, browser):
     """With --control-token the page (opened as /?token=SECRET) mints its access token with it."""
     mock = guarded_mock

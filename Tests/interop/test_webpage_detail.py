@@ -5,9 +5,6 @@ protocol (Tests/interop/browser.py).
 On a failure each test saves a screenshot under .build/interop-screenshots/.
 """
 
-import base64
-import contextlib
-import os
 import re
 import time
 import urllib.parse
@@ -16,33 +13,10 @@ import uuid
 import pytest
 import requests
 
-from browser import Browser
 from mocksupport import APP_B, KEY_A, SENDER_A, SENDER_B
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHOTS = os.path.join(ROOT, ".build", "interop-screenshots")
 HOSTILE_SCRIPT = "<script>alert(1)</script>"
 HOSTILE_IMG = "\"><img src=x onerror=alert(2)>"
-
-
-@pytest.fixture
-def browser(request):
-    b = Browser()
-    yield b
-    b.close()
-
-
-@contextlib.contextmanager
-def screenshot_on_failure(browser, name):
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(Exception):
-            os.makedirs(SHOTS, exist_ok=True)
-            shot = browser.command("Page.captureScreenshot", {"format": "png"})
-            with open(os.path.join(SHOTS, name + ".png"), "wb") as f:
-                f.write(base64.b64decode(shot["data"]))
-        raise
 
 
 def send(mock, body, key=KEY_A):
@@ -65,184 +39,180 @@ def detail_text(browser):
 
 
 def test_deep_link_opens_the_detail_with_answer_timeline_and_previews(mock, browser):
-    with screenshot_on_failure(browser, "detail-deep-link"):
-        online = mock.create_device()
-        held = mock.create_device(online=False)
-        marker = "detail-" + uuid.uuid4().hex[:10]
-        r = send(mock, {"registration_ids": [online, held],
-                        "notification": {"title": HOSTILE_SCRIPT, "body": HOSTILE_IMG},
-                        "data": {"marker": marker, "html": HOSTILE_SCRIPT + HOSTILE_IMG}})
-        assert r.status_code == 200, r.text
-        record_id = r.json()["results"][0]["message_id"]  # the record's id is its first recipient's
-        answer_text = r.text
+    online = mock.create_device()
+    held = mock.create_device(online=False)
+    marker = "detail-" + uuid.uuid4().hex[:10]
+    r = send(mock, {"registration_ids": [online, held],
+                    "notification": {"title": HOSTILE_SCRIPT, "body": HOSTILE_IMG},
+                    "data": {"marker": marker, "html": HOSTILE_SCRIPT + HOSTILE_IMG}})
+    assert r.status_code == 200, r.text
+    record_id = r.json()["results"][0]["message_id"]  # the record's id is its first recipient's
+    answer_text = r.text
 
-        # A stand-in for the previews part: the hook is called with each recipient's inbox entry.
-        browser.command("Page.addScriptToEvaluateOnNewDocument", {"source": """
-            window.fcm = window.fcm || {};
-            // A stand-in for the previews part, kept even when previews.js sets its own: this
-            // test checks what the detail panel hands the hook.
-            const testPreviews = { card: (entry, o) => {
-              const d = document.createElement('div'); d.className = 'test-card';
-              d.textContent = o.platform + '|' + o.app + '|' + o.status + '|' + JSON.stringify(entry.effective);
-              return d; } };
-            Object.defineProperty(window.fcm, 'previews', { get: () => testPreviews, set: () => {} });
-            window.__alerted = false; window.alert = () => { window.__alerted = true; };"""})
-        open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(record_id, safe=""))
-        browser.wait_for(f"document.getElementById('detail').dataset.id === {record_id!r}", what="the deep-linked panel")
-        text = detail_text(browser)
-        assert "legacy HTTP" in text, text
-        assert "multicast id\t" + str(r.json()["multicast_id"]) in text or \
-            "multicast id\n" + str(r.json()["multicast_id"]) in text, "the 64-bit id exactly"
-        # The answer as the app server got it (pretty-printed JSON of the exact body).
-        assert '"multicast_id": ' + str(r.json()["multicast_id"]) in text, text
-        # Re-indented, not re-serialized: the 64-bit multicast_id is the one sent.
-        assert browser.eval("document.querySelector('#detail pre.answer').textContent.replace(/\\s/g, '')") == \
-            answer_text.replace(" ", ""), answer_text
-        # The request headers, the key masked.
-        assert "key=AAAAin…" in text and KEY_A not in text, text
-        # The timeline of each recipient: one delivered, one held pending.
-        boxes = browser.eval("[...document.querySelectorAll('#detail .recipient')].map(b => b.innerText)")
-        assert len(boxes) == 2, boxes
-        assert online in boxes[0] and "delivered" in boxes[0], boxes[0]
-        assert held in boxes[1] and "pending" in boxes[1] and "expires" in boxes[1], boxes[1]
-        # Hostile strings stay text.
-        assert HOSTILE_SCRIPT in text and HOSTILE_IMG in text, text
-        assert browser.eval("document.querySelectorAll('#detail script, #detail img').length") == 0
-        # The preview hook got each recipient's effective payload and device.
-        browser.wait_for("document.querySelectorAll('#detail .test-card').length === 2", what="the preview cards")
-        cards = browser.eval("[...document.querySelectorAll('#detail .test-card')].map(c => c.textContent)")
-        assert cards[0].startswith("android|") and "|delivered|" in cards[0] and marker in cards[0], cards
-        assert "|pending|" in cards[1], cards
+    # A stand-in for the previews part: the hook is called with each recipient's inbox entry.
+    browser.command("Page.addScriptToEvaluateOnNewDocument", {"source": """
+        window.fcm = window.fcm || {};
+        // A stand-in for the previews part, kept even when previews.js sets its own: this
+        // test checks what the detail panel hands the hook.
+        const testPreviews = { card: (entry, o) => {
+          const d = document.createElement('div'); d.className = 'test-card';
+          d.textContent = o.platform + '|' + o.app + '|' + o.status + '|' + JSON.stringify(entry.effective);
+          return d; } };
+        Object.defineProperty(window.fcm, 'previews', { get: () => testPreviews, set: () => {} });
+        window.__alerted = false; window.alert = () => { window.__alerted = true; };"""})
+    open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(record_id, safe=""))
+    browser.wait_for(f"document.getElementById('detail').dataset.id === {record_id!r}", what="the deep-linked panel")
+    text = detail_text(browser)
+    assert "legacy HTTP" in text, text
+    assert "multicast id\t" + str(r.json()["multicast_id"]) in text or \
+        "multicast id\n" + str(r.json()["multicast_id"]) in text, "the 64-bit id exactly"
+    # The answer as the app server got it (pretty-printed JSON of the exact body).
+    assert '"multicast_id": ' + str(r.json()["multicast_id"]) in text, text
+    # Re-indented, not re-serialized: the 64-bit multicast_id is the one sent.
+    assert browser.eval("document.querySelector('#detail pre.answer').textContent.replace(/\\s/g, '')") == \
+        answer_text.replace(" ", ""), answer_text
+    # The request headers, the key masked.
+    assert "key=AAAAin…" in text and KEY_A not in text, text
+    # The timeline of each recipient: one delivered, one held pending.
+    boxes = browser.eval("[...document.querySelectorAll('#detail .recipient')].map(b => b.innerText)")
+    assert len(boxes) == 2, boxes
+    assert online in boxes[0] and "delivered" in boxes[0], boxes[0]
+    assert held in boxes[1] and "pending" in boxes[1] and "expires" in boxes[1], boxes[1]
+    # Hostile strings stay text.
+    assert HOSTILE_SCRIPT in text and HOSTILE_IMG in text, text
+    assert browser.eval("document.querySelectorAll('#detail script, #detail img').length") == 0
+    # The preview hook got each recipient's effective payload and device.
+    browser.wait_for("document.querySelectorAll('#detail .test-card').length === 2", what="the preview cards")
+    cards = browser.eval("[...document.querySelectorAll('#detail .test-card')].map(c => c.textContent)")
+    assert cards[0].startswith("android|") and "|delivered|" in cards[0] and marker in cards[0], cards
+    assert "|pending|" in cards[1], cards
 
-        # The panel follows the message: bringing the device online delivers the held one.
-        mock.set_online(held, True)
-        browser.wait_for("[...document.querySelectorAll('#detail .recipient')][1].innerText.includes('delivered')",
-                         what="the held recipient to show delivered")
-        time.sleep(0.3)
-        assert browser.eval("window.__alerted") is False
+    # The panel follows the message: bringing the device online delivers the held one.
+    mock.set_online(held, True)
+    browser.wait_for("[...document.querySelectorAll('#detail .recipient')][1].innerText.includes('delivered')",
+                     what="the held recipient to show delivered")
+    time.sleep(0.3)
+    assert browser.eval("window.__alerted") is False
 
-        # Escape closes it and the link goes with it.
-        browser.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true})); 1")
-        browser.wait_for("document.getElementById('detail').hidden && location.hash === ''", what="Escape to close the panel")
+    # Escape closes it and the link goes with it.
+    browser.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape', bubbles: true})); 1")
+    browser.wait_for("document.getElementById('detail').hidden && location.hash === ''", what="Escape to close the panel")
 
 
 def test_rows_open_the_panel_by_click_and_keyboard_and_back_closes_it(mock, browser):
-    with screenshot_on_failure(browser, "detail-keyboard"):
-        token = mock.create_device()
-        bad = send(mock, {"to": token, "time_to_live": HOSTILE_IMG})
-        assert bad.status_code == 400, bad.text
-        ok = send(mock, {"to": token, "data": {"n": "1"}})
-        ok_id = ok.json()["results"][0]["message_id"]
-        open_page(browser, mock.base_url + "/?transport=http")
-        trap_alerts(browser)
-        browser.wait_for(f"document.querySelector('#messages tbody tr').dataset.id === {ok_id!r}", what="the newest message")
+    token = mock.create_device()
+    bad = send(mock, {"to": token, "time_to_live": HOSTILE_IMG})
+    assert bad.status_code == 400, bad.text
+    ok = send(mock, {"to": token, "data": {"n": "1"}})
+    ok_id = ok.json()["results"][0]["message_id"]
+    open_page(browser, mock.base_url + "/?transport=http")
+    trap_alerts(browser)
+    browser.wait_for(f"document.querySelector('#messages tbody tr').dataset.id === {ok_id!r}", what="the newest message")
 
-        # Keyboard: the newest row takes focus, Enter opens it, and the link names it.
-        browser.eval("document.querySelector('#messages tbody tr').focus(); 1")
-        browser.command("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Enter", "code": "Enter",
-                                                   "windowsVirtualKeyCode": 13, "text": "\r"})
-        browser.wait_for(f"document.getElementById('detail').dataset.id === {ok_id!r}", what="Enter to open the row")
-        assert browser.eval("location.hash") == "#message=" + urllib.parse.quote(ok_id, safe="")
-        assert browser.eval("document.querySelector('#messages tr[aria-current=true]').dataset.id") == ok_id
-        assert "transport=http" in browser.eval("location.search"), "the filter stays in the link"
-        browser.eval("history.back(); 1")
-        browser.wait_for("document.getElementById('detail').hidden", what="back to close the panel")
-        browser.wait_for("document.activeElement && document.activeElement.dataset.id === " + repr(ok_id),
-                         what="focus to return to the row")
+    # Keyboard: the newest row takes focus, Enter opens it, and the link names it.
+    browser.eval("document.querySelector('#messages tbody tr').focus(); 1")
+    browser.command("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Enter", "code": "Enter",
+                                               "windowsVirtualKeyCode": 13, "text": "\r"})
+    browser.wait_for(f"document.getElementById('detail').dataset.id === {ok_id!r}", what="Enter to open the row")
+    assert browser.eval("location.hash") == "#message=" + urllib.parse.quote(ok_id, safe="")
+    assert browser.eval("document.querySelector('#messages tr[aria-current=true]').dataset.id") == ok_id
+    assert "transport=http" in browser.eval("location.search"), "the filter stays in the link"
+    browser.eval("history.back(); 1")
+    browser.wait_for("document.getElementById('detail').hidden", what="back to close the panel")
+    browser.wait_for("document.activeElement && document.activeElement.dataset.id === " + repr(ok_id),
+                     what="focus to return to the row")
 
-        # ArrowDown moves to the refused send; a click opens it: its raw body and 400 answer.
-        browser.command("Input.dispatchKeyEvent", {"type": "keyDown", "key": "ArrowDown", "code": "ArrowDown",
-                                                   "windowsVirtualKeyCode": 40})
-        rejected_id = browser.eval("document.activeElement.dataset.id")
-        assert rejected_id and rejected_id != ok_id
-        browser.eval("document.activeElement.click(); 1")
-        browser.wait_for(f"document.getElementById('detail').dataset.id === {rejected_id!r}", what="a click to open the row")
-        text = detail_text(browser)
-        assert "rejected" in text and "InvalidJson" in text, text
-        assert HOSTILE_IMG in text, "the raw body as sent, as text"
-        assert bad.text.strip() in browser.eval("document.querySelector('#detail pre.answer').textContent")
-        assert browser.eval("document.querySelectorAll('#detail img, #detail script').length") == 0
-        time.sleep(0.3)
-        assert browser.eval("window.__alerted") is False
+    # ArrowDown moves to the refused send; a click opens it: its raw body and 400 answer.
+    browser.command("Input.dispatchKeyEvent", {"type": "keyDown", "key": "ArrowDown", "code": "ArrowDown",
+                                               "windowsVirtualKeyCode": 40})
+    rejected_id = browser.eval("document.activeElement.dataset.id")
+    assert rejected_id and rejected_id != ok_id
+    browser.eval("document.activeElement.click(); 1")
+    browser.wait_for(f"document.getElementById('detail').dataset.id === {rejected_id!r}", what="a click to open the row")
+    text = detail_text(browser)
+    assert "rejected" in text and "InvalidJson" in text, text
+    assert HOSTILE_IMG in text, "the raw body as sent, as text"
+    assert bad.text.strip() in browser.eval("document.querySelector('#detail pre.answer').textContent")
+    assert browser.eval("document.querySelectorAll('#detail img, #detail script').length") == 0
+    time.sleep(0.3)
+    assert browser.eval("window.__alerted") is False
 
 
 def test_filter_deep_link_restores_the_filtered_list(mock, browser):
-    with screenshot_on_failure(browser, "filter-deep-link"):
-        mine, other = mock.create_device(), mock.create_device()
-        for t in (mine, other, mine):
-            assert send(mock, {"to": t, "data": {"k": "v"}}).status_code == 200
-        mine_ids = [m["message_id"] for m in mock.messages(token=mine)]
-        url = mock.base_url + "/?transport=http&status=delivered&device=" + urllib.parse.quote(mine)
-        open_page(browser, url)
-        rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
-        assert rows == mine_ids, rows
-        assert browser.eval("document.querySelector('#filters [name=device]').value") == mine
-        assert browser.eval("document.querySelector('#filters [name=transport]').value") == "http"
-        assert browser.eval("document.getElementById('filters').hidden") is False
+    mine, other = mock.create_device(), mock.create_device()
+    for t in (mine, other, mine):
+        assert send(mock, {"to": t, "data": {"k": "v"}}).status_code == 200
+    mine_ids = [m["message_id"] for m in mock.messages(token=mine)]
+    url = mock.base_url + "/?transport=http&status=delivered&device=" + urllib.parse.quote(mine)
+    open_page(browser, url)
+    rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
+    assert rows == mine_ids, rows
+    assert browser.eval("document.querySelector('#filters [name=device]').value") == mine
+    assert browser.eval("document.querySelector('#filters [name=transport]').value") == "http"
+    assert browser.eval("document.getElementById('filters').hidden") is False
 
-        # Changing a field rewrites the link; a reload restores that list.
-        browser.eval("const s = document.querySelector('#filters [name=transport]'); s.value = 'xmpp';"
-                     "s.dispatchEvent(new Event('input', {bubbles: true})); 1")
-        browser.wait_for("document.querySelectorAll('#messages tbody tr').length === 0", what="the xmpp filter")
-        assert "transport=xmpp" in browser.eval("location.search")
-        browser.command("Page.reload")
-        browser.wait_for("document.readyState === 'complete' && document.getElementById('messages').dataset.loaded === 'true'")
-        assert browser.eval("document.querySelector('#filters [name=transport]').value") == "xmpp"
-        assert browser.eval("document.querySelectorAll('#messages tbody tr').length") == 0
+    # Changing a field rewrites the link; a reload restores that list.
+    browser.eval("const s = document.querySelector('#filters [name=transport]'); s.value = 'xmpp';"
+                 "s.dispatchEvent(new Event('input', {bubbles: true})); 1")
+    browser.wait_for("document.querySelectorAll('#messages tbody tr').length === 0", what="the xmpp filter")
+    assert "transport=xmpp" in browser.eval("location.search")
+    browser.command("Page.reload")
+    browser.wait_for("document.readyState === 'complete' && document.getElementById('messages').dataset.loaded === 'true'")
+    assert browser.eval("document.querySelector('#filters [name=transport]').value") == "xmpp"
+    assert browser.eval("document.querySelectorAll('#messages tbody tr').length") == 0
 
-        # The error and project filters, from a link: a send to another project's device fails
-        # MismatchSenderId.
-        foreign = mock.create_device(sender_id=SENDER_B, app=APP_B)
-        assert send(mock, {"to": foreign}).json()["results"][0]["error"] == "MismatchSenderId"
-        failed_id = mock.messages(token=foreign)[0]["message_id"]
-        open_page(browser, mock.base_url + "/?error=MismatchSenderId&project=" + SENDER_A)
-        rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
-        assert rows == [failed_id], rows
-        open_page(browser, mock.base_url + "/?error=MismatchSenderId&project=" + SENDER_B)
-        assert browser.eval("document.querySelectorAll('#messages tbody tr').length") == 0
+    # The error and project filters, from a link: a send to another project's device fails
+    # MismatchSenderId.
+    foreign = mock.create_device(sender_id=SENDER_B, app=APP_B)
+    assert send(mock, {"to": foreign}).json()["results"][0]["error"] == "MismatchSenderId"
+    failed_id = mock.messages(token=foreign)[0]["message_id"]
+    open_page(browser, mock.base_url + "/?error=MismatchSenderId&project=" + SENDER_A)
+    rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
+    assert rows == [failed_id], rows
+    open_page(browser, mock.base_url + "/?error=MismatchSenderId&project=" + SENDER_B)
+    assert browser.eval("document.querySelectorAll('#messages tbody tr').length") == 0
 
-        # A hostile value in the link stays in the input as text.
-        open_page(browser, mock.base_url + "/?error=" + urllib.parse.quote(HOSTILE_IMG))
-        assert browser.eval("document.querySelector('#filters [name=error]').value") == HOSTILE_IMG
-        assert browser.eval("document.querySelectorAll('#filters img').length") == 0
+    # A hostile value in the link stays in the input as text.
+    open_page(browser, mock.base_url + "/?error=" + urllib.parse.quote(HOSTILE_IMG))
+    assert browser.eval("document.querySelector('#filters [name=error]').value") == HOSTILE_IMG
+    assert browser.eval("document.querySelectorAll('#filters img').length") == 0
 
 
 def test_phone_width_has_no_horizontal_scroll_and_dark_mode_follows_the_os(mock, browser):
-    with screenshot_on_failure(browser, "narrow-dark"):
-        token = mock.create_device()
-        long_value = "x" * 300
-        r = send(mock, {"to": token, "data": {"long": long_value, "more": "y" * 120}})
-        message_id = r.json()["results"][0]["message_id"]
-        browser.command("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2,
-                                                              "mobile": True})
-        open_page(browser, mock.base_url + "/")
-        browser.wait_for("document.querySelectorAll('#messages tbody tr').length >= 1")
-        fits = "document.documentElement.scrollWidth <= window.innerWidth"
-        assert browser.eval(fits), browser.eval("[document.documentElement.scrollWidth, window.innerWidth]")
-        # The table is a list of cards: its header row is hidden, cells carry their labels.
-        assert browser.eval("getComputedStyle(document.querySelector('#messages thead')).display") == "none"
-        browser.eval("document.querySelector('#messages tbody tr').click(); 1")
-        browser.wait_for(f"document.getElementById('detail').dataset.id === {message_id!r}")
-        assert browser.eval(fits), browser.eval("[document.documentElement.scrollWidth, window.innerWidth]")
-        assert browser.eval("document.getElementById('detail').getBoundingClientRect().width") <= 390
+    token = mock.create_device()
+    long_value = "x" * 300
+    r = send(mock, {"to": token, "data": {"long": long_value, "more": "y" * 120}})
+    message_id = r.json()["results"][0]["message_id"]
+    browser.command("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2,
+                                                          "mobile": True})
+    open_page(browser, mock.base_url + "/")
+    browser.wait_for("document.querySelectorAll('#messages tbody tr').length >= 1")
+    fits = "document.documentElement.scrollWidth <= window.innerWidth"
+    assert browser.eval(fits), browser.eval("[document.documentElement.scrollWidth, window.innerWidth]")
+    # The table is a list of cards: its header row is hidden, cells carry their labels.
+    assert browser.eval("getComputedStyle(document.querySelector('#messages thead')).display") == "none"
+    browser.eval("document.querySelector('#messages tbody tr').click(); 1")
+    browser.wait_for(f"document.getElementById('detail').dataset.id === {message_id!r}")
+    assert browser.eval(fits), browser.eval("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert browser.eval("document.getElementById('detail').getBoundingClientRect().width") <= 390
 
-        def background():
-            rgb = browser.eval("getComputedStyle(document.body).backgroundColor")
-            return [int(x) for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
+    def background():
+        rgb = browser.eval("getComputedStyle(document.body).backgroundColor")
+        return [int(x) for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
 
-        browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
-        assert sum(background()) > 600, background()
-        browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
-        assert sum(background()) < 150, background()
-        panel_bg = browser.eval("getComputedStyle(document.getElementById('detail')).backgroundColor")
-        assert panel_bg != "rgb(255, 255, 255)", panel_bg
+    browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+    assert sum(background()) > 600, background()
+    browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    assert sum(background()) < 150, background()
+    panel_bg = browser.eval("getComputedStyle(document.getElementById('detail')).backgroundColor")
+    assert panel_bg != "rgb(255, 255, 255)", panel_bg
 
-        # At 1280×800 the list and the side column sit next to each other.
-        browser.command("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1,
-                                                              "mobile": False})
-        browser.wait_for("getComputedStyle(document.querySelector('main')).gridTemplateColumns.split(' ').length === 2",
-                         what="two columns at 1280 wide")
-        assert browser.eval(fits)
+    # At 1280×800 the list and the side column sit next to each other.
+    browser.command("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1,
+                                                          "mobile": False})
+    browser.wait_for("getComputedStyle(document.querySelector('main')).gridTemplateColumns.split(' ').length === 2",
+                     what="two columns at 1280 wide")
+    assert browser.eval(fits)
 
 
 # firebase-admin 7.x deprecates Message.token for Message.fid; app servers still send to tokens.
@@ -251,7 +221,7 @@ def test_v1_send_by_firebase_admin_in_a_transport_link_and_its_detail(mock, brow
     from firebase_admin import messaging
     from v1support import pointed
 
-    with screenshot_on_failure(browser, "detail-v1"), pointed(mock, tmp_path) as sdk:
+    with pointed(mock, tmp_path) as sdk:
         token = mock.create_device()
         name = messaging.send(messaging.Message(token=token, data={"html": HOSTILE_SCRIPT},
                                                 android=messaging.AndroidConfig(priority="high", notification=messaging.AndroidNotification(
@@ -280,14 +250,13 @@ def test_v1_send_by_firebase_admin_in_a_transport_link_and_its_detail(mock, brow
 def test_the_detail_panel_draws_the_real_preview_cards(mock, browser):
     """With previews.js on the page (no stand-in), each recipient of the panel gets the
     notification card the device would show, titles as text."""
-    with screenshot_on_failure(browser, "detail-real-previews"):
-        token = mock.create_device()
-        r = send(mock, {"to": token, "notification": {"title": HOSTILE_SCRIPT, "body": "real card", "color": "#336699"}})
-        assert r.status_code == 200, r.text
-        record_id = r.json()["results"][0]["message_id"]
-        open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(record_id, safe=""))
-        trap_alerts(browser)
-        browser.wait_for("document.querySelectorAll('#detail .pv-title').length === 1", what="the Android card in the panel")
-        assert browser.eval("document.querySelector('#detail .pv-title').textContent") == HOSTILE_SCRIPT
-        assert browser.eval("document.querySelectorAll('#detail script, #detail img').length") == 0
-        assert browser.eval("window.__alerted") is False
+    token = mock.create_device()
+    r = send(mock, {"to": token, "notification": {"title": HOSTILE_SCRIPT, "body": "real card", "color": "#336699"}})
+    assert r.status_code == 200, r.text
+    record_id = r.json()["results"][0]["message_id"]
+    open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(record_id, safe=""))
+    trap_alerts(browser)
+    browser.wait_for("document.querySelectorAll('#detail .pv-title').length === 1", what="the Android card in the panel")
+    assert browser.eval("document.querySelector('#detail .pv-title').textContent") == HOSTILE_SCRIPT
+    assert browser.eval("document.querySelectorAll('#detail script, #detail img').length") == 0
+    assert browser.eval("window.__alerted") is False

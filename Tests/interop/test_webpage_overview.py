@@ -3,47 +3,19 @@ from GET /api/v1/stats and move with the event stream, and the sends/errors char
 reload. On failure a screenshot is saved under .build/interop-screenshots/.
 """
 
-import base64
 import json
-import os
 import re
 
 import pytest
 
-from browser import Browser
 from mocksupport import KEY_A
-
-SHOTS = os.path.join(os.path.dirname(__file__), "..", "..", ".build", "interop-screenshots")
-
-
-class OverviewBrowser(Browser):
-    """The shared driver, at 1280x800, saving a screenshot when the test using it fails."""
-
-    def __init__(self, name):
-        super().__init__()
-        self.name = name
-        self.command("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
-
-    def screenshot(self):
-        os.makedirs(SHOTS, exist_ok=True)
-        shot = self.command("Page.captureScreenshot", {"format": "png"})
-        path = os.path.join(SHOTS, self.name + ".png")
-        with open(path, "wb") as f:
-            f.write(base64.b64decode(shot["data"]))
-        return path
 
 
 @pytest.fixture
-def browser(request):
-    b = OverviewBrowser(request.node.name)
-    failures = request.session.testsfailed
-    yield b
-    try:
-        # A failed call shows in the session's count before fixtures are torn down.
-        if request.session.testsfailed > failures:
-            print("screenshot:", b.screenshot())
-    finally:
-        b.close()
+def browser(browser):
+    """The shared driver (conftest), at 1280x800."""
+    browser.command("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    return browser
 
 
 def send(mock, body, key=KEY_A):

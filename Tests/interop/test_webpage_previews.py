@@ -8,53 +8,22 @@ arguments; statuses, newest first, live. Hostile strings stay text. On failure a
 saved under .build/interop-screenshots/.
 """
 
-import base64
-import contextlib
 import json
-import os
 import time
 import urllib.parse
 import uuid
 
 import pytest
 
-from browser import Browser
 from conftest import _serve
 from mocksupport import APP_A, APP_A_IOS, KEY_A, PROJECT_A, SENDER_A
 
-SCREENSHOTS = os.path.join(".build", "interop-screenshots")
 
 
 @pytest.fixture(scope="module")
 def mock_any(tmp_path_factory):
     """A server taking any Bearer token for v1 sends (`--accept-any-key`)."""
     yield from _serve(tmp_path_factory, ("--accept-any-key",))
-
-
-@pytest.fixture
-def browser(request):
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
-
-
-@contextlib.contextmanager
-def screenshot_on_failure(browser, name):
-    try:
-        yield
-    except BaseException:
-        os.makedirs(SCREENSHOTS, exist_ok=True)
-        path = os.path.join(SCREENSHOTS, f"previews-{name}.png")
-        try:
-            shot = browser.command("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
-            with open(path, "wb") as f:
-                f.write(base64.b64decode(shot["data"]))
-            print(f"screenshot: {path}")
-        except Exception as e:  # the browser may be what failed
-            print(f"no screenshot ({e})")
-        raise
 
 
 def send_v1(mock, message):
@@ -103,30 +72,29 @@ def test_android_and_ios_previews_of_a_v1_message_with_platform_overrides(mock_a
     i_id = send_v1(mock, {"token": ios, "notification": {"title": "Hello", "body": "From v1"},
                           "apns": {"payload": {"aps": {"alert": {"subtitle": "Sub line"},
                                                        "badge": 7, "sound": "chime.caf"}}}})
-    with screenshot_on_failure(browser, "android-ios"):
-        open_device(browser, mock, android)
-        [c] = wait_cards(browser, 1, "the Android card")
-        assert (c["id"], c["platform"], c["kind"], c["status"]) == (a_id, "android", "notification", "delivered"), c
-        assert c["title"] == "Android title" and c["body"] == "Generic body", c
-        assert "Generic title" not in c["text"], c
-        assert APP_A in c["text"] and "news" in c["text"], c
-        # The big picture is a placeholder naming the URL: nothing is fetched.
-        assert browser.eval("document.querySelector('#device-view .pv-image').innerText.trim()") == image
-        assert browser.eval("document.querySelectorAll('#device-view img').length") == 0
-        # The small icon is inline SVG in the notification colour.
-        assert browser.eval("getComputedStyle(document.querySelector('#device-view .pv-card svg.pv-small-icon')).color") \
-            == "rgb(255, 0, 0)"
-        assert browser.eval("document.querySelector('#device-view .pv-token').textContent") == android
+    open_device(browser, mock, android)
+    [c] = wait_cards(browser, 1, "the Android card")
+    assert (c["id"], c["platform"], c["kind"], c["status"]) == (a_id, "android", "notification", "delivered"), c
+    assert c["title"] == "Android title" and c["body"] == "Generic body", c
+    assert "Generic title" not in c["text"], c
+    assert APP_A in c["text"] and "news" in c["text"], c
+    # The big picture is a placeholder naming the URL: nothing is fetched.
+    assert browser.eval("document.querySelector('#device-view .pv-image').innerText.trim()") == image
+    assert browser.eval("document.querySelectorAll('#device-view img').length") == 0
+    # The small icon is inline SVG in the notification colour.
+    assert browser.eval("getComputedStyle(document.querySelector('#device-view .pv-card svg.pv-small-icon')).color") \
+        == "rgb(255, 0, 0)"
+    assert browser.eval("document.querySelector('#device-view .pv-token').textContent") == android
 
-        browser.eval(f"window.fcm.openDevice({json.dumps(ios)}); 1")
-        browser.wait_for("!!document.querySelector('#device-view .pv-card[data-platform=\"ios\"]')", what="the iOS card")
-        [c] = cards(browser)
-        assert (c["id"], c["kind"], c["status"]) == (i_id, "notification", "delivered"), c
-        assert (c["title"], c["subtitle"], c["body"]) == ("Hello", "Sub line", "From v1"), c
-        assert browser.eval("document.querySelector('#device-view .pv-badge').textContent") == "7"
-        assert browser.eval("document.querySelector('#device-view .pv-sound').innerText.trim()") == "chime.caf"
-        assert browser.eval("!!document.querySelector('#device-view .pv-sound svg')")
-        assert browser.eval("decodeURIComponent(location.hash)") == "#device=" + ios
+    browser.eval(f"window.fcm.openDevice({json.dumps(ios)}); 1")
+    browser.wait_for("!!document.querySelector('#device-view .pv-card[data-platform=\"ios\"]')", what="the iOS card")
+    [c] = cards(browser)
+    assert (c["id"], c["kind"], c["status"]) == (i_id, "notification", "delivered"), c
+    assert (c["title"], c["subtitle"], c["body"]) == ("Hello", "Sub line", "From v1"), c
+    assert browser.eval("document.querySelector('#device-view .pv-badge').textContent") == "7"
+    assert browser.eval("document.querySelector('#device-view .pv-sound').innerText.trim()") == "chime.caf"
+    assert browser.eval("!!document.querySelector('#device-view .pv-sound svg')")
+    assert browser.eval("decodeURIComponent(location.hash)") == "#device=" + ios
 
 
 def test_data_only_and_localised_cards_newest_first_and_live(mock_any, browser):
@@ -136,89 +104,86 @@ def test_data_only_and_localised_cards_newest_first_and_live(mock_any, browser):
         "title_loc_key": "greet_title", "title_loc_args": ["Ann"],
         "body_loc_key": "greet_body", "body_loc_args": ["3", "apples"]}}})
     data_id = send_legacy(mock, {"to": token, "data": {"score": "3x1", "team": "blue"}})
-    with screenshot_on_failure(browser, "data-loc"):
-        open_device(browser, mock, token)
-        first, second = wait_cards(browser, 2, "two cards")
-        assert [first["id"], second["id"]] == [data_id, loc_id], "newest first"
-        assert first["kind"] == "data" and "data message" in first["text"], first
-        assert browser.eval("[...document.querySelectorAll('#device-view .pv-kind-data .pv-data dt, "
-                            "#device-view .pv-kind-data .pv-data dd')].map(e => e.textContent)") \
-            == ["score", "3x1", "team", "blue"]
-        assert second["kind"] == "notification", second
-        assert browser.eval("[...document.querySelectorAll('#device-view .pv-loc')].map(l => "
-                            "[l.querySelector('.pv-loc-key').textContent, "
-                            "[...l.querySelectorAll('.pv-loc-arg')].map(a => a.textContent)])") \
-            == [["greet_title", ["Ann"]], ["greet_body", ["3", "apples"]]]
+    open_device(browser, mock, token)
+    first, second = wait_cards(browser, 2, "two cards")
+    assert [first["id"], second["id"]] == [data_id, loc_id], "newest first"
+    assert first["kind"] == "data" and "data message" in first["text"], first
+    assert browser.eval("[...document.querySelectorAll('#device-view .pv-kind-data .pv-data dt, "
+                        "#device-view .pv-kind-data .pv-data dd')].map(e => e.textContent)") \
+        == ["score", "3x1", "team", "blue"]
+    assert second["kind"] == "notification", second
+    assert browser.eval("[...document.querySelectorAll('#device-view .pv-loc')].map(l => "
+                        "[l.querySelector('.pv-loc-key').textContent, "
+                        "[...l.querySelectorAll('.pv-loc-arg')].map(a => a.textContent)])") \
+        == [["greet_title", ["Ann"]], ["greet_body", ["3", "apples"]]]
 
-        # Live, without a reload: the device goes offline from the view, a new send lands pending
-        # on top, and bringing it back online turns it delivered.
-        browser.eval("window.__same = true; 1")
-        browser.eval("document.querySelector('#device-view .pv-online').click(); 1")
-        browser.wait_for("document.querySelector('#device-view .pv-online').textContent === 'bring online'",
-                         what="the device to show offline")
-        assert mock.device(token)["online"] is False
-        held = send_legacy(mock, {"to": token, "notification": {"title": "held"}})
-        browser.wait_for(f"(document.querySelector('#device-view .pv-card') || {{}}).dataset.messageId === {json.dumps(held)}",
-                         what="the pending message on top")
-        assert cards(browser)[0]["status"] == "pending"
-        browser.eval("document.querySelector('#device-view .pv-online').click(); 1")
-        browser.wait_for("document.querySelector('#device-view .pv-card .pv-status').textContent === 'delivered'",
-                         what="the held message to be delivered")
-        assert browser.eval("window.__same === true"), "the page was reloaded"
+    # Live, without a reload: the device goes offline from the view, a new send lands pending
+    # on top, and bringing it back online turns it delivered.
+    browser.eval("window.__same = true; 1")
+    browser.eval("document.querySelector('#device-view .pv-online').click(); 1")
+    browser.wait_for("document.querySelector('#device-view .pv-online').textContent === 'bring online'",
+                     what="the device to show offline")
+    assert mock.device(token)["online"] is False
+    held = send_legacy(mock, {"to": token, "notification": {"title": "held"}})
+    browser.wait_for(f"(document.querySelector('#device-view .pv-card') || {{}}).dataset.messageId === {json.dumps(held)}",
+                     what="the pending message on top")
+    assert cards(browser)[0]["status"] == "pending"
+    browser.eval("document.querySelector('#device-view .pv-online').click(); 1")
+    browser.wait_for("document.querySelector('#device-view .pv-card .pv-status').textContent === 'delivered'",
+                     what="the held message to be delivered")
+    assert browser.eval("window.__same === true"), "the page was reloaded"
 
 
 def test_device_actions_and_row_click(mock_any, browser):
     mock = mock_any
     token = mock.create_device()
-    with screenshot_on_failure(browser, "actions"):
-        browser.command("Page.navigate", {"url": mock.base_url + "/"})
-        browser.wait_for(f"!!document.querySelector('#devices tbody tr[data-token={json.dumps(token)}] td')",
-                         what="the device in the devices table")
-        browser.eval(f"document.querySelector('#devices tbody tr[data-token={json.dumps(token)}] td').click(); 1")
-        browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent === {json.dumps(token)}",
-                         what="a row click to open the device")
+    browser.command("Page.navigate", {"url": mock.base_url + "/"})
+    browser.wait_for(f"!!document.querySelector('#devices tbody tr[data-token={json.dumps(token)}] td')",
+                     what="the device in the devices table")
+    browser.eval(f"document.querySelector('#devices tbody tr[data-token={json.dumps(token)}] td').click(); 1")
+    browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent === {json.dumps(token)}",
+                     what="a row click to open the device")
 
-        browser.eval("window.prompt = () => 'greeting=hi, n=2'; 1")
-        browser.eval("document.querySelector('#device-view .pv-upstream').click(); 1")
-        deadline = time.monotonic() + 10
-        while not mock.upstream(token) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert [u["data"] for u in mock.upstream(token)] == [{"greeting": "hi", "n": "2"}]
+    browser.eval("window.prompt = () => 'greeting=hi, n=2'; 1")
+    browser.eval("document.querySelector('#device-view .pv-upstream').click(); 1")
+    deadline = time.monotonic() + 10
+    while not mock.upstream(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [u["data"] for u in mock.upstream(token)] == [{"greeting": "hi", "n": "2"}]
 
-        browser.eval("document.querySelector('#device-view .pv-refresh').click(); 1")
-        browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent !== {json.dumps(token)}",
-                         what="the view to follow the new token")
-        fresh = browser.eval("document.querySelector('#device-view .pv-token').textContent")
-        assert mock.device(token)["state"] == "refreshed" and mock.device(fresh)["state"] == "registered"
-        assert browser.eval("decodeURIComponent(location.hash)") == "#device=" + fresh
+    browser.eval("document.querySelector('#device-view .pv-refresh').click(); 1")
+    browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent !== {json.dumps(token)}",
+                     what="the view to follow the new token")
+    fresh = browser.eval("document.querySelector('#device-view .pv-token').textContent")
+    assert mock.device(token)["state"] == "refreshed" and mock.device(fresh)["state"] == "registered"
+    assert browser.eval("decodeURIComponent(location.hash)") == "#device=" + fresh
 
-        browser.eval("document.querySelector('#device-view .pv-unregister').click(); 1")
-        browser.wait_for("document.querySelector('#device-view .pv-state').textContent === 'unregistered'",
-                         what="the device to show unregistered")
-        assert mock.device(fresh)["state"] == "unregistered"
+    browser.eval("document.querySelector('#device-view .pv-unregister').click(); 1")
+    browser.wait_for("document.querySelector('#device-view .pv-state').textContent === 'unregistered'",
+                     what="the device to show unregistered")
+    assert mock.device(fresh)["state"] == "unregistered"
 
 
 def test_create_device_form(mock_any, browser):
     mock = mock_any
-    with screenshot_on_failure(browser, "create"):
-        browser.command("Page.navigate", {"url": mock.base_url + "/"})
-        browser.wait_for("!!document.querySelector('#device-view details')", what="the create form")
-        browser.eval("document.querySelector('#device-view details').open = true; 1")
-        browser.wait_for(f"[...document.querySelectorAll('#device-view select[name=project] option')]"
-                         f".some(o => o.value === {json.dumps(SENDER_A)})", what="the projects")
-        browser.eval(f"""(() => {{ const f = document.querySelector('#device-view form');
-            f.project.value = {json.dumps(SENDER_A)}; f.project.dispatchEvent(new Event('change'));
-            f.app.value = {json.dumps(APP_A_IOS)}; f.app.dispatchEvent(new Event('change'));
-            return 1; }})()""")
-        assert browser.eval("document.querySelector('#device-view form').platform.value") == "ios"
-        browser.eval("document.querySelector('#device-view form button[type=submit]').click(); 1")
-        browser.wait_for("location.hash.startsWith('#device=') && "
-                         "!!(document.querySelector('#device-view .pv-token') || {}).textContent",
-                         what="the new device to open")
-        token = browser.eval("document.querySelector('#device-view .pv-token').textContent")
-        d = mock.device(token)
-        assert (d["sender_id"], d["app"], d["platform"], d["online"]) == (SENDER_A, APP_A_IOS, "ios", True), d
-        browser.wait_for("!!document.querySelector('#device-view .pv-empty')", what="the empty inbox")
+    browser.command("Page.navigate", {"url": mock.base_url + "/"})
+    browser.wait_for("!!document.querySelector('#device-view details')", what="the create form")
+    browser.eval("document.querySelector('#device-view details').open = true; 1")
+    browser.wait_for(f"[...document.querySelectorAll('#device-view select[name=project] option')]"
+                     f".some(o => o.value === {json.dumps(SENDER_A)})", what="the projects")
+    browser.eval(f"""(() => {{ const f = document.querySelector('#device-view form');
+        f.project.value = {json.dumps(SENDER_A)}; f.project.dispatchEvent(new Event('change'));
+        f.app.value = {json.dumps(APP_A_IOS)}; f.app.dispatchEvent(new Event('change'));
+        return 1; }})()""")
+    assert browser.eval("document.querySelector('#device-view form').platform.value") == "ios"
+    browser.eval("document.querySelector('#device-view form button[type=submit]').click(); 1")
+    browser.wait_for("location.hash.startsWith('#device=') && "
+                     "!!(document.querySelector('#device-view .pv-token') || {}).textContent",
+                     what="the new device to open")
+    token = browser.eval("document.querySelector('#device-view .pv-token').textContent")
+    d = mock.device(token)
+    assert (d["sender_id"], d["app"], d["platform"], d["online"]) == (SENDER_A, APP_A_IOS, "ios", True), d
+    browser.wait_for("!!document.querySelector('#device-view .pv-empty')", what="the empty inbox")
 
 
 def test_ios_localised_string_alert_and_background_cards(mock_any, browser):
@@ -230,21 +195,20 @@ def test_ios_localised_string_alert_and_background_cards(mock_any, browser):
     plain = send_v1(mock, {"token": token, "apns": {"payload": {"aps": {"alert": "Just a string"}}}})
     background = send_v1(mock, {"token": token, "data": {"sync": "now"},
                                 "apns": {"payload": {"aps": {"content-available": 1}}}})
-    with screenshot_on_failure(browser, "ios-kinds"):
-        open_device(browser, mock, token)
-        got = wait_cards(browser, 3, "three cards")
-        assert [c["id"] for c in got] == [background, plain, loc], got
-        assert got[0]["kind"] == "data" and "sync" in got[0]["text"] and "now" in got[0]["text"], got[0]
-        assert (got[1]["kind"], got[1].get("title"), got[1]["body"]) == ("notification", None, "Just a string"), got[1]
-        assert browser.eval("[...document.querySelectorAll('#device-view .pv-card:last-child .pv-loc')].map(l => "
-                            "[l.querySelector('.pv-loc-key').textContent, "
-                            "[...l.querySelectorAll('.pv-loc-arg')].map(a => a.textContent)])") \
-            == [["T_KEY", []], ["B_KEY", ["x", "y"]]]
-        # A deleted_messages notice has no payload: a card saying how many were lost.
-        text = browser.eval("window.fcm.previews.card({message_id: 'n1', message_type: 'deleted_messages', "
-                            "total_deleted: 12, status: 'delivered', effective: null}, "
-                            "{platform: 'android', app: 'a.b'}).innerText")
-        assert "deleted messages" in text and "12" in text and "delivered" in text, text
+    open_device(browser, mock, token)
+    got = wait_cards(browser, 3, "three cards")
+    assert [c["id"] for c in got] == [background, plain, loc], got
+    assert got[0]["kind"] == "data" and "sync" in got[0]["text"] and "now" in got[0]["text"], got[0]
+    assert (got[1]["kind"], got[1].get("title"), got[1]["body"]) == ("notification", None, "Just a string"), got[1]
+    assert browser.eval("[...document.querySelectorAll('#device-view .pv-card:last-child .pv-loc')].map(l => "
+                        "[l.querySelector('.pv-loc-key').textContent, "
+                        "[...l.querySelectorAll('.pv-loc-arg')].map(a => a.textContent)])") \
+        == [["T_KEY", []], ["B_KEY", ["x", "y"]]]
+    # A deleted_messages notice has no payload: a card saying how many were lost.
+    text = browser.eval("window.fcm.previews.card({message_id: 'n1', message_type: 'deleted_messages', "
+                        "total_deleted: 12, status: 'delivered', effective: null}, "
+                        "{platform: 'android', app: 'a.b'}).innerText")
+    assert "deleted messages" in text and "12" in text and "delivered" in text, text
 
 
 HOSTILE_TITLE = "<script>alert(1)</script>"
@@ -261,17 +225,16 @@ def test_hostile_values_stay_text(mock_any, browser, platform):
         message["webpush"] = {"fcm_options": {"link": "https://example.test/" + urllib.parse.quote(HOSTILE_BODY)}}
     send_v1(mock, message)
     send_legacy(mock, {"to": token, "data": {"html": HOSTILE_TITLE + HOSTILE_BODY}})
-    with screenshot_on_failure(browser, "hostile-" + platform):
-        open_device(browser, mock, token)
-        browser.eval("window.__alerted = false; window.alert = () => { window.__alerted = true; }; 1")
-        data_card, shown = wait_cards(browser, 2, "two cards")
-        assert shown["platform"] == platform and shown["kind"] == "notification", shown
-        assert (shown["title"], shown["body"]) == (HOSTILE_TITLE, HOSTILE_BODY), shown
-        assert HOSTILE_BODY in shown["text"], shown
-        assert data_card["kind"] == "data" and HOSTILE_TITLE + HOSTILE_BODY in data_card["text"], data_card
-        assert browser.eval("document.querySelectorAll('#device-view script, #device-view img').length") == 0
-        time.sleep(0.3)
-        assert browser.eval("window.__alerted") is False
+    open_device(browser, mock, token)
+    browser.eval("window.__alerted = false; window.alert = () => { window.__alerted = true; }; 1")
+    data_card, shown = wait_cards(browser, 2, "two cards")
+    assert shown["platform"] == platform and shown["kind"] == "notification", shown
+    assert (shown["title"], shown["body"]) == (HOSTILE_TITLE, HOSTILE_BODY), shown
+    assert HOSTILE_BODY in shown["text"], shown
+    assert data_card["kind"] == "data" and HOSTILE_TITLE + HOSTILE_BODY in data_card["text"], data_card
+    assert browser.eval("document.querySelectorAll('#device-view script, #device-view img').length") == 0
+    time.sleep(0.3)
+    assert browser.eval("window.__alerted") is False
 
 
 @pytest.fixture(scope="module")
@@ -285,8 +248,7 @@ def test_device_view_with_a_control_token_reads_and_follows_live(mock_guarded, b
     mock.http.headers["Authorization"] = "Bearer pv-s3cret"  # the control API's calls only
     token = mock.create_device()
     first = send_legacy(mock, {"to": token, "data": {"n": "1"}})
-    with screenshot_on_failure(browser, "control-token"):
-        browser.command("Page.navigate", {"url": f"{mock.base_url}/?token=pv-s3cret#device={urllib.parse.quote(token, safe='')}"})
-        assert [c["id"] for c in wait_cards(browser, 1, "the card")] == [first]
-        second = send_legacy(mock, {"to": token, "data": {"n": "2"}})
-        assert [c["id"] for c in wait_cards(browser, 2, "the second card, live")] == [second, first]
+    browser.command("Page.navigate", {"url": f"{mock.base_url}/?token=pv-s3cret#device={urllib.parse.quote(token, safe='')}"})
+    assert [c["id"] for c in wait_cards(browser, 1, "the card")] == [first]
+    second = send_legacy(mock, {"to": token, "data": {"n": "2"}})
+    assert [c["id"] for c in wait_cards(browser, 2, "the second card, live")] == [second, first]
