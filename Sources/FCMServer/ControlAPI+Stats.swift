@@ -6,7 +6,12 @@ extension ControlAPI {
     /// `GET /api/v1/stats`: `{"messages":{"accepted":N,"rejected":N},"errors":{CODE:N,…},
     /// "pending":N,"xmpp_connections":N,"devices":N}`, errors by code in code order.
     func stats(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        let s = engine.stats()
+        let s: StatsSnapshot
+        do {
+            s = try engine.stats()
+        } catch {
+            throw .internal("cannot count the stored sends: \(error.description)")
+        }
         let connections = xmppConnections().count
         var w = JSONWriter()
         w.beginObject()

@@ -1,11 +1,32 @@
 import FCMCore
 import FCMStore
 
-/// Sends counted as they are decided (`GET /api/v1/stats`): the store's counts at start, then one
-/// step per send under the state lock, so the numbers agree with the store after a restart and a
-/// reset clears them with everything else.
+/// Sends counted as they are decided (`GET /api/v1/stats`): one step per send under the state
+/// lock, plus what the store held at start, read from it the first time the counts are asked for
+/// (not at start: that read is a pass over every message), so the numbers agree with the store
+/// after a restart and a reset clears them with everything else.
 struct SendStats: Sendable, Equatable {
+    /// The sends decided since start (or the last reset).
     var counts = SendCounts()
+    /// The store's sends from before start, the rows with ids up to `floor`; nil until read.
+    var before: SendCounts?
+    var floor: Int64 = 0
+
+    /// Counting from an empty store, or one whose ids go up to `floor` (read when first asked).
+    init(floor: Int64 = 0) {
+        self.floor = floor
+        before = floor == 0 ? SendCounts() : nil
+    }
+
+    /// Everything counted.
+    var total: SendCounts {
+        guard let before else { return counts }
+        var sum = before
+        sum.accepted += counts.accepted
+        sum.rejected += counts.rejected
+        for (code, n) in counts.errors { sum.errors[code, default: 0] += n }
+        return sum
+    }
 
     /// A send the send path decided: its record, and its recipients' rows.
     mutating func count(_ message: MessageRow, rows: [DeliveryRow]) {
@@ -35,15 +56,18 @@ public struct StatsSnapshot: Sendable {
 }
 
 extension Engine {
-    /// The counters, read from memory: constant work in the number of messages stored.
-    public func stats() -> StatsSnapshot {
-        state.withLock { s in
-            StatsSnapshot(counts: s.stats.counts, pending: s.stored.values.reduce(0) { $0 + $1.count }, devices: s.devices.count)
+    /// The counters, read from memory: constant work in the number of messages stored, but for
+    /// the first call after a start on a store with sends, which counts those once.
+    public func stats() throws(StoreError) -> StatsSnapshot {
+        if let floor = state.withLock({ $0.stats.before == nil ? $0.stats.floor : nil }) {
+            let before = try store.read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in
+                try StoreLoader(c).sendCounts(upTo: floor)
+            }
+            // A reset in the meantime has set `before` (to nothing) already: it wins.
+            state.withLock { s in if s.stats.before == nil { s.stats.before = before } }
         }
-    }
-
-    /// The counts the store holds, for the engine's start.
-    static func loadSendStats(_ store: Store) throws(StoreError) -> SendStats {
-        SendStats(counts: try store.read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in try StoreLoader(c).sendCounts() })
+        return state.withLock { s in
+            StatsSnapshot(counts: s.stats.total, pending: s.stored.values.reduce(0) { $0 + $1.count }, devices: s.devices.count)
+        }
     }
 }

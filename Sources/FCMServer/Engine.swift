@@ -78,7 +78,7 @@ public final class Engine: Sendable {
         self.topicRate = topicRate
         let loaded = try EngineState.load(from: store)
         var state = loaded.state
-        state.stats = try Self.loadSendStats(store)
+        state.stats = SendStats(floor: loaded.maxMid)
         state.ids = MessageIDAllocator(floor: loaded.maxMid)
         let missing = state.giveInstallationIDs()
         self.state = Locked(state)

@@ -79,6 +79,27 @@ final class StatsTests: ServerTestCase {
         XCTAssertNil(singleError(try c2.sendJSON(#"{"to":"a1"}"#)))
         XCTAssertTrue(try stats(c2).hasPrefix(#"{"messages":{"accepted":4,"#))
     }
+
+    /// The stored sends are counted when the counts are first asked for, not at start: a send
+    /// made after a restart but before that first read counts once.
+    func testASendBeforeTheFirstReadAfterARestartCountsOnce() throws {
+        let dir = try temporaryDirectory("stats-lazy")
+        do {
+            let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+            defer { first.stop() }
+            let c = first.client()
+            defer { c.disconnect() }
+            XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#)))
+            XCTAssertEqual(try c.sendJSON(#"{"to":"a1"}"#, key: "wrong").status, 401)
+        }
+        let second = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        defer { second.stop() }
+        let c = second.client()
+        defer { c.disconnect() }
+        XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#)))
+        let counted = try stats(c)
+        XCTAssertTrue(counted.hasPrefix(#"{"messages":{"accepted":2,"rejected":1},"#), counted)
+    }
 }
 
 /// HTTP v1 sends count with their FcmError codes, as their records name them.
