@@ -48,7 +48,8 @@ extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
     public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [MessageRecord], next: Int64?) {
         try expireDue()
-        // Answers kept on records are queued after the answers went out: let them land first.
+        // The answer of a refused or XMPP send is kept on its record after it went out (an HTTP
+        // send's comes with its record): let those land first.
         store.drain()
         var q = MessageQuery()
         q.before = cursor
@@ -96,7 +97,7 @@ extension Engine {
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
     public func messageRecord(_ id: String, recipientsLimit: Int? = nil) throws(ControlError) -> MessageRecord {
-        // An answer kept on a record is queued after the answer went out: let it land first.
+        // A refused or XMPP send's answer is kept on its record after it went out: let it land first.
         store.drain()
         // A topic send's id is the number FCM answered; it is the record's own stamp.
         if let number = Int64(id), number > 0 {
