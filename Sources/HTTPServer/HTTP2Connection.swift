@@ -46,8 +46,11 @@ final class HTTP2Connection: @unchecked Sendable {
         case stop
     }
 
-    private let inbox = Mutex<[Message]>([])
-    /// The pipe that wakes the thread's `poll`: [read end, write end].
+    /// Posted messages, and whether the connection has ended (its pipe closed): a message posted
+    /// after the end is dropped, never written to a closed (or reused) descriptor.
+    private let inbox = Mutex<(messages: [Message], ended: Bool)>(([], false))
+    /// The pipe that wakes the thread's `poll`: [read end, write end]. Written and closed only
+    /// under `inbox`'s lock.
     private let wake: (Int32, Int32)
     let core: ServerCore
     let limits: HTTP2Limits
@@ -82,13 +85,13 @@ final class HTTP2Connection: @unchecked Sendable {
 
     /// Hands a message to the connection's thread (from any thread).
     func post(_ m: Message) {
-        let first = inbox.withLock { q -> Bool in
-            q.append(m)
-            return q.count == 1
-        }
-        if first {
-            var one: UInt8 = 1
-            _ = Glibc.write(wake.1, &one, 1)
+        inbox.withLock { q in
+            guard !q.ended else { return }
+            q.messages.append(m)
+            if q.messages.count == 1 {
+                var one: UInt8 = 1
+                _ = Glibc.write(wake.1, &one, 1)
+            }
         }
     }
 
@@ -103,8 +106,12 @@ final class HTTP2Connection: @unchecked Sendable {
             if let session { nghttp2_session_del(session) }
             session = nil
             transport.close()
-            Glibc.close(wake.0)
-            Glibc.close(wake.1)
+            inbox.withLock { q in
+                q.ended = true
+                q.messages = []
+                Glibc.close(wake.0)
+                Glibc.close(wake.1)
+            }
             onEnd(self)
         }
         guard startSession() else { return }
@@ -201,7 +208,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Applies what other threads posted.
     private func drainInbox() {
         while true {
-            let messages = inbox.withLock { q -> [Message] in defer { q = [] }; return q }
+            let messages = inbox.withLock { q -> [Message] in defer { q.messages = [] }; return q.messages }
             if messages.isEmpty { return }
             for m in messages {
                 switch m {

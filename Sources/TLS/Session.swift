@@ -41,7 +41,7 @@ public final class TLSSession: @unchecked Sendable {
     /// `negotiatedProtocol`.
     public init(serverOn fd: Int32, credentials: TLSCredentials, protocols: [String] = []) throws(TLSError) {
         var s: gnutls_session_t?
-        var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER))
+        var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NO_SIGNAL))
         guard rc >= 0, let s else { throw TLSError("gnutls_init", rc) }
         gnutls_set_default_priority(s)
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials.credentials))
@@ -102,7 +102,7 @@ public final class TLSSession: @unchecked Sendable {
             rc = 0
         }
         guard rc >= 0 else { return rc }
-        rc = gnutls_init(&out, UInt32(GNUTLS_CLIENT))
+        rc = gnutls_init(&out, UInt32(GNUTLS_CLIENT) | UInt32(GNUTLS_NO_SIGNAL))
         guard rc >= 0, let s = out else { return rc }
         rc = gnutls_set_default_priority(s)
         guard rc >= 0 else { return rc }
