@@ -30,8 +30,9 @@ public enum Fixtures {
         var documents: [FixtureDocument] = []
         // Each document is applied before the next is read: a later file may name a project an
         // earlier one declared.
-        for (name, bytes) in try read(paths) {
-            let d = try parse(bytes, name: name, now: now)
+        for path in try files(paths) {
+            // Parsed (and the file's bytes and JSON tree let go) before anything is applied.
+            let d = try parse(path.bytes(), name: path.name, now: now)
             try apply([d], into: engine)
             documents.append(d)
         }
@@ -39,10 +40,11 @@ public enum Fixtures {
         return documents
     }
 
-    /// The files of `paths` (a folder's `*.json` in name order); none: the built-in one.
-    static func read(_ paths: [String]) throws(ConfigurationError) -> [(name: String, bytes: [UInt8])] {
-        if paths.isEmpty { return [(builtInName, Array(defaultFixtureJSON.utf8))] }
-        var files: [(String, [UInt8])] = []
+    /// The files of `paths` (a folder's `*.json` in name order), each read when asked; none: the
+    /// built-in one.
+    static func files(_ paths: [String]) throws(ConfigurationError) -> [(name: String, bytes: () throws(ConfigurationError) -> [UInt8])] {
+        if paths.isEmpty { return [(builtInName, { () throws(ConfigurationError) in Array(defaultFixtureJSON.utf8) })] }
+        var files: [(name: String, bytes: () throws(ConfigurationError) -> [UInt8])] = []
         for path in paths {
             guard let kind = SystemIO.kind(of: path) else {
                 throw ConfigurationError("fixtures: \(path) does not exist")
@@ -54,8 +56,10 @@ public enum Fixtures {
                 names = listed.filter { $0.hasSuffix(".json") }.sorted().map { dir + $0 }
             }
             for f in names {
-                guard let data = SystemIO.readFile(f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
-                files.append((f, data))
+                files.append((f, { () throws(ConfigurationError) in
+                    guard let data = SystemIO.readFile(f) else { throw ConfigurationError("fixtures: cannot read \(f)") }
+                    return data
+                }))
             }
         }
         return files
