@@ -36,6 +36,7 @@ SOAK_KEEP=1 keeps the run's folder (store, server log, health samples).
 
 import argparse
 import array
+import base64
 import html
 import http.client
 import json
@@ -538,7 +539,6 @@ class XmppClient:
         self.send(STREAM_HEADER)
         self.wait_for(self.after(b"</stream:features>"))
         plain = b"\0" + f"{sender}@fcm.googleapis.com".encode() + b"\0" + key.encode()
-        import base64
         self.send(b'<auth mechanism="PLAIN" xmlns="urn:ietf:params:xml:ns:xmpp-sasl">'
                   + base64.b64encode(plain) + b"</auth>")
 
@@ -856,9 +856,10 @@ def proc_sample(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             k, _, v = line.partition(":")
-            if k in ("VmRSS", "Threads"):
+            if k in ("VmRSS", "RssAnon", "Threads"):
                 fields[k] = int(v.split()[0])
-    return {"rss_mb": fields["VmRSS"] / 1024.0, "threads": fields["Threads"],
+    return {"rss_mb": fields["VmRSS"] / 1024.0, "anon_mb": fields.get("RssAnon", 0) / 1024.0,
+            "threads": fields["Threads"],
             "fds": len(os.listdir(f"/proc/{pid}/fd"))}
 
 
@@ -920,6 +921,8 @@ def stats_messages(port):
 
 
 class Run:
+    """One run: the server, its clients, the samples, and the report's lines."""
+
     def __init__(self, args, mock_bin, run_dir):
         self.args, self.mock_bin, self.run_dir = args, mock_bin, run_dir
         self.lines = []
@@ -950,16 +953,16 @@ class Run:
                                rate=LEGACY_RATE)
         threads.append(self.legacy)
         if not self.args.reset_load:
-            threads.append(threading.Thread(target=v1_worker, args=(port,), daemon=True))
+            def loop(name, target, *a):
+                threads.append(threading.Thread(name=name, target=target, args=a, daemon=True))
+            loop("v1", v1_worker, port)
             for i in range(XMPP_WORKERS):
-                threads.append(threading.Thread(target=xmpp_worker, daemon=True,
-                                                args=(self.srv.xmpp_port, PROJECTS[i % 2], i)))
+                loop(f"xmpp-{i}", xmpp_worker, self.srv.xmpp_port, PROJECTS[i % 2], i)
             for i in range(EVENT_READERS + 1):
-                threads.append(threading.Thread(target=events_reader, daemon=True,
-                                                args=(port, 50 + i, i == EVENT_READERS)))
+                loop(f"events-{i}", events_reader, port, 50 + i, i == EVENT_READERS)
             for i, (p, t) in enumerate((p, t) for p in PROJECTS for t in p.poll):
-                threads.append(threading.Thread(target=poller, args=(port, p, t, 70 + i), daemon=True))
-            threads.append(threading.Thread(target=toggler, args=(port,), daemon=True))
+                loop(f"poller-{i}", poller, port, p, t, 70 + i)
+            loop("toggler", toggler, port)
         return threads
 
     def sample(self, t, prev):
@@ -972,7 +975,7 @@ class Run:
         s["events"] = T.get("events")
         s["errors"] = T.error_total()
         new = self.health.poll()
-        s["health_max"] = max((ms for _, ms, _ in new), default=0.0)
+        s["health_max"] = max((ms for start, ms, _ in new if start >= self.t0), default=0.0)
         self.samples.append(s)
         dt = max(1e-9, t - prev["t"]) if prev else 1.0
         cells = []
@@ -987,8 +990,8 @@ class Run:
 
     def columns(self):
         """(heading, sample key, format); a key ending in /s is the rate since the last row."""
-        cols = [("t s", "t", "5.0f"), ("RSS MB", "rss_mb", "6.1f"), ("fds", "fds", "4d"),
-                ("threads", "threads", "3d"), ("store MB", "store_mb", "7.1f"),
+        cols = [("t s", "t", "5.0f"), ("RSS MB", "rss_mb", "6.1f"), ("of it anon MB", "anon_mb", "6.1f"),
+                ("fds", "fds", "4d"), ("threads", "threads", "3d"), ("store MB", "store_mb", "7.1f"),
                 ("legacy sends/s", "legacy/s", "6.0f")]
         if not self.args.reset_load:
             cols += [("v1/s", "v1/s", "3.0f"), ("XMPP msgs/s", "xmpp/s", "4.0f"),
@@ -1035,8 +1038,9 @@ class Run:
                                  f"{self.srv.stderr_tail()}")
             time.sleep(max(0.0, wake - time.monotonic()))
         _stop.set()
+        deadline = time.monotonic() + 25
         for th in threads:
-            th.join(25)
+            th.join(max(0.0, deadline - time.monotonic()))
         stuck = [th.name for th in threads if th.is_alive()]
         if stuck:
             T.error("transport", "client loops still waiting 25 s after the stop", ", ".join(stuck))
@@ -1057,9 +1061,11 @@ class Run:
         checks = {}
         out = self.out
         out()
-        # health: every probe must be a 200
-        rows = self.health.rows
-        bad = [r for r in rows if r[2] != 200]
+        # Every probe must be a 200; latencies are those of the load (with --reset-load, the
+        # preload's are reported apart).
+        rows = [r for r in self.health.rows if r[0] >= self.t0]
+        before = [ms for start, ms, _ in self.health.rows if start < self.t0]
+        bad = [r for r in self.health.rows if r[2] != 200]
         for _, ms, st in bad:
             if st == 0:
                 T.error("transport", "GET /api/v1/health", f"after {ms:.0f} ms")
@@ -1102,7 +1108,8 @@ class Run:
         if args.reset_load:
             done, secs = res["preload"]
             out(f"Preload: {done:,} multicasts of {PRELOAD_SIZE} tokens ({done * PRELOAD_SIZE:,} deliveries) "
-                f"in {secs:.1f} s ({done / max(secs, 1e-9):,.0f}/s); messages accepted at the reset "
+                f"in {secs:.1f} s ({done / max(secs, 1e-9):,.0f}/s; the slowest health answer meanwhile "
+                f"{max(before, default=0):.0f} ms); messages accepted at the reset "
                 f"(GET /api/v1/stats): {bench.fmt_int(res.get('messages_at_reset'))}.")
         out(f"Health: {len(rows):,} probes every {HEALTH_INTERVAL_S * 1000:.0f} ms, p50 "
             f"{percentile(lat, 50):.1f} ms, p99 {percentile(lat, 99):.1f} ms, max {max(lat, default=0):.1f} ms; "
@@ -1123,7 +1130,8 @@ class Run:
                 checks["RSS flat after the warm-up (max after / at its end ≤ 1.10)"] = ratio <= TARGET_RSS_RATIO
                 out(f"RSS: {samples[0]['rss_mb']:.1f} MB at start, {warm['rss_mb']:.1f} MB at the end of the "
                     f"warm-up ({warm['t']:.0f} s), at most {top:.1f} MB after it: **{ratio:.3f}x** "
-                    f"(target ≤ {TARGET_RSS_RATIO:.2f}x); trend after the warm-up {slope:+.1f} MB/hour "
+                    f"(target ≤ {TARGET_RSS_RATIO:.2f}x); anonymous memory {warm['anon_mb']:.1f} MB, at most "
+                    f"{max(s['anon_mb'] for s in after):.1f} MB after; trend after the warm-up {slope:+.1f} MB/hour "
                     f"(least squares over {len(after)} samples).")
             else:
                 checks["RSS flat after the warm-up (max after / at its end ≤ 1.10)"] = None
