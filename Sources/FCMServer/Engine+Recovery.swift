@@ -17,6 +17,17 @@ import FCMStore
 // holding the connection (`tokens(for:)` inside a query): the store cannot change meanwhile,
 // since only the writer commits and it is here. Completions of the failed tickets run after the
 // lock is released, so a caller that retries at once sees the state without its change.
+//
+// A write refused for its own reason (a constraint: memory thought it valid, the store did not)
+// is handled the same way: the tickets after it fail, memory reads back what the store holds,
+// but the store's health stays ok (only a failure of the storage starts a failing spell).
+//
+// The listeners need nothing: the XMPP listener makes receipts and waits for deliveries only
+// for sends whose commit succeeded, and tells the engine of deliveries only after theirs did;
+// the one thing it holds that the store does not say is which connection has an upstream
+// message, kept below. A failed reset is the exception to "no trace": what it cleared that
+// lives only in memory (faults, rate windows, access tokens, the clock, the XMPP history) stays
+// cleared.
 extension Engine {
     /// Makes the store call `recover(after:)` when a write fails.
     func recoverAfterFailedWrites() {
