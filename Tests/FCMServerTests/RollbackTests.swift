@@ -68,6 +68,9 @@ final class RollbackTests: RollbackTestCase {
         defer { c.disconnect() }
         XCTAssertEqual(try c.patch("/api/v1/devices/demo-android-2", #"{"online":false}"#).status, 200)
         XCTAssertEqual(try send(c, to: "demo-android-2").status, 200)
+        let minted = try c.post("/api/v1/projects/\(DemoProject.senderID)/access-tokens")
+        XCTAssertEqual(minted.status, 201, minted.text)
+        let bearer = [("Authorization", "Bearer " + (minted.object?["access_token"]?.stringValue ?? "")), ("Content-Type", "application/json")]
         let before = try snapshot(c)
 
         try refuseWrites(s, true)
@@ -91,15 +94,25 @@ final class RollbackTests: RollbackTestCase {
             ("send to a new token", try send(c, to: "new-while-failing")),
             ("topic send", try send(c, to: "/topics/news")),
             ("refused send", try c.request("POST", "/fcm/send", headers: key, body: Array(#"{"to":1}"#.utf8))),
+            ("v1 send", try c.request("POST", "/v1/projects/demo-project/messages:send", headers: bearer,
+                                      body: Array(#"{"message":{"token":"demo-android-2","data":{"v":"1"}}}"#.utf8))),
+            ("v1 subscribe", try c.request("POST", "/v1/projects/demo-project/registrations/demo-android-1/topicSubscriptions?topic_name=v1news",
+                                           headers: bearer)),
+            ("service account", try c.post("/api/v1/projects/\(DemoProject.senderID)/service-accounts")),
             ("reset", try c.post("/api/v1/reset")),
         ]
         for (what, r) in refused { XCTAssertEqual(r.status, 500, "\(what): \(r.text)") }
-        // The group API answers in its own shape.
+        // The group API and HTTP v1 answer in their own shapes.
         XCTAssertEqual(refused[4].1.object?["error"]?.stringValue?.hasPrefix("the store failed"), true, refused[4].1.text)
+        for (what, r) in refused where what.hasPrefix("v1 ") {
+            XCTAssertEqual(r.object?["error"]?.objectValue?["status"]?.stringValue, "INTERNAL", "\(what): \(r.text)")
+        }
 
         XCTAssertEqual(try c.get("/api/v1/devices/made-while-failing").status, 404)
         XCTAssertEqual(try c.get("/api/v1/devices/new-while-failing").status, 404)
         XCTAssertEqual(try c.get("/api/v1/topics/news").status, 404)
+        XCTAssertEqual(try c.get("/api/v1/topics/v1news").status, 404)
+        XCTAssertEqual(items(try c.get("/api/v1/projects/\(DemoProject.senderID)/service-accounts")).count, 1)
         XCTAssertEqual(try c.request("GET", "/fcm/notification?notification_key_name=g1", headers: group).status, 400)
         XCTAssertEqual(try c.get("/api/v1/projects/555").status, 404)
         // The refused project's key authenticates nothing.
