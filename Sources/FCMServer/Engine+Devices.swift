@@ -303,9 +303,14 @@ extension Engine {
 
     /// Starts expiring held messages as real time passes them (every quarter second), so long
     /// polls and the event stream hear of an expiry without a read or a clock move to trigger it.
+    /// While the store cannot write it tries every 5 s instead: each failed write makes the
+    /// engine read its state back (Engine+Recovery.swift), and reads show an expired message as
+    /// expired before the sweep writes it so.
     public func startExpirySweeper() {
+        let ticks = Locked(0)
         let sweeper = PeriodicTask(everyMillis: 250) { [weak self] in
-            guard let self, state.withLock({ !$0.stored.isEmpty }) else { return }
+            let tick = ticks.withLock { t in t += 1; return t }
+            guard let self, store.failure == nil || tick % 20 == 0, state.withLock({ !$0.stored.isEmpty }) else { return }
             _ = try? expireDue()  // its commit wakes the long polls
         }
         expirySweeper.withLock { $0 = sweeper }

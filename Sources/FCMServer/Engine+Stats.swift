@@ -59,12 +59,13 @@ extension Engine {
     /// The counters, read from memory: constant work in the number of messages stored, but for
     /// the first call after a start on a store with sends, which counts those once.
     public func stats() throws(StoreError) -> StatsSnapshot {
-        if let floor = state.withLock({ $0.stats.before == nil ? $0.stats.floor : nil }) {
+        while let floor = state.withLock({ $0.stats.before == nil ? $0.stats.floor : nil }) {
             let before = try store.read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in
                 try StoreLoader(c).sendCounts(upTo: floor)
             }
-            // A reset in the meantime has set `before` (to nothing) already: it wins.
-            state.withLock { s in if s.stats.before == nil { s.stats.before = before } }
+            // A reset in the meantime has set `before` (to nothing) already: it wins. A failed
+            // write in the meantime moved the floor (Engine+Recovery.swift): count again.
+            state.withLock { s in if s.stats.before == nil && s.stats.floor == floor { s.stats.before = before } }
         }
         return state.withLock { s in
             StatsSnapshot(counts: s.stats.total, pending: s.stored.values.reduce(0) { $0 + $1.count }, devices: s.devices.count)

@@ -93,19 +93,20 @@ extension Engine {
         }
     }
 
-    /// The app server acked (or nacked) an upstream message.
+    /// The app server acked (or nacked) an upstream message; the event goes out once that is
+    /// committed (a failed write leaves the message as the store has it).
     func upstreamAcked(_ id: String, nacked: Bool) {
         let now = clock.nowMillis()
-        let acked: UpstreamMessage? = state.withLock { s in
-            guard var u = s.upstream[id] else { return nil }
+        state.withLock { s in
+            guard var u = s.upstream[id] else { return }
             u.status = nacked ? "nacked" : "acked"
             u.ackedAt = now
             s.upstream[id] = u
             let row = u
-            submit([Writes.saveUpstream([row])])
-            return u
+            submit([Writes.saveUpstream([row])]) { [events] error in
+                if error == nil { events.publish([("upstream.acked", row.json)]) }
+            }
         }
-        if let acked { events.publish([("upstream.acked", acked.json)]) }
     }
 
     /// Sent but unacked messages of a closed connection go back to the queue (redelivered on the

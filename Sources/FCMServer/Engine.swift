@@ -84,6 +84,7 @@ public final class Engine: Sendable {
         self.state = Locked(state)
         if !missing.isEmpty { try store.wait(for: store.submit([Writes.setFIDs(missing)])) }
         publishCredentials(loaded.state)
+        recoverAfterFailedWrites()
     }
 
     // MARK: Authentication

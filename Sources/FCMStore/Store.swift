@@ -18,6 +18,13 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// calls the batch's completion (the HTTP layer resumes the waiting request from there) or wakes
 /// the thread waiting for it.
 ///
+/// A write that fails stops the batch there: the tickets before it stay committed, it and every
+/// ticket after it in the batch fail with its error (they were submitted after it, so their
+/// owner decided them on a state that included the failed change). The failure handler
+/// (`onWriteFailure`) then runs on the writer thread before anything else is committed, and may
+/// fail every ticket still queued, so the owner can bring its memory back to what the store
+/// holds (see the engine's `recover(after:)`).
+///
 /// WAL checkpoints, whose disk flush stalled every request for milliseconds (a fifth of the
 /// throughput), run on their own thread and connection (PASSIVE, never blocking the writer).
 /// Under continuous writes such a checkpointer can never copy back the frames appended while it
@@ -44,6 +51,14 @@ public final class Store: @unchecked Sendable {
     /// Why writes fail (nil: the last commit with writes succeeded), and who is told when that
     /// changes (see `observeHealth`).
     private let health = Mutex<(failure: StoreError?, observer: (@Sendable (StoreError?) -> Void)?)>((nil, nil))
+    /// Called after a write failed (see `onWriteFailure`).
+    private let failureHandler = Mutex<FailureHandler?>(nil)
+
+    /// What runs on the writer thread after a ticket's writes failed, before the writer commits
+    /// anything else: `error` is that ticket's failure; `failQueued` fails every ticket queued at
+    /// the moment it is called, with the same error (their completions and waiters are told once
+    /// the handler has returned, so the handler may call it while holding a lock they take).
+    public typealias FailureHandler = @Sendable (_ error: StoreError, _ failQueued: () -> Void) -> Void
 
     /// A batch of writes submitted together.
     ///
@@ -155,21 +170,62 @@ public final class Store: @unchecked Sendable {
                 writerDone.signal()
                 return
             }
-            let results = commit(batch)
+            let (results, stop) = commit(batch)
             noteHealth(batch, results)
-            for (t, r) in zip(batch, results) { finish(t, r) }
+            guard let stop, let handler = failureHandler.withLock({ $0 }) else {
+                for (t, r) in zip(batch, results) { finish(t, r) }
+                checkpointer?.nudge()
+                continue
+            }
+            for (t, r) in zip(batch, results) where r == nil { finish(t, nil) }
+            var dropped: [Ticket] = []
+            handler(stop) {
+                queue.withLock {
+                    dropped += pending
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+            for (t, r) in zip(batch, results) where r != nil { finish(t, r) }
+            for t in dropped { finish(t, stop) }
             checkpointer?.nudge()
         }
     }
 
-    /// Commits `batch` in one transaction; returns each ticket's failure (nil: committed).
-    private func commit(_ batch: [Ticket]) -> [StoreError?] {
-        guard !batch.isEmpty else { return [] }
-        let failure: StoreError? = connectionLock.withLock {
+    /// Calls `handler` after every failed write (see `FailureHandler`); without one, a failure
+    /// fails only the rest of its batch.
+    public func onWriteFailure(_ handler: @escaping FailureHandler) {
+        failureHandler.withLock { $0 = handler }
+    }
+
+    /// Commits `batch` in one transaction. When that fails, commits each ticket on its own, in
+    /// order, up to the first that fails: that one and every later one get its error (they were
+    /// decided after it). Returns each ticket's failure (nil: committed) and the failure that
+    /// stopped the batch, if one did. A ticket without writes (`drain`) never stops a batch.
+    private func commit(_ batch: [Ticket]) -> (results: [StoreError?], stop: StoreError?) {
+        guard let failure = transact(batch) else { return (batch.map { _ in nil }, nil) }
+        if batch.count == 1 { return ([failure], batch[0].ops.isEmpty ? nil : failure) }
+        var results: [StoreError?] = []
+        results.reserveCapacity(batch.count)
+        var stop: StoreError?
+        for t in batch {
+            if let stop {
+                results.append(stop)
+                continue
+            }
+            let r = transact([t])
+            results.append(r)
+            if let r, !t.ops.isEmpty { stop = r }
+        }
+        return (results, stop)
+    }
+
+    /// Runs the tickets' writes in one transaction; returns why it failed (rolled back), or nil.
+    private func transact(_ tickets: [Ticket]) -> StoreError? {
+        connectionLock.withLock {
             do {
                 // Prepared once and cached (`execute` would parse them again for every batch).
                 try connection.run("BEGIN IMMEDIATE")
-                for t in batch {
+                for t in tickets {
                     for op in t.ops { try op(connection) }
                 }
                 try connection.run("COMMIT")
@@ -179,10 +235,6 @@ public final class Store: @unchecked Sendable {
                 return error as? StoreError ?? StoreError(code: 0, message: "\(error)", sql: nil)
             }
         }
-        guard let failure else { return batch.map { _ in nil } }
-        // One bad ticket must not fail its neighbours: retry each on its own.
-        if batch.count > 1 { return batch.flatMap { commit([$0]) } }
-        return [failure]
     }
 
     /// Why the store cannot write now (nil: the last commit that wrote succeeded).
@@ -196,7 +248,9 @@ public final class Store: @unchecked Sendable {
 
     /// Updates `failure` from a batch's outcomes: a failure of the storage (disk full, I/O error,
     /// read-only or damaged file) starts a failing spell; a committed write ends it. A ticket
-    /// refused for its own reasons (a constraint) and empty tickets (`drain`) say nothing.
+    /// refused for its own reasons (a constraint) and empty tickets (`drain`) say nothing. A
+    /// batch stops at its first failure, so a storage failure in it is the last write tried: it
+    /// wins over the commits before it.
     private func noteHealth(_ batch: [Ticket], _ results: [StoreError?]) {
         var failed: StoreError?
         var wrote = false
@@ -208,7 +262,7 @@ public final class Store: @unchecked Sendable {
             }
         }
         guard failed != nil || wrote else { return }
-        let now: StoreError? = wrote ? nil : failed
+        let now: StoreError? = failed
         let tell = health.withLock { h -> (@Sendable (StoreError?) -> Void)? in
             let changed = (h.failure == nil) != (now == nil)
             h.failure = now

@@ -59,15 +59,26 @@ final class StoreTests: XCTestCase {
         s.close()
     }
 
-    func testAFailingBatchDoesNotFailItsNeighbours() throws {
+    func testAFailingTicketFailsTheOnesAfterItInItsBatchOnly() throws {
         let s = try makeStore()
-        // Queue three batches before anyone waits, so they share one transaction attempt.
+        // Hold the writer in a transaction, so the next three tickets make one batch.
+        let (started, gate) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let blocker = s.submit([{ _ in started.signal(); gate.wait() }])
+        started.wait()
         let good1 = s.submit([{ c in try c.run("INSERT INTO t(thread, seq) VALUES (1, 1)") }])
         let bad = s.submit([{ c in try c.run("INSERT INTO nowhere VALUES (1)") }])
         let good2 = s.submit([{ c in try c.run("INSERT INTO t(thread, seq) VALUES (2, 2)") }])
-        XCTAssertThrowsError(try s.wait(for: bad))
+        gate.signal()
+        XCTAssertNoThrow(try s.wait(for: blocker))
+        // The one before it commits; the one after it was decided after it, so it fails too.
         XCTAssertNoThrow(try s.wait(for: good1))
-        XCTAssertNoThrow(try s.wait(for: good2))
+        XCTAssertThrowsError(try s.wait(for: bad))
+        XCTAssertThrowsError(try s.wait(for: good2)) { e in
+            XCTAssertEqual((e as? StoreError)?.message.contains("no such table: nowhere"), true, "\(e)")
+        }
+        XCTAssertEqual(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 1)
+        // Later tickets are another matter: they commit.
+        XCTAssertNoThrow(try s.write([{ c in try c.run("INSERT INTO t(thread, seq) VALUES (3, 3)") }]))
         XCTAssertEqual(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 2)
         s.close()
     }

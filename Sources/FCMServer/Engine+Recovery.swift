@@ -1,0 +1,84 @@
+import FCMCore
+import FCMStore
+
+// A failed commit leaves no trace (docs/architecture.md, "When a commit fails").
+//
+// Every change is decided under the state lock, applied to memory and queued for the store in
+// the same critical section, and answered only once committed. When a commit fails (a full disk,
+// a read-only file, or one write refused by a constraint), memory already holds that change and
+// every change decided after it. The store stops at the failed write and calls `recover(after:)`
+// on its writer thread before it commits anything else: the tickets still queued fail with the
+// same error (their callers answer 500, nack `INTERNAL_SERVER_ERROR` or `500 INTERNAL` as for
+// the failed one), and memory is read back from the store, keeping what lives only in memory.
+//
+// Deadlocks: recovery runs on the writer thread, which nobody holding the state lock waits for
+// (commits are always waited for outside it, and completions already take it on that thread).
+// It reads the store *before* taking the state lock, because readers take the state lock while
+// holding the connection (`tokens(for:)` inside a query): the store cannot change meanwhile,
+// since only the writer commits and it is here. Completions of the failed tickets run after the
+// lock is released, so a caller that retries at once sees the state without its change.
+//
+// A write refused for its own reason (a constraint: memory thought it valid, the store did not)
+// is handled the same way: the tickets after it fail, memory reads back what the store holds,
+// but the store's health stays ok (only a failure of the storage starts a failing spell).
+//
+// The listeners need nothing: the XMPP listener makes receipts and waits for deliveries only
+// for sends whose commit succeeded, and tells the engine of deliveries only after theirs did;
+// the one thing it holds that the store does not say is which connection has an upstream
+// message, kept below. A failed reset is the exception to "no trace": what it cleared that
+// lives only in memory (faults, rate windows, access tokens, the clock, the XMPP history) stays
+// cleared.
+extension Engine {
+    /// Makes the store call `recover(after:)` when a write fails.
+    func recoverAfterFailedWrites() {
+        store.onWriteFailure { [weak self] error, failQueued in
+            self?.recover(after: error, failQueued: failQueued)
+        }
+    }
+
+    /// Brings memory back to what the store holds after a failed write: under the state lock,
+    /// fails every ticket still queued (all decided on the state that included the failed change)
+    /// and replaces the store's part of the state with what was just read back. Should the read
+    /// fail too, memory stays as it is (the queued tickets fail all the same).
+    func recover(after error: StoreError, failQueued: () -> Void) {
+        let loaded = try? EngineState.load(from: store)
+        state.withLock { s in
+            failQueued()
+            guard let loaded else { return }
+            s = s.recovered(from: loaded.state, maxMid: loaded.maxMid)
+            publishCredentials(s)
+        }
+        notifyChanged()
+    }
+}
+
+extension EngineState {
+    /// `loaded`, what the store holds, with what lives only in memory taken from this state:
+    ///
+    /// - the faults, the rate-limit windows, the message-id allocator (ids stay increasing: one a
+    ///   failed send took is never reused), the fixture devices a reset puts back, and the next
+    ///   device id (never lower than one already given);
+    /// - the send counts: counted again from the store when next asked for (ids up to `maxMid`),
+    ///   plus what is decided from now on, so a failed send is not counted;
+    /// - an upstream message an XMPP connection holds (`sent`, with its connection): the store
+    ///   reads it back as `queued` (at a start its connection is gone), but this connection is
+    ///   alive, has it on the wire and waits for its ack. One the store never got is gone.
+    ///
+    /// Everything else (projects, devices, what offline devices hold, subscriptions, groups,
+    /// upstream messages) is the store's. A state field added later is the store's unless it is
+    /// named here.
+    func recovered(from loaded: EngineState, maxMid: Int64) -> EngineState {
+        var s = loaded
+        s.faults = faults
+        s.deviceWindows = deviceWindows
+        s.topicWindows = topicWindows
+        s.ids = ids
+        s.fixtureDevices = fixtureDevices
+        s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
+        s.stats = SendStats(floor: maxMid)
+        for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {
+            if let stored = s.upstream[id], stored.status == "queued" { s.upstream[id] = u }
+        }
+        return s
+    }
+}
