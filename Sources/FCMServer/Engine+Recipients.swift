@@ -214,7 +214,8 @@ extension Engine {
             published += p.events
         }
         let eventsToPublish = published
-        submit(ops) { [self] error in
+        // Committed by the sender once it leaves the state lock (`Engine.send`).
+        submit(ops, wakeWriter: false) { [self] error in
             if error == nil { events.publish(eventsToPublish) }
             notifyChanged()
             completion(error.map { .failure($0) } ?? .success(result))

@@ -7,12 +7,13 @@ import FCMStore
 // the same critical section, and answered only once committed. When a commit fails (a full disk,
 // a read-only file, or one write refused by a constraint), memory already holds that change and
 // every change decided after it. The store stops at the failed write and calls `recover(after:)`
-// on its writer thread before it commits anything else: the tickets still queued fail with the
+// on the committing thread before it commits anything else: the tickets still queued fail with the
 // same error (their callers answer 500, nack `INTERNAL_SERVER_ERROR` or `500 INTERNAL` as for
 // the failed one), and memory is read back from the store, keeping what lives only in memory.
 //
-// Deadlocks: recovery runs on the writer thread, which nobody holding the state lock waits for
-// (commits are always waited for outside it, and completions already take it on that thread).
+// Deadlocks: recovery runs on the committing thread (the writer, or a sender or waiter that
+// commits what is queued), which holds no lock then; nobody holding the state lock waits for a
+// commit (commits are always waited for outside it, and completions already take it).
 // It reads the store *before* taking the state lock, because readers take the state lock while
 // holding the connection (`tokens(for:)` inside a query): the store cannot change meanwhile,
 // since only the writer commits and it is here. Completions of the failed tickets run after the

@@ -157,7 +157,9 @@ extension Engine {
             writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)
             return nil
         }
-        if let dryResult { completion(.success(dryResult)) }
+        if let dryResult { return completion(.success(dryResult)) }
+        // On this thread, unless a commit is running: a send answered without a thread switch.
+        store.commitQueued()
     }
 
     /// What a send is, for the steps that place and record it.

@@ -176,8 +176,8 @@ public final class Engine: Sendable {
 
     /// Queues `ops` in decision order; call only while holding `state`.
     @discardableResult
-    func submit(_ ops: [WriteOp], completion: (@Sendable (StoreError?) -> Void)? = nil) -> Store.Ticket {
-        store.submit(ops, completion: completion)
+    func submit(_ ops: [WriteOp], wakeWriter: Bool = true, completion: (@Sendable (StoreError?) -> Void)? = nil) -> Store.Ticket {
+        store.submit(ops, wakeWriter: wakeWriter, completion: completion)
     }
 
     /// Waits for a ticket, then wakes long polls.

@@ -13,15 +13,18 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// The only owner of the SQLite connection: serialized reads, and writes by group commit.
 ///
 /// A request's writes are answered only after they are committed. Committing each request on its
-/// own would cap throughput at the commit rate, so one writer thread takes every batch queued
-/// while the previous transaction ran and commits them together, then completes each batch: it
-/// calls the batch's completion (the HTTP layer resumes the waiting request from there) or wakes
-/// the thread waiting for it.
+/// own would cap throughput at the commit rate, so every batch queued while the previous
+/// transaction ran is committed together, then each ticket is completed: its completion runs (the
+/// HTTP layer answers the request from there) or the thread waiting for it wakes. One batch is
+/// committed at a time (`committing`), by whichever thread comes first: a caller that asks to
+/// (`commitQueued`, and every `wait`), which then answers its own request and those queued
+/// with it without handing them to another thread and back (a sequential client's send cost two
+/// thread switches), or the writer thread, which takes what callers leave queued.
 ///
 /// A write that fails stops the batch there: the tickets before it stay committed, it and every
 /// ticket after it in the batch fail with its error (they were submitted after it, so their
 /// owner decided them on a state that included the failed change). The failure handler
-/// (`onWriteFailure`) then runs on the writer thread before anything else is committed, and may
+/// (`onWriteFailure`) then runs on the committing thread before anything else is committed, and may
 /// fail every ticket still queued, so the owner can bring its memory back to what the store
 /// holds (see the engine's `recover(after:)`).
 ///
@@ -32,14 +35,16 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// backstop at 64 MiB of log, and then finds most frames already copied.
 ///
 /// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
-/// `connection` only inside `connectionLock`, `pending`/`stopping` only inside `queue`; a
-/// ticket's outcome is written by the writer before it signals or completes the ticket.
+/// `connection` only inside `connectionLock`, `pending`/`stopping`/`committing` only inside
+/// `queue`; a ticket's outcome is written by its committer before it signals or completes it.
 public final class Store: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let connectionLock = ConditionLock()
     private let queue = ConditionLock()
     private var pending: [Ticket] = []
     private var stopping = false
+    /// A batch is being committed (by the writer or a caller of `commitQueued`).
+    private var committing = false
     private let writerDone = DispatchSemaphore(value: 0)
     private let checkpointer: Checkpointer?
     /// The schema version this build migrates a store to.
@@ -54,8 +59,8 @@ public final class Store: @unchecked Sendable {
     /// Called after a write failed (see `onWriteFailure`).
     private let failureHandler = Mutex<FailureHandler?>(nil)
 
-    /// What runs on the writer thread after a ticket's writes failed, before the writer commits
-    /// anything else: `error` is that ticket's failure; `failQueued` fails every ticket queued at
+    /// What runs on the committing thread after a ticket's writes failed, before anything else
+    /// is committed: `error` is that ticket's failure; `failQueued` fails every ticket queued at
     /// the moment it is called, with the same error (their completions and waiters are told once
     /// the handler has returned, so the handler may call it while holding a lock they take).
     public typealias FailureHandler = @Sendable (_ error: StoreError, _ failQueued: () -> Void) -> Void
@@ -112,24 +117,49 @@ public final class Store: @unchecked Sendable {
     }
 
     /// Queues `ops` for the next group commit and returns at once; `completion`, when given, runs
-    /// on the writer thread once they are committed (or failed). Ordering between submissions is
-    /// the order of the calls, so callers that hold their own lock while submitting get their
-    /// writes applied in the order they decided them.
+    /// once they are committed (or failed), on the thread that commits them: the writer, or a
+    /// caller of `commitQueued` or `wait`. Ordering between submissions is the order of the calls,
+    /// so callers that hold their own lock while submitting get their writes applied in the order
+    /// they decided them.
+    ///
+    /// `wakeWriter: false` leaves the writer thread asleep: the caller promises to call
+    /// `commitQueued()` once it holds no lock (it then commits on its own thread, unless a commit
+    /// is running, whose committer hands what is queued on). A send answered that way costs no
+    /// thread switch.
     @discardableResult
-    public func submit(_ ops: [WriteOp], completion: (@Sendable (StoreError?) -> Void)? = nil) -> Ticket {
+    public func submit(_ ops: [WriteOp], wakeWriter: Bool = true, completion: (@Sendable (StoreError?) -> Void)? = nil) -> Ticket {
         let t = Ticket(ops: ops, completion: completion)
         let accepted = queue.withLock { () -> Bool in
             guard !stopping else { return false }
             pending.append(t)
-            if pending.count == 1 { queue.broadcast() }
+            if wakeWriter && pending.count == 1 && !committing { queue.broadcast() }
             return true
         }
         if !accepted { finish(t, StoreError(code: 0, message: "the store is closed", sql: nil)) }
         return t
     }
 
+    /// Commits everything queued on the calling thread, unless a commit is running (its committer
+    /// then passes the queue on to the writer). Call it holding no lock: completions run here.
+    public func commitQueued() {
+        let batch: [Ticket]? = queue.withLock {
+            guard !committing, !pending.isEmpty else { return nil }
+            committing = true
+            let b = pending
+            pending.removeAll(keepingCapacity: true)
+            return b
+        }
+        guard let batch else { return }
+        process(batch)
+        queue.withLock {
+            committing = false
+            if !pending.isEmpty || stopping { queue.broadcast() }
+        }
+    }
+
     /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
     public func wait(for ticket: Ticket) throws(StoreError) {
+        commitQueued()
         let sem: DispatchSemaphore? = ticket.state.withLock { s in
             if s.finished { return nil }
             let w = s.waiter ?? DispatchSemaphore(value: 0)
@@ -158,37 +188,48 @@ public final class Store: @unchecked Sendable {
         t.completion?(outcome)
     }
 
+    /// The writer thread: commits what callers leave queued (those that submit with
+    /// `wakeWriter: false` commit on their own thread when no commit is running).
     private func runWriter() {
         while true {
-            let batch: [Ticket] = queue.withLock {
-                while pending.isEmpty && !stopping { queue.wait() }
+            let batch: [Ticket]? = queue.withLock {
+                while committing || (pending.isEmpty && !stopping) { queue.wait() }
+                if pending.isEmpty { return nil }
+                committing = true
                 let b = pending
                 pending.removeAll(keepingCapacity: true)
                 return b
             }
-            if batch.isEmpty {
+            guard let batch else {
                 writerDone.signal()
                 return
             }
-            let (results, stop) = commit(batch)
-            noteHealth(batch, results)
-            guard let stop, let handler = failureHandler.withLock({ $0 }) else {
-                for (t, r) in zip(batch, results) { finish(t, r) }
-                checkpointer?.nudge()
-                continue
-            }
-            for (t, r) in zip(batch, results) where r == nil { finish(t, nil) }
-            var dropped: [Ticket] = []
-            handler(stop) {
-                queue.withLock {
-                    dropped += pending
-                    pending.removeAll(keepingCapacity: true)
-                }
-            }
-            for (t, r) in zip(batch, results) where r != nil { finish(t, r) }
-            for t in dropped { finish(t, stop) }
-            checkpointer?.nudge()
+            process(batch)
+            queue.withLock { committing = false }
         }
+    }
+
+    /// Commits `batch` and completes its tickets; runs with `committing` set, so one batch at a
+    /// time, in submission order, whichever thread commits it.
+    private func process(_ batch: [Ticket]) {
+        let (results, stop) = commit(batch)
+        noteHealth(batch, results)
+        guard let stop, let handler = failureHandler.withLock({ $0 }) else {
+            for (t, r) in zip(batch, results) { finish(t, r) }
+            checkpointer?.nudge()
+            return
+        }
+        for (t, r) in zip(batch, results) where r == nil { finish(t, nil) }
+        var dropped: [Ticket] = []
+        handler(stop) {
+            queue.withLock {
+                dropped += pending
+                pending.removeAll(keepingCapacity: true)
+            }
+        }
+        for (t, r) in zip(batch, results) where r != nil { finish(t, r) }
+        for t in dropped { finish(t, stop) }
+        checkpointer?.nudge()
     }
 
     /// Calls `handler` after every failed write (see `FailureHandler`); without one, a failure
@@ -240,7 +281,7 @@ public final class Store: @unchecked Sendable {
     /// Why the store cannot write now (nil: the last commit that wrote succeeded).
     public var failure: StoreError? { health.withLock { $0.failure } }
 
-    /// Calls `observer` on the writer thread each time writes start failing (with the reason) and
+    /// Calls `observer` on the committing thread each time writes start failing (with the reason) and
     /// when a commit succeeds again (nil): once per change, not once per failed commit.
     public func observeHealth(_ observer: @escaping @Sendable (StoreError?) -> Void) {
         health.withLock { $0.observer = observer }
