@@ -154,7 +154,7 @@ final class DeliveryIndexTests: XCTestCase {
             return names
         }
         XCTAssertEqual(indexes, ["deliveries_device", "deliveries_pending", "deliveries_token"])
-        XCTAssertEqual(try again.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA user_version") }, 12)
+        XCTAssertEqual(try again.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA user_version") }, Int64(Store.schemaVersion))
         XCTAssertEqual(try inbox(again, device: 1), [100, 102, 300, 400, 401])
         XCTAssertEqual(try records(again, device: nil, token: "gone"), [500, 300])
     }
