@@ -44,7 +44,7 @@ extension Engine {
                     }
                 }
             }
-            s.inbox.removeAll()
+            s.inboxMarks.removeAll()
             s.stored.removeAll()
             s.stats = SendStats()
             s.faults = FaultTable()
