@@ -72,9 +72,9 @@ final class CCS: XMPPDelegate {
         self.engine = engine
         self.log = log
         self.connectionsPerSender = connectionsPerSender
-        engine.upstreamDispatch.withLock { $0 = { [weak self] sender in self?.dispatchUpstream(sender) } }
-        engine.lateDeliveries.withLock { $0 = { [weak self] ids in self?.delivered(ids) } }
-        engine.resetListeners.withLock { $0 = { [weak self] in self?.forgetHistory() ?? {} } }
+        engine.upstreamDispatch.withLock { $0 = Handler { [weak self] sender in self?.dispatchUpstream(sender) } }
+        engine.lateDeliveries.withLock { $0 = Handler { [weak self] ids in self?.delivered(ids) } }
+        engine.resetListeners.withLock { $0 = Handler { [weak self] in self?.forgetHistory() ?? {} } }
     }
 
     /// A receipt (`MESSAGE_SENT_TO_DEVICE`) for a message the app server sent with

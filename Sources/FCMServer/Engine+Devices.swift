@@ -187,7 +187,7 @@ extension Engine {
             try commitControl(ticket)
             noteSettled(settled)
             events.publish(pendingEvents)
-            if !deliveredIDs.isEmpty { lateDeliveries.withLock { $0 }?(deliveredIDs) }
+            if !deliveredIDs.isEmpty { lateDeliveries.withLock { $0 }?.call(deliveredIDs) }
         }
         return device
     }

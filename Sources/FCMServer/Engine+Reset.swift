@@ -8,7 +8,7 @@ extension Engine {
     /// flag), and made again where they are gone, all under one lock: a reset writes only what
     /// changed, not a whole fixture's rows, and no send sees the store without them.
     public func reset(fixtures: [DeviceSpec]?) throws(ControlError) {
-        let hook = resetListeners.withLock { $0 }
+        let hook = resetListeners.withLock { $0 }?.call
         var afterwards: (@Sendable () -> Void)?
         let now = clock.nowMillis()
         let ticket = state.withLock { s in
@@ -58,7 +58,7 @@ extension Engine {
             s.upstreamOrder.removeAll()
             credentials.withLock { $0.accessTokens.removeAll() }
             restartClock(&s)
-            afterwards = hook?()
+            afterwards = hook?(())
             return submit([Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
                                         restored: changed.map { ($0.id, $0.state.rawValue, $0.online) }),
                            Writes.insertDevices(created.map(\.row))])

@@ -58,7 +58,7 @@ extension Engine {
             return .success(submit([Writes.saveUpstream([up])]))
         }
         try commitControl(try result.get())
-        upstreamDispatch.withLock { $0 }?(d.senderID)
+        upstreamDispatch.withLock { $0 }?.call(d.senderID)
         // Answer with what happened: `sent` when a connection of the sender took it at once.
         return state.withLock { $0.upstream[id] } ?? up
     }

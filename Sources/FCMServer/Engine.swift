@@ -43,15 +43,15 @@ public final class Engine: Sendable {
     /// sends it with every request, and an RSA check per request would cost more than the send.
     let verifiedJWTs = Locked<[String: VerifiedJWT]>([:])
     /// Called with a sender id when upstream messages of that sender wait for a connection.
-    let upstreamDispatch = Locked<(@Sendable (String) -> Void)?>(nil)
+    let upstreamDispatch = Locked<Handler<String, Void>?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
-    let lateDeliveries = Locked<(@Sendable ([Int64]) -> Void)?>(nil)
+    let lateDeliveries = Locked<Handler<[Int64], Void>?>(nil)
     /// Expires held messages as real time passes (started with the listeners).
     let expirySweeper = Locked<PeriodicTask?>(nil)
     /// Called during a reset, with the state lock held (so nothing is sent or queued between the
     /// engine forgetting and the listener forgetting): the XMPP listener forgets the receipts and
     /// upstream messages it holds. It returns what to do once the lock is released.
-    let resetListeners = Locked<(@Sendable () -> @Sendable () -> Void)?>(nil)
+    let resetListeners = Locked<Handler<Void, @Sendable () -> Void>?>(nil)
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).

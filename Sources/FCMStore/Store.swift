@@ -55,15 +55,17 @@ public final class Store: @unchecked Sendable {
     public let journalMode: String
     /// Why writes fail (nil: the last commit with writes succeeded), and who is told when that
     /// changes (see `observeHealth`).
-    private let health = Mutex<(failure: StoreError?, observer: (@Sendable (StoreError?) -> Void)?)>((nil, nil))
+    private let health = Mutex<(failure: StoreError?, observer: Handler<StoreError?, Void>?)>((nil, nil))
     /// Called after a write failed (see `onWriteFailure`).
-    private let failureHandler = Mutex<FailureHandler?>(nil)
+    private let failureHandler = Mutex<FailureHandlerBox?>(nil)
 
     /// What runs on the committing thread after a ticket's writes failed, before anything else
     /// is committed: `error` is that ticket's failure; `failQueued` fails every ticket queued at
     /// the moment it is called, with the same error (their completions and waiters are told once
     /// the handler has returned, so the handler may call it while holding a lock they take).
     public typealias FailureHandler = @Sendable (_ error: StoreError, _ failQueued: () -> Void) -> Void
+    /// Kept in a struct, as `Handler` keeps a closure (see there for why).
+    private struct FailureHandlerBox: Sendable { let call: FailureHandler }
 
     /// A batch of writes submitted together.
     ///
@@ -214,7 +216,7 @@ public final class Store: @unchecked Sendable {
     private func process(_ batch: [Ticket]) {
         let (results, stop) = commit(batch)
         noteHealth(batch, results)
-        guard let stop, let handler = failureHandler.withLock({ $0 }) else {
+        guard let stop, let handler = failureHandler.withLock({ $0 })?.call else {
             for (t, r) in zip(batch, results) { finish(t, r) }
             checkpointer?.nudge()
             return
@@ -235,7 +237,7 @@ public final class Store: @unchecked Sendable {
     /// Calls `handler` after every failed write (see `FailureHandler`); without one, a failure
     /// fails only the rest of its batch.
     public func onWriteFailure(_ handler: @escaping FailureHandler) {
-        failureHandler.withLock { $0 = handler }
+        failureHandler.withLock { $0 = FailureHandlerBox(call: handler) }
     }
 
     /// Commits `batch` in one transaction. When that fails, commits each ticket on its own, in
@@ -284,7 +286,7 @@ public final class Store: @unchecked Sendable {
     /// Calls `observer` on the committing thread each time writes start failing (with the reason) and
     /// when a commit succeeds again (nil): once per change, not once per failed commit.
     public func observeHealth(_ observer: @escaping @Sendable (StoreError?) -> Void) {
-        health.withLock { $0.observer = observer }
+        health.withLock { $0.observer = Handler(observer) }
     }
 
     /// Updates `failure` from a batch's outcomes: a failure of the storage (disk full, I/O error,
@@ -307,7 +309,7 @@ public final class Store: @unchecked Sendable {
         let tell = health.withLock { h -> (@Sendable (StoreError?) -> Void)? in
             let changed = (h.failure == nil) != (now == nil)
             h.failure = now
-            return changed ? h.observer : nil
+            return changed ? h.observer?.call : nil
         }
         tell?(now)
     }

@@ -62,6 +62,17 @@ public final class ConditionLock: @unchecked Sendable {
     }
 }
 
+/// A closure to keep under a lock (`Locked`, `Mutex`) and read out again and again.
+///
+/// A bare closure (or a tuple holding one) read through `withLock`'s `inout` value comes back
+/// wrapped in two more reabstraction thunks, which are written back into the lock on every read
+/// (swiftlang/swift#91348): each read costs memory for good, and after some hundred thousand
+/// reads calling it overflows the stack. Inside a struct the closure is stored as it is.
+public struct Handler<Input, Output>: Sendable {
+    public let call: @Sendable (Input) -> Output
+    public init(_ call: @escaping @Sendable (Input) -> Output) { self.call = call }
+}
+
 /// A value guarded by a plain pthread mutex (glibc's adaptive kind: it spins briefly before
 /// sleeping).
 ///
