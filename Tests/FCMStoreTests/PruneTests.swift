@@ -115,13 +115,16 @@ final class PruneTests: XCTestCase {
     }
 
     /// A store past the in-place threshold: reset renames the history aside and makes it again
-    /// from the schema's own SQL; the tables set aside are emptied in batches and dropped, after
-    /// a reopen too; what was written after the reset stays.
+    /// from the schema's own SQL (a partial index at once, a whole-table one once the table set
+    /// aside is gone); the tables set aside are emptied in batches and dropped, after a reopen
+    /// too; what was written after the reset stays.
     func testLargeResetSetsTheHistoryAsideAndEmptiesItInBatches() throws {
         let path = dir + "/big.sqlite"
         var s = try Store(path: path)
+        try s.write([{ c in try c.execute("CREATE INDEX deliveries_by_device ON deliveries(device, id)") }])
         let before = try schema(s)
         XCTAssertTrue(before.contains { $0.contains("deliveries_pending") })
+        XCTAssertTrue(before.contains { $0.contains("deliveries_by_device") })
         // About 12 MB: 1,500 records of 8 KB.
         for i in 0..<1_500 { try send(s, id: 10_000 + Int64(i) * 10, recipients: 2, filler: 8_000) }
         try s.refreshHistory()
@@ -133,7 +136,12 @@ final class PruneTests: XCTestCase {
         XCTAssertEqual(try count(s, "gone_1_deliveries"), 3_000)
         XCTAssertEqual(try count(s, "messages"), 0)
         XCTAssertEqual(try count(s, "deliveries"), 0)
-        XCTAssertEqual(try schema(s), before, "the same tables and indexes, by name")
+        XCTAssertEqual(try schema(s), before.filter { !$0.contains("deliveries_by_device") },
+                       "the same tables and the partial index; the whole-table index stays with the old table")
+        let moved = try s.read { (c: SQLiteConnection) throws(StoreError) in
+            try c.scalarText("SELECT tbl_name FROM sqlite_schema WHERE name = 'deliveries_by_device'")
+        }
+        XCTAssertEqual(moved, "gone_1_deliveries")
         try s.refreshHistory()
         XCTAssertEqual(s.messageCount, 0)
 
@@ -154,6 +162,7 @@ final class PruneTests: XCTestCase {
         while try s.emptyLeftovers(rows: 1_000) { batches += 1 }
         XCTAssertEqual(batches, 1 + 1 + 2 + 1, "the last 1,000 deliveries, the drop, 1,500 records in two, the drop")
         XCTAssertEqual(try leftovers(s), [])
+        XCTAssertEqual(try schema(s), before, "the whole-table index is back on the live table, as it was")
         try s.refreshHistory()
         XCTAssertEqual(s.messageCount, 1, "what came after the reset is still there")
         XCTAssertEqual(try count(s, "deliveries"), 1)
