@@ -7,9 +7,10 @@
 Starts the binary (FCM_MOCK_BIN, else .build/release/fcm-mock) on a new file store (or :memory:
 with --memory) with --max-messages, sends --sends single-token legacy sends to 100 devices over 4
 keep-alive connections (Python threads, 32 requests in flight on each), and after every --every
-sends prints the server's RSS, the store's files (database + write-ahead log) and what
-GET /api/v1/health reports (store_messages, store_bytes). Once the sends stop it waits (a bounded
-poll) for the pruner to bring the count down to the limit and prints a last row.
+sends prints the send rate, the server's CPU per send, its RSS, the store's files (database +
+write-ahead log) and what GET /api/v1/health reports (store_messages, store_bytes). Once the
+sends stop it waits (a bounded poll) for the pruner to bring the count down to the limit and
+prints a last row.
 
 Flat means: from the first row at twice the limit on, RSS and the files (db + wal) stay within 10%
 of that row. Exit 0 when both are flat and the count came down to the limit, 1 when not, 2 when
@@ -57,6 +58,12 @@ class Server:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+    def cpu_s(self):
+        """User + system CPU the server has used so far (all its threads), seconds."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def health(self):
         s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
@@ -170,7 +177,7 @@ def main():
             row = {"sends": label, "rss_mib": server.rss_kib() / 1024, "db_mib": db_bytes / 2**20,
                    "wal_mib": wal_bytes / 2**20, "files_mib": (db_bytes + wal_bytes) / 2**20,
                    "store_messages": h.get("store_messages"), "store_mib": h.get("store_bytes", 0) / 2**20,
-                   "elapsed_s": time.monotonic() - started}
+                   "elapsed_s": time.monotonic() - started, "cpu_s": server.cpu_s()}
             rows.append(row)
             log(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()}))
             return row
@@ -196,8 +203,10 @@ def main():
             if errors:
                 raise SystemExit(f"bounded: sending failed after {sent} sends: {errors[0]}")
             sent += step
+            before = rows[-1]["cpu_s"]
             row = sample(sent)
             row["rate"] = step / (time.monotonic() - t0)
+            row["cpu_us"] = (row["cpu_s"] - before) / step * 1e6
         failures = sum(c.failures for c in clients)
         # The pruner works in the background: wait (bounded) for it to reach the limit.
         deadline = time.monotonic() + 30
@@ -210,12 +219,14 @@ def main():
 
     store = ":memory:" if args.memory else "file"
     print(f"### {args.sends:,} legacy sends, --max-messages {args.max_messages:,}, {store} store\n")
-    print("| sends | sends/s | RSS MiB | db MiB | wal MiB | db + wal MiB | health store_messages | health store_bytes MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| sends | sends/s | server CPU µs/send | RSS MiB | db MiB | wal MiB | db + wal MiB | health store_messages "
+          "| health store_bytes MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         label = f"{r['sends']:,}" if isinstance(r["sends"], int) else r["sends"]
         rate = f"{r['rate']:,.0f}" if "rate" in r else ""
-        print(f"| {label} | {rate} | {r['rss_mib']:.1f} | {r['db_mib']:.1f} | {r['wal_mib']:.1f} | {r['files_mib']:.1f} "
+        cpu = f"{r['cpu_us']:.0f}" if "cpu_us" in r else ""
+        print(f"| {label} | {rate} | {cpu} | {r['rss_mib']:.1f} | {r['db_mib']:.1f} | {r['wal_mib']:.1f} | {r['files_mib']:.1f} "
               f"| {r['store_messages']} | {r['store_mib']:.1f} |")
     # Flat: from the first row at twice the limit on, within FLAT_TOLERANCE of that row.
     after = [r for r in rows if isinstance(r["sends"], int) and r["sends"] >= 2 * args.max_messages] + rows[-1:]
