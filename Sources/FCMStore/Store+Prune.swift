@@ -182,12 +182,13 @@ extension Store {
     /// takes to free every page (half a second for 190,000 messages and 700,000 deliveries), so
     /// its tables are renamed aside (`gone_N_messages`, `gone_N_deliveries`) and made again, empty,
     /// from the schema's own SQL: work in the size of the schema, not of the rows. An index name
-    /// can be used once only and SQLite cannot rename an index, so a partial index (a few pending
-    /// rows) is dropped and made again at once, while a whole-table one (dropping 700,000 entries
-    /// takes 100 ms) stays with the table set aside, shrinks as its rows go, and is made again on
-    /// the new table when that one is dropped. The pruner empties the tables set aside in small
-    /// batches (`emptyLeftovers`). When the new tables cannot be made (a full store has no page
-    /// for them), it deletes in place after all.
+    /// can be used once only and SQLite cannot rename an index, so a small index (a partial one
+    /// over fewer than `smallIndexRows` rows, such as the pending deliveries') is dropped and made
+    /// again at once, while a large one (dropping 700,000 entries takes 100 ms) stays with the
+    /// table set aside, shrinks as its rows go, and is made again on the new table when that one
+    /// is dropped. The pruner empties the tables set aside in small batches (`emptyLeftovers`).
+    /// When the new tables cannot be made (a full store has no page for them), it deletes in
+    /// place after all.
     public func resetHistory() -> WriteOp {
         { [history] c in
             let used = (try c.scalar("PRAGMA page_count") ?? 0) - (try c.scalar("PRAGMA freelist_count") ?? 0)
@@ -213,12 +214,12 @@ extension Store {
             WHERE tbl_name IN ('messages', 'deliveries') AND type IN ('table', 'index') AND sql IS NOT NULL
             """) { (r: Statement) throws(StoreError) in
             guard let name = r.text(1), let sql = r.text(2) else { return }
-            if r.text(0) == "table" {
-                tables.append(sql)
-            } else if sql.uppercased().contains(" WHERE ") {
-                indexes.append((name, sql))  // partial: made again now; the others follow their table
-            }
+            if r.text(0) == "table" { tables.append(sql) } else { indexes.append((name, sql)) }
         }
+        // Small indexes are made again now; the others follow their table (see above).
+        var small: [(name: String, sql: String)] = []
+        for i in indexes where try isSmall(i.sql, c) { small.append(i) }
+        indexes = small
         let generation = (try leftoverTables(c).compactMap(leftoverGeneration).max() ?? 0) + 1
         try c.execute("SAVEPOINT set_history_aside")
         do {
@@ -235,6 +236,30 @@ extension Store {
             try c.execute("ROLLBACK TO set_history_aside; RELEASE set_history_aside")
             return false
         }
+    }
+
+    /// A partial index over fewer rows than this is dropped and made again inside a reset.
+    static let smallIndexRows = 10_000
+
+    /// Whether the index `sql` makes (on messages or deliveries) is partial and covers fewer
+    /// than `smallIndexRows` rows: counted through its own predicate, at most that many.
+    private static func isSmall(_ sql: String, _ c: SQLiteConnection) throws(StoreError) -> Bool {
+        let upper = Array(sql.uppercased().utf8)
+        let on = Array(" ON ".utf8), whereWord = Array(" WHERE ".utf8)
+        guard sql.utf8.count == upper.count, let onAt = firstOffset(of: on, in: upper),
+              let whereAt = firstOffset(of: whereWord, in: upper) else { return false }
+        let afterOn = String(decoding: Array(sql.utf8)[(onAt + on.count)...], as: UTF8.self)
+        let table = afterOn.hasPrefix("messages") || afterOn.hasPrefix("\"messages\"") ? "messages" : "deliveries"
+        let predicate = String(decoding: Array(sql.utf8)[(whereAt + whereWord.count)...], as: UTF8.self)
+        // The predicate is the schema's own SQL (read from sqlite_schema), not anyone's input.
+        let n = try c.scalar("SELECT count(*) FROM (SELECT 1 FROM \(table) WHERE \(predicate) LIMIT \(smallIndexRows))") ?? 0
+        return n < Int64(smallIndexRows)
+    }
+
+    private static func firstOffset(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard needle.count <= haystack.count else { return nil }
+        for i in 0...(haystack.count - needle.count) where haystack[i..<(i + needle.count)].elementsEqual(needle) { return i }
+        return nil
     }
 
     /// Deletes up to `rows` rows of a table a reset set aside, and drops the table once it is

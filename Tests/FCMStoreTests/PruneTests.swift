@@ -115,33 +115,47 @@ final class PruneTests: XCTestCase {
     }
 
     /// A store past the in-place threshold: reset renames the history aside and makes it again
-    /// from the schema's own SQL (a partial index at once, a whole-table one once the table set
-    /// aside is gone); the tables set aside are emptied in batches and dropped, after a reopen
-    /// too; what was written after the reset stays.
+    /// from the schema's own SQL (a small partial index at once; a whole-table one, and a partial
+    /// one over many rows, once the table set aside is gone); the tables set aside are emptied in
+    /// batches and dropped, after a reopen too; what was written after the reset stays.
     func testLargeResetSetsTheHistoryAsideAndEmptiesItInBatches() throws {
         let path = dir + "/big.sqlite"
         var s = try Store(path: path)
-        try s.write([{ c in try c.execute("CREATE INDEX deliveries_by_device ON deliveries(device, id)") }])
+        try s.write([{ c in
+            try c.execute("""
+                CREATE INDEX deliveries_by_device ON deliveries(device, id);
+                CREATE INDEX deliveries_with_device ON deliveries(device) WHERE device IS NOT NULL;
+                """)
+        }])
         let before = try schema(s)
-        XCTAssertTrue(before.contains { $0.contains("deliveries_pending") })
-        XCTAssertTrue(before.contains { $0.contains("deliveries_by_device") })
-        // About 12 MB: 1,500 records of 8 KB.
+        XCTAssertEqual(before.filter { $0.hasPrefix("CREATE INDEX") }.count, 3)
+        // About 12 MB: 1,500 records of 8 KB, and 12,000 more deliveries to a device.
         for i in 0..<1_500 { try send(s, id: 10_000 + Int64(i) * 10, recipients: 2, filler: 8_000) }
+        try s.write([{ c in
+            try c.execute("""
+                WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < 11999)
+                INSERT INTO deliveries(id, message, device, status, expires_at) SELECT 100000 + x, 100000 + x, 1, 'delivered', 0 FROM n
+                """)
+        }])
         try s.refreshHistory()
         XCTAssertEqual(s.messageCount, 1_500)
 
         try s.write([s.resetHistory()])
         XCTAssertEqual(try leftovers(s), ["gone_1_deliveries", "gone_1_messages"])
         XCTAssertEqual(try count(s, "gone_1_messages"), 1_500)
-        XCTAssertEqual(try count(s, "gone_1_deliveries"), 3_000)
+        XCTAssertEqual(try count(s, "gone_1_deliveries"), 15_000)
         XCTAssertEqual(try count(s, "messages"), 0)
         XCTAssertEqual(try count(s, "deliveries"), 0)
-        XCTAssertEqual(try schema(s), before.filter { !$0.contains("deliveries_by_device") },
-                       "the same tables and the partial index; the whole-table index stays with the old table")
-        let moved = try s.read { (c: SQLiteConnection) throws(StoreError) in
-            try c.scalarText("SELECT tbl_name FROM sqlite_schema WHERE name = 'deliveries_by_device'")
+        XCTAssertEqual(try schema(s), before.filter { !$0.contains("deliveries_by_device") && !$0.contains("deliveries_with_device") },
+                       "the same tables and the small partial index; the large ones stay with the old table")
+        let moved = try s.read { (c: SQLiteConnection) throws(StoreError) -> [String] in
+            var tables: [String] = []
+            try c.query("SELECT tbl_name FROM sqlite_schema WHERE name IN ('deliveries_by_device', 'deliveries_with_device')") {
+                (r: Statement) throws(StoreError) in tables.append(r.text(0) ?? "")
+            }
+            return tables
         }
-        XCTAssertEqual(moved, "gone_1_deliveries")
+        XCTAssertEqual(moved, ["gone_1_deliveries", "gone_1_deliveries"])
         try s.refreshHistory()
         XCTAssertEqual(s.messageCount, 0)
 
@@ -152,8 +166,8 @@ final class PruneTests: XCTestCase {
         XCTAssertEqual(try s.oldestMessages(from: 0, limit: 10, maxRows: 10).map(\.held), [true])
 
         // Two batches, then a close: the rest waits for the next start.
-        XCTAssertTrue(try s.emptyLeftovers(rows: 1_000))
-        XCTAssertTrue(try s.emptyLeftovers(rows: 1_000))
+        XCTAssertTrue(try s.emptyLeftovers(rows: 7_000))
+        XCTAssertTrue(try s.emptyLeftovers(rows: 7_000))
         XCTAssertEqual(try count(s, "gone_1_deliveries"), 1_000)
         s.close()
         s = try Store(path: path)
