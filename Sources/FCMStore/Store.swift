@@ -45,16 +45,7 @@ public final class Store: @unchecked Sendable {
     public let journalMode: String
     /// Why writes fail (nil: the last commit with writes succeeded), and who is told when that
     /// changes (see `observeHealth`).
-    private let health = Mutex<(failure: StoreError?, observer: HealthObserver?)>((nil, nil))
-
-    /// The observer, in a class: a closure kept in a lock's value comes back from every `withLock`
-    /// wrapped in two more reabstraction thunks (Swift 6.3), so one per commit grew the heap by
-    /// about 100 bytes and, once writes failed after some 65,000 commits, calling it overflowed
-    /// the stack.
-    private final class HealthObserver: Sendable {
-        let tell: @Sendable (StoreError?) -> Void
-        init(_ tell: @escaping @Sendable (StoreError?) -> Void) { self.tell = tell }
-    }
+    private let health = Mutex<(failure: StoreError?, observer: (@Sendable (StoreError?) -> Void)?)>((nil, nil))
 
     /// A batch of writes submitted together.
     ///
@@ -202,7 +193,7 @@ public final class Store: @unchecked Sendable {
     /// Calls `observer` on the writer thread each time writes start failing (with the reason) and
     /// when a commit succeeds again (nil): once per change, not once per failed commit.
     public func observeHealth(_ observer: @escaping @Sendable (StoreError?) -> Void) {
-        health.withLock { $0.observer = HealthObserver(observer) }
+        health.withLock { $0.observer = observer }
     }
 
     /// Updates `failure` from a batch's outcomes: a failure of the storage (disk full, I/O error,
@@ -220,12 +211,12 @@ public final class Store: @unchecked Sendable {
         }
         guard failed != nil || wrote else { return }
         let now: StoreError? = wrote ? nil : failed
-        let observer = health.withLock { h -> HealthObserver? in
+        let tell = health.withLock { h -> (@Sendable (StoreError?) -> Void)? in
             let changed = (h.failure == nil) != (now == nil)
             h.failure = now
             return changed ? h.observer : nil
         }
-        observer?.tell(now)
+        tell?(now)
     }
 
     /// Whether `e` says the storage cannot take writes (as opposed to one bad statement).
