@@ -21,6 +21,8 @@ public final class Application: Sendable {
     public let tlsCA: String?
     /// The descriptor holding the store file's lock (nil for `:memory:`).
     private let storeLock: Locked<Int32?>
+    /// Keeps the store within `--max-messages` and `--max-age`, and counts it for health.
+    let pruner: Pruner
 
     /// The bound HTTP port (the real one when 0 was asked for).
     public var httpPort: Int { http.port }
@@ -71,11 +73,14 @@ public final class Application: Sendable {
             engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis)
+            // The one count of the whole table, before any request: later passes add what is new.
+            try store.refreshHistory()
         } catch {
             store.close()
             Self.release(lock)
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
+        pruner = Pruner(engine: engine, limits: c.storageLimits)
         store.observeHealth { [log] failure in log.storeHealth(failure) }
         do throws(ConfigurationError) {
             try Fixtures.load(c.fixtures, into: engine)
@@ -157,6 +162,9 @@ public final class Application: Sendable {
         configuration.dbPath == ":memory:" ? ":memory: (nothing is kept)" : SystemIO.absolutePath(configuration.dbPath)
     }
 
+    /// The store's limits in words, for the start-up line (it says so when there is none).
+    public var limitsDescription: String { configuration.storageLimits.description }
+
     /// The fixtures loaded at start (reset applies them again), for the start-up line.
     public var fixturesDescription: String {
         engine.startFixtures.withLock { $0.map(\.name) }.joined(separator: ", ")
@@ -171,6 +179,7 @@ public final class Application: Sendable {
         }
         xmpp.start()
         engine.startExpirySweeper()
+        pruner.start()
     }
 
     /// The machine-readable line tests wait for.
@@ -191,6 +200,7 @@ public final class Application: Sendable {
         // is never answered 503), then the listener stops.
         http.refuseNewRequests()
         engine.beginShutdown()
+        pruner.stop()
         engine.store.drain()
         http.stop()
         engine.close()

@@ -7,6 +7,11 @@ public struct Configuration: Sendable {
     /// `--store-max-pages`: the store file may hold at most this many pages (a test aid that
     /// fills the store like a full disk); nil: no cap.
     public var storeMaxPages: Int?
+    /// `--max-messages`: the most message records the store keeps (the oldest go first).
+    public var maxMessages: MessageLimit = .storeDefault
+    /// `--max-age`: records accepted longer ago than this many seconds (on the mock's clock) go;
+    /// nil: no age limit.
+    public var maxAgeSeconds: Int64?
     /// Fixture files or folders; empty means the bundled `fixtures/default.json`.
     public var fixtures: [String] = []
     public var unknownTokens: UnknownTokenPolicy = .register
@@ -47,6 +52,50 @@ public struct Configuration: Sendable {
 
     /// Defaults.
     public init() {}
+}
+
+/// What `--max-messages` says.
+public enum MessageLimit: Sendable, Equatable {
+    /// Not given: 100,000 for a `:memory:` store (it lives in RAM), no limit for a file.
+    case storeDefault
+    /// `none`: no limit, even for `:memory:`.
+    case unlimited
+    case count(Int)
+}
+
+extension Configuration {
+    /// The limit a `:memory:` store gets when `--max-messages` is not given.
+    public static let memoryStoreMaxMessages = 100_000
+    /// The longest `--max-age`: 100 years (the mock's clock runs at most that far ahead).
+    static let maxAgeLimitSeconds: Int64 = 100 * 36525 * 864
+
+    /// The limits the store is kept within, `--max-messages`'s default resolved for `--db`.
+    public var storageLimits: StorageLimits {
+        let count: Int?
+        switch maxMessages {
+        case .storeDefault: count = dbPath == ":memory:" ? Self.memoryStoreMaxMessages : nil
+        case .unlimited: count = nil
+        case .count(let n): count = n
+        }
+        return StorageLimits(maxMessages: count, maxAgeSeconds: maxAgeSeconds)
+    }
+
+    /// Parses a duration of `--max-age`: a whole number of seconds, or one with a unit, `30s`,
+    /// `15m`, `12h`, `7d` (the units of `--device-rate` periods, and days); at least a second, at
+    /// most 100 years. Nil for anything else.
+    public static func durationSeconds(_ text: String) -> Int64? {
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        for (suffix, seconds) in [("s", Int64(1)), ("m", 60), ("h", 3600), ("d", 86400)] where digits.hasSuffix(suffix) {
+            digits = digits.dropLast()
+            unit = seconds
+            break
+        }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.count <= 12,
+              let n = Int64(digits), n >= 1 else { return nil }
+        let total = n * unit
+        return total <= maxAgeLimitSeconds ? total : nil
+    }
 }
 
 /// A configuration problem: one line for stderr, exit code 2.
@@ -97,6 +146,31 @@ extension Configuration {
             c, v, n throws(ConfigurationError) in
             guard let k = Int(v), k >= 1 else { throw ConfigurationError("\(n) must be a number of pages >= 1, got '\(v)'") }
             c.storeMaxPages = k
+        },
+        ServeOption(flag: "--max-messages", value: "N|none", environment: "FCM_MOCK_MAX_MESSAGES",
+                    defaultText: "100000 for :memory:, none for a file",
+                    help: "keep at most N message records: the oldest go first, in the background; one a device still holds waits for its TTL") {
+            c, v, n throws(ConfigurationError) in
+            if v == "none" {
+                c.maxMessages = .unlimited
+                return
+            }
+            guard v.allSatisfy({ $0.isASCII && $0.isNumber }), v.count <= 12, let k = Int(v), k >= 1 else {
+                throw ConfigurationError("\(n) must be a number of messages >= 1, or none, got '\(v)'")
+            }
+            c.maxMessages = .count(k)
+        },
+        ServeOption(flag: "--max-age", value: "DURATION|none", environment: "FCM_MOCK_MAX_AGE", defaultText: "none",
+                    help: "message records older than DURATION (30s, 15m, 12h, 7d; on the mock's clock) go, in the background") {
+            c, v, n throws(ConfigurationError) in
+            if v == "none" {
+                c.maxAgeSeconds = nil
+                return
+            }
+            guard let seconds = durationSeconds(v) else {
+                throw ConfigurationError("\(n) must be a duration such as 30s, 15m, 12h or 7d (1 second to 100 years), or none, got '\(v)'")
+            }
+            c.maxAgeSeconds = seconds
         },
         ServeOption(flag: "--fixtures", value: "FILE_OR_DIR", environment: "FCM_MOCK_FIXTURES",
                     defaultText: "the built-in demo fixture",

@@ -5,13 +5,17 @@ import Platform
 /// The server as a whole: health, reset, the mock's clock.
 extension ControlAPI {
     /// `GET /api/v1/health` (open even with a control token): 200 with `"status": "ok"`, or 503
-    /// with `"status": "failing"` while the store cannot write (`store` says why).
+    /// with `"status": "failing"` while the store cannot write (`store` says why). It reads
+    /// nothing from the store's connection: the message count is the pruner's running one, the
+    /// size the files' (docs/storage.md).
     func health(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let failure = engine.store.failure
         var w = JSONWriter()
         w.beginObject()
         w.key("status"); w.value(failure == nil ? "ok" : "failing")
         w.key("store"); w.value(failure.map { "failing: \($0.reason)" } ?? "ok")
+        w.key("store_messages"); w.value(engine.store.messageCount)
+        w.key("store_bytes"); w.value(engine.store.sizeBytes)
         w.key("version"); w.value(fcmMockVersion)
         w.key("uptime_s"); w.value(Int64((monotonicNanos() - engine.startedAt) / 1_000_000_000))
         w.key("event_readers"); w.value(engine.events.readerCount)

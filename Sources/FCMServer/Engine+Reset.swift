@@ -59,7 +59,8 @@ extension Engine {
             credentials.withLock { $0.accessTokens.removeAll() }
             restartClock(&s)
             afterwards = hook?(())
-            return submit([Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
+            return submit([store.resetHistory(),
+                           Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
                                         restored: changed.map { ($0.id, $0.state.rawValue, $0.online) }),
                            Writes.insertDevices(created.map(\.row))])
         }

@@ -137,13 +137,13 @@ public enum Writes {
         }
     }
 
-    /// A reset: every message, delivery, subscription, group and upstream message goes; of the
-    /// devices, `removed` go (all of them when `keepsAny` is false) and `restored` are put back
-    /// to their state and online flag.
+    /// A reset, with `Store.resetHistory()` for messages and deliveries: every subscription,
+    /// group and upstream message goes; of the devices, `removed` go (all of them when `keepsAny`
+    /// is false) and `restored` are put back to their state and online flag.
     public static func reset(keepsAny: Bool, removed: [Int64], restored: [(id: Int64, state: String, online: Bool)]) -> WriteOp {
         { c in
             // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-            try c.execute("DELETE FROM deliveries; DELETE FROM messages; DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
+            try c.execute("DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM upstream;")
             guard keepsAny else {
                 try c.execute("DELETE FROM devices")
                 return

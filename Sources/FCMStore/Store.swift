@@ -47,6 +47,8 @@ public final class Store: @unchecked Sendable {
     private var committing = false
     private let writerDone = DispatchSemaphore(value: 0)
     private let checkpointer: Checkpointer?
+    /// The running count of message records and the tables resets set aside (`Store+Prune.swift`).
+    let history = StoreHistory()
     /// The schema version this build migrates a store to.
     public static var schemaVersion: Int { Migrations.steps.count }
     /// The path it was opened with (`:memory:` for a throwaway store).
