@@ -158,14 +158,12 @@ extension Engine {
         let now = clock.nowMillis()
         var pendingEvents: [(String, String)] = []
         var deliveredIDs: [Int64] = []
-        var settled: [Int64] = []
         let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             guard d.online != online else { return .success((d, nil)) }
             d.online = online
             d.lastSeenAt = now
             let flush = online && s.stored[d.id] != nil
-            if flush { settled = [d.id] }
             var flushed: [(String, String)] = []
             if online {
                 let suffix = messageIDSuffix(senderID: d.senderID)
@@ -185,7 +183,6 @@ extension Engine {
         let (device, ticket) = try result.get()
         if let ticket {
             try commitControl(ticket)
-            noteSettled(settled)
             events.publish(pendingEvents)
             if !deliveredIDs.isEmpty { lateDeliveries.withLock { $0 }?.call(deliveredIDs) }
         }
@@ -255,7 +252,7 @@ extension Engine {
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             s.remove(d)
             let id = d.id
-            s.inboxMarks[id] = nil
+            let deliveries = s.inbox.removeValue(forKey: id) ?? []
             s.stored[id] = nil
             s.unsubscribeAll(device: id)
             // Out of its groups too; a group left empty goes, as FCM deletes empty groups.
@@ -265,7 +262,7 @@ extension Engine {
                 if g.members.isEmpty { s.remove(group: key); emptied.append(key) } else { s.insert(g); changedGroups.append(g) }
             }
             let (regroup, drop) = (changedGroups, emptied)
-            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup) + [Writes.deleteDevice(id, token: token)]))
+            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup) + [Writes.deleteDevice(id, token: token, deliveries: deliveries)]))
         }
         try commitControl(try result.get())
     }
@@ -277,7 +274,6 @@ extension Engine {
     public func expireDue() throws(ControlError) -> Bool {
         var now: Int64 = 0
         var expiredEvents: [(String, String)] = []
-        var settled: [Int64] = []
         let ticket: Store.Ticket? = state.withLock { s in
             now = clock.nowMillis()  // under the lock: a clock reset cannot come in between
             var changes: [StatusChange] = []
@@ -285,7 +281,6 @@ extension Engine {
                 var kept = entries
                 let expired = DeviceStorage.expire(&kept, now: now)
                 changes += expired
-                if !expired.isEmpty { settled.append(id) }
                 if let d = s.devices[id] {
                     let suffix = messageIDSuffix(senderID: d.senderID)
                     for ch in expired {
@@ -302,7 +297,6 @@ extension Engine {
         }
         guard let ticket else { return false }
         try commitControl(ticket)
-        noteSettled(settled)
         events.publish(expiredEvents)
         return true
     }

@@ -63,9 +63,9 @@ extension Engine {
         // Topic names match case-insensitively, as sends match subscribers.
         q.topicTarget = f.topic.map { "/topics/" + Topics.key($0) }
         if let t = f.token {
-            // The device's deliveries by its id; a deleted device's, and those of tokens that
-            // never were devices, by the token kept on the row.
-            q.token = (state.withLock { $0.tokenIndex[t] }, t)
+            // The device's deliveries come from the in-memory inbox index; deleted devices and
+            // tokens that never were devices are found by the token kept on the row.
+            q.token = (state.withLock { s in s.tokenIndex[t].flatMap { s.inbox[$0] } ?? [] }, t)
         }
         if let st = f.status {
             switch st {
@@ -143,71 +143,57 @@ extension Engine {
     }
 }
 
-/// What a waiting long poll compares to tell whether its device's inbox may have changed: per
-/// device, the newest delivery decided for it, and how often its held deliveries were settled
-/// (delivered when it came online, expired). One per device, dropped with the device.
-struct InboxMark: Sendable, Equatable {
-    /// Set as a send is decided, before its commit (the poll compares it with the newest
-    /// delivery it found committed, so one in flight is looked for again after its commit).
-    var newest: Int64 = 0
-    /// Counted after the commit that settled them, so a poll that reads the count and then
-    /// queries sees what was counted.
-    var settled: UInt64 = 0
-
-    mutating func delivered(_ id: Int64) {
-        if id > newest { newest = id }
-    }
-}
-
 extension Engine {
-    /// A device's inbox entries, oldest first, after delivery row `afterID`; `next` is the cursor
-    /// of the following page.
+    /// A device's inbox entries, oldest first, after delivery row `afterID`.
     public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
-        let page = try inboxPage(token, status: status, afterID: afterID, limit: limit, newest: false)
-        return (page.items, page.next)
-    }
-
-    /// `inbox`, and with `newest` the device's newest delivery committed (what a long poll has
-    /// seen; 0 without).
-    private func inboxPage(_ token: String, status: String?, afterID: Int64, limit: Int, newest: Bool = true) throws(ControlError)
-        -> (items: [InboxEntry], next: Int64?, newest: Int64) {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
-        let found: (Int64, Platform)? = state.withLock { s in
+        let found: ([Int64], Platform)? = state.withLock { s in
             guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
-            return (id, device.platform)
+            let all = s.inbox[id] ?? []
+            return (Array(all[Self.firstAfter(afterID, in: all)...]), device.platform)
         }
-        guard let (device, platform) = found else { throw .notFound("device '\(token)' does not exist") }
+        guard let (candidates, platform) = found else { throw .notFound("device '\(token)' does not exist") }
         let now = clock.nowMillis()
         do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?, Int64) in
-                let rows = try c.inboxRows(device: device, after: afterID, status: status, now: now, limit: limit + 1)
-                let committed = newest ? try c.newestDelivery(device: device) : 0
-                let items = rows.prefix(limit).map { r in
+            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
+                var items: [InboxEntry] = []
+                var lastID: Int64 = 0
+                for id in candidates {
+                    guard let r = try c.inboxRow(id), inboxStatuses.contains(r.status) else { continue }
                     // A held message past its TTL reads as expired before the sweep writes it so.
-                    InboxEntry(row: r, status: r.status == "pending" && r.expiresAt <= now ? "expired" : r.status, platform: platform)
+                    let st = r.status == "pending" && r.expiresAt <= now ? "expired" : r.status
+                    if let status, status != st { continue }
+                    if items.count == limit { return (items, lastID) }
+                    lastID = r.id
+                    items.append(InboxEntry(row: r, status: st, platform: platform))
                 }
-                return (items, rows.count > limit ? items.last?.row.id : nil, committed)
+                return (items, nil)
             }
         } catch {
             throw .internal(error.description)
         }
     }
 
-    /// The device's mark (nil: no device has the token now).
-    private func inboxMark(_ token: String) -> InboxMark? {
-        state.withLock { s in s.tokenIndex[token].map { s.inboxMarks[$0] ?? InboxMark() } }
+    /// The position of the first entry of the ascending `ids` greater than `afterID`.
+    private static func firstAfter(_ afterID: Int64, in ids: [Int64]) -> Int {
+        var lo = 0, hi = ids.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if ids[mid] <= afterID { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
     }
 
-    /// Held deliveries of `devices` took a new status and that is committed: long polls on
-    /// them look again.
-    func noteSettled(_ devices: [Int64]) {
-        guard !devices.isEmpty else { return }
+    /// How many deliveries the device's inbox holds after `afterID`, whatever their status (at
+    /// least as many as any page can show); nil for an unknown device.
+    private func inboxCount(_ token: String, afterID: Int64) -> Int? {
         state.withLock { s in
-            for id in devices where s.devices[id] != nil { s.inboxMarks[id, default: InboxMark()].settled &+= 1 }
+            guard let id = s.tokenIndex[token] else { return nil }
+            let all = s.inbox[id] ?? []
+            return all.count - Self.firstAfter(afterID, in: all)
         }
-        notifyChanged()
     }
 
     /// Long poll: answers as soon as the inbox holds at least `min` matching entries, or when
@@ -215,34 +201,25 @@ extension Engine {
     /// thread; no thread waits meanwhile.
     public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
                              reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), ControlError>) -> Void) {
-        // What the poll last saw: the mark is read before the query, so a change counted after
-        // that read is looked at again.
-        let mark = inboxMark(token) ?? InboxMark()
-        let first: (items: [InboxEntry], next: Int64?, newest: Int64)
+        let first: (items: [InboxEntry], next: Int64?)
         do {
-            first = try inboxPage(token, status: status, afterID: afterID, limit: limit, newest: waitSeconds > 0)
+            first = try inbox(token, status: status, afterID: afterID, limit: limit)
         } catch {
             return reply(.failure(error))
         }
         // A page holds at most `limit` entries: a `min` above it is met by a full page.
         let need = Swift.min(min, limit)
-        if first.items.count >= need || waitSeconds <= 0 { return reply(.success((first.items, first.next))) }
-        // Deliveries up to `afterID` are never on its pages, however new.
-        let seen = Locked(InboxMark(newest: Swift.max(first.newest, afterID), settled: mark.settled))
+        if first.items.count >= need || waitSeconds <= 0 { return reply(.success(first)) }
         let deadline = monotonicNanos() + UInt64(waitSeconds * 1e9)
         longPolls.add(deadline: deadline) { [self] final in
-            // Re-checked after every commit: only a poll whose device got a delivery or had one
-            // settled since it last looked queries SQLite (hundreds of waiting polls each paging
-            // through SQLite on every send took a core). A device gone is looked up (a 404).
-            let now = inboxMark(token)
-            if !final, let now, seen.withLock({ now.newest <= $0.newest && now.settled == $0.settled }) { return false }
+            // Re-checked after every commit: the in-memory count rules most checks out without a
+            // query (hundreds of waiting polls each paging through SQLite on every send took a
+            // core).
+            if !final, let n = inboxCount(token, afterID: afterID), n < need { return false }
             do throws(ControlError) {
-                let page = try inboxPage(token, status: status, afterID: afterID, limit: limit)
-                guard page.items.count >= need || final else {
-                    seen.withLock { $0 = InboxMark(newest: Swift.max(page.newest, afterID), settled: now?.settled ?? 0) }
-                    return false
-                }
-                reply(.success((page.items, page.next)))
+                let page = try inbox(token, status: status, afterID: afterID, limit: limit)
+                guard page.items.count >= need || final else { return false }
+                reply(.success(page))
             } catch {
                 reply(.failure(error))
             }

@@ -44,7 +44,7 @@ extension Engine {
                     }
                 }
             }
-            s.inboxMarks.removeAll()
+            s.inbox.removeAll()
             s.stored.removeAll()
             s.stats = SendStats()
             s.faults = FaultTable()

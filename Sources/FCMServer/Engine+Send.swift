@@ -138,9 +138,9 @@ extension Engine {
             if dryRun { return result }
 
             for r in placed.rows {
-                if let d = r.device { s.inboxMarks[d, default: InboxMark()].delivered(r.id) }
+                if let d = r.device { s.inbox[d, default: []].append(r.id) }
             }
-            for n in placed.notices { s.inboxMarks[n.device.id, default: InboxMark()].delivered(n.id) }
+            for n in placed.notices { s.inbox[n.device.id, default: []].append(n.id) }
             var message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
                                  requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
             if transport == .httpV1 {

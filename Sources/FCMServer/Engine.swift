@@ -200,10 +200,9 @@ struct EngineState: Sendable {
     /// The devices start-up fixtures declare, by id, with what they declare (reset puts them back).
     var fixtureDevices: [Int64: DeviceSpec] = [:]
     var nextDeviceID: Int64 = 1
-    /// Per device that got anything since start: its newest delivery and how often its held
-    /// deliveries were settled (see `InboxMark`). A device's deliveries themselves are history and
-    /// live in SQLite only; this is what lets a waiting long poll skip the query.
-    var inboxMarks: [Int64: InboxMark] = [:]
+    /// Every delivery row id per device, ascending: the inbox index (see the schema's note on why
+    /// it is not a SQLite index).
+    var inbox: [Int64: [Int64]] = [:]
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
     /// Sends counted as decided (`Engine+Stats.swift`).
@@ -383,6 +382,7 @@ struct EngineState: Sendable {
                 s.upstream[u.id] = u
                 s.upstreamOrder.append(u.id)
             }
+            try load.deviceDeliveries { id, device in s.inbox[device, default: []].append(id) }
             s.nextDeviceID = try load.maxDeviceID() + 1
             let maxMid = try load.maxMessageStamp()
             return (s, maxMid)

@@ -5,12 +5,11 @@ enum Migrations {
         // Both row ids are message-id stamps (unique, increasing): inserts append, a message id
         // is found by primary key, and a message's deliveries are the rows id ..< id + recipients.
         // Only pending deliveries are indexed by device (a partial index, tiny); the per-device
-        // list of all deliveries was kept in memory by the engine, since a B-tree keyed by device
-        // makes a 1000-token multicast dirty 1000 index pages (step 12 says why it no longer
-        // is). Rows stay small (what can be derived is not stored: a token target's value is its
-        // recipient's token; options are columns with `flags` bits 1 content_available,
-        // 2 mutable_content, 4 delay_while_idle given, 8 its value), since every byte is written
-        // to the log and copied back.
+        // list of all deliveries is kept in memory by the engine, since a B-tree keyed by device
+        // makes a 1000-token multicast dirty 1000 index pages. Rows stay small (what can be
+        // derived is not stored: a token target's value is its recipient's token; options are
+        // columns with `flags` bits 1 content_available, 2 mutable_content, 4 delay_while_idle
+        // given, 8 its value), since every byte is written to the log and copied back.
         """
         CREATE TABLE projects(
             sender_id TEXT PRIMARY KEY,
@@ -142,21 +141,6 @@ enum Migrations {
         ALTER TABLE messages ADD COLUMN answer TEXT;
         ALTER TABLE messages ADD COLUMN headers TEXT;
         ALTER TABLE deliveries ADD COLUMN settled_at INTEGER;
-        """,
-        // 12: a device's deliveries are found through SQLite, no longer through a list in the
-        // engine's memory, which held every delivery ever made (about 14 bytes each, never
-        // trimmed, all read back at start): memory grew with history instead of with what is
-        // live. The cost step 1 avoided is real and was measured: a commit dirties one index
-        // leaf per distinct device it reaches (a 20-token multicast, about 20 pages), some 7,000
-        // instructions per delivery, and several times the bytes written to the log under
-        // multicast load. The index holds only the device id (the rowid, the delivery's id, is in
-        // every entry, so `device = ? AND id > ? ORDER BY id` is a range scan) and leaves out rows
-        // that name no device. Those rows (malformed tokens, and deleted devices, whose rows keep
-        // their token as text) get a small index by token, so the messages list's `?token=`
-        // filter no longer reads the whole table.
-        """
-        CREATE INDEX deliveries_device ON deliveries(device) WHERE device IS NOT NULL;
-        CREATE INDEX deliveries_token ON deliveries(token) WHERE device IS NULL;
         """,
     ]
 

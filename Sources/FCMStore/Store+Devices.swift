@@ -129,10 +129,11 @@ public enum Writes {
 
     /// Forgets a device; its past deliveries keep its token as text, so records still say whom
     /// they addressed.
-    public static func deleteDevice(_ id: Int64, token: String) -> WriteOp {
+    public static func deleteDevice(_ id: Int64, token: String, deliveries: [Int64]) -> WriteOp {
         { c in
             try c.run("DELETE FROM subscriptions WHERE device = ?", [.int(id)])
-            try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE device = ?", [.text(token), .int(id)])
+            try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
+                      [.text(token), .text("[" + deliveries.map(String.init).joined(separator: ",") + "]")])
             try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
         }
     }

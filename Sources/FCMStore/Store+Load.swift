@@ -45,6 +45,13 @@ public struct StoreLoader {
         }
     }
 
+    /// Every delivery to a device, in order: delivery id, device.
+    public func deviceDeliveries(_ row: (Int64, Int64) -> Void) throws(StoreError) {
+        try c.query("SELECT id, device FROM deliveries WHERE device IS NOT NULL ORDER BY id") { (r: Statement) throws(StoreError) in
+            row(r.int(0), r.int(1))
+        }
+    }
+
     /// Subscriptions: device, topic as first given, when.
     public func subscriptions(_ row: (Int64, String, Int64) -> Void) throws(StoreError) {
         try c.query("SELECT device, topic, added_at FROM subscriptions") { (r: Statement) throws(StoreError) in

@@ -69,11 +69,6 @@ public struct MessageRow: Sendable {
         http_status, raw, recipients, fault, client_message_id, platforms, v1_name, answer, headers
         """
 
-    /// `columns` as `messages.<name>`, for statements that join deliveries (which share names).
-    static let qualifiedColumns = columns.split(separator: ",")
-        .map { "messages." + $0.filter { !$0.isWhitespace } }.joined(separator: ", ")
-    static let columnCount = columns.split(separator: ",").count
-
     var values: [SQLValue] {
         [.int(id), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport),
          .text(format), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
@@ -145,12 +140,9 @@ public struct MessageQuery: Sendable {
     public var error: String?
     /// `/topics/` and the topic's lowercased name: topic sends to it in any case.
     public var topicTarget: String?
-    /// A token's messages: those with a delivery to its device (nil when no device has the
-    /// token now), and those whose recipient row keeps the token as text (a deleted device, a
-    /// token that never was a device).
-    public var token: (device: Int64?, token: String)? = nil
-    /// With `token` and `before`: walk only deliveries below this (set by `messageRecords`).
-    var deliveriesBelow: Int64?
+    /// A token's messages: its device's delivery ids, and the token kept on rows of recipients
+    /// that were no device.
+    public var token: (deliveryIDs: [Int64], token: String)? = nil
     /// The record's own status (`accepted`, `rejected`).
     public var recordStatus: String?
     /// A status any of its recipients has.
@@ -200,72 +192,42 @@ public struct InboxRow: Sendable {
 extension SQLiteConnection {
     /// Message records, newest first (a device's deleted_messages notices are no record).
     public func messageRecords(_ q: MessageQuery) throws(StoreError) -> [MessageRow] {
-        var q = q
-        if let before = q.before, q.token != nil {
-            // The token's deliveries are walked below the cursor: below the end of the message
-            // just under it too (a cursor inside a multicast's id range still lists it).
-            let end = try scalar("SELECT id + recipients FROM messages WHERE id < ? ORDER BY id DESC LIMIT 1", [.int(before)]) ?? 0
-            q.deliveriesBelow = max(before, end)
-        }
-        let (sql, args) = Self.recordsQuery(q)
-        var rows: [MessageRow] = []
-        guard q.token != nil else {
-            try query(sql, args) { (r: Statement) throws(StoreError) in rows.append(MessageRow(r)) }
-            return rows
-        }
-        // One row per delivery, newest first: a message with several deliveries to the token
-        // comes in consecutive rows (its deliveries are one id range). Stepped only until the
-        // page is full, so a page costs the same whatever the token's history.
-        let s = try statement(sql)
-        defer { s.reset() }
-        try s.bind(args)
-        while rows.count < q.limit, try s.step() {
-            let id = s.int(0)
-            if id != rows.last?.id { rows.append(MessageRow(s)) }
-        }
-        return rows
-    }
-
-    /// The statement `messageRecords` runs for `q`, and its arguments. With a token, two walks
-    /// of deliveries newest first (its device's, through the device index; those keeping the
-    /// token as text, through the token index), each joined to its message by id and merged by
-    /// delivery id: never a pass over messages, and no sort.
-    static func recordsQuery(_ q: MessageQuery) -> (String, [SQLValue]) {
-        var cond = "messages.target_kind != 'deleted_messages'"
+        var sql = "SELECT \(MessageRow.columns) FROM messages WHERE target_kind != 'deleted_messages'"
         var args: [SQLValue] = []
-        if let v = q.before { cond += " AND messages.id < ?"; args.append(.int(v)) }
-        if let v = q.senderID { cond += " AND messages.sender_id = ?"; args.append(.text(v)) }
-        if let v = q.transport { cond += " AND messages.transport = ?"; args.append(.text(v)) }
-        if let v = q.clientMessageID { cond += " AND messages.client_message_id = ?"; args.append(.text(v)) }
-        if let v = q.v1Name { cond += " AND messages.v1_name = ?"; args.append(.text(v)) }
-        if let v = q.since { cond += " AND messages.accepted_at >= ?"; args.append(.int(v)) }
-        if let v = q.until { cond += " AND messages.accepted_at <= ?"; args.append(.int(v)) }
+        if let v = q.before { sql += " AND id < ?"; args.append(.int(v)) }
+        if let v = q.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
+        if let v = q.transport { sql += " AND transport = ?"; args.append(.text(v)) }
+        if let v = q.clientMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
+        if let v = q.v1Name { sql += " AND v1_name = ?"; args.append(.text(v)) }
+        if let v = q.since { sql += " AND accepted_at >= ?"; args.append(.int(v)) }
+        if let v = q.until { sql += " AND accepted_at <= ?"; args.append(.int(v)) }
         if let v = q.error {
-            cond += " AND (messages.error = ? OR EXISTS (SELECT 1 FROM deliveries r WHERE r.id >= messages.id"
-                + " AND r.id < messages.id + messages.recipients AND r.error = ?))"
+            sql += " AND (error = ? OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.id"
+                + " AND d.id < messages.id + messages.recipients AND d.error = ?))"
             args.append(.text(v)); args.append(.text(v))
         }
         if let v = q.topicTarget {
             // Names are ASCII, which is all SQLite's lower() folds.
-            cond += " AND messages.target_kind = 'topic' AND lower(messages.target_value) = ?"
+            sql += " AND target_kind = 'topic' AND lower(target_value) = ?"
             args.append(.text(v))
         }
-        if let v = q.recordStatus { cond += " AND messages.status = ?"; args.append(.text(v)) }
+        if let (ids, token) = q.token {
+            sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
+                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
+            args.append(.text("[" + ids.map(String.init).joined(separator: ",") + "]"))
+            args.append(.text(token))
+        }
+        if let v = q.recordStatus { sql += " AND status = ?"; args.append(.text(v)) }
         if let v = q.recipientStatus {
-            cond += " AND EXISTS (SELECT 1 FROM deliveries r WHERE r.id >= messages.id"
-                + " AND r.id < messages.id + messages.recipients AND r.status = ?)"
+            sql += " AND EXISTS (SELECT 1 FROM deliveries d WHERE d.id >= messages.id"
+                + " AND d.id < messages.id + messages.recipients AND d.status = ?)"
             args.append(.text(v))
         }
-        guard let (device, token) = q.token else {
-            return ("SELECT \(MessageRow.columns) FROM messages WHERE \(cond) ORDER BY id DESC LIMIT ?", args + [.int(Int64(q.limit))])
-        }
-        let below = q.deliveriesBelow.map { _ in " AND d.id < ?" } ?? ""
-        let belowArgs: [SQLValue] = q.deliveriesBelow.map { [.int($0)] } ?? []
-        let select = "SELECT \(MessageRow.qualifiedColumns), d.id FROM deliveries d CROSS JOIN messages ON messages.id = d.message WHERE "
-        let sql = select + "d.device = ?" + below + " AND " + cond + " UNION ALL "
-            + select + "d.device IS NULL AND d.token = ?" + below + " AND " + cond
-            + " ORDER BY \(MessageRow.columnCount + 1) DESC"
-        return (sql, [.optional(device)] + belowArgs + args + [.text(token)] + belowArgs + args)
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(.int(Int64(q.limit)))
+        var rows: [MessageRow] = []
+        try query(sql, args) { (r: Statement) throws(StoreError) in rows.append(MessageRow(r)) }
+        return rows
     }
 
     /// The record whose own id is `id`.
@@ -295,59 +257,19 @@ extension SQLiteConnection {
         return out
     }
 
-    /// A device's inbox entries after delivery `after`, oldest first, at most `limit`: rows in
-    /// an inbox status (`delivered`, `pending`, `expired`, `collapsed`, `dropped`), or only those
-    /// that read as `status` at `now` (a held row past its expiry reads as expired), through the
-    /// device index: a range scan from `after` that stops once the page is full.
-    public func inboxRows(device: Int64, after: Int64, status: String?, now: Int64, limit: Int) throws(StoreError) -> [InboxRow] {
-        var rows: [InboxRow] = []
-        try query(Self.inboxSQL(status: status), [.int(device), .int(after), .int(now), .text(status ?? ""), .int(Int64(limit))]) {
-            (r: Statement) throws(StoreError) in rows.append(InboxRow(r))
+    /// One delivery as an inbox entry.
+    public func inboxRow(_ deliveryID: Int64) throws(StoreError) -> InboxRow? {
+        var row: InboxRow?
+        try query("""
+            SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
+              m.transport, m.target_kind, m.data, m.notification, m.target_value, m.time_to_live, m.flags, m.platforms
+            FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
+            """, [.int(deliveryID)]) { (r: Statement) throws(StoreError) in
+            row = InboxRow(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), status: r.text(2) ?? "", acceptedAt: r.int(3),
+                           deliveredAt: r.optionalInt(4), expiresAt: r.int(5), collapseKey: r.text(6), priority: r.text(7),
+                           transport: r.text(8), targetKind: r.text(9), data: r.text(10), notification: r.text(11), targetValue: r.text(12),
+                           timeToLive: r.int(13), flags: r.int(14), platforms: r.text(15))
         }
-        return rows
-    }
-
-    /// The statement of `inboxRows` for a status filter: ?1 device, ?2 after, ?3 now, ?4 status,
-    /// ?5 limit. One text per filter, each prepared once.
-    static func inboxSQL(status: String?) -> String {
-        var index = "deliveries_device"
-        let filter: String
-        switch status {
-        case nil: filter = "d.status IN ('delivered', 'pending', 'expired', 'collapsed', 'dropped')"
-        case "pending":
-            // What a device holds is few rows among its history: the small index of held rows.
-            index = "deliveries_pending"
-            filter = "d.status = 'pending' AND d.expires_at > ?3"
-        case "expired": filter = "(d.status = 'expired' OR (d.status = 'pending' AND d.expires_at <= ?3))"
-        default: filter = "d.status = ?4"
-        }
-        // The device's deliveries drive the join, in id order from `after` (a filtered page reads
-        // on until it is full).
-        return """
-            SELECT \(InboxRow.columns) FROM deliveries d INDEXED BY \(index) CROSS JOIN messages m ON m.id = d.message
-            WHERE d.device = ?1 AND d.id > ?2 AND \(filter) ORDER BY d.id LIMIT ?5
-            """
-    }
-
-    /// The id of the newest delivery to `device` (0 when none): what a waiting long poll has
-    /// seen committed.
-    public func newestDelivery(device: Int64) throws(StoreError) -> Int64 {
-        try scalar("SELECT id FROM deliveries WHERE device = ? ORDER BY id DESC LIMIT 1", [.int(device)]) ?? 0
-    }
-}
-
-extension InboxRow {
-    /// What an inbox entry reads, from `deliveries d` and its message `m`.
-    static let columns = """
-        d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority, m.transport,
-        m.target_kind, m.data, m.notification, m.target_value, m.time_to_live, m.flags, m.platforms
-        """
-
-    /// A row read back with `columns`.
-    init(_ r: Statement) {
-        self.init(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), status: r.text(2) ?? "", acceptedAt: r.int(3),
-                  deliveredAt: r.optionalInt(4), expiresAt: r.int(5), collapseKey: r.text(6), priority: r.text(7),
-                  transport: r.text(8), targetKind: r.text(9), data: r.text(10), notification: r.text(11), targetValue: r.text(12),
-                  timeToLive: r.int(13), flags: r.int(14), platforms: r.text(15))
+        return row
     }
 }
