@@ -111,7 +111,6 @@ final class Pruner: Sendable {
     /// quarter of the writer's time, and the pages it frees reach the log at a pace the
     /// checkpointer keeps up with (emptying a reset's 190,000 records back to back made sends'
     /// commits wait up to 90 ms for the disk; paced, about as often as they do without it).
-    @discardableResult
     private func paced<T>(_ batch: () throws(StoreError) -> T) throws(StoreError) -> T {
         let start = monotonicNanos()
         let result = try batch()
@@ -128,6 +127,8 @@ final class Pruner: Sendable {
         func old(_ s: MessageSpan) -> Bool { cutoff.map { s.acceptedAt < $0 } ?? false }
         var p = progress.withLock { $0 }
         defer { progress.withLock { $0 = p } }
+        var forgotten: [(device: Int64, id: Int64)] = []
+        defer { engine.forgetPrunedDeliveries(forgotten) }
 
         // Records kept because a device held them: the oldest, so they go first once free.
         if !p.kept.isEmpty && (excess > 0 || p.kept.contains(where: old)) {
@@ -148,7 +149,7 @@ final class Pruner: Sendable {
             }
             for start in stride(from: 0, to: free.count, by: Self.batchMessages) {
                 let runs = Array(free[start..<min(start + Self.batchMessages, free.count)])
-                try paced({ () throws(StoreError) in try store.deleteHistory(runs) })
+                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(runs, deviceDeliveries: true) })
             }
             p.kept = still
         }
@@ -181,7 +182,7 @@ final class Pruner: Sendable {
             }
             if !runs.isEmpty {
                 let batch = runs
-                try paced({ () throws(StoreError) in try store.deleteHistory(batch) })
+                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(batch, deviceDeliveries: true) })
             }
             p.kept += held
             p.boundary = runStart
@@ -212,5 +213,39 @@ final class Pruner: Sendable {
             return engine.submit([Writes.deleteUpstream(Array(gone))])
         }
         if let ticket { try engine.store.wait(for: ticket) }
+    }
+}
+
+extension Engine {
+    /// Takes pruned deliveries out of the in-memory inbox index (each device's ascending delivery
+    /// ids). Pruned ids left there would cost memory, never a wrong answer (an inbox skips ids
+    /// whose row is gone); this goes once the index lives in SQLite.
+    func forgetPrunedDeliveries(_ gone: [(device: Int64, id: Int64)]) {
+        guard !gone.isEmpty else { return }
+        var byDevice: [Int64: [Int64]] = [:]
+        for g in gone { byDevice[g.device, default: []].append(g.id) }
+        state.withLock { s in
+            for (device, var ids) in byDevice {
+                guard var list = s.inbox.removeValue(forKey: device) else { continue }
+                ids.sort()
+                // Both ascending, the pruned ones mostly at the front: compact that front, then
+                // close the gap once.
+                var read = 0, write = 0, j = 0
+                while read < list.count && j < ids.count {
+                    if list[read] == ids[j] {
+                        read += 1
+                        j += 1
+                    } else if list[read] > ids[j] {
+                        j += 1
+                    } else {
+                        list[write] = list[read]
+                        write += 1
+                        read += 1
+                    }
+                }
+                if write < read { list.removeSubrange(write..<read) }
+                if !list.isEmpty { s.inbox[device] = list }
+            }
+        }
     }
 }

@@ -146,25 +146,33 @@ extension Store {
 
     /// Deletes the message records and deliveries whose stamps fall in `runs` (a run may start
     /// before its first record: deliveries left there belong to no record), in one write through
-    /// the writer queue, and waits for it. Returns how many records went.
+    /// the writer queue, and waits for it. Returns the deleted deliveries that named a device
+    /// (device, delivery id) when `deviceDeliveries` asks for them.
     @discardableResult
-    public func deleteHistory(_ runs: [Range<Int64>]) throws(StoreError) -> Int64 {
-        guard !runs.isEmpty else { return 0 }
-        let deleted = Locked<Int64>(0)
+    public func deleteHistory(_ runs: [Range<Int64>], deviceDeliveries: Bool = false) throws(StoreError) -> [(device: Int64, id: Int64)] {
+        guard !runs.isEmpty else { return [] }
+        let outcome = Locked<(messages: Int64, gone: [(device: Int64, id: Int64)])>((0, []))
         try write([{ c in
             var messages: Int64 = 0
+            var gone: [(device: Int64, id: Int64)] = []
             for r in runs {
                 let range: [SQLValue] = [.int(r.lowerBound), .int(r.upperBound)]
-                try c.run("DELETE FROM deliveries WHERE id >= ? AND id < ?", range)
+                if deviceDeliveries {
+                    try c.query("DELETE FROM deliveries WHERE id >= ? AND id < ? RETURNING device, id", range) { (row: Statement) throws(StoreError) in
+                        if !row.isNull(0) { gone.append((row.int(0), row.int(1))) }
+                    }
+                } else {
+                    try c.run("DELETE FROM deliveries WHERE id >= ? AND id < ?", range)
+                }
                 try c.run("DELETE FROM messages WHERE id >= ? AND id < ?", range)
                 messages += Int64(sqlite3_changes64(c.db))
             }
             // Set, not added: a batch that failed is tried again on its own, running this again.
-            deleted.withLock { $0 = messages }
+            outcome.withLock { $0 = (messages, gone) }
         }])
-        let messages = deleted.withLock { $0 }
+        let (messages, gone) = outcome.withLock { $0 }
         history.state.withLock { $0.messages = max(0, $0.messages - messages) }
-        return messages
+        return gone
     }
 
     /// A reset's write for the history (with `Writes.reset` for the rest): afterwards no message
