@@ -77,6 +77,14 @@ class RollbackTestCase: XCTestCase {
         }
     }
 
+    /// What `c` shows now equals what a server started on `s`'s file shows (`c` is closed and
+    /// `s` stopped first).
+    func assertARestartShowsTheSame(_ s: TestServer, _ c: HTTPTestClient, file: StaticString = #filePath, line: UInt = #line) throws {
+        let live = try snapshot(c, file: file, line: line)
+        c.disconnect()
+        assertSame(try restartSnapshot(s), live, "after a restart", file: file, line: line)
+    }
+
     /// Stops `s` and starts a server on the same file; returns what it shows.
     func restartSnapshot(_ s: TestServer) throws -> [String: String] {
         s.stop()

@@ -54,9 +54,7 @@ final class RollbackTests: RollbackTestCase {
         XCTAssertEqual(try send(c, to: newToken).status, 200)
         XCTAssertEqual(try c.get("/api/v1/devices/\(newToken)").status, 200)
         XCTAssertEqual(try c.get("/api/v1/health").status, 200)
-        let live = try snapshot(c)
-        c.disconnect()
-        assertSame(try restartSnapshot(s), live, "after a restart")
+        try assertARestartShowsTheSame(s, c)
     }
 
     /// Device, topic, group, upstream, project and reset writes refused by the store change
@@ -128,9 +126,7 @@ final class RollbackTests: RollbackTestCase {
                                      body: Array(#"{"operation":"create","notification_key_name":"g1","registration_ids":["demo-android-1"]}"#.utf8)).status, 200)
         XCTAssertEqual(try c.post("/api/v1/devices/demo-android-1/upstream", #"{"data":{"hello":"world"}}"#).status, 201)
         XCTAssertEqual(try send(c, to: "/topics/news").status, 200)
-        let live = try snapshot(c)
-        c.disconnect()
-        assertSame(try restartSnapshot(s), live, "after a restart")
+        try assertARestartShowsTheSame(s, c)
     }
 
     /// One write refused for its own reason (a constraint, not the storage): the store stays
@@ -159,8 +155,6 @@ final class RollbackTests: RollbackTestCase {
         // And it works as the store's device from now on.
         XCTAssertEqual(try send(c, to: "only-in-the-store").status, 200)
         XCTAssertEqual(try pending(c, "only-in-the-store"), 1)
-        let live = try snapshot(c)
-        c.disconnect()
-        assertSame(try restartSnapshot(s), live, "after a restart")
+        try assertARestartShowsTheSame(s, c)
     }
 }

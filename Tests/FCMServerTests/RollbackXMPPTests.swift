@@ -55,9 +55,7 @@ final class RollbackXMPPTests: RollbackTestCase {
         XCTAssertNil(try x.nextGCM(timeout: 0.3), "no receipt for the nacked message")
         x.drop()
         waitForNoConnections(c)
-        let live = try snapshot(c)
-        c.disconnect()
-        assertSame(try restartSnapshot(s), live, "after a restart")
+        try assertARestartShowsTheSame(s, c)
     }
 
     /// An upstream message a connection holds stays `sent` on it through a recovery (the store
@@ -91,9 +89,7 @@ final class RollbackXMPPTests: RollbackTestCase {
         XCTAssertEqual(list.first?["status"]?.stringValue, "acked")
         x.drop()
         waitForNoConnections(c)
-        let live = try snapshot(c)
-        c.disconnect()
-        assertSame(try restartSnapshot(s), live, "after a restart")
+        try assertARestartShowsTheSame(s, c)
     }
 
     /// HTTP and XMPP senders while the store fails and recovers again and again: every request
@@ -164,8 +160,6 @@ final class RollbackXMPPTests: RollbackTestCase {
         let devices = items(try c.get("/api/v1/devices?limit=1000")).count
         XCTAssertEqual(Int64(devices), try storeScalar(s, "SELECT count(*) FROM devices"))
         waitForNoConnections(c)
-        let live = try snapshot(c)
-        c.disconnect()
-        assertSame(try restartSnapshot(s), live, "after a restart")
+        try assertARestartShowsTheSame(s, c)
     }
 }
