@@ -149,7 +149,7 @@ final class Pruner: Sendable {
             }
             for start in stride(from: 0, to: free.count, by: Self.batchMessages) {
                 let runs = Array(free[start..<min(start + Self.batchMessages, free.count)])
-                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(runs, deviceDeliveries: true) })
+                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(runs) })
             }
             p.kept = still
         }
@@ -182,7 +182,7 @@ final class Pruner: Sendable {
             }
             if !runs.isEmpty {
                 let batch = runs
-                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(batch, deviceDeliveries: true) })
+                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(batch) })
             }
             p.kept += held
             p.boundary = runStart
@@ -219,7 +219,7 @@ final class Pruner: Sendable {
 extension Engine {
     /// Takes pruned deliveries out of the in-memory inbox index (each device's ascending delivery
     /// ids). Pruned ids left there would cost memory, never a wrong answer (an inbox skips ids
-    /// whose row is gone); this goes once the index lives in SQLite.
+    /// whose row is gone).
     func forgetPrunedDeliveries(_ gone: [(device: Int64, id: Int64)]) {
         guard !gone.isEmpty else { return }
         var byDevice: [Int64: [Int64]] = [:]

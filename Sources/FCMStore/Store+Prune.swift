@@ -147,9 +147,9 @@ extension Store {
     /// Deletes the message records and deliveries whose stamps fall in `runs` (a run may start
     /// before its first record: deliveries left there belong to no record), in one write through
     /// the writer queue, and waits for it. Returns the deleted deliveries that named a device
-    /// (device, delivery id) when `deviceDeliveries` asks for them.
+    /// (device, delivery id), for the engine's inbox index.
     @discardableResult
-    public func deleteHistory(_ runs: [Range<Int64>], deviceDeliveries: Bool = false) throws(StoreError) -> [(device: Int64, id: Int64)] {
+    public func deleteHistory(_ runs: [Range<Int64>]) throws(StoreError) -> [(device: Int64, id: Int64)] {
         guard !runs.isEmpty else { return [] }
         let outcome = Locked<(messages: Int64, gone: [(device: Int64, id: Int64)])>((0, []))
         try write([{ c in
@@ -157,12 +157,8 @@ extension Store {
             var gone: [(device: Int64, id: Int64)] = []
             for r in runs {
                 let range: [SQLValue] = [.int(r.lowerBound), .int(r.upperBound)]
-                if deviceDeliveries {
-                    try c.query("DELETE FROM deliveries WHERE id >= ? AND id < ? RETURNING device, id", range) { (row: Statement) throws(StoreError) in
-                        if !row.isNull(0) { gone.append((row.int(0), row.int(1))) }
-                    }
-                } else {
-                    try c.run("DELETE FROM deliveries WHERE id >= ? AND id < ?", range)
+                try c.query("DELETE FROM deliveries WHERE id >= ? AND id < ? RETURNING device, id", range) { (row: Statement) throws(StoreError) in
+                    if !row.isNull(0) { gone.append((row.int(0), row.int(1))) }
                 }
                 try c.run("DELETE FROM messages WHERE id >= ? AND id < ?", range)
                 messages += Int64(sqlite3_changes64(c.db))

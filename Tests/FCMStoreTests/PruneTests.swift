@@ -116,7 +116,7 @@ final class PruneTests: XCTestCase {
         let held = try s.oldestMessages(from: 200, limit: 1, maxRows: 100)
         XCTAssertEqual(try s.stillHeld(held + [MessageSpan(id: 999, end: 1_000, acceptedAt: 0, held: true)]), [true, nil])
 
-        let gone = try s.deleteHistory([0..<200, 201..<505], deviceDeliveries: true)
+        let gone = try s.deleteHistory([0..<200, 201..<505])
         XCTAssertEqual(gone.map(\.id), [100, 101, 102, 450, 500, 501, 502, 503, 504])
         XCTAssertEqual(Set(gone.map(\.device)), [1])
         XCTAssertEqual(try count(s, "messages"), 1)
