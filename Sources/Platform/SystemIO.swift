@@ -29,6 +29,13 @@ public enum SystemIO {
         return true
     }
 
+    /// Gives the heap's free pages back to the system (glibc's `malloc_trim`, which Swift's Glibc
+    /// module does not declare): after start-up parsed a large fixture into a tree now gone.
+    public static func releaseFreedMemory() {
+        guard let trim = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0)
+    }
+
     /// The whole file, or nil when it cannot be read.
     public static func readFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -81,11 +81,7 @@ do {
 } catch {
     fail(error.description)
 }
-// Loading a large fixture parses it into a tree that is gone by now: give those pages back
-// (glibc's `malloc_trim`, which Swift's Glibc module does not declare).
-if let trim = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") {
-    _ = unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0)
-}
+SystemIO.releaseFreedMemory()
 print(app.listeningLine)
 fflush(nil)  // all output streams: the listening line must reach a pipe at once
 log.info("fcm-mock \(fcmMockVersion) started", [("db", app.storeDescription), ("fixtures", app.fixturesDescription),
