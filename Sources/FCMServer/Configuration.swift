@@ -84,13 +84,8 @@ extension Configuration {
     /// `15m`, `12h`, `7d` (the units of `--device-rate` periods, and days); at least a second, at
     /// most 100 years. Nil for anything else.
     public static func durationSeconds(_ text: String) -> Int64? {
-        var digits = Substring(text)
-        var unit: Int64 = 1
-        for (suffix, seconds) in [("s", Int64(1)), ("m", 60), ("h", 3600), ("d", 86400)] where digits.hasSuffix(suffix) {
-            digits = digits.dropLast()
-            unit = seconds
-            break
-        }
+        let (digits, size) = splitUnit(Substring(text), [("s", 1), ("m", 60), ("h", 3600), ("d", 86400)])
+        let unit = size ?? 1
         guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.count <= 12,
               let n = Int64(digits), n >= 1 else { return nil }
         let total = n * unit

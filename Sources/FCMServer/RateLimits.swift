@@ -9,16 +9,17 @@ public struct RateLimit: Sendable, Equatable {
     public static func parse(_ text: String) -> RateLimit? {
         let parts = text.split(separator: "/", maxSplits: 1)
         guard parts.count == 2, let n = Int(parts[0]), n >= 1 else { return nil }
-        var p = Substring(parts[1])
-        var unit: Int64 = 1000
-        for (suffix, ms) in [("ms", Int64(1)), ("s", 1000), ("m", 60_000), ("h", 3_600_000)] where p.hasSuffix(suffix) {
-            p = p.dropLast(suffix.count)
-            unit = ms
-            break
-        }
+        let (p, unit) = splitUnit(parts[1], [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000)])
         guard let v = Int64(p.isEmpty ? "1" : String(p)), v >= 1 else { return nil }
-        return RateLimit(count: n, periodMillis: v * unit)
+        return RateLimit(count: n, periodMillis: v * (unit ?? 1000))
     }
+}
+
+/// A duration's number and the size of its unit: the first of `units` whose suffix `text` ends
+/// with (list `ms` before `s`), or nil for a bare number. `--device-rate` periods and `--max-age`.
+func splitUnit(_ text: Substring, _ units: [(suffix: String, size: Int64)]) -> (number: Substring, size: Int64?) {
+    for u in units where text.hasSuffix(u.suffix) { return (text.dropLast(u.suffix.count), u.size) }
+    return (text, nil)
 }
 
 /// Sliding windows of recent sends per key (device id or topic). Part of the engine's state.
