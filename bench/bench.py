@@ -799,15 +799,21 @@ def report(res, work):
     return not failed and not unknown
 
 
-if __name__ == "__main__":
-    # bench_v1 imports this file as `bench`: let it find this very module (one BenchError class).
-    sys.modules["bench"] = sys.modules[__name__]
+def run_script(main, say):
+    """Runs a benchmark's `main` as the program: its exit code; 2 (said with `say`) when the
+    benchmark could not run; every server it started is gone afterwards."""
     try:
         sys.exit(main())
     except BenchError as e:
-        log(f"error: {e}")
+        say(f"error: {e}")
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
     finally:
         kill_children()
+
+
+if __name__ == "__main__":
+    # bench_v1 imports this file as `bench`: let it find this very module (one BenchError class).
+    sys.modules["bench"] = sys.modules[__name__]
+    run_script(main, log)

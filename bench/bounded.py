@@ -22,11 +22,13 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (the benchmarks' server process: start, CPU, RSS, stop)
 
 KEY = "AAAAfcmmock:demo-server-key"  # the built-in demo fixture's server key
 DEVICES = 100
@@ -39,54 +41,9 @@ def log(msg):
     print(f"bounded: {msg}", file=sys.stderr, flush=True)
 
 
-class Server:
-    def __init__(self, binary, db, max_messages, stderr_path):
-        self.err = open(stderr_path, "w")
-        self.proc = subprocess.Popen(
-            [binary, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", db,
-             "--max-messages", str(max_messages), "--log-level", "warning"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.err, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening "):
-            self.proc.kill()
-            raise SystemExit(f"bounded: the server printed no listening line (got {line!r}); see {stderr_path}")
-        self.port = int(line.split("http=")[1].split()[0].rsplit(":", 1)[1])
-
-    def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-
-    def cpu_s(self):
-        """User + system CPU the server has used so far (all its threads), seconds."""
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def health(self):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
-        try:
-            s.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-        finally:
-            s.close()
-        return json.loads(data.split(b"\r\n\r\n", 1)[1])
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.err.close()
+def health(server):
+    """GET /api/v1/health, parsed (answered 200 or 503)."""
+    return json.loads(bench.http_json(server.url + "/api/v1/health", timeout=10)[1])
 
 
 class Client:
@@ -163,7 +120,9 @@ def main():
         return 2
     work = tempfile.mkdtemp(prefix="fcm-mock-bounded-")
     db = ":memory:" if args.memory else os.path.join(work, "store.sqlite")
-    server = Server(args.bin, db, args.max_messages, os.path.join(work, "server.log"))
+    server = bench.Server("fcm-mock", [args.bin, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", db,
+                                       "--max-messages", str(args.max_messages), "--log-level", "warning"],
+                          os.path.join(work, "server.log"), 60)
     rows = []
     try:
         clients = [Client(server.port, i) for i in range(CONNECTIONS)]
@@ -171,10 +130,10 @@ def main():
         sent = 0
 
         def sample(label):
-            h = server.health()
+            h = health(server)
             db_bytes = file_bytes(db) if not args.memory else 0
             wal_bytes = file_bytes(db + "-wal") if not args.memory else 0
-            row = {"sends": label, "rss_mib": server.rss_kib() / 1024, "db_mib": db_bytes / 2**20,
+            row = {"sends": label, "rss_mib": server.rss_kib()["VmRSS"] / 1024, "db_mib": db_bytes / 2**20,
                    "wal_mib": wal_bytes / 2**20, "files_mib": (db_bytes + wal_bytes) / 2**20,
                    "store_messages": h.get("store_messages"), "store_mib": h.get("store_bytes", 0) / 2**20,
                    "elapsed_s": time.monotonic() - started, "cpu_s": server.cpu_s()}
@@ -210,7 +169,7 @@ def main():
         failures = sum(c.failures for c in clients)
         # The pruner works in the background: wait (bounded) for it to reach the limit.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and (server.health().get("store_messages") or 0) > args.max_messages:
+        while time.monotonic() < deadline and (health(server).get("store_messages") or 0) > args.max_messages:
             time.sleep(0.1)
         sample("settled")
     finally:

@@ -19,11 +19,13 @@ import http.client
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (the benchmarks' server process: start, stop)
 
 KEY = "AAAAfcmmock:demo-server-key"
 DEVICES = [f"reset-load-{i:02d}" for i in range(40)]
@@ -34,26 +36,8 @@ def log(msg):
     print(f"reset_load: {msg}", file=sys.stderr, flush=True)
 
 
-class Server:
-    def __init__(self, binary, db, extra, stderr=None):
-        self.err = open(stderr, "w") if stderr else subprocess.DEVNULL
-        self.proc = subprocess.Popen([binary, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", db,
-                                      "--log-level", "warning"] + extra,
-                                     stdout=subprocess.PIPE, stderr=self.err, text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening "):
-            raise SystemExit(f"reset_load: no listening line (got {line!r})")
-        self.port = int(line.split("http=")[1].split()[0].rsplit(":", 1)[1])
-
-    def conn(self):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+def connect(server):
+    return http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
 
 
 def send(conn, body):
@@ -82,7 +66,7 @@ def fill(server, messages, deliveries, threads=4):
     errors = []
 
     def work(part):
-        c = server.conn()
+        c = connect(server)
         try:
             for kind, i in part:
                 if kind == "m":
@@ -135,7 +119,7 @@ def one_reset(server, rate, db, settle=2.0, after=6.0):
     health = []   # (start, latency)
 
     def sender():
-        c = server.conn()
+        c = connect(server)
         period = 1.0 / rate
         nxt = time.monotonic()
         i = 0
@@ -152,7 +136,7 @@ def one_reset(server, rate, db, settle=2.0, after=6.0):
                 nxt = time.monotonic()
 
     def poller():
-        c = server.conn()
+        c = connect(server)
         while not stop.is_set():
             t0 = time.monotonic()
             status, _ = get(c, "/api/v1/health")
@@ -163,7 +147,7 @@ def one_reset(server, rate, db, settle=2.0, after=6.0):
     for t in ts:
         t.start()
     time.sleep(settle)
-    c = server.conn()
+    c = connect(server)
     old = json.loads(get(c, "/api/v1/messages?limit=1")[1])["items"][0]["message_id"]
     t0 = time.monotonic()
     c.request("POST", "/api/v1/reset")
@@ -238,7 +222,9 @@ def main():
     extra = args.extra.split() if args.extra else []
     if args.memory:
         extra += ["--max-messages", "none"] if "--max-messages" not in extra else []
-    server = Server(args.bin, db, extra, args.server_log)
+    server = bench.Server("fcm-mock", [args.bin, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", db,
+                                       "--log-level", "warning"] + extra,
+                          args.server_log or os.devnull, 60)
     rows = []
     try:
         for n in range(args.resets):

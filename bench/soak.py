@@ -1253,12 +1253,4 @@ def main():
 
 if __name__ == "__main__":
     sys.modules["soak"] = sys.modules[__name__]
-    try:
-        sys.exit(main())
-    except BenchError as e:
-        log(f"error: {e}")
-        sys.exit(2)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    finally:
-        bench.kill_children()
+    bench.run_script(main, log)
