@@ -114,9 +114,9 @@ extension CCS {
             // The message's `to` names it, or, for a request that parsed, its target.
             var from = to
             if case .invalidForTransport = refusal, case .request(let r) = outcome { from = r.target.value }
-            return keep(refusedID, nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail))
+            return nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail, keeping: refusedID)
         case .faultStatus(_, _, let fault):
-            return keep(refusedID, nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)"))
+            return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)", keeping: refusedID)
         case .dropConnection:
             return c.drop()
         case .proceed(let r, _, let delay):
@@ -130,18 +130,18 @@ extension CCS {
         settled = true
         engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault, clientMessageID: messageID) { [self] result in
             let sentID = (try? result.get())?.topicMessageID
-            let answer: @Sendable () -> String
+            let answer: @Sendable () -> Void
             switch result {
             case .failure:
-                answer = { self.nack(c, messageID, from: target, code: "INTERNAL_SERVER_ERROR", description: "the store failed") }
+                answer = { self.nack(c, messageID, from: target, code: "INTERNAL_SERVER_ERROR", description: "the store failed", keeping: sentID) }
             case .success(let r):
                 if let e = r.topicError {
-                    answer = { self.nack(c, messageID, from: target, code: e.xmppCode, description: e.rawValue) }
+                    answer = { self.nack(c, messageID, from: target, code: e.xmppCode, description: e.rawValue, keeping: sentID) }
                 } else if r.group != nil || r.results.isEmpty {
-                    answer = { self.reply(c, ["message_type": .string("ack"), "from": .optionalString(target), "message_id": .string(messageID)]) }
+                    answer = { self.reply(c, ["message_type": .string("ack"), "from": .optionalString(target), "message_id": .string(messageID)], keeping: sentID) }
                 } else if let e = r.results[0].error {
                     let code = e == .missingRegistration ? "INVALID_JSON" : e.xmppCode
-                    answer = { self.nack(c, messageID, from: target, code: code, description: e.rawValue) }
+                    answer = { self.nack(c, messageID, from: target, code: code, description: e.rawValue, keeping: sentID) }
                 } else {
                     var fields: [(String, JSONValue)] = [("message_type", .string("ack")), ("from", .optionalString(target)),
                                                          ("message_id", .string(messageID))]
@@ -164,9 +164,8 @@ extension CCS {
                         receipt = nil
                     }
                     answer = {
-                        let stanza = self.reply(c, ack)
+                        self.reply(c, ack, keeping: sentID)
                         if let receipt { self.sendReceipt(receipt, sender: sender) }
-                        return stanza
                     }
                 }
             }
@@ -175,12 +174,12 @@ extension CCS {
             if delayMs > 0 {
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) {
                     self.release(c)
-                    self.keep(sentID, answer())
+                    answer()
                     self.answered(c)
                 }
             } else {
                 release(c)
-                keep(sentID, answer())
+                answer()
                 answered(c)
             }
         }
@@ -219,36 +218,31 @@ extension CCS {
     func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String) {
         let id = try? engine.recordRejectedID(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
                                               detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID)
-        keep(id, nack(c, messageID, from: from, code: code, description: description))
+        nack(c, messageID, from: from, code: code, description: description, keeping: id)
     }
 
-    /// Keeps the ack or nack (its JSON) a downstream message was answered on its record.
-    func keep(_ recordID: Int64?, _ stanza: String) {
-        engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(status: nil, contentType: "xmpp", body: Array(stanza.utf8)),
-                          headers: nil)
-    }
 
-    /// Returns the nack's JSON.
-    @discardableResult
-    func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String) -> String {
+    /// A nack; see `reply` for `keeping`.
+    func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String, keeping recordID: Int64?) {
         reply(c, [("message_type", .string("nack")), ("from", .optionalString(from)), ("message_id", .string(messageID)),
-                  ("error", .string(code)), ("error_description", .string(description))])
+                  ("error", .string(code)), ("error_description", .string(description))], keeping: recordID)
     }
 
-    @discardableResult
-    func reply(_ c: XMPPConnection, _ fields: KeyValuePairs<String, JSONValue>) -> String {
-        reply(c, fields.map { ($0.key, $0.value) })
+    func reply(_ c: XMPPConnection, _ fields: KeyValuePairs<String, JSONValue>, keeping recordID: Int64? = nil) {
+        reply(c, fields.map { ($0.key, $0.value) }, keeping: recordID)
     }
 
     /// `<message><data:gcm xmlns:data="google:mobile:data">{…}</data:gcm></message>`, without the
-    /// fields that are null.
-    /// Returns the JSON sent.
-    @discardableResult
-    func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)]) -> String {
+    /// fields that are null. An ack or nack is kept on its record (`keeping`) before it leaves,
+    /// so a client that reads it and then asks the control API finds it there.
+    func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)], keeping recordID: Int64? = nil) {
         let json = JSONValue.object(JSONObject(fields.filter { !$0.1.isNull })).serialized()
+        if let recordID {
+            engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(status: nil, contentType: "xmpp", body: Array(json.utf8)),
+                              headers: nil)
+        }
         stanzaLog("in", c, Self.answerLog(fields))
         c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscapeText(json))</data:gcm></message>")
-        return json
     }
 
     /// The log fields of a downstream message answered with `fields` (an ack, a nack, or a
