@@ -252,7 +252,7 @@ extension Engine {
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             s.remove(d)
             let id = d.id
-            let deliveries = s.inbox.removeValue(forKey: id) ?? []
+            let deliveries = s.inbox.removeValue(forKey: id)?.recent ?? []
             s.stored[id] = nil
             s.unsubscribeAll(device: id)
             // Out of its groups too; a group left empty goes, as FCM deletes empty groups.

@@ -226,25 +226,10 @@ extension Engine {
         for g in gone { byDevice[g.device, default: []].append(g.id) }
         state.withLock { s in
             for (device, var ids) in byDevice {
-                guard var list = s.inbox.removeValue(forKey: device) else { continue }
+                guard var entry = s.inbox.removeValue(forKey: device) else { continue }
                 ids.sort()
-                // Both ascending, the pruned ones mostly at the front: compact that front, then
-                // close the gap once.
-                var read = 0, write = 0, j = 0
-                while read < list.count && j < ids.count {
-                    if list[read] == ids[j] {
-                        read += 1
-                        j += 1
-                    } else if list[read] > ids[j] {
-                        j += 1
-                    } else {
-                        list[write] = list[read]
-                        write += 1
-                        read += 1
-                    }
-                }
-                if write < read { list.removeSubrange(write..<read) }
-                if !list.isEmpty { s.inbox[device] = list }
+                entry.forget(ids)
+                if !entry.recent.isEmpty || entry.chunkedThrough > 0 { s.inbox[device] = entry }
             }
         }
     }

@@ -65,7 +65,7 @@ extension Engine {
         if let t = f.token {
             // The device's deliveries come from the in-memory inbox index; deleted devices and
             // tokens that never were devices are found by the token kept on the row.
-            q.token = (state.withLock { s in s.tokenIndex[t].flatMap { s.inbox[$0] } ?? [] }, t)
+            q.token = tokenFilter(t)
         }
         if let st = f.status {
             switch st {
@@ -140,90 +140,5 @@ extension Engine {
         }
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
         return MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
-    }
-}
-
-extension Engine {
-    /// A device's inbox entries, oldest first, after delivery row `afterID`.
-    public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
-        if let status, !inboxStatuses.contains(status) {
-            throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
-        }
-        let found: ([Int64], Platform)? = state.withLock { s in
-            guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
-            let all = s.inbox[id] ?? []
-            return (Array(all[Self.firstAfter(afterID, in: all)...]), device.platform)
-        }
-        guard let (candidates, platform) = found else { throw .notFound("device '\(token)' does not exist") }
-        let now = clock.nowMillis()
-        do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
-                var items: [InboxEntry] = []
-                var lastID: Int64 = 0
-                for id in candidates {
-                    guard let r = try c.inboxRow(id), inboxStatuses.contains(r.status) else { continue }
-                    // A held message past its TTL reads as expired before the sweep writes it so.
-                    let st = r.status == "pending" && r.expiresAt <= now ? "expired" : r.status
-                    if let status, status != st { continue }
-                    if items.count == limit { return (items, lastID) }
-                    lastID = r.id
-                    items.append(InboxEntry(row: r, status: st, platform: platform))
-                }
-                return (items, nil)
-            }
-        } catch {
-            throw .internal(error.description)
-        }
-    }
-
-    /// The position of the first entry of the ascending `ids` greater than `afterID`.
-    private static func firstAfter(_ afterID: Int64, in ids: [Int64]) -> Int {
-        var lo = 0, hi = ids.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if ids[mid] <= afterID { lo = mid + 1 } else { hi = mid }
-        }
-        return lo
-    }
-
-    /// How many deliveries the device's inbox holds after `afterID`, whatever their status (at
-    /// least as many as any page can show); nil for an unknown device.
-    private func inboxCount(_ token: String, afterID: Int64) -> Int? {
-        state.withLock { s in
-            guard let id = s.tokenIndex[token] else { return nil }
-            let all = s.inbox[id] ?? []
-            return all.count - Self.firstAfter(afterID, in: all)
-        }
-    }
-
-    /// Long poll: answers as soon as the inbox holds at least `min` matching entries, or when
-    /// `waitSeconds` have passed (with what there is). `reply` runs at once or later, on another
-    /// thread; no thread waits meanwhile.
-    public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
-                             reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), ControlError>) -> Void) {
-        let first: (items: [InboxEntry], next: Int64?)
-        do {
-            first = try inbox(token, status: status, afterID: afterID, limit: limit)
-        } catch {
-            return reply(.failure(error))
-        }
-        // A page holds at most `limit` entries: a `min` above it is met by a full page.
-        let need = Swift.min(min, limit)
-        if first.items.count >= need || waitSeconds <= 0 { return reply(.success(first)) }
-        let deadline = monotonicNanos() + UInt64(waitSeconds * 1e9)
-        longPolls.add(deadline: deadline) { [self] final in
-            // Re-checked after every commit: the in-memory count rules most checks out without a
-            // query (hundreds of waiting polls each paging through SQLite on every send took a
-            // core).
-            if !final, let n = inboxCount(token, afterID: afterID), n < need { return false }
-            do throws(ControlError) {
-                let page = try inbox(token, status: status, afterID: afterID, limit: limit)
-                guard page.items.count >= need || final else { return false }
-                reply(.success(page))
-            } catch {
-                reply(.failure(error))
-            }
-            return true
-        }
     }
 }

@@ -137,10 +137,11 @@ extension Engine {
             if fan.groupKey != nil { result.group = (fan.devices?.count ?? 0, fan.groupFailed) }
             if dryRun { return result }
 
+            var chunkFull: [Int64] = []
             for r in placed.rows {
-                if let d = r.device { s.inbox[d, default: []].append(r.id) }
+                if let d = r.device, s.addToInbox(device: d, id: r.id) { chunkFull.append(d) }
             }
-            for n in placed.notices { s.inbox[n.device.id, default: []].append(n.id) }
+            for n in placed.notices where s.addToInbox(device: n.device.id, id: n.id) { chunkFull.append(n.device.id) }
             var message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
                                  requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
             if transport == .httpV1 {
@@ -155,6 +156,7 @@ extension Engine {
             }
             s.stats.count(message, rows: placed.rows)
             writeAndPublish(message, placed, ctx, result: result, state: s, completion: completion)
+            if !chunkFull.isEmpty { queueInboxChunks(of: chunkFull, state: &s) }
             return nil
         }
         if let dryResult { return completion(.success(dryResult)) }

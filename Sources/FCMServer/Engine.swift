@@ -85,6 +85,7 @@ public final class Engine: Sendable {
         if !missing.isEmpty { try store.wait(for: store.submit([Writes.setFIDs(missing)])) }
         publishCredentials(loaded.state)
         recoverAfterFailedWrites()
+        chunkLoadedInboxes()
     }
 
     // MARK: Authentication
@@ -200,9 +201,9 @@ struct EngineState: Sendable {
     /// The devices start-up fixtures declare, by id, with what they declare (reset puts them back).
     var fixtureDevices: [Int64: DeviceSpec] = [:]
     var nextDeviceID: Int64 = 1
-    /// Every delivery row id per device, ascending: the inbox index (see the schema's note on why
-    /// it is not a SQLite index).
-    var inbox: [Int64: [Int64]] = [:]
+    /// Each device's delivery ids: the newest here, the older in the store's chunks
+    /// (`Engine+Inbox.swift`).
+    var inbox: [Int64: DeviceInbox] = [:]
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
     /// Sends counted as decided (`Engine+Stats.swift`).
@@ -382,7 +383,14 @@ struct EngineState: Sendable {
                 s.upstream[u.id] = u
                 s.upstreamOrder.append(u.id)
             }
-            try load.deviceDeliveries { id, device in s.inbox[device, default: []].append(id) }
+            try load.inboxChunkSummary { device, last, count in
+                s.inbox[device] = DeviceInbox(chunkedThrough: last, chunkedCount: count)
+            }
+            // The ids after each device's last chunk (all of them, in a store from before chunks).
+            try load.deviceDeliveries { id, device in
+                if let through = s.inbox[device]?.chunkedThrough, id <= through { return }
+                s.inbox[device, default: DeviceInbox()].recent.append(id)
+            }
             s.nextDeviceID = try load.maxDeviceID() + 1
             let maxMid = try load.maxMessageStamp()
             return (s, maxMid)

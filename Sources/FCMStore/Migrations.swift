@@ -5,8 +5,8 @@ enum Migrations {
         // Both row ids are message-id stamps (unique, increasing): inserts append, a message id
         // is found by primary key, and a message's deliveries are the rows id ..< id + recipients.
         // Only pending deliveries are indexed by device (a partial index, tiny); the per-device
-        // list of all deliveries is kept in memory by the engine, since a B-tree keyed by device
-        // makes a 1000-token multicast dirty 1000 index pages. Rows stay small (what can be
+        // list of all deliveries is kept in chunks of ids (version 12), since a B-tree keyed by
+        // device makes a 1000-token multicast dirty 1000 index pages. Rows stay small (what can be
         // derived is not stored: a token target's value is its recipient's token; options are
         // columns with `flags` bits 1 content_available, 2 mutable_content, 4 delay_while_idle
         // given, 8 its value), since every byte is written to the log and copied back.
@@ -141,6 +141,16 @@ enum Migrations {
         ALTER TABLE messages ADD COLUMN answer TEXT;
         ALTER TABLE messages ADD COLUMN headers TEXT;
         ALTER TABLE deliveries ADD COLUMN settled_at INTEGER;
+        """,
+        // 12: each device's older delivery ids in chunks (Store+Inbox.swift), so the engine keeps
+        // only the newest in memory. A store from before has none: the engine makes them from
+        // the deliveries when it loads.
+        """
+        CREATE TABLE inbox_chunks(
+            last_id INTEGER PRIMARY KEY,
+            device INTEGER NOT NULL,
+            ids BLOB NOT NULL);
+        CREATE INDEX inbox_chunks_device ON inbox_chunks(device);
         """,
     ]
 

@@ -17,6 +17,7 @@ public enum SQLValue: Sendable, Equatable {
     case null
     case int(Int64)
     case text(String)
+    case blob([UInt8])
 
     /// `.text` for a non-nil string, `.null` otherwise.
     public static func optional(_ s: String?) -> SQLValue { s.map { .text($0) } ?? .null }
@@ -168,6 +169,11 @@ public final class Statement {
                         sqlite3_bind_text(stmt, idx, $0, Int32(buf.count), fcm_sqlite_transient())
                     }
                 }
+            case .blob(let bytes):
+                rc = bytes.withUnsafeBytes { buf in
+                    guard let base = buf.baseAddress else { return sqlite3_bind_zeroblob(stmt, idx, 0) }
+                    return sqlite3_bind_blob(stmt, idx, base, Int32(buf.count), fcm_sqlite_transient())
+                }
             }
             guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
         }
@@ -192,6 +198,14 @@ public final class Statement {
         guard let p = sqlite3_column_text(stmt, i) else { return nil }
         let n = Int(sqlite3_column_bytes(stmt, i))
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+
+    /// Column `i` as bytes (empty for NULL).
+    public func blob(_ i: Int32) -> [UInt8] {
+        // The pointer first, then its length (SQLite's documented order).
+        guard let p = sqlite3_column_blob(stmt, i) else { return [] }
+        let n = Int(sqlite3_column_bytes(stmt, i))
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
     }
 
     /// Whether column `i` is NULL.

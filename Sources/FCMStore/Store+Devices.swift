@@ -129,11 +129,15 @@ public enum Writes {
 
     /// Forgets a device; its past deliveries keep its token as text, so records still say whom
     /// they addressed.
+    /// `deliveries`: the ones the engine still holds in memory (the rest are in the device's
+    /// inbox chunks, which go with it).
     public static func deleteDevice(_ id: Int64, token: String, deliveries: [Int64]) -> WriteOp {
         { c in
             try c.run("DELETE FROM subscriptions WHERE device = ?", [.int(id)])
+            let all = try c.allInboxChunkIDs(device: id) + deliveries
             try c.run("UPDATE deliveries SET token = ?, device = NULL WHERE id IN (SELECT value FROM json_each(?))",
-                      [.text(token), .text("[" + deliveries.map(String.init).joined(separator: ",") + "]")])
+                      [.text(token), .text("[" + all.map(String.init).joined(separator: ",") + "]")])
+            try c.run("DELETE FROM inbox_chunks WHERE device = ?", [.int(id)])
             try c.run("DELETE FROM devices WHERE id = ?", [.int(id)])
         }
     }

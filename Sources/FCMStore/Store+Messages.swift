@@ -140,9 +140,9 @@ public struct MessageQuery: Sendable {
     public var error: String?
     /// `/topics/` and the topic's lowercased name: topic sends to it in any case.
     public var topicTarget: String?
-    /// A token's messages: its device's delivery ids, and the token kept on rows of recipients
-    /// that were no device.
-    public var token: (deliveryIDs: [Int64], token: String)? = nil
+    /// A token's messages: its device's delivery ids (those in its inbox chunks up to `chunked`,
+    /// then `recent`), and the token kept on rows of recipients that were no device.
+    public var token: (device: Int64?, chunked: Int64, recent: [Int64], token: String)? = nil
     /// The record's own status (`accepted`, `rejected`).
     public var recordStatus: String?
     /// A status any of its recipients has.
@@ -211,9 +211,17 @@ extension SQLiteConnection {
             sql += " AND target_kind = 'topic' AND lower(target_value) = ?"
             args.append(.text(v))
         }
-        if let (ids, token) = q.token {
+        if let (device, chunked, recent, token) = q.token {
             sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
                 + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
+            var ids: [Int64] = []
+            if let device {
+                try inboxChunkIDs(device: device, after: Int64.min, through: chunked) { id in
+                    ids.append(id)
+                    return true
+                }
+            }
+            ids += recent
             args.append(.text("[" + ids.map(String.init).joined(separator: ",") + "]"))
             args.append(.text(token))
         }

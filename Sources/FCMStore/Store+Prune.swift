@@ -163,6 +163,7 @@ extension Store {
                 try c.run("DELETE FROM messages WHERE id >= ? AND id < ?", range)
                 messages += Int64(sqlite3_changes64(c.db))
             }
+            try c.forgetPrunedChunks(gone)
             // Set, not added: a batch that failed is tried again on its own, running this again.
             outcome.withLock { $0 = (messages, gone) }
         }])
@@ -187,6 +188,8 @@ extension Store {
     /// place after all.
     public func resetHistory() -> WriteOp {
         { [history] c in
+            // The chunks are a small fraction of the deliveries: deleted in place.
+            try c.execute("DELETE FROM inbox_chunks")
             let used = (try c.scalar("PRAGMA page_count") ?? 0) - (try c.scalar("PRAGMA freelist_count") ?? 0)
             let setAside = used > Self.inPlaceResetPages ? try Self.setHistoryAside(c) : false
             if !setAside {

@@ -1,0 +1,234 @@
+import FCMCore
+import FCMStore
+import Platform
+
+/// One device's inbox index: its delivery ids, ascending. The oldest live in the store's inbox
+/// chunks (`Store+Inbox.swift`), up to `chunkedThrough`; memory holds only the ids after it, so
+/// what the engine keeps is bounded by the devices, not by history.
+///
+/// Once `recent` holds a full chunk past what is already on its way, the oldest `InboxChunk.size`
+/// ids are queued for the store, in the same commit batch as the send that filled them. They stay
+/// in `recent` until that commit succeeded (a reader never misses them: before, it finds them
+/// here; after, in the store, below `chunkedThrough`). One chunk is on its way at a time.
+struct DeviceInbox: Sendable {
+    var recent: [Int64] = []
+    /// The last id of the device's last stored chunk (0: none).
+    var chunkedThrough: Int64 = 0
+    /// How many ids the stored chunks hold, pruned ones included (an upper bound for counts).
+    var chunkedCount = 0
+    /// The last id of the chunk being committed, if one is.
+    var inFlight: Int64?
+
+    /// Adds the newest id; true when a full chunk waits to be stored.
+    mutating func append(_ id: Int64) -> Bool {
+        recent.append(id)
+        return inFlight == nil && recent.count >= InboxChunk.size
+    }
+
+    /// The ids after `afterID` still in memory.
+    func recent(after afterID: Int64) -> ArraySlice<Int64> {
+        recent[DeviceInbox.firstAfter(afterID, in: recent)...]
+    }
+
+    /// At least how many ids the inbox holds after `afterID` (exactly, when none of them is
+    /// chunked).
+    func countBound(after afterID: Int64) -> Int {
+        recent(after: afterID).count + (afterID < chunkedThrough ? chunkedCount : 0)
+    }
+
+    /// The position of the first entry of the ascending `ids` greater than `afterID`.
+    static func firstAfter(_ afterID: Int64, in ids: [Int64]) -> Int {
+        var lo = 0, hi = ids.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if ids[mid] <= afterID { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The full chunks `recent` holds beyond the ones in flight (none while some are), oldest
+    /// first; marks them in flight.
+    mutating func nextChunks() -> [[Int64]] {
+        guard inFlight == nil, recent.count >= InboxChunk.size else { return [] }
+        var chunks: [[Int64]] = []
+        var start = 0
+        while recent.count - start >= InboxChunk.size {
+            chunks.append(Array(recent[start..<start + InboxChunk.size]))
+            start += InboxChunk.size
+        }
+        inFlight = chunks.last?.last
+        return chunks
+    }
+
+    /// The `count` chunks ending at `last` were committed: their ids leave memory.
+    mutating func chunksStored(through last: Int64, count: Int) {
+        guard inFlight == last else { return }
+        inFlight = nil
+        recent.removeFirst(DeviceInbox.firstAfter(last, in: recent))
+        chunkedThrough = max(chunkedThrough, last)
+        chunkedCount += count * InboxChunk.size
+    }
+
+    /// Takes pruned ids (ascending) out of memory; those already chunked only lower the count.
+    mutating func forget(_ ids: [Int64]) {
+        var read = 0, write = 0, j = 0
+        // Both ascending, the pruned ones mostly at the front: compact that front, then close
+        // the gap once.
+        while read < recent.count && j < ids.count {
+            if recent[read] == ids[j] {
+                read += 1
+                j += 1
+            } else if recent[read] > ids[j] {
+                j += 1
+            } else {
+                recent[write] = recent[read]
+                write += 1
+                read += 1
+            }
+        }
+        if write < read { recent.removeSubrange(write..<read) }
+        chunkedCount = max(0, chunkedCount - DeviceInbox.firstAfter(chunkedThrough, in: ids))
+    }
+}
+
+extension EngineState {
+    /// Adds a delivery to its device's inbox index; true when the device now has a full chunk
+    /// to store (`Engine.queueInboxChunks`).
+    mutating func addToInbox(device: Int64, id: Int64) -> Bool {
+        inbox[device, default: DeviceInbox()].append(id)
+    }
+
+    /// The full chunks of the given devices' inboxes not yet on their way to the store.
+    mutating func fullInboxChunks(of devices: some Sequence<Int64>) -> [(device: Int64, chunks: [[Int64]])] {
+        var out: [(device: Int64, chunks: [[Int64]])] = []
+        for d in devices {
+            guard let chunks = inbox[d]?.nextChunks(), !chunks.isEmpty else { continue }
+            out.append((d, chunks))
+        }
+        return out
+    }
+}
+
+extension Engine {
+    /// Queues the full chunks of `devices`' inboxes (called under the state lock, right after
+    /// the writes that filled them, so they commit in the same batch); once committed their ids
+    /// leave memory. A failed commit leaves them in memory: the next delivery to the device
+    /// queues them again (and the state is read back from the store anyway:
+    /// `Engine+Recovery.swift`).
+    func queueInboxChunks(of devices: some Sequence<Int64>, state s: inout EngineState) {
+        let full = s.fullInboxChunks(of: devices)
+        guard !full.isEmpty else { return }
+        let rows = full.flatMap { f in f.chunks.map { (device: f.device, ids: $0) } }
+        _ = submit([Writes.inboxChunks(rows)], wakeWriter: false) { [self] error in
+            guard error == nil else { return }
+            state.withLock { s in
+                for f in full {
+                    guard let last = f.chunks.last?.last else { continue }
+                    s.inbox[f.device]?.chunksStored(through: last, count: f.chunks.count)
+                }
+            }
+        }
+    }
+
+    /// At a start: a store from before chunks holds every delivery in memory; chunks them all.
+    func chunkLoadedInboxes() {
+        state.withLock { s in queueInboxChunks(of: Array(s.inbox.keys), state: &s) }
+        store.drain()
+    }
+
+    /// The message-list filter for a token: its device's chunked ids up to where memory starts,
+    /// and the ids in memory.
+    func tokenFilter(_ token: String) -> (device: Int64?, chunked: Int64, recent: [Int64], token: String) {
+        state.withLock { s in
+            guard let id = s.tokenIndex[token] else { return (nil, 0, [], token) }
+            let entry = s.inbox[id] ?? DeviceInbox()
+            return (id, entry.chunkedThrough, entry.recent, token)
+        }
+    }
+}
+
+extension Engine {
+    /// A device's inbox entries, oldest first, after delivery row `afterID`.
+    public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
+        if let status, !inboxStatuses.contains(status) {
+            throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
+        }
+        let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
+            guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
+            return (id, s.inbox[id] ?? DeviceInbox(), device.platform)
+        }
+        guard let (device, index, platform) = found else { throw .notFound("device '\(token)' does not exist") }
+        let now = clock.nowMillis()
+        do {
+            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
+                var items: [InboxEntry] = []
+                var lastID: Int64 = 0
+                var next: Int64?
+                // False once the page is full (`next` then says where the following one starts).
+                func take(_ id: Int64) throws(StoreError) -> Bool {
+                    guard let r = try c.inboxRow(id), inboxStatuses.contains(r.status) else { return true }
+                    // A held message past its TTL reads as expired before the sweep writes it so.
+                    let st = r.status == "pending" && r.expiresAt <= now ? "expired" : r.status
+                    if let status, status != st { return true }
+                    if items.count == limit {
+                        next = lastID
+                        return false
+                    }
+                    lastID = r.id
+                    items.append(InboxEntry(row: r, status: st, platform: platform))
+                    return true
+                }
+                // Chunks first (up to where memory starts, as of the lock above), then memory.
+                try c.inboxChunkIDs(device: device, after: afterID, through: index.chunkedThrough, take)
+                if next == nil {
+                    for id in index.recent(after: afterID) {
+                        guard try take(id) else { break }
+                    }
+                }
+                return (items, next)
+            }
+        } catch {
+            throw .internal(error.description)
+        }
+    }
+
+    /// At least how many deliveries the device's inbox holds after `afterID`, whatever their
+    /// status (at least as many as any page can show); nil for an unknown device.
+    private func inboxCount(_ token: String, afterID: Int64) -> Int? {
+        state.withLock { s in
+            guard let id = s.tokenIndex[token] else { return nil }
+            return (s.inbox[id] ?? DeviceInbox()).countBound(after: afterID)
+        }
+    }
+
+    /// Long poll: answers as soon as the inbox holds at least `min` matching entries, or when
+    /// `waitSeconds` have passed (with what there is). `reply` runs at once or later, on another
+    /// thread; no thread waits meanwhile.
+    public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
+                             reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), ControlError>) -> Void) {
+        let first: (items: [InboxEntry], next: Int64?)
+        do {
+            first = try inbox(token, status: status, afterID: afterID, limit: limit)
+        } catch {
+            return reply(.failure(error))
+        }
+        // A page holds at most `limit` entries: a `min` above it is met by a full page.
+        let need = Swift.min(min, limit)
+        if first.items.count >= need || waitSeconds <= 0 { return reply(.success(first)) }
+        let deadline = monotonicNanos() + UInt64(waitSeconds * 1e9)
+        longPolls.add(deadline: deadline) { [self] final in
+            // Re-checked after every commit: the in-memory count rules most checks out without a
+            // query (hundreds of waiting polls each paging through SQLite on every send took a
+            // core).
+            if !final, let n = inboxCount(token, afterID: afterID), n < need { return false }
+            do throws(ControlError) {
+                let page = try inbox(token, status: status, afterID: afterID, limit: limit)
+                guard page.items.count >= need || final else { return false }
+                reply(.success(page))
+            } catch {
+                reply(.failure(error))
+            }
+            return true
+        }
+    }
+}
