@@ -131,7 +131,11 @@ struct LogEntry: Sendable {
             out.append(contentsOf: level.name.utf8)
             out.append(32)
             out.append(contentsOf: message.utf8)
-            forEachField { k, v in Self.append(k, v.utf8, into: &out) }
+            if case .http(let a) = body {
+                Self.appendAccessFields(a, into: &out)
+            } else {
+                forEachField { k, v in Self.append(k, v.utf8, into: &out) }
+            }
         }
         out.append(10)
     }
@@ -157,6 +161,67 @@ struct LogEntry: Sendable {
             field("ms", Log.millis(a.nanos))
             field("auth", Log.maskCredential(a.authorization))
         }
+    }
+
+    /// The fields of an access line in text form, written as bytes: the same text as
+    /// `forEachField` gives, without the strings it makes (one line per request).
+    static func appendAccessFields(_ a: HTTPAccess, into out: inout [UInt8]) {
+        append("method", a.method.utf8, into: &out)
+        append("path", a.path.utf8, into: &out)
+        out.append(contentsOf: " status=".utf8)
+        appendDecimal(UInt64(max(0, a.status)), into: &out)
+        out.append(contentsOf: " bytes=".utf8)
+        if a.bytes < 0 { out.append(contentsOf: "stream".utf8) } else { appendDecimal(UInt64(a.bytes), into: &out) }
+        out.append(contentsOf: " ms=".utf8)
+        let micros = a.nanos / 1000
+        appendDecimal(micros / 1000, into: &out)
+        let frac = Int(micros % 1000)
+        out.append(46)
+        out.append(UInt8(48 + frac / 100))
+        out.append(UInt8(48 + frac / 10 % 10))
+        out.append(UInt8(48 + frac % 10))
+        out.append(contentsOf: " auth=".utf8)
+        appendMaskedCredential(a.authorization, into: &out)
+    }
+
+    private static func appendDecimal(_ n: UInt64, into out: inout [UInt8]) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buf in
+            var i = buf.count
+            var v = n
+            repeat {
+                i -= 1
+                buf[i] = UInt8(48 + v % 10)
+                v /= 10
+            } while v > 0
+            out.append(contentsOf: buf[i...])
+        }
+    }
+
+    /// `Log.maskCredential(value)` appended as bytes. A value of printable ASCII (every real
+    /// credential) is masked on its bytes; anything else goes through the string form, whose
+    /// rules count characters.
+    static func appendMaskedCredential(_ value: String?, into out: inout [UInt8]) {
+        guard var value, !value.isEmpty else { return out.append(UInt8(ascii: "-")) }
+        let done = value.withUTF8 { u -> Bool in
+            for b in u where b < 0x20 || b > 0x7E { return false }
+            var start = 0
+            while start < u.count && u[start] == 32 { start += 1 }
+            let v = UnsafeBufferPointer(rebasing: u[start...])
+            if hasPrefixIgnoringCase(v, "key=") {
+                out.append(contentsOf: "key=***".utf8)
+                if v.count - 4 >= 16 { out.append(contentsOf: v[(v.count - 4)...]) }
+            } else if let space = v.firstIndex(of: 32) {
+                out.append(contentsOf: v[..<space])
+                out.append(contentsOf: " ***".utf8)
+            } else {
+                out.append(contentsOf: "***".utf8)
+            }
+            return true
+        }
+        if !done { out.append(contentsOf: Log.maskCredential(value).utf8) }
     }
 
     private static func append(_ key: String, _ value: String.UTF8View, into out: inout [UInt8]) {
