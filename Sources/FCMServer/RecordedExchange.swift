@@ -23,6 +23,7 @@ enum RecordedExchange {
         // Every send keeps these: one pass over the fields, names compared as bytes, nothing
         // built for the fields not kept.
         var found: [(Int, String)] = []
+        found.reserveCapacity(headerNames.count)
         for h in r.headers {
             guard let i = headerIndex(h.name) else { continue }
             if let j = found.firstIndex(where: { $0.0 == i }) {
@@ -33,15 +34,22 @@ enum RecordedExchange {
         }
         if found.isEmpty { return "" }
         found.sort { $0.0 < $1.0 }
-        var out = ""
+        // Written as bytes, one string at the end.
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         for (i, value) in found {
-            let name = headerNames[i]
-            out += name
-            out += "\t"
-            out += clean(i == 1 ? mask(value) : value.utf8.count > 256 ? String(value.prefix(256)) : value)
-            out += "\n"
+            out.append(contentsOf: headerBytes[i])
+            out.append(9)
+            if i == 1 {
+                appendClean(mask(value), into: &out)
+            } else if value.utf8.count > 256 {
+                appendClean(String(value.prefix(256)), into: &out)
+            } else {
+                appendClean(value, into: &out)
+            }
+            out.append(10)
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// `headerNames` as bytes, for `headerIndex`.
@@ -67,9 +75,28 @@ enum RecordedExchange {
     }
 
     /// A header value with the separators of the stored form (tab, line breaks) as spaces.
-    private static func clean(_ value: String) -> String {
+    static func clean(_ value: String) -> String {
         guard value.utf8.contains(where: { $0 == 9 || $0 == 10 || $0 == 13 }) else { return value }
         return String(value.map { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
+    }
+
+    /// `clean(value)` appended as bytes. The same text: tab, CR and LF are characters of their
+    /// own (grapheme breaks surround controls) except CR LF, which is one character, so one space.
+    static func appendClean(_ value: String, into out: inout [UInt8]) {
+        var value = value
+        value.withUTF8 { u in
+            // Almost every value has none of them: one bulk copy.
+            guard u.contains(where: { $0 == 9 || $0 == 10 || $0 == 13 }) else { return out.append(contentsOf: u) }
+            var afterCR = false
+            for b in u {
+                if b == 10 && afterCR {
+                    afterCR = false
+                    continue
+                }
+                afterCR = b == 13
+                out.append(b == 9 || b == 10 || b == 13 ? 32 : b)
+            }
+        }
     }
 
     /// A credential with only its scheme and first characters left: `key=AIzaSy…`, `Bearer eyJhbG…`.
@@ -109,7 +136,7 @@ enum RecordedExchange {
         out.reserveCapacity(cut.count + 48)
         if let status { out.append(contentsOf: String(status).utf8) } else { out.append(UInt8(ascii: "-")) }
         out.append(9)
-        out.append(contentsOf: clean(contentType ?? "").utf8)
+        if let contentType { appendClean(contentType, into: &out) }
         out.append(9)
         out.append(cut.count < body.count ? UInt8(ascii: "1") : UInt8(ascii: "0"))
         out.append(10)

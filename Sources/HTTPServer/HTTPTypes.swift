@@ -78,6 +78,8 @@ public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 
 /// ASCII case-insensitive equality (header names are ASCII).
 func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+    // Lengths first (constant time on native strings): most fields a lookup passes differ there.
+    guard a.utf8.count == b.utf8.count else { return false }
     var ia = a.utf8.makeIterator(), ib = b.utf8.makeIterator()
     while true {
         switch (ia.next(), ib.next()) {

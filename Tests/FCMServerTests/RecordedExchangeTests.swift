@@ -23,4 +23,13 @@ final class RecordedExchangeFormTests: XCTestCase {
                        #"{"content-type":"application/json","authorization":"key=AIzaSy…","user-agent":"evil agent X: y"}"#)
         XCTAssertEqual(RecordedExchange.json(headers: RecordedExchange.headers(HTTPRequest(method: "GET", path: "/"))), "{}")
     }
+
+    /// The byte form of `clean` (every send's headers go through it) gives the same text.
+    func testByteCleaningMatchesTheCharacterRules() {
+        for v in ["plain", "a\tb", "a\r\nb", "a\n\rb", "\r\r\n\n", "end\r", "\t\u{301}x", "é\r\n\u{301}", ""] {
+            var out: [UInt8] = []
+            RecordedExchange.appendClean(v, into: &out)
+            XCTAssertEqual(String(decoding: out, as: UTF8.self), RecordedExchange.clean(v), v.debugDescription)
+        }
+    }
 }
