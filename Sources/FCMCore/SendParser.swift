@@ -10,13 +10,40 @@ public enum SendParser {
     /// Largest `time_to_live`: four weeks.
     public static let maxTimeToLive: Int64 = 2_419_200
 
-    /// Top-level fields of a JSON send body. Anything else is `InvalidParameters`, so a typo such as
-    /// `time_to_leave` is caught instead of silently ignored.
-    static let knownJSONFields: Set<String> = [
-        "to", "registration_ids", "condition", "notification_key", "collapse_key", "priority",
-        "content_available", "mutable_content", "time_to_live", "restricted_package_name", "dry_run",
-        "data", "notification", "delay_while_idle", "access_token_auth",
-    ]
+    /// Top-level fields of a JSON send body, each with a slot in `Fields`. Anything else is
+    /// `InvalidParameters`, so a typo such as `time_to_leave` is caught instead of silently ignored.
+    enum Field: Int, CaseIterable {
+        case to, registrationIDs, condition, notificationKey, collapseKey, priority, contentAvailable, mutableContent,
+             timeToLive, restrictedPackageName, dryRun, data, notification, delayWhileIdle, accessTokenAuth
+
+        var name: String { Self.names[rawValue] }
+
+        static let names = ["to", "registration_ids", "condition", "notification_key", "collapse_key", "priority",
+                            "content_available", "mutable_content", "time_to_live", "restricted_package_name", "dry_run",
+                            "data", "notification", "delay_while_idle", "access_token_auth"]
+        private static let nameBytes: [[UInt8]] = names.map { Array($0.utf8) }
+
+        /// The field a member name is (compared as bytes, as JSON keys are), or nil.
+        init?(_ key: String) {
+            var key = key
+            let found = key.withUTF8 { k -> Int? in
+                for (i, name) in Self.nameBytes.enumerated() where name.count == k.count && name.elementsEqual(k) { return i }
+                return nil
+            }
+            guard let found else { return nil }
+            self.init(rawValue: found)
+        }
+    }
+
+    /// The top-level members of a send body by field: one pass over the object instead of a
+    /// look-up per field.
+    struct Fields {
+        private var slots: [JSONValue?] = Array(repeating: nil, count: Field.names.count)
+        subscript(_ f: Field) -> JSONValue? {
+            get { slots[f.rawValue] }
+            set { slots[f.rawValue] = newValue }
+        }
+    }
 
     /// Parses a JSON body (already known to be `application/json`).
     public static func parseJSON(_ body: [UInt8]) -> SendParseOutcome {
@@ -34,23 +61,28 @@ public enum SendParser {
         guard case .object(let obj) = value else {
             return .badRequest("JSON_PARSING_ERROR: Expected a JSON object, got \(value.typeName).")
         }
-        for m in obj.members where !knownJSONFields.contains(m.key) && !extraFields.contains(m.key) {
-            return .invalidParameters("Unknown parameter \"\(m.key)\"")
+        var fields = Fields()
+        for m in obj.members {
+            if let f = Field(m.key) {
+                fields[f] = m.value
+            } else if !extraFields.contains(m.key) {
+                return .invalidParameters("Unknown parameter \"\(m.key)\"")
+            }
         }
         var req = SendRequest(format: .json)
 
         // Targets: exactly one of to / registration_ids / condition / notification_key.
         var targets: [SendTarget] = []
-        for field in ["to", "notification_key"] {
-            guard let v = obj[field] else { continue }
-            guard case .string(let s) = v else { return .badRequest(typeError(field, "java.lang.String", v)) }
+        for field in [Field.to, .notificationKey] {
+            guard let v = fields[field] else { continue }
+            guard case .string(let s) = v else { return .badRequest(typeError(field.name, "java.lang.String", v)) }
             if s.hasPrefix("/topics/") {
                 targets.append(.topic(String(s.dropFirst(8))))
             } else {
                 targets.append(.token(s))
             }
         }
-        if let v = obj["registration_ids"] {
+        if let v = fields[.registrationIDs] {
             guard case .array(let items) = v else { return .badRequest("\"registration_ids\" field is not a JSON array") }
             if items.count > maxRegistrationIDs {
                 return .badRequest("Number of messages on bulk (\(items.count)) exceeds maximum allowed (\(maxRegistrationIDs))")
@@ -65,7 +97,7 @@ public enum SendParser {
             }
             targets.append(.multicast(tokens))
         }
-        if let v = obj["condition"] {
+        if let v = fields[.condition] {
             guard case .string(let s) = v else { return .badRequest(typeError("condition", "java.lang.String", v)) }
             targets.append(.condition(s))
         }
@@ -77,28 +109,28 @@ public enum SendParser {
         // Options, by type first: a wrong JSON type is a 400 for the whole request.
         var ttl: JSONNumber?
         do throws(FieldError) {
-            req.options.collapseKey = try string(obj, "collapse_key")
-            req.options.restrictedPackageName = try string(obj, "restricted_package_name")
-            if let p = try string(obj, "priority") {
+            req.options.collapseKey = try string(fields, .collapseKey)
+            req.options.restrictedPackageName = try string(fields, .restrictedPackageName)
+            if let p = try string(fields, .priority) {
                 guard let prio = Priority(rawValue: p) else {
                     return .badRequest("Field \"priority\" must be \"normal\" or \"high\": \(p)")
                 }
                 req.options.priority = prio
             }
-            req.options.contentAvailable = try bool(obj, "content_available") ?? false
-            req.options.mutableContent = try bool(obj, "mutable_content") ?? false
-            req.options.dryRun = try bool(obj, "dry_run") ?? false
-            req.options.delayWhileIdle = try bool(obj, "delay_while_idle")
-            req.accessTokenAuth = try bool(obj, "access_token_auth") ?? false
-            if let v = obj["time_to_live"] {
+            req.options.contentAvailable = try bool(fields, .contentAvailable) ?? false
+            req.options.mutableContent = try bool(fields, .mutableContent) ?? false
+            req.options.dryRun = try bool(fields, .dryRun) ?? false
+            req.options.delayWhileIdle = try bool(fields, .delayWhileIdle)
+            req.accessTokenAuth = try bool(fields, .accessTokenAuth) ?? false
+            if let v = fields[.timeToLive] {
                 guard case .number(let n) = v else { throw FieldError(typeError("time_to_live", "java.lang.Number", v)) }
                 ttl = n
             }
-            if let v = obj["data"] {
+            if let v = fields[.data] {
                 guard case .object(let d) = v else { throw FieldError(typeError("data", "object", v)) }
                 req.data = d
             }
-            if let v = obj["notification"] {
+            if let v = fields[.notification] {
                 guard case .object(let n) = v else { throw FieldError(typeError("notification", "object", v)) }
                 try checkNotification(n)
                 req.notification = n
@@ -260,15 +292,15 @@ public enum SendParser {
         init(_ reason: String) { self.reason = reason }
     }
 
-    static func string(_ obj: JSONObject, _ field: String) throws(FieldError) -> String? {
-        guard let v = obj[field] else { return nil }
-        guard case .string(let s) = v else { throw FieldError(typeError(field, "java.lang.String", v)) }
+    static func string(_ fields: Fields, _ field: Field) throws(FieldError) -> String? {
+        guard let v = fields[field] else { return nil }
+        guard case .string(let s) = v else { throw FieldError(typeError(field.name, "java.lang.String", v)) }
         return s
     }
 
-    static func bool(_ obj: JSONObject, _ field: String) throws(FieldError) -> Bool? {
-        guard let v = obj[field] else { return nil }
-        guard case .bool(let b) = v else { throw FieldError(typeError(field, "java.lang.Boolean", v)) }
+    static func bool(_ fields: Fields, _ field: Field) throws(FieldError) -> Bool? {
+        guard let v = fields[field] else { return nil }
+        guard case .bool(let b) = v else { throw FieldError(typeError(field.name, "java.lang.Boolean", v)) }
         return b
     }
 
