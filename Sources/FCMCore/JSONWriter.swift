@@ -172,6 +172,21 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// Writes a comma first when needed, then `"k":` for a key written in the source, copied as it
+    /// is: it must need no escaping (printable ASCII, no quote or backslash; checked in debug
+    /// builds). Hand-written responses on hot paths use it to skip the escaping scan.
+    public mutating func key(literal k: StaticString) {
+        separate()
+        let b = UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount)
+        assert(b.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") },
+               "a literal key needs no escaping")
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: b)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
     /// Writes a string value, or `null` for nil.
     public mutating func value(_ s: String?) {
         separate()

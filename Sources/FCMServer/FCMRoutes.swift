@@ -7,6 +7,8 @@ enum ContentType {
     static let json = "application/json; charset=UTF-8"
     static let text = "text/plain; charset=UTF-8"
     static let html = "text/html; charset=UTF-8"
+    /// The header list of a JSON answer, shared (every send's answer has it).
+    static let jsonHeaders = [("Content-Type", json)]
 }
 
 /// `{"error": message}` with `status`: how the group and Instance ID paths refuse a request.
@@ -163,24 +165,24 @@ struct FCMSendRoute: Sendable {
     static func jsonResponse(_ result: SendResult) -> HTTPResponse {
         var w = JSONWriter()
         w.beginObject()
-        w.key("multicast_id"); w.value(result.multicastID)
-        w.key("success"); w.value(result.success)
-        w.key("failure"); w.value(result.failure)
-        w.key("canonical_ids"); w.value(result.canonicalIDs)
-        w.key("results"); w.beginArray()
+        w.key(literal: "multicast_id"); w.value(result.multicastID)
+        w.key(literal: "success"); w.value(result.success)
+        w.key(literal: "failure"); w.value(result.failure)
+        w.key(literal: "canonical_ids"); w.value(result.canonicalIDs)
+        w.key(literal: "results"); w.beginArray()
         for r in result.results {
             w.beginObject()
             if let e = r.error {
-                w.key("error"); w.value(e.rawValue)
+                w.key(literal: "error"); w.value(e.rawValue)
             } else {
-                w.key("message_id"); w.value(r.messageID)
-                if let c = r.canonicalToken { w.key("registration_id"); w.value(c) }
+                w.key(literal: "message_id"); w.value(r.messageID)
+                if let c = r.canonicalToken { w.key(literal: "registration_id"); w.value(c) }
             }
             w.endObject()
         }
         w.endArray()
         w.endObject()
-        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+        return HTTPResponse(status: 200, headers: ContentType.jsonHeaders, body: w.bytes)
     }
 
     /// Seeds Table 6: `{"message_id":N}` (a number) or `{"error":"…"}` for topic and condition sends.
@@ -188,12 +190,12 @@ struct FCMSendRoute: Sendable {
         var w = JSONWriter()
         w.beginObject()
         if let e = result.topicError {
-            w.key("error"); w.value(e.rawValue)
+            w.key(literal: "error"); w.value(e.rawValue)
         } else {
-            w.key("message_id"); w.value(result.topicMessageID)
+            w.key(literal: "message_id"); w.value(result.topicMessageID)
         }
         w.endObject()
-        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+        return HTTPResponse(status: 200, headers: ContentType.jsonHeaders, body: w.bytes)
     }
 
     /// A device-group send: `{"success":N,"failure":M}` and `failed_registration_ids` when M > 0.
@@ -201,18 +203,18 @@ struct FCMSendRoute: Sendable {
         var w = JSONWriter()
         w.beginObject()
         if let e = result.topicError {
-            w.key("error"); w.value(e.rawValue)
+            w.key(literal: "error"); w.value(e.rawValue)
         } else if let g = result.group {
-            w.key("success"); w.value(g.success)
-            w.key("failure"); w.value(g.failedTokens.count)
+            w.key(literal: "success"); w.value(g.success)
+            w.key(literal: "failure"); w.value(g.failedTokens.count)
             if !g.failedTokens.isEmpty {
-                w.key("failed_registration_ids"); w.beginArray()
+                w.key(literal: "failed_registration_ids"); w.beginArray()
                 for t in g.failedTokens { w.value(t) }
                 w.endArray()
             }
         }
         w.endObject()
-        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+        return HTTPResponse(status: 200, headers: ContentType.jsonHeaders, body: w.bytes)
     }
 
     /// A plain-text send to a notification key answers in the plain-text form too: the message
@@ -250,7 +252,10 @@ struct FCMSendRoute: Sendable {
 
 extension StringProtocol {
     func trimmingSpaces() -> String {
+        // Nothing to trim (the usual case) when neither end byte is a blank: a character that
+        // is a blank ends with that byte.
         var s = Substring(self)
+        if let f = s.utf8.first, f != 32 && f != 9, let l = s.utf8.last, l != 32 && l != 9 { return String(s) }
         while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
         return String(s)

@@ -188,8 +188,8 @@ struct V1Routes: Sendable {
     static func nameAnswer(_ name: String) -> HTTPResponse {
         var w = JSONWriter()
         w.beginObject()
-        w.key("name"); w.value(name)
+        w.key(literal: "name"); w.value(name)
         w.endObject()
-        return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json)], body: w.bytes)
+        return HTTPResponse(status: 200, headers: ContentType.jsonHeaders, body: w.bytes)
     }
 }

@@ -96,4 +96,16 @@ extension JSONTests {
         let parsed = try JSONParser.parse(writer.bytes)
         XCTAssertEqual(parsed.objectValue?["k\"\n"], .string(tricky))
     }
+
+    func testLiteralKeysWriteWhatEscapedKeysWrite() {
+        var a = JSONWriter()
+        var b = JSONWriter()
+        a.beginObject(); a.key("multicast_id"); a.value(1); a.key("results"); a.beginArray(); a.beginObject()
+        a.key("message_id"); a.value("0:1"); a.endObject(); a.endArray(); a.endObject()
+        b.beginObject(); b.key(literal: "multicast_id"); b.value(1); b.key(literal: "results"); b.beginArray(); b.beginObject()
+        b.key(literal: "message_id"); b.value("0:1"); b.endObject(); b.endArray(); b.endObject()
+        XCTAssertEqual(b.string, a.string)
+        XCTAssertEqual(b.string, #"{"multicast_id":1,"results":[{"message_id":"0:1"}]}"#)
+    }
 }
+
