@@ -325,16 +325,24 @@ final class RequestContext {
     var startedAt: UInt64 = 0
 }
 
-/// Collects header fields or query arguments during `MHD_get_connection_values`.
+/// Collects header fields and query arguments during `MHD_get_connection_values`, already in
+/// the shapes `HTTPRequest` keeps (one object per request, arrays only as needed).
 final class PairCollector {
-    var pairs: [(String, String?)] = []
-    init(capacity: Int) { pairs.reserveCapacity(capacity) }
+    var headers: [(name: String, value: String)] = []
+    var query: [(String, String?)] = []
+    /// Which list the iterator fills.
+    var collectingQuery = false
+    init() { headers.reserveCapacity(12) }  // one allocation for a usual request's headers
 }
 
 private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return FCM_MHD_YES }
     let c = Unmanaged<PairCollector>.fromOpaque(cls).takeUnretainedValue()
-    c.pairs.append((String(cString: key), value.map { String(cString: $0) }))
+    if c.collectingQuery {
+        c.query.append((String(cString: key), value.map { String(cString: $0) }))
+    } else {
+        c.headers.append((name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
+    }
     return FCM_MHD_YES
 }
 
@@ -370,15 +378,16 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return FCM_MHD_YES
     }
 
-    let headers = PairCollector(capacity: 12)  // one allocation for a usual request's headers
-    let query = PairCollector(capacity: 0)
-    MHD_get_connection_values(connection, FCM_MHD_HEADER_KIND, collectPair, Unmanaged.passUnretained(headers).toOpaque())
-    MHD_get_connection_values(connection, FCM_MHD_GET_ARGUMENT_KIND, collectPair, Unmanaged.passUnretained(query).toOpaque())
+    let pairs = PairCollector()
+    let collector = Unmanaged.passUnretained(pairs).toOpaque()
+    MHD_get_connection_values(connection, FCM_MHD_HEADER_KIND, collectPair, collector)
+    pairs.collectingQuery = true
+    MHD_get_connection_values(connection, FCM_MHD_GET_ARGUMENT_KIND, collectPair, collector)
     var request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
         path: url.map { String(cString: $0) } ?? "/",
-        rawQuery: query.pairs,
-        headers: headers.pairs.map { (name: $0.0, value: $0.1 ?? "") },
+        rawQuery: pairs.query,
+        headers: pairs.headers,
         body: ctx.body,
         bodyTooLarge: ctx.tooLarge)
     request.isSecure = face.secure
