@@ -125,6 +125,12 @@ public struct JSONObject: Sendable, Equatable {
         }
     }
 
+    /// An empty object with room for `capacity` members.
+    init(capacity: Int) {
+        members = []
+        members.reserveCapacity(capacity)
+    }
+
     /// The parser has already proven the keys unique, so it skips the re-check.
     init(uniqueMembers: [Member]) {
         members = uniqueMembers
@@ -177,7 +183,16 @@ func isDigit(_ byte: UInt8) -> Bool {
 /// byte-equal, so the fast `==` (a memcmp for ASCII) rejects almost every pair first.
 @inline(__always)
 func utf8Equal(_ a: String, _ b: String) -> Bool {
-    a == b && a.utf8.elementsEqual(b.utf8)
+    guard a == b else { return false }
+    // Equal strings have the same bytes in all but rare cases: compared over contiguous UTF-8
+    // (native and small strings have it), not through the UTF8View's iterators.
+    let same = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y in
+            x.count == y.count && UnsafeRawBufferPointer(x).elementsEqual(UnsafeRawBufferPointer(y))
+        }
+    }
+    if let same, let same { return same }
+    return a.utf8.elementsEqual(b.utf8)
 }
 
 // MARK: - Accessors

@@ -17,7 +17,7 @@ struct V1Decoder {
 
     /// The decoded object: snake_case names, nulls dropped, values normalized.
     static func decode(_ obj: JSONObject, as type: V1MessageType, at path: String) throws(V1PayloadError) -> JSONObject {
-        var out = JSONObject()
+        var out = JSONObject(capacity: obj.count)
         var oneofs: [String] = []  // a message has a handful of fields: arrays, not hash tables
         for m in obj.members {
             guard let field = type.field(named: m.key) else {

@@ -80,15 +80,18 @@ public typealias HTTPHandler = @Sendable (HTTPRequest, HTTPResponder) -> Void
 func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
     // Lengths first (constant time on native strings): most fields a lookup passes differ there.
     guard a.utf8.count == b.utf8.count else { return false }
-    var ia = a.utf8.makeIterator(), ib = b.utf8.makeIterator()
-    while true {
-        switch (ia.next(), ib.next()) {
-        case (nil, nil): return true
-        case (let x?, let y?):
-            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
-            if lx != ly { return false }
-        default: return false
+    @inline(__always) func lower(_ x: UInt8) -> UInt8 { (x >= 65 && x <= 90) ? x | 0x20 : x }
+    // Over contiguous UTF-8 (native and small strings have it) rather than through iterators.
+    let same = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y -> Bool in
+            for i in 0..<x.count where lower(x[i]) != lower(y[i]) { return false }
+            return true
         }
     }
+    if let same, let same { return same }
+    var ia = a.utf8.makeIterator(), ib = b.utf8.makeIterator()
+    while let x = ia.next(), let y = ib.next() {
+        if lower(x) != lower(y) { return false }
+    }
+    return true
 }

@@ -146,4 +146,22 @@ final class HTTPServerTests: XCTestCase {
         }
         XCTAssertThrowsError(try HTTPServer(host: "no.such.host.invalid", port: 0, maxBodyBytes: 10) { _, r in r.send(HTTPResponse(status: 200)) })
     }
+
+    /// Header names match in any ASCII case, never across lengths or other bytes; repeated
+    /// fields are joined.
+    func testHeaderLookUpIgnoresASCIICaseOnly() {
+        let r = HTTPRequest(method: "GET", path: "/", headers: [
+            (name: "Content-Type", value: "a"), (name: "X-MULTI", value: "1"), (name: "x-multi", value: "2"),
+            (name: "X-Ünicode", value: "u"), (name: "X-Long-Name-Over-Fifteen-Bytes", value: "l"),
+        ])
+        XCTAssertEqual(r.header("content-type"), "a")
+        XCTAssertEqual(r.header("CONTENT-TYPE"), "a")
+        XCTAssertNil(r.header("content-typ"))
+        XCTAssertNil(r.header("content-types"))
+        XCTAssertEqual(r.header("X-Multi"), "1, 2")
+        XCTAssertEqual(r.header("x-Ünicode"), "u")
+        XCTAssertNil(r.header("x-ünicode"), "only ASCII letters fold")
+        XCTAssertEqual(r.header("x-long-name-over-fifteen-bytes"), "l")
+    }
 }
+
