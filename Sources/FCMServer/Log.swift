@@ -200,23 +200,31 @@ struct LogEntry: Sendable {
         }
     }
 
-    /// `Log.maskCredential(value)` appended as bytes. A value of printable ASCII (every real
-    /// credential) is masked on its bytes; anything else goes through the string form, whose
-    /// rules count characters.
+    /// `Log.maskCredential(value)` appended as bytes. Where the bytes the rules look at are
+    /// printable ASCII (every real credential) they are masked as bytes, without reading the rest
+    /// of a long token; anything else goes through the string form, whose rules see characters.
     static func appendMaskedCredential(_ value: String?, into out: inout [UInt8]) {
         guard var value, !value.isEmpty else { return out.append(UInt8(ascii: "-")) }
+        @inline(__always) func printable(_ b: UInt8) -> Bool { b >= 0x20 && b <= 0x7E }
         let done = value.withUTF8 { u -> Bool in
-            for b in u where b < 0x20 || b > 0x7E { return false }
             var start = 0
             while start < u.count && u[start] == 32 { start += 1 }
             let v = UnsafeBufferPointer(rebasing: u[start...])
+            // A character after the blanks could merge with the last of them (a combining mark).
+            if let first = v.first, !printable(first) { return false }
             if hasPrefixIgnoringCase(v, "key=") {
+                // The secret's length and last characters are shown: every byte counts.
+                guard v.allSatisfy(printable) else { return false }
                 out.append(contentsOf: "key=***".utf8)
                 if v.count - 4 >= 16 { out.append(contentsOf: v[(v.count - 4)...]) }
             } else if let space = v.firstIndex(of: 32) {
+                // The scheme, and the byte after the blank (a combining mark would make the
+                // blank part of another character).
+                guard v[..<space].allSatisfy(printable), space + 1 >= v.count || printable(v[space + 1]) else { return false }
                 out.append(contentsOf: v[..<space])
                 out.append(contentsOf: " ***".utf8)
             } else {
+                // No blank byte at all: no blank character either.
                 out.append(contentsOf: "***".utf8)
             }
             return true

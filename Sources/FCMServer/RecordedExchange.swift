@@ -103,15 +103,18 @@ enum RecordedExchange {
     static func mask(_ credential: String) -> String {
         // On the bytes: the scheme up to its first space or `=`, then six characters (whole
         // UTF-8 sequences) of the secret.
-        let u = Array(credential.utf8)
-        var end = (u.firstIndex { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") }).map { $0 + 1 } ?? 0
-        var kept = 0
-        while end < u.count && kept < 6 {
-            end += 1
-            while end < u.count && u[end] & 0xC0 == 0x80 { end += 1 }
-            kept += 1
+        // Read in place: a Bearer token is long, and only its first bytes are kept.
+        var credential = credential
+        return credential.withUTF8 { u in
+            var end = (u.firstIndex { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") }).map { $0 + 1 } ?? 0
+            var kept = 0
+            while end < u.count && kept < 6 {
+                end += 1
+                while end < u.count && u[end] & 0xC0 == 0x80 { end += 1 }
+                kept += 1
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: u[..<end]), as: UTF8.self) + (end < u.count ? "…" : "")
         }
-        return String(decoding: u[..<end], as: UTF8.self) + (end < u.count ? "…" : "")
     }
 
     /// An HTTP answer in the stored form.

@@ -36,7 +36,9 @@ final class AccessLineFormatTests: XCTestCase {
     func testMaskingMatchesTheStringRules() {
         let values: [String?] = [nil, "", " ", "key=", "key=0123456789abcdef", "key=0123456789abcde", "KEY=short",
                                  "   key=AAAAfcmmock:demo-server-key", "Bearer s3cret-token-value", "s3cret", "Basic  x",
-                                 "key=ключ-сервера-очень-длинный", "key=0123456789abcdé", "Bearer\ttab", "key=a\r\nbcdefghijklmnopq"]
+                                 "key=ключ-сервера-очень-длинный", "key=0123456789abcdé", "Bearer\ttab", "key=a\r\nbcdefghijklmnopq",
+                                 "Bearer \u{301}x", "Bearé x", " \u{301}Bearer x", "Bearer x\u{301}é", "nospace\u{301}é",
+                                 "Bearer " + String(repeating: "e", count: 900), "   "]
         for v in values {
             var out: [UInt8] = []
             LogEntry.appendMaskedCredential(v, into: &out)

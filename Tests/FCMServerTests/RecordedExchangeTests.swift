@@ -32,4 +32,13 @@ final class RecordedExchangeFormTests: XCTestCase {
             XCTAssertEqual(String(decoding: out, as: UTF8.self), RecordedExchange.clean(v), v.debugDescription)
         }
     }
+
+    func testMaskKeepsTheSchemeAndSixCharacters() {
+        XCTAssertEqual(RecordedExchange.mask("Bearer eyJhbGciOiJSUzI1NiJ9." + String(repeating: "x", count: 900)), "Bearer eyJhbG…")
+        XCTAssertEqual(RecordedExchange.mask("key=é漢字abcdefgh"), "key=é漢字abc…")
+        XCTAssertEqual(RecordedExchange.mask("short"), "short")
+        XCTAssertEqual(RecordedExchange.mask("key=abcdef"), "key=abcdef")
+        XCTAssertEqual(RecordedExchange.mask(""), "")
+    }
 }
+
