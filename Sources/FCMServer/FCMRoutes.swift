@@ -78,7 +78,11 @@ struct FCMSendRoute: Sendable {
         }
         // The record keeps the answer its sender got and the headers it sent.
         let headers = RecordedExchange.headers(r)
-        let kept = engine.answerKeeper(record: recordID, headers: headers)
+        // A local function, not a closure: nothing is allocated for the sends that never use it.
+        func kept(_ answer: HTTPResponse) -> HTTPResponse {
+            engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(answer), headers: headers)
+            return answer
+        }
         switch admission {
         case .unauthorized:
             return kept(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))

@@ -178,15 +178,6 @@ enum RecordedExchange {
 }
 
 extension Engine {
-    /// What a route answers a refused request through: keeps the answer (and `headers`) on the
-    /// request's record, when one was made, and hands the answer back.
-    func answerKeeper(record id: Int64?, headers: String?) -> (HTTPResponse) -> HTTPResponse {
-        { answer in
-            self.keepAnswer(record: id, answer: RecordedExchange.answer(answer), headers: headers)
-            return answer
-        }
-    }
-
     /// Keeps the answer a record's sender got, and its request headers, on the record. Queued
     /// behind the record's own insert (callers have seen it committed) and not waited for: the
     /// answer goes out at once, and `messageRecord` drains the queue before it reads.
