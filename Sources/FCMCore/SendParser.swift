@@ -72,14 +72,20 @@ public enum SendParser {
         var req = SendRequest(format: .json)
 
         // Targets: exactly one of to / registration_ids / condition / notification_key.
-        var targets: [SendTarget] = []
+        // The first target given, and how many were (no array for the usual one).
+        var target: SendTarget?
+        var targetCount = 0
+        func add(_ t: SendTarget) {
+            if target == nil { target = t }
+            targetCount += 1
+        }
         for field in [Field.to, .notificationKey] {
             guard let v = fields[field] else { continue }
             guard case .string(let s) = v else { return .badRequest(typeError(field.name, "java.lang.String", v)) }
             if s.hasPrefix("/topics/") {
-                targets.append(.topic(String(s.dropFirst(8))))
+                add(.topic(String(s.dropFirst(8))))
             } else {
-                targets.append(.token(s))
+                add(.token(s))
             }
         }
         if let v = fields[.registrationIDs] {
@@ -95,16 +101,16 @@ public enum SendParser {
                 }
                 tokens.append(s)
             }
-            targets.append(.multicast(tokens))
+            add(.multicast(tokens))
         }
         if let v = fields[.condition] {
             guard case .string(let s) = v else { return .badRequest(typeError("condition", "java.lang.String", v)) }
-            targets.append(.condition(s))
+            add(.condition(s))
         }
-        if targets.count > 1 {
+        if targetCount > 1 {
             return .badRequest("Must use either \"registration_ids\" field or \"to\" field or \"condition\", not more than one")
         }
-        req.target = targets.first ?? .missing
+        req.target = target ?? .missing
 
         // Options, by type first: a wrong JSON type is a 400 for the whole request.
         var ttl: JSONNumber?
@@ -245,9 +251,9 @@ public enum SendParser {
     /// Bytes of the payload as FCM counted them: keys and values of `data` and `notification`
     /// (string values by their UTF-8 bytes, other values by their JSON text).
     public static func payloadSize(data: JSONObject?, notification: JSONObject?) -> Int {
-        var total = 0
-        for obj in [data, notification] {
-            guard let obj else { continue }
+        func size(_ obj: JSONObject?) -> Int {
+            guard let obj else { return 0 }
+            var total = 0
             for m in obj.members {
                 total += m.key.utf8.count
                 if case .string(let s) = m.value {
@@ -256,8 +262,10 @@ public enum SendParser {
                     total += m.value.serialized().utf8.count
                 }
             }
+            return total
         }
-        return total
+        // Two calls, not a loop over a two-element array (which would be allocated per send).
+        return size(data) + size(notification)
     }
 
     /// Notification fields are strings (seeds Tables 2a-2c), except the `*_loc_args` (a JSON
