@@ -64,17 +64,26 @@ struct V1Field: Sendable {
 final class V1MessageType: Sendable {
     let typeName: String
     let fields: [V1Field]
+    /// Each spelling's field, the first in table order where two share one (as a scan would
+    /// find): every member of every v1 body is looked up here.
+    private let byName: [String: Int]
 
     init(_ typeName: String, _ fields: [V1Field]) {
         self.typeName = typeName
         self.fields = fields
+        var byName: [String: Int] = [:]
+        for (i, f) in fields.enumerated() {
+            if byName[f.name] == nil { byName[f.name] = i }
+            if byName[f.camelName] == nil { byName[f.camelName] = i }
+        }
+        self.byName = byName
     }
 
     var typeURL: String { "type.googleapis.com/" + typeName }
 
-    /// The field named `key` in either spelling.
+    /// The field named `key` in either spelling (compared as Swift strings, as before).
     func field(named key: String) -> V1Field? {
-        fields.first { $0.name == key || $0.camelName == key }
+        byName[key].map { fields[$0] }
     }
 }
 
