@@ -166,13 +166,16 @@ struct LogEntry: Sendable {
     /// The fields of an access line in text form, written as bytes: the same text as
     /// `forEachField` gives, without the strings it makes (one line per request).
     static func appendAccessFields(_ a: HTTPAccess, into out: inout [UInt8]) {
-        append("method", a.method.utf8, into: &out)
-        append("path", a.path.utf8, into: &out)
-        out.append(contentsOf: " status=".utf8)
+        out.reserveCapacity(out.count + 96 + a.path.utf8.count)
+        appendLiteral(" method=", into: &out)
+        out.append(contentsOf: a.method.utf8)
+        appendLiteral(" path=", into: &out)
+        out.append(contentsOf: a.path.utf8)
+        appendLiteral(" status=", into: &out)
         appendDecimal(UInt64(max(0, a.status)), into: &out)
-        out.append(contentsOf: " bytes=".utf8)
-        if a.bytes < 0 { out.append(contentsOf: "stream".utf8) } else { appendDecimal(UInt64(a.bytes), into: &out) }
-        out.append(contentsOf: " ms=".utf8)
+        appendLiteral(" bytes=", into: &out)
+        if a.bytes < 0 { appendLiteral("stream", into: &out) } else { appendDecimal(UInt64(a.bytes), into: &out) }
+        appendLiteral(" ms=", into: &out)
         let micros = a.nanos / 1000
         appendDecimal(micros / 1000, into: &out)
         let frac = Int(micros % 1000)
@@ -180,8 +183,13 @@ struct LogEntry: Sendable {
         out.append(UInt8(48 + frac / 100))
         out.append(UInt8(48 + frac / 10 % 10))
         out.append(UInt8(48 + frac % 10))
-        out.append(contentsOf: " auth=".utf8)
+        appendLiteral(" auth=", into: &out)
         appendMaskedCredential(a.authorization, into: &out)
+    }
+
+    @inline(__always)
+    private static func appendLiteral(_ s: StaticString, into out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     private static func appendDecimal(_ n: UInt64, into out: inout [UInt8]) {
@@ -215,17 +223,17 @@ struct LogEntry: Sendable {
             if hasPrefixIgnoringCase(v, "key=") {
                 // The secret's length and last characters are shown: every byte counts.
                 guard v.allSatisfy(printable) else { return false }
-                out.append(contentsOf: "key=***".utf8)
+                appendLiteral("key=***", into: &out)
                 if v.count - 4 >= 16 { out.append(contentsOf: v[(v.count - 4)...]) }
             } else if let space = v.firstIndex(of: 32) {
                 // The scheme, and the byte after the blank (a combining mark would make the
                 // blank part of another character).
                 guard v[..<space].allSatisfy(printable), space + 1 >= v.count || printable(v[space + 1]) else { return false }
                 out.append(contentsOf: v[..<space])
-                out.append(contentsOf: " ***".utf8)
+                appendLiteral(" ***", into: &out)
             } else {
                 // No blank byte at all: no blank character either.
-                out.append(contentsOf: "***".utf8)
+                appendLiteral("***", into: &out)
             }
             return true
         }
