@@ -238,25 +238,22 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
-    /// Writes the digits straight into the buffer so integers cost no String allocation.
+    /// Writes the digits straight into the buffer so integers cost no String allocation: formed
+    /// right to left in a fixed buffer on the stack, then copied in one append.
     private mutating func appendDecimal(_ i: Int64) {
         if i < 0 {
             bytes.append(UInt8(ascii: "-"))
         }
         var magnitude = i.magnitude
-        var digitCount = 1
-        var probe = magnitude
-        while probe >= 10 {
-            probe /= 10
-            digitCount += 1
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: UInt64.max has 20 digits
+        withUnsafeMutableBytes(of: &digits) { buf in
+            var at = buf.count
+            repeat {
+                at -= 1
+                buf[at] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: buf[at...])
         }
-        let start = bytes.count
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digitCount))
-        var position = start + digitCount - 1
-        repeat {
-            bytes[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
-            magnitude /= 10
-            position -= 1
-        } while magnitude > 0
     }
 }
