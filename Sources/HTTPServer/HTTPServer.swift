@@ -312,40 +312,6 @@ final class ServerCore: @unchecked Sendable {
     }
 }
 
-/// Per-request state between the calls libmicrohttpd makes for one request. It is only touched
-/// by the loop thread that owns the connection, one call after another.
-final class RequestContext {
-    var body: [UInt8] = []
-    var tooLarge = false
-    var responder: HTTPResponder?
-    /// What the access log needs of the request (set when the request is complete).
-    var method = ""
-    var path = ""
-    var authorization: String?
-    var startedAt: UInt64 = 0
-}
-
-/// Collects header fields and query arguments during `MHD_get_connection_values`, already in
-/// the shapes `HTTPRequest` keeps (one object per request, arrays only as needed).
-final class PairCollector {
-    var headers: [(name: String, value: String)] = []
-    var query: [(String, String?)] = []
-    /// Which list the iterator fills.
-    var collectingQuery = false
-    init() { headers.reserveCapacity(12) }  // one allocation for a usual request's headers
-}
-
-private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
-    guard let cls, let key else { return FCM_MHD_YES }
-    let c = Unmanaged<PairCollector>.fromOpaque(cls).takeUnretainedValue()
-    if c.collectingQuery {
-        c.query.append((String(cString: key), value.map { String(cString: $0) }))
-    } else {
-        c.headers.append((name: String(cString: key), value: value.map { String(cString: $0) } ?? ""))
-    }
-    return FCM_MHD_YES
-}
-
 private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadSize, conCls in
     guard let cls, let connection, let conCls, let uploadSize else { return FCM_MHD_NO }
     let face = Unmanaged<DaemonFace>.fromOpaque(cls).takeUnretainedValue()
