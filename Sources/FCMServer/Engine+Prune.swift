@@ -63,9 +63,13 @@ final class Pruner: Sendable {
     /// Rows of a set-aside table deleted per batch.
     static let leftoverRows = 1000
 
+    /// Passes between two returns of freed heap pages to the system (`trimHeap`).
+    static let trimEveryPasses = 100
+
     let engine: Engine
     let limits: StorageLimits
     private let progress = Locked(Progress())
+    private let passes = Locked(0)
     private let task = Locked<PeriodicTask?>(nil)
 
     /// Where the scan of the oldest records stands: every stamp below `boundary` has been decided
@@ -94,6 +98,7 @@ final class Pruner: Sendable {
 
     /// One pass; a store that fails is tried again on the next (the store's health says why).
     func pass() {
+        trimHeap()
         let deadline = monotonicNanos() + Self.passBudgetNanos
         do {
             try engine.store.refreshHistory()
@@ -105,6 +110,17 @@ final class Pruner: Sendable {
         } catch {
             return
         }
+    }
+
+    /// Every `trimEveryPasses` passes (10 s), gives the heap's free pages back to the system.
+    /// What a thread frees (a burst of event-stream buffers, the state a reset dropped) stays
+    /// resident in its malloc arena until reused; see design.md, "Memory".
+    private func trimHeap() {
+        let due = passes.withLock { n in
+            n += 1
+            return n % Self.trimEveryPasses == 0
+        }
+        if due { SystemIO.releaseFreedMemory() }
     }
 
     /// Runs one batch, then rests three times as long as it took: the pruner takes at most a

@@ -31,9 +31,23 @@ public enum SystemIO {
 
     /// Gives the heap's free pages back to the system (glibc's `malloc_trim`, which Swift's Glibc
     /// module does not declare): after start-up parsed a large fixture into a tree now gone.
-    public static func releaseFreedMemory() {
-        guard let trim = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
-        _ = unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0)
+    /// Returns whether any memory went back (false too when the C library has no `malloc_trim`).
+    @discardableResult
+    public static func releaseFreedMemory() -> Bool {
+        guard let trim = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return false }
+        return unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0) == 1
+    }
+
+    /// Caps the malloc arenas at `n` (glibc's `mallopt(M_ARENA_MAX, n)`, not declared by
+    /// Swift's Glibc module). By default glibc gives threads up to eight arenas a core; each
+    /// keeps its own free memory, so a server whose threads come and go (connections, event
+    /// streams) spreads its high-water marks over many arenas and its RSS creeps up.
+    /// False when the C library has no such setting (not glibc).
+    @discardableResult
+    public static func limitMallocArenas(_ n: Int32) -> Bool {
+        guard let mallopt = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
+        let mArenaMax: Int32 = -8
+        return unsafeBitCast(mallopt, to: (@convention(c) (Int32, Int32) -> Int32).self)(mArenaMax, n) == 1
     }
 
     /// The whole file, or nil when it cannot be read.

@@ -67,6 +67,8 @@ sigaddset(&stopSignals, SIGINT)
 pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
 signal(SIGPIPE, SIG_IGN)
 
+// Before any thread starts: see SystemIO.limitMallocArenas.
+SystemIO.limitMallocArenas(2)
 let config: Configuration
 do {
     config = try Configuration.parse(arguments: args, environment: processEnvironment())
