@@ -65,6 +65,13 @@ struct DeviceInbox: Sendable {
         guard inFlight == last else { return }
         inFlight = nil
         recent.removeFirst(DeviceInbox.firstAfter(last, in: recent))
+        // A store from before chunks loaded every id here: give that room back.
+        if recent.capacity > 4 * InboxChunk.size {
+            var fresh: [Int64] = []
+            fresh.reserveCapacity(Swift.max(recent.count, InboxChunk.size))
+            fresh.append(contentsOf: recent)
+            recent = fresh
+        }
         chunkedThrough = max(chunkedThrough, last)
         chunkedCount += count * InboxChunk.size
     }
