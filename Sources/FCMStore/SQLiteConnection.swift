@@ -32,6 +32,9 @@ public enum SQLValue: Sendable, Equatable {
 public final class SQLiteConnection {
     let db: OpaquePointer
     private var cache: [String: Statement] = [:]
+    /// The send path's statements, by `HotSQL` index: looking a 600-byte SQL text up in `cache`
+    /// hashed it on every use (about 2,000 instructions each, four times per send).
+    private var hot: [Statement?] = Array(repeating: nil, count: HotSQL.allCases.count)
 
     /// Opens (creating when missing) the database at `path`; `:memory:` is a private in-memory one.
     public init(path: String) throws(StoreError) {
@@ -49,6 +52,7 @@ public final class SQLiteConnection {
 
     deinit {
         cache.removeAll()
+        hot.removeAll()
         sqlite3_close_v2(db)
     }
 
@@ -75,6 +79,27 @@ public final class SQLiteConnection {
         let s = Statement(stmt, connection: self, sql: sql)
         cache[sql] = s
         return s
+    }
+
+    /// The prepared statement for one of the send path's statements, reset. Its bindings are not
+    /// cleared: its users bind every parameter.
+    func statement(_ h: HotSQL) throws(StoreError) -> Statement {
+        if let s = hot[h.rawValue] {
+            sqlite3_reset(s.stmt)
+            return s
+        }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, h.sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, h.sql) }
+        let s = Statement(stmt, connection: self, sql: h.sql)
+        hot[h.rawValue] = s
+        return s
+    }
+
+    /// Runs one of the send path's statements that take no parameters (`BEGIN`, `COMMIT`).
+    func run(_ h: HotSQL) throws(StoreError) {
+        let s = try statement(h)
+        while try s.step() {}
     }
 
     /// Runs `sql` with `args` for its side effect.
@@ -155,28 +180,46 @@ public final class Statement {
     public func bind(_ args: [SQLValue]) throws(StoreError) {
         for (i, a) in args.enumerated() {
             let idx = Int32(i + 1)
-            let rc: Int32
             switch a {
-            case .null: rc = sqlite3_bind_null(stmt, idx)
-            case .int(let v): rc = sqlite3_bind_int64(stmt, idx, v)
-            case .text(let s):
-                var copy = s
-                rc = copy.withUTF8 { buf -> Int32 in
-                    guard let base = buf.baseAddress, buf.count > 0 else {
-                        return sqlite3_bind_text(stmt, idx, "", 0, fcm_sqlite_transient())
-                    }
-                    return UnsafeRawPointer(base).withMemoryRebound(to: CChar.self, capacity: buf.count) {
-                        sqlite3_bind_text(stmt, idx, $0, Int32(buf.count), fcm_sqlite_transient())
-                    }
-                }
+            case .null: try bind(idx, nil as Int64?)
+            case .int(let v): try bind(idx, v)
+            case .text(let s): try bind(idx, s)
             case .blob(let bytes):
-                rc = bytes.withUnsafeBytes { buf in
+                let rc = bytes.withUnsafeBytes { buf in
                     guard let base = buf.baseAddress else { return sqlite3_bind_zeroblob(stmt, idx, 0) }
                     return sqlite3_bind_blob(stmt, idx, base, Int32(buf.count), fcm_sqlite_transient())
                 }
+                guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
             }
-            guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
         }
+    }
+
+    /// Binds an integer to parameter `i` (1-based).
+    func bind(_ i: Int32, _ v: Int64) throws(StoreError) {
+        let rc = sqlite3_bind_int64(stmt, i, v)
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
+    }
+
+    /// Binds an integer, or NULL for nil, to parameter `i`.
+    func bind(_ i: Int32, _ v: Int64?) throws(StoreError) {
+        let rc = v.map { sqlite3_bind_int64(stmt, i, $0) } ?? sqlite3_bind_null(stmt, i)
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
+    }
+
+    /// Binds a text, or NULL for nil, to parameter `i` (SQLite copies it).
+    func bind(_ i: Int32, _ v: String?) throws(StoreError) {
+        guard var v else {
+            let rc = sqlite3_bind_null(stmt, i)
+            guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
+            return
+        }
+        let rc = v.withUTF8 { buf -> Int32 in
+            guard let base = buf.baseAddress, buf.count > 0 else { return sqlite3_bind_text(stmt, i, "", 0, fcm_sqlite_transient()) }
+            return UnsafeRawPointer(base).withMemoryRebound(to: CChar.self, capacity: buf.count) {
+                sqlite3_bind_text(stmt, i, $0, Int32(buf.count), fcm_sqlite_transient())
+            }
+        }
+        guard rc == SQLITE_OK else { throw connection.error(rc, sql) }
     }
 
     /// Advances; true when a row is available.

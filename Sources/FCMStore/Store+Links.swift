@@ -85,19 +85,19 @@ extension Writes {
                             changedAt: Int64 = 0) -> WriteOp {
         { c in
             try each(c, DeviceRow.insertSQL, newDevices.lazy.map(\.values))
-            try c.run(MessageRow.insertSQL, message.values)
-            try each(c, DeliveryRow.insertSQL, deliveries.lazy.map(\.values))
+            try c.insert(message)
+            try c.insert(deliveries)
             for (m, d) in notices {
-                try c.run(MessageRow.insertSQL, m.values)
-                try c.run(DeliveryRow.insertSQL, d.values)
+                try c.insert(m)
+                try c.insert(CollectionOfOne(d))
             }
-            try setStatuses(c, statusChanges, at: changedAt)
+            try c.setStatuses(statusChanges, at: changedAt)
         }
     }
 
     /// A record without recipients (a refused request).
     public static func insertMessage(_ row: MessageRow) -> WriteOp {
-        { c in try c.run(MessageRow.insertSQL, row.values) }
+        { c in try c.insert(row) }
     }
 
     /// The answer a message's sender got and the headers it sent (both JSON), once answered.
@@ -107,11 +107,6 @@ extension Writes {
 
     /// New statuses of delivery rows (storage rules, expiry), taken at `at` (mock clock, ms).
     public static func setDeliveryStatuses(_ changes: [(Int64, String)], at: Int64) -> WriteOp {
-        { c in try setStatuses(c, changes, at: at) }
-    }
-
-    static func setStatuses(_ c: SQLiteConnection, _ changes: [(Int64, String)], at: Int64) throws(StoreError) {
-        try each(c, "UPDATE deliveries SET status = ?, settled_at = ? WHERE id = ?",
-                 changes.lazy.map { [.text($0.1), .int(at), .int($0.0)] })
+        { c in try c.setStatuses(changes, at: at) }
     }
 }

@@ -69,15 +69,6 @@ public struct MessageRow: Sendable {
         http_status, raw, recipients, fault, client_message_id, platforms, v1_name, answer, headers
         """
 
-    var values: [SQLValue] {
-        [.int(id), .int(Int64(suffix)), .optional(multicastID), .optional(senderID), .text(transport),
-         .text(format), .int(acceptedAt), .text(targetKind), .optional(targetValue), .optional(collapseKey),
-         .int(timeToLive), .optional(restrictedPackageName), .int(flags),
-         .optional(data), .optional(notification), .text(priority), .text(status), .optional(error),
-         .optional(errorDetail), .int(Int64(httpStatus)), .optional(raw), .int(Int64(recipients)), .optional(fault),
-         .optional(clientMessageID), .optional(platforms), .optional(v1Name), .optional(answer), .optional(headers)]
-    }
-
     /// A row read back with `columns`.
     init(_ r: Statement) {
         self.init(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), multicastID: r.optionalInt(2), senderID: r.text(3),
@@ -117,11 +108,6 @@ public struct DeliveryRow: Sendable {
         INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at, fault)
         VALUES (?,?,?,?,?,?,?,?,?,?)
         """
-
-    var values: [SQLValue] {
-        [.int(id), .int(message), .optional(device), .optional(token), .text(status), .optional(error), .optional(canonical),
-         .optional(deliveredAt), .int(expiresAt), .optional(fault)]
-    }
 }
 
 /// What `GET /api/v1/messages` filters on, as the store applies it.

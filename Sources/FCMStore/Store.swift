@@ -268,12 +268,12 @@ public final class Store: @unchecked Sendable {
     private func transact(_ tickets: [Ticket]) -> StoreError? {
         connectionLock.withLock {
             do {
-                // Prepared once and cached (`execute` would parse them again for every batch).
-                try connection.run("BEGIN IMMEDIATE")
+                // Prepared once and held (`execute` would parse them again for every batch).
+                try connection.run(.begin)
                 for t in tickets {
                     for op in t.ops { try op(connection) }
                 }
-                try connection.run("COMMIT")
+                try connection.run(.commit)
                 return nil
             } catch {
                 try? connection.execute("ROLLBACK")
