@@ -36,8 +36,13 @@ public final class SQLiteConnection {
     /// hashed it on every use (about 2,000 instructions each, four times per send).
     private var hot: [Statement?] = Array(repeating: nil, count: HotSQL.allCases.count)
 
+    /// SQLite's process-wide settings, made once before the first connection opens: no memory
+    /// statistics (nothing reads them, and they cost every allocation a global mutex).
+    private static let configured: Bool = fcm_sqlite_disable_memstatus() == SQLITE_OK
+
     /// Opens (creating when missing) the database at `path`; `:memory:` is a private in-memory one.
     public init(path: String) throws(StoreError) {
+        _ = Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
