@@ -178,12 +178,14 @@ public let maxTokenLength = 4096
 public func isWellFormedToken(_ token: String) -> Bool {
     var copy = token
     // One table lookup per byte over contiguous UTF-8: a multicast checks 1000 tokens of ~150
-    // bytes each.
-    let table = tokenByte  // read the lazy global once, not once per byte
+    // bytes each, so the table is read through a pointer (a byte always indexes it: no bounds
+    // check needed).
     return copy.withUTF8 { bytes in
         guard !bytes.isEmpty, bytes.count <= maxTokenLength else { return false }
-        for b in bytes where !table[Int(b)] { return false }
-        return true
+        return tokenByte.withUnsafeBufferPointer { table in
+            for b in bytes where !table[Int(b)] { return false }
+            return true
+        }
     }
 }
 
