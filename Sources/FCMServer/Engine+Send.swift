@@ -130,8 +130,11 @@ extension Engine {
             ctx.firstMid = s.ids.reserve(count, nowMicros: clock.nowMicros())
             var placed = Placement(capacity: count)
             placeDeliveries(fan, wellFormed: wellFormed, ctx, &placed, state: &s)
+            // The record's id is its first recipient's message id: formatted once when that one was accepted.
+            let first = placed.results.first
+            let recordID = !dryRun && first?.deliveryID == ctx.firstMid ? first?.messageID : nil
             var result = SendResult(multicastID: multicastID, results: placed.results,
-                                    recordID: MessageID(micros: ctx.firstMid, suffix: ctx.suffix).description)
+                                    recordID: recordID ?? MessageID(micros: ctx.firstMid, suffix: ctx.suffix).description)
             result.topicMessageID = ctx.firstMid
             result.topicError = fan.error
             if fan.groupKey != nil { result.group = (fan.devices?.count ?? 0, fan.groupFailed) }
