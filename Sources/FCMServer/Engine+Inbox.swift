@@ -9,7 +9,8 @@ import Platform
 /// Once `recent` holds a full chunk past what is already on its way, the oldest `InboxChunk.size`
 /// ids are queued for the store, in the same commit batch as the send that filled them. They stay
 /// in `recent` until that commit succeeded (a reader never misses them: before, it finds them
-/// here; after, in the store, below `chunkedThrough`). One chunk is on its way at a time.
+/// here; after, in the store, below `chunkedThrough`). One batch of chunks is on its way at a
+/// time.
 struct DeviceInbox: Sendable {
     var recent: [Int64] = []
     /// The last id of the device's last stored chunk (0: none).
@@ -122,9 +123,10 @@ extension Engine {
     /// leave memory. A failed commit leaves them in memory: the next delivery to the device
     /// queues them again (and the state is read back from the store anyway:
     /// `Engine+Recovery.swift`).
-    func queueInboxChunks(of devices: some Sequence<Int64>, state s: inout EngineState) {
+    @discardableResult
+    func queueInboxChunks(of devices: some Sequence<Int64>, state s: inout EngineState) -> Bool {
         let full = s.fullInboxChunks(of: devices)
-        guard !full.isEmpty else { return }
+        guard !full.isEmpty else { return false }
         let rows = full.flatMap { f in f.chunks.map { (device: f.device, ids: $0) } }
         _ = submit([Writes.inboxChunks(rows)], wakeWriter: false) { [self] error in
             guard error == nil else { return }
@@ -135,12 +137,12 @@ extension Engine {
                 }
             }
         }
+        return true
     }
 
     /// At a start: a store from before chunks holds every delivery in memory; chunks them all.
     func chunkLoadedInboxes() {
-        state.withLock { s in queueInboxChunks(of: Array(s.inbox.keys), state: &s) }
-        store.drain()
+        if state.withLock({ s in queueInboxChunks(of: Array(s.inbox.keys), state: &s) }) { store.drain() }
     }
 
     /// The message-list filter for a token: its device's chunked ids up to where memory starts,

@@ -135,11 +135,16 @@ final class Pruner: Sendable {
         return result
     }
 
+    /// With `--max-age`: what is accepted before this (mock clock, milliseconds) is too old.
+    private func ageCutoff() -> Int64? {
+        limits.maxAgeSeconds.map { engine.clock.nowMillis() - $0 * 1000 }
+    }
+
     /// Deletes the oldest records past the limits, the ones kept earlier first.
     private func pruneMessages(until deadline: UInt64) throws(StoreError) {
         let store = engine.store
         var excess = limits.maxMessages.map { max(0, Int(store.messageCount) - $0) } ?? 0
-        let cutoff = limits.maxAgeSeconds.map { engine.clock.nowMillis() - $0 * 1000 }
+        let cutoff = ageCutoff()
         func old(_ s: MessageSpan) -> Bool { cutoff.map { s.acceptedAt < $0 } ?? false }
         var p = progress.withLock { $0 }
         defer { progress.withLock { $0 = p } }
@@ -209,7 +214,7 @@ final class Pruner: Sendable {
     /// Forgets acked and nacked upstream messages past the limits, oldest first (queued and sent
     /// ones wait for a connection to take them and are kept).
     private func pruneUpstream() throws(StoreError) {
-        let cutoff = limits.maxAgeSeconds.map { engine.clock.nowMillis() - $0 * 1000 }
+        let cutoff = ageCutoff()
         let ticket: Store.Ticket? = engine.state.withLock { s in
             var excess = limits.maxMessages.map { s.upstream.count - $0 } ?? 0
             let oldest = s.upstreamOrder.first.flatMap { s.upstream[$0]?.createdAt }

@@ -79,10 +79,7 @@ struct FCMSendRoute: Sendable {
         // The record keeps the answer its sender got and the headers it sent.
         let headers = RecordedExchange.headers(r)
         // A local function, not a closure: nothing is allocated for the sends that never use it.
-        func kept(_ answer: HTTPResponse) -> HTTPResponse {
-            engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(answer), headers: headers)
-            return answer
-        }
+        func kept(_ answer: HTTPResponse) -> HTTPResponse { engine.keeping(answer, record: recordID, headers: headers) }
         switch admission {
         case .unauthorized:
             return kept(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))

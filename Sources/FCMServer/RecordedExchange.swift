@@ -74,14 +74,9 @@ enum RecordedExchange {
         }
     }
 
-    /// A header value with the separators of the stored form (tab, line breaks) as spaces.
-    static func clean(_ value: String) -> String {
-        guard value.utf8.contains(where: { $0 == 9 || $0 == 10 || $0 == 13 }) else { return value }
-        return String(value.map { $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
-    }
-
-    /// `clean(value)` appended as bytes. The same text: tab, CR and LF are characters of their
-    /// own (grapheme breaks surround controls) except CR LF, which is one character, so one space.
+    /// A header value with the separators of the stored form (tab, line breaks) as spaces,
+    /// appended as bytes: every tab, CR and LF is one space, except CR LF (one character), which
+    /// is one space too.
     static func appendClean(_ value: String, into out: inout [UInt8]) {
         var value = value
         value.withUTF8 { u in
@@ -184,5 +179,12 @@ extension Engine {
     func keepAnswer(record id: Int64?, answer: String, headers: String?) {
         guard let id else { return }
         _ = submit([Writes.setAnswer(message: id, answer: answer, headers: headers)])
+    }
+
+    /// `answer`, kept first on the record (when one was made) with the request's `headers`: how
+    /// the send routes answer a refused request.
+    func keeping(_ answer: HTTPResponse, record id: Int64?, headers: String?) -> HTTPResponse {
+        keepAnswer(record: id, answer: RecordedExchange.answer(answer), headers: headers)
+        return answer
     }
 }

@@ -39,8 +39,7 @@ struct V1Routes: Sendable {
             let sender = p["project"].flatMap { try? decode($0) }.flatMap { name in engine.state.withLock { $0.project(named: name) } }
             let id = try? engine.recordRejectedID(senderID: sender?.senderID, transport: .httpV1, format: .json, httpStatus: e.code,
                                                   error: e.recordedError, detail: e.message, raw: raw)
-            engine.keepAnswer(record: id, answer: RecordedExchange.answer(e.response), headers: RecordedExchange.headers(r))
-            return e.response
+            return engine.keeping(e.response, record: id, headers: RecordedExchange.headers(r))
         }
         let outcome = V1Parser.parse(r.body)
         let byFID: Bool
@@ -57,10 +56,7 @@ struct V1Routes: Sendable {
         // The record keeps the answer its sender got and the headers it sent.
         let headers = RecordedExchange.headers(r)
         // A local function, not a closure: nothing is allocated for the sends that never use it.
-        func kept(_ answer: HTTPResponse) -> HTTPResponse {
-            engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(answer), headers: headers)
-            return answer
-        }
+        func kept(_ answer: HTTPResponse) -> HTTPResponse { engine.keeping(answer, record: recordID, headers: headers) }
         switch admission {
         case .unauthorized:
             return kept(V1Error.unauthenticated.response)

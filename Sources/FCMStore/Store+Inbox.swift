@@ -82,10 +82,10 @@ extension SQLiteConnection {
         }
     }
 
-    /// Every chunked delivery id of the device, ascending.
-    func allInboxChunkIDs(device: Int64) throws(StoreError) -> [Int64] {
+    /// Every chunked delivery id of the device up to `through`, ascending.
+    func allInboxChunkIDs(device: Int64, through: Int64 = Int64.max) throws(StoreError) -> [Int64] {
         var ids: [Int64] = []
-        try inboxChunkIDs(device: device, after: Int64.min, through: Int64.max) { id in
+        try inboxChunkIDs(device: device, after: Int64.min, through: through) { id in
             ids.append(id)
             return true
         }

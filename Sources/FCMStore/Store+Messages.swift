@@ -200,14 +200,8 @@ extension SQLiteConnection {
         if let (device, chunked, recent, token) = q.token {
             sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
                 + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
-            var ids: [Int64] = []
-            if let device {
-                try inboxChunkIDs(device: device, after: Int64.min, through: chunked) { id in
-                    ids.append(id)
-                    return true
-                }
-            }
-            ids += recent
+            var ids = recent
+            if let device { ids = try allInboxChunkIDs(device: device, through: chunked) + recent }
             args.append(.text("[" + ids.map(String.init).joined(separator: ",") + "]"))
             args.append(.text(token))
         }
