@@ -37,23 +37,39 @@ public final class SQLiteConnection {
     private var hot: [Statement?] = Array(repeating: nil, count: HotSQL.allCases.count)
 
     /// SQLite's process-wide settings, made once before the first connection opens: no memory
-    /// statistics (nothing reads them, and they cost every allocation a global mutex).
-    private static let configured: Bool = fcm_sqlite_disable_memstatus() == SQLITE_OK
+    /// statistics (nothing reads them, and they cost every allocation a global mutex), and the
+    /// VFS that writes a commit's log frames at once (`BufferedLogVFS`); whether it registered.
+    private static let walBufferAvailable: Bool = {
+        _ = fcm_sqlite_disable_memstatus()
+        return BufferedLogVFS.registered
+    }()
 
     /// Opens (creating when missing) the database at `path`; `:memory:` is a private in-memory one.
-    public init(path: String) throws(StoreError) {
-        _ = Self.configured
+    /// A file is opened through SQLite's `unix-excl` VFS (see `BufferedLogVFS.baseName`): while
+    /// a connection has it open, other processes cannot read it.
+    ///
+    /// `bufferedLog`: the write-ahead log's writes of one commit reach the file in one write, at
+    /// the commit's sync (see `BufferedLogVFS`), which then flushes nothing to disk: run
+    /// such a connection with `synchronous=FULL`, which then keeps what NORMAL keeps. Whether it
+    /// was granted is `hasBufferedLog`.
+    public init(path: String, bufferedLog: Bool = false) throws(StoreError) {
+        let buffered = Self.walBufferAvailable && bufferedLog
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        let vfs = path == ":memory:" ? nil : buffered ? BufferedLogVFS.name : BufferedLogVFS.baseName
+        let rc = sqlite3_open_v2(path, &handle, flags, vfs)
         guard rc == SQLITE_OK, let handle else {
             let msg = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close_v2(handle) }
             throw StoreError(code: rc, message: msg, sql: nil)
         }
         db = handle
+        hasBufferedLog = buffered
         sqlite3_extended_result_codes(db, 1)
     }
+
+    /// Whether the connection writes its log through the buffering VFS.
+    public let hasBufferedLog: Bool
 
     deinit {
         cache.removeAll()

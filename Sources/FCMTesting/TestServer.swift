@@ -68,9 +68,11 @@ public final class BinaryServer {
     }
 
     /// Starts `fcm-mock serve` with `arguments` (ports 0 are added unless given) and waits for the
-    /// `listening` line. `maxOpenFiles` lowers the process's descriptor limit (`ulimit -n`).
+    /// `listening` line. `maxOpenFiles` lowers the process's descriptor limit (`ulimit -n`);
+    /// `maxFileBytes` the size any file it writes may reach (`RLIMIT_FSIZE`: a write past it
+    /// fails with EFBIG, as on a full disk).
     public init(arguments: [String], environment: [String: String]? = nil, maxOpenFiles: Int? = nil,
-                timeout: TimeInterval = 20) throws {
+                maxFileBytes: Int? = nil, timeout: TimeInterval = 20) throws {
         var args = ["serve"]
         if !arguments.contains("--http-port") { args += ["--http-port", "0"] }
         if !arguments.contains("--xmpp-port") { args += ["--xmpp-port", "0"] }
@@ -79,6 +81,9 @@ public final class BinaryServer {
         if let maxOpenFiles {
             p.executableURL = URL(fileURLWithPath: "/bin/sh")
             p.arguments = ["-c", "ulimit -n \(maxOpenFiles) && exec \"$0\" \"$@\"", Self.executablePath] + args
+        } else if let maxFileBytes {
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")  // util-linux: on every Debian
+            p.arguments = ["--fsize=\(maxFileBytes)", "--", Self.executablePath] + args
         } else {
             p.executableURL = URL(fileURLWithPath: Self.executablePath)
             p.arguments = args

@@ -66,6 +66,9 @@ sigaddset(&stopSignals, SIGTERM)
 sigaddset(&stopSignals, SIGINT)
 pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
 signal(SIGPIPE, SIG_IGN)
+// A file-size limit (ulimit -f) reached makes a write fail (EFBIG), which the store reports like
+// a full disk, instead of killing the process.
+signal(SIGXFSZ, SIG_IGN)
 
 // Before any thread starts: see SystemIO.limitMallocArenas.
 SystemIO.limitMallocArenas(2)

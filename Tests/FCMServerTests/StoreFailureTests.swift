@@ -131,6 +131,50 @@ final class StoreFailureTests: XCTestCase {
         XCTAssertEqual(events.filter { $0.contains(" warning ") }.count, 1, log)
     }
 
+    /// A write that the operating system refuses (here a file-size limit: EFBIG, as ENOSPC on a
+    /// full disk) fails the commit it belongs to: that send is answered 500 and the warning names
+    /// the reason. A write may succeed again at once (a checkpoint lets the log start over at its
+    /// beginning) until both files are at the limit; then health says so. After a kill -9 and a
+    /// restart the store holds exactly the sends answered 200.
+    func testARefusedLogWriteFailsItsCommitAndLosesNothingAnswered() throws {
+        let db = folder + "/store.sqlite"
+        let first = try BinaryServer(arguments: ["--db", db])
+        XCTAssertEqual(first.stop(), 0)
+        let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: db)[.size] as? Int)
+
+        let s = try BinaryServer(arguments: ["--db", db], maxFileBytes: size + 64 * 1024)
+        let c = s.client()
+        var answered: [String] = []
+        var refused = 0, refusedInARow = 0
+        for i in 0..<3_000 where refusedInARow < 3 {
+            let r = try bigSend(c, i)
+            if r.status == 200 {
+                answered.append(try XCTUnwrap(results(r).first?["message_id"]?.stringValue, r.text))
+                refusedInARow = 0
+                continue
+            }
+            XCTAssertEqual(r.status, 500)
+            XCTAssertEqual(r.text, "Internal Server Error\n")
+            refused += 1
+            refusedInARow += 1
+        }
+        XCTAssertEqual(refusedInARow, 3, "the store never stayed full")
+        XCTAssertGreaterThan(answered.count, 0, "the limit left no room at all")
+        let sick = try c.request("GET", "/api/v1/health")
+        XCTAssertEqual(sick.status, 503, sick.text)
+        XCTAssertEqual(sick.object?["store"]?.stringValue, "failing: disk I/O error")
+        var log = ""
+        readLog(s, until: "store writes are failing", into: &log)
+        XCTAssertTrue(eventLines(log).contains { $0.contains(" warning store writes are failing") && $0.hasSuffix("reason=disk I/O error") }, log)
+        kill(s.process.processIdentifier, SIGKILL)
+        s.process.waitUntilExit()
+
+        let again = try BinaryServer(arguments: ["--db", db])
+        defer { again.stop() }
+        let stored = try storedRecipientIDs(again.client())
+        XCTAssertEqual(stored, Set(answered), "stored \(stored.count), answered \(answered.count), refused \(refused)")
+    }
+
     /// Without `--store-max-pages` nothing caps the store; a bad value is refused at start.
     func testStoreMaxPagesOption() throws {
         XCTAssertNil(try Configuration.parse(arguments: [], environment: [:]).storeMaxPages)
