@@ -51,13 +51,19 @@ final class V1ErrorTests: V1TestCase {
         let unknown = try v1Send(#"{"message":{"token":"a1","android":{"foo":1}}}"#)
         assertV1(unknown, 400, V1Body.error(400, #"Invalid JSON payload received. Unknown name \"foo\" at 'message.android': Cannot find field."#,
                                             "INVALID_ARGUMENT", violations: [("message.android", #"Invalid JSON payload received. Unknown name \"foo\" at 'message.android': Cannot find field."#)]))
+        // A wrongly typed value: the same kind of error, its violation at the value's path.
+        let typed = "Invalid value at 'message.data[0].value' (TYPE_STRING), 1"
+        assertV1(try v1Send(#"{"message":{"token":"a1","data":{"k":1}}}"#), 400,
+                 V1Body.error(400, typed, "INVALID_ARGUMENT", violations: [("message.data[0].value", typed)]))
         let malformed = try v1Send("{broken")
         XCTAssertEqual(malformed.status, 400)
         XCTAssertTrue(malformed.object?["error"]?.objectValue?["message"]?.stringValue?.hasPrefix("Invalid JSON payload received.") ?? false)
         XCTAssertNil(malformed.object?["error"]?.objectValue?["details"])
         let records = items(try client.get("/api/v1/messages?status=rejected"))
-        XCTAssertEqual(records.map { $0["error"]?.stringValue }, ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "INVALID_ARGUMENT"])
-        XCTAssertEqual(records.map { $0["http_status"]?.numberValue?.int64 }, [400, 400, 400])
+        XCTAssertEqual(records.map { $0["error"]?.stringValue }, ["INVALID_ARGUMENT", "INVALID_ARGUMENT", "INVALID_ARGUMENT", "INVALID_ARGUMENT"])
+        XCTAssertEqual(records.map { $0["http_status"]?.numberValue?.int64 }, [400, 400, 400, 400])
+        XCTAssertEqual(records[1]["raw_body"]?.stringValue, #"{"message":{"token":"a1","data":{"k":1}}}"#)
+        XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).count, 0)
         XCTAssertEqual(records.last?["raw_body"]?.stringValue, #"{"message":{"token":"a1","android":{"ttl":"-1s"}}}"#)
         XCTAssertEqual(records.last?["sender_id"]?.stringValue, "111")
     }
