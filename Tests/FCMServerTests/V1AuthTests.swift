@@ -71,6 +71,18 @@ final class V1AuthTests: V1TestCase {
         assertUnauthenticated(try v1Send(send, bearer: try selfSignedJWT(accountA, aud: "https://oauth2.googleapis.com/token")))
         assertUnauthenticated(try v1Send(send, bearer: try selfSignedJWT(accountA, lifetime: -10)))
         assertUnauthenticated(try v1Send(send, bearer: try selfSignedJWT(accountA, header: #"{"alg":"RS256","kid":"unknown"}"#)))
+        // No `kid` (nothing names the key to verify with), and a JWT over 8 KiB: refused though
+        // each is signed by the account's own key with good claims.
+        assertUnauthenticated(try v1Send(send, bearer: try selfSignedJWT(accountA, header: #"{"alg":"RS256","typ":"JWT"}"#)))
+        let now = Int64(Date().timeIntervalSince1970)
+        func padded(_ n: Int) throws -> String {
+            try self.jwt(accountA, claims: #"{"iss":"\#(accountA.email)","sub":"\#(accountA.email)","aud":"https://fcm.googleapis.com/","iat":\#(now),"exp":\#(now + 3600),"pad":"\#(String(repeating: "x", count: n))"}"#)
+        }
+        let under = try padded(5500), over = try padded(6000)
+        XCTAssertLessThan(under.utf8.count, 8192)
+        XCTAssertEqual(try v1Send(send, bearer: under).status, 200, "the same JWT a little shorter is taken")
+        XCTAssertGreaterThan(over.utf8.count, 8192)
+        assertUnauthenticated(try v1Send(send, bearer: over))
         // `alg: none` with no signature, and HS256 keyed with the public key (the classic
         // confusion attack): refused for their algorithm before any key is used.
         let claims = #"{"iss":"\#(accountA.email)","aud":"https://fcm.googleapis.com/","exp":\#(Int64(Date().timeIntervalSince1970) + 600)}"#
