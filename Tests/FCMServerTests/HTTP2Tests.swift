@@ -70,23 +70,58 @@ final class HTTP2Tests: XCTestCase {
 
     func testGoAwayOnShutdown() throws {
         let s = try BinaryServer(arguments: ["--db", ":memory:"])
-        // A stream held open (a long poll of the event stream), then SIGTERM: GOAWAY, then the
-        // connection closes and nghttp ends.
+        let control = s.client()
+        let token = try XCTUnwrap(try control.post("/api/v1/projects/demo-project/access-tokens").object?["access_token"]?.stringValue)
+        // A v1 send held in flight by a delay fault when SIGTERM arrives: it is still answered, with
+        // the answer decided for it (a stopping server sends held answers at once).
+        XCTAssertEqual(try control.post("/api/v1/faults", #"{"when":{"transport":"http_v1"},"then":{"delay_ms":5000},"times":1}"#).status, 201)
+        let body = NSTemporaryDirectory() + "fcm-goaway-\(UUID().uuidString).json"
+        try #"{"message":{"token":"demo-android-1","data":{"via":"h2 at shutdown"}}}"#.write(toFile: body, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: body) }
+        // A stream held open (a long poll of the event stream) and the held send, each on its own
+        // connection; then SIGTERM: GOAWAY on both, the send answered, the connections closed.
+        let events = try nghttp(["-nv", "http://127.0.0.1:\(s.httpPort)/api/v1/events"])
+        let send = try nghttp(["-v", "-d", body, "-H", "authorization: Bearer \(token)", "-H", "content-type: application/json",
+                               "http://127.0.0.1:\(s.httpPort)/v1/projects/demo-project/messages:send"])
+        usleep(500_000)
+        XCTAssertTrue(send.process.isRunning, "the send is still in flight when SIGTERM arrives")
+        XCTAssertEqual(s.stop(), 0)
+        let text = events.finish(), answer = send.finish()
+        for out in [text, answer] {
+            XCTAssertTrue(out.contains("recv GOAWAY frame"), out)
+            XCTAssertTrue(out.contains("error_code=NO_ERROR"), out)
+        }
+        let goaway = try XCTUnwrap(answer.range(of: "recv GOAWAY frame"), answer)
+        let status = try XCTUnwrap(answer.range(of: ":status: 200"), answer)
+        XCTAssertLessThan(goaway.lowerBound, status.lowerBound, "GOAWAY first, then the held stream's answer: \(answer)")
+        XCTAssertTrue(answer.contains(#"{"name":"projects/demo-project/messages/0:"#), answer)
+        XCTAssertEqual(send.process.terminationStatus, 0, answer)
+    }
+
+    /// nghttp started with `arguments`, its stdout collected.
+    func nghttp(_ arguments: [String]) throws -> RunningTool {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try Self.tool("nghttp"))
-        p.arguments = ["-nv", "http://127.0.0.1:\(s.httpPort)/api/v1/events"]
+        p.arguments = arguments
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
-        usleep(500_000)
-        XCTAssertEqual(s.stop(), 0)
+        return RunningTool(process: p, output: out)
+    }
+}
+
+/// A client process that should end with the server: `finish` waits up to 10 s for it (failing
+/// the test, and ending it, if it does not) and returns what it printed.
+struct RunningTool {
+    let process: Process
+    let output: Pipe
+
+    func finish(file: StaticString = #filePath, line: UInt = #line) -> String {
         let deadline = Date().addingTimeInterval(10)
-        while p.isRunning && Date() < deadline { usleep(50_000) }
-        XCTAssertFalse(p.isRunning, "nghttp ended with the server")
-        if p.isRunning { p.terminate() }
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertTrue(text.contains("recv GOAWAY frame"), text)
-        XCTAssertTrue(text.contains("error_code=NO_ERROR"), text)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        XCTAssertFalse(process.isRunning, "\(process.arguments ?? []) ended with the server", file: file, line: line)
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        return String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 }
