@@ -190,6 +190,36 @@ def test_send_to_ios_device_builds_the_apns_request(sdk):
         "match": "7", "k": "v"}, eff
 
 
+def test_send_to_web_device_builds_the_webpush_message(sdk):
+    token = device(sdk, platform="web")
+    assert sdk.mock.device(token)["platform"] == "web"
+    webpush = messaging.WebpushConfig(
+        headers={"X-Trace": "t1", "Urgency": "high", "TTL": "300"},
+        data={"shared": "web", "w": "1"},
+        notification=messaging.WebpushNotification(
+            body="2-0", icon="https://example.com/icon.png",
+            actions=[messaging.WebpushNotificationAction(action="open", title="Open")]),
+        fcm_options=messaging.WebpushFCMOptions(link="https://example.com/match/7"))
+    msg = messaging.Message(fid=fid_of(sdk, token), data={"k": "v", "shared": "message"}, webpush=webpush,
+                            notification=messaging.Notification(title="Goal", body="1-0"))
+    name = messaging.send(msg, app=sdk.app)
+
+    assert_token_name(sdk, name)
+    record, entry = delivered_for(sdk, name, token)
+    sent = messaging._MessagingService.encode_message(msg)
+    assert record["webpush"] == sent["webpush"], (record["webpush"], sent["webpush"])
+    eff = entry["effective"]
+    assert list(eff) == ["platform", "webpush"] and eff["platform"] == "web", eff
+    web = eff["webpush"]
+    # docs/effective-payloads.md, "Web": TTL, Topic, Urgency first (Topic absent: none given),
+    # then the other headers; data and notification overlaid by the webpush block's; the link.
+    assert list(web["headers"].items()) == [("TTL", "300"), ("Urgency", "high"), ("X-Trace", "t1")], web
+    assert web["data"] == {"k": "v", "shared": "web", "w": "1"}, web
+    assert web["notification"] == {"title": "Goal", "body": "2-0", "icon": "https://example.com/icon.png",
+                                   "actions": [{"action": "open", "title": "Open"}]}, web
+    assert web["fcm_options"] == {"link": "https://example.com/match/7"}, web
+
+
 def test_send_each_reports_each_outcome_in_order(sdk):
     good1, good2, gone = device(sdk), device(sdk), unregistered_device(sdk)
     other = device(sdk, app=APP_B, sender_id=SENDER_B)
