@@ -273,6 +273,7 @@ def run_wrk(script, url, threads, connections, duration_s, tokens_path, path="/f
     r["rps"] = r["requests"] / (r["duration_us"] / 1e6)
     r["ok"] = r["requests"] - r["status_errors"]  # wrk counts status >= 400 as status errors
     r["socket_errors"] = r["connect"] + r["read"] + r["write"] + r["timeout"]
+    r["cmd"] = cmd  # the invocation as run, for reports that print their commands
     return r
 
 
