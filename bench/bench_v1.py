@@ -30,13 +30,14 @@ TARGET_TOKENS_PER_S = 2000.0
 H2_CONNECTIONS, H2_STREAMS = 4, 32
 # Rounds of each ratio (at least; BENCH_ROUNDS may ask for more). Single runs of five rounds ranged
 # 1.12-1.24x (CPU) and 1.22-1.38x (HTTP/2) on a shared 2-core machine; nine rounds, in
-# alternating order, keep the median off a single noisy round. Costs about 16 s (CPU) and 10 s
-# (HTTP/2; more on a loaded machine, where h2load's rates drop) more than five rounds did.
+# alternating order, keep the median off a single noisy round. The phase takes 20-35 s more than
+# with five rounds (20 s of CPU rounds, the rest h2load's, by its rates): 67 s -> 88 s measured
+# back to back on a busy machine.
 V1_ROUNDS = 9
 CPU_ROUND_S = 2
-# Requests per h2load run: about a second at the rates seen here, long enough that connection
-# set-up and the last stragglers are a small part of it.
-H2_REQUESTS = 30_000
+# Requests per h2load run: most of a second at the rates seen here (more than the 20,000 of five
+# rounds), so connection set-up and the last stragglers are a small part of it.
+H2_REQUESTS = 25_000
 
 
 def _shown(arg):
