@@ -93,6 +93,47 @@ class Browser:
             time.sleep(0.1)
         raise AssertionError(f"timed out waiting for {what or expression}")
 
+    def visible(self, selector):
+        """Whether the first element matching `selector` is drawn: it has a box (nothing around
+        it is display:none), a size, and is not visibility:hidden."""
+        return self.eval(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            if (!e || e.getClientRects().length === 0) return false;
+            const r = e.getBoundingClientRect();
+            return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility === 'visible'; }})()""")
+
+    def click(self, selector):
+        """A real mouse click (Input.dispatchMouseEvent) in the middle of the first element
+        matching `selector`, scrolled into view first. Fails when the element is not drawn or
+        something else is on top of that point, as a person could not click it either."""
+        where = self.eval(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            if (!e) return 'no such element';
+            e.scrollIntoView({{block: 'center', inline: 'center'}});
+            const r = e.getBoundingClientRect();
+            if (e.getClientRects().length === 0 || r.width === 0 || r.height === 0) return 'not displayed';
+            const x = r.left + r.width / 2, y = r.top + r.height / 2;
+            const hit = document.elementFromPoint(x, y);
+            if (!hit || !(hit === e || e.contains(hit))) return 'covered by ' + (hit ? hit.outerHTML.slice(0, 120) : 'nothing');
+            return [x, y]; }})()""")
+        if not isinstance(where, list):
+            raise AssertionError(f"cannot click {selector}: {where}")
+        x, y = where
+        self.command("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        for kind in ("mousePressed", "mouseReleased"):
+            self.command("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    KEYS = {"Enter": ("Enter", 13, "\r"), " ": ("Space", 32, " "), "Tab": ("Tab", 9, None),
+            "Escape": ("Escape", 27, None), "ArrowDown": ("ArrowDown", 40, None), "ArrowUp": ("ArrowUp", 38, None)}
+
+    def press(self, key):
+        """A real key press (Input.dispatchKeyEvent, down then up) on the focused element:
+        `Enter`, `" "`, `Tab`, `Escape`, `ArrowDown` or `ArrowUp`."""
+        code, vk, text = self.KEYS[key]
+        down = {"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk}
+        if text is not None:
+            down["text"] = text
+        self.command("Input.dispatchKeyEvent", down)
+        self.command("Input.dispatchKeyEvent", {"type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk})
+
     def close(self):
         try:
             self.proc.kill()

@@ -134,49 +134,83 @@ def test_data_only_and_localised_cards_newest_first_and_live(mock_any, browser):
     assert browser.eval("window.__same === true"), "the page was reloaded"
 
 
+DESKTOP = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+ACTIONS = [".pv-online", ".pv-unregister", ".pv-refresh", ".pv-upstream"]
+
+
+def assert_device_view_shown(browser, token):
+    """The device view is on the screen with `token`: its token, its actions, its phone frame
+    and the create form's summary are drawn (not only in the DOM), and nothing is wider than
+    the window."""
+    assert browser.eval("document.querySelector('#device-view .pv-token').textContent") == token
+    for part in ["#device-view", "#device-view .pv-token", "#device-view .pv-phone", "#device-view .pv-screen",
+                 "#device-view details.pv-create > summary"] + ["#device-view " + a for a in ACTIONS]:
+        assert browser.visible(part), f"{part} is not drawn"
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth"), \
+        browser.eval("[document.documentElement.scrollWidth, window.innerWidth]")
+
+
 def test_device_actions_and_row_click(mock_any, browser):
     mock = mock_any
     token = mock.create_device()
+    browser.command("Emulation.setDeviceMetricsOverride", DESKTOP)
     browser.command("Page.navigate", {"url": mock.base_url + "/"})
-    browser.wait_for(f"!!document.querySelector('#devices tbody tr[data-token={json.dumps(token)}] td')",
-                     what="the device in the devices table")
-    browser.eval(f"document.querySelector('#devices tbody tr[data-token={json.dumps(token)}] td').click(); 1")
+    row = f"#devices tbody tr[data-token={json.dumps(token)}]"
+    browser.wait_for(f"!!document.querySelector('{row} td')", what="the device in the devices table")
+    # Real mouse clicks (DevTools input events): they land only on what is drawn.
+    browser.click(row + " td")
     browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent === {json.dumps(token)}",
                      what="a row click to open the device")
+    assert_device_view_shown(browser, token)
+    # Below the lists, across the page.
+    assert browser.eval("document.getElementById('device-view').getBoundingClientRect().top >= "
+                        "document.querySelector('#devices').closest('section').getBoundingClientRect().bottom")
 
     browser.eval("window.prompt = () => 'greeting=hi, n=2'; 1")
-    browser.eval("document.querySelector('#device-view .pv-upstream').click(); 1")
+    browser.click("#device-view .pv-upstream")
     deadline = time.monotonic() + 10
     while not mock.upstream(token) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [u["data"] for u in mock.upstream(token)] == [{"greeting": "hi", "n": "2"}]
 
-    browser.eval("document.querySelector('#device-view .pv-refresh').click(); 1")
+    browser.click("#device-view .pv-refresh")
     browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent !== {json.dumps(token)}",
                      what="the view to follow the new token")
     fresh = browser.eval("document.querySelector('#device-view .pv-token').textContent")
     assert mock.device(token)["state"] == "refreshed" and mock.device(fresh)["state"] == "registered"
     assert browser.eval("decodeURIComponent(location.hash)") == "#device=" + fresh
+    assert_device_view_shown(browser, fresh)
 
-    browser.eval("document.querySelector('#device-view .pv-unregister').click(); 1")
+    browser.click("#device-view .pv-unregister")
     browser.wait_for("document.querySelector('#device-view .pv-state').textContent === 'unregistered'",
                      what="the device to show unregistered")
     assert mock.device(fresh)["state"] == "unregistered"
 
+    # close takes the device out of the view and the URL; the create form stays.
+    browser.click("#device-view .pv-close")
+    browser.wait_for("location.hash === ''", what="close to clear the link")
+    assert not browser.visible("#device-view .pv-token")
+    assert browser.visible("#device-view details.pv-create > summary")
+
 
 def test_create_device_form(mock_any, browser):
     mock = mock_any
+    browser.command("Emulation.setDeviceMetricsOverride", DESKTOP)
     browser.command("Page.navigate", {"url": mock.base_url + "/"})
     browser.wait_for("!!document.querySelector('#device-view details')", what="the create form")
-    browser.eval("document.querySelector('#device-view details').open = true; 1")
+    # No device open: the form is on the page all the same, and opens by a real click.
+    browser.click("#device-view details.pv-create > summary")
     browser.wait_for(f"[...document.querySelectorAll('#device-view select[name=project] option')]"
                      f".some(o => o.value === {json.dumps(SENDER_A)})", what="the projects")
+    for field in ("project", "app", "platform", "online"):
+        assert browser.visible(f"#device-view form [name={field}]"), field
     browser.eval(f"""(() => {{ const f = document.querySelector('#device-view form');
         f.project.value = {json.dumps(SENDER_A)}; f.project.dispatchEvent(new Event('change'));
         f.app.value = {json.dumps(APP_A_IOS)}; f.app.dispatchEvent(new Event('change'));
         return 1; }})()""")
     assert browser.eval("document.querySelector('#device-view form').platform.value") == "ios"
-    browser.eval("document.querySelector('#device-view form button[type=submit]').click(); 1")
+    browser.click("#device-view form button[type=submit]")
     browser.wait_for("location.hash.startsWith('#device=') && "
                      "!!(document.querySelector('#device-view .pv-token') || {}).textContent",
                      what="the new device to open")
@@ -184,6 +218,32 @@ def test_create_device_form(mock_any, browser):
     d = mock.device(token)
     assert (d["sender_id"], d["app"], d["platform"], d["online"]) == (SENDER_A, APP_A_IOS, "ios", True), d
     browser.wait_for("!!document.querySelector('#device-view .pv-empty')", what="the empty inbox")
+    assert_device_view_shown(browser, token)
+    assert browser.visible("#device-view .pv-empty")
+
+
+def test_device_view_at_phone_width(mock_any, browser):
+    mock = mock_any
+    token = mock.create_device()
+    sent = send_legacy(mock, {"to": token, "notification": {"title": "on the phone", "body": "x" * 200}})
+    browser.command("Emulation.setDeviceMetricsOverride", PHONE)
+    open_device(browser, mock, token)
+    [c] = wait_cards(browser, 1, "the card")
+    assert c["id"] == sent, c
+    assert_device_view_shown(browser, token)
+    assert browser.visible("#device-view .pv-card")
+    # One column: the phone frame is under the actions and fits the screen.
+    assert browser.eval("document.querySelector('#device-view .pv-phone').getBoundingClientRect().top >= "
+                        "document.querySelector('#device-view .pv-actions').getBoundingClientRect().bottom")
+    assert browser.eval("document.querySelector('#device-view .pv-phone').getBoundingClientRect().right") <= 390
+    browser.click("#device-view .pv-online")
+    browser.wait_for("document.querySelector('#device-view .pv-online').textContent === 'bring online'",
+                     what="a tap to take the device offline")
+    assert mock.device(token)["online"] is False
+    browser.click("#device-view details.pv-create > summary")
+    browser.wait_for("document.querySelector('#device-view details.pv-create').open", what="the create form to open")
+    assert browser.visible("#device-view form button[type=submit]")
+    assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 def test_ios_localised_string_alert_and_background_cards(mock_any, browser):

@@ -1,7 +1,8 @@
 // The device view (docs/web-page.md, "Notification previews and the device view"): one device's
 // inbox as a phone would show it (window.fcm.previews.card, previews.js), newest first, live; its
-// actions through the control API; and "create a device". Opened by #device=TOKEN, by a click on
-// a row of the devices table, or by window.fcm.openDevice(token).
+// actions through the control API; and "create a device" (always on the page, below the lists).
+// Opened by #device=TOKEN, by a click on a row of the devices table, or by
+// window.fcm.openDevice(token).
 (function () {
   "use strict";
   const fcm = window.fcm = window.fcm || {};
@@ -32,8 +33,11 @@
     const title = el("h2", "Device");
     const close = el("button", "close", "pv-close");
     close.type = "button";
+    close.hidden = true;
     close.addEventListener("click", closeDevice);
     head.append(title, close);
+    const hint = el("p", "Click a row of the devices table to see that device's inbox here.",
+      "pv-hint muted");
     const info = el("div", null, "pv-device-info");
     const actions = el("div", null, "pv-actions");
     const err = el("div", null, "pv-error");
@@ -45,7 +49,7 @@
     const body = el("div", null, "pv-device");
     body.hidden = true;
     body.append(info, actions, phone);
-    box.append(head, err, body, createForm());
+    box.append(head, hint, err, body, createForm());
     v.append(box);
   }
   function part(cls) { return view().querySelector("." + cls); }
@@ -155,24 +159,30 @@
       drawDevice();
       part("pv-screen").textContent = "";
     }
-    v.querySelector(".pv-device").hidden = false;
-    v.querySelector(".pv-view-head h2").textContent = "Device";
+    shown(true);
     listen();
     reload();
     v.scrollIntoView({ block: "nearest" });
   }
+  // The open device's part of the view, or the hint saying how to open one; the create form
+  // is there either way.
+  function shown(open) {
+    part("pv-device").hidden = !open;
+    part("pv-close").hidden = !open;
+    part("pv-hint").hidden = open;
+  }
   function closeDevice() {
     current = null;
     device = null;
-    part("pv-device").hidden = true;
+    shown(false);
     showError(null);
     if (hashToken() !== null) history.replaceState(null, "", location.pathname + location.search);
   }
 
   // "create a device": project, then one of its apps, then the platform (the app's by default).
   function createForm() {
-    const form = el("form", null, "pv-create");
-    const details = el("details");
+    const form = el("form");
+    const details = el("details", null, "pv-create");
     details.append(el("summary", "create a device"));
     const project = el("select"); project.name = "project";
     const app = el("select"); app.name = "app";
