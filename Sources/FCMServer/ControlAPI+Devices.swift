@@ -99,6 +99,11 @@ extension ControlAPI {
         return nil
     }
 
+    /// `GET /api/v1/devices/{token}/messages/{id}`: one inbox entry, by its message id.
+    func inboxEntry(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(Render.inboxEntry(try engine.inboxEntry(c["token"], messageID: c["id"])))
+    }
+
     /// A device from its JSON form (`POST /api/v1/devices` and fixtures).
     static func deviceSpec(_ b: Body) throws(ControlError) -> DeviceSpec {
         try b.allow(["token", "sender_id", "app", "platform", "online", "fid"])

@@ -67,6 +67,7 @@ extension HTTPApp {
             ("POST",   "/api/v1/devices/{token}/topics/{topic}",   control.subscribe),
             ("DELETE", "/api/v1/devices/{token}/topics/{topic}",   control.unsubscribe),
             ("GET",    "/api/v1/devices/{token}/messages",         control.inbox),
+            ("GET",    "/api/v1/devices/{token}/messages/{id}",    control.inboxEntry),
             ("GET",    "/api/v1/messages",                         control.messages),
             ("GET",    "/api/v1/messages/{id}",                    control.message),
             ("GET",    "/api/v1/upstream",                         control.upstream),

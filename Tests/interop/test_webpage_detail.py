@@ -13,6 +13,7 @@ import uuid
 import pytest
 import requests
 
+from conftest import _serve
 from mocksupport import APP_B, KEY_A, SENDER_A, SENDER_B
 
 HOSTILE_SCRIPT = "<script>alert(1)</script>"
@@ -260,3 +261,31 @@ def test_the_detail_panel_draws_the_real_preview_cards(mock, browser):
     assert browser.eval("document.querySelector('#detail .pv-title').textContent") == HOSTILE_SCRIPT
     assert browser.eval("document.querySelectorAll('#detail script, #detail img').length") == 0
     assert browser.eval("window.__alerted") is False
+
+
+@pytest.fixture(scope="module")
+def mock_busy(tmp_path_factory):
+    """A server of its own: one device gets more than a page of 1000 inbox entries."""
+    yield from _serve(tmp_path_factory)
+
+
+def test_a_preview_past_the_first_1000_entries_of_the_device_inbox(mock_busy, browser):
+    """The panel reads the recipient's one inbox entry by its message id: the newest of 1005
+    entries has its card, as the oldest has."""
+    mock = mock_busy
+    token = mock.create_device()
+    ids = []
+    for i in range(1005):
+        r = mock.http.post(mock.base_url + "/fcm/send", headers={"Authorization": "key=" + KEY_A},
+                           json={"to": token, "notification": {"title": f"number {i}"}}, timeout=10)
+        assert r.status_code == 200, r.text
+        ids.append(r.json()["results"][0]["message_id"])
+    for n in (1004, 0):
+        open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(ids[n], safe=""))
+        browser.wait_for(f"document.getElementById('detail').dataset.id === {ids[n]!r} && "
+                         "!!document.querySelector('#detail .recipient .pv-card, #detail .recipient p.muted')",
+                         what="the recipient's preview")
+        assert "not in the device's inbox" not in detail_text(browser), detail_text(browser)
+        card = browser.eval("(c => [c.dataset.messageId, c.querySelector('.pv-title').textContent])"
+                            "(document.querySelector('#detail .recipient .pv-card'))")
+        assert card == [ids[n], f"number {n}"], card

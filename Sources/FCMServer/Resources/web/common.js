@@ -10,7 +10,8 @@ const secret = new URLSearchParams(location.search).get("token");
 const auth = secret ? { "Authorization": "Bearer " + secret } : {};
 
 // The control API: `path` under /api/v1; the decoded answer (`text: true`: the body as text, for
-// 64-bit ids such as multicast_id that do not survive a double); an Error naming what failed.
+// 64-bit ids such as multicast_id that do not survive a double); an Error naming what failed,
+// with the HTTP status as its `status`.
 fcm.api = async function (path, options) {
   const o = options || {};
   const headers = Object.assign({}, auth, o.body ? { "Content-Type": "application/json" } : {});
@@ -18,7 +19,9 @@ fcm.api = async function (path, options) {
   if (!r.ok) {
     let why = "";
     try { const b = await r.json(); why = b && b.error && b.error.message ? ": " + b.error.message : ""; } catch (x) { /* not JSON */ }
-    throw new Error((o.method || "GET") + " " + path + ": HTTP " + r.status + why);
+    const e = new Error((o.method || "GET") + " " + path + ": HTTP " + r.status + why);
+    e.status = r.status;
+    throw e;
   }
   return r.status === 204 ? null : o.text ? r.text() : r.json();
 };

@@ -94,14 +94,19 @@ function timeline(m, r) {
   }
   return ol;
 }
-// The recipient's inbox entry (its `effective` payload) and device, for a preview card.
+// The recipient's inbox entry (its `effective` payload) and device, for a preview card. The entry
+// is read by its message id, however many the device's inbox holds; 404: pruned, or the device
+// is gone.
 async function preview(box, r) {
   const card = fcm.previews && fcm.previews.card;
   if (!card || !r.token || !r.message_id) return;
   try {
     const tok = encodeURIComponent(r.token);
-    const [device, inbox] = await Promise.all([api("/devices/" + tok), api("/devices/" + tok + "/messages?limit=1000")]);
-    const entry = (inbox.items || []).find(e => e.message_id === r.message_id);
+    const [device, entry] = await Promise.all([api("/devices/" + tok),
+      api("/devices/" + tok + "/messages/" + encodeURIComponent(r.message_id)).catch(e => {
+        if (e.status === 404) return null;
+        throw e;
+      })]);
     if (!entry) { box.append(el("p", "not in the device's inbox any more", "muted")); return; }
     const node = card(entry, { platform: device.platform, app: device.app, status: entry.status });
     if (node instanceof Node) box.append(node);
