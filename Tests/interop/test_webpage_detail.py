@@ -179,6 +179,20 @@ def test_filter_deep_link_restores_the_filtered_list(mock, browser):
     assert browser.eval("document.querySelectorAll('#filters img').length") == 0
 
 
+def rgb(css):
+    """`rgb(r, g, b)` or `rgba(r, g, b, a)` as [r, g, b]."""
+    return [int(float(x)) for x in css[css.index("(") + 1:css.index(")")].split(",")[:3]]
+
+
+def contrast(a, b):
+    """The WCAG contrast ratio of two sRGB colours."""
+    def luminance(c):
+        lin = [v / 255 / 12.92 if v / 255 <= 0.04045 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
 def test_phone_width_has_no_horizontal_scroll_and_dark_mode_follows_the_os(mock, browser):
     token = mock.create_device()
     long_value = "x" * 300
@@ -198,15 +212,35 @@ def test_phone_width_has_no_horizontal_scroll_and_dark_mode_follows_the_os(mock,
     assert browser.eval("document.getElementById('detail').getBoundingClientRect().width") <= 390
 
     def background():
-        rgb = browser.eval("getComputedStyle(document.body).backgroundColor")
-        return [int(x) for x in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]]
+        return rgb(browser.eval("getComputedStyle(document.body).backgroundColor"))
+
+    def overview_colours():
+        """The live overview's colours: its chart's background, and the contrast of a counter's
+        label, the rejected count and the errors' key against the overview's background."""
+        c = browser.eval("""(() => { const s = e => getComputedStyle(e);
+            const o = document.getElementById('overview');
+            return {panel: s(o).backgroundColor, chart: s(o.querySelector('.ov-chart')).backgroundColor,
+                    label: s(o.querySelector('.ov-counter dt')).color,
+                    rejected: s(o.querySelector('.ov-counter[data-counter=rejected] dd')).color,
+                    errors: getComputedStyle(o.querySelector('.ov-key-errors'), '::before').backgroundColor}; })()""")
+        panel = rgb(c["panel"])
+        return {"chart": rgb(c["chart"]), "label": contrast(rgb(c["label"]), panel),
+                "rejected": contrast(rgb(c["rejected"]), panel), "errors": contrast(rgb(c["errors"]), rgb(c["chart"]))}
 
     browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
     assert sum(background()) > 600, background()
+    light = overview_colours()
+    assert sum(light["chart"]) > 600, light
     browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     assert sum(background()) < 150, background()
     panel_bg = browser.eval("getComputedStyle(document.getElementById('detail')).backgroundColor")
     assert panel_bg != "rgb(255, 255, 255)", panel_bg
+    # The overview follows: a dark chart box, and text that stays readable (WCAG AA: 4.5:1 for
+    # text, 3:1 for the chart's marks), as it is in light mode.
+    dark = overview_colours()
+    assert sum(dark["chart"]) < 150, dark
+    for colours in (light, dark):
+        assert colours["label"] >= 4.5 and colours["rejected"] >= 4.5 and colours["errors"] >= 3, (light, dark)
 
     # At 1280×800 the list and the side column sit next to each other.
     browser.command("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 800, "deviceScaleFactor": 1,
