@@ -246,6 +246,47 @@ def test_device_view_at_phone_width(mock_any, browser):
     assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+def test_devices_table_rows_open_the_device_view_from_the_keyboard(mock_any, browser):
+    mock = mock_any
+    first, second = mock.create_device(), mock.create_device(platform="web")
+    browser.command("Emulation.setDeviceMetricsOverride", DESKTOP)
+    browser.command("Page.navigate", {"url": mock.base_url + "/"})
+    rows = "#devices tbody tr[data-token]"
+    browser.wait_for(f"[...document.querySelectorAll('{rows}')].some(r => r.dataset.token === {json.dumps(second)})",
+                     what="both devices in the table")
+    assert browser.eval(f"[...document.querySelectorAll('{rows}')].every(r => r.tabIndex === 0)")
+    # Enter on a focused row opens its device.
+    browser.eval(f"document.querySelector('{rows}[data-token={json.dumps(first)}]').focus(); 1")
+    browser.press("Enter")
+    browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent === {json.dumps(first)}",
+                     what="Enter to open the device")
+    assert_device_view_shown(browser, first)
+    # Tab moves through the row's buttons to the next row (rows are in the tab order); Space opens it.
+    browser.eval(f"document.querySelector('{rows}[data-token={json.dumps(first)}]').focus(); 1")
+    buttons = browser.eval(f"document.querySelectorAll('{rows}[data-token={json.dumps(first)}] button').length")
+    for _ in range(buttons + 1):
+        browser.press("Tab")
+    assert browser.eval("document.activeElement.dataset.token") == \
+        browser.eval(f"document.querySelector('{rows}[data-token={json.dumps(first)}]').nextElementSibling.dataset.token")
+    browser.eval(f"document.querySelector('{rows}[data-token={json.dumps(second)}]').focus(); 1")
+    browser.press(" ")
+    browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent === {json.dumps(second)}",
+                     what="Space to open the device")
+    assert_device_view_shown(browser, second)
+    assert browser.eval("decodeURIComponent(location.hash)") == "#device=" + second
+    # A key on the row's own buttons does what the button does, not open the device.
+    browser.eval(f"document.querySelector('{rows}[data-token={json.dumps(first)}] button.toggle').focus(); 1")
+    browser.press("Enter")
+    deadline = time.monotonic() + 10
+    while mock.device(first)["online"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mock.device(first)["online"] is False
+    assert browser.eval("document.querySelector('#device-view .pv-token').textContent") == second
+    # The table is drawn again on that change; focus stays on the (new) button of the same row.
+    browser.wait_for(f"document.activeElement.matches('{rows}[data-token={json.dumps(first)}] button.toggle') && "
+                     "document.activeElement.textContent === 'bring online'", what="focus to stay on the button")
+
+
 def test_ios_localised_string_alert_and_background_cards(mock_any, browser):
     mock = mock_any
     token = mock.create_device(app=APP_A_IOS, platform="ios")

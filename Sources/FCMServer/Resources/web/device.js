@@ -1,8 +1,8 @@
 // The device view (docs/web-page.md, "Notification previews and the device view"): one device's
 // inbox as a phone would show it (window.fcm.previews.card, previews.js), newest first, live; its
 // actions through the control API; and "create a device" (always on the page, below the lists).
-// Opened by #device=TOKEN, by a click on a row of the devices table, or by
-// window.fcm.openDevice(token).
+// Opened by #device=TOKEN, by a click on a row of the devices table (or Enter or Space on a focused
+// row), or by window.fcm.openDevice(token).
 (function () {
   "use strict";
   const fcm = window.fcm = window.fcm || {};
@@ -36,7 +36,7 @@
     close.hidden = true;
     close.addEventListener("click", closeDevice);
     head.append(title, close);
-    const hint = el("p", "Click a row of the devices table to see that device's inbox here.",
+    const hint = el("p", "Click a row of the devices table (or focus it and press Enter) to see that device's inbox here.",
       "pv-hint muted");
     const info = el("div", null, "pv-device-info");
     const actions = el("div", null, "pv-actions");
@@ -238,12 +238,20 @@
       const h = hashToken();
       if (h && h !== current) openDevice(h);
     });
-    // A click on a row of the devices table (not on its buttons) opens that device.
+    // A click on a row of the devices table (not on its buttons) opens that device; so do
+    // Enter and Space on a focused row (rows are in the tab order).
     document.addEventListener("click", ev => {
       const target = ev.target;
       if (!(target instanceof Element) || target.closest("button, a, input, select, label")) return;
       const row = target.closest("#devices tbody tr[data-token]");
       if (row) openDevice(row.dataset.token);
+    });
+    document.addEventListener("keydown", ev => {
+      if (ev.key !== "Enter" && ev.key !== " ") return;
+      const row = ev.target;
+      if (!(row instanceof Element) || !row.matches("#devices tbody tr[data-token]")) return;
+      ev.preventDefault();
+      openDevice(row.dataset.token);
     });
   }
   fcm.openDevice = openDevice;

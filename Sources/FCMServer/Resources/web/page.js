@@ -143,10 +143,17 @@ async function loadDevices() {
   const tbody = document.querySelector("#devices tbody");
   let page;
   try { page = await api("/devices?limit=200"); } catch (e) { showError(e); return; }
+  // The table is drawn again on every device event: focus stays on the same row or button.
+  const focus = document.activeElement;
+  const focusRow = focus && focus.closest ? focus.closest("#devices tbody tr[data-token]") : null;
+  const keep = focusRow && { token: focusRow.dataset.token, button: [...focusRow.querySelectorAll("button")].indexOf(focus) };
   tbody.textContent = "";
   for (const d of page.items || []) {
     const tr = document.createElement("tr");
     tr.dataset.token = d.token;
+    // In the tab order: Enter or Space opens the device view (device.js), as a click does.
+    tr.tabIndex = 0;
+    tr.className = "device";
     const tok = cell("token", d.token.length > 28 ? d.token.slice(0, 28) + "…" : d.token, "mono");
     tok.title = d.token;
     const state = d.state === "registered" ? (d.online ? "online" : "offline") : d.state;
@@ -175,6 +182,7 @@ async function loadDevices() {
     tr.append(tok, cell("app", d.app), cell("state", state, d.online ? "delivered" : "pending"),
               cell("topics", (d.topics || []).join(", ")), inboxCell, actions);
     tbody.append(tr);
+    if (keep && keep.token === d.token) (tr.querySelectorAll("button")[keep.button] || tr).focus();
   }
 }
 async function loadList(id, path, render) {
