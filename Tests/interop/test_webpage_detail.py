@@ -5,6 +5,7 @@ protocol (Tests/interop/browser.py).
 On a failure each test saves a screenshot under .build/interop-screenshots/.
 """
 
+import datetime
 import re
 import time
 import urllib.parse
@@ -172,6 +173,42 @@ def test_filter_deep_link_restores_the_filtered_list(mock, browser):
     assert rows == [failed_id], rows
     open_page(browser, mock.base_url + "/?error=MismatchSenderId&project=" + SENDER_B)
     assert browser.eval("document.querySelectorAll('#messages tbody tr').length") == 0
+
+    # The topic filter, from a link: only the send to that topic (any case).
+    topic = "deep-" + uuid.uuid4().hex[:8]
+    mock.subscribe(mine, topic)
+    assert send(mock, {"to": "/topics/" + topic, "data": {"k": "t"}}).status_code == 200
+    [topic_record] = mock.messages(topic=topic)
+    open_page(browser, mock.base_url + "/?topic=" + topic.upper())
+    rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
+    assert rows == [topic_record["message_id"]], rows
+    assert browser.eval("document.querySelector('#filters [name=topic]').value") == topic.upper()
+
+    # The time range, from a link (RFC 3339 UTC): three sends two minutes apart on the mock's
+    # clock; since and until pick the ones between them.
+    timed = mock.create_device()
+    for i in range(3):
+        if i:
+            mock.api("POST", "/api/v1/clock", json={"advance_s": 120})
+        assert send(mock, {"to": timed, "data": {"i": str(i)}}).status_code == 200
+    newest, middle, oldest = [m["message_id"] for m in mock.messages(token=timed)]
+    at = datetime.datetime.fromisoformat(mock.message(middle)["accepted_at"].replace("Z", "+00:00"))
+    utc = lambda t: t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    since, until = utc(at - datetime.timedelta(seconds=60)), utc(at + datetime.timedelta(seconds=60))
+    device = "device=" + urllib.parse.quote(timed)
+    for query, want in [(f"since={since}&until={until}", [middle]), (f"since={since}", [newest, middle]),
+                        (f"until={until}", [middle, oldest])]:
+        open_page(browser, mock.base_url + "/?" + device + "&" + query)
+        rows = browser.eval("[...document.querySelectorAll('#messages tbody tr')].map(r => r.dataset.id)")
+        assert rows == want, (query, rows)
+    # The fields show the range (local time in the inputs, the same instants).
+    shown = browser.eval("['since', 'until'].map(n => { const v = document.querySelector('#filters [name=' + n + ']').value;"
+                         " return v ? new Date(v).toISOString() : ''; })")
+    assert shown == ["", until.replace("Z", ".000Z")], shown
+    open_page(browser, mock.base_url + "/?" + device + f"&since={since}&until={until}")
+    shown = browser.eval("['since', 'until'].map(n => new Date(document.querySelector('#filters [name=' + n + ']').value).toISOString())")
+    assert shown == [since.replace("Z", ".000Z"), until.replace("Z", ".000Z")], shown
+    assert browser.eval("document.getElementById('filters-toggle').textContent") == "filters (3)"
 
     # A hostile value in the link stays in the input as text.
     open_page(browser, mock.base_url + "/?error=" + urllib.parse.quote(HOSTILE_IMG))

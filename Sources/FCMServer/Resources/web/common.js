@@ -45,6 +45,12 @@ fcm.openStream = function () {
   for (const name of handlers.keys()) listen(es, name);
   return es;
 };
+// A page the browser keeps for its back button (the back/forward cache) keeps its connections:
+// each open stream holds one of the six a browser gives one host, so the seventh page opened in
+// the tab would wait for ever. The stream closes when the page is left; a page brought back
+// from that cache loads again (its lists missed every event meanwhile).
+window.addEventListener("pagehide", () => { if (fcm.stream) fcm.stream.close(); });
+window.addEventListener("pageshow", e => { if (e.persisted) location.reload(); });
 
 // An element with `text` as its text (never parsed as HTML) and `cls` as its class.
 fcm.el = function (tag, text, cls) {
