@@ -88,6 +88,15 @@ extension ControlAPI {
         let min = try q.int("min") ?? 1
         guard min >= 0 else { throw .badRequest("min must not be negative") }
         let responder = c.responder
+        switch q["order"] ?? "oldest" {
+        case "oldest": break
+        case "newest":
+            guard waitS == 0 else { throw .badRequest("wait works with order=oldest only") }
+            let page = try engine.inbox(c["token"], status: q["status"], afterID: try q.cursor() ?? 0, limit: try q.limit(),
+                                        newestFirst: true)
+            return ok(Render.list(page.items.map(Render.inboxEntry), next: page.next))
+        default: throw .badRequest("order must be oldest or newest")
+        }
         engine.waitForInbox(c["token"], status: q["status"], afterID: try q.cursor() ?? 0, limit: try q.limit(),
                             min: Int(min), waitSeconds: waitS) { result in
             switch result {

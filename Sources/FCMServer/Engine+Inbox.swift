@@ -157,8 +157,10 @@ extension Engine {
 }
 
 extension Engine {
-    /// A device's inbox entries, oldest first, after delivery row `afterID`.
-    public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
+    /// A device's inbox entries, oldest first, after delivery row `afterID`; or newest first
+    /// (`newestFirst`), before delivery row `afterID` (0: from the newest).
+    public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int,
+                      newestFirst: Bool = false) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
@@ -186,6 +188,17 @@ extension Engine {
                     lastID = r.id
                     items.append(InboxEntry(row: r, status: st, platform: platform))
                     return true
+                }
+                if newestFirst {
+                    // Memory first (the newest), then the chunks, newest first.
+                    let before = afterID == 0 ? Int64.max : afterID
+                    for id in index.recent.reversed() where id < before {
+                        guard try take(id) else { break }
+                    }
+                    if next == nil {
+                        try c.inboxChunkIDsNewestFirst(device: device, before: before, through: index.chunkedThrough, take)
+                    }
+                    return (items, next)
                 }
                 // Chunks first (up to where memory starts, as of the lock above), then memory.
                 try c.inboxChunkIDs(device: device, after: afterID, through: index.chunkedThrough, take)

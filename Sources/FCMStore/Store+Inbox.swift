@@ -82,6 +82,30 @@ extension SQLiteConnection {
         }
     }
 
+    /// The device's chunked delivery ids below `before` and up to `through`, newest first, until
+    /// `body` returns false: the one chunk that may straddle `before`, then the older ones.
+    public func inboxChunkIDsNewestFirst(device: Int64, before: Int64, through: Int64,
+                                         _ body: (Int64) throws(StoreError) -> Bool) throws(StoreError) {
+        let straddling = try statement("""
+            SELECT ids FROM inbox_chunks WHERE device = ? AND last_id >= ? AND last_id <= ? ORDER BY last_id LIMIT 1
+            """)
+        defer { straddling.reset() }
+        try straddling.bind([.int(device), .int(before), .int(through)])
+        if try straddling.step() {
+            for id in InboxChunk.decode(straddling.blob(0)).reversed() where id < before {
+                guard try body(id) else { return }
+            }
+        }
+        let older = try statement("SELECT ids FROM inbox_chunks WHERE device = ? AND last_id < ? AND last_id <= ? ORDER BY last_id DESC")
+        defer { older.reset() }
+        try older.bind([.int(device), .int(before), .int(through)])
+        while try older.step() {
+            for id in InboxChunk.decode(older.blob(0)).reversed() {
+                guard try body(id) else { return }
+            }
+        }
+    }
+
     /// Every chunked delivery id of the device up to `through`, ascending.
     func allInboxChunkIDs(device: Int64, through: Int64 = Int64.max) throws(StoreError) -> [Int64] {
         var ids: [Int64] = []

@@ -101,4 +101,46 @@ final class InboxLookupTests: RollbackTestCase {
         XCTAssertEqual(try c.delete("/api/v1/devices/demo-android-1").status, 204)
         assertNotFound(try entry(c, "demo-android-1", sent.last!), "device 'demo-android-1' does not exist")
     }
+
+    /// `?order=newest`: the same entries as the oldest-first listing, newest first, paged with
+    /// `next` across memory and every stored chunk; the status filter applies; bad input is a 400.
+    func testNewestFirstPagesThroughMemoryAndChunks() throws {
+        let s = try start()
+        let c = s.client()
+        let n = 3 * InboxChunk.size + 10
+        let sent = try sendMany(c, n, to: "demo-android-1")
+        XCTAssertEqual(try storeScalar(s, "SELECT count(*) FROM inbox_chunks"), 3)
+        // Pages of 50: one straddles memory and the newest chunk, later ones straddle chunks.
+        var seen: [String] = []
+        var cursor: String?
+        var pages = 0
+        repeat {
+            let r = try c.get("/api/v1/devices/demo-android-1/messages?order=newest&limit=50" + (cursor.map { "&cursor=\($0)" } ?? ""))
+            XCTAssertEqual(r.status, 200, r.text)
+            seen += items(r).compactMap { $0["message_id"]?.stringValue }
+            cursor = r.object?["next"]?.stringValue
+            pages += 1
+        } while cursor != nil && pages < 20
+        XCTAssertEqual(pages, (n + 49) / 50)
+        XCTAssertEqual(seen, Array(sent.reversed()))
+        // The newest page as a whole is the oldest-first listing's tail, reversed, byte for byte.
+        let newest = try c.get("/api/v1/devices/demo-android-1/messages?order=newest&limit=3")
+        let all = try c.get("/api/v1/devices/demo-android-1/messages?limit=1000")
+        XCTAssertEqual(items(newest), Array(items(all).suffix(3).reversed()))
+
+        // Filtered by status: the two held entries of another device, newest first.
+        XCTAssertEqual(try c.patch("/api/v1/devices/demo-android-2", #"{"online":false}"#).status, 200)
+        let held = try sendMany(c, 2, to: "demo-android-2")
+        let pending = try c.get("/api/v1/devices/demo-android-2/messages?order=newest&status=pending")
+        XCTAssertEqual(items(pending).compactMap { $0["message_id"]?.stringValue }, Array(held.reversed()))
+        XCTAssertEqual(items(try c.get("/api/v1/devices/demo-android-2/messages?order=newest&status=delivered")).count, 0)
+
+        for (query, message) in [("order=latest", "order must be oldest or newest"),
+                                 ("order=newest&wait=1", "wait works with order=oldest only")] {
+            let r = try c.get("/api/v1/devices/demo-android-1/messages?\(query)")
+            XCTAssertEqual(r.status, 400, query)
+            XCTAssertEqual(r.text, #"{"error":{"code":"bad_request","message":"\#(message)"}}"#, query)
+        }
+        XCTAssertEqual(try c.get("/api/v1/devices/no-such/messages?order=newest").status, 404)
+    }
 }
