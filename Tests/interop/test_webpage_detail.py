@@ -360,3 +360,9 @@ def test_a_preview_past_the_first_1000_entries_of_the_device_inbox(mock_busy, br
         card = browser.eval("(c => [c.dataset.messageId, c.querySelector('.pv-title').textContent])"
                             "(document.querySelector('#detail .recipient .pv-card'))")
         assert card == [ids[n], f"number {n}"], card
+    # The device view draws the newest 100 of the 1005, newest first (one newest-first request).
+    open_page(browser, mock.base_url + "/#device=" + urllib.parse.quote(token, safe=""))
+    browser.wait_for("document.querySelectorAll('#device-view .pv-screen .pv-card').length === 100",
+                     what="the device view's 100 newest cards")
+    drawn = browser.eval("[...document.querySelectorAll('#device-view .pv-screen .pv-card')].map(c => c.dataset.messageId)")
+    assert drawn == ids[::-1][:100], (drawn[:3], ids[-3:])

@@ -9,7 +9,7 @@
   const el = fcm.el;
   const str = fcm.str;
   const card = (entry, info) => fcm.previews.card(entry, info);
-  const NEWEST = 100;  // cards drawn; the inbox is read oldest first, a page at a time
+  const NEWEST = 100;  // cards drawn
   let current = null;  // the open device's token
   let device = null;   // its object, as last read
   let reloadTimer = null;
@@ -94,15 +94,10 @@
         await call("/devices/" + t + "/upstream", { method: "POST", body: JSON.stringify({ data }) });
       }));
   }
-  // The newest entries of the inbox: pages are read oldest first, so the last ones are kept.
+  // The newest entries of the inbox, newest first: one request however long the inbox is.
   async function newestEntries(token) {
-    let items = [], cursor = null, pages = 0;
-    do {
-      const page = await call("/devices/" + enc(token) + "/messages?limit=1000" + (cursor ? "&cursor=" + enc(cursor) : ""));
-      items = items.concat(page.items || []).slice(-NEWEST);
-      cursor = page.next || null;
-    } while (cursor && ++pages < 100);
-    return items.reverse();
+    const page = await call("/devices/" + enc(token) + "/messages?order=newest&limit=" + NEWEST);
+    return page.items || [];
   }
   async function reload() {
     const token = current;
