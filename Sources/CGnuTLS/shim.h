@@ -1,5 +1,6 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/abstract.h>
+#include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 
 // What Swift cannot import, as fixed functions: `gnutls_free` is a function-pointer global (or a
