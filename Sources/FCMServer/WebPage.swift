@@ -1,3 +1,6 @@
+import FCMCore
+import TLS
+
 /// The inspection page served at `/`: one self-contained HTML document (no CDN) that reads the
 /// control API and follows `/api/v1/events` live.
 ///
@@ -13,12 +16,56 @@
 /// sends it as a bearer token, and as `access_token` on the event stream (EventSource cannot set
 /// headers).
 enum WebPage {
-    /// The page's only script is its own inline one; it loads nothing from anywhere else.
-    static let contentSecurityPolicy =
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'"
-
     /// The page as served, assembled once.
     static let bytes = assemble(template: PackageResources.index_html, files: files)
+
+    /// The page's policy: nothing from anywhere else, and of inline code only the page's own
+    /// blocks, each named by its SHA-256 (`'unsafe-inline'` would also run a `<script>` or an
+    /// `onerror=` that got onto the page some other way). Style attributes are refused too: the
+    /// scripts set styles through `element.style`, which a policy does not govern.
+    static let contentSecurityPolicy = policy(for: bytes)
+
+    /// The Content-Security-Policy for `page`: a hash source for each inline `<script>` and
+    /// `<style>` block it holds (in page order, each once), the API on this origin, and no
+    /// plugins, base URL, form submission or framing.
+    static func policy(for page: [UInt8]) -> String {
+        func sources(_ blocks: [[UInt8]]) -> String {
+            var seen: Set<String> = []
+            return blocks.map(hashSource).filter { seen.insert($0).inserted }.joined(separator: " ")
+        }
+        let scripts = sources(inlineBlocks(of: "script", in: page))
+        let styles = sources(inlineBlocks(of: "style", in: page))
+        return "default-src 'none'; script-src \(scripts.isEmpty ? "'none'" : scripts); "
+            + "style-src \(styles.isEmpty ? "'none'" : styles); connect-src 'self'; object-src 'none'; "
+            + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    }
+
+    /// `'sha256-BASE64'` of `text` (CSP's hash source: standard base64 with its padding).
+    static func hashSource(_ text: [UInt8]) -> String {
+        var b64 = Array(base64URLEncode(SHA256.digest(text)).utf8).map { c -> UInt8 in
+            c == UInt8(ascii: "-") ? UInt8(ascii: "+") : c == UInt8(ascii: "_") ? UInt8(ascii: "/") : c
+        }
+        while b64.count % 4 != 0 { b64.append(UInt8(ascii: "=")) }
+        return "'sha256-" + String(decoding: b64, as: UTF8.self) + "'"
+    }
+
+    /// The text of every `<tag …>…</tag>` element of `page` (what a browser hashes: everything
+    /// between the start tag's `>` and the end tag), in page order.
+    static func inlineBlocks(of tag: String, in page: [UInt8]) -> [[UInt8]] {
+        let open = Array("<\(tag)".utf8), close = Array("</\(tag)".utf8)
+        var blocks: [[UInt8]] = []
+        var at = page.startIndex
+        while let start = page[at...].firstRange(of: open) {
+            at = start.upperBound
+            // `<scripts…` or `<styled…` is another name, not this element.
+            guard at < page.endIndex, [UInt8(ascii: ">"), UInt8(ascii: " "), UInt8(ascii: "\n")].contains(page[at]),
+                  let tagEnd = page[at...].firstIndex(of: UInt8(ascii: ">")),
+                  let end = page[(tagEnd + 1)...].firstRange(of: close) else { continue }
+            blocks.append(Array(page[(tagEnd + 1)..<end.lowerBound]))
+            at = end.upperBound
+        }
+        return blocks
+    }
 
     /// Every stylesheet and script of `Resources/web/`, by the name `index.html` uses for it.
     static let files: [String: [UInt8]] = [

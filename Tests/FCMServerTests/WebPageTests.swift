@@ -1,6 +1,8 @@
 import FCMCore
+@testable import FCMServer
 import FCMTesting
 import Foundation
+import TLS
 import XCTest
 
 /// The page at `/` as the server serves it (the browser test in Tests/interop drives it live).
@@ -12,8 +14,6 @@ final class WebPageTests: XCTestCase {
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.headers["content-type"], "text/html; charset=UTF-8")
         XCTAssertEqual(r.headers["cache-control"], "no-store")
-        let csp = try XCTUnwrap(r.headers["content-security-policy"])
-        XCTAssertTrue(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"), csp)
         let html = r.text
         XCTAssertTrue(html.hasPrefix("<!doctype html>"))
         XCTAssertTrue(html.contains("/api/v1/events") && html.contains("EventSource"))
@@ -51,6 +51,66 @@ final class WebPageTests: XCTestCase {
                 of: inline, with: css ? #"<link rel="stylesheet" href="\#(name)">"# : #"<script src="\#(name)"></script>"#)
         }
         XCTAssertEqual(undone + "\n", template, "only those elements are replaced (and the final newline dropped)")
+    }
+
+    /// The policy is strict: inline code runs only if it is one of the page's own blocks, named by
+    /// its SHA-256, and nothing comes from anywhere else. Each hash is worked out here again from
+    /// the page as served (Foundation's base64), and the markup around the blocks holds nothing a
+    /// hash policy refuses (style or event handler attributes, javascript: URLs).
+    func testTheContentSecurityPolicyNamesEachInlineBlockByItsHash() throws {
+        let s = try TestServer(fixtures: [errorTableFixture])
+        defer { s.stop() }
+        let r = try s.client().get("/")
+        XCTAssertEqual(r.status, 200)
+        let html = r.text
+        // Every <script> and <style> element of the page, split out by hand.
+        var markup = "", scripts: [String] = [], styles: [String] = []
+        var rest = Substring(html)
+        while true {
+            let script = rest.range(of: "<script>"), style = rest.range(of: "<style>")
+            guard let start = [script, style].compactMap({ $0 }).min(by: { $0.lowerBound < $1.lowerBound }) else {
+                markup += rest
+                break
+            }
+            let isScript = start == script
+            let end = try XCTUnwrap(rest[start.upperBound...].range(of: isScript ? "</script>" : "</style>"))
+            markup += rest[..<start.lowerBound]
+            let body = String(rest[start.upperBound..<end.lowerBound])
+            if isScript { scripts.append(body) } else { styles.append(body) }
+            rest = rest[end.upperBound...]
+        }
+        let names = WebPage.files.keys
+        XCTAssertEqual(scripts.count, names.filter { $0.hasSuffix(".js") }.count, "one inline script per file")
+        XCTAssertEqual(styles.count, names.filter { $0.hasSuffix(".css") }.count, "one inline style per file")
+        func hash(_ block: String) -> String {
+            "'sha256-" + Data(SHA256.digest(Array(block.utf8))).base64EncodedString() + "'"
+        }
+        XCTAssertEqual(r.headers["content-security-policy"],
+                       "default-src 'none'; script-src \(scripts.map(hash).joined(separator: " ")); "
+                       + "style-src \(styles.map(hash).joined(separator: " ")); connect-src 'self'; object-src 'none'; "
+                       + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+        XCTAssertFalse(r.headers["content-security-policy"]?.contains("unsafe") ?? true)
+        XCTAssertTrue(markup.contains("<main>") && !markup.contains("<script") && !markup.contains("<style"), markup)
+        let lower = markup.lowercased()
+        for refused in ["style=", "javascript:"] { XCTAssertFalse(lower.contains(refused), refused) }
+        XCTAssertNil(lower.range(of: #"\son[a-z]+\s*="#, options: .regularExpression), "no event handler attributes")
+    }
+
+    /// The policy of a given page: hash sources in page order, each once, in standard base64 with
+    /// its padding (known answers from Python's hashlib), for elements with or without attributes.
+    func testPolicyForAPage() {
+        let page = "<style>\na{}</style><p>x</p><script>\nx()</script><scripts></scripts>"
+            + "<script type=\"text/javascript\">\nlet a = 1;</script><script>\nx()</script>"
+        XCTAssertEqual(WebPage.inlineBlocks(of: "script", in: Array(page.utf8)).map { String(decoding: $0, as: UTF8.self) },
+                       ["\nx()", "\nlet a = 1;", "\nx()"])
+        XCTAssertEqual(WebPage.policy(for: Array(page.utf8)),
+                       "default-src 'none'; script-src 'sha256-MS/g0mN+nqZ8dETVAyYjuMbyy0kNJR7ScRLVMQe72Jw=' "
+                       + "'sha256-zNICszcODNxfb/tqSGD4CAgmaldni62vjSVnP/eaEZo='; "
+                       + "style-src 'sha256-Wos276ClB3DtmPV7ggY3FkrD5vJJA1QcT7vVWXT1dNk='; connect-src 'self'; object-src 'none'; "
+                       + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+        XCTAssertEqual(WebPage.policy(for: Array("<p>nothing inline</p>".utf8)),
+                       "default-src 'none'; script-src 'none'; style-src 'none'; connect-src 'self'; object-src 'none'; "
+                       + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
     }
 
     func testControlTokenProtectsThePageAndTheEventStream() throws {
