@@ -180,6 +180,8 @@ public final class Application: Sendable {
         xmpp.start()
         engine.startExpirySweeper()
         pruner.start()
+        // The counters' count of what the store held, so the page's first screen does not wait.
+        engine.startCountingStoredSends()
     }
 
     /// The machine-readable line tests wait for.

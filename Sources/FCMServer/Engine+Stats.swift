@@ -1,18 +1,20 @@
 import FCMCore
 import FCMStore
+import Platform
+import Synchronization
 
 /// Sends counted as they are decided (`GET /api/v1/stats`): one step per send under the state
-/// lock, plus what the store held at start, read from it the first time the counts are asked for
-/// (not at start: that read is a pass over every message), so the numbers agree with the store
-/// after a restart and a reset clears them with everything else.
+/// lock, plus what the store held at start, counted from it in the background right after start
+/// (a pass over every message, which start-up does not wait for: `Engine.countStoredSends`), so
+/// the numbers agree with the store after a restart and a reset clears them with everything else.
 struct SendStats: Sendable, Equatable {
     /// The sends decided since start (or the last reset).
     var counts = SendCounts()
-    /// The store's sends from before start, the rows with ids up to `floor`; nil until read.
+    /// The store's sends from before start, the rows with ids up to `floor`; nil until counted.
     var before: SendCounts?
     var floor: Int64 = 0
 
-    /// Counting from an empty store, or one whose ids go up to `floor` (read when first asked).
+    /// Counting from an empty store, or one whose ids go up to `floor` (counted after start).
     init(floor: Int64 = 0) {
         self.floor = floor
         before = floor == 0 ? SendCounts() : nil
@@ -55,20 +57,77 @@ public struct StatsSnapshot: Sendable {
     public var devices: Int
 }
 
+/// Who is counting the store's sends from before start, so that one thread counts and the others
+/// wait for it: the thread started with the listeners (`startCountingStoredSends`), or a
+/// `GET /api/v1/stats` that finds nobody counting (one that came first, or after a failed write's
+/// recovery moved the floor).
+///
+/// `running` is read and written only while `lock` is held (it is atomic to be Sendable, not to
+/// be read without the lock); the state lock may be taken inside `lock`, never the other way.
+final class StoredSendCount: Sendable {
+    let lock = ConditionLock()
+    let running = Atomic<Bool>(false)
+}
+
 extension Engine {
-    /// The counters, read from memory: constant work in the number of messages stored, but for
-    /// the first call after a start on a store with sends, which counts those once.
+    /// The counters, read from memory: constant work in the number of messages stored. Until the
+    /// count of what the store held at start is done (a fraction of a second after start), a call
+    /// waits for it.
     public func stats() throws(StoreError) -> StatsSnapshot {
-        while let floor = state.withLock({ $0.stats.before == nil ? $0.stats.floor : nil }) {
-            let before = try store.read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in
-                try StoreLoader(c).sendCounts(upTo: floor)
+        while true {
+            try countStoredSends()
+            // A failed write's recovery may have asked for a new count since: wait for that too.
+            if let snapshot = state.withLock({ s -> StatsSnapshot? in
+                guard s.stats.before != nil else { return nil }
+                return StatsSnapshot(counts: s.stats.total, pending: s.stored.values.reduce(0) { $0 + $1.count }, devices: s.devices.count)
+            }) {
+                return snapshot
+            }
+        }
+    }
+
+    /// Counts the store's sends from before start on a thread of its own (when there are any), so
+    /// that the page's first `GET /api/v1/stats` finds them counted; called once the listeners
+    /// are up. Sends do not wait for it (the store reads on a connection of its own). A failure
+    /// is left to the next call of `stats()`, which counts again and answers 500 if it fails too.
+    public func startCountingStoredSends() {
+        guard state.withLock({ $0.stats.before == nil }) else { return }
+        spawnThread { [self] in try? countStoredSends() }
+    }
+
+    /// Returns once the store's sends from before start are counted (at once, but for the first
+    /// moments after a start): counts them if nobody is, else waits for whoever is.
+    func countStoredSends() throws(StoreError) {
+        if state.withLock({ $0.stats.before != nil }) { return }
+        let count = storedSendCount
+        while true {
+            let job: Int64? = count.lock.withLock {
+                while true {
+                    guard let floor = state.withLock({ $0.stats.before == nil ? $0.stats.floor : nil }) else { return nil }
+                    if !count.running.load(ordering: .relaxed) {
+                        count.running.store(true, ordering: .relaxed)
+                        return floor
+                    }
+                    count.lock.wait()
+                }
+            }
+            guard let floor = job else { return }
+            let counted: Result<SendCounts, StoreError>
+            do {
+                counted = .success(try store.sendCounts(upTo: floor))
+            } catch {
+                counted = .failure(error)
             }
             // A reset in the meantime has set `before` (to nothing) already: it wins. A failed
-            // write in the meantime moved the floor (Engine+Recovery.swift): count again.
-            state.withLock { s in if s.stats.before == nil && s.stats.floor == floor { s.stats.before = before } }
-        }
-        return state.withLock { s in
-            StatsSnapshot(counts: s.stats.total, pending: s.stored.values.reduce(0) { $0 + $1.count }, devices: s.devices.count)
+            // write in the meantime moved the floor (Engine+Recovery.swift): the loop counts again.
+            if case .success(let before) = counted {
+                state.withLock { s in if s.stats.before == nil && s.stats.floor == floor { s.stats.before = before } }
+            }
+            count.lock.withLock {
+                count.running.store(false, ordering: .relaxed)
+                count.lock.broadcast()
+            }
+            if case .failure(let error) = counted { throw error }
         }
     }
 }

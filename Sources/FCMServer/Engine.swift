@@ -35,6 +35,8 @@ public final class Engine: Sendable {
     /// Server keys and the first project, as of the last change of projects: every send reads
     /// them, and under their own lock they do not wait for the send path's `state` lock.
     let credentials = Locked<Credentials>(Credentials())
+    /// Who counts the store's sends from before start (`Engine+Stats.swift`).
+    let storedSendCount = StoredSendCount()
     /// See `mayHaveFaults`.
     let faultsArmed = Atomic<Bool>(false)
     /// Live events (`GET /api/v1/events`).
