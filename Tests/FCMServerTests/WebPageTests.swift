@@ -96,6 +96,17 @@ final class WebPageTests: XCTestCase {
         XCTAssertNil(lower.range(of: #"\son[a-z]+\s*="#, options: .regularExpression), "no event handler attributes")
     }
 
+    /// The byte search that assembles the page and finds its blocks.
+    func testFind() {
+        let cases: [(String, String, Int, Range<Int>?)] = [
+            ("<script>x", "<script>", 0, 0..<8), ("x</style>", "</style>", 0, 1..<9), ("aaab", "aab", 0, 1..<4),
+            ("abcabc", "abc", 1, 3..<6), ("abc", "abd", 0, nil), ("ab", "abc", 0, nil), ("abc", "", 0, nil), ("abc", "c", 3, nil),
+        ]
+        for (haystack, needle, from, expected) in cases {
+            XCTAssertEqual(WebPage.find(Array(needle.utf8), in: Array(haystack.utf8), from: from), expected, "\(needle) in \(haystack) from \(from)")
+        }
+    }
+
     /// The policy of a given page: hash sources in page order, each once, in standard base64 with
     /// its padding (known answers from Python's hashlib), for elements with or without attributes.
     func testPolicyForAPage() {
