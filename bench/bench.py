@@ -8,6 +8,8 @@ Measures, on loopback only, with bounded loops:
   b. 1000-token multicasts (wrk, 4 connections) against the mock
   c. start-up: process start to the first answered GET /api/v1/health (median of 10)
   d. resident memory of the mock after at least 100,000 accepted messages
+  e. the web page's first screen (PAGE_FIRST_SCREEN) with 1 message stored and with the
+     single-token phase's 100,000+, and right after a restart on that store
 and checks that every send answered 200 was recorded. Prints a markdown report (also written to
 WORK/report.md). Exit 0: all targets met; 1: a target missed; 2: could not measure.
 """
@@ -50,6 +52,23 @@ FANOUT_DEVICES = 100_000
 TARGET_TOPIC_MS = 1000.0
 TARGET_CONDITION_MS = 300.0
 TARGET_XMPP_ONE = 25_000.0
+# The web page's first screen with 100,000+ messages stored against 1 stored: at most 1.5x, or
+# 5 ms more, whichever allows more (5 ms is noise on this shared machine when one load is ~6 ms).
+TARGET_PAGE_X = 1.5
+TARGET_PAGE_PLUS_MS = 5.0
+# What the page asks for when it opens with no filter and no #message=/#device= link
+# (Resources/web: page.js's loadMessages, loadDevices, loadTopics, loadGroups, loadXmpp and
+# connect(), overview.js's first load of the counters), in the order its scripts ask.
+PAGE_FIRST_SCREEN = (
+    "/",
+    "/api/v1/messages?limit=50&recipients=20",
+    "/api/v1/devices?limit=200",
+    "/api/v1/topics?limit=1000",
+    "/api/v1/groups?limit=1000",
+    "/api/v1/xmpp/connections?limit=1000",
+    "/api/v1/events",
+    "/api/v1/stats",
+)
 
 _children = []
 
@@ -249,6 +268,41 @@ def fcm_send(url, payload, timeout=30):
                              {"Content-Type": "application/json",
                               "Authorization": f"key={SERVER_KEY}"}, timeout)
     return status, data
+
+
+def page_first_screen_ms(url, timeout=60):
+    """One load of the web page's first screen: every request of PAGE_FIRST_SCREEN, one after
+    the other on one keep-alive connection (the event stream on its own, read up to its
+    headers, as EventSource opens it), each answered 200 and read whole; wall time in ms."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    t0 = time.perf_counter()
+    try:
+        for path in PAGE_FIRST_SCREEN:
+            if path == "/api/v1/events":
+                stream = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+                try:
+                    stream.request("GET", path, headers={"Accept": "text/event-stream"})
+                    st = stream.getresponse().status
+                finally:
+                    stream.close()
+            else:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                resp.read()
+                st = resp.status
+            if st != 200:
+                raise BenchError(f"web page's first screen: GET {path} answered {st}")
+    finally:
+        conn.close()
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def page_load_ms(url, runs=5):
+    """The median of `runs` first-screen loads, after one load not counted (the server's first
+    answers prepare statements and assemble the page)."""
+    page_first_screen_ms(url)
+    return statistics.median(page_first_screen_ms(url) for _ in range(runs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -476,18 +530,6 @@ def main():
     accepted = 0  # messages the mock accepted (single: one per 200; multicast: see probe)
     answered_200 = 0  # every 200 answer of /fcm/send, all phases
 
-    def page_load_ms(server):
-        # What the web page fetches when it opens: itself, the newest 50 messages, the devices, the counters.
-        times = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            for path in ("/", "/api/v1/messages?limit=50", "/api/v1/devices?limit=200", "/api/v1/stats"):
-                st, _ = http_json(server.url + path, timeout=60)
-                if st != 200:
-                    raise BenchError(f"GET {path} answered {st}")
-            times.append((time.perf_counter() - t0) * 1000.0)
-        return statistics.median(times)
-
     try:
         status, data = fcm_send(mock.url, {"to": bench_token(0), "data": {"probe": "1"}})
         probe = json.loads(data) if status == 200 else None
@@ -496,7 +538,7 @@ def main():
                              f"{data[:300]!r}")
         accepted += 1
         answered_200 += 1
-        res["page_empty_ms"] = page_load_ms(mock)
+        res["page_empty_ms"] = page_load_ms(mock.url)
 
         log(f"single-token sends, 32 connections: {rounds} rounds of {per_round}s each for "
             f"the ceiling and fcm-mock, alternating (+{args.warmup}s warm-up each)")
@@ -542,7 +584,7 @@ def main():
     try:
         log("fcm-mock: counting recorded messages")
         res["single_200"] = answered_200
-        res["page_full_ms"] = page_load_ms(mock)
+        res["page_full_ms"] = page_load_ms(mock.url)
         res["recorded"], res["recorded_note"] = count_recorded(mock.url, answered_200)
 
         status, data = fcm_send(mock.url, {"registration_ids": [bench_token(i) for i in
@@ -569,6 +611,19 @@ def main():
         res["mock_exit"] = mock.stop(120)
     res["answered_200"] = answered_200
     res["sqlite_count"], res["sqlite_note"] = sqlite_count(db_path)
+    # The first screen after a restart on that store: the first load as soon as the server
+    # listens (the sends the store holds are still being counted for /api/v1/stats), and, after
+    # another restart, the first load a second later, as a page opened a moment after start.
+    log("fcm-mock: the web page's first screen right after a restart on that store, twice")
+    for key, pause_s in (("page_restart_at_once_ms", 0.0), ("page_restart_1s_ms", 1.0)):
+        again = Server("fcm-mock", [mock_bin, "serve", "--http-port", "0", "--xmpp-port", "0",
+                                    "--db", db_path, "--fixtures", fixtures],
+                       os.path.join(run_dir, "restart.stderr"), 120)
+        try:
+            time.sleep(pause_s)
+            res[key] = page_first_screen_ms(again.url)
+        finally:
+            again.stop(60)
     # d. resident memory of a fresh mock after 100,000 accepted messages (100 multicasts of
     # 1000 of the bench devices), the condition the target names ---------------------------------
     log(f"fcm-mock: resident memory after {RSS_MESSAGES:,} messages (fresh instance)")
@@ -671,6 +726,12 @@ def main():
     return 0 if ok else 1
 
 
+def page_limit_ms(one_message_ms):
+    """The most the first screen may take with 100,000+ messages stored (TARGET_PAGE_X, or
+    TARGET_PAGE_PLUS_MS more, whichever is larger)."""
+    return max(TARGET_PAGE_X * one_message_ms, one_message_ms + TARGET_PAGE_PLUS_MS)
+
+
 def report(res, work):
     ms, cs, mc = res["mock_single"], res["ceiling_single"], res["mock_multicast"]
     ratio = statistics.median(res["round_ratios"])
@@ -687,6 +748,7 @@ def report(res, work):
         "topic": res["topic_ms"] < TARGET_TOPIC_MS,
         "condition": res["condition_ms"] < TARGET_CONDITION_MS,
         "xmpp": res["xmpp_one"] >= TARGET_XMPP_ONE,
+        "page": res["page_full_ms"] <= page_limit_ms(res["page_empty_ms"]),
         "recorded": None if res["recorded"] is None else res["recorded"] >= res["single_200"],
         "exit": res["mock_exit"] == 0,
         "errors": ms["socket_errors"] + mc["socket_errors"] + ms["status_errors"]
@@ -744,9 +806,16 @@ def report(res, work):
         f"| {rss_mb:.1f} (peak {res['mock_rss']['VmHWM'] / 1024.0:.1f}) "
         f"| {res['ceiling_rss']['VmRSS'] / 1024.0:.1f} | < {TARGET_RSS_MB:.0f} MB "
         f"| {verdict(checks['rss'])} |",
-        f"| web page on open (/, newest 50 messages, 200 devices), {res['single_200']:,} messages stored "
-        f"vs 1, median of 5, ms | {res['page_full_ms']:.1f} | {res['page_empty_ms']:.1f} (1 message) "
-        f"| (info: {res['page_full_ms'] / max(res['page_empty_ms'], 0.001):.2f}x) | |",
+        f"| web page's first screen ({len(PAGE_FIRST_SCREEN)} requests in a row: /, newest 50 messages "
+        f"(recipients=20), 200 devices, topics, groups, XMPP connections, the event stream, the counters), "
+        f"{res['single_200']:,} messages stored vs 1, median of 5, ms "
+        f"| {res['page_full_ms']:.1f} ({res['page_full_ms'] / max(res['page_empty_ms'], 0.001):.2f}x) "
+        f"| {res['page_empty_ms']:.1f} (1 message) "
+        f"| ≤ {TARGET_PAGE_X}x the 1-message figure or +{TARGET_PAGE_PLUS_MS:.0f} ms, whichever is larger: "
+        f"**{page_limit_ms(res['page_empty_ms']):.1f} ms** | {verdict(checks['page'])} |",
+        f"| the same, first load after a restart on that store (with the multicast phase's records): "
+        f"as soon as it listens / 1 s after, ms "
+        f"| {res['page_restart_at_once_ms']:.1f} / {res['page_restart_1s_ms']:.1f} | | (info) | |",
         f"| topic send to {FANOUT_DEVICES:,} subscribers, answered after every delivery is stored "
         f"(median of 3), ms | {res['topic_ms']:.0f} | | < {TARGET_TOPIC_MS:.0f} ms | {verdict(checks['topic'])} |",
         f"| condition over 3 topics of 10,000 subscribers (30,000 deliveries, median of 3), ms "
