@@ -63,7 +63,7 @@ final class V1BadInputTests: V1TestCase {
         ]
         for (name, body, expected) in batch {
             let r = try post(body)
-            assertV1(r, 400, expected)
+            assertV1(r, 400, expected, name)
         }
         // Each refusal is one rejected record; no device got anything, and the server still sends.
         let records = items(try client.get("/api/v1/messages?transport=http_v1&limit=100"))

@@ -134,11 +134,12 @@ class V1TestCase: XCTestCase {
                            body: Array(body.utf8))
     }
 
-    /// Checks a v1 answer's status, content type and exact body.
-    func assertV1(_ r: WireResponse, _ status: Int, _ body: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(r.status, status, r.text, file: file, line: line)
-        XCTAssertEqual(r.headers["content-type"], jsonType, file: file, line: line)
-        XCTAssertEqual(r.text, body, file: file, line: line)
+    /// Checks a v1 answer's status, content type and exact body; `what` names the case in failures.
+    func assertV1(_ r: WireResponse, _ status: Int, _ body: String, _ what: String = "",
+                  file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(r.status, status, "\(what) \(r.text)", file: file, line: line)
+        XCTAssertEqual(r.headers["content-type"], jsonType, what, file: file, line: line)
+        XCTAssertEqual(r.text, body, what, file: file, line: line)
     }
 
     /// The message id in a token send's `name`, checking the name's shape.

@@ -103,9 +103,27 @@ class Browser:
 
     def click(self, selector):
         """A real mouse click (Input.dispatchMouseEvent) in the middle of the first element
-        matching `selector`, scrolled into view first. Fails when the element is not drawn or
+        matching `selector`, scrolled into view first, once it stays where it is for 100 ms (the
+        page's lists load around it and move it). Fails when the element is not drawn or
         something else is on top of that point, as a person could not click it either."""
-        where = self.eval(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+        where, deadline = None, time.monotonic() + 5
+        while True:
+            now = self._click_point(selector)
+            if now == where or not isinstance(now, list) or time.monotonic() > deadline:
+                break
+            where = now
+            time.sleep(0.1)
+        where = now
+        if not isinstance(where, list):
+            raise AssertionError(f"cannot click {selector}: {where}")
+        x, y = where
+        self.command("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
+        for kind in ("mousePressed", "mouseReleased"):
+            self.command("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def _click_point(self, selector):
+        """Where a click on `selector` lands, or why it cannot."""
+        return self.eval(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
             if (!e) return 'no such element';
             e.scrollIntoView({{block: 'center', inline: 'center'}});
             const r = e.getBoundingClientRect();
@@ -114,12 +132,6 @@ class Browser:
             const hit = document.elementFromPoint(x, y);
             if (!hit || !(hit === e || e.contains(hit))) return 'covered by ' + (hit ? hit.outerHTML.slice(0, 120) : 'nothing');
             return [x, y]; }})()""")
-        if not isinstance(where, list):
-            raise AssertionError(f"cannot click {selector}: {where}")
-        x, y = where
-        self.command("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
-        for kind in ("mousePressed", "mouseReleased"):
-            self.command("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
 
     KEYS = {"Enter": ("Enter", 13, "\r"), " ": ("Space", 32, " "), "Tab": ("Tab", 9, None),
             "Escape": ("Escape", 27, None), "ArrowDown": ("ArrowDown", 40, None), "ArrowUp": ("ArrowUp", 38, None)}
