@@ -100,6 +100,13 @@ public final class Store: @unchecked Sendable {
     public init(path: String, maxPageCount: Int? = nil) throws(StoreError) {
         let conn = try SQLiteConnection(path: path, bufferedLog: path != ":memory:")
         try conn.execute("PRAGMA busy_timeout=5000")
+        // A new file gets 2 KiB pages (an existing one keeps its own): a send's commit rewrites
+        // the last page of each table it appends to, so half-size pages halve what the log
+        // takes per send (9.8 -> 5.7 KB one by one, 8.9 -> 4.6 KB under load). Pair-wise, 8
+        // rounds: p99 under load 8.0-10.1 -> 6.3-8.8 ms, sequential p50 65 -> 60 µs; CPU per
+        // send, multicasts and the file's size unchanged (1 KiB pages: 8% larger, multicasts
+        // 5% dearer).
+        if path != ":memory:" { try conn.execute("PRAGMA page_size=2048") }
         let mode = try conn.scalarText("PRAGMA journal_mode=WAL") ?? ""
         if path != ":memory:" && mode.lowercased() != "wal" {
             throw StoreError(code: 0, message: "could not switch the journal to WAL (got \(mode))", sql: nil)
