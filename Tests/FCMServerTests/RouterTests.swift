@@ -49,6 +49,13 @@ final class RouterTests: XCTestCase {
             ("POST", "/a/t%3Ado", "404", []),
             ("GET", "/a/t:do", "a", ["t:do"]),
             ("POST", "/v/p1/m:send", "v-send", ["p1"]),
+            // One parameter between literals is matched on bytes: the same rules.
+            ("POST", "/v//m:send", "404", []),
+            ("POST", "/v/a/b/m:send", "404", []),
+            ("POST", "/v/p1/m:sendx", "404", []),
+            ("POST", "/v/p1/m:send/", "404", []),
+            ("POST", "/v/p1m:send", "404", []),
+            ("POST", "/v/é:ü/m:send", "v-send", ["é:ü"]),
             // {x?} takes an empty segment too.
             ("GET", "/e/", "e", [""]),
             ("GET", "/e/z", "e", ["z"]),
