@@ -84,12 +84,17 @@ enum BufferedLogVFS {
         func forward<R>(_ call: (sqlite3_io_methods, UnsafeMutablePointer<sqlite3_file>) -> R) -> R { call(methods, real) }
 
         /// Passes the gathered bytes on. They are dropped whatever the outcome: after a failed
-        /// write SQLite rolls the commit back and writes those frames again, if ever.
-        func flush() -> Int32 {
+        /// write SQLite rolls the transaction back and writes those frames again, if ever.
+        /// Outside a commit's sync (`atCommit` false: a read, a size, a truncate, a spill) a
+        /// failure is reported as `SQLITE_IOERR_WRITE` whatever the cause: SQLite may take a
+        /// `SQLITE_FULL` there for one statement's and carry on with a transaction whose frames
+        /// it believes written; an I/O error makes it roll the whole transaction back.
+        func flush(atCommit: Bool = false) -> Int32 {
             let n = length
             guard n > 0, let buffer else { return SQLITE_OK }
             length = 0
-            return methods.xWrite(real, buffer, Int32(n), position)
+            let rc = methods.xWrite(real, buffer, Int32(n), position)
+            return rc == SQLITE_OK || atCommit ? rc : SQLITE_IOERR | 3 << 8  // SQLITE_IOERR_WRITE
         }
     }
 
@@ -155,8 +160,15 @@ enum BufferedLogVFS {
         }
         m.pointee.xSync = { file, flags in
             let f = File(file)
-            // The end of a commit: into the kernel, no fsync (see above).
-            if f.length > 0 { return f.flush() }
+            // The end of a commit: into the kernel, no fsync (see above). Except after the log
+            // starts over (the gathered bytes begin with its header, at offset 0): SQLite syncs
+            // that header even at NORMAL, so that a power loss cannot replay the frames of the
+            // log's previous cycle; that sync stays a real one (once per cycle of the log).
+            if f.length > 0 {
+                let startsOver = f.position == 0
+                let rc = f.flush(atCommit: true)
+                return rc != SQLITE_OK || !startsOver ? rc : f.methods.xSync(f.real, flags)
+            }
             return f.methods.xSync(f.real, flags)
         }
         m.pointee.xFileSize = { file, size in

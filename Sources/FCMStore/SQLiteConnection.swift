@@ -52,20 +52,39 @@ public final class SQLiteConnection {
     /// the commit's sync (see `BufferedLogVFS`), which then flushes nothing to disk: run
     /// such a connection with `synchronous=FULL`, which then keeps what NORMAL keeps. Whether it
     /// was granted is `hasBufferedLog`.
-    public init(path: String, bufferedLog: Bool = false) throws(StoreError) {
-        let buffered = Self.walBufferAvailable && bufferedLog
+    ///
+    /// A buffered connection runs with `synchronous=FULL` from here on (its commits reach the
+    /// file at that sync), and is granted only on a file with power-safe overwrite (SQLite's
+    /// default; `psow=0` in a URI turns it off): without it SQLite pads a commit to a sector
+    /// with a sync in the middle of a frame, and the rest of that frame would wait in the buffer.
+    /// `readOnly` opens an existing file for reading only.
+    public init(path: String, bufferedLog: Bool = false, readOnly: Bool = false) throws(StoreError) {
+        var buffered = Self.walBufferAvailable && bufferedLog && path != ":memory:"
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        var handle = try Self.open(path, flags, path == ":memory:" ? nil : buffered ? BufferedLogVFS.name : BufferedLogVFS.baseName)
+        if buffered {
+            var psow: Int32 = -1
+            if sqlite3_file_control(handle, "main", SQLITE_FCNTL_POWERSAFE_OVERWRITE, &psow) != SQLITE_OK || psow != 1 {
+                sqlite3_close_v2(handle)
+                buffered = false
+                handle = try Self.open(path, flags, BufferedLogVFS.baseName)
+            }
+        }
+        db = handle
+        hasBufferedLog = buffered
+        sqlite3_extended_result_codes(db, 1)
+        if buffered { try execute("PRAGMA synchronous=FULL") }
+    }
+
+    private static func open(_ path: String, _ flags: Int32, _ vfs: String?) throws(StoreError) -> OpaquePointer {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let vfs = path == ":memory:" ? nil : buffered ? BufferedLogVFS.name : BufferedLogVFS.baseName
         let rc = sqlite3_open_v2(path, &handle, flags, vfs)
         guard rc == SQLITE_OK, let handle else {
             let msg = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close_v2(handle) }
             throw StoreError(code: rc, message: msg, sql: nil)
         }
-        db = handle
-        hasBufferedLog = buffered
-        sqlite3_extended_result_codes(db, 1)
+        return handle
     }
 
     /// Whether the connection writes its log through the buffering VFS.

@@ -86,6 +86,7 @@ extension SQLiteConnection {
     /// `body` returns false: the one chunk that may straddle `before`, then the older ones.
     public func inboxChunkIDsNewestFirst(device: Int64, before: Int64, through: Int64,
                                          _ body: (Int64) throws(StoreError) -> Bool) throws(StoreError) {
+        guard through > 0 else { return }  // nothing chunked yet
         let straddling = try statement("""
             SELECT ids FROM inbox_chunks WHERE device = ? AND last_id >= ? AND last_id <= ? ORDER BY last_id LIMIT 1
             """)

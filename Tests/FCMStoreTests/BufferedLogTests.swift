@@ -91,4 +91,19 @@ final class BufferedLogTests: XCTestCase {
         XCTAssertEqual(try recovered.scalarText("SELECT v FROM t WHERE id = 200"), "200")
         XCTAssertEqual(try recovered.scalarText("PRAGMA integrity_check"), "ok")
     }
+
+    /// A buffered connection always runs at FULL (its commits reach the file at that sync), and
+    /// is granted only with power-safe overwrite: with `psow=0` SQLite would sync in the middle
+    /// of a frame, so such a connection writes its log unbuffered.
+    func testBufferingNeedsPowerSafeOverwriteAndRunsAtFull() throws {
+        let path = dir + "/p.sqlite"
+        let plain = try SQLiteConnection(path: path, bufferedLog: true)
+        XCTAssertTrue(plain.hasBufferedLog)
+        XCTAssertEqual(try plain.scalar("PRAGMA synchronous"), 2)
+        let unsafe = try SQLiteConnection(path: "file:\(path)?psow=0", bufferedLog: true)
+        XCTAssertFalse(unsafe.hasBufferedLog)
+        try unsafe.execute("PRAGMA journal_mode=WAL; CREATE TABLE t(x); INSERT INTO t VALUES (1)")
+        XCTAssertEqual(try count(unsafe), 1)
+        XCTAssertFalse(try SQLiteConnection(path: dir + "/q.sqlite").hasBufferedLog)
+    }
 }
