@@ -164,11 +164,7 @@ extension Engine {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
-        let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
-            guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
-            return (id, s.inbox[id] ?? DeviceInbox(), device.platform)
-        }
-        guard let (device, index, platform) = found else { throw .notFound("device '\(token)' does not exist") }
+        let (device, index, platform) = try inboxIndex(of: token)
         let now = clock.nowMillis()
         do {
             return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
@@ -177,9 +173,7 @@ extension Engine {
                 var next: Int64?
                 // False once the page is full (`next` then says where the following one starts).
                 func take(_ id: Int64) throws(StoreError) -> Bool {
-                    guard let r = try c.inboxRow(id), inboxStatuses.contains(r.status) else { return true }
-                    // A held message past its TTL reads as expired before the sweep writes it so.
-                    let st = r.status == "pending" && r.expiresAt <= now ? "expired" : r.status
+                    guard let r = try c.inboxRow(id), let st = Self.inboxStatus(of: r, now: now) else { return true }
                     if let status, status != st { return true }
                     if items.count == limit {
                         next = lastID
@@ -219,11 +213,7 @@ extension Engine {
     /// through the inbox: the same cost with ten entries as with a million. A message id that is
     /// not one of the device's entries (another device's, malformed, pruned) is a 404.
     public func inboxEntry(_ token: String, messageID: String) throws(ControlError) -> InboxEntry {
-        let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
-            guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
-            return (id, s.inbox[id] ?? DeviceInbox(), device.platform)
-        }
-        guard let (device, index, platform) = found else { throw .notFound("device '\(token)' does not exist") }
+        let (device, index, platform) = try inboxIndex(of: token)
         let missing = ControlError.notFound("message '\(messageID)' is not in the inbox of device '\(token)'")
         guard let wanted = MessageID(messageID) else { throw missing }
         let id = wanted.micros
@@ -241,15 +231,33 @@ extension Engine {
                         return false
                     }
                 }
-                guard held, let r = try c.inboxRow(id), r.suffix == wanted.suffix, inboxStatuses.contains(r.status) else { return nil }
-                // A held message past its TTL reads as expired before the sweep writes it so.
-                return InboxEntry(row: r, status: r.status == "pending" && r.expiresAt <= now ? "expired" : r.status, platform: platform)
+                guard held, let r = try c.inboxRow(id), r.suffix == wanted.suffix, let st = Self.inboxStatus(of: r, now: now) else { return nil }
+                return InboxEntry(row: r, status: st, platform: platform)
             }
         } catch {
             throw .internal(error.description)
         }
         guard let entry else { throw missing }
         return entry
+    }
+
+    /// The device of `token`, a copy of its inbox index and its platform, as of now; 404 for an
+    /// unknown token.
+    private func inboxIndex(of token: String) throws(ControlError) -> (device: Int64, index: DeviceInbox, platform: Platform) {
+        let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
+            guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
+            return (id, s.inbox[id] ?? DeviceInbox(), device.platform)
+        }
+        guard let found else { throw .notFound("device '\(token)' does not exist") }
+        return found
+    }
+
+    /// The status an inbox entry shows for delivery row `r`, nil for a row that is not an inbox
+    /// entry (a failed recipient). A held message past its TTL reads as expired before the
+    /// sweep writes it so.
+    private static func inboxStatus(of r: InboxRow, now: Int64) -> String? {
+        guard inboxStatuses.contains(r.status) else { return nil }
+        return r.status == "pending" && r.expiresAt <= now ? "expired" : r.status
     }
 
     /// At least how many deliveries the device's inbox holds after `afterID`, whatever their
