@@ -49,15 +49,12 @@ public final class SQLiteConnection {
     /// a connection has it open, other processes cannot read it.
     ///
     /// `bufferedLog`: the write-ahead log's writes of one commit reach the file in one write, at
-    /// the commit's sync (see `BufferedLogVFS`), which then flushes nothing to disk: run
-    /// such a connection with `synchronous=FULL`, which then keeps what NORMAL keeps. Whether it
-    /// was granted is `hasBufferedLog`.
-    ///
-    /// A buffered connection runs with `synchronous=FULL` from here on (its commits reach the
-    /// file at that sync), and is granted only on a file with power-safe overwrite (SQLite's
-    /// default; `psow=0` in a URI turns it off): without it SQLite pads a commit to a sector
-    /// with a sync in the middle of a frame, and the rest of that frame would wait in the buffer.
-    /// `readOnly` opens an existing file for reading only.
+    /// the commit's sync (see `BufferedLogVFS`), which then flushes nothing to disk. Such a
+    /// connection runs with `synchronous=FULL` from here on (that sync is where its commits reach
+    /// the file; it keeps what NORMAL keeps), and is granted (`hasBufferedLog`) only on a file
+    /// with power-safe overwrite (SQLite's default; `psow=0` in a URI turns it off): without it
+    /// SQLite pads a commit to a sector with a sync in the middle of a frame, and the rest of
+    /// that frame would wait in the buffer. `readOnly` opens an existing file for reading only.
     public init(path: String, bufferedLog: Bool = false, readOnly: Bool = false) throws(StoreError) {
         var buffered = Self.walBufferAvailable && bufferedLog && path != ":memory:"
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX

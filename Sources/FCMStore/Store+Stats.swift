@@ -26,10 +26,10 @@ extension Store {
         if path == ":memory:" {
             return try read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in try StoreLoader(c).sendCounts(upTo: floor) }
         }
-        // Read only: a count that runs late (the server stopping) never creates a file.
+        // Read only (a count that runs late, the server stopping, never creates a file), and a
+        // small page cache: the pass reads every page once.
         let c = try SQLiteConnection(path: path, readOnly: true)
-        // Read only, and a small page cache: the pass reads every page once.
-        try c.execute("PRAGMA busy_timeout=5000; PRAGMA query_only=1; PRAGMA cache_size=-256")
+        try c.execute("PRAGMA busy_timeout=5000; PRAGMA cache_size=-256")
         try c.execute("BEGIN")
         defer { try? c.execute("COMMIT") }
         return try StoreLoader(c).sendCounts(upTo: floor)
