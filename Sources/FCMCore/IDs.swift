@@ -177,27 +177,22 @@ public let maxTokenLength = 4096
 /// (`demo-android-1`, `42` as in the seeds' plain-text example) so tests can name devices.
 public func isWellFormedToken(_ token: String) -> Bool {
     var copy = token
-    // One table lookup per byte over contiguous UTF-8: a multicast checks 1000 tokens of ~150
-    // bytes each, so the table is read through a pointer (a byte always indexes it: no bounds
-    // check needed).
+    // Over contiguous UTF-8, every byte classified by arithmetic and the answers folded with
+    // `&`, no branch per byte: the compiler turns the loop into vector code (a multicast checks
+    // 1000 tokens of ~150 bytes each).
     return copy.withUTF8 { bytes in
         guard !bytes.isEmpty, bytes.count <= maxTokenLength else { return false }
-        return tokenByte.withUnsafeBufferPointer { table in
-            for b in bytes where !table[Int(b)] { return false }
-            return true
+        var all: UInt8 = 1
+        let p = bytes.baseAddress!
+        for i in 0..<bytes.count {
+            let b = p[i]
+            let letter: UInt8 = (b | 0x20) &- UInt8(ascii: "a") < 26 ? 1 : 0
+            let digitOrColon: UInt8 = b &- UInt8(ascii: "0") < 11 ? 1 : 0  // 0-9 and ':', one after '9'
+            let dashOrDot: UInt8 = b &- UInt8(ascii: "-") < 2 ? 1 : 0  // '-' and '.', side by side
+            let underscore: UInt8 = b == UInt8(ascii: "_") ? 1 : 0
+            all &= letter | digitOrColon | dashOrDot | underscore
         }
-    }
-}
-
-/// Bytes allowed in a token: `A-Z a-z 0-9 - _ : .`.
-private let tokenByte: [Bool] = (0..<256).map { b in
-    switch UInt8(b) {
-    case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-        UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"),
-        UInt8(ascii: ":"), UInt8(ascii: "."):
-        return true
-    default:
-        return false
+        return all == 1
     }
 }
 

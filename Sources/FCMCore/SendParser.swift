@@ -245,7 +245,22 @@ public enum SendParser {
     /// Data keys FCM keeps for itself: `from`, `message_type`, and anything starting with
     /// `google` or `gcm` (seeds Tables 1 and 9).
     public static func isReservedDataKey(_ key: String) -> Bool {
-        key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
+        isReservedDataKey(key, orNotification: false)
+    }
+
+    /// The same words compared as bytes (as FCM's Java servers compare them), and with
+    /// `orNotification` also `notification`, which HTTP v1 reserves too.
+    static func isReservedDataKey(_ key: String, orNotification: Bool) -> Bool {
+        var key = key
+        return key.withUTF8 { k in
+            switch k.first {
+            case UInt8(ascii: "f"): return k.elementsEqual("from".utf8)
+            case UInt8(ascii: "g"): return k.starts(with: "google".utf8) || k.starts(with: "gcm".utf8)
+            case UInt8(ascii: "m"): return k.elementsEqual("message_type".utf8)
+            case UInt8(ascii: "n"): return orNotification && k.elementsEqual("notification".utf8)
+            default: return false
+            }
+        }
     }
 
     /// Bytes of the payload as FCM counted them: keys and values of `data` and `notification`

@@ -17,30 +17,75 @@ struct V1Decoder {
 
     /// The decoded object: snake_case names, nulls dropped, values normalized.
     static func decode(_ obj: JSONObject, as type: V1MessageType, at path: String) throws(V1PayloadError) -> JSONObject {
-        var out = JSONObject(capacity: obj.count)
-        var oneofs: [String] = []  // a message has a handful of fields: arrays, not hash tables
-        for m in obj.members {
-            guard let field = type.field(named: m.key) else {
+        try decodeIfChanged(obj, as: type, at: path) ?? obj
+    }
+
+    /// The decoded object, or nil when it is the object itself: every key already the field's
+    /// proto name, no nulls, every value as it decodes. Most bodies are that, so nothing is
+    /// copied for them.
+    static func decodeIfChanged(_ obj: JSONObject, as type: V1MessageType, at path: String) throws(V1PayloadError) -> JSONObject? {
+        var out: [JSONObject.Member]?  // made at the first member that differs
+        var seen: UInt64 = 0  // by field index
+        var oneofsSet: UInt64 = 0  // by oneof index
+        for (i, m) in obj.members.enumerated() {
+            guard let index = type.fieldIndex(named: m.key) else {
                 throw unknownName(m.key, at: path, "Cannot find field.")
             }
-            if m.value.isNull { continue }
-            if out[field.name] != nil {
+            let field = type.fields[index]
+            if m.value.isNull {
+                if out == nil { out = Array(obj.members[..<i]) }
+                continue
+            }
+            guard seen & (1 << UInt64(index)) == 0 else {
                 // Set before under its other spelling (the parser refuses a key given twice).
-                let first = obj.members.first { $0.key != m.key && !$0.value.isNull && type.field(named: $0.key)?.name == field.name }?.key ?? field.name
+                let first = obj.members.first { $0.key != m.key && !$0.value.isNull && type.fieldIndex(named: $0.key) == index }?.key ?? field.name
                 throw V1PayloadError(
                     message: "Invalid JSON payload received. Field \"\(field.name)\" at '\(path)' is set twice, as \"\(first)\" and as \"\(m.key)\".",
                     field: path)
             }
-            if let oneof = field.oneof {
-                guard !oneofs.contains(oneof) else {
-                    throw invalidValue(at: path, "oneof", "oneof field '\(oneof)' is already set. Cannot set '\(m.key)'")
+            seen |= 1 << UInt64(index)
+            let oneof = type.oneofIndex[index]
+            if oneof >= 0 {
+                guard oneofsSet & (1 << UInt64(oneof)) == 0 else {
+                    let name = type.oneofs[oneof]
+                    throw invalidValue(at: path, "oneof", "oneof field '\(name)' is already set. Cannot set '\(m.key)'")
                 }
-                oneofs.append(oneof)
+                oneofsSet |= 1 << UInt64(oneof)
             }
-            let fieldPath = path.isEmpty ? field.name : path + "." + field.name
-            out[field.name] = try decodeValue(m.value, kind: field.kind, key: m.key, at: fieldPath, holder: path)
+            let changed = try decodeValueIfChanged(m.value, kind: field.kind, key: m.key, name: field.name, holder: path)
+            if out == nil, changed != nil || m.key.utf8.count != field.name.utf8.count {
+                // Another spelling is never the same length as the proto name (camelCase drops
+                // the underscores).
+                out = Array(obj.members[..<i])
+            }
+            if out != nil {
+                out!.append(JSONObject.Member(key: field.name, value: changed ?? m.value))
+            }
         }
-        return out
+        return out.map { JSONObject(uniqueMembers: $0) }
+    }
+
+    /// A member's decoded value, or nil when it is the value as sent. Strings and maps of
+    /// strings, nearly every member of a body, are checked here without building their path.
+    static func decodeValueIfChanged(_ value: JSONValue, kind: V1FieldKind, key: String, name: String, holder: String) throws(V1PayloadError) -> JSONValue? {
+        switch (kind, value) {
+        case (.string, .string):
+            return nil
+        case (.stringMap, .object(let obj)) where obj.members.allSatisfy({ if case .string = $0.value { true } else { false } }):
+            return nil
+        default:
+            let path = holder.isEmpty ? name : holder + "." + name
+            switch (kind, value) {
+            case (.message(let type), .object(let obj)):
+                return try decodeIfChanged(obj, as: type, at: path).map { .object($0) }
+            case (.structValue, .object):
+                return nil
+            default:
+                let decoded = try decodeValue(value, kind: kind, key: key, at: path, holder: holder)
+                if case .object = value { return decoded }  // a map with its nulls dropped
+                return decoded == value ? nil : decoded
+            }
+        }
     }
 
     static func decodeValue(_ value: JSONValue, kind: V1FieldKind, key: String, at path: String, holder: String) throws(V1PayloadError) -> JSONValue {

@@ -44,17 +44,15 @@ public enum V1Parser {
     }
 
     /// Checks every rule of the decoded message and builds the send.
-    static func build(_ message: JSONObject, validateOnly: Bool) throws(V1RuleError) -> V1Send {
+    static func build(_ decoded: JSONObject, validateOnly: Bool) throws(V1RuleError) -> V1Send {
+        let message = V1MessageParts(decoded)
         var request = SendRequest(format: .json)
         var byFID = false
         (request.target, byFID) = try V1Rules.target(of: message)
-        let data = message["data"]?.objectValue
-        let notification = message["notification"]?.objectValue
-        let android = message["android"]?.objectValue
         try V1Rules.check(message)
-        if let data, data.count > 0 { request.data = data }
-        if let notification, notification.count > 0 { request.notification = notification }
-        if let android {
+        if let data = message.data, data.count > 0 { request.data = data }
+        if let notification = message.notification, notification.count > 0 { request.notification = notification }
+        if let android = message.android {
             request.options.collapseKey = android["collapse_key"]?.stringValue
             request.options.priority = android["priority"]?.stringValue.flatMap(Priority.init(rawValue:))
             request.options.restrictedPackageName = android["restricted_package_name"]?.stringValue
@@ -64,8 +62,7 @@ public enum V1Parser {
         }
         request.options.dryRun = validateOnly
         request.platforms = PlatformConfigs(
-            android: android, apns: message["apns"]?.objectValue, webpush: message["webpush"]?.objectValue,
-            fcmOptions: message["fcm_options"]?.objectValue)
+            android: message.android, apns: message.apns, webpush: message.webpush, fcmOptions: message.fcmOptions)
         let size = SendParser.payloadSize(data: request.data, notification: request.notification)
         if size > maxPayloadBytes {
             throw V1RuleError(message: "Message is too big", field: "message",

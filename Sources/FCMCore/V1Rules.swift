@@ -21,6 +21,52 @@ struct V1RuleError: Error, Equatable {
     }
 }
 
+/// The members of a decoded message (snake_case names) that the rules and the send read, found
+/// in one pass over it. A member of the wrong JSON type is left nil (the decoder already
+/// refused those).
+struct V1MessageParts {
+    var token: String?
+    var fid: String?
+    var topic: String?
+    var condition: String?
+    var data: JSONObject?
+    var notification: JSONObject?
+    var android: JSONObject?
+    var apns: JSONObject?
+    var webpush: JSONObject?
+    var fcmOptions: JSONObject?
+
+    private static let type = V1Schema.message
+    private static let tokenField = type.fieldIndex(named: "token")!
+    private static let fidField = type.fieldIndex(named: "fid")!
+    private static let topicField = type.fieldIndex(named: "topic")!
+    private static let conditionField = type.fieldIndex(named: "condition")!
+    private static let dataField = type.fieldIndex(named: "data")!
+    private static let notificationField = type.fieldIndex(named: "notification")!
+    private static let androidField = type.fieldIndex(named: "android")!
+    private static let apnsField = type.fieldIndex(named: "apns")!
+    private static let webpushField = type.fieldIndex(named: "webpush")!
+    private static let fcmOptionsField = type.fieldIndex(named: "fcm_options")!
+
+    init(_ message: JSONObject) {
+        for m in message.members {
+            switch Self.type.fieldIndex(named: m.key) {
+            case Self.tokenField: token = m.value.stringValue
+            case Self.fidField: fid = m.value.stringValue
+            case Self.topicField: topic = m.value.stringValue
+            case Self.conditionField: condition = m.value.stringValue
+            case Self.dataField: data = m.value.objectValue
+            case Self.notificationField: notification = m.value.objectValue
+            case Self.androidField: android = m.value.objectValue
+            case Self.apnsField: apns = m.value.objectValue
+            case Self.webpushField: webpush = m.value.objectValue
+            case Self.fcmOptionsField: fcmOptions = m.value.objectValue
+            default: break
+            }
+        }
+    }
+}
+
 /// The rules of section 1, over a message already decoded by V1Decoder (snake_case names), and
 /// the shapes they check (fid, analytics label, https URL, colour), for the server to reuse.
 public enum V1Rules {
@@ -33,22 +79,22 @@ public enum V1Rules {
 
     /// The recipient: exactly one of token, fid, topic, condition (the decoder already refused
     /// two of them). An fid is addressed as a token, with `byFID`.
-    static func target(of message: JSONObject) throws(V1RuleError) -> (SendTarget, Bool) {
-        if let token = message["token"]?.stringValue {
+    static func target(of message: V1MessageParts) throws(V1RuleError) -> (SendTarget, Bool) {
+        if let token = message.token {
             guard isWellFormedToken(token) else {
                 throw V1RuleError(message: "The registration token is not a valid FCM registration token",
                                   field: "message.token", description: "Invalid registration token")
             }
             return (.token(token), false)
         }
-        if let fid = message["fid"]?.stringValue {
+        if let fid = message.fid {
             guard isValidFID(fid) else {
                 throw V1RuleError(message: "The Firebase installation ID is not a valid FID", field: "message.fid",
                                   description: "Invalid FID: expected 22 base64url characters, the first one c, d, e or f")
             }
             return (.token(fid), true)
         }
-        if let topic = message["topic"]?.stringValue {
+        if let topic = message.topic {
             let name = topic.hasPrefix("/topics/") ? String(topic.dropFirst(8)) : topic
             guard Topics.isValidName(name) else {
                 throw V1RuleError(message: "Invalid topic name", field: "message.topic",
@@ -56,7 +102,7 @@ public enum V1Rules {
             }
             return (.topic(name), false)
         }
-        if let condition = message["condition"]?.stringValue {
+        if let condition = message.condition {
             try checkCondition(condition)
             return (.condition(condition), false)
         }
@@ -101,22 +147,22 @@ public enum V1Rules {
     // MARK: - Payload and platform blocks
 
     /// Every rule but the target and the size, in the message's field order.
-    static func check(_ message: JSONObject) throws(V1RuleError) {
-        if let data = message["data"]?.objectValue { try checkDataKeys(data, at: "message.data") }
-        if let n = message["notification"]?.objectValue {
+    static func check(_ message: V1MessageParts) throws(V1RuleError) {
+        if let data = message.data { try checkDataKeys(data, at: "message.data") }
+        if let n = message.notification {
             try checkImage(n["image"], at: "message.notification.image")
         }
-        if let android = message["android"]?.objectValue { try checkAndroid(android) }
-        if let apns = message["apns"]?.objectValue { try checkAPNs(apns) }
-        if let webpush = message["webpush"]?.objectValue { try checkWebpush(webpush) }
-        if let options = message["fcm_options"]?.objectValue {
+        if let android = message.android { try checkAndroid(android) }
+        if let apns = message.apns { try checkAPNs(apns) }
+        if let webpush = message.webpush { try checkWebpush(webpush) }
+        if let options = message.fcmOptions {
             try checkAnalyticsLabel(options, at: "message.fcm_options")
         }
     }
 
     /// v1 reserves the legacy words (`from`, `message_type`, `google…`, `gcm…`) and `notification`.
     public static func isReservedDataKey(_ key: String) -> Bool {
-        key == "notification" || SendParser.isReservedDataKey(key)
+        SendParser.isReservedDataKey(key, orNotification: true)
     }
 
     static func checkDataKeys(_ data: JSONObject, at path: String) throws(V1RuleError) {

@@ -64,26 +64,51 @@ struct V1Field: Sendable {
 final class V1MessageType: Sendable {
     let typeName: String
     let fields: [V1Field]
-    /// Each spelling's field, the first in table order where two share one (as a scan would
-    /// find): every member of every v1 body is looked up here.
-    private let byName: [String: Int]
+    /// Each field's two spellings as UTF-8, in table order: every member of every v1 body is
+    /// looked up here, by its bytes (a proto field name matches exactly, not by Unicode
+    /// equivalence), a short scan that beats hashing the key for a handful of fields.
+    private let spellings: [(bytes: [UInt8], field: Int)]
+    /// The oneofs the fields belong to, by name (a field's `oneofIndex` indexes it).
+    let oneofs: [String]
+    /// Per field, the index of its oneof in `oneofs`, or -1.
+    let oneofIndex: [Int]
 
     init(_ typeName: String, _ fields: [V1Field]) {
+        precondition(fields.count <= 64, "a field's bit in the decoder's set of seen fields")
         self.typeName = typeName
         self.fields = fields
-        var byName: [String: Int] = [:]
+        var spellings: [(bytes: [UInt8], field: Int)] = []
         for (i, f) in fields.enumerated() {
-            if byName[f.name] == nil { byName[f.name] = i }
-            if byName[f.camelName] == nil { byName[f.camelName] = i }
+            spellings.append((Array(f.name.utf8), i))
+            if f.camelName != f.name { spellings.append((Array(f.camelName.utf8), i)) }
         }
-        self.byName = byName
+        self.spellings = spellings
+        var oneofs: [String] = []
+        self.oneofIndex = fields.map { f in
+            guard let o = f.oneof else { return -1 }
+            if let i = oneofs.firstIndex(of: o) { return i }
+            oneofs.append(o)
+            return oneofs.count - 1
+        }
+        self.oneofs = oneofs
     }
 
     var typeURL: String { "type.googleapis.com/" + typeName }
 
-    /// The field named `key` in either spelling (compared as Swift strings, as before).
+    /// The index in `fields` of the field named `key` in either spelling, compared as bytes.
+    func fieldIndex(named key: String) -> Int? {
+        var key = key
+        return key.withUTF8 { k -> Int? in
+            for s in spellings where s.bytes.count == k.count {
+                if s.bytes.withUnsafeBytes({ $0.elementsEqual(UnsafeRawBufferPointer(k)) }) { return s.field }
+            }
+            return nil
+        }
+    }
+
+    /// The field named `key` in either spelling.
     func field(named key: String) -> V1Field? {
-        byName[key].map { fields[$0] }
+        fieldIndex(named: key).map { fields[$0] }
     }
 }
 

@@ -26,9 +26,12 @@ enum IssuedToken {
 
 extension Credentials {
     /// Whether `token` is an issued access token good at `now` (ms on the mock's clock).
-    func issuedToken(_ token: String, now: Int64) -> IssuedToken {
+    /// `named` is the project the request names, if known: usually the token's own, which then
+    /// needs no second look-up.
+    func issuedToken(_ token: String, now: Int64, named: Project? = nil) -> IssuedToken {
         guard let t = accessTokens[token] else { return .unknown }
-        guard t.expiresAt > now, let p = projectsByName[t.senderID], p.senderID == t.senderID,
+        let owner = named?.senderID == t.senderID ? named : projectsByName[t.senderID]
+        guard t.expiresAt > now, let p = owner, p.senderID == t.senderID,
             p.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID })
         else { return .invalid }
         return .valid(p.senderID)
@@ -190,7 +193,8 @@ extension Engine {
         let now = clock.nowMillis()
         // An issued token and the project in one look under the lock: the common case.
         let (issued, project): (IssuedToken, Project?) = credentials.withLock { c in
-            (acceptAnyKey ? .unknown : c.issuedToken(token, now: now), c.project(named: name))
+            let project = c.project(named: name)
+            return (acceptAnyKey ? .unknown : c.issuedToken(token, now: now, named: project), project)
         }
         var sender: String?
         if !acceptAnyKey {

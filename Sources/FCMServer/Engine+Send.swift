@@ -96,9 +96,11 @@ extension Engine {
     /// With `exchange`, the answer is made from the result as the send is decided and written
     /// with its record (its request headers too), so the record and its answer are committed
     /// together, with no second write; the completion's result carries it as `response`.
+    /// An HTTP v1 send gives its project's id (`projectID`), which its `name` carries; without
+    /// it, the sender's project is looked up.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
-                     exchange: SendExchange? = nil,
+                     projectID: String? = nil, exchange: SendExchange? = nil,
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let now = clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -110,12 +112,14 @@ extension Engine {
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
                               wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID)
+        if transport == .httpV1, let projectID { ctx.v1NamePrefix = "projects/" + projectID + "/messages/" }
         let multicastID = newMulticastID()
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
         let platformsJSON = dryRun ? nil : req.platforms.map(Self.platformsJSON)
-        let wellFormed = ctx.tokens.map(isWellFormedToken)
+        // A v1 message's one token (or fid) passed V1Rules' check already.
+        let wellFormed = transport == .httpV1 ? ctx.tokens.map { _ in true } : ctx.tokens.map(isWellFormedToken)
         var condition: Condition?
         if case .condition(let text) = req.target {
             // v1's parser checked the condition by v1's rule (at most five topics).
@@ -123,7 +127,9 @@ extension Engine {
         }
 
         let dryResult: SendResult? = state.withLock { s in
-            if transport == .httpV1 { ctx.projectID = s.projects[senderID]?.projectID }
+            if transport == .httpV1, ctx.v1NamePrefix == nil, let id = s.projects[senderID]?.projectID {
+                ctx.v1NamePrefix = "projects/" + id + "/messages/"
+            }
             let fan = resolveFanOut(req, senderID: senderID, transport: transport, path: path, condition: condition, now: now, state: &s)
             let count = fan.devices.map { max($0.count, 1) } ?? max(ctx.tokens.count, 1)
             // Stamps are taken under the lock, so id order is acceptance order.
@@ -185,8 +191,8 @@ extension Engine {
         let tokens: [String]
         /// HTTP v1: the one token is an fid.
         var byFID = false
-        /// HTTP v1: the sender's project id, for the answered `name`.
-        var projectID: String?
+        /// HTTP v1: `projects/{project_id}/messages/`, the answered `name` before the message's id.
+        var v1NamePrefix: String?
         var dryRun: Bool { req.options.dryRun }
 
         /// An error as records and events name it: v1 sends by their FcmError code.
@@ -207,8 +213,8 @@ extension Engine {
             m.targetValue = ctx.tokens.first
         }
         if let e = m.error, let code = FCMErrorCode(rawValue: e) { m.error = ctx.errorName(code) }
-        guard m.status == "accepted", let project = ctx.projectID else { return }
-        m.v1Name = "projects/\(project)/messages/" + (ctx.req.target.isTopicOrCondition
+        guard m.status == "accepted", let prefix = ctx.v1NamePrefix else { return }
+        m.v1Name = prefix + (ctx.req.target.isTopicOrCondition
             ? String(result.topicMessageID) : result.results.first?.messageID ?? "")
     }
 

@@ -3,7 +3,7 @@ import FCMCore
 /// Matches a request's method and path against a route table (the table is in Routes.swift).
 ///
 /// Patterns, compared with the path as sent (still percent-encoded):
-/// - `/fcm/send`: a literal path, found with one dictionary lookup.
+/// - `/fcm/send`: a literal path, compared whole (with the literal paths of its length).
 /// - `/api/v1/devices/{token}`: `{name}` takes one non-empty segment; `{name?}` takes one that
 ///   may be empty (`/iid/info/`).
 /// - `/api/v1/devices/{token}:unregister`: the segment ends in `:unregister` after its last colon
@@ -22,11 +22,13 @@ struct Router<Handler: Sendable>: Sendable {
         let handler: Handler
     }
 
-    private var exact: [String: [Entry]] = [:]
+    /// Literal paths as UTF-8 and their entries. Found by a scan that compares a path only with
+    /// those of its length: cheaper than hashing it, with a few dozen routes.
+    private var exact: [(path: [UInt8], entries: [Entry])] = []
     /// `{…}` patterns by their first segment (`api` for `/api/v1/devices/{token}`), in table
     /// order: a request tries only those under its own first segment, not the whole control
     /// API's before the v1 send's. Every pattern begins with a literal segment (checked).
-    private var patterned: [Substring: [Entry]] = [:]
+    private var patterned: [(head: [UInt8], entries: [Entry])] = []
     private var prefixed: [Entry] = []
     private let otherwise: Handler
 
@@ -40,11 +42,21 @@ struct Router<Handler: Sendable>: Sendable {
             precondition(seen.insert(method + " " + text).inserted, "route given twice: \(method) \(text)")
             let e = Entry(method: method, pattern: RoutePattern(text), handler: handler)
             switch e.pattern.kind {
-            case .literal: exact[text, default: []].append(e)
+            case .literal:
+                let bytes = Array(text.utf8)
+                if let i = exact.firstIndex(where: { $0.path == bytes }) {
+                    exact[i].entries.append(e)
+                } else {
+                    exact.append((bytes, [e]))
+                }
             case .segments:
-                let head = Self.firstSegment(e.pattern.literalPrefix[...])
+                let head = Array(Self.firstSegment(e.pattern.literalPrefix[...]).utf8)
                 precondition(!head.isEmpty, "a pattern's first segment is literal: \(text)")
-                patterned[head, default: []].append(e)
+                if let i = patterned.firstIndex(where: { $0.head == head }) {
+                    patterned[i].entries.append(e)
+                } else {
+                    patterned.append((head, [e]))
+                }
             case .prefix: prefixed.append(e)
             }
         }
@@ -56,12 +68,21 @@ struct Router<Handler: Sendable>: Sendable {
 
     /// The handler for `method` and `path`, with the segments its pattern names.
     func match(_ method: String, _ path: String) -> (handler: Handler, params: PathParams) {
-        if let entries = exact[path] {
-            for e in entries where e.accepts(method) { return (e.handler, .none) }
+        var text = path
+        // On the path's contiguous UTF-8: which literal path it is, and which first segment's
+        // patterns it may match.
+        let (literal, head) = text.withUTF8 { b -> (Int?, Int?) in
+            let literal = exact.firstIndex { $0.path.count == b.count && Self.equal($0.path, b[...]) }
+            guard b.first == UInt8(ascii: "/") else { return (literal, nil) }
+            let first = b[1...].prefix { $0 != UInt8(ascii: "/") }
+            return (literal, patterned.firstIndex { $0.head.count == first.count && Self.equal($0.head, first) })
+        }
+        if let literal {
+            for e in exact[literal].entries where e.accepts(method) { return (e.handler, .none) }
         }
         // Split once, and only when some pattern could match.
         var segments: [Substring]?
-        for e in patterned[Self.firstSegment(path[...])] ?? [] where e.accepts(method) && path.hasPrefix(e.pattern.literalPrefix) {
+        for e in head.map({ patterned[$0].entries }) ?? [] where e.accepts(method) && Self.hasPrefix(path, e.pattern.literalPrefix) {
             if let tail = e.pattern.tail {
                 // One parameter between literal text (`/v1/projects/{project}/messages:send`):
                 // matched on the bytes, without cutting the path into segments.
@@ -75,7 +96,7 @@ struct Router<Handler: Sendable>: Sendable {
                 return (e.handler, PathParams(names: e.pattern.names, values: values))
             }
         }
-        for e in prefixed where e.accepts(method) && path.hasPrefix(e.pattern.literalPrefix) {
+        for e in prefixed where e.accepts(method) && Self.hasPrefix(path, e.pattern.literalPrefix) {
             return (e.handler, .none)
         }
         return (otherwise, .none)
@@ -83,6 +104,19 @@ struct Router<Handler: Sendable>: Sendable {
 }
 
 extension Router {
+    /// Whether `bytes` are `expected`'s (the caller compared the counts).
+    static func equal(_ expected: [UInt8], _ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        expected.withUnsafeBytes { $0.elementsEqual(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes))) }
+    }
+
+    /// Whether `path` starts with the bytes of `prefix`.
+    static func hasPrefix(_ path: String, _ prefix: String) -> Bool {
+        var path = path, prefix = prefix
+        return path.withUTF8 { p in
+            prefix.withUTF8 { q in p.count >= q.count && UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: p[..<q.count])).elementsEqual(UnsafeRawBufferPointer(q)) }
+        }
+    }
+
     /// The text between the leading `/` and the next one (empty for `/` or no leading slash).
     /// Paths are cut on their bytes: `/` is ASCII, and walking UTF-8 bytes costs a fraction of
     /// walking characters.
@@ -275,7 +309,8 @@ struct PathArguments: Sendable {
 /// One percent-encoded segment of a request path, decoded (`+` stays a plus).
 func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
     // Most path values have no escape at all: copied as they are.
-    if !s.utf8.contains(UInt8(ascii: "%")) { return String(s) }
+    let escaped = s.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? s.utf8.contains(UInt8(ascii: "%"))
+    if !escaped { return String(s) }
     guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
     return v
 }

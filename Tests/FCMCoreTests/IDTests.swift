@@ -67,6 +67,17 @@ final class IDTests: XCTestCase {
             (String(repeating: "a", count: 4096), true), (String(repeating: "a", count: 4097), false),
         ]
         for (token, ok) in cases { XCTAssertEqual(isWellFormedToken(token), ok, token) }
+        // Every byte value, alone and at the end of a vector-length run: exactly the alphabet passes.
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_:.".utf8)
+        for b in 0...255 {
+            let byte = UInt8(b)
+            for prefix in [0, 31, 40] {
+                let bytes = [UInt8](repeating: UInt8(ascii: "a"), count: prefix) + [byte]
+                let token = String(decoding: bytes, as: UTF8.self)
+                // A lone byte over 0x7F is not UTF-8: it decodes to U+FFFD, also refused.
+                XCTAssertEqual(isWellFormedToken(token), alphabet.contains(byte), "byte \(b) after \(prefix)")
+            }
+        }
     }
 
     func testRFC3339() {

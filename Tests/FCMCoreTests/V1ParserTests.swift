@@ -183,6 +183,25 @@ final class V1ParserTests: V1ParserTestCase {
         // `name` is an output field of the REST Message, not something firebase-admin sends.
         expectPayload(message(#""name":"x""#), "Invalid JSON payload received. Unknown name \"name\" at 'message': Cannot find field.",
                       field: "message")
+        // Names match by their bytes: U+212A KELVIN SIGN is canonically equivalent to "K" (Swift's
+        // `==` would call it `collapseKey`), but it is not the field's name.
+        expectPayload(message(#""android":{"collapse\#u{212A}ey":"c"}"#),
+                      "Invalid JSON payload received. Unknown name \"collapse\u{212A}ey\" at 'message.android': Cannot find field.",
+                      field: "message.android")
+    }
+
+    func testReservedDataKeysCompareBytes() {
+        // `google` then a combining accent: a different last character to Swift's `hasPrefix`,
+        // but the key starts with the reserved bytes, as FCM's servers compare it.
+        expectInvalid(message(#""data":{"google\#u{301}x":"v"}"#), "Invalid data payload key: google\u{301}x",
+                      field: "message.data",
+                      description: "The key \"google\u{301}x\" is reserved: data keys may not be from, notification or message_type, nor start with google or gcm")
+        XCTAssertTrue(SendParser.isReservedDataKey("gcm.x"))
+        XCTAssertTrue(SendParser.isReservedDataKey("from"))
+        XCTAssertFalse(SendParser.isReservedDataKey("fromage"))
+        XCTAssertFalse(SendParser.isReservedDataKey("notification"))
+        XCTAssertTrue(V1Rules.isReservedDataKey("notification"))
+        XCTAssertFalse(V1Rules.isReservedDataKey(""))
     }
 
     func testMalformedJSON() {
