@@ -3,6 +3,7 @@
 // session exists) and captures nothing, so none can inherit an actor.
 
 import CNGHTTP2
+import Glibc
 import Platform
 
 extension HTTP2Connection {
@@ -44,17 +45,25 @@ extension HTTP2Connection {
             return
         }
         if s.headersTooLarge { return }
-        let n = String(decoding: name, as: UTF8.self), v = String(decoding: value, as: UTF8.self)
         if name.first == UInt8(ascii: ":") {
-            switch n {
-            case ":method": s.method = v
-            case ":path": s.path = v
-            case ":authority": s.authority = v
-            default: break
+            // Pseudo-headers told apart by their bytes; only the three kept are decoded.
+            if Self.bytes(name, are: ":method") {
+                s.method = String(decoding: value, as: UTF8.self)
+            } else if Self.bytes(name, are: ":path") {
+                s.path = String(decoding: value, as: UTF8.self)
+            } else if Self.bytes(name, are: ":authority") {
+                s.authority = String(decoding: value, as: UTF8.self)
             }
         } else {
-            s.headers.append((name: n, value: v))
+            // Room for a usual request's fields, and the Host that dispatch adds, at once.
+            if s.headers.isEmpty { s.headers.reserveCapacity(12) }
+            s.headers.append((name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self)))
         }
+    }
+
+    /// Whether `b` holds exactly the bytes of `text`.
+    static func bytes(_ b: UnsafeBufferPointer<UInt8>, are text: StaticString) -> Bool {
+        b.count == text.utf8CodeUnitCount && (b.isEmpty || memcmp(b.baseAddress!, text.utf8Start, b.count) == 0)
     }
 
     /// Request body bytes, kept up to the server's body limit (beyond it: read and dropped, and
@@ -98,6 +107,7 @@ extension HTTP2Connection {
             path = String(path[..<q])
         }
         var headers = s.headers
+        s.headers = []  // the array is the request's now: the insert below copies nothing
         // HTTP/1.1's Host is :authority in HTTP/2; handlers read Host (base URLs they answer).
         if let a = s.authority, !headers.contains(where: { equalIgnoringASCIICase($0.name, "host") }) {
             headers.insert((name: "Host", value: a), at: 0)
@@ -119,6 +129,9 @@ extension HTTP2Connection {
     }
 
     /// Queues `r` as the answer of stream `id` (the connection thread, from the inbox).
+    /// Header fields HTTP/2 forbids in a response, lower-cased.
+    static let connectionSpecific: Set<String> = ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"]
+
     func submit(_ r: HTTPResponse, to id: Int32) {
         guard let session, let s = streams[id], !s.responded else { return }
         s.responded = true
@@ -132,11 +145,14 @@ extension HTTP2Connection {
             nghttp2_submit_rst_stream(session, 0, id, FCM_NGHTTP2_INTERNAL_ERROR)
             return
         }
-        var fields: [(String, String)] = [(":status", String(r.status))]
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(r.headers.count + 2)
+        fields.append((":status", String(r.status)))
         for (k, v) in r.headers {
-            let name = k.lowercased()
+            // Field names go out in lower case; the handlers' are usually that already.
+            let name = k.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? k.lowercased() : k
             // Connection-specific fields are malformed in HTTP/2 (RFC 9113 §8.2.2).
-            if ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"].contains(name) { continue }
+            if Self.connectionSpecific.contains(name) { continue }
             fields.append((name, v))
         }
         let hasBody: Bool
@@ -152,7 +168,9 @@ extension HTTP2Connection {
         }
         // nghttp2 copies the fields while submitting: one buffer holds them for the call.
         var storage: [UInt8] = []
+        storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
         var spans: [(Int, Int, Int, Int)] = []
+        spans.reserveCapacity(fields.count)
         for (k, v) in fields {
             let ks = storage.count
             storage.append(contentsOf: k.utf8)

@@ -48,6 +48,28 @@ final class HTTP2FramingTests: XCTestCase {
         }
     }
 
+    func testAnswerFieldsAreLowerCasedAndConnectionSpecificOnesDropped() throws {
+        let server = try start { _, responder in
+            responder.send(HTTPResponse(status: 200, contentType: "text/plain", body: "ok", headers: [
+                ("X-Mixed-Case", "Kept As Sent"), ("Connection", "close"), ("keep-alive", "timeout=5"),
+                ("Transfer-Encoding", "chunked"), ("Upgrade", "h2c"), ("Proxy-Connection", "x"), ("retry-after", "3"),
+            ]))
+        }
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        c.sendRequest(1, "GET", "/fields")
+        let a = try XCTUnwrap(c.collect([1])[1])
+        XCTAssertEqual(a.status, 200)
+        let names = a.headers.map(\.0)
+        XCTAssertEqual(names, names.map { $0.lowercased() }, "every field name in lower case")
+        XCTAssertTrue(a.headers.contains { $0 == ("x-mixed-case", "Kept As Sent") }, "\(a.headers)")
+        XCTAssertTrue(a.headers.contains { $0 == ("retry-after", "3") })
+        XCTAssertTrue(a.headers.contains { $0 == ("content-type", "text/plain") })
+        for dropped in ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"] {
+            XCTAssertFalse(names.contains(dropped), dropped)
+        }
+    }
+
     func testHTTP1StillServedOnTheSamePort() throws {
         let server = try start(Self.echo)
         defer { server.stop() }
