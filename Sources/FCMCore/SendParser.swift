@@ -248,8 +248,9 @@ public enum SendParser {
         isReservedDataKey(key, orNotification: false)
     }
 
-    /// The same words compared as bytes (as FCM's Java servers compare them), and with
-    /// `orNotification` also `notification`, which HTTP v1 reserves too.
+    /// The same words compared as bytes, not as Swift characters (a combining mark after
+    /// `google` does not hide the prefix), and with `orNotification` also `notification`, which
+    /// HTTP v1 reserves too.
     static func isReservedDataKey(_ key: String, orNotification: Bool) -> Bool {
         var key = key
         return key.withUTF8 { k in

@@ -74,7 +74,7 @@ final class V1MessageType: Sendable {
     let oneofIndex: [Int]
 
     init(_ typeName: String, _ fields: [V1Field]) {
-        precondition(fields.count <= 64, "a field's bit in the decoder's set of seen fields")
+        precondition(fields.count <= 64, "the decoder keeps one bit a field in a UInt64")
         self.typeName = typeName
         self.fields = fields
         var spellings: [(bytes: [UInt8], field: Int)] = []

@@ -128,10 +128,10 @@ extension HTTP2Connection {
         core.handler(request, responder)
     }
 
-    /// Queues `r` as the answer of stream `id` (the connection thread, from the inbox).
     /// Header fields HTTP/2 forbids in a response, lower-cased.
     static let connectionSpecific: Set<String> = ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"]
 
+    /// Queues `r` as the answer of stream `id` (the connection thread, from the inbox).
     func submit(_ r: HTTPResponse, to id: Int32) {
         guard let session, let s = streams[id], !s.responded else { return }
         s.responded = true
