@@ -37,7 +37,7 @@ extension HTTP2Connection {
     /// sizes it) whether kept or not: an HPACK bomb decodes to much more than it sends, and
     /// nothing past the limit is copied.
     func header(stream id: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let s = streams[id] else { return }
+        guard let s = stream(id) else { return }
         s.headerListBytes += name.count + value.count + 32
         if s.headerListBytes > limits.maxHeaderListBytes {
             s.headersTooLarge = true
@@ -61,6 +61,14 @@ extension HTTP2Connection {
         }
     }
 
+    /// Stream `id`, through `lastStream` when the callbacks stay on one stream.
+    func stream(_ id: Int32) -> HTTP2Stream? {
+        if let s = lastStream, s.id == id { return s }
+        let s = streams[id]
+        lastStream = s
+        return s
+    }
+
     /// Whether `b` holds exactly the bytes of `text`.
     static func bytes(_ b: UnsafeBufferPointer<UInt8>, are text: StaticString) -> Bool {
         b.count == text.utf8CodeUnitCount && (b.isEmpty || memcmp(b.baseAddress!, text.utf8Start, b.count) == 0)
@@ -69,7 +77,7 @@ extension HTTP2Connection {
     /// Request body bytes, kept up to the server's body limit (beyond it: read and dropped, and
     /// the handler sees `bodyTooLarge`, as on HTTP/1.1).
     func data(stream id: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let s = streams[id], !s.bodyTooLarge else { return }
+        guard let s = stream(id), !s.bodyTooLarge else { return }
         if s.requestBody.count + bytes.count > core.maxBodyBytes {
             s.bodyTooLarge = true
             s.requestBody = []
@@ -149,8 +157,10 @@ extension HTTP2Connection {
         fields.reserveCapacity(r.headers.count + 2)
         fields.append((":status", String(r.status)))
         for (k, v) in r.headers {
-            // Field names go out in lower case; the handlers' are usually that already.
-            let name = k.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? k.lowercased() : k
+            // Field names go out in lower case: the handlers' one common capitalized name without
+            // building a copy, any other with capitals lower-cased.
+            let name = k == "Content-Type" ? "content-type"
+                : k.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? k.lowercased() : k
             // Connection-specific fields are malformed in HTTP/2 (RFC 9113 §8.2.2).
             if Self.connectionSpecific.contains(name) { continue }
             fields.append((name, v))
@@ -265,6 +275,7 @@ private let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, ud in
 private let onStreamClose: nghttp2_on_stream_close_callback = { _, id, _, ud in
     let c = connection(ud)
     if let s = c.streams.removeValue(forKey: id) { s.body?.released() }
+    if c.lastStream?.id == id { c.lastStream = nil }
     return 0
 }
 

@@ -60,6 +60,10 @@ final class HTTP2Connection: @unchecked Sendable {
     // The connection thread's own state.
     var session: OpaquePointer?
     var streams: [Int32: HTTP2Stream] = [:]
+    /// The stream the last header or data callback found: nghttp2 calls back for one stream's
+    /// fields one after another. Cleared wherever a stream leaves `streams` (ids are never
+    /// reused on a connection).
+    var lastStream: HTTP2Stream?
     /// A limit the peer broke: the connection ends with GOAWAY and this code.
     var fatal: UInt32?
     /// Bytes of the header block being received (HEADERS plus CONTINUATION frames).
@@ -103,6 +107,7 @@ final class HTTP2Connection: @unchecked Sendable {
         defer {
             for s in streams.values { s.body?.released() }
             streams = [:]
+            lastStream = nil
             if let session { nghttp2_session_del(session) }
             session = nil
             transport.close()
