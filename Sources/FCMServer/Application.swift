@@ -135,7 +135,8 @@ public final class Application: Sendable {
             do {
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
                                       https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) },
-                                      accessLog: accessLog, handler: app.handle)
+                                      accessLog: accessLog, afterBatch: { [engine] in engine.store.commitQueued() },
+                                      handler: app.handle)
             } catch {
                 xmpp.stop()
                 let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false

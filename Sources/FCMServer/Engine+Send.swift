@@ -97,10 +97,12 @@ extension Engine {
     /// with its record (its request headers too), so the record and its answer are committed
     /// together, with no second write; the completion's result carries it as `response`.
     /// An HTTP v1 send gives its project's id (`projectID`), which its `name` carries; without
-    /// it, the sender's project is looked up.
+    /// it, the sender's project is looked up. With `commitNow` false the writes stay queued for
+    /// the caller's next `store.commitQueued()` (an HTTP/2 connection's, once per read: one
+    /// commit for the read's sends), or for a commit already running.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
-                     projectID: String? = nil, exchange: SendExchange? = nil,
+                     projectID: String? = nil, exchange: SendExchange? = nil, commitNow: Bool = true,
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let now = clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -170,7 +172,7 @@ extension Engine {
         }
         if let dryResult { return completion(.success(dryResult)) }
         // On this thread, unless a commit is running: a send answered without a thread switch.
-        store.commitQueued()
+        if commitNow { store.commitQueued() }
     }
 
     /// What a send is, for the steps that place and record it.

@@ -116,8 +116,9 @@ struct FCMSendRoute: Sendable {
                 return isTopicSend ? Self.topicResponse(result) : isJSON ? Self.jsonResponse(result) : Self.plainResponse(result)
             }
             // The answer is made as the send is decided and kept with its record.
+            // An HTTP/2 read's sends are committed together, after the read (`afterBatch`).
             engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw },
-                        exchange: SendExchange(headers: headers, answer: makeAnswer)) { outcome in
+                        exchange: SendExchange(headers: headers, answer: makeAnswer), commitNow: !r.inBatch) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
                 case .success(let result): answer = result.response ?? makeAnswer(result)

@@ -74,7 +74,8 @@ struct V1Routes: Sendable {
             let makeAnswer: @Sendable (SendResult) -> HTTPResponse = { Self.answer($0, req, projectID: projectID, byFID: byFID) }
             // The answer is made as the send is decided and kept with its record.
             engine.send(req, senderID: sender, transport: .httpV1, path: r.path, requestFault: delay?.fault, byFID: byFID,
-                        raw: { raw }, projectID: projectID, exchange: SendExchange(headers: headers, answer: makeAnswer)) { outcome in
+                        raw: { raw }, projectID: projectID, exchange: SendExchange(headers: headers, answer: makeAnswer),
+                        commitNow: !r.inBatch) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
                 case .success(let result): answer = result.response ?? makeAnswer(result)

@@ -123,6 +123,10 @@ extension HTTP2Connection {
         var request = HTTPRequest(method: s.method, path: path.isEmpty ? "/" : path, rawQuery: query, headers: headers,
                                   body: s.requestBody, bodyTooLarge: s.bodyTooLarge)
         request.isSecure = transport.isSecure
+        if core.afterBatch != nil {
+            request.inBatch = true
+            batchPending = true
+        }
         s.requestBody = []
         s.method = request.method
         s.path = request.path

@@ -64,6 +64,8 @@ final class HTTP2Connection: @unchecked Sendable {
     /// fields one after another. Cleared wherever a stream leaves `streams` (ids are never
     /// reused on a connection).
     var lastStream: HTTP2Stream?
+    /// A request was handed over since `core.afterBatch` was last called.
+    var batchPending = false
     /// A limit the peer broke: the connection ends with GOAWAY and this code.
     var fatal: UInt32?
     /// Bytes of the header block being received (HEADERS plus CONTINUATION frames).
@@ -105,6 +107,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// Serves the connection until it ends, then closes it (on the calling thread).
     func run() {
         defer {
+            endBatch()  // what the last requests left pending is not left behind
             for s in streams.values { s.body?.released() }
             streams = [:]
             lastStream = nil
@@ -123,6 +126,7 @@ final class HTTP2Connection: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var lastActivity = monotonicNanos()
         while true {
+            endBatch()
             drainInbox()
             if let code = fatal {
                 nghttp2_session_terminate_session(session, code)
@@ -162,6 +166,13 @@ final class HTTP2Connection: @unchecked Sendable {
                 fatal = fatal ?? (limitBroken ? FCM_NGHTTP2_ENHANCE_YOUR_CALM : FCM_NGHTTP2_PROTOCOL_ERROR)
             }
         }
+    }
+
+    /// Every request of the last read has been handed over: `core.afterBatch`, once for them all.
+    private func endBatch() {
+        guard batchPending else { return }
+        batchPending = false
+        core.afterBatch?()
     }
 
     /// After a GOAWAY for a broken limit: stops writing and reads (and drops) what the client

@@ -50,9 +50,13 @@ public final class HTTPServer: Sendable {
     /// h2c (HTTP/2 with prior knowledge). With `https`, a second port speaks TLS with ALPN `h2`
     /// and `http/1.1`.
     /// `accessLog` is called once per answered request, on the thread that sends the answer.
+    /// `afterBatch`, when given, is called on an HTTP/2 connection's thread after it has handed
+    /// `handler` every request it read in one go (those requests are marked `inBatch`), so work
+    /// they leave pending can be done once for all of them.
     public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, tls: HTTPServerTLS? = nil,
                 https: HTTPSListenerOptions? = nil, http2Limits: HTTP2Limits = HTTP2Limits(),
-                accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, handler: @escaping HTTPHandler) throws(SocketError) {
+                accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, afterBatch: (@Sendable () -> Void)? = nil,
+                handler: @escaping HTTPHandler) throws(SocketError) {
         self.tls = tls
         let (fd, boundPort) = try ListenSocket.open(host: host, port: port)
         if let https {
@@ -73,7 +77,7 @@ public final class HTTPServer: Sendable {
         self.port = boundPort
         self.threads = max(1, threads)
         self.http2Limits = http2Limits
-        self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog)
+        self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog, afterBatch: afterBatch)
         self.plainFace = DaemonFace(core: core, secure: false)
         self.secureFace = DaemonFace(core: core, secure: true)
     }
@@ -268,15 +272,19 @@ final class ServerCore: @unchecked Sendable {
     func unfinishedCount() -> Int { unfinished.load(ordering: .relaxed) }
 
     let accessLog: (@Sendable (HTTPAccess) -> Void)?
+    /// See `HTTPServer.init`'s `afterBatch`.
+    let afterBatch: (@Sendable () -> Void)?
     /// Set by `HTTPServer.refuseNewRequests()`.
     let refusing = Atomic<Bool>(false)
     /// Loop threads between their check of `refusing` and the end of the handler's call.
     let handing = Atomic<Int>(0)
 
-    init(handler: @escaping HTTPHandler, maxBodyBytes: Int, accessLog: (@Sendable (HTTPAccess) -> Void)?) {
+    init(handler: @escaping HTTPHandler, maxBodyBytes: Int, accessLog: (@Sendable (HTTPAccess) -> Void)?,
+         afterBatch: (@Sendable () -> Void)? = nil) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         self.accessLog = accessLog
+        self.afterBatch = afterBatch
     }
 
     /// Records a request about to be suspended; false (and not recorded) once the server is

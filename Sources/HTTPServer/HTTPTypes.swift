@@ -15,6 +15,10 @@ public struct HTTPRequest: Sendable {
     /// The request came over TLS (`--http-tls`, or the `--https-port` listener with either
     /// protocol): base URLs a handler answers use `https`.
     public var isSecure = false
+    /// The request came in one read with others (the streams of one HTTP/2 connection): work a
+    /// handler leaves pending may wait for the server's `afterBatch`, called once every request
+    /// of that read has been handed over.
+    public var inBatch = false
 
     /// A request built by hand (tests, in-process calls).
     public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [(name: String, value: String)] = [],

@@ -48,6 +48,87 @@ final class HTTP2FramingTests: XCTestCase {
         }
     }
 
+    func testRequestsOfOneReadAreMarkedAndAfterBatchFollowsThem() throws {
+        // The handler answers nothing itself: whatever it leaves pending, afterBatch answers. A
+        // request that waited for anything else would never be answered.
+        let held = Locked<(responders: [HTTPResponder], inBatch: [Bool], batches: Int)>(([], [], 0))
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, afterBatch: {
+            let waiting = held.withLock { h -> [HTTPResponder] in
+                h.batches += 1
+                defer { h.responders = [] }
+                return h.responders
+            }
+            for r in waiting { r.send(HTTPResponse(status: 200, contentType: "text/plain", body: "ok")) }
+        }) { r, responder in
+            held.withLock { h in
+                h.responders.append(responder)
+                h.inBatch.append(r.inBatch)
+            }
+        }
+        try server.start()
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        // Ten requests in one write: one read on the server's side.
+        var bytes: [UInt8] = []
+        let ids = Set((0..<10).map { Int32(2 * $0 + 1) })
+        for id in ids.sorted() {
+            bytes += H2RawClient.frameBytes(H2RawClient.headers, H2RawClient.endHeaders | H2RawClient.endStream, id,
+                                            H2RawClient.request("GET", "/batch/\(id)"))
+        }
+        XCTAssertTrue(c.write(bytes))
+        let answers = c.collect(ids)
+        XCTAssertEqual(Set(answers.keys), ids)
+        XCTAssertTrue(answers.values.allSatisfy { $0.status == 200 && $0.text == "ok" })
+        let (marked, batches) = held.withLock { ($0.inBatch, $0.batches) }
+        XCTAssertEqual(marked, Array(repeating: true, count: 10))
+        XCTAssertGreaterThanOrEqual(batches, 1)
+        XCTAssertLessThan(batches, 10, "once a read, not once a request")
+    }
+
+    func testAfterBatchStillFollowsRequestsWhoseConnectionClosed() throws {
+        // A client that sends and hangs up at once: what its requests left pending (a send's
+        // queued writes) is still handed to afterBatch, not left for whoever comes next.
+        let seen = Locked<(requests: Int, afterLast: Bool)>((0, false))
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, afterBatch: {
+            seen.withLock { $0.afterLast = $0.requests == 3 }
+        }) { _, _ in
+            seen.withLock { $0.requests += 1; $0.afterLast = false }
+        }
+        try server.start()
+        defer { server.stop() }
+        do {
+            let c = try H2RawClient(port: server.port)
+            var bytes: [UInt8] = []
+            for id: Int32 in [1, 3, 5] {
+                bytes += H2RawClient.frameBytes(H2RawClient.headers, H2RawClient.endHeaders | H2RawClient.endStream, id,
+                                                H2RawClient.request("GET", "/gone/\(id)"))
+            }
+            XCTAssertTrue(c.write(bytes))
+        }  // closed here, unanswered
+        let deadline = Date().addingTimeInterval(5)
+        while !seen.withLock({ $0.afterLast }) && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(seen.withLock { $0.requests }, 3)
+        XCTAssertTrue(seen.withLock { $0.afterLast }, "afterBatch after the last request")
+    }
+
+    func testWithoutAfterBatchNoRequestIsMarked() throws {
+        let marked = Locked<[Bool]>([])
+        let server = try start { r, responder in
+            marked.withLock { $0.append(r.inBatch) }
+            responder.send(HTTPResponse(status: 204))
+        }
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        c.sendRequest(1, "GET", "/a")
+        c.sendRequest(3, "GET", "/b")
+        XCTAssertEqual(Set(c.collect([1, 3]).keys), [1, 3])
+        XCTAssertEqual(marked.withLock { $0 }, [false, false])
+        // HTTP/1.1 requests are never in a batch either.
+        let m = try HTTPTestClient(port: server.port).request("GET", "/c")
+        XCTAssertEqual(m.status, 204)
+        XCTAssertEqual(marked.withLock { $0 }, [false, false, false])
+    }
+
     func testAnswerFieldsAreLowerCasedAndConnectionSpecificOnesDropped() throws {
         let server = try start { _, responder in
             responder.send(HTTPResponse(status: 200, contentType: "text/plain", body: "ok", headers: [
