@@ -10,12 +10,7 @@ final class BinaryTests: XCTestCase {
     var tmp: String!
 
     override func setUpWithError() throws {
-        tmp = NSTemporaryDirectory() + "fcm-mock-bin-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(atPath: tmp)
+        tmp = try temporaryDirectory("mock-bin")
     }
 
     func testListeningLineDefaultFixtureAndCleanStop() throws {

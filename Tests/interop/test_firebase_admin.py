@@ -80,6 +80,17 @@ def assert_token_name(sdk, name):
     assert name.startswith(prefix) and MESSAGE_ID_RE.fullmatch(name[len(prefix):]), name
 
 
+def send_keeping_block(sdk, msg, token, block):
+    """Sends `msg` to `token`: its name is a token send's, and its record keeps the platform
+    `block` exactly as the SDK encoded it. Its inbox entry."""
+    name = messaging.send(msg, app=sdk.app)
+    assert_token_name(sdk, name)
+    record, entry = delivered_for(sdk, name, token)
+    sent = messaging._MessagingService.encode_message(msg)
+    assert record[block] == sent[block], (record[block], sent[block])
+    return entry
+
+
 def barrier(sdk, token):
     """Proves nothing earlier reached `token` (of the SDK's project): one real v1 send, long-polled;
     the inbox must then hold exactly that message."""
@@ -154,12 +165,7 @@ def test_send_to_token_android_config_reaches_the_device_as_sent(sdk):
         notification=messaging.AndroidNotification(channel_id="goals", color="#ff0000"))
     msg = messaging.Message(token=token, data={"k": "v"}, android=android,
                             notification=messaging.Notification(title="Goal", body="1-0"))
-    name = messaging.send(msg, app=sdk.app)
-
-    assert_token_name(sdk, name)
-    record, entry = delivered_for(sdk, name, token)
-    sent = messaging._MessagingService.encode_message(msg)
-    assert record["android"] == sent["android"], (record["android"], sent["android"])
+    entry = send_keeping_block(sdk, msg, token, "android")
     assert entry["via"]["target"] == "token", entry
     eff = entry["effective"]
     assert eff["platform"] == "android", eff
@@ -202,12 +208,7 @@ def test_send_to_web_device_builds_the_webpush_message(sdk):
         fcm_options=messaging.WebpushFCMOptions(link="https://example.com/match/7"))
     msg = messaging.Message(fid=fid_of(sdk, token), data={"k": "v", "shared": "message"}, webpush=webpush,
                             notification=messaging.Notification(title="Goal", body="1-0"))
-    name = messaging.send(msg, app=sdk.app)
-
-    assert_token_name(sdk, name)
-    record, entry = delivered_for(sdk, name, token)
-    sent = messaging._MessagingService.encode_message(msg)
-    assert record["webpush"] == sent["webpush"], (record["webpush"], sent["webpush"])
+    entry = send_keeping_block(sdk, msg, token, "webpush")
     eff = entry["effective"]
     assert list(eff) == ["platform", "webpush"] and eff["platform"] == "web", eff
     web = eff["webpush"]
