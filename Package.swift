@@ -44,12 +44,14 @@ let package = Package(
                        providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2",
                        providers: [.apt(["libnghttp2-dev"])]),
+        // epoll and eventfd: part of glibc, so no package and nothing to link.
+        .systemLibrary(name: "CLinuxEvents"),
         .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS"]),
         .target(name: "Platform", swiftSettings: wrapperSettings),
         .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: wrapperSettings),
         .target(name: "FCMCore"),
         .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore", "Platform"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"]),
+        .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"]),
         .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"]),
         .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
                 // Built into the binary: the web page's files and the default fixture (a link to

@@ -5,18 +5,20 @@ import Synchronization
 /// Where a handler sends its answer: exactly once, now or later, from any thread. Answers after
 /// the first are ignored.
 ///
-/// The same responder answers an HTTP/1.1 request (libmicrohttpd's connection, suspended until
-/// the answer comes) and an HTTP/2 stream (the answer is handed to the stream's connection), so
-/// handlers never know which protocol they serve. The HTTP/1.1 path pays one nil check for this.
+/// The same responder answers an HTTP/1.1 request of the plain port's loop (the answer is handed
+/// to the connection's loop), one of libmicrohttpd (its connection suspended until the answer
+/// comes) and an HTTP/2 stream (the answer is handed to the stream's connection), so handlers
+/// never know which protocol they serve.
 ///
 /// `@unchecked Sendable`: all mutable state is reached under `lock` (a `Mutex`: allocation-free,
 /// and contended only when a late answer races the handler's return); `connection` is only used
 /// (to resume) while the request is suspended, which keeps it alive inside libmicrohttpd;
-/// `stream` is immutable and Sendable.
+/// `stream` and `http1` are immutable and Sendable.
 public final class HTTPResponder: @unchecked Sendable {
     private let lock = Mutex<State>(State())
     private let connection: OpaquePointer?
     private let stream: HTTP2StreamTarget?
+    private let http1: HTTP1Target?
     private unowned let core: ServerCore
 
     struct State {
@@ -32,6 +34,16 @@ public final class HTTPResponder: @unchecked Sendable {
     init(connection: OpaquePointer, core: ServerCore) {
         self.connection = connection
         self.stream = nil
+        self.http1 = nil
+        self.core = core
+    }
+
+    /// The responder of an HTTP/1.1 request on the plain port's own loop: answers go to the
+    /// connection's loop (directly when sent on its thread).
+    init(http1: HTTP1Target, core: ServerCore) {
+        self.connection = nil
+        self.stream = nil
+        self.http1 = http1
         self.core = core
     }
 
@@ -39,6 +51,7 @@ public final class HTTPResponder: @unchecked Sendable {
     init(stream: HTTP2StreamTarget, core: ServerCore) {
         self.connection = nil
         self.stream = stream
+        self.http1 = nil
         self.core = core
     }
 
@@ -57,6 +70,14 @@ public final class HTTPResponder: @unchecked Sendable {
 
     /// Sends `response`.
     public func send(_ response: HTTPResponse) {
+        if let http1 {
+            let first = lock.withLock { s -> Bool in
+                defer { s.answered = true }
+                return !s.answered
+            }
+            if first { http1.connection.loop.answer(http1.connection, http1.seq, response) }
+            return
+        }
         if let stream {
             let first = lock.withLock { s -> Bool in
                 defer { s.answered = true }

@@ -10,6 +10,10 @@ import TLS
 // for HTTP/2.
 extension HTTPServer: ConnectionSink {
     func addHTTP1(_ socket: AcceptedSocket, bridge: Bool) {
+        if !bridge, let loops = http1.withLock({ $0 }) {
+            loops.adopt(socket.fd)
+            return
+        }
         var s = socket
         daemons.withLock { d in
             let target = bridge && d.bridge != 0 ? d.bridge : d.main

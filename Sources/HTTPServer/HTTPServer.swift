@@ -8,15 +8,18 @@ import TLS
     import Glibc
 #endif
 
-/// An HTTP/1.1 server on libmicrohttpd that knows nothing of FCM.
+/// An HTTP server that knows nothing of FCM: HTTP/1.1 and h2c on the plain port, HTTP/1.1 over
+/// TLS through libmicrohttpd (`--http-tls`, and the HTTPS port's `http/1.1` connections), HTTP/2
+/// over TLS on the HTTPS port.
 ///
-/// Threading: a few event-loop threads (libmicrohttpd's internal epoll with a thread pool) serve
-/// every connection. A handler answers through an `HTTPResponder`, at once or later from any
-/// thread; until it answers, the connection is suspended and costs no thread. So a send waiting
-/// for its group commit, or a long poll waiting a minute, holds no thread and never makes one
-/// sleep and wake per request (which, on two cores, cost more than the request itself). A
-/// handler that does block (a control call reading SQLite) stalls only its loop thread's
-/// connections, for milliseconds.
+/// Threading: the plain port's HTTP/1.1 connections are served by a few epoll loops of our own
+/// (`HTTP1Loops`); libmicrohttpd's connections by its own loop threads (internal epoll with a
+/// thread pool); each HTTP/2 connection by a thread. A handler answers through an `HTTPResponder`,
+/// at once or later from any thread; until it answers, the request costs no thread. So a send
+/// waiting for its group commit, or a long poll waiting a minute, holds no thread and never
+/// makes one sleep and wake per request (which, on two cores, cost more than the request
+/// itself). A handler that does block (a control call reading SQLite) stalls only its loop
+/// thread's connections, for milliseconds.
 public final class HTTPServer: Sendable {
     /// The address actually bound (the port is the real one when 0 was asked for).
     public let host: String
@@ -42,6 +45,8 @@ public final class HTTPServer: Sendable {
     /// accepts itself) and the HTTPS port's.
     private let plainAcceptor = Mutex<PlainAcceptor?>(nil)
     private let tlsAcceptor = Mutex<TLSAcceptor?>(nil)
+    /// The plain port's HTTP/1.1 loops (nil with `--http-tls`, and once stopped).
+    let http1 = Mutex<HTTP1Loops?>(nil)
     private let httpsListen: (fd: Int32, credentials: TLSCredentials)?
 
     /// Binds `host:port` (and `https.port`) right away (so a busy port is reported before
@@ -100,11 +105,19 @@ public final class HTTPServer: Sendable {
 
     /// Starts accepting connections.
     public func start() throws(SocketError) {
-        // Without TLS of its own, libmicrohttpd gets a listening socket no one reaches and we
-        // accept, to tell h2c from HTTP/1.1 first (its thread pool needs a listening socket).
-        let mainListen = tls == nil ? unreachableListenSocket() : listenFD
-        guard let main = startDaemon(listen: mainListen, tls: tls, secure: tls != nil) else {
-            throw SocketError("could not start the HTTP server on \(host):\(port)")
+        var main: UInt = 0
+        if tls != nil {
+            // libmicrohttpd speaks HTTPS itself on the port.
+            guard let m = startDaemon(listen: listenFD, tls: tls, secure: true) else {
+                throw SocketError("could not start the HTTP server on \(host):\(port)")
+            }
+            main = m
+        } else {
+            // The plain port: HTTP/1.1 on our own loops, h2c on HTTP/2 connections.
+            guard let loops = HTTP1Loops(count: threads, core: core, maxConnections: Self.connectionLimit()) else {
+                throw SocketError("could not start the HTTP server on \(host):\(port)")
+            }
+            http1.withLock { $0 = loops }
         }
         var bridge: UInt = 0
         if httpsListen != nil {
@@ -167,16 +180,12 @@ public final class HTTPServer: Sendable {
         plainAcceptor.withLock { $0 }?.stop()
         tlsAcceptor.withLock { $0 }?.stop()
         let bits = daemons.withLock { d -> (main: UInt, bridge: UInt) in defer { d = (0, 0) }; return d }
-        if tls == nil { _ = plainAcceptor.withLock { $0 } ?? { close(listenFD); return nil }() }
+        if tls == nil && plainAcceptor.withLock({ $0 }) == nil { close(listenFD) }
         if let h = httpsListen, tlsAcceptor.withLock({ $0 }) == nil { close(h.fd) }
         // HTTP/2 connections answer their waiting streams (the decided answer, else 503) and
-        // close, within a second.
+        // close, within a second; so do the plain port's HTTP/1.1 loops.
         for c in core.http2Connections() { c.post(.stop) }
-        guard let d = OpaquePointer(bitPattern: bits.main) else {
-            if tls != nil { close(listenFD) }
-            core.waitForHTTP2(millis: 1500)
-            return
-        }
+        let loops = http1.withLock { l -> HTTP1Loops? in defer { l = nil }; return l }
         // No MHD_quiesce_daemon: in libmicrohttpd 0.9.75 it races with a busy loop thread taking
         // the listening socket out of its own epoll set, and aborts the process ("Failed to
         // remove listen FD from epoll set"). Connections accepted from here on get 503 anyway
@@ -184,16 +193,20 @@ public final class HTTPServer: Sendable {
         // libmicrohttpd must not be stopped with suspended connections: answer them first and
         // give the loops a moment to send those answers.
         core.stopping()
-        // Wait until every answered request has been written out (a resumed connection is
-        // only written by its loop later), for at most a second.
-        var waited = 0
-        while core.unfinishedCount() > 0 && waited < 200 {
-            usleep(5_000)
-            waited += 1
+        loops?.stop()
+        let mhd = [bits.main, bits.bridge].compactMap { OpaquePointer(bitPattern: $0) }
+        if !mhd.isEmpty {
+            // Wait until every answered request has been written out (a resumed connection is
+            // only written by its loop later), for at most a second.
+            var waited = 0
+            while core.unfinishedCount() > 0 && waited < 200 {
+                usleep(5_000)
+                waited += 1
+            }
         }
         core.waitForHTTP2(millis: 1500)
-        MHD_stop_daemon(d)
-        if let b = OpaquePointer(bitPattern: bits.bridge) { MHD_stop_daemon(b) }
+        for d in mhd { MHD_stop_daemon(d) }
+        if tls != nil && bits.main == 0 { close(listenFD) }
     }
 }
 

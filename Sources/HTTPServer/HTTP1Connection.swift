@@ -1,0 +1,433 @@
+import Platform
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One HTTP/1.1 connection of the plain port, served by an `HTTP1Loop`: its bytes in, the
+/// requests read from them, and their answers out, in request order.
+///
+/// Requests are handed to the handler as soon as they are complete, pipelined ones too (up to
+/// `maxInFlight` waiting at once); each gets a slot, and answers are written slot by slot, so a
+/// late answer holds back only the ones after it on its own connection.
+///
+/// `@unchecked Sendable`: a responder on any thread holds the connection, but every mutable
+/// field is touched only by its loop's thread (answers from other threads are posted to the
+/// loop); `fd` and `loop` are immutable.
+final class HTTP1Connection: @unchecked Sendable {
+    let fd: Int32
+    let loop: HTTP1Loop
+
+    /// A request handed over, waiting for (or holding) its answer.
+    struct Slot {
+        let seq: UInt64
+        let responder: HTTPResponder?
+        var response: HTTPResponse?
+        let isHead: Bool
+        let keepAlive: Bool
+        let chunkedOK: Bool
+        // For the access log (set only when it is on).
+        var method = ""
+        var path = ""
+        var authorization: String?
+        var startedAt: UInt64 = 0
+    }
+
+    enum Phase {
+        case head
+        case body(left: Int)
+        case chunked
+    }
+
+    /// Waiting requests per connection before reading stops (pipelining depth).
+    static let maxInFlight = 32
+    /// Largest request head (request line and fields): beyond, 431.
+    static let maxHeadBytes = 64 * 1024
+
+    private var input: [UInt8] = []
+    /// Bytes of `input` already taken; where the search for the head's end resumes.
+    private var taken = 0
+    private var scanned = 0
+    private var phase = Phase.head
+    private var head = HTTP1Head()
+    private var body: [UInt8] = []
+    private var bodyBytes = 0
+    private var tooLarge = false
+    private var chunks = ChunkedDecoder()
+    private var continuePending = false
+
+    private var slots: [Slot] = []
+    private var firstSeq: UInt64 = 0
+    private var nextSeq: UInt64 = 0
+
+    private var output: [UInt8] = []
+    private var sent = 0
+    /// The answer streaming now (server-sent events), whether its body is chunked, and whether
+    /// the connection closes after it.
+    private var streaming: (stream: HTTPStream, chunked: Bool, close: Bool)?
+    /// No more requests are read (a refusal, `Connection: close`, HTTP/1.0, end of input).
+    private var noMoreRequests = false
+    /// Close once everything queued is written.
+    private var closeWhenDone = false
+    private var peerDone = false
+    /// Reading stopped with bytes possibly left in the socket (too many requests waiting): with
+    /// edge-triggered epoll nothing says so again, so `flush` reads once answers made room.
+    private var readBlocked = false
+    private(set) var closed = false
+    var isDirty = false
+    var lastActivity = monotonicNanos()
+
+    init(fd: Int32, loop: HTTP1Loop) {
+        self.fd = fd
+        self.loop = loop
+    }
+
+    var isIdle: Bool { slots.isEmpty && streaming == nil && sent == output.count }
+
+    // MARK: reading
+
+    /// Reads everything the socket has (edge-triggered), handing complete requests over.
+    func readAvailable(into scratch: inout [UInt8]) {
+        while !closed && !peerDone {
+            if noMoreRequests { return }
+            if slots.count >= Self.maxInFlight || input.count - taken > 4 * Self.maxHeadBytes {
+                // Stop reading for now; `flush` reads again once answers have gone out.
+                readBlocked = true
+                return
+            }
+            let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n > 0 {
+                lastActivity = monotonicNanos()
+                if taken == input.count {
+                    input.removeAll(keepingCapacity: true)
+                    taken = 0
+                    scanned = 0
+                } else if taken > 64 * 1024 {
+                    input.removeFirst(taken)
+                    scanned -= taken
+                    taken = 0
+                }
+                input.append(contentsOf: scratch[0..<n])
+                parse()
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            // End of input (or an error): answers still owed are written, then the connection
+            // closes; with none owed it closes now.
+            peerDone = true
+            noMoreRequests = true
+            closeWhenDone = true
+            if n < 0 || isIdle { closeNow() } else { loop.markDirty(self) }
+        }
+    }
+
+    /// Takes complete requests out of `input`.
+    private func parse() {
+        while !noMoreRequests && !closed && slots.count < Self.maxInFlight {
+            switch phase {
+            case .head:
+                let end: Int? = input.withUnsafeBufferPointer { HTTP1Parser.headEnd($0, from: Swift.max(taken, scanned - 2)) }
+                guard let end else {
+                    scanned = input.count
+                    if input.count - taken > Self.maxHeadBytes { refuse(.headTooLarge) }
+                    return
+                }
+                let parsed = input.withUnsafeBufferPointer { all -> Result<HTTP1Head, HTTP1Refusal> in
+                    do throws(HTTP1Refusal) {
+                        return .success(try HTTP1Parser.parseHead(UnsafeBufferPointer(rebasing: all[taken..<end])))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                if end - taken > Self.maxHeadBytes {
+                    refuse(.headTooLarge)
+                    return
+                }
+                taken = end
+                scanned = end
+                switch parsed {
+                case .failure(let why):
+                    refuse(why)
+                    return
+                case .success(let h):
+                    head = h
+                }
+                switch head.framing {
+                case .none:
+                    dispatch()
+                case .length(let n):
+                    phase = .body(left: n)
+                    if head.expectsContinue && input.count - taken < n { askForBody() }
+                case .chunked:
+                    phase = .chunked
+                    chunks = ChunkedDecoder()
+                    if head.expectsContinue && input.count == taken { askForBody() }
+                }
+            case .body(let left):
+                let n = Swift.min(left, input.count - taken)
+                if n > 0 { input.withUnsafeBufferPointer { takeBody(UnsafeBufferPointer(rebasing: $0[taken..<(taken + n)])) } }
+                taken += n
+                scanned = taken
+                guard n == left else {
+                    phase = .body(left: left - n)
+                    return
+                }
+                dispatch()
+            case .chunked:
+                var failure: HTTP1Refusal?
+                let used = input.withUnsafeBufferPointer { all -> Int in
+                    do throws(HTTP1Refusal) {
+                        return try chunks.feed(UnsafeBufferPointer(rebasing: all[taken...])) { takeBody($0) }
+                    } catch {
+                        failure = error
+                        return 0
+                    }
+                }
+                if let failure {
+                    refuse(failure)
+                    return
+                }
+                taken += used
+                scanned = taken
+                guard chunks.state == .done else { return }
+                dispatch()
+            }
+        }
+    }
+
+    private func takeBody(_ bytes: UnsafeBufferPointer<UInt8>) {
+        bodyBytes += bytes.count
+        guard !tooLarge else { return }
+        if bodyBytes > loop.core.maxBodyBytes {
+            // Read and dropped to its end, so the answer (413 from the handler) leaves the
+            // connection usable.
+            tooLarge = true
+            body = []
+        } else {
+            body.append(contentsOf: bytes)
+        }
+    }
+
+    /// `Expect: 100-continue`: the interim answer, once the answers before it are out.
+    private func askForBody() {
+        continuePending = true
+        loop.markDirty(self)
+    }
+
+    /// The request is complete: a slot, then the handler.
+    private func dispatch() {
+        var request = HTTPRequest(method: head.method, path: head.path, rawQuery: head.rawQuery, headers: head.headers,
+                                  body: body, bodyTooLarge: tooLarge)
+        request.inBatch = loop.core.afterBatch != nil
+        let keepAlive = head.keepAlive
+        let isHead = head.isHead
+        let chunkedOK = head.minorVersion == 1
+        phase = .head
+        head = HTTP1Head()
+        body = []
+        bodyBytes = 0
+        tooLarge = false
+        continuePending = false
+        if !keepAlive { noMoreRequests = true }
+        let seq = nextSeq
+        nextSeq += 1
+        let responder = HTTPResponder(http1: HTTP1Target(connection: self, seq: seq), core: loop.core)
+        var slot = Slot(seq: seq, responder: responder, isHead: isHead, keepAlive: keepAlive, chunkedOK: chunkedOK)
+        let core = loop.core
+        if core.accessLog != nil {
+            slot.method = request.method
+            slot.path = request.path
+            slot.authorization = request.header("Authorization")
+            slot.startedAt = monotonicNanos()
+        }
+        slots.append(slot)
+        core.handing.add(1, ordering: .sequentiallyConsistent)
+        if core.refusing.load(ordering: .sequentiallyConsistent) || loop.isStopping {
+            core.handing.subtract(1, ordering: .sequentiallyConsistent)
+            responder.send(ServerCore.shuttingDown)
+            return
+        }
+        loop.batchPending = true
+        core.handler(request, responder)
+        core.handing.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// A request that cannot be served: its status, and the connection closes after it.
+    private func refuse(_ why: HTTP1Refusal) {
+        noMoreRequests = true
+        var r = HTTPResponse(status: why.status, contentType: "text/plain; charset=UTF-8", body: why.text)
+        r.closeConnection = true
+        slots.append(Slot(seq: nextSeq, responder: nil, response: r, isHead: false, keepAlive: false, chunkedOK: false))
+        nextSeq += 1
+        loop.markDirty(self)
+    }
+
+    // MARK: answering
+
+    /// The answer of request `seq` (on the loop's thread).
+    func answered(_ seq: UInt64, _ response: HTTPResponse) {
+        guard !closed, seq >= firstSeq else { return }
+        let i = Int(seq - firstSeq)
+        guard i < slots.count, slots[i].response == nil else { return }
+        slots[i].response = response
+        loop.markDirty(self)
+    }
+
+    /// Every slot still waiting gets what a stopping server sends (its decided answer, else 503).
+    func answerWaitingWhileStopping() {
+        for s in slots where s.response == nil {
+            if let r = s.responder { r.send(r.answerWhileStopping) }
+        }
+    }
+
+    /// Writes the answers that are ready, in order, and whatever a stream has; closes when done.
+    func flush(date: [UInt8]) {
+        guard !closed else { return }
+        var progressed = true
+        while progressed && !closed {
+            progressed = false
+            if streaming != nil {
+                pullStream()
+                if streaming != nil { break }
+            }
+            while streaming == nil, let first = slots.first, let r = first.response {
+                slots.removeFirst()
+                firstSeq += 1
+                progressed = true
+                if !write(r, for: first, date: date) { return }
+            }
+        }
+        if slots.isEmpty && continuePending && streaming == nil {
+            continuePending = false
+            output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+        }
+        guard send() else { return }
+        if closeWhenDone && slots.isEmpty && streaming == nil && sent == output.count {
+            closeNow()
+            return
+        }
+        // Answers made room: read what waited behind them.
+        if readBlocked && !noMoreRequests && !peerDone && slots.count < Self.maxInFlight {
+            readBlocked = false
+            parse()
+            loop.readAgain(self)
+        }
+    }
+
+    /// Queues one answer's bytes; false when the connection was closed instead.
+    private func write(_ r: HTTPResponse, for slot: Slot, date: [UInt8]) -> Bool {
+        if let log = loop.core.accessLog, slot.responder != nil {
+            log(HTTPAccess(method: slot.method, path: slot.path, status: r.abort ? 0 : r.status,
+                           bytes: r.stream == nil ? r.body.count : -1, authorization: slot.authorization,
+                           nanos: monotonicNanos() &- slot.startedAt))
+        }
+        if r.abort {
+            _ = send()
+            closeNow()
+            return false
+        }
+        let close = !slot.keepAlive || r.closeConnection
+        if close {
+            noMoreRequests = true
+            closeWhenDone = true
+            // Nothing after this answer is sent: requests read behind it are dropped.
+            slots.removeAll()
+        }
+        if let stream = r.stream {
+            let chunked = slot.chunkedOK
+            HTTP1Answer.appendHead(status: r.status, headers: r.headers, length: nil, chunked: chunked,
+                                   close: close || !chunked, date: date, into: &output)
+            if slot.isHead {
+                stream.released()
+                if !chunked { closeWhenDone = true }
+                return true
+            }
+            if !chunked {
+                noMoreRequests = true
+                closeWhenDone = true
+                slots.removeAll()
+            }
+            streaming = (stream, chunked, close || !chunked)
+            let loop = self.loop
+            stream.state.withLock { $0.wake = { [self] in loop.post(.resume(self)) } }
+            loop.core.track(stream)
+            pullStream()
+            return true
+        }
+        HTTP1Answer.appendHead(status: r.status, headers: r.headers, length: r.body.count, chunked: false, close: close,
+                               keepAlive10: !slot.chunkedOK, date: date, into: &output)
+        // HEAD, 1xx, 204 and 304 answers carry no body (RFC 9110 §6.4.1).
+        if !slot.isHead && r.status != 204 && r.status != 304 && r.status >= 200 { output.append(contentsOf: r.body) }
+        return true
+    }
+
+    /// Moves what the streaming answer has into `output` (chunked on HTTP/1.1).
+    private func pullStream() {
+        guard let (stream, chunked, close) = streaming else { return }
+        while output.count - sent < 256 * 1024 {
+            let (bytes, end) = stream.readHTTP2(max: 16 * 1024)
+            if !bytes.isEmpty {
+                if chunked {
+                    HTTP1Answer.appendHex(bytes.count, into: &output)
+                    output.append(contentsOf: "\r\n".utf8)
+                    output.append(contentsOf: bytes)
+                    output.append(contentsOf: "\r\n".utf8)
+                } else {
+                    output.append(contentsOf: bytes)
+                }
+            }
+            if end {
+                if chunked { output.append(contentsOf: "0\r\n\r\n".utf8) }
+                streaming = nil
+                stream.released()
+                if close { closeWhenDone = true }
+                return
+            }
+            if bytes.isEmpty { return }  // suspended until the stream wakes the loop
+        }
+    }
+
+    /// Writes `output`; false when the connection failed (and was closed).
+    private func send() -> Bool {
+        while sent < output.count {
+            let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            if n > 0 {
+                sent += n
+                lastActivity = monotonicNanos()
+                continue
+            }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }  // EPOLLOUT comes back
+            closeNow()
+            return false
+        }
+        if output.capacity > 1 << 20 {
+            output = []
+        } else {
+            output.removeAll(keepingCapacity: true)
+        }
+        sent = 0
+        return true
+    }
+
+    /// Closes the socket; answers that come later are dropped, a stream is released.
+    func closeNow() {
+        guard !closed else { return }
+        closed = true
+        slots.removeAll()
+        if let s = streaming?.stream { s.released() }
+        streaming = nil
+        input = []
+        output = []
+        loop.forget(self)
+        close(fd)
+    }
+}
+
+/// The request an HTTP/1.1 responder answers: its connection and its place in the connection's
+/// order.
+struct HTTP1Target: Sendable {
+    let connection: HTTP1Connection
+    let seq: UInt64
+}

@@ -1,0 +1,273 @@
+import CLinuxEvents
+import Platform
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The threads that serve the plain port's HTTP/1.1 connections (each connection stays on one).
+///
+/// Each loop waits in `epoll` (edge-triggered, a connection registered once and never changed),
+/// reads every ready connection and hands over the requests it finds, then calls the server's
+/// `afterBatch` once for all of them (the sends of one round are committed together, on this
+/// thread), then writes the answers. A request's answer that comes from another thread (a commit
+/// another thread ran, a long poll) is posted to the loop, which an eventfd wakes. Nothing is
+/// suspended or resumed, and no descriptor is re-registered per request, which is what
+/// libmicrohttpd's suspend/resume cost on every send that waited for a commit.
+final class HTTP1Loops: Sendable {
+    let loops: [HTTP1Loop]
+    private let next = Atomic<Int>(0)
+    let open = Atomic<Int>(0)
+    let maxConnections: Int
+
+    init?(count: Int, core: ServerCore, maxConnections: Int) {
+        var made: [HTTP1Loop] = []
+        for _ in 0..<Swift.max(1, count) {
+            guard let l = HTTP1Loop(core: core) else { return nil }
+            made.append(l)
+        }
+        loops = made
+        self.maxConnections = maxConnections
+        for l in loops { l.group = self }
+        for l in loops { l.start() }
+    }
+
+    /// Takes an accepted connection (its first bytes may still be unread); closes it past the
+    /// connection limit.
+    func adopt(_ fd: Int32) {
+        guard open.load(ordering: .relaxed) < maxConnections else {
+            close(fd)
+            return
+        }
+        open.add(1, ordering: .relaxed)
+        let i = next.add(1, ordering: .relaxed).newValue
+        loops[i % loops.count].post(.adopt(fd))
+    }
+
+    /// Answers every waiting request (its decided answer, else 503), writes what can be written
+    /// within a second, closes every connection and ends the threads.
+    func stop() {
+        for l in loops { l.post(.stop) }
+        var waited = 0
+        while loops.contains(where: { !$0.ended.load(ordering: .acquiring) }) && waited < 300 {
+            usleep(5000)
+            waited += 1
+        }
+    }
+}
+
+/// One loop thread (see `HTTP1Loops`).
+///
+/// `@unchecked Sendable`: other threads reach it only through `post` (a `Mutex`-guarded inbox
+/// and an eventfd) and the atomics; everything else is the loop thread's alone. `group` is set
+/// once before the thread starts.
+final class HTTP1Loop: @unchecked Sendable {
+    enum Message {
+        case adopt(Int32)
+        case answer(HTTP1Connection, UInt64, HTTPResponse)
+        case resume(HTTP1Connection)
+        case stop
+    }
+
+    let core: ServerCore
+    unowned(unsafe) var group: HTTP1Loops?
+    private let epollFD: Int32
+    private let wakeFD: Int32
+    private let inbox = Mutex<[Message]>([])
+    private let thread = Atomic<UInt>(0)
+    let ended = Atomic<Bool>(false)
+
+    // The loop thread's own state.
+    private var connections: [HTTP1Connection?] = []
+    private var dirty: [HTTP1Connection] = []
+    private var again: [HTTP1Connection] = []
+    var batchPending = false
+    private(set) var isStopping = false
+    private var date: [UInt8] = []
+    private var dateSecond = -1
+
+    init?(core: ServerCore) {
+        self.core = core
+        epollFD = epoll_create1(FCM_EPOLL_CLOEXEC)
+        wakeFD = eventfd(0, FCM_EFD_FLAGS)
+        guard epollFD >= 0, wakeFD >= 0 else { return nil }
+        var ev = epoll_event()
+        ev.events = FCM_EPOLLIN
+        ev.data.fd = wakeFD
+        guard epoll_ctl(epollFD, Int32(EPOLL_CTL_ADD), wakeFD, &ev) == 0 else { return nil }
+    }
+
+    func start() {
+        spawnThread { [self] in
+            thread.store(UInt(pthread_self()), ordering: .releasing)
+            run()
+            close(epollFD)
+            close(wakeFD)
+            ended.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Hands a message to the loop thread (from any thread).
+    func post(_ m: Message) {
+        let first = inbox.withLock { q -> Bool in
+            q.append(m)
+            return q.count == 1
+        }
+        if first {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, 8)
+        }
+    }
+
+    /// Request `seq` of `c` is answered: at once on the loop thread (a commit it ran), else
+    /// posted.
+    func answer(_ c: HTTP1Connection, _ seq: UInt64, _ r: HTTPResponse) {
+        if pthread_equal(pthread_self(), pthread_t(thread.load(ordering: .acquiring))) != 0 {
+            c.answered(seq, r)
+        } else {
+            post(.answer(c, seq, r))
+        }
+    }
+
+    func markDirty(_ c: HTTP1Connection) {
+        guard !c.isDirty else { return }
+        c.isDirty = true
+        dirty.append(c)
+    }
+
+    /// `c` stopped reading to let answers out: read it again this round.
+    func readAgain(_ c: HTTP1Connection) { again.append(c) }
+
+    func forget(_ c: HTTP1Connection) {
+        if Int(c.fd) < connections.count, connections[Int(c.fd)] === c { connections[Int(c.fd)] = nil }
+        group?.open.subtract(1, ordering: .relaxed)
+    }
+
+    private func run() {
+        var events = [epoll_event](repeating: epoll_event(), count: 128)
+        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+        var lastSweep = monotonicNanos()
+        var stopDeadline: UInt64?
+        while true {
+            // Connections left dirty by `flushDirty`'s bound are served again at once.
+            let n = epoll_wait(epollFD, &events, Int32(events.count), !dirty.isEmpty ? 0 : stopDeadline == nil ? 1000 : 20)
+            if n < 0 && errno != EINTR { break }
+            var readable: [HTTP1Connection] = []
+            for i in 0..<Swift.max(0, Int(n)) {
+                let fd = events[i].data.fd
+                if fd == wakeFD {
+                    var sink: UInt64 = 0
+                    _ = read(wakeFD, &sink, 8)
+                    continue
+                }
+                guard Int(fd) < connections.count, let c = connections[Int(fd)] else { continue }
+                let ev = events[i].events
+                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP | FCM_EPOLLHUP | FCM_EPOLLERR) != 0 { readable.append(c) }
+                if ev & FCM_EPOLLOUT != 0 { markDirty(c) }
+            }
+            drainInbox(&stopDeadline)
+            for c in readable { c.readAvailable(into: &scratch) }
+            endBatch()
+            drainInbox(&stopDeadline)
+            flushDirty(&scratch)
+            let now = monotonicNanos()
+            if let d = stopDeadline {
+                if now > d || connections.allSatisfy({ $0 == nil || $0!.isIdle }) {
+                    for case let c? in connections { c.closeNow() }
+                    return
+                }
+            } else if now &- lastSweep > 1_000_000_000 {
+                lastSweep = now
+                sweepIdle(now)
+            }
+        }
+    }
+
+    /// Every request handed over this round: `afterBatch` once for them all.
+    private func endBatch() {
+        guard batchPending else { return }
+        batchPending = false
+        core.afterBatch?()
+    }
+
+    private func drainInbox(_ stopDeadline: inout UInt64?) {
+        let messages = inbox.withLock { q -> [Message] in
+            defer { q.removeAll(keepingCapacity: true) }
+            return q
+        }
+        for m in messages {
+            switch m {
+            case .adopt(let fd): adopt(fd)
+            case .answer(let c, let seq, let r): c.answered(seq, r)
+            case .resume(let c): markDirty(c)
+            case .stop:
+                guard !isStopping else { continue }
+                isStopping = true
+                stopDeadline = monotonicNanos() + 1_000_000_000
+                for case let c? in connections { c.answerWaitingWhileStopping() }
+            }
+        }
+    }
+
+    private func adopt(_ fd: Int32) {
+        guard !isStopping else {
+            close(fd)
+            group?.open.subtract(1, ordering: .relaxed)
+            return
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let c = HTTP1Connection(fd: fd, loop: self)
+        if Int(fd) >= connections.count { connections += Array(repeating: nil, count: Int(fd) + 1 - connections.count) }
+        connections[Int(fd)] = c
+        var ev = epoll_event()
+        ev.events = FCM_EPOLLIN | FCM_EPOLLOUT | FCM_EPOLLRDHUP | FCM_EPOLLET
+        ev.data.fd = fd
+        guard epoll_ctl(epollFD, Int32(EPOLL_CTL_ADD), fd, &ev) == 0 else {
+            c.closeNow()
+            return
+        }
+    }
+
+    private func flushDirty(_ scratch: inout [UInt8]) {
+        // Flushing may read more (room made for pipelined requests), which may answer more.
+        var rounds = 0
+        while !dirty.isEmpty && rounds < 8 {
+            rounds += 1
+            let d = date(now: time(nil))
+            let list = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for c in list {
+                c.isDirty = false
+                c.flush(date: d)
+            }
+            let more = again
+            again.removeAll(keepingCapacity: true)
+            for c in more where !c.closed { c.readAvailable(into: &scratch) }
+            endBatch()
+        }
+    }
+
+    /// Closes connections idle longer than libmicrohttpd's time-out was (300 s).
+    private func sweepIdle(_ now: UInt64) {
+        for case let c? in connections where c.isIdle && now &- c.lastActivity > 300 * 1_000_000_000 { c.closeNow() }
+    }
+
+    /// The `Date` field's value (RFC 9110's IMF-fixdate), made once a second.
+    private func date(now: time_t) -> [UInt8] {
+        if Int(now) == dateSecond { return date }
+        var t = now
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let text = "\(days[Int(tm.tm_wday)]), \(two(tm.tm_mday)) \(months[Int(tm.tm_mon)]) \(tm.tm_year + 1900) "
+            + "\(two(tm.tm_hour)):\(two(tm.tm_min)):\(two(tm.tm_sec)) GMT"
+        date = Array(text.utf8)
+        dateSecond = Int(now)
+        return date
+    }
+}

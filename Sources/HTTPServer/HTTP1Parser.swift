@@ -1,0 +1,382 @@
+/// The pure part of HTTP/1.1 (RFC 9112) for the plain port's own loop: a request's head parsed
+/// from its bytes, a chunked body decoded as it arrives, and an answer's head written as bytes.
+/// No I/O here; `HTTP1Connection` feeds it.
+
+/// How a request's body is framed.
+enum HTTP1BodyFraming: Equatable {
+    case none
+    case length(Int)
+    case chunked
+}
+
+/// Why a request cannot be served; each maps to the status the connection answers (and closes).
+enum HTTP1Refusal: Error, Equatable {
+    case badRequest(String)
+    /// The head is over the limit (431).
+    case headTooLarge
+    /// A transfer coding other than chunked (501).
+    case unsupportedCoding
+    /// Not HTTP/1.0 or HTTP/1.1 (505).
+    case unsupportedVersion
+
+    var status: Int {
+        switch self {
+        case .badRequest: return 400
+        case .headTooLarge: return 431
+        case .unsupportedCoding: return 501
+        case .unsupportedVersion: return 505
+        }
+    }
+
+    var text: String {
+        switch self {
+        case .badRequest(let why): return "bad request: \(why)\n"
+        case .headTooLarge: return "request header fields too large\n"
+        case .unsupportedCoding: return "only the chunked transfer coding is supported\n"
+        case .unsupportedVersion: return "only HTTP/1.0 and HTTP/1.1 are supported\n"
+        }
+    }
+}
+
+/// A request's head: the request line and the header fields, as the handler will see them.
+struct HTTP1Head {
+    var method = ""
+    /// The path, still percent-encoded, without the query.
+    var path = ""
+    var rawQuery: [(String, String?)] = []
+    var headers: [(name: String, value: String)] = []
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    var minorVersion = 1
+    var framing = HTTP1BodyFraming.none
+    /// The connection stays open after the answer (HTTP/1.1 without `Connection: close`, or
+    /// HTTP/1.0 with `Connection: keep-alive`).
+    var keepAlive = true
+    /// `Expect: 100-continue`: the client waits for an interim answer before sending the body.
+    var expectsContinue = false
+    var isHead: Bool { method == "HEAD" }
+}
+
+enum HTTP1Parser {
+    /// Where the head ends in `bytes` (the index after its empty line), or nil while incomplete.
+    /// Lines end with CRLF or a bare LF (RFC 9112 §2.2 lets a server accept both).
+    static func headEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        var i = Swift.max(start, 0)
+        while i < bytes.count {
+            if bytes[i] == 10 {
+                // An empty line: LF LF, or LF CR LF.
+                if i + 1 < bytes.count && bytes[i + 1] == 10 { return i + 2 }
+                if i + 2 < bytes.count && bytes[i + 1] == 13 && bytes[i + 2] == 10 { return i + 3 }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// Parses a complete head (`bytes` up to `headEnd`, empty lines before the request line
+    /// allowed as RFC 9112 §2.2 asks).
+    static func parseHead(_ bytes: UnsafeBufferPointer<UInt8>) throws(HTTP1Refusal) -> HTTP1Head {
+        var lines: [Range<Int>] = []
+        lines.reserveCapacity(16)
+        var start = 0
+        for i in 0..<bytes.count where bytes[i] == 10 {
+            var end = i
+            if end > start && bytes[end - 1] == 13 { end -= 1 }
+            if !(lines.isEmpty && end == start) { lines.append(start..<end) }  // leading empty lines
+            start = i + 1
+        }
+        while let last = lines.last, last.isEmpty { lines.removeLast() }
+        guard let requestLine = lines.first else { throw .badRequest("no request line") }
+        var head = HTTP1Head()
+        try parseRequestLine(UnsafeBufferPointer(rebasing: bytes[requestLine]), into: &head)
+        head.headers.reserveCapacity(lines.count - 1)
+        var contentLength: Int?
+        var codings: [String] = []
+        var connectionTokens: [String] = []
+        for r in lines.dropFirst() {
+            let line = UnsafeBufferPointer(rebasing: bytes[r])
+            guard let first = line.first, first != 32, first != 9 else { throw .badRequest("folded header line") }
+            guard let colon = line.firstIndex(of: 58), colon > 0 else { throw .badRequest("header line without a name") }
+            for b in line[0..<colon] where !isTokenByte(b) { throw .badRequest("bad header name") }
+            var vs = colon + 1, ve = line.count
+            while vs < ve && (line[vs] == 32 || line[vs] == 9) { vs += 1 }
+            while ve > vs && (line[ve - 1] == 32 || line[ve - 1] == 9) { ve -= 1 }
+            for b in line[vs..<ve] where b == 0 || b == 13 || b == 10 { throw .badRequest("bad header value") }
+            let name = String(decoding: UnsafeBufferPointer(rebasing: line[0..<colon]), as: UTF8.self)
+            let value = String(decoding: UnsafeBufferPointer(rebasing: line[vs..<ve]), as: UTF8.self)
+            switch colon {
+            case 6 where equalIgnoringASCIICase(name, "Expect"):
+                if equalIgnoringASCIICase(value, "100-continue") { head.expectsContinue = head.minorVersion == 1 }
+            case 10 where equalIgnoringASCIICase(name, "Connection"):
+                connectionTokens += tokens(value)
+            case 14 where equalIgnoringASCIICase(name, "Content-Length"):
+                guard let n = decimal(UnsafeBufferPointer(rebasing: line[vs..<ve])) else { throw .badRequest("bad Content-Length") }
+                if let c = contentLength, c != n { throw .badRequest("conflicting Content-Length fields") }
+                contentLength = n
+            case 17 where equalIgnoringASCIICase(name, "Transfer-Encoding"):
+                codings += tokens(value)
+            default:
+                break
+            }
+            head.headers.append((name: name, value: value))
+        }
+        if !codings.isEmpty {
+            // Both framings at once is how requests are smuggled: refused (RFC 9112 §6.3).
+            guard contentLength == nil else { throw .badRequest("both Content-Length and Transfer-Encoding") }
+            guard codings == ["chunked"], head.minorVersion == 1 else { throw .unsupportedCoding }
+            head.framing = .chunked
+        } else if let n = contentLength, n > 0 {
+            head.framing = .length(n)
+        }
+        if head.minorVersion == 1 {
+            head.keepAlive = !connectionTokens.contains("close")
+        } else {
+            head.keepAlive = connectionTokens.contains("keep-alive")
+        }
+        return head
+    }
+
+    /// `method SP target SP HTTP/1.x`; the target in origin form (or absolute form, reduced to
+    /// its path, or `*`).
+    private static func parseRequestLine(_ line: UnsafeBufferPointer<UInt8>, into head: inout HTTP1Head) throws(HTTP1Refusal) {
+        guard let sp1 = line.firstIndex(of: 32), let sp2 = line.lastIndex(of: 32), sp2 > sp1 + 1 else {
+            throw .badRequest("malformed request line")
+        }
+        let method = line[0..<sp1], target = line[(sp1 + 1)..<sp2], version = line[(sp2 + 1)...]
+        guard !method.isEmpty, method.allSatisfy(isTokenByte) else { throw .badRequest("bad method") }
+        guard version.count == 8, version.starts(with: "HTTP/1.".utf8) else {
+            if version.starts(with: "HTTP/".utf8) { throw .unsupportedVersion }
+            throw .badRequest("malformed request line")
+        }
+        switch version[version.startIndex + 7] {
+        case 48: head.minorVersion = 0
+        case 49: head.minorVersion = 1
+        default: throw .unsupportedVersion
+        }
+        for b in target where b <= 32 || b == 127 { throw .badRequest("bad request target") }
+        head.method = String(decoding: UnsafeBufferPointer(rebasing: method), as: UTF8.self)
+        var t = target[...]
+        if t.first != 47 {  // not "/": absolute form ("http://host/path") or "*"
+            if t.elementsEqual("*".utf8) {
+                head.path = "*"
+                return
+            }
+            guard let scheme = t.firstRange(of: "://".utf8) else { throw .badRequest("bad request target") }
+            let rest = t[scheme.upperBound...]
+            t = rest.firstIndex(of: 47).map { rest[$0...] } ?? rest[rest.endIndex...]
+        }
+        let q = t.firstIndex(of: 63)
+        let pathPart = q.map { t[..<$0] } ?? t
+        head.path = pathPart.isEmpty ? "/" : String(decoding: UnsafeBufferPointer(rebasing: pathPart), as: UTF8.self)
+        if let q {
+            for piece in t[(q + 1)...].split(separator: 38, omittingEmptySubsequences: true) {
+                if let eq = piece.firstIndex(of: 61) {
+                    head.rawQuery.append((String(decoding: UnsafeBufferPointer(rebasing: piece[..<eq]), as: UTF8.self),
+                                          String(decoding: UnsafeBufferPointer(rebasing: piece[(eq + 1)...]), as: UTF8.self)))
+                } else {
+                    head.rawQuery.append((String(decoding: UnsafeBufferPointer(rebasing: piece), as: UTF8.self), nil))
+                }
+            }
+        }
+    }
+
+    /// RFC 9110's `tchar`.
+    @inline(__always) static func isTokenByte(_ b: UInt8) -> Bool {
+        switch b {
+        case 48...57, 65...90, 97...122: return true
+        case 33, 35, 36, 37, 38, 39, 42, 43, 45, 46, 94, 95, 96, 124, 126: return true
+        default: return false
+        }
+    }
+
+    /// A non-negative decimal without sign or spaces (at most 18 digits), else nil.
+    static func decimal(_ digits: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var n = 0
+        for b in digits {
+            guard b >= 48 && b <= 57 else { return nil }
+            n = n * 10 + Int(b - 48)
+        }
+        return n
+    }
+
+    /// A comma-separated list's members, trimmed and lower-cased.
+    private static func tokens(_ value: String) -> [String] {
+        value.split(separator: ",").map { $0.trimmingASCIISpaces().lowercased() }.filter { !$0.isEmpty }
+    }
+}
+
+extension Substring {
+    func trimmingASCIISpaces() -> String {
+        var s = self[...]
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}
+
+/// Decodes a chunked body (RFC 9112 §7.1) as its bytes arrive: chunk sizes (extensions
+/// ignored), data, and the trailer section (dropped).
+struct ChunkedDecoder {
+    enum State: Equatable {
+        case size
+        case data(Int)
+        case dataEnd
+        case trailer
+        case done
+    }
+    private(set) var state = State.size
+    /// Longest size or trailer line taken.
+    static let maxLine = 4096
+
+    /// Consumes what it can of `bytes`, handing each piece of data to `data`; returns how many
+    /// bytes were consumed (the rest waits for more input, a line being incomplete).
+    mutating func feed(_ bytes: UnsafeBufferPointer<UInt8>, data: (UnsafeBufferPointer<UInt8>) -> Void) throws(HTTP1Refusal) -> Int {
+        var i = 0
+        while i < bytes.count && state != .done {
+            switch state {
+            case .size, .trailer, .dataEnd:
+                guard let lf = bytes[i...].firstIndex(of: 10) else {
+                    if bytes.count - i > Self.maxLine { throw .badRequest("chunk line too long") }
+                    return i
+                }
+                var end = lf
+                if end > i && bytes[end - 1] == 13 { end -= 1 }
+                let line = UnsafeBufferPointer(rebasing: bytes[i..<end])
+                i = lf + 1
+                switch state {
+                case .dataEnd:
+                    guard line.isEmpty else { throw .badRequest("chunk data longer than its size") }
+                    state = .size
+                case .trailer:
+                    if line.isEmpty { state = .done }
+                default:
+                    let sizeEnd = line.firstIndex(where: { $0 == 59 || $0 == 32 || $0 == 9 }) ?? line.count
+                    guard sizeEnd > 0, sizeEnd <= 15 else { throw .badRequest("bad chunk size") }
+                    var n = 0
+                    for b in line[0..<sizeEnd] {
+                        guard let d = hexValue(b) else { throw .badRequest("bad chunk size") }
+                        n = n * 16 + d
+                    }
+                    state = n == 0 ? .trailer : .data(n)
+                }
+            case .data(let left):
+                let n = Swift.min(left, bytes.count - i)
+                data(UnsafeBufferPointer(rebasing: bytes[i..<(i + n)]))
+                i += n
+                state = left == n ? .dataEnd : .data(left - n)
+            case .done:
+                break
+            }
+        }
+        return i
+    }
+
+    private func hexValue(_ b: UInt8) -> Int? {
+        switch b {
+        case 48...57: return Int(b - 48)
+        case 65...70: return Int(b - 55)
+        case 97...102: return Int(b - 87)
+        default: return nil
+        }
+    }
+}
+
+/// An answer's head as bytes.
+enum HTTP1Answer {
+    /// `HTTP/1.1 status reason`, the date, `Connection: close` when closing (`Keep-Alive` for an
+    /// HTTP/1.0 client that stays), the handler's fields, then the framing and the empty line (the
+    /// order libmicrohttpd wrote, which tests compare byte for byte). `length` nil: a chunked
+    /// (streamed) body, or one ended by closing when `chunked` is false.
+    static func appendHead(status: Int, headers: [(String, String)], length: Int?, chunked: Bool, close: Bool,
+                           keepAlive10: Bool = false, date: [UInt8], into out: inout [UInt8]) {
+        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status, into: &out)
+        out.append(32)
+        out.append(contentsOf: reason(status).utf8)
+        out.append(contentsOf: "\r\nDate: ".utf8)
+        out.append(contentsOf: date)
+        out.append(contentsOf: "\r\n".utf8)
+        if close {
+            out.append(contentsOf: "Connection: close\r\n".utf8)
+        } else if keepAlive10 {
+            out.append(contentsOf: "Connection: Keep-Alive\r\n".utf8)
+        }
+        for (name, value) in headers {
+            // The framing is ours to write; a handler's own would contradict it.
+            if equalIgnoringASCIICase(name, "Content-Length") || equalIgnoringASCIICase(name, "Transfer-Encoding")
+                || equalIgnoringASCIICase(name, "Connection") { continue }
+            out.append(contentsOf: name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            for b in value.utf8 where b != 13 && b != 10 { out.append(b) }  // no header injection
+            out.append(contentsOf: "\r\n".utf8)
+        }
+        let bodyless = status == 204 || (100..<200).contains(status)
+        if let length, !bodyless {
+            out.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(length, into: &out)
+            out.append(contentsOf: "\r\n".utf8)
+        } else if chunked && !bodyless && status != 304 {
+            out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
+        }
+        out.append(contentsOf: "\r\n".utf8)
+    }
+
+    static func appendDecimal(_ n: Int, into out: inout [UInt8]) {
+        if n >= 10 { appendDecimal(n / 10, into: &out) }
+        out.append(UInt8(48 + n % 10))
+    }
+
+    static func appendHex(_ n: Int, into out: inout [UInt8]) {
+        if n >= 16 { appendHex(n / 16, into: &out) }
+        out.append(Array("0123456789abcdef".utf8)[n % 16])
+    }
+
+    /// RFC 9110's reason phrases for the statuses the mock sends (others: a generic one).
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 303: return "See Other"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 411: return "Length Required"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        case 507: return "Insufficient Storage"
+        default:
+            switch status / 100 {
+            case 1: return "Informational"
+            case 2: return "Success"
+            case 3: return "Redirection"
+            case 4: return "Client Error"
+            default: return "Server Error"
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+@testable import HTTPServer
+import Platform
+import XCTest
+
+/// Where the plain port's own HTTP/1.1 loop is stricter or more exact than libmicrohttpd was
+/// (each case below was wrong there), a streamed answer over HTTP/1.1, and the pure parts
+/// (head parser, chunked decoder) on their own.
+final class HTTP1StrictnessTests: XCTestCase {
+    func testAnInvalidContentLengthGetsOne400AndACloseWithoutTheHandler() throws {
+        let (server, seen) = try echoServer()
+        let c = try RawHTTP1(port: server.port)
+        c.write("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\nabc")
+        guard let a = c.readAnswer() else { return XCTFail("no answer") }
+        XCTAssertEqual(a.status, 400)
+        assertClosed(c, "one answer, then the close")
+        XCTAssertEqual(seen.withLock { $0.count }, 0)
+    }
+
+    func testHeaderValuesLoseTrailingWhitespace() throws {
+        let (server, seen) = try echoServer()
+        let c = try RawHTTP1(port: server.port)
+        c.write("GET / HTTP/1.1\r\nHost: t\r\nX-Test:  Value \t\r\n\r\n")
+        assertEcho(c, "")
+        XCTAssertEqual(seen.withLock { $0.first?.header("x-test") }, "Value")
+    }
+
+    func testWhitespaceBeforeAChunkExtensionIsAccepted() throws {
+        let (server, _) = try echoServer()
+        let c = try RawHTTP1(port: server.port)
+        c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 ;name=value\r\nhello\r\n0\r\n\r\n")
+        assertEcho(c, "hello")
+    }
+
+    func testBothFramingsAtOnceAreRefusedAndClosed() throws {
+        let (server, seen) = try echoServer()
+        let c = try RawHTTP1(port: server.port)
+        // A request smuggler's opening: the two framings disagree on where the body ends.
+        c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+        guard let a = c.readAnswer() else { return XCTFail("no answer") }
+        XCTAssertEqual(a.status, 400)
+        assertClosed(c)
+        XCTAssertEqual(seen.withLock { $0.count }, 0)
+    }
+
+    func testARequestWithoutHostIsStillServed() throws {
+        // RFC 9112 asks for 400; libmicrohttpd served it, and clients written against the mock
+        // keep working.
+        let (server, _) = try echoServer()
+        let c = try RawHTTP1(port: server.port)
+        c.write("GET /nohost HTTP/1.1\r\n\r\n")
+        assertEcho(c, "", path: "/nohost")
+    }
+
+    func testHTTP10KeepAliveStaysOpen() throws {
+        let (server, _) = try echoServer()
+        let c = try RawHTTP1(port: server.port)
+        for i in 0..<2 {
+            c.write("GET /k\(i) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            guard let a = c.readAnswer() else { return XCTFail("request \(i) not answered") }
+            XCTAssertEqual(a.header("connection")?.lowercased(), "keep-alive")
+            XCTAssertEqual(a.header("x-path"), "/k\(i)")
+        }
+    }
+
+    func testAStreamedAnswerIsChunkedAndTheConnectionGoesOnAfterIt() throws {
+        let server = try serve { r, responder in
+            guard r.path == "/stream" else { return responder.send(HTTPResponse(status: 200, body: Array("after".utf8))) }
+            let stream = HTTPStream()
+            var answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")])
+            answer.stream = stream
+            responder.send(answer)
+            spawnThread {
+                for i in 0..<3 {
+                    usleep(20_000)
+                    stream.write(Array("data: \(i)\n\n".utf8))
+                }
+                stream.finish()
+            }
+        }
+        let c = try RawHTTP1(port: server.port)
+        c.write("GET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /next HTTP/1.1\r\nHost: t\r\n\r\n")
+        guard let a = c.readAnswer() else { return XCTFail("stream not answered") }
+        XCTAssertEqual(a.header("transfer-encoding"), "chunked")
+        XCTAssertEqual(a.text, "data: 0\n\ndata: 1\n\ndata: 2\n\n")
+        guard let b = c.readAnswer() else { return XCTFail("the request after the stream was not answered") }
+        XCTAssertEqual(b.text, "after")
+    }
+
+    func testAStreamedAnswerToHTTP10EndsWithTheConnection() throws {
+        let server = try serve { _, responder in
+            let stream = HTTPStream()
+            var answer = HTTPResponse(status: 200)
+            answer.stream = stream
+            responder.send(answer)
+            stream.write(Array("one\n".utf8))
+            stream.finish()
+        }
+        let c = try RawHTTP1(port: server.port)
+        c.write("GET /stream HTTP/1.0\r\n\r\n")
+        guard let a = c.readAnswer() else { return XCTFail("no answer") }
+        XCTAssertNil(a.header("transfer-encoding"), "HTTP/1.0 knows no chunked coding")
+        XCTAssertEqual(a.text, "one\n")
+    }
+}
+
+/// The head parser and the chunked decoder, without a socket.
+final class HTTP1ParserTests: XCTestCase {
+    /// The head as one line: method, path, query, version, framing, keep-alive.
+    func parse(_ text: String) -> Result<String, HTTP1Refusal> {
+        let bytes: [UInt8] = Array(text.utf8)
+        return bytes.withUnsafeBufferPointer { b in
+            do throws(HTTP1Refusal) {
+                let h = try HTTP1Parser.parseHead(b)
+                let query = h.rawQuery.map { pair in pair.1.map { "\(pair.0)=\($0)" } ?? pair.0 }.joined(separator: " ")
+                return .success("\(h.method) \(h.path) [\(query)] 1.\(h.minorVersion) \(h.framing) \(h.keepAlive ? "keep" : "close")")
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    func testHeads() {
+        XCTAssertEqual(try parse("\r\nGET /a?x=1&y HTTP/1.1\r\nHost: h\r\n\r\n").get(), "GET /a [x=1 y] 1.1 none keep")
+        XCTAssertEqual(try parse("POST http://host:80/p HTTP/1.0\nContent-Length: 5\n\n").get(), "POST /p [] 1.0 length(5) close")
+        XCTAssertEqual(try parse("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: Close\r\n\r\n").get(),
+                       "PUT / [] 1.1 chunked close")
+        XCTAssertEqual(try parse("OPTIONS * HTTP/1.1\r\n\r\n").get(), "OPTIONS * [] 1.1 none keep")
+        XCTAssertEqual(parse("GET / HTTP/2.0\r\n\r\n"), .failure(.unsupportedVersion))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"), .failure(.unsupportedCoding))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n").map { _ in "" },
+                       .failure(.badRequest("conflicting Content-Length fields")))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n").map { _ in "" }, .failure(.badRequest("folded header line")))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nBad Name: a\r\n\r\n").map { _ in "" }, .failure(.badRequest("bad header name")))
+        XCTAssertEqual(parse("GET /\u{7f} HTTP/1.1\r\n\r\n").map { _ in "" }, .failure(.badRequest("bad request target")))
+    }
+
+    func testChunkedDecoderTakesAnyPieces() throws {
+        let wire = Array("3;x=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: v\r\n\r\nNEXT".utf8)
+        // Fed one byte more at a time, as a slow client sends it.
+        var decoder = ChunkedDecoder()
+        var pending: [UInt8] = []
+        var body: [UInt8] = []
+        var used = 0
+        for b in wire where decoder.state != .done {
+            pending.append(b)
+            let n = try pending.withUnsafeBufferPointer { try decoder.feed($0) { body += $0 } }
+            pending.removeFirst(n)
+            used += n
+        }
+        XCTAssertEqual(String(decoding: body, as: UTF8.self), "abc0123456789abcdef")
+        XCTAssertEqual(used, wire.count - 4, "the bytes after the body are left for the next request")
+        var bad = ChunkedDecoder()
+        XCTAssertThrowsError(try Array("zz\r\n".utf8).withUnsafeBufferPointer { try bad.feed($0) { _ in } })
+    }
+}
