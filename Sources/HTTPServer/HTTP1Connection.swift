@@ -43,6 +43,8 @@ final class HTTP1Connection: @unchecked Sendable {
     static let maxInFlight = 32
     /// Largest request head (request line and fields): beyond, 431.
     static let maxHeadBytes = 64 * 1024
+    /// Requests with a larger body are handled on a worker thread, not on the loop.
+    static let offLoopBodyBytes = 16 * 1024
 
     private var input: [UInt8] = []
     /// Bytes of `input` already taken; where the search for the head's end resumes.
@@ -99,7 +101,8 @@ final class HTTP1Connection: @unchecked Sendable {
             if n > 0 {
                 lastActivity = monotonicNanos()
                 if taken == input.count {
-                    input.removeAll(keepingCapacity: true)
+                    // A large body's room is given back; a usual request's is kept.
+                    input.removeAll(keepingCapacity: input.capacity <= 16 * 1024)
                     taken = 0
                     scanned = 0
                 } else if taken > 64 * 1024 {
@@ -248,6 +251,18 @@ final class HTTP1Connection: @unchecked Sendable {
             responder.send(ServerCore.shuttingDown)
             return
         }
+        if request.body.count > Self.offLoopBodyBytes {
+            // A large body (a multicast to a thousand tokens) takes milliseconds to handle: on a
+            // worker, so the loop's other requests are not held up behind it, and several such
+            // run on both cores at once. It commits its own writes (not `inBatch`).
+            request.inBatch = false
+            let own = request
+            loop.workers.run {
+                core.handler(own, responder)
+                core.handing.subtract(1, ordering: .sequentiallyConsistent)
+            }
+            return
+        }
         loop.batchPending = true
         core.handler(request, responder)
         core.handing.subtract(1, ordering: .sequentiallyConsistent)
@@ -304,7 +319,7 @@ final class HTTP1Connection: @unchecked Sendable {
         }
         guard send() else { return }
         if closeWhenDone && slots.isEmpty && streaming == nil && sent == output.count {
-            closeNow()
+            closeNow(lingering: !peerDone)
             return
         }
         // Answers made room: read what waited behind them.
@@ -402,19 +417,25 @@ final class HTTP1Connection: @unchecked Sendable {
             closeNow()
             return false
         }
-        if output.capacity > 1 << 20 {
-            output = []
-        } else {
-            output.removeAll(keepingCapacity: true)
-        }
+        output.removeAll(keepingCapacity: output.capacity <= 16 * 1024)
         sent = 0
         return true
     }
 
     /// Closes the socket; answers that come later are dropped, a stream is released.
-    func closeNow() {
+    /// `lingering`: after the last answer, the client may still be sending (requests behind a
+    /// `Connection: close`, a refused body); closing with unread bytes would reset the
+    /// connection and could destroy the answer in the client's buffers, so our side is shut
+    /// first and what has arrived is read and dropped.
+    func closeNow(lingering: Bool = false) {
         guard !closed else { return }
         closed = true
+        if lingering {
+            shutdown(fd, Int32(SHUT_WR))
+            var sink = [UInt8](repeating: 0, count: 16 * 1024)
+            var reads = 0
+            while reads < 64 && recv(fd, &sink, sink.count, 0) > 0 { reads += 1 }
+        }
         slots.removeAll()
         if let s = streaming?.stream { s.released() }
         streaming = nil

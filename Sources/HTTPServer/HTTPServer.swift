@@ -39,6 +39,7 @@ public final class HTTPServer: Sendable {
     private let listenFD: Int32
     let stopped = Atomic<Bool>(false)
     private let threads: Int
+    private let http1Loops: Int
     private let tls: HTTPServerTLS?
     let http2Limits: HTTP2Limits
     /// Accept loops: the plain port's sniffer (nil with `--http-tls`, where libmicrohttpd
@@ -54,11 +55,16 @@ public final class HTTPServer: Sendable {
     /// With `tls`, the port speaks HTTPS through libmicrohttpd; without it, the port also speaks
     /// h2c (HTTP/2 with prior knowledge). With `https`, a second port speaks TLS with ALPN `h2`
     /// and `http/1.1`.
+    /// `threads` is libmicrohttpd's pool (its HTTPS connections); `http1Loops` the plain port's
+    /// HTTP/1.1 loops. One by default: it serves the bench's 32 connections at the same req/s as
+    /// four, at 20-30% less CPU per send, since its round's sends are committed on it with no
+    /// other committer to wait for or hand over to (docs/performance.md); a handler that blocks
+    /// delays the other HTTP/1.1 connections for that long.
     /// `accessLog` is called once per answered request, on the thread that sends the answer.
-    /// `afterBatch`, when given, is called on an HTTP/2 connection's thread after it has handed
-    /// `handler` every request it read in one go (those requests are marked `inBatch`), so work
-    /// they leave pending can be done once for all of them.
-    public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, tls: HTTPServerTLS? = nil,
+    /// `afterBatch`, when given, is called on an HTTP/1.1 loop's or an HTTP/2 connection's thread
+    /// after it has handed `handler` every request it read in one go (those requests are marked
+    /// `inBatch`), so work they leave pending can be done once for all of them.
+    public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, http1Loops: Int = 1, tls: HTTPServerTLS? = nil,
                 https: HTTPSListenerOptions? = nil, http2Limits: HTTP2Limits = HTTP2Limits(),
                 accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, afterBatch: (@Sendable () -> Void)? = nil,
                 handler: @escaping HTTPHandler) throws(SocketError) {
@@ -81,6 +87,7 @@ public final class HTTPServer: Sendable {
         self.host = host
         self.port = boundPort
         self.threads = max(1, threads)
+        self.http1Loops = max(1, http1Loops)
         self.http2Limits = http2Limits
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog, afterBatch: afterBatch)
         self.plainFace = DaemonFace(core: core, secure: false)
@@ -114,7 +121,7 @@ public final class HTTPServer: Sendable {
             main = m
         } else {
             // The plain port: HTTP/1.1 on our own loops, h2c on HTTP/2 connections.
-            guard let loops = HTTP1Loops(count: threads, core: core, maxConnections: Self.connectionLimit()) else {
+            guard let loops = HTTP1Loops(count: http1Loops, core: core, maxConnections: Self.connectionLimit()) else {
                 throw SocketError("could not start the HTTP server on \(host):\(port)")
             }
             http1.withLock { $0 = loops }

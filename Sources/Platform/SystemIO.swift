@@ -50,6 +50,17 @@ public enum SystemIO {
         return unsafeBitCast(mallopt, to: (@convention(c) (Int32, Int32) -> Int32).self)(mArenaMax, n) == 1
     }
 
+    /// Serves every allocation of `bytes` or more with its own mapping, returned to the system
+    /// when freed (glibc's `mallopt(M_MMAP_THRESHOLD, bytes)`; setting it also stops glibc from
+    /// raising the threshold after each large free, which otherwise leaves large request bodies
+    /// and answers in the arenas). False when the C library has no such setting.
+    @discardableResult
+    public static func mapLargeAllocations(from bytes: Int32) -> Bool {
+        guard let mallopt = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return false }
+        let mMmapThreshold: Int32 = -3
+        return unsafeBitCast(mallopt, to: (@convention(c) (Int32, Int32) -> Int32).self)(mMmapThreshold, bytes) == 1
+    }
+
     /// The whole file, or nil when it cannot be read.
     public static func readFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

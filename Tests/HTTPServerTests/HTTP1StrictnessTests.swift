@@ -1,3 +1,4 @@
+import Dispatch
 @testable import HTTPServer
 import Platform
 import XCTest
@@ -60,6 +61,27 @@ final class HTTP1StrictnessTests: XCTestCase {
             XCTAssertEqual(a.header("connection")?.lowercased(), "keep-alive")
             XCTAssertEqual(a.header("x-path"), "/k\(i)")
         }
+    }
+
+    func testALargeBodyIsHandledOffTheLoopSoSmallRequestsGoOn() throws {
+        // The large request's handler waits for the small one's: on the loop itself it would
+        // wait in vain (the small request is read only after it returns).
+        let smallSeen = DispatchSemaphore(value: 0)
+        let server = try serve { r, responder in
+            if r.path == "/small" {
+                smallSeen.signal()
+                return responder.send(HTTPResponse(status: 200, body: Array("small".utf8)))
+            }
+            let overlapped = smallSeen.wait(timeout: .now() + 5) == .success
+            responder.send(HTTPResponse(status: 200, body: Array("\(r.body.count) \(overlapped)".utf8)))
+        }
+        let big = try RawHTTP1(port: server.port)
+        big.write(HTTP1WireTests.post("/big", String(repeating: "x", count: 100_000)))
+        usleep(50_000)
+        let small = try RawHTTP1(port: server.port)
+        small.write(HTTP1WireTests.post("/small", "y"))
+        XCTAssertEqual(small.readAnswer()?.text, "small")
+        XCTAssertEqual(big.readAnswer()?.text, "100000 true")
     }
 
     func testAStreamedAnswerIsChunkedAndTheConnectionGoesOnAfterIt() throws {

@@ -1,3 +1,4 @@
+// Long because: the wire contract's cases and the raw client they all read answers with belong together.
 import HTTPServer
 import Platform
 import XCTest
