@@ -76,6 +76,9 @@ final class HTTP1Connection: @unchecked Sendable {
     /// edge-triggered epoll nothing says so again, so `flush` reads once answers made room.
     private var readBlocked = false
     private(set) var closed = false
+    /// Closed for answers, our side shut, the client's last bytes being read and dropped until
+    /// it closes or this moment passes (see `closeNow(lingering:)`).
+    private(set) var lingerUntil: UInt64?
     var isDirty = false
     var lastActivity = monotonicNanos()
 
@@ -85,14 +88,21 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     var isIdle: Bool { slots.isEmpty && streaming == nil && sent == output.count }
+    /// Answers wait in `output` for a client that does not read them.
+    var isStalled: Bool { sent < output.count }
+    /// Unsent answer bytes past which no more requests are read (a client that sends without
+    /// reading cannot make the server hold its answers without bound).
+    static let maxUnsentBytes = 256 * 1024
 
     // MARK: reading
 
     /// Reads everything the socket has (edge-triggered), handing complete requests over.
     func readAvailable(into scratch: inout [UInt8]) {
+        if lingerUntil != nil { return drainLingering(&scratch) }
         while !closed && !peerDone {
             if noMoreRequests { return }
-            if slots.count >= Self.maxInFlight || input.count - taken > 4 * Self.maxHeadBytes {
+            if slots.count >= Self.maxInFlight || input.count - taken > 4 * Self.maxHeadBytes
+                || output.count - sent > Self.maxUnsentBytes {
                 // Stop reading for now; `flush` reads again once answers have gone out.
                 readBlocked = true
                 return
@@ -136,16 +146,16 @@ final class HTTP1Connection: @unchecked Sendable {
                     if input.count - taken > Self.maxHeadBytes { refuse(.headTooLarge) }
                     return
                 }
+                if end - taken > Self.maxHeadBytes {
+                    refuse(.headTooLarge)
+                    return
+                }
                 let parsed = input.withUnsafeBufferPointer { all -> Result<HTTP1Head, HTTP1Refusal> in
                     do throws(HTTP1Refusal) {
                         return .success(try HTTP1Parser.parseHead(UnsafeBufferPointer(rebasing: all[taken..<end])))
                     } catch {
                         return .failure(error)
                     }
-                }
-                if end - taken > Self.maxHeadBytes {
-                    refuse(.headTooLarge)
-                    return
                 }
                 taken = end
                 scanned = end
@@ -271,6 +281,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// A request that cannot be served: its status, and the connection closes after it.
     private func refuse(_ why: HTTP1Refusal) {
         noMoreRequests = true
+        continuePending = false
         var r = HTTPResponse(status: why.status, contentType: "text/plain; charset=UTF-8", body: why.text)
         r.closeConnection = true
         slots.append(Slot(seq: nextSeq, responder: nil, response: r, isHead: false, keepAlive: false, chunkedOK: false))
@@ -282,9 +293,11 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// The answer of request `seq` (on the loop's thread).
     func answered(_ seq: UInt64, _ response: HTTPResponse) {
-        guard !closed, seq >= firstSeq else { return }
-        let i = Int(seq - firstSeq)
-        guard i < slots.count, slots[i].response == nil else { return }
+        let i = seq >= firstSeq ? Int(seq - firstSeq) : -1
+        guard !closed, i >= 0, i < slots.count, slots[i].response == nil else {
+            response.stream?.released()  // never sent: its producer learns the reader is gone
+            return
+        }
         slots[i].response = response
         loop.markDirty(self)
     }
@@ -323,7 +336,8 @@ final class HTTP1Connection: @unchecked Sendable {
             return
         }
         // Answers made room: read what waited behind them.
-        if readBlocked && !noMoreRequests && !peerDone && slots.count < Self.maxInFlight {
+        if readBlocked && !noMoreRequests && !peerDone && slots.count < Self.maxInFlight
+            && output.count - sent <= Self.maxUnsentBytes {
             readBlocked = false
             parse()
             loop.readAgain(self)
@@ -346,22 +360,23 @@ final class HTTP1Connection: @unchecked Sendable {
         if close {
             noMoreRequests = true
             closeWhenDone = true
+            continuePending = false
             // Nothing after this answer is sent: requests read behind it are dropped.
-            slots.removeAll()
+            dropSlots()
         }
         if let stream = r.stream {
             let chunked = slot.chunkedOK
             HTTP1Answer.appendHead(status: r.status, headers: r.headers, length: nil, chunked: chunked,
                                    close: close || !chunked, date: date, into: &output)
-            if slot.isHead {
-                stream.released()
-                if !chunked { closeWhenDone = true }
-                return true
-            }
             if !chunked {
                 noMoreRequests = true
                 closeWhenDone = true
-                slots.removeAll()
+                continuePending = false
+                dropSlots()
+            }
+            if slot.isHead {
+                stream.released()
+                return true
             }
             streaming = (stream, chunked, close || !chunked)
             let loop = self.loop
@@ -413,7 +428,14 @@ final class HTTP1Connection: @unchecked Sendable {
                 continue
             }
             if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }  // EPOLLOUT comes back
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                // EPOLLOUT comes back; what is sent already is not kept meanwhile.
+                if sent > 64 * 1024 {
+                    output.removeFirst(sent)
+                    sent = 0
+                }
+                return true
+            }
             closeNow()
             return false
         }
@@ -422,25 +444,56 @@ final class HTTP1Connection: @unchecked Sendable {
         return true
     }
 
-    /// Closes the socket; answers that come later are dropped, a stream is released.
-    /// `lingering`: after the last answer, the client may still be sending (requests behind a
+    /// Requests behind a closing answer are never answered: their streams are released.
+    private func dropSlots() {
+        for slot in slots { slot.response?.stream?.released() }
+        slots.removeAll()
+    }
+
+    /// Closes the connection for answers (later ones are dropped, streams released).
+    /// `lingering`: after the last answer the client may still be sending (requests behind a
     /// `Connection: close`, a refused body); closing with unread bytes would reset the
     /// connection and could destroy the answer in the client's buffers, so our side is shut
-    /// first and what has arrived is read and dropped.
+    /// first and what the client still sends is read and dropped until it closes, for at most
+    /// two seconds.
     func closeNow(lingering: Bool = false) {
         guard !closed else { return }
         closed = true
-        if lingering {
-            shutdown(fd, Int32(SHUT_WR))
-            var sink = [UInt8](repeating: 0, count: 16 * 1024)
-            var reads = 0
-            while reads < 64 && recv(fd, &sink, sink.count, 0) > 0 { reads += 1 }
-        }
-        slots.removeAll()
+        dropSlots()
         if let s = streaming?.stream { s.released() }
         streaming = nil
         input = []
         output = []
+        sent = 0
+        if lingering {
+            shutdown(fd, Int32(SHUT_WR))
+            lingerUntil = monotonicNanos() + 2_000_000_000
+            var scratch = [UInt8](repeating: 0, count: 4096)
+            drainLingering(&scratch)
+        } else {
+            release()
+        }
+    }
+
+    /// Reads and drops what a lingering client sends; closes at its end of input.
+    private func drainLingering(_ scratch: inout [UInt8]) {
+        while lingerUntil != nil {
+            let n = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
+            if n > 0 { continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            release()
+        }
+    }
+
+    /// A lingering connection whose time is up, or any connection at stop: the descriptor goes.
+    func abandon() {
+        if !closed { closeNow() } else if lingerUntil != nil { release() }
+    }
+
+    /// Gives the descriptor back and leaves the loop's table.
+    private func release() {
+        lingerUntil = nil
         loop.forget(self)
         close(fd)
     }

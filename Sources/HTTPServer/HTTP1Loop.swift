@@ -76,7 +76,9 @@ final class HTTP1Loop: @unchecked Sendable {
     let workers: OffLoopWorkers
     private let epollFD: Int32
     private let wakeFD: Int32
-    private let inbox = Mutex<[Message]>([])
+    /// Posted messages, and whether the thread has ended (its eventfd closed): a message posted
+    /// after the end is dropped, never written to a closed (or reused) descriptor.
+    private let inbox = Mutex<(messages: [Message], ended: Bool)>(([], false))
     private let thread = Atomic<UInt>(0)
     let ended = Atomic<Bool>(false)
 
@@ -106,22 +108,33 @@ final class HTTP1Loop: @unchecked Sendable {
         spawnThread { [self] in
             thread.store(UInt(pthread_self()), ordering: .releasing)
             run()
+            thread.store(0, ordering: .releasing)
             close(epollFD)
-            close(wakeFD)
+            inbox.withLock { q in
+                q.ended = true
+                q.messages = []
+                close(wakeFD)
+            }
             ended.store(true, ordering: .releasing)
         }
     }
 
     /// Hands a message to the loop thread (from any thread).
     func post(_ m: Message) {
-        let first = inbox.withLock { q -> Bool in
-            q.append(m)
-            return q.count == 1
+        var dropped: Message?
+        inbox.withLock { q in
+            guard !q.ended else {
+                dropped = m
+                return
+            }
+            q.messages.append(m)
+            if q.messages.count == 1 {
+                var one: UInt64 = 1
+                _ = write(wakeFD, &one, 8)
+            }
         }
-        if first {
-            var one: UInt64 = 1
-            _ = write(wakeFD, &one, 8)
-        }
+        // An answer that can no longer be sent: its stream's producer learns the reader is gone.
+        if case .answer(_, _, let r)? = dropped { r.stream?.released() }
     }
 
     /// Request `seq` of `c` is answered: at once on the loop thread (a commit it ran), else
@@ -167,7 +180,12 @@ final class HTTP1Loop: @unchecked Sendable {
                 }
                 guard Int(fd) < connections.count, let c = connections[Int(fd)] else { continue }
                 let ev = events[i].events
-                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP | FCM_EPOLLHUP | FCM_EPOLLERR) != 0 { readable.append(c) }
+                if ev & (FCM_EPOLLHUP | FCM_EPOLLERR) != 0 {
+                    // Reset or shut both ways: nothing more can be answered.
+                    c.abandon()
+                    continue
+                }
+                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP) != 0 { readable.append(c) }
                 if ev & FCM_EPOLLOUT != 0 { markDirty(c) }
             }
             drainInbox(&stopDeadline)
@@ -177,8 +195,8 @@ final class HTTP1Loop: @unchecked Sendable {
             flushDirty(&scratch)
             let now = monotonicNanos()
             if let d = stopDeadline {
-                if now > d || connections.allSatisfy({ $0 == nil || $0!.isIdle }) {
-                    for case let c? in connections { c.closeNow() }
+                if now > d || connections.allSatisfy({ $0 == nil || $0!.isIdle || $0!.lingerUntil != nil }) {
+                    for case let c? in connections { c.abandon() }
                     return
                 }
             } else if now &- lastSweep > 1_000_000_000 {
@@ -197,8 +215,8 @@ final class HTTP1Loop: @unchecked Sendable {
 
     private func drainInbox(_ stopDeadline: inout UInt64?) {
         let messages = inbox.withLock { q -> [Message] in
-            defer { q.removeAll(keepingCapacity: true) }
-            return q
+            defer { q.messages.removeAll(keepingCapacity: true) }
+            return q.messages
         }
         for m in messages {
             switch m {
@@ -254,9 +272,16 @@ final class HTTP1Loop: @unchecked Sendable {
         }
     }
 
-    /// Closes connections idle longer than libmicrohttpd's time-out was (300 s).
+    /// Closes connections idle, or not reading their answers, for longer than libmicrohttpd's
+    /// time-out was (300 s), and ends lingering closes whose time is up.
     private func sweepIdle(_ now: UInt64) {
-        for case let c? in connections where c.isIdle && now &- c.lastActivity > 300 * 1_000_000_000 { c.closeNow() }
+        for case let c? in connections {
+            if let until = c.lingerUntil {
+                if now > until { c.abandon() }
+            } else if (c.isIdle || c.isStalled) && now &- c.lastActivity > 300 * 1_000_000_000 {
+                c.closeNow()
+            }
+        }
     }
 
     /// The `Date` field's value (RFC 9110's IMF-fixdate), made once a second.

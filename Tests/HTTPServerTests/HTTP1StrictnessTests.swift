@@ -84,6 +84,62 @@ final class HTTP1StrictnessTests: XCTestCase {
         XCTAssertEqual(big.readAnswer()?.text, "100000 true")
     }
 
+    func testNoStray100ContinueAfterAClosingAnswer() throws {
+        let server = try serve { r, responder in
+            spawnThread {
+                usleep(100_000)
+                responder.send(HTTPResponse(status: 200, body: Array(r.path.utf8)))
+            }
+        }
+        let c = try RawHTTP1(port: server.port)
+        // A slow request, then one that waits for 100-continue but whose first chunk is garbage.
+        c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nPOST /p HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+        XCTAssertEqual(c.readAnswer()?.text, "/slow")
+        XCTAssertEqual(c.readAnswer()?.status, 400)
+        assertClosed(c, "nothing after the closing 400, no 100 Continue")
+    }
+
+    func testAStreamBehindAnUnsentAnswerIsReleasedWhenTheClientLeaves() throws {
+        let released = DispatchSemaphore(value: 0)
+        let server = try serve { r, responder in
+            guard r.path == "/events" else {
+                return spawnThread {
+                    usleep(300_000)
+                    responder.send(HTTPResponse(status: 200))
+                }
+            }
+            let stream = HTTPStream()
+            stream.onClose { released.signal() }
+            var answer = HTTPResponse(status: 200)
+            answer.stream = stream
+            responder.send(answer)
+        }
+        let c = try RawHTTP1(port: server.port)
+        c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+        usleep(50_000)
+        c.hangUp()
+        XCTAssertEqual(released.wait(timeout: .now() + 5), .success, "the stream's producer was told its reader is gone")
+    }
+
+    func testAClientThatDoesNotReadStopsBeingRead() throws {
+        let handled = Locked(0)
+        let server = try serve { _, responder in
+            handled.withLock { $0 += 1 }
+            responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 120, count: 256 * 1024)))
+        }
+        let c = try RawHTTP1(port: server.port)
+        // Requests until the socket takes no more (the server stopped reading), never reading
+        // an answer.
+        let request = Array("GET / HTTP/1.1\r\nHost: t\r\n\r\n".utf8)
+        var written = 0
+        while written < 100_000 && c.writeWithoutWaiting(request) { written += 1 }
+        usleep(300_000)
+        let n = handled.withLock { $0 }
+        XCTAssertGreaterThan(written, 1000)
+        XCTAssertLessThan(n, 200, "\(n) of \(written) requests handed over: answers piled up for a client that reads none")
+    }
+
     func testAStreamedAnswerIsChunkedAndTheConnectionGoesOnAfterIt() throws {
         let server = try serve { r, responder in
             guard r.path == "/stream" else { return responder.send(HTTPResponse(status: 200, body: Array("after".utf8))) }

@@ -365,6 +365,11 @@ final class RawHTTP1 {
     @discardableResult
     func write(_ text: String) -> Bool { write(Array(text.utf8)) }
 
+    /// Writes `bytes` whole if the socket takes them now; false when it would block.
+    func writeWithoutWaiting(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) } == bytes.count
+    }
+
     /// Reads more into the buffer; false at the end of the connection, on an error or time-out.
     private func fill(until deadline: UInt64) -> Bool {
         guard monotonicNanos() < deadline else { return false }
