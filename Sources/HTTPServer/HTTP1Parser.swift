@@ -2,6 +2,10 @@
 /// from its bytes, a chunked body decoded as it arrives, and an answer's head written as bytes.
 /// No I/O here; `HTTP1Connection` feeds it.
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// How a request's body is framed.
 enum HTTP1BodyFraming: Equatable {
     case none
@@ -61,64 +65,90 @@ enum HTTP1Parser {
     /// Lines end with CRLF or a bare LF (RFC 9112 §2.2 lets a server accept both).
     static func headEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
         var i = Swift.max(start, 0)
-        while i < bytes.count {
-            if bytes[i] == 10 {
-                // An empty line: LF LF, or LF CR LF.
-                if i + 1 < bytes.count && bytes[i + 1] == 10 { return i + 2 }
-                if i + 2 < bytes.count && bytes[i + 1] == 13 && bytes[i + 2] == 10 { return i + 3 }
-            }
-            i += 1
+        while let lf = nextLF(bytes, from: i) {
+            // An empty line: LF LF, or LF CR LF.
+            if lf + 1 < bytes.count && bytes[lf + 1] == 10 { return lf + 2 }
+            if lf + 2 < bytes.count && bytes[lf + 1] == 13 && bytes[lf + 2] == 10 { return lf + 3 }
+            i = lf + 1
         }
         return nil
+    }
+
+    /// The index of the next LF at or after `from` (memchr: a head is scanned many bytes at a
+    /// time).
+    @inline(__always) static func nextLF(_ bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        guard from < bytes.count, let base = bytes.baseAddress,
+              let p = memchr(base + from, 10, bytes.count - from) else { return nil }
+        return base.distance(to: p.assumingMemoryBound(to: UInt8.self))
     }
 
     /// Parses a complete head (`bytes` up to `headEnd`, empty lines before the request line
     /// allowed as RFC 9112 §2.2 asks).
     static func parseHead(_ bytes: UnsafeBufferPointer<UInt8>) throws(HTTP1Refusal) -> HTTP1Head {
-        var lines: [Range<Int>] = []
-        lines.reserveCapacity(16)
-        var start = 0
-        for i in 0..<bytes.count where bytes[i] == 10 {
-            var end = i
-            if end > start && bytes[end - 1] == 13 { end -= 1 }
-            if !(lines.isEmpty && end == start) { lines.append(start..<end) }  // leading empty lines
-            start = i + 1
-        }
-        while let last = lines.last, last.isEmpty { lines.removeLast() }
-        guard let requestLine = lines.first else { throw .badRequest("no request line") }
+        // One pass over the lines; the fields that frame the request are told apart by their
+        // bytes, so nothing is built for them beyond the strings the handler gets.
         var head = HTTP1Head()
-        try parseRequestLine(UnsafeBufferPointer(rebasing: bytes[requestLine]), into: &head)
-        head.headers.reserveCapacity(lines.count - 1)
+        var start = 0
+        var sawRequestLine = false
         var contentLength: Int?
         var codings: [String] = []
-        var connectionTokens: [String] = []
-        for r in lines.dropFirst() {
-            let line = UnsafeBufferPointer(rebasing: bytes[r])
-            guard let first = line.first, first != 32, first != 9 else { throw .badRequest("folded header line") }
+        var close = false, keepAlive = false
+        head.headers.reserveCapacity(12)
+        var i = 0
+        while let lf = nextLF(bytes, from: i) {
+            i = lf
+            var end = i
+            if end > start && bytes[end - 1] == 13 { end -= 1 }
+            let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            start = i + 1
+            i += 1
+            if line.isEmpty {
+                if sawRequestLine { break }
+                continue  // empty lines before the request line
+            }
+            if !sawRequestLine {
+                try parseRequestLine(line, into: &head)
+                sawRequestLine = true
+                continue
+            }
+            guard line[0] != 32, line[0] != 9 else { throw .badRequest("folded header line") }
             guard let colon = line.firstIndex(of: 58), colon > 0 else { throw .badRequest("header line without a name") }
             for b in line[0..<colon] where !isTokenByte(b) { throw .badRequest("bad header name") }
             var vs = colon + 1, ve = line.count
             while vs < ve && (line[vs] == 32 || line[vs] == 9) { vs += 1 }
             while ve > vs && (line[ve - 1] == 32 || line[ve - 1] == 9) { ve -= 1 }
-            for b in line[vs..<ve] where b == 0 || b == 13 || b == 10 { throw .badRequest("bad header value") }
-            let name = String(decoding: UnsafeBufferPointer(rebasing: line[0..<colon]), as: UTF8.self)
-            let value = String(decoding: UnsafeBufferPointer(rebasing: line[vs..<ve]), as: UTF8.self)
+            let valueBytes = UnsafeBufferPointer(rebasing: line[vs..<ve])
+            // No LF inside a line; a NUL or a bare CR is refused.
+            if let v = valueBytes.baseAddress, memchr(v, 0, valueBytes.count) != nil || memchr(v, 13, valueBytes.count) != nil {
+                throw .badRequest("bad header value")
+            }
+            let nameBytes = UnsafeBufferPointer(rebasing: line[0..<colon])
+            let value = String(decoding: valueBytes, as: UTF8.self)
             switch colon {
-            case 6 where equalIgnoringASCIICase(name, "Expect"):
-                if equalIgnoringASCIICase(value, "100-continue") { head.expectsContinue = head.minorVersion == 1 }
-            case 10 where equalIgnoringASCIICase(name, "Connection"):
-                connectionTokens += tokens(value)
-            case 14 where equalIgnoringASCIICase(name, "Content-Length"):
-                guard let n = decimal(UnsafeBufferPointer(rebasing: line[vs..<ve])) else { throw .badRequest("bad Content-Length") }
+            case 6 where same(nameBytes, "expect"):
+                if same(valueBytes, "100-continue") { head.expectsContinue = head.minorVersion == 1 }
+            case 10 where same(nameBytes, "connection"):
+                if same(valueBytes, "close") {
+                    close = true
+                } else if same(valueBytes, "keep-alive") {
+                    keepAlive = true
+                } else {
+                    let t = tokens(value)
+                    close = close || t.contains("close")
+                    keepAlive = keepAlive || t.contains("keep-alive")
+                }
+            case 14 where same(nameBytes, "content-length"):
+                guard let n = decimal(valueBytes) else { throw .badRequest("bad Content-Length") }
                 if let c = contentLength, c != n { throw .badRequest("conflicting Content-Length fields") }
                 contentLength = n
-            case 17 where equalIgnoringASCIICase(name, "Transfer-Encoding"):
+            case 17 where same(nameBytes, "transfer-encoding"):
                 codings += tokens(value)
             default:
                 break
             }
-            head.headers.append((name: name, value: value))
+            head.headers.append((name: String(decoding: nameBytes, as: UTF8.self), value: value))
         }
+        guard sawRequestLine else { throw .badRequest("no request line") }
         if !codings.isEmpty {
             // Both framings at once is how requests are smuggled: refused (RFC 9112 §6.3).
             guard contentLength == nil else { throw .badRequest("both Content-Length and Transfer-Encoding") }
@@ -127,12 +157,19 @@ enum HTTP1Parser {
         } else if let n = contentLength, n > 0 {
             head.framing = .length(n)
         }
-        if head.minorVersion == 1 {
-            head.keepAlive = !connectionTokens.contains("close")
-        } else {
-            head.keepAlive = connectionTokens.contains("keep-alive")
-        }
+        head.keepAlive = head.minorVersion == 1 ? !close : keepAlive
         return head
+    }
+
+    /// Whether `bytes` are `lower` (lower-case ASCII) in any case.
+    @inline(__always) static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        let l = lower.utf8Start
+        for i in 0..<bytes.count {
+            let b = bytes[i]
+            if (b >= 65 && b <= 90 ? b | 0x20 : b) != l[i] { return false }
+        }
+        return true
     }
 
     /// `method SP target SP HTTP/1.x`; the target in origin form (or absolute form, reduced to
@@ -302,12 +339,14 @@ enum HTTP1Answer {
             out.append(contentsOf: "Connection: Keep-Alive\r\n".utf8)
         }
         for (name, value) in headers {
-            // The framing is ours to write; a handler's own would contradict it.
-            if equalIgnoringASCIICase(name, "Content-Length") || equalIgnoringASCIICase(name, "Transfer-Encoding")
+            // The framing is ours to write; a handler's own would contradict it. (Names starting
+            // otherwise, the usual case, are not compared further.)
+            if let f = name.utf8.first, f | 0x20 == 99 || f | 0x20 == 116,
+               equalIgnoringASCIICase(name, "Content-Length") || equalIgnoringASCIICase(name, "Transfer-Encoding")
                 || equalIgnoringASCIICase(name, "Connection") { continue }
-            out.append(contentsOf: name.utf8)
+            appendClean(name, into: &out)
             out.append(contentsOf: ": ".utf8)
-            for b in value.utf8 where b != 13 && b != 10 { out.append(b) }  // no header injection
+            appendClean(value, into: &out)
             out.append(contentsOf: "\r\n".utf8)
         }
         let bodyless = status == 204 || (100..<200).contains(status)
@@ -319,6 +358,15 @@ enum HTTP1Answer {
             out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8)
         }
         out.append(contentsOf: "\r\n".utf8)
+    }
+
+    /// `text` without CR and LF (no header injection): copied whole when it has none.
+    @inline(__always) static func appendClean(_ text: String, into out: inout [UInt8]) {
+        if !text.utf8.contains(where: { $0 == 13 || $0 == 10 }) {
+            out.append(contentsOf: text.utf8)
+        } else {
+            for b in text.utf8 where b != 13 && b != 10 { out.append(b) }
+        }
     }
 
     static func appendDecimal(_ n: Int, into out: inout [UInt8]) {

@@ -210,6 +210,19 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n").map { _ in "" }, .failure(.badRequest("folded header line")))
         XCTAssertEqual(parse("GET / HTTP/1.1\r\nBad Name: a\r\n\r\n").map { _ in "" }, .failure(.badRequest("bad header name")))
         XCTAssertEqual(parse("GET /\u{7f} HTTP/1.1\r\n\r\n").map { _ in "" }, .failure(.badRequest("bad request target")))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nX: a\rb\r\n\r\n").map { _ in "" }, .failure(.badRequest("bad header value")))
+        XCTAssertEqual(parse("GET / HTTP/1.1\r\nX: a\u{0}b\r\n\r\n").map { _ in "" }, .failure(.badRequest("bad header value")))
+        XCTAssertEqual(try parse("GET / HTTP/1.1\r\nConnection: TE, close\r\n\r\n").get(), "GET / [] 1.1 none close")
+    }
+
+    func testAnswerHeadsKeepTheHandlersFieldsInOrderAndTheFramingOurs() {
+        var out: [UInt8] = []
+        HTTP1Answer.appendHead(status: 201, headers: [("Content-Type", "a/b"), ("content-length", "999"), ("X-Evil", "v\r\nSet-Cookie: x"),
+                                                      ("Transfer-Encoding", "gzip"), ("Connection", "keep-alive"), ("Tail", "t")],
+                               length: 3, chunked: false, close: true, date: Array("D".utf8), into: &out)
+        XCTAssertEqual(String(decoding: out, as: UTF8.self),
+                       "HTTP/1.1 201 Created\r\nDate: D\r\nConnection: close\r\nContent-Type: a/b\r\n"
+                       + "X-Evil: vSet-Cookie: x\r\nTail: t\r\nContent-Length: 3\r\n\r\n")
     }
 
     func testChunkedDecoderTakesAnyPieces() throws {
