@@ -97,11 +97,14 @@ final class HTTP1Loop: @unchecked Sendable {
         self.workers = workers
         epollFD = epoll_create1(FCM_EPOLL_CLOEXEC)
         wakeFD = eventfd(0, FCM_EFD_FLAGS)
-        guard epollFD >= 0, wakeFD >= 0 else { return nil }
         var ev = epoll_event()
         ev.events = FCM_EPOLLIN
         ev.data.fd = wakeFD
-        guard epoll_ctl(epollFD, Int32(EPOLL_CTL_ADD), wakeFD, &ev) == 0 else { return nil }
+        guard epollFD >= 0, wakeFD >= 0, epoll_ctl(epollFD, Int32(EPOLL_CTL_ADD), wakeFD, &ev) == 0 else {
+            if epollFD >= 0 { close(epollFD) }
+            if wakeFD >= 0 { close(wakeFD) }
+            return nil
+        }
     }
 
     func start() {
@@ -110,11 +113,13 @@ final class HTTP1Loop: @unchecked Sendable {
             run()
             thread.store(0, ordering: .releasing)
             close(epollFD)
-            inbox.withLock { q in
+            let left = inbox.withLock { q -> [Message] in
                 q.ended = true
-                q.messages = []
                 close(wakeFD)
+                defer { q.messages = [] }
+                return q.messages
             }
+            for m in left { discard(m) }
             ended.store(true, ordering: .releasing)
         }
     }
@@ -133,8 +138,19 @@ final class HTTP1Loop: @unchecked Sendable {
                 _ = write(wakeFD, &one, 8)
             }
         }
-        // An answer that can no longer be sent: its stream's producer learns the reader is gone.
-        if case .answer(_, _, let r)? = dropped { r.stream?.released() }
+        if let dropped { discard(dropped) }
+    }
+
+    /// A message the ended loop will never handle: a connection handed over is closed, a
+    /// stream's producer learns its reader is gone.
+    private func discard(_ m: Message) {
+        switch m {
+        case .adopt(let fd):
+            close(fd)
+            open.value.subtract(1, ordering: .relaxed)
+        case .answer(_, _, let r): r.stream?.released()
+        case .resume, .stop: break
+        }
     }
 
     /// Request `seq` of `c` is answered: at once on the loop thread (a commit it ran), else
@@ -166,11 +182,12 @@ final class HTTP1Loop: @unchecked Sendable {
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
         var lastSweep = monotonicNanos()
         var stopDeadline: UInt64?
+        var readable: [HTTP1Connection] = []
         while true {
             // Connections left dirty by `flushDirty`'s bound are served again at once.
             let n = epoll_wait(epollFD, &events, Int32(events.count), !dirty.isEmpty ? 0 : stopDeadline == nil ? 1000 : 20)
             if n < 0 && errno != EINTR { break }
-            var readable: [HTTP1Connection] = []
+            readable.removeAll(keepingCapacity: true)
             for i in 0..<Swift.max(0, Int(n)) {
                 let fd = events[i].data.fd
                 if fd == wakeFD {
