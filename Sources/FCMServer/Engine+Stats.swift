@@ -86,6 +86,9 @@ extension Engine {
         }
     }
 
+    /// Whether the store's sends from before start are counted (`stats()` answers at once).
+    public var storedSendsCounted: Bool { state.withLock { $0.stats.before != nil } }
+
     /// Counts the store's sends from before start on a thread of its own (when there are any), so
     /// that the page's first `GET /api/v1/stats` finds them counted; called once the listeners
     /// are up. Sends do not wait for it (the store reads on a connection of its own). A failure
