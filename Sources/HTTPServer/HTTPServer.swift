@@ -12,14 +12,15 @@ import TLS
 /// TLS through libmicrohttpd (`--http-tls`, and the HTTPS port's `http/1.1` connections), HTTP/2
 /// over TLS on the HTTPS port.
 ///
-/// Threading: the plain port's HTTP/1.1 connections are served by a few epoll loops of our own
-/// (`HTTP1Loops`); libmicrohttpd's connections by its own loop threads (internal epoll with a
-/// thread pool); each HTTP/2 connection by a thread. A handler answers through an `HTTPResponder`,
+/// Threading: the plain port's HTTP/1.1 connections are served by an epoll loop of our own (one
+/// by default, `HTTP1Loops`); libmicrohttpd's connections by its own loop threads (internal epoll
+/// with a thread pool); each HTTP/2 connection by a thread. A handler answers through an `HTTPResponder`,
 /// at once or later from any thread; until it answers, the request costs no thread. So a send
 /// waiting for its group commit, or a long poll waiting a minute, holds no thread and never
 /// makes one sleep and wake per request (which, on two cores, cost more than the request
-/// itself). A handler that does block (a control call reading SQLite) stalls only its loop
-/// thread's connections, for milliseconds.
+/// itself). A handler that does block (a control call reading SQLite) stalls its loop's
+/// connections (with one loop, all of the plain port's HTTP/1.1) for milliseconds; requests with
+/// large bodies are handled off the loop.
 public final class HTTPServer: Sendable {
     /// The address actually bound (the port is the real one when 0 was asked for).
     public let host: String
