@@ -1,3 +1,4 @@
+// Long because: one connection's reading, request order, answers, streams and closing share its state and belong together.
 import Platform
 
 #if canImport(Glibc)
