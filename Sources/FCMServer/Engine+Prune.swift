@@ -127,11 +127,17 @@ final class Pruner: Sendable {
     /// quarter of the writer's time, and the pages it frees reach the log at a pace the
     /// checkpointer keeps up with (emptying a reset's 190,000 records back to back made sends'
     /// commits wait up to 90 ms for the disk; paced, about as often as they do without it).
-    private func paced<T>(_ batch: () throws(StoreError) -> T) throws(StoreError) -> T {
+    /// `behind`: records over the limit. Past one batch of them the rest shrinks in proportion
+    /// (to half a millisecond at least), so the pruner keeps up with sends however fast they
+    /// come: at 35,000 sends a second, a quarter of the writer's time pruned about 14,000 a
+    /// second and the store grew to six times its limit over a million sends.
+    private func paced<T>(behind: Int = 0, _ batch: () throws(StoreError) -> T) throws(StoreError) -> T {
         let start = monotonicNanos()
         let result = try batch()
         let took = monotonicNanos() - start
-        usleep(useconds_t(min(max(3 * took / 1000, 500), 50_000)))
+        var rest = 3 * took
+        if behind > Self.batchMessages { rest = rest * UInt64(Self.batchMessages) / UInt64(behind) }
+        usleep(useconds_t(min(max(rest / 1000, 500), 50_000)))
         return result
     }
 
@@ -170,7 +176,7 @@ final class Pruner: Sendable {
             }
             for start in stride(from: 0, to: free.count, by: Self.batchMessages) {
                 let runs = Array(free[start..<min(start + Self.batchMessages, free.count)])
-                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(runs) })
+                forgotten += try paced(behind: excess) { () throws(StoreError) in try store.deleteHistory(runs) }
             }
             p.kept = still
         }
@@ -203,7 +209,7 @@ final class Pruner: Sendable {
             }
             if !runs.isEmpty {
                 let batch = runs
-                forgotten += try paced({ () throws(StoreError) in try store.deleteHistory(batch) })
+                forgotten += try paced(behind: excess) { () throws(StoreError) in try store.deleteHistory(batch) }
             }
             p.kept += held
             p.boundary = runStart
