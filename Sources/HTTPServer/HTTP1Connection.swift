@@ -21,7 +21,6 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// A request handed over, waiting for (or holding) its answer.
     struct Slot {
-        let seq: UInt64
         let responder: HTTPResponder?
         var response: HTTPResponse?
         let isHead: Bool
@@ -65,9 +64,9 @@ final class HTTP1Connection: @unchecked Sendable {
 
     private var output: [UInt8] = []
     private var sent = 0
-    /// The answer streaming now (server-sent events), whether its body is chunked, and whether
-    /// the connection closes after it.
-    private var streaming: (stream: HTTPStream, chunked: Bool, close: Bool)?
+    /// The answer streaming now (server-sent events), and whether its body is chunked (an
+    /// HTTP/1.0 client's ends with the connection, which `closeWhenDone` then says).
+    private var streaming: (stream: HTTPStream, chunked: Bool)?
     /// No more requests are read (a refusal, `Connection: close`, HTTP/1.0, end of input).
     private var noMoreRequests = false
     /// Close once everything queued is written.
@@ -247,7 +246,7 @@ final class HTTP1Connection: @unchecked Sendable {
         let seq = nextSeq
         nextSeq += 1
         let responder = HTTPResponder(http1: HTTP1Target(connection: self, seq: seq), core: loop.core)
-        var slot = Slot(seq: seq, responder: responder, isHead: isHead, keepAlive: keepAlive, chunkedOK: chunkedOK)
+        var slot = Slot(responder: responder, isHead: isHead, keepAlive: keepAlive, chunkedOK: chunkedOK)
         let core = loop.core
         if core.accessLog != nil {
             slot.method = request.method
@@ -285,7 +284,7 @@ final class HTTP1Connection: @unchecked Sendable {
         continuePending = false
         var r = HTTPResponse(status: why.status, contentType: "text/plain; charset=UTF-8", body: why.text)
         r.closeConnection = true
-        slots.append(Slot(seq: nextSeq, responder: nil, response: r, isHead: false, keepAlive: false, chunkedOK: false))
+        slots.append(Slot(responder: nil, response: r, isHead: false, keepAlive: false, chunkedOK: false))
         nextSeq += 1
         loop.markDirty(self)
     }
@@ -357,7 +356,9 @@ final class HTTP1Connection: @unchecked Sendable {
             closeNow()
             return false
         }
-        let close = !slot.keepAlive || r.closeConnection
+        // An HTTP/1.0 client's stream can only end with the connection.
+        let chunked = slot.chunkedOK
+        let close = !slot.keepAlive || r.closeConnection || (r.stream != nil && !chunked)
         if close {
             noMoreRequests = true
             closeWhenDone = true
@@ -366,20 +367,13 @@ final class HTTP1Connection: @unchecked Sendable {
             dropSlots()
         }
         if let stream = r.stream {
-            let chunked = slot.chunkedOK
             HTTP1Answer.appendHead(status: r.status, headers: r.headers, length: nil, chunked: chunked,
-                                   close: close || !chunked, date: date, into: &output)
-            if !chunked {
-                noMoreRequests = true
-                closeWhenDone = true
-                continuePending = false
-                dropSlots()
-            }
+                                   close: close, date: date, into: &output)
             if slot.isHead {
                 stream.released()
                 return true
             }
-            streaming = (stream, chunked, close || !chunked)
+            streaming = (stream, chunked)
             let loop = self.loop
             stream.state.withLock { $0.wake = { [self] in loop.post(.resume(self)) } }
             loop.core.track(stream)
@@ -395,9 +389,9 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Moves what the streaming answer has into `output` (chunked on HTTP/1.1).
     private func pullStream() {
-        guard let (stream, chunked, close) = streaming else { return }
+        guard let (stream, chunked) = streaming else { return }
         while output.count - sent < 256 * 1024 {
-            let (bytes, end) = stream.readHTTP2(max: 16 * 1024)
+            let (bytes, end) = stream.nextBytes(max: 16 * 1024)
             if !bytes.isEmpty {
                 if chunked {
                     HTTP1Answer.appendHex(bytes.count, into: &output)
@@ -412,7 +406,6 @@ final class HTTP1Connection: @unchecked Sendable {
                 if chunked { output.append(contentsOf: "0\r\n\r\n".utf8) }
                 streaming = nil
                 stream.released()
-                if close { closeWhenDone = true }
                 return
             }
             if bytes.isEmpty { return }  // suspended until the stream wakes the loop

@@ -238,16 +238,12 @@ enum HTTP1Parser {
 
     /// A comma-separated list's members, trimmed and lower-cased.
     private static func tokens(_ value: String) -> [String] {
-        value.split(separator: ",").map { $0.trimmingASCIISpaces().lowercased() }.filter { !$0.isEmpty }
-    }
-}
-
-extension Substring {
-    func trimmingASCIISpaces() -> String {
-        var s = self[...]
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return String(s)
+        value.split(separator: ",").map { part in
+            var t = part[...]
+            while let f = t.first, f == " " || f == "\t" { t = t.dropFirst() }
+            while let l = t.last, l == " " || l == "\t" { t = t.dropLast() }
+            return t.lowercased()
+        }.filter { !$0.isEmpty }
     }
 }
 
@@ -376,7 +372,8 @@ enum HTTP1Answer {
 
     static func appendHex(_ n: Int, into out: inout [UInt8]) {
         if n >= 16 { appendHex(n / 16, into: &out) }
-        out.append(Array("0123456789abcdef".utf8)[n % 16])
+        let digit = UInt8(n % 16)
+        out.append(digit < 10 ? 48 + digit : 87 + digit)
     }
 
     /// RFC 9110's reason phrases for the statuses the mock sends (others: a generic one).

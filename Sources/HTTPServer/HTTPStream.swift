@@ -59,7 +59,7 @@ public final class HTTPStream: @unchecked Sendable {
     /// HTTP/2 and the plain port's HTTP/1.1 loop: the next bytes to send (at most `max`); `end`
     /// once finished and drained; nothing and not `end` marks the stream suspended until `write`
     /// or `finish` calls `wake`.
-    func readHTTP2(max: Int) -> (bytes: ArraySlice<UInt8>, end: Bool) {
+    func nextBytes(max: Int) -> (bytes: ArraySlice<UInt8>, end: Bool) {
         state.withLock { s in
             if !s.buffer.isEmpty {
                 let n = Swift.min(max, s.buffer.count)

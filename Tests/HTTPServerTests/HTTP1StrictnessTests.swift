@@ -225,6 +225,15 @@ final class HTTP1ParserTests: XCTestCase {
                        + "X-Evil: vSet-Cookie: x\r\nTail: t\r\nContent-Length: 3\r\n\r\n")
     }
 
+    func testChunkSizesAreLowerCaseHex() {
+        var out: [UInt8] = []
+        for n in [0, 9, 10, 15, 16, 0x1a2f] {
+            HTTP1Answer.appendHex(n, into: &out)
+            out.append(32)
+        }
+        XCTAssertEqual(String(decoding: out, as: UTF8.self), "0 9 a f 10 1a2f ")
+    }
+
     func testChunkedDecoderTakesAnyPieces() throws {
         let wire = Array("3;x=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: v\r\n\r\nNEXT".utf8)
         // Fed one byte more at a time, as a slow client sends it.
