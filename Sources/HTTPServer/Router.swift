@@ -1,4 +1,3 @@
-import FCMCore
 
 /// Matches a request's method and path against a route table (the table is in Routes.swift).
 ///
@@ -15,7 +14,7 @@ import FCMCore
 /// prefixes, longest first. An entry counts only when its method is the request's or `*`: with
 /// another method, the path falls through to the next pattern that matches, in the end to its
 /// surface's prefix, whose handler answers in that surface's format.
-struct Router<Handler: Sendable>: Sendable {
+public struct Router<Handler: Sendable>: Sendable {
     struct Entry: Sendable {
         let method: String
         let pattern: RoutePattern
@@ -35,7 +34,7 @@ struct Router<Handler: Sendable>: Sendable {
     /// A router over `table`: (method or `*`, pattern, handler); `otherwise` answers what nothing
     /// matches. A malformed pattern, or a method and pattern given twice, stops the program (the
     /// table is written by hand).
-    init(_ table: [(String, String, Handler)], otherwise: Handler) {
+    public init(_ table: [(String, String, Handler)], otherwise: Handler) {
         self.otherwise = otherwise
         var seen = Set<String>()
         for (method, text, handler) in table {
@@ -67,7 +66,7 @@ struct Router<Handler: Sendable>: Sendable {
     }
 
     /// The handler for `method` and `path`, with the segments its pattern names.
-    func match(_ method: String, _ path: String) -> (handler: Handler, params: PathParams) {
+    public func match(_ method: String, _ path: String) -> (handler: Handler, params: PathParams) {
         var text = path
         // On the path's contiguous UTF-8: which literal path it is, and which first segment's
         // patterns it may match.
@@ -273,44 +272,13 @@ struct RoutePattern: Sendable {
 }
 
 /// The segments a pattern's `{name}`s matched, as sent (still percent-encoded).
-struct PathParams: Sendable {
-    static let none = PathParams(names: [], values: [])
+public struct PathParams: Sendable {
+    public static let none = PathParams(names: [], values: [])
 
-    let names: [String]
-    let values: [Substring]
+    public let names: [String]
+    public let values: [Substring]
 
-    subscript(_ name: String) -> Substring? {
+    public subscript(_ name: String) -> Substring? {
         names.firstIndex(of: name).map { values[$0] }
     }
-
-    /// Every value percent-decoded (`+` stays a plus), or the 400 `bad percent-encoding in path`.
-    func decoded() throws(ControlError) -> PathArguments {
-        var out: [String] = []
-        out.reserveCapacity(values.count)
-        for v in values { out.append(try decode(v)) }
-        return PathArguments(names: names, values: out)
-    }
-}
-
-/// Path parameters, decoded.
-struct PathArguments: Sendable {
-    static let none = PathArguments(names: [], values: [])
-
-    let names: [String]
-    let values: [String]
-
-    /// The value of `{name}`; the name must be one of the route's.
-    subscript(_ name: String) -> String {
-        guard let i = names.firstIndex(of: name) else { preconditionFailure("no parameter {\(name)} in this route") }
-        return values[i]
-    }
-}
-
-/// One percent-encoded segment of a request path, decoded (`+` stays a plus).
-func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
-    // Most path values have no escape at all: copied as they are.
-    let escaped = s.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? s.utf8.contains(UInt8(ascii: "%"))
-    if !escaped { return String(s) }
-    guard let v = FormBody.percentDecode(s.utf8, plusIsSpace: false) else { throw .badRequest("bad percent-encoding in path") }
-    return v
 }
