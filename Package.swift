@@ -53,20 +53,21 @@ let package = Package(
         .target(name: "FCMStore", dependencies: ["CSQLite", "FCMCore", "Platform"]),
         .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"]),
         .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"]),
-        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
+        .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"]),
+        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
                 // Built into the binary: the web page's files and the default fixture (a link to
                 // fixtures/default.json), as `PackageResources.index_html`, `.default_fixture_json`, ….
                 resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")]),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMCore", "Platform", "TLS", "XMPPServer"]),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "FCMCore", "Platform", "TLS", "XMPPServer"]),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer", "Platform"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"]),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore", "FCMCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMCore", "Platform", "TLS"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"]),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),
         .testTarget(name: "FCMServerTests",
-                    dependencies: ["FCMTesting", "FCMServer", "FCMStore", "FCMCore", "Platform", "TLS"]),
+                    dependencies: ["FCMTesting", "FCMServer", "FCMEngine", "FCMStore", "FCMCore", "Platform", "TLS"]),
     ],
     swiftLanguageModes: [.v6]
 )

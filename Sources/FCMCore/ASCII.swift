@@ -12,3 +12,16 @@ public func hasPrefixIgnoringCase<C: Collection>(_ bytes: C, _ prefix: StaticStr
     }
     return true
 }
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs.
+    public func trimmingSpaces() -> String {
+        // Nothing to trim (the usual case) when neither end byte is a blank: a character that
+        // is a blank ends with that byte.
+        var s = Substring(self)
+        if let f = s.utf8.first, f != 32 && f != 9, let l = s.utf8.last, l != 32 && l != 9 { return String(s) }
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

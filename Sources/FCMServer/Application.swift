@@ -1,3 +1,4 @@
+import FCMEngine
 import FCMCore
 import FCMStore
 import HTTPServer
@@ -70,7 +71,7 @@ public final class Application: Sendable {
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
-            engine = try Engine(store: store, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
+            engine = try Engine(store: store, signatures: .tls, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis)
             // The one count of the whole table, before any request: later passes add what is new.

@@ -1,3 +1,4 @@
+import FCMEngine
 import Dispatch
 import FCMCore
 import Platform

@@ -1,3 +1,4 @@
+import FCMEngine
 /// Everything `fcm-mock serve` can be told, after flags, environment and defaults are merged.
 public struct Configuration: Sendable {
     public var host = "127.0.0.1"
@@ -94,11 +95,6 @@ extension Configuration {
 }
 
 /// A configuration problem: one line for stderr, exit code 2.
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
-}
-
 /// One `serve` option: the flag, the environment variable that sets it too, the default and
 /// the help line, and how a value sets the configuration. `Configuration.parse` and `serve`'s
 /// help both read `Configuration.options`, so neither can forget a flag the other knows.

@@ -1,3 +1,4 @@
+import FCMEngine
 import HTTPServer
 
 /// `/api/v1/groups`: device groups (notification keys).

@@ -1,3 +1,4 @@
+import FCMEngine
 import FCMCore
 import HTTPServer
 import TLS

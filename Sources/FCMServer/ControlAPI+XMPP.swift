@@ -1,3 +1,4 @@
+import FCMEngine
 import HTTPServer
 
 /// `/api/v1/xmpp`: the open XMPP (CCS) connections.

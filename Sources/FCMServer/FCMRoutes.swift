@@ -1,3 +1,4 @@
+import FCMEngine
 import FCMCore
 import FCMStore
 import HTTPServer
@@ -121,7 +122,7 @@ struct FCMSendRoute: Sendable {
                         exchange: SendExchange(headers: headers, answer: makeAnswer), commitNow: !r.inBatch) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
-                case .success(let result): answer = result.response ?? makeAnswer(result)
+                case .success(let result): answer = (result.response as? HTTPResponse) ?? makeAnswer(result)
                 case .failure: answer = HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
                 }
                 send(answer, to: responder, after: lateMs)
@@ -252,17 +253,6 @@ struct FCMSendRoute: Sendable {
     }
 }
 
-extension StringProtocol {
-    func trimmingSpaces() -> String {
-        // Nothing to trim (the usual case) when neither end byte is a blank: a character that
-        // is a blank ends with that byte.
-        var s = Substring(self)
-        if let f = s.utf8.first, f != 32 && f != 9, let l = s.utf8.last, l != 32 && l != 9 { return String(s) }
-        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
-        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
-        return String(s)
-    }
-}
 
 extension HTTPResponse {
     /// 405 for a path that takes only POST (`/fcm/send`, the token endpoint).

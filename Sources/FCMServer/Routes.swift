@@ -1,3 +1,4 @@
+import FCMEngine
 import HTTPServer
 
 /// What answers a request once its route is found: the request, the `{name}` segments of the

@@ -1,3 +1,4 @@
+import FCMEngine
 import FCMCore
 import FCMStore
 import HTTPServer
@@ -36,7 +37,7 @@ struct V1Routes: Sendable {
         case .failure(let e):
             // Recorded under the path's project when it exists; a refusal the store cannot
             // record is answered all the same (as a legacy 401 is).
-            let sender = p["project"].flatMap { try? decode($0) }.flatMap { name in engine.state.withLock { $0.project(named: name) } }
+            let sender = p["project"].flatMap { try? decode($0) }.flatMap { name in engine.project(named: name) }
             let id = try? engine.recordRejectedID(senderID: sender?.senderID, transport: .httpV1, format: .json, httpStatus: e.code,
                                                   error: e.recordedError, detail: e.message, raw: raw)
             return engine.keeping(e.response, record: id, headers: RecordedExchange.headers(r))
@@ -78,7 +79,7 @@ struct V1Routes: Sendable {
                         commitNow: !r.inBatch) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
-                case .success(let result): answer = result.response ?? makeAnswer(result)
+                case .success(let result): answer = (result.response as? HTTPResponse) ?? makeAnswer(result)
                 case .failure: answer = V1Error.internalError.response
                 }
                 if let ms = delay?.ms { responder.send(answer, afterMillis: Int(ms)) } else { responder.send(answer) }

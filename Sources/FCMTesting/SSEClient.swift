@@ -1,3 +1,4 @@
+import FCMEngine
 import Foundation
 
 /// A reader of `GET /api/v1/events` over a raw socket: parses the chunked body into

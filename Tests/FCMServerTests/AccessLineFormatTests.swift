@@ -1,5 +1,6 @@
 import XCTest
 
+@testable import FCMEngine
 @testable import FCMServer
 @testable import HTTPServer
 

@@ -1,3 +1,4 @@
+@testable import FCMEngine
 @testable import FCMServer
 import XCTest
 

@@ -5,6 +5,7 @@ import Foundation
 import Platform
 import XCTest
 
+@testable import FCMEngine
 @testable import FCMServer
 
 /// A v1 send's platform blocks decide each platform's collapse key and TTL. v1 requests are handed

@@ -3,6 +3,7 @@ import FCMTesting
 import Foundation
 import XCTest
 
+@testable import FCMEngine
 @testable import FCMServer
 
 /// One project with an app and two devices (online, offline) per platform.

@@ -1,6 +1,7 @@
 import HTTPServer
 import XCTest
 
+@testable import FCMEngine
 @testable import FCMServer
 
 /// The plain stored form of an exchange and the JSON the control API makes of it.

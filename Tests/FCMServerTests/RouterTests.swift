@@ -1,6 +1,8 @@
 import XCTest
 
+@testable import FCMEngine
 @testable import FCMServer
+@testable import HTTPServer
 
 /// The route matcher on its own (Router.swift), table-driven.
 final class RouterTests: XCTestCase {

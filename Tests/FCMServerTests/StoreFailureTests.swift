@@ -1,4 +1,5 @@
 import FCMCore
+@testable import FCMEngine
 import FCMServer
 import FCMTesting
 import Foundation

@@ -138,6 +138,7 @@ func storedRecipientIDs(_ client: HTTPTestClient) throws -> Set<String> {
     return stored
 }
 
+@testable import FCMEngine
 import FCMServer
 
 /// `RateLimit.parse` as `[count, periodMillis]`, for table tests.

@@ -1,4 +1,5 @@
 import FCMCore
+@testable import FCMEngine
 @testable import FCMServer
 import XCTest
 

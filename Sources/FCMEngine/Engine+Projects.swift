@@ -6,15 +6,15 @@ extension Engine {
 
     /// Creates a project; with `upsert` (fixtures), an existing one gains the keys and apps it lacks.
     @discardableResult
-    public func createProject(_ p: Project, upsert: Bool = false) throws(ControlError) -> Project {
+    public func createProject(_ p: Project, upsert: Bool = false) throws(EngineError) -> Project {
         let (project, ticket) = try createProjectQueued(p, upsert: upsert)
         if let ticket { try commitControl(ticket) }
         return project
     }
 
     /// `createProject` without waiting for the commit (fixture loading waits once at the end).
-    func createProjectQueued(_ p: Project, upsert: Bool) throws(ControlError) -> (Project, Store.Ticket?) {
-        let result: Result<(Project, Store.Ticket?), ControlError> = state.withLock { s in
+    func createProjectQueued(_ p: Project, upsert: Bool) throws(EngineError) -> (Project, Store.Ticket?) {
+        let result: Result<(Project, Store.Ticket?), EngineError> = state.withLock { s in
             for k in p.serverKeys {
                 if let owner = s.keyOwner[k], owner != p.senderID {
                     return .failure(.conflict("server key is already a key of project '\(owner)'"))
@@ -57,7 +57,7 @@ extension Engine {
     }
 
     /// One project, by its sender id or its project id.
-    public func project(_ senderIDOrProjectID: String) throws(ControlError) -> Project {
+    public func project(_ senderIDOrProjectID: String) throws(EngineError) -> Project {
         let found = state.withLock { s in
             s.project(named: senderIDOrProjectID)
         }
@@ -66,7 +66,7 @@ extension Engine {
     }
 
     /// Forgets a project (its keys stop working; its devices stay until reset).
-    public func deleteProject(_ senderID: String) throws(ControlError) {
+    public func deleteProject(_ senderID: String) throws(EngineError) {
         let ticket: Store.Ticket? = state.withLock { s in
             guard let p = s.projects[senderID] else { return nil }
             for k in p.serverKeys where s.keyOwner[k] == senderID { s.keyOwner[k] = nil }
@@ -82,8 +82,8 @@ extension Engine {
     // MARK: Service accounts
 
     /// Adds a service account to a project (by sender id or project id); the project as it is then.
-    public func addServiceAccount(_ account: ServiceAccount, to project: String) throws(ControlError) -> Project {
-        let result: Result<(Project, Store.Ticket), ControlError> = state.withLock { s in
+    public func addServiceAccount(_ account: ServiceAccount, to project: String) throws(EngineError) -> Project {
+        let result: Result<(Project, Store.Ticket), EngineError> = state.withLock { s in
             guard var p = s.project(named: project) else {
                 return .failure(.notFound("project '\(project)' does not exist"))
             }
@@ -101,8 +101,8 @@ extension Engine {
     }
 
     /// Revokes a service account's key: its JWTs (and the access tokens they got) stop working.
-    public func deleteServiceAccount(_ privateKeyID: String, of project: String) throws(ControlError) {
-        let result: Result<Store.Ticket, ControlError> = state.withLock { s in
+    public func deleteServiceAccount(_ privateKeyID: String, of project: String) throws(EngineError) {
+        let result: Result<Store.Ticket, EngineError> = state.withLock { s in
             guard var p = s.project(named: project) else {
                 return .failure(.notFound("project '\(project)' does not exist"))
             }
@@ -124,9 +124,17 @@ extension Engine {
     }
 }
 
+extension Engine {
+    /// A project by its sender id or its project id, as of the last change of projects (read
+    /// without the state lock).
+    public func project(named name: String) -> Project? {
+        credentials.withLock { $0.project(named: name) }
+    }
+}
+
 extension EngineState {
     /// A project by its sender id or its project id (what `{project}` in a path may be).
-    func project(named name: String) -> Project? {
+    public func project(named name: String) -> Project? {
         projects[name] ?? projects.values.first { $0.projectID == name }
     }
 }

@@ -35,7 +35,7 @@ extension Engine {
 
     /// Creates a device. With `idempotent` (fixtures), an existing token is left as it is.
     @discardableResult
-    public func createDevice(_ spec: DeviceSpec, idempotent: Bool = false) throws(ControlError) -> Device {
+    public func createDevice(_ spec: DeviceSpec, idempotent: Bool = false) throws(EngineError) -> Device {
         let (device, ticket) = try createDeviceQueued(spec, idempotent: idempotent)
         if let ticket {
             try commitControl(ticket)
@@ -45,11 +45,11 @@ extension Engine {
     }
 
     /// `createDevice` without waiting for the commit.
-    func createDeviceQueued(_ spec: DeviceSpec, idempotent: Bool) throws(ControlError) -> (Device, Store.Ticket?) {
+    func createDeviceQueued(_ spec: DeviceSpec, idempotent: Bool) throws(EngineError) -> (Device, Store.Ticket?) {
         if let t = spec.token, !isWellFormedToken(t) { throw Self.malformedToken }
         if let f = spec.fid, !InstallationID.isWellFormed(f) { throw .badRequest(InstallationID.malformedMessage) }
         let now = clock.nowMillis()
-        let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
+        let result: Result<(Device, Store.Ticket?), EngineError> = state.withLock { s in
             switch placeDevice(spec, in: &s, now: now) {
             case .failure(let e): return .failure(e)
             case .success((let d, true)): return .success((d, submit([Writes.insertDevices([d.row])])))
@@ -63,7 +63,7 @@ extension Engine {
     /// Fixture devices, under one lock and one write: an existing token is left as it is. The
     /// first device refused, if any, with its index; those before it are queued all the same.
     /// Every device that answers for a fixture device is remembered, so a reset can put it back.
-    func createDevicesQueued(_ specs: [DeviceSpec]) -> (failure: (Int, ControlError)?, ticket: Store.Ticket?) {
+    func createDevicesQueued(_ specs: [DeviceSpec]) -> (failure: (Int, EngineError)?, ticket: Store.Ticket?) {
         if let i = specs.firstIndex(where: { $0.token.map { !isWellFormedToken($0) } ?? false }) {
             return ((i, Self.malformedToken), nil)
         }
@@ -73,7 +73,7 @@ extension Engine {
         let now = clock.nowMillis()
         return state.withLock { s in
             var created: [Device] = []
-            var failure: (Int, ControlError)?
+            var failure: (Int, EngineError)?
             for (i, spec) in specs.enumerated() {
                 switch placeDevice(spec, in: &s, now: now) {
                 case .failure(let e): failure = (i, e)
@@ -87,11 +87,11 @@ extension Engine {
         }
     }
 
-    private static let malformedToken = ControlError.badRequest("token must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 - _ : .")
+    private static let malformedToken = EngineError.badRequest("token must be 1 to \(maxTokenLength) characters of A-Z a-z 0-9 - _ : .")
 
     /// Adds the device `spec` asks for to `s` (a generated token when it gives none); the one
     /// that has that token already, with false, when there is one.
-    func placeDevice(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil) -> Result<(Device, Bool), ControlError> {
+    func placeDevice(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil) -> Result<(Device, Bool), EngineError> {
         guard let project = s.projects[spec.senderID] else {
             return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
         }
@@ -112,7 +112,7 @@ extension Engine {
     }
 
     /// One device by token.
-    public func device(_ token: String) throws(ControlError) -> Device {
+    public func device(_ token: String) throws(EngineError) -> Device {
         guard let d = state.withLock({ s in s.device(token: token) }) else {
             throw .notFound("device '\(token)' does not exist")
         }
@@ -121,7 +121,7 @@ extension Engine {
 
     /// One device by token or, failing that, by fid (the device that answers for the
     /// installation now).
-    public func device(tokenOrFID key: String) throws(ControlError) -> Device {
+    public func device(tokenOrFID key: String) throws(EngineError) -> Device {
         guard let d = state.withLock({ s in s.device(token: key) ?? s.device(fid: key) }) else {
             throw .notFound("device '\(key)' does not exist")
         }
@@ -154,11 +154,11 @@ extension Engine {
 
     /// Takes a device offline or brings it back; back online, everything it stored that has not
     /// expired is delivered in acceptance order.
-    public func setOnline(_ token: String, _ online: Bool) throws(ControlError) -> Device {
+    public func setOnline(_ token: String, _ online: Bool) throws(EngineError) -> Device {
         let now = clock.nowMillis()
         var pendingEvents: [(String, String)] = []
         var deliveredIDs: [Int64] = []
-        let result: Result<(Device, Store.Ticket?), ControlError> = state.withLock { s in
+        let result: Result<(Device, Store.Ticket?), EngineError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             guard d.online != online else { return .success((d, nil)) }
             d.online = online
@@ -190,8 +190,8 @@ extension Engine {
     }
 
     /// The app was uninstalled: later sends get `NotRegistered`.
-    public func unregister(_ token: String) throws(ControlError) -> Device {
-        let result: Result<(Device, Store.Ticket), ControlError> = state.withLock { s in
+    public func unregister(_ token: String) throws(EngineError) -> Device {
+        let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             d.state = .unregistered
             s.devices[d.id] = d
@@ -206,9 +206,9 @@ extension Engine {
 
     /// Rotates the token: returns the new device; sends to the old token reach it and report it as
     /// canonical.
-    public func refresh(_ token: String) throws(ControlError) -> Device {
+    public func refresh(_ token: String) throws(EngineError) -> Device {
         let now = clock.nowMillis()
-        let result: Result<(Device, Store.Ticket), ControlError> = state.withLock { s in
+        let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
             guard var old = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             guard old.state == .registered else {
                 return .failure(.conflict("device '\(token)' is \(old.state.rawValue); only a registered token can be refreshed"))
@@ -247,8 +247,8 @@ extension Engine {
 
     /// Forgets a device entirely: its token is unknown again. Its past deliveries keep the token
     /// as text so message records still say whom they addressed.
-    public func deleteDevice(_ token: String) throws(ControlError) {
-        let result: Result<Store.Ticket, ControlError> = state.withLock { s in
+    public func deleteDevice(_ token: String) throws(EngineError) {
+        let result: Result<Store.Ticket, EngineError> = state.withLock { s in
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             s.remove(d)
             let id = d.id
@@ -271,7 +271,7 @@ extension Engine {
     /// queries that filter by stored status, and as real time passes: `ExpirySweeper`); true
     /// when something expired.
     @discardableResult
-    public func expireDue() throws(ControlError) -> Bool {
+    public func expireDue() throws(EngineError) -> Bool {
         var now: Int64 = 0
         var expiredEvents: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in

@@ -5,7 +5,7 @@ import FCMStore
 public typealias UpstreamMessage = UpstreamRow
 
 extension UpstreamRow {
-    var json: String {
+    public var json: String {
         var w = JSONWriter()
         w.beginObject()
         w.key("message_id"); w.value(id)
@@ -24,7 +24,7 @@ extension UpstreamRow {
     }
 
     /// The stanza's JSON, as CCS delivered upstream messages.
-    var payload: String {
+    public var payload: String {
         var w = JSONWriter()
         w.beginObject()
         w.key("data"); w.raw(data)
@@ -40,7 +40,7 @@ extension UpstreamRow {
 extension Engine {
     /// `POST /api/v1/devices/{token}/upstream`: the device sends `data` to its app server; it is
     /// queued until a connection of that sender takes it.
-    public func createUpstream(token: String, data: JSONObject?, messageID: String?, timeToLive: Int64?) throws(ControlError) -> UpstreamMessage {
+    public func createUpstream(token: String, data: JSONObject?, messageID: String?, timeToLive: Int64?) throws(EngineError) -> UpstreamMessage {
         let d = try device(token)
         guard d.state == .registered else { throw .conflict("device '\(token)' is \(d.state.rawValue): it cannot send") }
         let now = clock.nowMillis()
@@ -51,7 +51,7 @@ extension Engine {
         let up = UpstreamMessage(id: id, token: d.token, senderID: d.senderID, category: d.app,
                                  data: JSONValue.object(data ?? JSONObject()).serialized(), timeToLive: ttl, createdAt: now,
                                  status: "queued", sentAt: nil, ackedAt: nil, connectionID: nil)
-        let result: Result<Store.Ticket, ControlError> = state.withLock { s in
+        let result: Result<Store.Ticket, EngineError> = state.withLock { s in
             if s.upstream[id] != nil { return .failure(.conflict("upstream message '\(id)' already exists")) }
             s.upstream[id] = up
             s.upstreamOrder.append(id)
@@ -73,7 +73,7 @@ extension Engine {
     }
 
     /// The queued upstream messages of a sender, marked sent on `connection` as they are taken.
-    func takeQueuedUpstream(senderID: String, connection: String) -> [UpstreamMessage] {
+    public func takeQueuedUpstream(senderID: String, connection: String) -> [UpstreamMessage] {
         let now = clock.nowMillis()
         return state.withLock { s in
             var taken: [UpstreamMessage] = []
@@ -95,7 +95,7 @@ extension Engine {
 
     /// The app server acked (or nacked) an upstream message; the event goes out once that is
     /// committed (a failed write leaves the message as the store has it).
-    func upstreamAcked(_ id: String, nacked: Bool) {
+    public func upstreamAcked(_ id: String, nacked: Bool) {
         let now = clock.nowMillis()
         state.withLock { s in
             guard var u = s.upstream[id] else { return }
@@ -111,7 +111,7 @@ extension Engine {
 
     /// Sent but unacked messages of a closed connection go back to the queue (redelivered on the
     /// next connection of their sender).
-    func requeueUpstream(_ ids: [String]) {
+    public func requeueUpstream(_ ids: [String]) {
         state.withLock { s in
             var rows: [UpstreamMessage] = []
             for id in ids {

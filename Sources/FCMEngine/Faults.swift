@@ -37,7 +37,7 @@ public struct Fault: Sendable {
         return true
     }
 
-    var json: String {
+    public var json: String {
         var w = JSONWriter()
         w.beginObject()
         w.key("id"); w.value(id)
@@ -66,7 +66,7 @@ public struct Fault: Sendable {
     }
 
     /// Parses the body of `POST /api/v1/faults`; errors name the field.
-    static func parse(_ b: Body, id: String, now: Int64) throws(ControlError) -> Fault {
+    static func parse(_ b: Body, id: String, now: Int64) throws(EngineError) -> Fault {
         try b.allow(["when", "then", "times"])
         var f = Fault(id: id, action: .closeConnection, createdAt: now)
         if let v = b.object["when"], !v.isNull {

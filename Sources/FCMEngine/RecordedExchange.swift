@@ -1,6 +1,5 @@
 import FCMCore
 import FCMStore
-import HTTPServer
 
 /// What a message record keeps of its exchange for the inspection page: the request headers
 /// that matter (the credential masked) and the answer its sender got.
@@ -9,54 +8,19 @@ import HTTPServer
 /// them): header lines `name\tvalue\n`, and the answer as a first line `status\tcontent type\t
 /// truncated` (status `-` for an XMPP stanza, truncated `1` or `0`) followed by the body. The
 /// control API turns them into JSON when a record is read (`json(answer:)`, `json(headers:)`).
-enum RecordedExchange {
+public enum RecordedExchange {
     /// An answer's body is kept up to this many bytes (a multicast's results can be long).
-    static let maxBodyBytes = 4096
+    public static let maxBodyBytes = 4096
 
     /// The request headers a tester asks about, in this order, by the name they are shown with.
-    static let headerNames = ["content-type", "authorization", "user-agent", "x-firebase-client", "x-goog-api-client",
+    public static let headerNames = ["content-type", "authorization", "user-agent", "x-firebase-client", "x-goog-api-client",
                               "x-goog-user-project", "access_token_auth"]
 
-    /// The headers of `r` that `headerNames` lists, in that order, in one pass over the request's
-    /// fields (a repeated field is joined with ", ", as `HTTPRequest.header` does).
-    static func headers(_ r: HTTPRequest) -> String {
-        // Every send keeps these: one pass over the fields, names compared as bytes, nothing
-        // built for the fields not kept.
-        var found: [(Int, String)] = []
-        found.reserveCapacity(headerNames.count)
-        for h in r.headers {
-            guard let i = headerIndex(h.name) else { continue }
-            if let j = found.firstIndex(where: { $0.0 == i }) {
-                found[j].1 += ", " + h.value
-            } else {
-                found.append((i, h.value))
-            }
-        }
-        if found.isEmpty { return "" }
-        found.sort { $0.0 < $1.0 }
-        // Written as bytes, one string at the end.
-        var out: [UInt8] = []
-        out.reserveCapacity(256)
-        for (i, value) in found {
-            out.append(contentsOf: headerBytes[i])
-            out.append(9)
-            if i == 1 {
-                appendClean(mask(value), into: &out)
-            } else if value.utf8.count > 256 {
-                appendClean(String(value.prefix(256)), into: &out)
-            } else {
-                appendClean(value, into: &out)
-            }
-            out.append(10)
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// `headerNames` as bytes, for `headerIndex`.
-    private static let headerBytes: [[UInt8]] = headerNames.map { Array($0.utf8) }
+    public static let headerBytes: [[UInt8]] = headerNames.map { Array($0.utf8) }
 
     /// Which of `headerNames` a field name is (any case), without building a lower-cased copy.
-    private static func headerIndex(_ name: String) -> Int? {
+    public static func headerIndex(_ name: String) -> Int? {
         var name = name
         return name.withUTF8 { bytes -> Int? in
             for (i, wanted) in headerBytes.enumerated() where wanted.count == bytes.count {
@@ -77,7 +41,7 @@ enum RecordedExchange {
     /// A header value with the separators of the stored form (tab, line breaks) as spaces,
     /// appended as bytes: every tab, CR and LF is one space, except CR LF (one character), which
     /// is one space too.
-    static func appendClean(_ value: String, into out: inout [UInt8]) {
+    public static func appendClean(_ value: String, into out: inout [UInt8]) {
         var value = value
         value.withUTF8 { u in
             // Almost every value has none of them: one bulk copy.
@@ -95,7 +59,7 @@ enum RecordedExchange {
     }
 
     /// A credential with only its scheme and first characters left: `key=AIzaSy…`, `Bearer eyJhbG…`.
-    static func mask(_ credential: String) -> String {
+    public static func mask(_ credential: String) -> String {
         // On the bytes: the scheme up to its first space or `=`, then six characters (whole
         // UTF-8 sequences) of the secret.
         // Read in place: a Bearer token is long, and only its first bytes are kept.
@@ -112,17 +76,8 @@ enum RecordedExchange {
         }
     }
 
-    /// An HTTP answer in the stored form.
-    static func answer(_ response: HTTPResponse) -> String {
-        var type: String?
-        for (name, value) in response.headers where name.utf8.count == 12 && hasPrefixIgnoringCase(name.utf8, "content-type") {
-            type = value
-        }
-        return answer(status: response.status, contentType: type, body: response.body)
-    }
-
     /// The same for any answer: an XMPP ack or nack has no status and the stanza as body.
-    static func answer(status: Int?, contentType: String?, body: [UInt8]) -> String {
+    public static func answer(status: Int?, contentType: String?, body: [UInt8]) -> String {
         var cut = body.prefix(maxBodyBytes)
         // Never split a UTF-8 sequence: drop continuation bytes and the lead byte they follow.
         if cut.count < body.count {
@@ -144,7 +99,7 @@ enum RecordedExchange {
 
     /// `{"status":N,"content_type":"…","body":"…"}` (and `"body_truncated":true` when cut) of a
     /// stored answer.
-    static func json(answer stored: String) -> String {
+    public static func json(answer stored: String) -> String {
         let lines = stored.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
         let head = lines[0].split(separator: "\t", omittingEmptySubsequences: false)
         var w = JSONWriter()
@@ -160,7 +115,7 @@ enum RecordedExchange {
     }
 
     /// `{"content-type":"…","authorization":"key=AIza12…",…}` of stored header lines.
-    static func json(headers stored: String) -> String {
+    public static func json(headers stored: String) -> String {
         var w = JSONWriter()
         w.beginObject()
         for line in stored.split(separator: "\n") {
@@ -172,19 +127,3 @@ enum RecordedExchange {
     }
 }
 
-extension Engine {
-    /// Keeps the answer a record's sender got, and its request headers, on the record. Queued
-    /// behind the record's own insert (callers have seen it committed) and not waited for: the
-    /// answer goes out at once, and `messageRecord` drains the queue before it reads.
-    func keepAnswer(record id: Int64?, answer: String, headers: String?) {
-        guard let id else { return }
-        _ = submit([Writes.setAnswer(message: id, answer: answer, headers: headers)])
-    }
-
-    /// `answer`, kept first on the record (when one was made) with the request's `headers`: how
-    /// the send routes answer a refused request.
-    func keeping(_ answer: HTTPResponse, record id: Int64?, headers: String?) -> HTTPResponse {
-        keepAnswer(record: id, answer: RecordedExchange.answer(answer), headers: headers)
-        return answer
-    }
-}

@@ -116,7 +116,7 @@ extension Engine {
     }
 
     /// One group by its notification key.
-    public func group(_ key: String) throws(ControlError) -> GroupView {
+    public func group(_ key: String) throws(EngineError) -> GroupView {
         guard let view = state.withLock({ s in s.groups[key].map { GroupView($0, s) } }) else {
             throw .notFound("group '\(key)' does not exist")
         }
@@ -137,7 +137,7 @@ public struct GroupView: Sendable {
 
 extension Render {
     /// A device group as the control API shows it.
-    static func group(_ v: GroupView) -> String {
+    public static func group(_ v: GroupView) -> String {
         let g = v.group
         var w = JSONWriter()
         w.beginObject()

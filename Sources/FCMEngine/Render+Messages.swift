@@ -4,7 +4,7 @@ import FCMStore
 // Message records and inbox entries as the control API shows them, from the store's rows.
 extension Render {
     /// A message record as the control API shows it, from its row and its recipients' rows.
-    static func messageRecord(_ record: MessageRecord) -> String {
+    public static func messageRecord(_ record: MessageRecord) -> String {
         let (m, recipients, tokens, recipientsLimit) = (record.row, record.recipients, record.tokens, record.recipientsLimit)
         let suffix = m.suffix
         var w = JSONWriter()
@@ -86,7 +86,7 @@ extension Render {
     }
 
     /// One inbox entry.
-    static func inboxEntry(_ e: InboxEntry) -> String {
+    public static func inboxEntry(_ e: InboxEntry) -> String {
         let (r, status) = (e.row, e.status)
         var w = JSONWriter()
         w.beginObject()

@@ -51,7 +51,7 @@ public struct StorageLimits: Sendable, Equatable {
 /// - and it forgets acked or nacked upstream messages past the same limits.
 ///
 /// `progress` is touched by the task's thread only; it sits in a lock because the class is shared.
-final class Pruner: Sendable {
+public final class Pruner: Sendable {
     /// Milliseconds between passes: also how stale health's count may be.
     static let passMillis = 100
     /// Most time one pass spends deleting before it lets the next pass come (and `stop` in).
@@ -79,12 +79,12 @@ final class Pruner: Sendable {
         var kept: [MessageSpan] = []
     }
 
-    init(engine: Engine, limits: StorageLimits) {
+    public init(engine: Engine, limits: StorageLimits) {
         self.engine = engine
         self.limits = limits
     }
 
-    func start() {
+    public func start() {
         task.withLock { t in
             guard t == nil else { return }
             t = PeriodicTask(everyMillis: Self.passMillis) { [weak self] in self?.pass() }
@@ -92,7 +92,7 @@ final class Pruner: Sendable {
     }
 
     /// Ends the thread after the pass under way.
-    func stop() {
+    public func stop() {
         task.withLock { t in defer { t = nil }; return t }?.stop()
     }
 

@@ -1,5 +1,4 @@
 import FCMCore
-import TLS
 
 /// An access token the token endpoint issued.
 public struct AccessToken: Sendable, Equatable {
@@ -72,7 +71,7 @@ extension Engine {
     static let messagingScopes: Set<String> = ["https://www.googleapis.com/auth/firebase.messaging",
                                                "https://www.googleapis.com/auth/cloud-platform"]
     /// Seconds an access token lives (Google answers `expires_in: 3599`).
-    static let accessTokenSeconds: Int64 = 3599
+    public static let accessTokenSeconds: Int64 = 3599
     /// Most issued tokens kept: SDKs reuse a token for its hour, so only a loop that asks for
     /// tokens over and over reaches this; memory stays bounded (about 400 bytes a token).
     static let maxAccessTokens = 100_000
@@ -101,7 +100,7 @@ extension Engine {
         guard let assertion, let jwt = try? JWT.parse(assertion) else { throw .invalidSignature }
         let account: ServiceAccount, senderID: String
         if let (known, project) = serviceAccount(keyID: jwt.keyID) {
-            guard let key = try? RSAPublicKey(pem: known.publicKeyPEM), key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
+            guard signatures.rs256(known.publicKeyPEM, jwt.signingInput, jwt.signature)
             else { throw .invalidSignature }
             guard jwt.claims["iss"]?.stringValue == known.clientEmail else { throw .accountNotFound }
             (account, senderID) = (known, project.senderID)
@@ -124,7 +123,7 @@ extension Engine {
     /// An access token for `account` of the project `senderID`, as the token endpoint issues it
     /// once an assertion passed; the control API's `POST …/access-tokens` (the web page's compose
     /// form) asks for one directly. `now` is in seconds on the mock's clock.
-    func mintAccessToken(account: ServiceAccount, senderID: String,
+    public func mintAccessToken(account: ServiceAccount, senderID: String,
                          scope: String = "https://www.googleapis.com/auth/firebase.messaging",
                          now: Int64? = nil) -> AccessToken {
         let now = now ?? clock.nowMillis() / 1000
@@ -172,7 +171,7 @@ extension Engine {
             jwt.claims["iss"]?.stringValue == account.clientEmail,
             let aud = jwt.claims["aud"]?.stringValue, Self.jwtAudiences.contains(aud),
             let exp = jwt.seconds("exp"), exp > now, (jwt.seconds("iat") ?? now) <= now + Self.allowedSkewSeconds,
-            let key = try? RSAPublicKey(pem: account.publicKeyPEM), key.verifiesRS256(jwt.signingInput, signature: jwt.signature)
+            signatures.rs256(account.publicKeyPEM, jwt.signingInput, jwt.signature)
         else { return nil }
         verifiedJWTs.withLock { known in
             // Bounded: a client minting a JWT per request only refills it.
@@ -188,7 +187,7 @@ extension Engine {
     /// Bearer credential stands for it (docs/spec/fcm-v1.md section 2): none or an invalid one
     /// is 401, an unknown project 404, another project's credential 403. With
     /// `--accept-any-key`, any non-empty Bearer token stands for the path's project.
-    func v1Project(authorization: String?, project name: String) -> Result<Project, V1Error> {
+    public func v1Project(authorization: String?, project name: String) -> Result<Project, V1Error> {
         guard let token = Self.bearerToken(authorization) else { return .failure(.unauthenticated) }
         let now = clock.nowMillis()
         // An issued token and the project in one look under the lock: the common case.
@@ -227,7 +226,7 @@ extension Engine {
     }
 
     /// Revokes an issued token by its id.
-    public func revokeAccessToken(id: String) throws(ControlError) {
+    public func revokeAccessToken(id: String) throws(EngineError) {
         let found = credentials.withLock { c -> Bool in
             guard let t = c.accessTokens.values.first(where: { $0.id == id }) else { return false }
             c.accessTokens[t.token] = nil

@@ -5,9 +5,9 @@ extension Engine {
     // MARK: Faults
 
     /// Adds a fault from the body of `POST /api/v1/faults`.
-    func addFault(_ body: Body) throws(ControlError) -> Fault {
+    public func addFault(_ body: Body) throws(EngineError) -> Fault {
         let now = clock.nowMillis()
-        return try state.withLock { (s: inout EngineState) throws(ControlError) -> Fault in
+        return try state.withLock { (s: inout EngineState) throws(EngineError) -> Fault in
             let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now)
             s.faults.nextID += 1
             s.faults.faults.append(f)
@@ -22,10 +22,10 @@ extension Engine {
     var mayHaveFaults: Bool { faultsArmed.load(ordering: .relaxed) }
 
     /// The faults in force, oldest first.
-    func faults() -> [Fault] { state.withLock { $0.faults.faults } }
+    public func faults() -> [Fault] { state.withLock { $0.faults.faults } }
 
     /// Removes one fault, or all of them (`id` nil).
-    func deleteFault(_ id: String?) throws(ControlError) {
+    public func deleteFault(_ id: String?) throws(EngineError) {
         let found = state.withLock { s -> Bool in
             defer { faultsArmed.store(!s.faults.faults.isEmpty, ordering: .relaxed) }
             guard let id else {

@@ -1,7 +1,18 @@
 import FCMCore
-import HTTPServer
 import Platform
 import Synchronization
+
+/// One live reader of the events: the control API's event stream (an HTTP stream) is one.
+public protocol EventReader: AnyObject, Sendable {
+    /// Bytes written but not yet taken by the reader's connection.
+    var buffered: Int { get }
+    /// Runs `body` once when the reader's connection is gone.
+    func onClose(_ body: @escaping @Sendable () -> Void)
+    /// Appends bytes to send.
+    func write(_ bytes: [UInt8])
+    /// Ends the stream once what was written is sent.
+    func finish()
+}
 
 /// Live events for `GET /api/v1/events` (server-sent events).
 ///
@@ -9,7 +20,7 @@ import Synchronization
 /// and a reader that falls more than `maxBehindBytes` behind (or went away) is dropped, so a slow
 /// or vanished reader cannot slow sends down.
 public final class EventBus: Sendable {
-    private let readers = Locked<[ObjectIdentifier: HTTPStream]>([:])
+    private let readers = Locked<[ObjectIdentifier: any EventReader]>([:])
     private let count = Atomic<Int>(0)
     /// How far a reader may fall behind before it is dropped.
     public let maxBehindBytes: Int
@@ -31,7 +42,7 @@ public final class EventBus: Sendable {
     public var readerCount: Int { count.load(ordering: .relaxed) }
 
     /// Adds a reader; it is removed when its connection goes.
-    public func subscribe(_ s: HTTPStream) {
+    public func subscribe(_ s: any EventReader) {
         let id = ObjectIdentifier(s)
         readers.withLock { $0[id] = s }
         count.wrappingAdd(1, ordering: .relaxed)

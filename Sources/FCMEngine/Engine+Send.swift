@@ -1,5 +1,4 @@
 import FCMCore
-import HTTPServer
 import FCMStore
 import Platform
 
@@ -28,7 +27,7 @@ public struct SendResult: Sendable {
     /// The `name` a v1 send answers (`projects/{project_id}/messages/{id}`), as recorded.
     public var v1Name: String?
     /// The answer `SendExchange.answer` made, when the send was given one (kept on its record).
-    public var response: HTTPResponse?
+    public var response: (any KeptAnswer)?
     /// For topic and condition sends: the error answered instead of a message id.
     public var topicError: FCMErrorCode?
     /// For device-group sends: how many members were reached and the tokens that failed.
@@ -39,13 +38,19 @@ public struct SendResult: Sendable {
     public var canonicalIDs: Int { results.count(where: { $0.canonicalToken != nil }) }
 }
 
-/// What a send's record keeps of its HTTP exchange: the request headers (in RecordedExchange's
-/// stored form) and how the answer is made from the result.
+/// A transport's answer to a request, as its record keeps it. The engine never reads an answer:
+/// it stores `storedForm` (status, content type and body, in the form the control API shows).
+public protocol KeptAnswer: Sendable {
+    var storedForm: String { get }
+}
+
+/// What a send's record keeps of its exchange: the request headers (in their stored form) and
+/// how the transport's answer is made from the result.
 public struct SendExchange: Sendable {
     public var headers: String?
-    public var answer: @Sendable (SendResult) -> HTTPResponse
+    public var answer: @Sendable (SendResult) -> any KeptAnswer
 
-    public init(headers: String?, answer: @escaping @Sendable (SendResult) -> HTTPResponse) {
+    public init(headers: String?, answer: @escaping @Sendable (SendResult) -> any KeptAnswer) {
         self.headers = headers
         self.answer = answer
     }
@@ -161,7 +166,7 @@ extension Engine {
             }
             if let exchange {
                 let response = exchange.answer(result)
-                message.answer = RecordedExchange.answer(response)
+                message.answer = response.storedForm
                 message.headers = exchange.headers
                 result.response = response
             }
@@ -247,7 +252,7 @@ extension Engine {
     }
 
     /// `recordRejected`, returning the record's own id.
-    func recordRejectedID(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
+    public func recordRejectedID(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
                           error: String, detail: String, raw: String?, fault: String? = nil,
                           clientMessageID: String? = nil) throws(StoreError) -> Int64 {
         let now = clock.nowMillis()
@@ -327,5 +332,15 @@ extension Engine {
         if o.mutableContent { f |= 2 }
         if let d = o.delayWhileIdle { f |= 4 | (d ? 8 : 0) }
         return f
+    }
+}
+
+extension Engine {
+    /// Keeps the answer a record's sender got, and its request headers, on the record. Queued
+    /// behind the record's own insert (callers have seen it committed) and not waited for: the
+    /// answer goes out at once, and `messageRecord` drains the queue before it reads.
+    public func keepAnswer(record id: Int64?, answer: String, headers: String?) {
+        guard let id else { return }
+        _ = submit([Writes.setAnswer(message: id, answer: answer, headers: headers)])
     }
 }

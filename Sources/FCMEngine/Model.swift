@@ -7,6 +7,12 @@ public struct AppConfig: Sendable, Equatable {
     /// `valid` | `missing` | `expired`: sends reaching an iOS device of an app whose credential is
     /// not valid fail with `InvalidApnsCredential`.
     public var apnsCredential: String
+
+    public init(app: String, platform: Platform, apnsCredential: String) {
+        self.app = app
+        self.platform = platform
+        self.apnsCredential = apnsCredential
+    }
 }
 
 /// A fake device's platform.
@@ -50,6 +56,14 @@ public struct ServiceAccount: Sendable, Equatable {
     public var clientID: String
     public var publicKeyPEM: String
     public var createdAt: Int64
+
+    public init(privateKeyID: String, clientEmail: String, clientID: String, publicKeyPEM: String, createdAt: Int64) {
+        self.privateKeyID = privateKeyID
+        self.clientEmail = clientEmail
+        self.clientID = clientID
+        self.publicKeyPEM = publicKeyPEM
+        self.createdAt = createdAt
+    }
 }
 
 /// Lifecycle state of a registration token (docs/spec/control-api.md, device object `state`).

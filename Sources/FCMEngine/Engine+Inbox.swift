@@ -160,7 +160,7 @@ extension Engine {
     /// A device's inbox entries, oldest first, after delivery row `afterID`; or newest first
     /// (`newestFirst`), before delivery row `afterID` (0: from the newest).
     public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int,
-                      newestFirst: Bool = false) throws(ControlError) -> (items: [InboxEntry], next: Int64?) {
+                      newestFirst: Bool = false) throws(EngineError) -> (items: [InboxEntry], next: Int64?) {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped")
         }
@@ -212,9 +212,9 @@ extension Engine {
     /// inbox index keeps it (memory, or the one stored chunk that would hold it), never by paging
     /// through the inbox: the same cost with ten entries as with a million. A message id that is
     /// not one of the device's entries (another device's, malformed, pruned) is a 404.
-    public func inboxEntry(_ token: String, messageID: String) throws(ControlError) -> InboxEntry {
+    public func inboxEntry(_ token: String, messageID: String) throws(EngineError) -> InboxEntry {
         let (device, index, platform) = try inboxIndex(of: token)
-        let missing = ControlError.notFound("message '\(messageID)' is not in the inbox of device '\(token)'")
+        let missing = EngineError.notFound("message '\(messageID)' is not in the inbox of device '\(token)'")
         guard let wanted = MessageID(messageID) else { throw missing }
         let id = wanted.micros
         let now = clock.nowMillis()
@@ -243,7 +243,7 @@ extension Engine {
 
     /// The device of `token`, a copy of its inbox index and its platform, as of now; 404 for an
     /// unknown token.
-    private func inboxIndex(of token: String) throws(ControlError) -> (device: Int64, index: DeviceInbox, platform: Platform) {
+    private func inboxIndex(of token: String) throws(EngineError) -> (device: Int64, index: DeviceInbox, platform: Platform) {
         let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
             guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
             return (id, s.inbox[id] ?? DeviceInbox(), device.platform)
@@ -273,7 +273,7 @@ extension Engine {
     /// `waitSeconds` have passed (with what there is). `reply` runs at once or later, on another
     /// thread; no thread waits meanwhile.
     public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
-                             reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), ControlError>) -> Void) {
+                             reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), EngineError>) -> Void) {
         let first: (items: [InboxEntry], next: Int64?)
         do {
             first = try inbox(token, status: status, afterID: afterID, limit: limit)
@@ -289,7 +289,7 @@ extension Engine {
             // query (hundreds of waiting polls each paging through SQLite on every send took a
             // core).
             if !final, let n = inboxCount(token, afterID: afterID), n < need { return false }
-            do throws(ControlError) {
+            do throws(EngineError) {
                 let page = try inbox(token, status: status, afterID: afterID, limit: limit)
                 guard page.items.count >= need || final else { return false }
                 reply(.success(page))

@@ -17,7 +17,7 @@ public struct RateLimit: Sendable, Equatable {
 
 /// A duration's number and the size of its unit: the first of `units` whose suffix `text` ends
 /// with (list `ms` before `s`), or nil for a bare number. `--device-rate` periods and `--max-age`.
-func splitUnit(_ text: Substring, _ units: [(suffix: String, size: Int64)]) -> (number: Substring, size: Int64?) {
+public func splitUnit(_ text: Substring, _ units: [(suffix: String, size: Int64)]) -> (number: Substring, size: Int64?) {
     for u in units where text.hasSuffix(u.suffix) { return (text.dropLast(u.suffix.count), u.size) }
     return (text, nil)
 }

@@ -1,7 +1,7 @@
 import FCMCore
 
 /// JSON forms of the control API's objects.
-enum Render {
+public enum Render {
     static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int) -> String {
         var w = JSONWriter()
         w.beginObject()
@@ -23,7 +23,7 @@ enum Render {
         return w.string
     }
 
-    static func project(_ p: Project) -> String {
+    public static func project(_ p: Project) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("sender_id"); w.value(p.senderID)
@@ -39,7 +39,7 @@ enum Render {
     }
 
     /// A service account as lists show it: never its private key.
-    static func serviceAccount(_ w: inout JSONWriter, _ a: ServiceAccount) {
+    public static func serviceAccount(_ w: inout JSONWriter, _ a: ServiceAccount) {
         w.beginObject()
         w.key("client_email"); w.value(a.clientEmail)
         w.key("private_key_id"); w.value(a.privateKeyID)
@@ -50,24 +50,13 @@ enum Render {
     }
 
     /// `{"items":[…],"next":…}`, the shape of every list.
-    static func list(_ items: [String], next: Int64?) -> String {
+    public static func list(_ items: [String], next: Int64?) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("items"); w.beginArray()
         for i in items { w.raw(i) }
         w.endArray()
         w.key("next"); w.value(next.map { String($0) })
-        w.endObject()
-        return w.string
-    }
-
-    static func error(_ e: ControlError) -> String {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("error"); w.beginObject()
-        w.key("code"); w.value(e.code.rawValue)
-        w.key("message"); w.value(e.message)
-        w.endObject()
         w.endObject()
         return w.string
     }

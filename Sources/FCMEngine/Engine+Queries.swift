@@ -46,7 +46,7 @@ let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed"
 
 extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
-    public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(ControlError) -> (items: [MessageRecord], next: Int64?) {
+    public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(EngineError) -> (items: [MessageRecord], next: Int64?) {
         try expireDue()
         // The answer of a refused or XMPP send is kept on its record after it went out (an HTTP
         // send's comes with its record): let those land first.
@@ -96,7 +96,7 @@ extension Engine {
 
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
-    public func messageRecord(_ id: String, recipientsLimit: Int? = nil) throws(ControlError) -> MessageRecord {
+    public func messageRecord(_ id: String, recipientsLimit: Int? = nil) throws(EngineError) -> MessageRecord {
         // A refused or XMPP send's answer is kept on its record after it went out: let it land first.
         store.drain()
         // A topic send's id is the number FCM answered; it is the record's own stamp.

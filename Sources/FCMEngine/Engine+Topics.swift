@@ -26,7 +26,7 @@ extension Engine {
     /// Subscribes or unsubscribes `tokens` to `topic` as the Instance ID API does, for `senderID`
     /// (tokens of another project are `NOT_FOUND`, as they were for a server key of another
     /// project). Results follow the input order.
-    public func batch(_ tokens: [String], topic: String, subscribe: Bool, senderID: String?) throws(ControlError) -> [BatchOutcome] {
+    public func batch(_ tokens: [String], topic: String, subscribe: Bool, senderID: String?) throws(EngineError) -> [BatchOutcome] {
         let now = clock.nowMillis()
         let (outcomes, ticket, updated): ([BatchOutcome], Store.Ticket?, [Device]) = state.withLock { s in
             var outcomes: [BatchOutcome] = []
@@ -69,7 +69,7 @@ extension Engine {
     /// same state and writes as the Instance ID API, with v1's distinctions (another project's
     /// token is SenderIdMismatch, not "not found"; unsubscribing a topic the device does not
     /// have is `.notSubscribed`).
-    public func v1Subscription(_ tokenOrFID: String, topic: String, subscribe: Bool, senderID: String) throws(ControlError) -> V1SubscriptionOutcome {
+    public func v1Subscription(_ tokenOrFID: String, topic: String, subscribe: Bool, senderID: String) throws(EngineError) -> V1SubscriptionOutcome {
         let now = clock.nowMillis()
         let (outcome, ticket, device): (V1SubscriptionOutcome, Store.Ticket?, Device?) = state.withLock { s in
             guard let found = s.device(token: tokenOrFID) ?? s.device(fid: tokenOrFID) else { return (.unregistered, nil, nil) }
@@ -94,7 +94,7 @@ extension Engine {
     }
 
     /// Subscribes one device (control API and `POST /iid/v1/{token}/rel/topics/{topic}`).
-    public func subscribe(_ token: String, topic: String, senderID: String? = nil) throws(ControlError) -> Device {
+    public func subscribe(_ token: String, topic: String, senderID: String? = nil) throws(EngineError) -> Device {
         guard Topics.isValidName(topic) else { throw .badRequest("Topic name format is invalid") }
         switch try batch([token], topic: topic, subscribe: true, senderID: senderID).first {
         case .notFound?, .invalidArgument?: throw .notFound("device '\(token)' does not exist")
@@ -104,14 +104,14 @@ extension Engine {
     }
 
     /// Unsubscribes one device.
-    public func unsubscribe(_ token: String, topic: String) throws(ControlError) -> Device {
+    public func unsubscribe(_ token: String, topic: String) throws(EngineError) -> Device {
         _ = try device(token)
         _ = try batch([token], topic: topic, subscribe: false, senderID: nil)
         return try device(token)
     }
 
     /// A device's topics with the dates they were added.
-    public func topics(of token: String) throws(ControlError) -> [Subscription] {
+    public func topics(of token: String) throws(EngineError) -> [Subscription] {
         let d = try device(token)
         return state.withLock { $0.topics(of: d.id) }
     }
@@ -122,7 +122,7 @@ extension Engine {
     }
 
     /// One topic's subscribers.
-    public func topic(_ name: String) throws(ControlError) -> (name: String, subscribers: [String]) {
+    public func topic(_ name: String) throws(EngineError) -> (name: String, subscribers: [String]) {
         guard let t = state.withLock({ $0.topic(key: Topics.key(name)) }) else {
             throw .notFound("topic '\(name)' has no subscribers")
         }
@@ -130,7 +130,7 @@ extension Engine {
     }
 
     /// The device object with its topics.
-    func renderDevice(_ d: Device) -> String {
+    public func renderDevice(_ d: Device) -> String {
         let now = clock.nowMillis()
         return state.withLock { s in s.render(d, now: now) }
     }

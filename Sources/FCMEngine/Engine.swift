@@ -3,6 +3,18 @@ import FCMStore
 import Platform
 import Synchronization
 
+/// The signature checks the engine's credentials need, made by the layer that holds the keys'
+/// cryptography (TLS) and handed in, so the engine itself links no crypto library.
+public struct SignatureChecks: Sendable {
+    /// Whether `signature` is a valid RS256 (RSA PKCS #1 v1.5, SHA-256) signature of `input` by
+    /// the public key in `publicKeyPEM`.
+    public var rs256: @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool
+
+    public init(rs256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool) {
+        self.rs256 = rs256
+    }
+}
+
 /// What authenticating a request needs (see `Engine.credentials`).
 ///
 /// Bearer checks live here too, so checking a request's credential never waits for the send
@@ -45,15 +57,17 @@ public final class Engine: Sendable {
     /// sends it with every request, and an RSA check per request would cost more than the send.
     let verifiedJWTs = Locked<[String: VerifiedJWT]>([:])
     /// Called with a sender id when upstream messages of that sender wait for a connection.
-    let upstreamDispatch = Locked<Handler<String, Void>?>(nil)
+    public let upstreamDispatch = Locked<Handler<String, Void>?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
-    let lateDeliveries = Locked<Handler<[Int64], Void>?>(nil)
+    public let lateDeliveries = Locked<Handler<[Int64], Void>?>(nil)
     /// Expires held messages as real time passes (started with the listeners).
     let expirySweeper = Locked<PeriodicTask?>(nil)
     /// Called during a reset, with the state lock held (so nothing is sent or queued between the
     /// engine forgetting and the listener forgetting): the XMPP listener forgets the receipts and
     /// upstream messages it holds. It returns what to do once the lock is released.
-    let resetListeners = Locked<Handler<Void, @Sendable () -> Void>?>(nil)
+    public let resetListeners = Locked<Handler<Void, @Sendable () -> Void>?>(nil)
+    /// The signature checks of service-account JWTs.
+    let signatures: SignatureChecks
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).
@@ -62,15 +76,21 @@ public final class Engine: Sendable {
     /// Most `&&`/`||` operators a condition may have (the seeds: two).
     public let maxConditionOperators: Int
     /// The fixture documents loaded at start, which a reset applies again.
-    let startFixtures = Locked<[FixtureDocument]>([])
+    public let startFixtures = Locked<[FixtureDocument]>([])
+
+    /// Keeps the fixture documents loaded at start, for `reset` to apply again.
+    public func keepStartFixtures(_ documents: [FixtureDocument]) {
+        startFixtures.withLock { $0 = documents }
+    }
     /// Monotonic start time, for `uptime_s`.
     public let startedAt = monotonicNanos()
 
     /// Opens the engine over `store`, loading what the store already holds.
-    public init(store: Store, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
+    public init(store: Store, signatures: SignatureChecks, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
                 acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil,
                 maxConditionOperators: Int = 2, eventKeepaliveMillis: Int = 15_000) throws(StoreError) {
         self.store = store
+        self.signatures = signatures
         self.events = EventBus(keepaliveMillis: eventKeepaliveMillis)
         self.clock = clock
         self.unknownTokens = unknownTokens
@@ -161,7 +181,7 @@ public final class Engine: Sendable {
     // MARK: Change notification
 
     /// Wakes every long poll; they re-read what they wait for.
-    func notifyChanged() {
+    public func notifyChanged() {
         longPolls.poke()
     }
 

@@ -1,0 +1,29 @@
+/// Why the engine refused a request: a kind and a sentence for the user. The transports choose
+/// the wire form (the control API answers `{"error":{"code":…,"message":…}}` with an HTTP status
+/// per kind, in EngineError.swift); the engine never does.
+public struct EngineError: Error, Sendable, Equatable {
+    /// The kinds of refusal; a raw value is the kind's stable name (the control API's `code`).
+    public enum Code: String, Sendable, Equatable, CaseIterable {
+        case badRequest = "bad_request"
+        case unauthorized = "unauthorized"
+        case notFound = "not_found"
+        case conflict = "conflict"
+        case payloadTooLarge = "payload_too_large"
+        case `internal` = "internal"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public static func badRequest(_ m: String) -> EngineError { EngineError(code: .badRequest, message: m) }
+    public static func unauthorized(_ m: String) -> EngineError { EngineError(code: .unauthorized, message: m) }
+    public static func notFound(_ m: String) -> EngineError { EngineError(code: .notFound, message: m) }
+    public static func conflict(_ m: String) -> EngineError { EngineError(code: .conflict, message: m) }
+    public static func payloadTooLarge(_ m: String) -> EngineError { EngineError(code: .payloadTooLarge, message: m) }
+    public static func `internal`(_ m: String) -> EngineError { EngineError(code: .internal, message: m) }
+}

@@ -1,0 +1,75 @@
+import FCMCore
+import FCMEngine
+import HTTPServer
+import TLS
+
+extension RecordedExchange {
+    /// The headers of `r` that `headerNames` lists, in that order, in one pass over the request's
+    /// fields (a repeated field is joined with ", ", as `HTTPRequest.header` does).
+    static func headers(_ r: HTTPRequest) -> String {
+        // Every send keeps these: one pass over the fields, names compared as bytes, nothing
+        // built for the fields not kept.
+        var found: [(Int, String)] = []
+        found.reserveCapacity(headerNames.count)
+        for h in r.headers {
+            guard let i = headerIndex(h.name) else { continue }
+            if let j = found.firstIndex(where: { $0.0 == i }) {
+                found[j].1 += ", " + h.value
+            } else {
+                found.append((i, h.value))
+            }
+        }
+        if found.isEmpty { return "" }
+        found.sort { $0.0 < $1.0 }
+        // Written as bytes, one string at the end.
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        for (i, value) in found {
+            out.append(contentsOf: headerBytes[i])
+            out.append(9)
+            if i == 1 {
+                appendClean(mask(value), into: &out)
+            } else if value.utf8.count > 256 {
+                appendClean(String(value.prefix(256)), into: &out)
+            } else {
+                appendClean(value, into: &out)
+            }
+            out.append(10)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// An HTTP answer in the stored form.
+    static func answer(_ response: HTTPResponse) -> String {
+        var type: String?
+        for (name, value) in response.headers where name.utf8.count == 12 && hasPrefixIgnoringCase(name.utf8, "content-type") {
+            type = value
+        }
+        return answer(status: response.status, contentType: type, body: response.body)
+    }
+}
+
+extension HTTPResponse: KeptAnswer {
+    /// The answer in the stored form its record keeps.
+    public var storedForm: String { RecordedExchange.answer(self) }
+}
+
+extension SignatureChecks {
+    /// The checks made with the TLS layer's RSA keys.
+    static let tls = SignatureChecks(rs256: { pem, input, signature in
+        guard let key = try? RSAPublicKey(pem: pem) else { return false }
+        return key.verifiesRS256(input, signature: signature)
+    })
+}
+
+extension Engine {
+    /// `answer`, kept first on the record (when one was made) with the request's `headers`: how
+    /// the send routes answer a refused request.
+    func keeping(_ answer: HTTPResponse, record id: Int64?, headers: String?) -> HTTPResponse {
+        keepAnswer(record: id, answer: RecordedExchange.answer(answer), headers: headers)
+        return answer
+    }
+}
+
+/// The event stream's readers are HTTP streams.
+extension HTTPStream: EventReader {}
