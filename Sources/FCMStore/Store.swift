@@ -1,5 +1,4 @@
 import Dispatch
-import FCMCore
 import Platform
 import Synchronization
 

@@ -1,4 +1,3 @@
-import FCMCore
 import FCMStore
 import Foundation
 import XCTest
