@@ -58,7 +58,7 @@ let package = Package(
                 // Built into the binary: the web page's files and the default fixture (a link to
                 // fixtures/default.json), as `PackageResources.index_html`, `.default_fixture_json`, ….
                 resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")]),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "FCMCore", "Platform", "TLS", "XMPPServer"]),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "TLS", "XMPPServer"]),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMServer", "Platform"]),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"]),

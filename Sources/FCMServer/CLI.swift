@@ -308,14 +308,11 @@ public enum CLI {
         }
     }
 
-    struct Response {
-        let status: Int
-        let body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
-        var object: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
-    }
+    /// An answer, as the project's HTTP client read it.
+    typealias Response = WireResponse
 
-    /// A one-request-per-connection HTTP/1.1 client (the CLI makes a request or two).
+    /// One request per connection (the CLI makes a request or two), through the project's
+    /// HTTP client.
     struct Client {
         let endpoint: Endpoint
         let controlToken: String?
@@ -338,62 +335,28 @@ public enum CLI {
         }
 
         func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> Response? {
-            guard let fd = try? ConnectSocket.open(host: endpoint.host, port: endpoint.port, receiveTimeout: 75) else { return nil }
-            defer { close(fd) }
-            var tls: TLSSession?
-            if endpoint.tls {
-                do {
-                    tls = try TLSSession(clientOn: fd, host: endpoint.host, trust: caFile.map { .caFile($0) } ?? .system)
-                } catch {
+            let security: HTTPClient.Security = endpoint.tls ? .tls(caFile.map { .caFile($0) } ?? .system) : .plain
+            let client = HTTPClient(host: endpoint.host, port: endpoint.port, security: security, receiveTimeout: 75)
+            var fields = [("Connection", "close")]
+            if let controlToken, path.hasPrefix("/api/") { fields.append(("Authorization", "Bearer \(controlToken)")) }
+            do {
+                // Every request says how long its body is, a GET's empty one included.
+                let all = fields + headers + (body.isEmpty && !["POST", "PATCH", "PUT"].contains(method) ? [("Content-Length", "0")] : [])
+                defer { client.disconnect() }
+                return try client.request(method, path, headers: all, body: body)
+            } catch {
+                if error.handshake {
                     writeToStandardError("fcm-mock: \(error.description)\(caFile == nil ? " (trust the mock's CA with --cacert)" : "")\n")
-                    return nil
                 }
+                return nil
             }
-            var head = "\(method) \(path) HTTP/1.1\r\nHost: \(endpoint.hostHeader)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
-            if let controlToken, path.hasPrefix("/api/") { head += "Authorization: Bearer \(controlToken)\r\n" }
-            for (k, v) in headers { head += "\(k): \(v)\r\n" }
-            let out = Array((head + "\r\n").utf8) + body
-            if let tls {
-                guard tls.write(out) else { return nil }
-            } else {
-                var off = 0
-                while off < out.count {
-                    let n = out[off...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    if n <= 0 { return nil }
-                    off += n
-                }
-            }
-            var data: [UInt8] = []
-            var buf = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = buf.withUnsafeMutableBytes { tls?.read($0.baseAddress!, $0.count) ?? recv(fd, $0.baseAddress, $0.count, 0) }
-                if n <= 0 { break }
-                data.append(contentsOf: buf[0..<n])
-            }
-            tls?.bye()  // the closing alert goes out before the socket closes
-            guard let end = data.firstRange(of: [13, 10, 13, 10]) else { return nil }
-            let headText = String(decoding: data[..<end.lowerBound], as: UTF8.self)
-            let status = Int(headText.split(separator: " ").dropFirst().first ?? "") ?? 0
-            var payload = Array(data[end.upperBound...])
-            if headText.lowercased().contains("transfer-encoding: chunked") { payload = dechunk(payload) }
-            return Response(status: status, body: payload)
-        }
-
-        func dechunk(_ b: [UInt8]) -> [UInt8] {
-            var out: [UInt8] = []
-            var i = 0
-            while let lineEnd = b[i...].firstRange(of: [13, 10]) {
-                let size = Int(String(decoding: b[i..<lineEnd.lowerBound], as: UTF8.self), radix: 16) ?? 0
-                if size == 0 { break }
-                let start = lineEnd.upperBound
-                guard start + size <= b.count else { break }
-                out.append(contentsOf: b[start..<(start + size)])
-                i = start + size + 2
-                if i >= b.count { break }
-            }
-            return out
         }
     }
+}
+
+extension WireResponse {
+    /// The body as a JSON object (nil otherwise).
+    fileprivate var object: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
 }
 
 extension String {

@@ -4,6 +4,7 @@ import FCMServer
 import FCMTesting
 import Foundation
 import Platform
+import HTTPServer
 import XCTest
 
 /// The built `fcm-mock` binary: command line, exit codes, signals, durability.

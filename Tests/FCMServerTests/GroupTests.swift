@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// Device groups: `/fcm/notification` and sends to a notification key (issue 4).

@@ -3,6 +3,7 @@ import FCMCore
 import FCMServer
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// HTTP/2 with prior knowledge (h2c) on the plain HTTP port, driven by real clients: curl,

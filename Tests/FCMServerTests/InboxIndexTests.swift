@@ -5,6 +5,7 @@ import FCMStore
 import FCMTesting
 import Foundation
 import Platform
+import HTTPServer
 import XCTest
 
 /// A device's inbox index past one chunk (`Engine+Inbox.swift`, `Store+Inbox.swift`): the older

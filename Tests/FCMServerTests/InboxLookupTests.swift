@@ -4,6 +4,7 @@ import FCMServer
 import FCMStore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// `GET /api/v1/devices/{token}/messages/{message_id}`: one inbox entry by its message id, found

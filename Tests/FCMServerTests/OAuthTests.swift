@@ -2,6 +2,7 @@ import FCMCore
 import FCMTesting
 import Foundation
 import TLS
+import HTTPServer
 import XCTest
 
 /// The OAuth 2.0 token endpoint (docs/spec/fcm-v1.md section 3) over real HTTP: service-account

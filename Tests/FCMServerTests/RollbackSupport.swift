@@ -4,6 +4,7 @@ import FCMServer
 import FCMStore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// What the rollback tests share: a server on a file store, ways to make its store refuse

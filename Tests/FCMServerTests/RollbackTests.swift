@@ -4,6 +4,7 @@ import FCMServer
 import FCMStore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// A write the store could not commit leaves no trace in what the mock shows: every count and

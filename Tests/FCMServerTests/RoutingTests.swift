@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// What each surface answers for paths and methods it does not know, byte for byte (the head's

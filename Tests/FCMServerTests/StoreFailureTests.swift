@@ -4,6 +4,7 @@ import FCMServer
 import FCMTesting
 import Foundation
 import Platform
+import HTTPServer
 import XCTest
 
 /// A store that fills up is said out loud: one warning with SQLite's reason, health 503 with the

@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 let demoKey = DemoProject.serverKey

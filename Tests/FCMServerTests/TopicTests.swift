@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// Topics, conditions and the Instance ID API (issue 4).

@@ -2,6 +2,7 @@ import FCMCore
 import FCMTesting
 import Foundation
 import TLS
+import HTTPServer
 import XCTest
 
 /// Bearer credentials (docs/spec/fcm-v1.md sections 2 and 3) on the v1 send path, and on the

@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// BadInputTests' hostile bodies on the v1 send path, with a valid Bearer token: each is Google's

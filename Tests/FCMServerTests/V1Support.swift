@@ -4,6 +4,7 @@ import FCMServer
 import FCMTesting
 import Foundation
 import TLS
+import HTTPServer
 import XCTest
 
 /// Two projects with project ids, devices of every kind the v1 error table needs, and one fid

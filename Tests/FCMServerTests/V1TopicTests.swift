@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// Topic subscriptions through v1 (docs/spec/fcm-v1.md section 2b), as firebase-admin 7.x makes them.
