@@ -2,26 +2,27 @@
 import PackageDescription
 
 // Linux only: the code imports Glibc and uses what only Linux has (glibc's adaptive pthread
-// mutexes, a condition variable on the monotonic clock, MSG_NOSIGNAL, libmicrohttpd's epoll
-// loop, /proc/locks), so there is no `platforms:` line: none but Linux would build.
+// mutexes, a condition variable on the monotonic clock, MSG_NOSIGNAL, epoll and eventfd,
+// /proc/locks), so there is no `platforms:` line: none but Linux would build.
 //
-// Dependencies point one way, downward:
+// Dependencies point one way, downward (docs/architecture.md draws the graph, and its table of
+// targets is checked against this file by ArchitectureTests):
 //
-//   fcm-mock ─→ FCMServer ─┬─→ FCMStore ──→ CSQLite
-//                          ├─→ HTTPServer ─→ CMicroHTTPD, CNGHTTP2 (HTTP/2), TLS (the HTTPS port)
-//                          ├─→ XMPPServer ─→ CExpat, TLS
-//                          └─→ FCMCore (FCM's rules: standard library only, no I/O)
-//   TLS ─→ CGnuTLSShim (certificate building, C) ─→ CGnuTLS
+//   fcm-mock ─→ FCMCommand ─→ FCMServer ─┬─→ FCMEngine ─→ FCMStore ─→ CSQLite
+//                                          │       └─────→ FCMCore (FCM's rules: no I/O)
+//                                          ├─→ HTTPServer ─→ CLinuxEvents, CMicroHTTPD, CNGHTTP2, TLS
+//                                          ├─→ XMPPServer ─→ CExpat, TLS
+//                                          └─→ TLS ─→ CGnuTLSShim ─→ CGnuTLS
 //
-// and FCMStore, HTTPServer, XMPPServer, TLS, FCMServer and fcm-mock all stand on Platform
-// (locks, threads, clocks, sockets, files: the operating system, nothing of FCM). The protocol
-// servers know nothing of FCM: they depend on Platform and their C libraries, not on FCMCore.
-// FCMTesting (test clients, the out-of-process test server) sits on FCMServer.
+// and everything but FCMCore stands on Platform (locks, threads, clocks, sockets, files). The
+// engine knows no wire and no transport; the protocol servers know nothing of FCM.
+// FCMTesting (the server in-process, test clients) sits on FCMServer.
 
-/// Upcoming language features for the layers that wrap C: imports are internal unless marked
-/// `public`, so a C type cannot leak into their public API unnoticed; a member is visible only
-/// where its module is imported; existential types are spelled `any`.
-let wrapperSettings: [SwiftSetting] = [
+/// Upcoming language features, on every Swift target: imports are internal unless marked
+/// `public`, so no module re-exports what it uses and a C type cannot leak into a public API
+/// unnoticed; a member is visible only where its module is imported; existential types are
+/// spelled `any`.
+let houseSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("ExistentialAny"),
@@ -47,27 +48,30 @@ let package = Package(
         // epoll and eventfd: part of glibc, so no package and nothing to link.
         .systemLibrary(name: "CLinuxEvents"),
         .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS"]),
-        .target(name: "Platform", swiftSettings: wrapperSettings),
-        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: wrapperSettings),
-        .target(name: "FCMCore"),
-        .target(name: "FCMStore", dependencies: ["CSQLite", "Platform"]),
-        .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"]),
-        .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"]),
-        .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"]),
+        .target(name: "Platform", swiftSettings: houseSettings),
+        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: houseSettings),
+        .target(name: "FCMCore", swiftSettings: houseSettings),
+        .target(name: "FCMStore", dependencies: ["CSQLite", "Platform"], swiftSettings: houseSettings),
+        .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"], swiftSettings: houseSettings),
+        .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"], swiftSettings: houseSettings),
+        .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
         .target(name: "FCMServer", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
                 // Built into the binary: the web page's files and the default fixture (a link to
                 // fixtures/default.json), as `PackageResources.index_html`, `.default_fixture_json`, ….
-                resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")]),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "TLS", "XMPPServer"]),
-        .executableTarget(name: "fcm-mock", dependencies: ["FCMServer", "Platform"]),
-        .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"]),
-        .testTarget(name: "PlatformTests", dependencies: ["Platform"]),
-        .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"]),
-        .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"]),
-        .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"]),
+                resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")],
+                swiftSettings: houseSettings),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "TLS", "XMPPServer"], swiftSettings: houseSettings),
+        .target(name: "FCMCommand", dependencies: ["FCMCore", "FCMServer", "HTTPServer", "Platform", "TLS"], swiftSettings: houseSettings),
+        .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMServer", "Platform"], swiftSettings: houseSettings),
+        .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"], swiftSettings: houseSettings),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: houseSettings),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"], swiftSettings: houseSettings),
+        .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore"], swiftSettings: houseSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"], swiftSettings: houseSettings),
+        .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
-                    dependencies: ["FCMTesting", "FCMServer", "FCMEngine", "FCMStore", "FCMCore", "Platform", "TLS"]),
+                    dependencies: ["FCMTesting", "FCMServer", "FCMEngine", "FCMStore", "FCMCore", "Platform", "TLS"],
+                    swiftSettings: houseSettings),
     ],
     swiftLanguageModes: [.v6]
 )

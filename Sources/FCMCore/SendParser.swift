@@ -361,6 +361,22 @@ public enum FormBody {
         return out
     }
 
+    /// Percent-encodes everything but RFC 3986's unreserved characters (a path segment or a query
+    /// value).
+    public static func percentEncode(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            default:
+                out += (b < 16 ? "%0" : "%") + String(b, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+
     /// Percent-decodes bytes into a String; nil on a bad escape or invalid UTF-8.
     public static func percentDecode<C: Collection>(_ bytes: C, plusIsSpace: Bool) -> String? where C.Element == UInt8 {
         var out = [UInt8]()

@@ -1,4 +1,4 @@
-import FCMCore
+public import FCMCore
 
 /// A JSON object body with typed accessors whose errors name the field.
 public struct Body {

@@ -1,5 +1,5 @@
-import FCMCore
-import FCMStore
+public import FCMCore
+public import FCMStore
 
 /// What the engine decided about a downstream request before its message is sent. Every
 /// transport asks the same question (`Engine.admit`) and only turns the answer into its own wire

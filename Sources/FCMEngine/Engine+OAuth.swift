@@ -1,4 +1,5 @@
-import FCMCore
+import Platform
+public import FCMCore
 
 /// An access token the token endpoint issued.
 public struct AccessToken: Sendable, Equatable {

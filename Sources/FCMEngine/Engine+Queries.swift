@@ -1,5 +1,5 @@
 import FCMCore
-import FCMStore
+public import FCMStore
 import Platform
 
 /// Filters of `GET /api/v1/messages`.

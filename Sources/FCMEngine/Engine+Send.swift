@@ -1,5 +1,5 @@
-import FCMCore
-import FCMStore
+public import FCMCore
+public import FCMStore
 import Platform
 
 /// The outcome for one recipient of a send (one entry of `results`).

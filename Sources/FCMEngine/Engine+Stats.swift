@@ -1,5 +1,5 @@
 import FCMCore
-import FCMStore
+public import FCMStore
 import Platform
 import Synchronization
 

@@ -1,5 +1,6 @@
-import FCMCore
-import FCMStore
+import Platform
+public import FCMCore
+public import FCMStore
 
 /// An upstream message: sent by a fake device to its app server over XMPP (seeds Tables 5-6).
 public typealias UpstreamMessage = UpstreamRow

@@ -1,6 +1,6 @@
 import FCMCore
-import FCMStore
-import Platform
+public import FCMStore
+public import Platform
 import Synchronization
 
 /// The signature checks the engine's credentials need, made by the layer that holds the keys'

@@ -1,4 +1,4 @@
-import FCMCore
+public import FCMCore
 
 /// JSON forms of the control API's objects.
 public enum Render {

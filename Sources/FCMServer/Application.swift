@@ -1,4 +1,4 @@
-import FCMEngine
+public import FCMEngine
 import FCMCore
 import FCMStore
 import HTTPServer
@@ -12,6 +12,13 @@ import XMPPServer
 
 /// The running mock: store, engine and listeners, started and stopped together.
 public final class Application: Sendable {
+    /// The host names real clients hard-code, which `cert` always includes.
+    public static let googleHosts = [
+        "fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com",
+        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com",
+        "accounts.google.com", "localhost", "127.0.0.1", "::1",
+    ]
+
     public let configuration: Configuration
     public let engine: Engine
     let http: HTTPServer
@@ -100,7 +107,7 @@ public final class Application: Sendable {
                         tlsCA = ca
                     } else {
                         let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-                        tls = try TLSCredentials.selfSigned(names: CLI.googleHosts, directory: dir)
+                        tls = try TLSCredentials.selfSigned(names: Self.googleHosts, directory: dir)
                         // A warning, so the path is logged at every level clients may need it at.
                         log.warning("generated a self-signed TLS certificate (clients must trust it)",
                                     [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
@@ -225,7 +232,7 @@ extension Application {
             dir = tmp + "/fcm-mock-ca-\(getpid())-\(wallClockMicros())"
         }
         if c.dbPath == Configuration().dbPath && c.tlsDir == nil { SystemIO.makeDirectory("./data") }
-        let (ca, created) = try LocalCertificateAuthority.loadOrCreate(names: CLI.googleHosts, directory: dir)
+        let (ca, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: dir)
         let credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
         let path = SystemIO.absolutePath(ca.caCertificate)
         // A warning, so the path is logged at every level clients may need it at.

@@ -1,4 +1,4 @@
-import FCMEngine
+public import FCMEngine
 /// Everything `fcm-mock serve` can be told, after flags, environment and defaults are merged.
 public struct Configuration: Sendable {
     public var host = "127.0.0.1"

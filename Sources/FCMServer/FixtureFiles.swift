@@ -1,5 +1,5 @@
 import FCMCore
-import FCMEngine
+public import FCMEngine
 import Platform
 
 extension Fixtures {

@@ -1,6 +1,6 @@
-import FCMEngine
+public import FCMEngine
 import FCMCore
-import HTTPServer
+public import HTTPServer
 
 /// Answers every HTTP request through one route table (Routes.swift): the FCM paths, the
 /// control API, the web page, and 404s in each one's own format.

@@ -6,7 +6,7 @@ import Platform
 #if canImport(Glibc)
     import Glibc
 #endif
-import HTTPServer
+public import HTTPServer
 
 /// A small leveled logger writing one line per event to stderr, as text or JSON.
 ///

@@ -1,6 +1,6 @@
 import FCMCore
-import FCMEngine
-import HTTPServer
+public import FCMEngine
+public import HTTPServer
 import TLS
 
 extension RecordedExchange {

@@ -1,7 +1,7 @@
 import FCMEngine
-import FCMCore
+public import FCMCore
 import Foundation
-import HTTPServer
+public import HTTPServer
 import Platform
 
 /// The project's HTTP/1.1 client (HTTPServer's `HTTPClient`) under the names the tests use.

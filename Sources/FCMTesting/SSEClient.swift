@@ -1,5 +1,5 @@
 import FCMEngine
-import Foundation
+public import Foundation
 
 /// A reader of `GET /api/v1/events` over a raw socket: parses the chunked body into
 /// server-sent events as they arrive.

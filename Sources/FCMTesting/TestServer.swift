@@ -1,7 +1,8 @@
+public import HTTPServer
 import FCMEngine
 import FCMCore
-import FCMServer
-import Foundation
+public import FCMServer
+public import Foundation
 import Platform
 
 /// The demo project of the built-in default fixture, as tests and README use it.

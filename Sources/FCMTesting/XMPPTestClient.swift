@@ -1,9 +1,9 @@
 import FCMEngine
-import FCMCore
-import Foundation
+public import FCMCore
+public import Foundation
 import Platform
 import TLS
-import XMPPServer
+public import XMPPServer
 
 /// A raw-socket XMPP client for tests: sends exactly the bytes it is given and parses what the
 /// server sends into stream events.

@@ -1,4 +1,5 @@
 // Long because: one connection's reading, request order, answers, streams and closing share its state and belong together.
+import Synchronization
 import Platform
 
 #if canImport(Glibc)

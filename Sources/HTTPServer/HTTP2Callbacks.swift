@@ -2,6 +2,7 @@
 // connection through `user_data` (the connection, unretained: `run()` keeps it alive while the
 // session exists) and captures nothing, so none can inherit an actor.
 
+import Synchronization
 import CNGHTTP2
 import Glibc
 import Platform

@@ -1,5 +1,5 @@
 import Platform
-import TLS
+public import TLS
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
+import Synchronization
 import CMicroHTTPD
 import Platform
-import TLS
+public import TLS
 
 #if canImport(Glibc)
     import Glibc

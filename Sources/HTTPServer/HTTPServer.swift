@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import Dispatch
-import Platform
+public import Platform
 import Synchronization
 import TLS
 

@@ -1,6 +1,6 @@
-import Platform
+public import Platform
 import Synchronization
-import TLS
+public import TLS
 
 #if canImport(Glibc)
     import Glibc

@@ -1,3 +1,5 @@
+import FCMEngine
+import FCMCommand
 import FCMServer
 import Platform
 

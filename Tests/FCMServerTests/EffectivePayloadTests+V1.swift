@@ -1,3 +1,4 @@
+import HTTPServer
 import FCMCore
 import FCMStore
 import FCMTesting

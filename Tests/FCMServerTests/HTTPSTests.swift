@@ -1,3 +1,4 @@
+import HTTPServer
 import FCMCore
 @testable import FCMEngine
 import FCMServer

@@ -1,3 +1,5 @@
+import FCMServer
+import HTTPServer
 import FCMCore
 import FCMTesting
 import Foundation

@@ -1,3 +1,5 @@
+import FCMServer
+import HTTPServer
 import FCMCore
 import FCMStore
 import FCMTesting

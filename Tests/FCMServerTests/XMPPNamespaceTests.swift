@@ -1,3 +1,4 @@
+import FCMServer
 import FCMCore
 import FCMTesting
 import Foundation

@@ -1,3 +1,4 @@
+import Platform
 import FCMEngine
 import Dispatch
 import FCMCore

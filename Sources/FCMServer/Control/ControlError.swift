@@ -1,5 +1,5 @@
 import FCMCore
-import FCMEngine
+public import FCMEngine
 
 /// A control-API failure, in the documented shape `{"error":{"code":…,"message":…}}`: the
 /// engine's refusal (`EngineError`), answered with the HTTP status of its kind.

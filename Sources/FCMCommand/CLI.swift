@@ -1,3 +1,4 @@
+import FCMServer
 import FCMEngine
 import FCMCore
 import HTTPServer
@@ -112,7 +113,7 @@ public enum CLI {
             var devices: [JSONObject] = []
             var cursor: String?
             repeat {
-                let page = "/api/v1/devices?limit=1000" + (cursor.map { "&cursor=\(percentEncode($0))" } ?? "")
+                let page = "/api/v1/devices?limit=1000" + (cursor.map { "&cursor=\(FormBody.percentEncode($0))" } ?? "")
                 guard let r = client.expectOK("GET", page) else { return 1 }
                 devices += rows(r)
                 cursor = r.object?["next"]?.stringValue
@@ -131,12 +132,12 @@ public enum CLI {
         case "messages":
             var path: String
             if let t = options["--token"]?.last {
-                path = "/api/v1/devices/\(percentEncode(t))/messages?limit=\(percentEncode(options["--limit"]?.last ?? "1000"))"
-                if let w = options["--wait"]?.last { path += "&wait=\(percentEncode(w))&min=1" }
+                path = "/api/v1/devices/\(FormBody.percentEncode(t))/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "1000"))"
+                if let w = options["--wait"]?.last { path += "&wait=\(FormBody.percentEncode(w))&min=1" }
             } else {
-                path = "/api/v1/messages?limit=\(percentEncode(options["--limit"]?.last ?? "100"))"
+                path = "/api/v1/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "100"))"
             }
-            if let s = options["--status"]?.last { path += "&status=\(percentEncode(s))" }
+            if let s = options["--status"]?.last { path += "&status=\(FormBody.percentEncode(s))" }
             guard let r = client.expectOK("GET", path) else { return 1 }
             if json { print(r.text); return 0 }
             if options["--token"] != nil {
@@ -178,7 +179,7 @@ public enum CLI {
             return r.status == 200 ? 0 : 1
         case "service-account":
             guard let project = options["--project"]?.last else { return usage("service-account needs --project PROJECT") }
-            guard let r = client.request("POST", "/api/v1/projects/\(percentEncode(project))/service-accounts") else {
+            guard let r = client.request("POST", "/api/v1/projects/\(FormBody.percentEncode(project))/service-accounts") else {
                 print("fcm-mock: cannot reach \(server)")
                 return 1
             }
@@ -201,18 +202,12 @@ public enum CLI {
         }
     }
 
-    /// The host names real clients hard-code, which `cert` always includes.
-    public static let googleHosts = [
-        "fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com",
-        "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com",
-        "accounts.google.com", "localhost", "127.0.0.1", "::1",
-    ]
 
     /// `fcm-mock cert --out DIR [--host NAME]...`: a local CA and a server certificate it signs for
     /// Google's FCM host names, localhost and every `--host`. Returns the exit code.
     public static func cert(_ args: [String]) -> Int32 {
         var out: String?
-        var names = googleHosts
+        var names = Application.googleHosts
         var i = 0
         while i < args.count {
             let a = args[i]
@@ -262,19 +257,6 @@ public enum CLI {
         if rows.isEmpty { print("(none)") }
     }
 
-    static func percentEncode(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            default:
-                out += "%" + String(b, radix: 16, uppercase: true).leftPadded(2)
-            }
-        }
-        return out
-    }
 
     /// `http://HOST:PORT` (a path, if any, is ignored).
     struct Endpoint {

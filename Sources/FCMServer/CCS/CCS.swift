@@ -1,3 +1,4 @@
+import FCMStore
 import FCMEngine
 import Dispatch
 import FCMCore

@@ -1,3 +1,4 @@
+import Platform
 import FCMEngine
 import FCMCore
 import HTTPServer
@@ -107,7 +108,7 @@ extension ControlAPI {
         w.key("auth_uri"); w.value("https://accounts.google.com/o/oauth2/auth")
         w.key("token_uri"); w.value(tokenURI)
         w.key("auth_provider_x509_cert_url"); w.value("https://www.googleapis.com/oauth2/v1/certs")
-        w.key("client_x509_cert_url"); w.value("https://www.googleapis.com/robot/v1/metadata/x509/" + CLI.percentEncode(a.clientEmail))
+        w.key("client_x509_cert_url"); w.value("https://www.googleapis.com/robot/v1/metadata/x509/" + FormBody.percentEncode(a.clientEmail))
         w.key("universe_domain"); w.value("googleapis.com")
         w.endObject()
         return w.string

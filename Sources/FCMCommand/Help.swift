@@ -1,3 +1,4 @@
+import FCMServer
 import FCMEngine
 /// `fcm-mock --help`, `fcm-mock help COMMAND` and `fcm-mock COMMAND --help`. The option lists
 /// are read from the tables the parsers use (`Configuration.options`, `CLI.options`), so every
@@ -63,7 +64,7 @@ public enum Help {
                 "usage: fcm-mock cert --out DIR [--host NAME]...",
                 "",
                 "Writes ca.pem (a new local certificate authority: trust it in the client), ca.key, server.pem and",
-                "server.key, a certificate it signs for \(CLI.googleHosts.joined(separator: ", "))",
+                "server.key, a certificate it signs for \(Application.googleHosts.joined(separator: ", "))",
                 "and every --host. Use with: fcm-mock serve --http-tls --tls-cert DIR/server.pem --tls-key DIR/server.key",
                 "",
                 "options:",

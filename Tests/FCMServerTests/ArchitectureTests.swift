@@ -1,0 +1,90 @@
+import XCTest
+
+/// docs/architecture.md's target table against Package.swift, and the house's walls: what may
+/// depend on what. Both files are read as text from the checkout this test was built from.
+final class ArchitectureTests: XCTestCase {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `.target(name: "X", dependencies: [...])` and `.executableTarget(...)` of Package.swift
+    /// (test targets and system libraries left out), by name.
+    static func packageGraph() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        var graph: [String: Set<String>] = [:]
+        let pattern = try NSRegularExpression(pattern: #"\.(target|executableTarget)\(name:\s*"([^"]+)"(?:,\s*dependencies:\s*\[([^\]]*)\])?"#)
+        for m in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+            let name = String(text[Range(m.range(at: 2), in: text)!])
+            var deps = Set<String>()
+            if let r = Range(m.range(at: 3), in: text) {
+                for d in text[r].split(separator: ",") {
+                    let t = d.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    if !t.isEmpty { deps.insert(t) }
+                }
+            }
+            graph[name] = deps
+        }
+        return graph
+    }
+
+    /// The `| target | depends on |` table of docs/architecture.md.
+    static func documentedGraph() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        guard let start = text.range(of: "| target | depends on |") else { return [:] }
+        var graph: [String: Set<String>] = [:]
+        for line in text[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false).dropFirst(2) {
+            guard line.hasPrefix("|") else { break }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 3 else { break }
+            graph[cells[1]] = Set(cells[2].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        }
+        return graph
+    }
+
+    func testTheDocumentedGraphIsPackageSwifts() throws {
+        let package = try Self.packageGraph()
+        let documented = try Self.documentedGraph()
+        XCTAssertFalse(package.isEmpty, "no targets read from Package.swift")
+        XCTAssertFalse(documented.isEmpty, "no target table in docs/architecture.md")
+        for name in Set(package.keys).union(documented.keys).sorted() {
+            XCTAssertEqual(documented[name], package[name],
+                           "docs/architecture.md says \(name) depends on \(documented[name].map { $0.sorted() } ?? []); Package.swift: \(package[name].map { $0.sorted() } ?? [])")
+        }
+    }
+
+    /// Everything `name` reaches through the graph (C targets are leaves).
+    static func reach(_ name: String, _ graph: [String: Set<String>]) -> Set<String> {
+        var seen = Set<String>()
+        var todo = Array(graph[name] ?? [])
+        while let n = todo.popLast() {
+            if seen.insert(n).inserted { todo.append(contentsOf: graph[n] ?? []) }
+        }
+        return seen
+    }
+
+    func testTheWallsOfTheHouse() throws {
+        let g = try Self.packageGraph()
+        // The engine knows no wire: no transport, no TLS, no assembly above it.
+        XCTAssertEqual(g["FCMEngine"], ["FCMCore", "FCMStore", "Platform"])
+        // The rules do no I/O; the store and the platform know nothing of FCM.
+        XCTAssertEqual(g["FCMCore"], [])
+        XCTAssertEqual(g["Platform"], [])
+        for lower in ["FCMStore", "HTTPServer", "XMPPServer", "TLS", "Platform"] {
+            let reached = Self.reach(lower, g)
+            for upper in ["FCMCore", "FCMEngine", "FCMServer", "FCMCommand"] {
+                XCTAssertFalse(reached.contains(upper), "\(lower) reaches \(upper)")
+            }
+        }
+        // Nothing but the command line, the executable and the test support stands on the server.
+        for (name, deps) in g where deps.contains("FCMServer") {
+            XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")
+        }
+        // Imports are internal unless marked public, in every Swift target.
+        let text = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        for name in g.keys.sorted() where !name.hasPrefix("C") {
+            // The target's declaration (not the product's), to the next entry of the list.
+            let start = text.range(of: ".target(name: \"\(name)\"") ?? text.range(of: ".executableTarget(name: \"\(name)\"")
+            let declaration = start.map { r in text[r.lowerBound...].split(separator: "\n        .", maxSplits: 1).first ?? "" } ?? ""
+            XCTAssertTrue(declaration.contains("swiftSettings: houseSettings"),
+                          "\(name) is built without the upcoming-feature settings")
+        }
+    }
+}
