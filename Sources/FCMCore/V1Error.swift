@@ -108,13 +108,16 @@ extension V1Error {
     /// Seconds a 503 asks clients to wait when its fault named none.
     public static let defaultRetryAfter: Int64 = 10
 
-    /// A status fault's answer: 503 UNAVAILABLE (always with `Retry-After`), 500 INTERNAL,
-    /// 429 QUOTA_EXCEEDED (`Retry-After` only when the fault sets one), any other status with
-    /// its google.rpc code and no FcmError.
+    /// A status fault's answer: 503 UNAVAILABLE, 500 INTERNAL, 429 QUOTA_EXCEEDED, any other
+    /// status with its google.rpc code and no FcmError; each with `Retry-After` when the fault
+    /// sets `retry_after_s` (as the legacy answer does), and a 503 always (10 s by default).
     public static func fault(status code: Int, retryAfter: Int64?) -> V1Error {
         switch code {
         case 503: return unavailable(retryAfter: retryAfter ?? defaultRetryAfter)
-        case 500: return internalError
+        case 500:
+            var e = internalError
+            e.retryAfter = retryAfter
+            return e
         case 429: return quotaExceeded("Quota exceeded for the project's message rate.", retryAfter: retryAfter)
         default:
             return V1Error(code: code, message: "The service answered HTTP \(code).", status: rpcStatus(code), retryAfter: retryAfter)

@@ -41,6 +41,7 @@ final class V1ErrorMappingTests: XCTestCase {
             (503, 7, "UNAVAILABLE", "UNAVAILABLE", "7"),
             (503, nil, "UNAVAILABLE", "UNAVAILABLE", "10"),
             (500, nil, "INTERNAL", "INTERNAL", nil),
+            (500, 5, "INTERNAL", "INTERNAL", "5"),
             (429, nil, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", nil),
             (429, 30, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "30"),
             (400, nil, "INVALID_ARGUMENT", nil, nil),

@@ -95,6 +95,11 @@ final class V1ErrorTests: V1TestCase {
         let r500 = try v1Send(#"{"message":{"token":"a1"}}"#)
         assertV1(r500, 500, V1Body.error(500, "Internal error encountered.", "INTERNAL", fcm: "INTERNAL"))
         XCTAssertNil(r500.headers["retry-after"])
+        // Every status keeps the Retry-After its fault names (as the legacy answer does).
+        try fault(#"{"then":{"status":500,"retry_after_s":5},"times":1}"#)
+        let r500Retry = try v1Send(#"{"message":{"token":"a1"}}"#)
+        assertV1(r500Retry, 500, V1Body.error(500, "Internal error encountered.", "INTERNAL", fcm: "INTERNAL"))
+        XCTAssertEqual(r500Retry.headers["retry-after"], "5")
         let quota = V1Body.error(429, "Quota exceeded for the project's message rate.", "RESOURCE_EXHAUSTED", fcm: "QUOTA_EXCEEDED")
         try fault(#"{"then":{"status":429},"times":1}"#)
         let r429 = try v1Send(#"{"message":{"token":"a1"}}"#)
