@@ -249,6 +249,10 @@ enum HTTP1Parser {
 
 /// Decodes a chunked body (RFC 9112 §7.1) as its bytes arrive: chunk sizes (extensions
 /// ignored), data, and the trailer section (dropped).
+///
+/// Every line ends in CRLF and every chunk's data is followed by CRLF, exactly: a bare LF, a
+/// bare CR, or other bytes where the CRLF belongs are refused (400). Parsers that disagree on
+/// where such a line ends are the "funky chunks" request-smuggling class, so none is guessed at.
 struct ChunkedDecoder {
     enum State: Equatable {
         case size
@@ -267,31 +271,35 @@ struct ChunkedDecoder {
         var i = 0
         while i < bytes.count && state != .done {
             switch state {
-            case .size, .trailer, .dataEnd:
+            case .dataEnd:
+                // Exactly CRLF after the data (checked byte by byte, not searched for).
+                guard bytes[i] == 13 else { throw .badRequest("chunk data not followed by CRLF") }
+                guard i + 1 < bytes.count else { return i }
+                guard bytes[i + 1] == 10 else { throw .badRequest("chunk data not followed by CRLF") }
+                i += 2
+                state = .size
+            case .size, .trailer:
                 guard let lf = bytes[i...].firstIndex(of: 10) else {
                     if bytes.count - i > Self.maxLine { throw .badRequest("chunk line too long") }
                     return i
                 }
-                var end = lf
-                if end > i && bytes[end - 1] == 13 { end -= 1 }
-                let line = UnsafeBufferPointer(rebasing: bytes[i..<end])
+                guard lf > i, bytes[lf - 1] == 13 else { throw .badRequest("chunk line not ended by CRLF") }
+                let line = UnsafeBufferPointer(rebasing: bytes[i..<(lf - 1)])
+                // A CR inside the line is a line end to some parsers: refused.
+                guard !line.contains(13) else { throw .badRequest("bare CR in a chunk line") }
                 i = lf + 1
-                switch state {
-                case .dataEnd:
-                    guard line.isEmpty else { throw .badRequest("chunk data longer than its size") }
-                    state = .size
-                case .trailer:
+                if state == .trailer {
                     if line.isEmpty { state = .done }
-                default:
-                    let sizeEnd = line.firstIndex(where: { $0 == 59 || $0 == 32 || $0 == 9 }) ?? line.count
-                    guard sizeEnd > 0, sizeEnd <= 15 else { throw .badRequest("bad chunk size") }
-                    var n = 0
-                    for b in line[0..<sizeEnd] {
-                        guard let d = hexValue(b) else { throw .badRequest("bad chunk size") }
-                        n = n * 16 + d
-                    }
-                    state = n == 0 ? .trailer : .data(n)
+                    continue
                 }
+                let sizeEnd = line.firstIndex(where: { $0 == 59 || $0 == 32 || $0 == 9 }) ?? line.count
+                guard sizeEnd > 0, sizeEnd <= 15 else { throw .badRequest("bad chunk size") }
+                var n = 0
+                for b in line[0..<sizeEnd] {
+                    guard let d = hexValue(b) else { throw .badRequest("bad chunk size") }
+                    n = n * 16 + d
+                }
+                state = n == 0 ? .trailer : .data(n)
             case .data(let left):
                 let n = Swift.min(left, bytes.count - i)
                 data(UnsafeBufferPointer(rebasing: bytes[i..<(i + n)]))

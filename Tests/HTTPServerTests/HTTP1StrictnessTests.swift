@@ -32,6 +32,38 @@ final class HTTP1StrictnessTests: XCTestCase {
         assertEcho(c, "hello")
     }
 
+    func testChunkLinesMustEndInCRLFExactly() throws {
+        // RFC 9112 §7.1: each line ends in CRLF and each chunk's data is followed by CRLF. Parsers
+        // that guess otherwise disagree on where the body ends ("funky chunks" smuggling).
+        let (server, seen) = try echoServer()
+        let bodies = [
+            "5\nhello\r\n0\r\n\r\n",  // a size line ending in a bare LF
+            "5;ext=1\nhello\r\n0\r\n\r\n",  // the same after an extension
+            "5\r\nhello\n0\r\n\r\n",  // data followed by a bare LF
+            "5\r\nhelloXY0\r\n\r\n",  // data followed by other bytes
+            "5\r\nhello\r\n0\n\r\n",  // the last chunk's line with a bare LF
+            "5\r\nhello\r\n0\r\nT: v\n\r\n",  // a trailer line with a bare LF
+            "5\r\nhello\r\n0\r\n\n",  // the final line a bare LF
+            "5;a\rb\r\nhello\r\n0\r\n\r\n",  // a bare CR inside a size line
+            "\r\n5\r\nhello\r\n0\r\n\r\n",  // an empty size line
+        ]
+        for body in bodies {
+            let c = try RawHTTP1(port: server.port)
+            c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+            guard let a = c.readAnswer() else {
+                XCTFail("no answer to \(body.debugDescription)")
+                continue
+            }
+            XCTAssertEqual(a.status, 400, body.debugDescription)
+            assertClosed(c, body.debugDescription)
+        }
+        XCTAssertEqual(seen.withLock { $0.count }, 0, "no refused body reaches the handler")
+        // The same body with every CRLF in place is served.
+        let c = try RawHTTP1(port: server.port)
+        c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nT: v\r\n\r\n")
+        assertEcho(c, "hello")
+    }
+
     func testBothFramingsAtOnceAreRefusedAndClosed() throws {
         let (server, seen) = try echoServer()
         let c = try RawHTTP1(port: server.port)
@@ -251,5 +283,11 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(used, wire.count - 4, "the bytes after the body are left for the next request")
         var bad = ChunkedDecoder()
         XCTAssertThrowsError(try Array("zz\r\n".utf8).withUnsafeBufferPointer { try bad.feed($0) { _ in } })
+        // The CR after a chunk's data waits for its LF; anything else there is refused at once.
+        var split = ChunkedDecoder()
+        XCTAssertEqual(try Array("3\r\nabc\r".utf8).withUnsafeBufferPointer { try split.feed($0) { _ in } }, 6)
+        XCTAssertEqual(split.state, .dataEnd)
+        var early = ChunkedDecoder()
+        XCTAssertThrowsError(try Array("3\r\nabc\n".utf8).withUnsafeBufferPointer { try early.feed($0) { _ in } })
     }
 }
