@@ -49,6 +49,7 @@ public enum TokenRefusal: Error, Sendable, Equatable {
     case unsupportedGrantType(String)
     case invalidSignature
     case accountNotFound
+    case badAudience
     case badTimes
     case invalidScope
 
@@ -58,6 +59,7 @@ public enum TokenRefusal: Error, Sendable, Equatable {
         case .unsupportedGrantType(let t): ("unsupported_grant_type", "Invalid grant_type: \(t)")
         case .invalidSignature: ("invalid_grant", "Invalid JWT Signature.")
         case .accountNotFound: ("invalid_grant", "Invalid grant: account not found")
+        case .badAudience: ("invalid_grant", "Invalid JWT: Failed audience check.")
         case .badTimes:
             ("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
         case .invalidScope: ("invalid_scope", "Invalid OAuth scope or ID token audience provided.")
@@ -90,13 +92,15 @@ extension Engine {
 
     /// The token endpoint (`POST /token`): checks a service account's signed JWT and issues an
     /// access token. The `kid` is looked up first (an unknown one, like any algorithm but RS256
-    /// or a signature that does not verify, is "Invalid JWT Signature."), then `iss`, the times
-    /// on the mock's clock (`exp` at most an hour after `iat`), and the scope.
+    /// or a signature that does not verify, is "Invalid JWT Signature."), then `iss`, then `aud`
+    /// (a string that `isTokenURI` accepts: the caller knows which URIs name this endpoint), the
+    /// times on the mock's clock (`exp` at most an hour after `iat`), and the scope.
     ///
     /// With `--accept-any-key`, a well-formed RS256 assertion whose `kid` no project knows is
     /// taken as the first project's (nothing to verify its signature with); its `iss` must be
-    /// there, and the times and scope are checked as usual.
-    public func issueAccessToken(grantType: String?, assertion: String?) throws(TokenRefusal) -> AccessToken {
+    /// there, and `aud`, the times and scope are checked as usual.
+    public func issueAccessToken(grantType: String?, assertion: String?,
+                                 isTokenURI: (String) -> Bool) throws(TokenRefusal) -> AccessToken {
         guard grantType == Self.jwtBearerGrant else { throw .unsupportedGrantType(grantType ?? "") }
         guard let assertion, let jwt = try? JWT.parse(assertion) else { throw .invalidSignature }
         let account: ServiceAccount, senderID: String
@@ -112,6 +116,8 @@ extension Engine {
         } else {
             throw .invalidSignature
         }
+        // Google takes only a string here (an array, even of the right URI, is refused).
+        guard let aud = jwt.claims["aud"]?.stringValue, isTokenURI(aud) else { throw .badAudience }
         let now = clock.nowMillis() / 1000
         guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp"), exp > iat, exp - iat <= 3600,
             iat <= now + Self.allowedSkewSeconds, exp > now

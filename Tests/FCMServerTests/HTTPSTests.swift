@@ -4,6 +4,7 @@ import FCMCore
 import FCMServer
 import FCMTesting
 import Foundation
+import TLS
 import XCTest
 
 /// `--http-tls` and `fcm-mock cert`: an unmodified client that talks to Google's host name over
@@ -153,7 +154,8 @@ final class HTTPSTests: XCTestCase {
     }
 
     /// A service account's `token_uri` names the scheme and host the caller used: https on the
-    /// HTTPS port (HTTP/2 and the HTTP/1.1 bridge alike), http on the plain one.
+    /// HTTPS port (HTTP/2 and the HTTP/1.1 bridge alike), http on the plain one; an assertion
+    /// whose `aud` is that `token_uri` is taken there (as Go's oauth2 sends it).
     func testServiceAccountTokenURIFollowsTheCallersScheme() throws {
         let s = try TestServer(extraArguments: ["--https-port", "0", "--tls-dir", dir + "/tls"])
         defer { s.stop() }
@@ -164,6 +166,17 @@ final class HTTPSTests: XCTestCase {
             let out = try curlHTTPS(port, ca: dir + "/tls/ca.pem", host: "oauth2.googleapis.com", [flag] + make, path)
             XCTAssertTrue(out.hasSuffix("\n\(version) 201"), out)
             XCTAssertTrue(out.contains(#""token_uri":"https://oauth2.googleapis.com:\#(port)/token""#), out)
+            let sa = try XCTUnwrap(try JSONParser.parse(Array(out.utf8.prefix { $0 != 10 })).objectValue)
+            let tokenURI = try XCTUnwrap(sa["token_uri"]?.stringValue)
+            let key = try RSAPrivateKey(pem: try XCTUnwrap(sa["private_key"]?.stringValue))
+            let now = Int64(Date().timeIntervalSince1970)
+            let header = #"{"alg":"RS256","typ":"JWT","kid":"\#(sa["private_key_id"]?.stringValue ?? "")"}"#
+            let claims = #"{"iss":"\#(sa["client_email"]?.stringValue ?? "")","scope":"https://www.googleapis.com/auth/firebase.messaging","aud":"\#(tokenURI)","iat":\#(now),"exp":\#(now + 3600)}"#
+            let input = base64URLEncode(Array(header.utf8)) + "." + base64URLEncode(Array(claims.utf8))
+            let jwt = input + "." + base64URLEncode(try key.signRS256(Array(input.utf8)))
+            let grant = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + jwt
+            let token = try curlHTTPS(port, ca: dir + "/tls/ca.pem", host: "oauth2.googleapis.com", [flag, "-d", grant], "/token")
+            XCTAssertTrue(token.hasSuffix("\n\(version) 200") && token.contains(#""access_token":"ya29."#), token)
         }
         let plain = try s.client().postJSON(path, "{}")
         XCTAssertEqual(plain.status, 201)

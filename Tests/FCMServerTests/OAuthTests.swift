@@ -13,6 +13,8 @@ final class OAuthTests: XCTestCase {
     var key: RSAPrivateKey!
     var keyID = ""
     var email = ""
+    /// The `token_uri` of the service account the server handed out.
+    var tokenURI = ""
     let messaging = "https://www.googleapis.com/auth/firebase.messaging"
 
     override func setUpWithError() throws {
@@ -22,6 +24,7 @@ final class OAuthTests: XCTestCase {
         key = try RSAPrivateKey(pem: try XCTUnwrap(sa["private_key"]?.stringValue))
         keyID = try XCTUnwrap(sa["private_key_id"]?.stringValue)
         email = try XCTUnwrap(sa["client_email"]?.stringValue)
+        tokenURI = try XCTUnwrap(sa["token_uri"]?.stringValue)
     }
 
     override func tearDown() {
@@ -30,11 +33,13 @@ final class OAuthTests: XCTestCase {
     }
 
     /// A JWT as google-auth makes it, with what a case changes.
+    /// `aud` is the claim's JSON value (nil: none).
     func assertion(header: String? = nil, iss: String? = nil, scope: String? = nil, iat: Int64? = nil, lifetime: Int64 = 3600,
-                   signer: RSAPrivateKey? = nil) throws -> String {
+                   aud: String? = #""https://oauth2.googleapis.com/token""#, signer: RSAPrivateKey? = nil) throws -> String {
         let now = iat ?? Int64(Date().timeIntervalSince1970)
         let h = header ?? #"{"alg":"RS256","typ":"JWT","kid":"\#(keyID)"}"#
-        let claims = #"{"iss":"\#(iss ?? email)","scope":"\#(scope ?? messaging)","aud":"https://oauth2.googleapis.com/token","iat":\#(now),"exp":\#(now + lifetime)}"#
+        let audience = aud.map { #""aud":\#($0),"# } ?? ""
+        let claims = #"{"iss":"\#(iss ?? email)","scope":"\#(scope ?? messaging)",\#(audience)"iat":\#(now),"exp":\#(now + lifetime)}"#
         let input = base64URLEncode(Array(h.utf8)) + "." + base64URLEncode(Array(claims.utf8))
         return input + "." + base64URLEncode(try (signer ?? key).signRS256(Array(input.utf8)))
     }
@@ -109,6 +114,58 @@ final class OAuthTests: XCTestCase {
         XCTAssertEqual(grant.text, #"{"error":"unsupported_grant_type","error_description":"Invalid grant_type: password"}"#)
         XCTAssertEqual(try client.get("/token").status, 405)
         XCTAssertEqual(items(try client.get("/api/v1/access-tokens")).count, 0, "nothing was issued")
+    }
+
+    /// `aud` must name this endpoint: Google's token URIs, or the `token_uri` the mock handed out
+    /// (the scheme and host the request came with), or the path it came to; anything else is
+    /// Google's "Failed audience check".
+    func testTheAudienceMustNameTheTokenEndpoint() throws {
+        XCTAssertEqual(tokenURI, "http://127.0.0.1:\(server.port)/token")
+        let here = "127.0.0.1:\(server.port)"
+        let accepted: [(String, String)] = [
+            (#""https://oauth2.googleapis.com/token""#, "/token"),
+            (#""https://www.googleapis.com/oauth2/v4/token""#, "/token"),
+            (#""https://accounts.google.com/o/oauth2/token""#, "/o/oauth2/token"),
+            (#""\#(tokenURI)""#, "/token"),
+            (#""\#(tokenURI)""#, "/oauth2/v4/token"),
+            (#""HTTP://\#(here)/token""#, "/token"),
+            (#""http://\#(here)/oauth2/v4/token""#, "/oauth2/v4/token"),
+        ]
+        for (aud, path) in accepted {
+            let r = try exchange(try assertion(aud: aud), path: path)
+            XCTAssertEqual(r.status, 200, "\(aud) at \(path): \(r.text)")
+        }
+        let failed = #"{"error":"invalid_grant","error_description":"Invalid JWT: Failed audience check."}"#
+        let refused: [(String?, String)] = [
+            (nil, "/token"),
+            (#""""#, "/token"),
+            (#"["https://oauth2.googleapis.com/token"]"#, "/token"),
+            (#""https://fcm.googleapis.com/""#, "/token"),
+            (#""https://oauth2.googleapis.com/token/""#, "/token"),
+            (#""https://\#(here)/token""#, "/token"),
+            (#""http://127.0.0.1:1/token""#, "/token"),
+            (#""http://localhost:\#(server.port)/token""#, "/token"),
+            (#""http://evil.example/token""#, "/token"),
+            (#""\#(tokenURI)?x=1""#, "/token"),
+            (#""http://\#(here)/oauth2/v4/token""#, "/token"),
+            (#""http://\#(here)""#, "/token"),
+        ]
+        for (aud, path) in refused {
+            let r = try exchange(try assertion(aud: aud), path: path)
+            XCTAssertEqual(r.status, 400, "\(aud ?? "no aud") at \(path)")
+            XCTAssertEqual(r.text, failed, "\(aud ?? "no aud") at \(path)")
+        }
+        // The Host the request came with decides, whatever address the socket has; a default
+        // port counts as absent on either side.
+        func exchangeAt(host: String, aud: String) throws -> WireResponse {
+            let body = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(try assertion(aud: #""\#(aud)""#))"
+            return try client.raw(Array(("POST /token HTTP/1.1\r\nHost: \(host)\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)").utf8))
+        }
+        XCTAssertEqual(try exchangeAt(host: "mock.test:4004", aud: "http://mock.test:4004/token").status, 200)
+        XCTAssertEqual(try exchangeAt(host: "mock.test", aud: "http://mock.test:80/token").status, 200)
+        XCTAssertEqual(try exchangeAt(host: "mock.test:80", aud: "http://MOCK.test/token").status, 200)
+        XCTAssertEqual(try exchangeAt(host: "mock.test:4004", aud: tokenURI).text, failed)
     }
 
     /// Times are on the mock's clock; a revoked key's JWTs are refused.

@@ -19,7 +19,9 @@ struct TokenRoute: Sendable {
         if r.bodyTooLarge { return Self.error(413, "invalid_request", "Request body too large") }
         guard let fields = Self.fields(r) else { return Self.error(400, "invalid_request", "The body is not a form or JSON object.") }
         do {
-            let t = try engine.issueAccessToken(grantType: fields["grant_type"], assertion: fields["assertion"])
+            let t = try engine.issueAccessToken(grantType: fields["grant_type"], assertion: fields["assertion"]) {
+                Self.isTokenURI($0, for: r)
+            }
             var w = JSONWriter()
             w.beginObject()
             w.key("access_token"); w.value(t.token)
@@ -31,6 +33,36 @@ struct TokenRoute: Sendable {
             let (code, description) = error.answer
             return Self.error(400, code, description)
         }
+    }
+
+    /// Google's token URIs: the one google-auth (Python, Node, Java) puts in `aud` whatever
+    /// `token_uri` says, and the two older ones the other paths of this endpoint stand for.
+    static let googleTokenURIs: Set<String> = ["https://oauth2.googleapis.com/token", "https://www.googleapis.com/oauth2/v4/token",
+                                               "https://accounts.google.com/o/oauth2/token"]
+
+    /// Whether an assertion's `aud` names this endpoint: one of Google's token URIs, or the
+    /// `token_uri` the mock hands out in service-account JSON (`{scheme}://{Host}/token`, as this
+    /// request arrived; Go's oauth2 puts `token_uri` in `aud`), or the path the request came to
+    /// on the same host. Scheme and host are compared without case, a default port (80, 443) as
+    /// if absent; the path exactly; a query or fragment never matches.
+    static func isTokenURI(_ aud: String, for r: HTTPRequest) -> Bool {
+        if googleTokenURIs.contains(aud) { return true }
+        let scheme = r.isSecure ? "https" : "http"
+        guard let host = r.header("host").map({ authority($0, scheme: scheme) }), !host.isEmpty,
+              let colon = aud.firstIndex(of: ":"), aud[..<colon].lowercased() == scheme else { return false }
+        let afterScheme = aud[aud.index(after: colon)...]
+        guard afterScheme.hasPrefix("//") else { return false }
+        let rest = afterScheme.dropFirst(2)
+        guard let slash = rest.firstIndex(of: "/") else { return false }
+        let path = rest[slash...]
+        return authority(rest[..<slash], scheme: scheme) == host && (path == "/token" || path == r.path)
+    }
+
+    /// `host[:port]` lower-cased, without the scheme's default port.
+    private static func authority(_ a: some StringProtocol, scheme: String) -> String {
+        let lower = a.lowercased()
+        let defaultPort = scheme == "https" ? ":443" : ":80"
+        return lower.hasSuffix(defaultPort) ? String(lower.dropLast(defaultPort.count)) : lower
     }
 
     /// The body's fields: a form (what Google's libraries send), or a JSON object of strings.
