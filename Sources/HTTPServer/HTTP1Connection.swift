@@ -82,6 +82,11 @@ final class HTTP1Connection: @unchecked Sendable {
     private(set) var lingerUntil: UInt64?
     var isDirty = false
     var lastActivity = monotonicNanos()
+    /// When the clock of the request head awaited started (nil: none awaited on a clock; see
+    /// `updateHeadClock`), and the neighbours in the loop's list of such connections.
+    private(set) var headSince: UInt64?
+    weak var waitingPrevious: HTTP1Connection?
+    var waitingNext: HTTP1Connection?
 
     init(fd: Int32, loop: HTTP1Loop) {
         self.fd = fd
@@ -100,6 +105,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Reads everything the socket has (edge-triggered), handing complete requests over.
     func readAvailable(into scratch: inout [UInt8]) {
         if lingerUntil != nil { return drainLingering(&scratch) }
+        defer { updateHeadClock() }
         while !closed && !peerDone {
             if noMoreRequests { return }
             if slots.count >= Self.maxInFlight || input.count - taken > 4 * Self.maxHeadBytes
@@ -210,6 +216,31 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
+    /// Starts or stops the head's clock (`HTTP1Limits.headTimeoutMillis`): it runs while a new
+    /// connection has sent no complete head yet, or bytes of a head wait with no answer owed
+    /// before them; a connection idle after its answers, with nothing sent, is not on it.
+    func updateHeadClock() {
+        var waiting = false
+        if case .head = phase, !closed, !noMoreRequests, slots.isEmpty, streaming == nil {
+            waiting = input.count > taken || nextSeq == 0
+        }
+        if waiting && headSince == nil {
+            headSince = monotonicNanos()
+            loop.startWaiting(self)
+        } else if !waiting && headSince != nil {
+            headSince = nil
+            loop.stopWaiting(self)
+        }
+    }
+
+    /// The head's time is up: 408 when some of it came (then the connection closes), else a
+    /// plain close (a client that said nothing gets no answer it did not ask for).
+    func headTimedOut() {
+        headSince = nil
+        loop.stopWaiting(self)
+        if input.count > taken { refuse(.headTimeout) } else { closeNow() }
+    }
+
     private func takeBody(_ bytes: UnsafeBufferPointer<UInt8>) {
         bodyBytes += bytes.count
         guard !tooLarge else { return }
@@ -313,6 +344,8 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Writes the answers that are ready, in order, and whatever a stream has; closes when done.
     func flush(date: [UInt8]) {
         guard !closed else { return }
+        // The last answer out starts the clock of a head already (partly) read behind it.
+        defer { updateHeadClock() }
         var progressed = true
         while progressed && !closed {
             progressed = false
@@ -454,6 +487,10 @@ final class HTTP1Connection: @unchecked Sendable {
     func closeNow(lingering: Bool = false) {
         guard !closed else { return }
         closed = true
+        if headSince != nil {
+            headSince = nil
+            loop.stopWaiting(self)
+        }
         dropSlots()
         if let s = streaming?.stream { s.released() }
         streaming = nil

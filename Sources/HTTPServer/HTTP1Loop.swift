@@ -6,6 +6,23 @@ import Synchronization
     import Glibc
 #endif
 
+/// The bounds of the plain port's HTTP/1.1 clients that are slow to send a request head (a
+/// "slowloris" holds many connections open, each sending a head a byte at a time, or not at all).
+public struct HTTP1Limits: Sendable {
+    /// Milliseconds a request head has to arrive whole, counted from the connection's start (for
+    /// its first request), or from the first byte of the head, or from the answer before it when
+    /// that byte came earlier (pipelined). Past it: `408` and close when some of the head came,
+    /// a plain close when nothing did. An idle keep-alive connection (nothing sent since its last
+    /// answer) is not on this clock: it has the 300 s idle time-out.
+    public var headTimeoutMillis = 20_000
+    /// Connections at once that are waiting for a request head on that clock (over all loops).
+    /// One more closes the one that has waited longest, so clients that hold connections open
+    /// without sending a head cannot lock new clients out.
+    public var maxWaitingForHead = 4096
+
+    public init() {}
+}
+
 /// The threads that serve the plain port's HTTP/1.1 connections (each connection stays on one).
 ///
 /// Each loop waits in `epoll` (edge-triggered, a connection registered once and never changed),
@@ -23,10 +40,12 @@ final class HTTP1Loops: Sendable {
     let workers = OffLoopWorkers()
     let maxConnections: Int
 
-    init?(count: Int, core: ServerCore, maxConnections: Int) {
+    init?(count: Int, core: ServerCore, maxConnections: Int, limits: HTTP1Limits) {
         var made: [HTTP1Loop] = []
-        for _ in 0..<Swift.max(1, count) {
-            guard let l = HTTP1Loop(core: core, open: open, workers: workers) else { return nil }
+        let n = Swift.max(1, count)
+        for _ in 0..<n {
+            guard let l = HTTP1Loop(core: core, open: open, workers: workers, headTimeoutMillis: limits.headTimeoutMillis,
+                                    maxWaitingForHead: Swift.max(1, limits.maxWaitingForHead / n)) else { return nil }
             made.append(l)
         }
         loops = made
@@ -74,6 +93,8 @@ final class HTTP1Loop: @unchecked Sendable {
     let core: ServerCore
     private let open: OpenCount
     let workers: OffLoopWorkers
+    private let headTimeoutNanos: UInt64
+    private let maxWaitingForHead: Int
     private let epollFD: Int32
     private let wakeFD: Int32
     /// Posted messages, and whether the thread has ended (its eventfd closed): a message posted
@@ -90,11 +111,19 @@ final class HTTP1Loop: @unchecked Sendable {
     private(set) var isStopping = false
     private var date: [UInt8] = []
     private var dateSecond = -1
+    /// The connections waiting for a request head on its clock (`HTTP1Limits`), oldest first: a
+    /// list through the connections themselves, so joining, leaving and finding the oldest cost
+    /// no search however many there are.
+    private var waitingFirst: HTTP1Connection?
+    private weak var waitingLast: HTTP1Connection?
+    private var waitingCount = 0
 
-    init?(core: ServerCore, open: OpenCount, workers: OffLoopWorkers) {
+    init?(core: ServerCore, open: OpenCount, workers: OffLoopWorkers, headTimeoutMillis: Int, maxWaitingForHead: Int) {
         self.core = core
         self.open = open
         self.workers = workers
+        headTimeoutNanos = UInt64(Swift.max(1, headTimeoutMillis)) * 1_000_000
+        self.maxWaitingForHead = maxWaitingForHead
         epollFD = epoll_create1(FCM_EPOLL_CLOEXEC)
         wakeFD = eventfd(0, FCM_EFD_FLAGS)
         var ev = epoll_event()
@@ -172,6 +201,42 @@ final class HTTP1Loop: @unchecked Sendable {
     /// `c` stopped reading to let answers out: read it again this round.
     func readAgain(_ c: HTTP1Connection) { again.append(c) }
 
+    /// `c` starts waiting for a request head (its `headSince` just set): past the bound, the one
+    /// that has waited longest is closed.
+    func startWaiting(_ c: HTTP1Connection) {
+        c.waitingPrevious = waitingLast
+        c.waitingNext = nil
+        if let last = waitingLast { last.waitingNext = c } else { waitingFirst = c }
+        waitingLast = c
+        waitingCount += 1
+        if waitingCount > maxWaitingForHead, let oldest = waitingFirst, oldest !== c {
+            // Nothing is written to it: under a flood, a lingering close would hold the
+            // descriptor for two more seconds.
+            oldest.closeNow()
+        }
+    }
+
+    /// `c` no longer waits for a head (it came, or the connection closed).
+    func stopWaiting(_ c: HTTP1Connection) {
+        let previous = c.waitingPrevious, next = c.waitingNext
+        if let previous { previous.waitingNext = next } else { waitingFirst = next }
+        if let next { next.waitingPrevious = previous } else { waitingLast = previous }
+        c.waitingPrevious = nil
+        c.waitingNext = nil
+        waitingCount -= 1
+    }
+
+    /// Ends the heads whose time is up (the list is in the order their clocks started); returns
+    /// the milliseconds until the next one's, at most `cap`.
+    private func endLateHeads(now: UInt64, cap: Int32) -> Int32 {
+        while let c = waitingFirst, let since = c.headSince {
+            let due = since &+ headTimeoutNanos
+            if now < due { return Int32(Swift.min(UInt64(cap), (due - now) / 1_000_000 + 1)) }
+            c.headTimedOut()
+        }
+        return cap
+    }
+
     func forget(_ c: HTTP1Connection) {
         if Int(c.fd) < connections.count, connections[Int(c.fd)] === c { connections[Int(c.fd)] = nil }
         open.value.subtract(1, ordering: .relaxed)
@@ -185,7 +250,8 @@ final class HTTP1Loop: @unchecked Sendable {
         var readable: [HTTP1Connection] = []
         while true {
             // Connections left dirty by `flushDirty`'s bound are served again at once.
-            let n = epoll_wait(epollFD, &events, Int32(events.count), !dirty.isEmpty ? 0 : stopDeadline == nil ? 1000 : 20)
+            let untilLateHead = stopDeadline == nil ? endLateHeads(now: monotonicNanos(), cap: 1000) : 20
+            let n = epoll_wait(epollFD, &events, Int32(events.count), !dirty.isEmpty ? 0 : untilLateHead)
             if n < 0 && errno != EINTR { break }
             readable.removeAll(keepingCapacity: true)
             for i in 0..<Swift.max(0, Int(n)) {
@@ -261,6 +327,8 @@ final class HTTP1Loop: @unchecked Sendable {
         let c = HTTP1Connection(fd: fd, loop: self)
         if Int(fd) >= connections.count { connections += Array(repeating: nil, count: Int(fd) + 1 - connections.count) }
         connections[Int(fd)] = c
+        // Its first request's head is on the clock from now.
+        c.updateHeadClock()
         var ev = epoll_event()
         ev.events = FCM_EPOLLIN | FCM_EPOLLOUT | FCM_EPOLLRDHUP | FCM_EPOLLET
         ev.data.fd = fd

@@ -22,6 +22,8 @@ enum HTTP1Refusal: Error, Equatable {
     case unsupportedCoding
     /// Not HTTP/1.0 or HTTP/1.1 (505).
     case unsupportedVersion
+    /// The head did not arrive whole in time (408, `HTTP1Limits.headTimeoutMillis`).
+    case headTimeout
 
     var status: Int {
         switch self {
@@ -29,6 +31,7 @@ enum HTTP1Refusal: Error, Equatable {
         case .headTooLarge: return 431
         case .unsupportedCoding: return 501
         case .unsupportedVersion: return 505
+        case .headTimeout: return 408
         }
     }
 
@@ -38,6 +41,7 @@ enum HTTP1Refusal: Error, Equatable {
         case .headTooLarge: return "request header fields too large\n"
         case .unsupportedCoding: return "only the chunked transfer coding is supported\n"
         case .unsupportedVersion: return "only HTTP/1.0 and HTTP/1.1 are supported\n"
+        case .headTimeout: return "request timeout: the request head did not arrive in time\n"
         }
     }
 }

@@ -42,6 +42,7 @@ public final class HTTPServer: Sendable {
     private let threads: Int
     private let http1Loops: Int
     private let tls: HTTPServerTLS?
+    private let http1Limits: HTTP1Limits
     let http2Limits: HTTP2Limits
     /// Accept loops: the plain port's sniffer (nil with `--http-tls`, where libmicrohttpd
     /// accepts itself) and the HTTPS port's.
@@ -65,8 +66,9 @@ public final class HTTPServer: Sendable {
     /// `afterBatch`, when given, is called on an HTTP/1.1 loop's or an HTTP/2 connection's thread
     /// after it has handed `handler` every request it read in one go (those requests are marked
     /// `inBatch`), so work they leave pending can be done once for all of them.
+    /// `http1Limits` bounds the plain port's HTTP/1.1 clients that are slow to send a request head.
     public init(host: String, port: Int, maxBodyBytes: Int, threads: Int = 4, http1Loops: Int = 1, tls: HTTPServerTLS? = nil,
-                https: HTTPSListenerOptions? = nil, http2Limits: HTTP2Limits = HTTP2Limits(),
+                https: HTTPSListenerOptions? = nil, http1Limits: HTTP1Limits = HTTP1Limits(), http2Limits: HTTP2Limits = HTTP2Limits(),
                 accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, afterBatch: (@Sendable () -> Void)? = nil,
                 handler: @escaping HTTPHandler) throws(SocketError) {
         self.tls = tls
@@ -89,6 +91,7 @@ public final class HTTPServer: Sendable {
         self.port = boundPort
         self.threads = max(1, threads)
         self.http1Loops = max(1, http1Loops)
+        self.http1Limits = http1Limits
         self.http2Limits = http2Limits
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog, afterBatch: afterBatch)
         self.plainFace = DaemonFace(core: core, secure: false)
@@ -122,7 +125,7 @@ public final class HTTPServer: Sendable {
             main = m
         } else {
             // The plain port: HTTP/1.1 on our own loops, h2c on HTTP/2 connections.
-            guard let loops = HTTP1Loops(count: http1Loops, core: core, maxConnections: Self.connectionLimit()) else {
+            guard let loops = HTTP1Loops(count: http1Loops, core: core, maxConnections: Self.connectionLimit(), limits: http1Limits) else {
                 throw SocketError("could not start the HTTP server on \(host):\(port)")
             }
             http1.withLock { $0 = loops }
