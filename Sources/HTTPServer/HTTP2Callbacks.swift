@@ -179,6 +179,7 @@ extension HTTP2Connection {
         } else {
             fields.append(("content-length", String(r.body.count)))
             s.out = r.body
+            unsentBytes += r.body.count
             hasBody = !r.body.isEmpty
         }
         // nghttp2 copies the fields while submitting: one buffer holds them for the call.
@@ -216,6 +217,7 @@ extension HTTP2Connection {
         let n = min(max, s.out.count - s.sent)
         s.out.withUnsafeBufferPointer { buf.update(from: $0.baseAddress! + s.sent, count: n) }
         s.sent += n
+        unsentBytes -= n
         if s.sent == s.out.count {
             flags.pointee |= FCM_NGHTTP2_DATA_FLAG_EOF
             s.out = []
@@ -272,14 +274,18 @@ private let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, ud in
         c.clientReset()
     } else if (hd.type == FCM_NGHTTP2_HEADERS || hd.type == FCM_NGHTTP2_DATA), hd.flags & FCM_NGHTTP2_FLAG_END_STREAM != 0,
               let s = c.streams[hd.stream_id] {
-        c.dispatch(s)
+        c.requestComplete(s)
     }
     return 0
 }
 
 private let onStreamClose: nghttp2_on_stream_close_callback = { _, id, _, ud in
     let c = connection(ud)
-    if let s = c.streams.removeValue(forKey: id) { s.body?.released() }
+    if let s = c.streams.removeValue(forKey: id) {
+        s.body?.released()
+        // An answer the client will never read (it reset the stream) is held no longer.
+        if s.sent < s.out.count { c.unsentBytes -= s.out.count - s.sent }
+    }
     if c.lastStream?.id == id { c.lastStream = nil }
     return 0
 }

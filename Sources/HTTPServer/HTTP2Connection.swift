@@ -24,6 +24,11 @@ public struct HTTP2Limits: Sendable {
     public var handshakeSeconds = 10
     /// Most HTTP/2 connections open at once (each has a thread); more are closed at once.
     public var maxConnections = 1024
+    /// Bytes of answers one connection may hold unsent (a client that does not open its
+    /// flow-control window makes them wait). Past it, requests that are complete wait, not yet
+    /// handed to the handler, until the answers drain below it; so what a connection holds is this
+    /// plus the answers of the requests already being handled, never one answer per stream.
+    public var maxUnsentBytes = 4 << 20
 
     public init() {}
 }
@@ -56,6 +61,10 @@ final class HTTP2Connection: @unchecked Sendable {
     let limits: HTTP2Limits
     let transport: any HTTP2Transport
     private let onEnd: @Sendable (HTTP2Connection) -> Void
+    /// Body bytes of answers posted and not yet taken from the inbox (any thread adds, the
+    /// connection's thread takes away): they count against `maxUnsentBytes` at once, so a
+    /// handler that answers while it is handed the request holds back the next request.
+    private let postedBytes = Atomic<Int>(0)
 
     // The connection thread's own state.
     var session: OpaquePointer?
@@ -74,6 +83,10 @@ final class HTTP2Connection: @unchecked Sendable {
     var resetTokens: Double
     var resetRefilledAt = monotonicNanos()
     var sawFrame = false
+    /// Body bytes of submitted answers not yet given to nghttp2 (`limits.maxUnsentBytes`).
+    var unsentBytes = 0
+    /// Complete requests waiting for the answers to drain below `limits.maxUnsentBytes`, in order.
+    var waiting: [HTTP2Stream] = []
     private var goingAway = false
     private var stopDeadline: UInt64?
     private var output: [UInt8] = []
@@ -102,7 +115,35 @@ final class HTTP2Connection: @unchecked Sendable {
     }
 
     /// The answer to stream `id` (any thread).
-    func answer(_ id: Int32, _ response: HTTPResponse) { post(.answer(id, response)) }
+    func answer(_ id: Int32, _ response: HTTPResponse) {
+        postedBytes.add(response.body.count, ordering: .relaxed)
+        post(.answer(id, response))
+    }
+
+    /// Whether the answers held unsent leave room for another request to be handled.
+    var hasRoomForAnswers: Bool { unsentBytes + postedBytes.load(ordering: .relaxed) <= limits.maxUnsentBytes }
+
+    /// The request of stream `s` is complete: handled now, or once the answers held unsent have
+    /// drained below `limits.maxUnsentBytes` (after the requests already waiting).
+    func requestComplete(_ s: HTTP2Stream) {
+        if waiting.isEmpty && hasRoomForAnswers {
+            dispatch(s)
+        } else {
+            waiting.append(s)
+        }
+    }
+
+    /// Hands over the waiting requests the drained answers make room for (a stream the client
+    /// reset meanwhile is dropped).
+    private func dispatchWaiting() {
+        var handed = 0
+        while handed < waiting.count && hasRoomForAnswers {
+            let s = waiting[handed]
+            handed += 1
+            if streams[s.id] === s { dispatch(s) }
+        }
+        if handed > 0 { waiting.removeFirst(handed) }
+    }
 
     /// Serves the connection until it ends, then closes it (on the calling thread).
     func run() {
@@ -135,6 +176,11 @@ final class HTTP2Connection: @unchecked Sendable {
                 return
             }
             guard flush() else { return }
+            if !waiting.isEmpty {
+                dispatchWaiting()
+                // Their answers, when given at once, are in the inbox: round again before waiting.
+                if batchPending { continue }
+            }
             if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 { return }
             if let d = stopDeadline, monotonicNanos() > d { return }
             if !transport.hasBufferedData {
@@ -228,7 +274,9 @@ final class HTTP2Connection: @unchecked Sendable {
             if messages.isEmpty { return }
             for m in messages {
                 switch m {
-                case .answer(let id, let r): submit(r, to: id)
+                case .answer(let id, let r):
+                    postedBytes.subtract(r.body.count, ordering: .relaxed)
+                    submit(r, to: id)
                 case .resume(let id): if streams[id] != nil { nghttp2_session_resume_data(session, id) }
                 case .goAway: goAway()
                 case .stop: stopNow()
@@ -253,6 +301,12 @@ final class HTTP2Connection: @unchecked Sendable {
             if let r = s.responder, !r.isAnswered { r.send(r.answerWhileStopping) }
             s.body?.finish()
         }
+        // Requests never handed over get what any request gets once stopping.
+        for s in waiting where streams[s.id] === s {
+            s.dispatched = true
+            submit(ServerCore.shuttingDown, to: s.id)
+        }
+        waiting = []
         stopDeadline = stopDeadline ?? monotonicNanos() + 1_000_000_000
     }
 

@@ -110,4 +110,73 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertEqual(answer.status, 200)
         XCTAssertEqual(answer.text, "\(total) \(body.reduce(0) { $0 + Int($1) })")
     }
+
+    /// The attack that held 450 MB: 128 streams of `GET /api/v1/messages?limit=20` (3.6 MB
+    /// answers) on a connection that never opens its window. Past `maxUnsentBytes` (4 MiB) the
+    /// requests wait unhandled, so two answers are built, not 128, and memory stays flat.
+    func testAnswersHeldForAClosedWindowAreBoundedPerConnection() throws {
+        let built = Locked<Int>(0)
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _, responder in
+            built.withLock { $0 += 1 }
+            responder.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: [UInt8](repeating: 0x61, count: 3_600_000)))
+        }
+        try server.start()
+        defer { server.stop() }
+        let before = residentKiB()
+        let c = try H2RawClient(port: server.port, preface: false)
+        c.write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
+        // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 0: no stream may receive a byte.
+        c.frame(H2RawClient.settings, 0, 0, [0, 4] + H2RawClient.uint32(0))
+        var frames: [UInt8] = []
+        for i in 0..<128 {
+            frames += H2RawClient.frameBytes(H2RawClient.headers, H2RawClient.endHeaders | H2RawClient.endStream, Int32(2 * i + 1),
+                                             H2RawClient.request("GET", "/api/v1/messages?limit=20"))
+        }
+        c.write(frames)
+        // Give the server time to handle whatever it would (a second); no DATA can come meanwhile.
+        usleep(1_000_000)
+        XCTAssertEqual(built.withLock { $0 }, 2, "answers built while the window is shut")
+        XCTAssertLessThan(residentKiB() - before, 64 * 1024, "RSS grew by \((residentKiB() - before) / 1024) MiB")
+    }
+
+    /// Requests held back by the budget are handled, in order, as the window opens and the
+    /// answers drain: every stream gets its whole answer.
+    func testHeldBackRequestsAreAnsweredOnceTheWindowOpens() throws {
+        let built = Locked<[String]>([])
+        var limits = HTTP2Limits()
+        limits.maxUnsentBytes = 256 << 10
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, http2Limits: limits) { r, responder in
+            built.withLock { $0.append(r.path) }
+            let body = Array(r.path.utf8) + [UInt8](repeating: 0x62, count: 100_000)
+            responder.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], body: body))
+        }
+        try server.start()
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port, preface: false)
+        c.write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
+        c.frame(H2RawClient.settings, 0, 0, [0, 4] + H2RawClient.uint32(0))
+        let ids = (0..<40).map { Int32(2 * $0 + 1) }
+        for id in ids { c.sendRequest(id, "GET", "/s\(id)") }
+        while somethingArrives(c, within: 500), let f = c.readFrame() {
+            if f.type == H2RawClient.settings && f.flags & 1 == 0 { c.frame(H2RawClient.settings, 1, 0, []) }
+        }
+        // 256 KiB of 100 KB answers: three built, the third past the budget.
+        XCTAssertEqual(built.withLock { $0.count }, 3)
+        // The window opens: each stream may take 1 MiB (the connection's is opened as DATA comes).
+        c.frame(H2RawClient.settings, 0, 0, [0, 4] + H2RawClient.uint32(1 << 20))
+        let answers = c.collect(Set(ids))
+        XCTAssertEqual(built.withLock { $0 }, ids.map { "/s\($0)" }, "handled in order")
+        for id in ids {
+            XCTAssertEqual(answers[id]?.status, 200, "stream \(id)")
+            XCTAssertEqual(answers[id]?.body.count, "/s\(id)".utf8.count + 100_000, "stream \(id)")
+            XCTAssertEqual(answers[id]?.body.prefix("/s\(id)".utf8.count).elementsEqual("/s\(id)".utf8), true)
+        }
+    }
+
+    /// This process's resident memory.
+    func residentKiB() -> Int {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " "), statm.count > 1
+        else { return 0 }
+        return (Int(statm[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+    }
 }
