@@ -196,6 +196,7 @@ public enum CLI {
                 return 1
             }
             print("wrote \(out): \(r.object?["client_email"]?.stringValue ?? "") (token_uri \(r.object?["token_uri"]?.stringValue ?? ""))")
+            warnIfInGitWorkTree(out)
             return 0
         default:
             return usage("unknown command '\(command)'")
@@ -223,11 +224,32 @@ public enum CLI {
             print("wrote \(files.caCertificate) (the CA to trust), \(files.caKey), \(files.serverCertificate), \(files.serverKey)")
             print("serve with: fcm-mock serve --http-tls --tls-cert \(files.serverCertificate) --tls-key \(files.serverKey)")
             print("names: \(names.joined(separator: " "))")
+            warnIfInGitWorkTree(files.caKey)
             return 0
         } catch {
             writeToStandardError("fcm-mock: \(error.description)\n")
             return 1
         }
+    }
+
+    /// The top of the git work tree holding `path` (a file about to be or just written), if any:
+    /// the nearest folder above it with a `.git` (a folder, or a file in a linked work tree).
+    static func gitWorkTree(containing path: String) -> String? {
+        var dir = SystemIO.absolutePath(path)
+        while let slash = dir.lastIndex(of: "/") {
+            dir = String(dir[..<slash])
+            if SystemIO.kind(of: dir + "/.git") != nil { return dir.isEmpty ? "/" : dir }
+            if dir.isEmpty { return nil }
+        }
+        return nil
+    }
+
+    /// A private key written into a checkout is one `git add .` from being published: says so on
+    /// stderr (the command still succeeds; the key is what the user asked for).
+    static func warnIfInGitWorkTree(_ keyFile: String) {
+        guard let tree = gitWorkTree(containing: keyFile) else { return }
+        writeToStandardError("fcm-mock: warning: \(keyFile) holds a private key and is inside the git work tree \(tree): "
+                             + "keep it out of commits (.gitignore it) or write it elsewhere\n")
     }
 
     static func usage(_ message: String) -> Int32 {

@@ -7,8 +7,9 @@ public enum Help {
     /// The overview: every command in one line.
     public static var overview: String {
         var lines = [
-            "fcm-mock \(fcmMockVersion): a stand-in for Firebase Cloud Messaging's legacy HTTP and XMPP protocols,",
-            "with fake devices and a control API that shows what each one received.",
+            "fcm-mock \(fcmMockVersion): a stand-in for Firebase Cloud Messaging: HTTP v1 (OAuth 2.0 service accounts,",
+            "HTTPS and HTTP/2 on Google's host names) and the legacy HTTP and XMPP protocols, with fake devices",
+            "and a control API that shows what each one received.",
             "",
             "usage: fcm-mock [COMMAND] [OPTIONS]      (no command: serve)",
             "",
@@ -30,9 +31,12 @@ public enum Help {
             var lines = [
                 "usage: fcm-mock serve [OPTIONS]",
                 "",
-                "Serves FCM's legacy HTTP (/fcm/send, /fcm/notification, Instance ID), XMPP (CCS), the control API",
-                "(/api/v1) and the web page (/). Prints 'listening http=HOST:PORT xmpp=HOST:PORT' on stdout once it",
-                "accepts connections; SIGTERM or SIGINT stops it cleanly. Flags win over environment variables.",
+                "Serves FCM's HTTP v1 API (/v1/projects/P/messages:send, topic subscriptions) and its OAuth 2.0 token",
+                "endpoint (/token), the legacy HTTP protocol (/fcm/send, /fcm/notification, Instance ID), XMPP (CCS),",
+                "the control API (/api/v1) and the web page (/); with --https-port, the same over HTTPS (HTTP/2 and",
+                "HTTP/1.1) under Google's host names. Prints 'listening http=HOST:PORT xmpp=HOST:PORT' (then",
+                "' https=HOST:PORT' with --https-port) on stdout once it accepts connections; SIGTERM or SIGINT stops",
+                "it cleanly. Flags win over environment variables.",
                 "",
                 "options:",
             ]

@@ -15,6 +15,9 @@ public struct V1Error: Error, Sendable, Equatable {
     public var retryAfter: Int64?
     /// `WWW-Authenticate`, on the 401s of a missing or refused credential.
     public var challenge = false
+    /// Why, in the mock's words, where Google's `message` is one fixed text for many causes (a
+    /// 401, a 403): kept as the record's `error_detail` and logged, never sent.
+    public var detail: String?
 
     public init(code: Int, message: String, status: String, fcmError: String? = nil, violations: [FieldViolation] = [],
                 retryAfter: Int64? = nil, challenge: Bool = false) {
@@ -29,6 +32,16 @@ public struct V1Error: Error, Sendable, Equatable {
 
     /// What a record of the refused request keeps as its `error`: the FcmError code, else the status.
     public var recordedError: String { fcmError ?? status }
+
+    /// What a record of the refused request keeps as its `error_detail`.
+    public var recordedDetail: String { detail ?? message }
+
+    /// The same answer, with why it was given for the record and the log.
+    public func because(_ why: String) -> V1Error {
+        var e = self
+        e.detail = why
+        return e
+    }
 
     /// The answer's bytes, exactly in the order Google writes them.
     public var body: String {

@@ -38,6 +38,29 @@ public enum Admission: Sendable {
     }
 }
 
+/// Something a tester should be able to read in the log that the wire answer does not say (why
+/// a credential was refused, a hint for a body that was read in the wrong format): a message and
+/// dotted metadata, as `Log` takes them. The engine has no logger of its own; the application
+/// forwards these to its log (`Engine.onNotice`).
+public struct EngineNotice: Sendable {
+    public var message: String
+    public var fields: [(String, String)]
+}
+
+extension Engine {
+    /// Sends every notice to `sink` (once, at start: the application's log).
+    public func onNotice(_ sink: @escaping @Sendable (EngineNotice) -> Void) {
+        noticeSink.withLock { $0 = sink }
+    }
+
+    /// Reports `message` to the notice sink, if there is one. For refusals and hints, not for
+    /// every request: it takes a lock.
+    public func notice(_ message: String, _ fields: [(String, String)]) {
+        guard let sink = noticeSink.withLock({ $0 }) else { return }
+        sink(EngineNotice(message: message, fields: fields))
+    }
+}
+
 /// A delay fault that fired: its id and how long the answer waits.
 public struct DelayFault: Sendable {
     public var fault: String
@@ -94,6 +117,17 @@ extension Engine {
         case .badRequest(let reason): refusal = .invalidJSON(reason)
         case .invalidParameters(let detail): refusal = .invalidParameters(detail)
         case .request(let r):
+            if r.messageError == .invalidParameters, context.format == .plain {
+                // The plain-text answer (`Error=InvalidParameters`, status 200) cannot say that
+                // the body was JSON sent without its Content-Type; the log can.
+                let body = context.raw()
+                let looksJSON = body.first { $0 != " " && $0 != "\n" && $0 != "\r" && $0 != "\t" } == "{"
+                notice("send answered Error=InvalidParameters", [
+                    ("http.path", context.path), ("error_detail", r.messageErrorDetail ?? ""),
+                    ("hint", looksJSON ? "the body is JSON but was read as a form: add the header Content-Type: application/json"
+                                       : "the body was read as a form (no Content-Type: application/json)"),
+                ])
+            }
             if let reason = r.target.invalidReason(maxConditionOperators: maxConditionOperators) {
                 refusal = .invalidJSON(reason)
             } else if let reason = context.validate(r) {

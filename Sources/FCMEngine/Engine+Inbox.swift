@@ -272,23 +272,36 @@ extension Engine {
     /// Long poll: answers as soon as the inbox holds at least `min` matching entries, or when
     /// `waitSeconds` have passed (with what there is). `reply` runs at once or later, on another
     /// thread; no thread waits meanwhile.
+    ///
+    /// A device that does not exist yet is waited for like an empty inbox (a token registers on
+    /// its first send, which may be the one awaited); if it still does not exist when the wait
+    /// ends, the answer is an empty page, or 404 under `--unknown-tokens reject` (nothing would
+    /// have made it but the control API).
     public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
                              reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), EngineError>) -> Void) {
-        let first: (items: [InboxEntry], next: Int64?)
-        do {
-            first = try inbox(token, status: status, afterID: afterID, limit: limit)
-        } catch {
-            return reply(.failure(error))
-        }
         // A page holds at most `limit` entries: a `min` above it is met by a full page.
         let need = Swift.min(min, limit)
-        if first.items.count >= need || waitSeconds <= 0 { return reply(.success(first)) }
+        do {
+            let first = try inbox(token, status: status, afterID: afterID, limit: limit)
+            if first.items.count >= need || waitSeconds <= 0 { return reply(.success(first)) }
+        } catch {
+            guard error.code == .notFound, waitSeconds > 0 else { return reply(.failure(error)) }
+        }
         let deadline = monotonicNanos() + UInt64(waitSeconds * 1e9)
         longPolls.add(deadline: deadline) { [self] final in
             // Re-checked after every commit: the in-memory count rules most checks out without a
             // query (hundreds of waiting polls each paging through SQLite on every send took a
             // core).
-            if !final, let n = inboxCount(token, afterID: afterID), n < need { return false }
+            guard let n = inboxCount(token, afterID: afterID) else {
+                guard final else { return false }
+                if unknownTokens == .register {
+                    reply(.success((items: [], next: nil)))
+                } else {
+                    reply(.failure(.notFound("device '\(token)' does not exist")))
+                }
+                return true
+            }
+            if !final, n < need { return false }
             do throws(EngineError) {
                 let page = try inbox(token, status: status, afterID: afterID, limit: limit)
                 guard page.items.count >= need || final else { return false }

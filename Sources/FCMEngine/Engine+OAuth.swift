@@ -99,8 +99,21 @@ extension Engine {
     /// With `--accept-any-key`, a well-formed RS256 assertion whose `kid` no project knows is
     /// taken as the first project's (nothing to verify its signature with); its `iss` must be
     /// there, and `aud`, the times and scope are checked as usual.
+    ///
+    /// Every refusal is logged with why (`tokenRefusalReason`): Google's answer names only the kind.
     public func issueAccessToken(grantType: String?, assertion: String?,
                                  isTokenURI: (String) -> Bool) throws(TokenRefusal) -> AccessToken {
+        do {
+            return try checkedAccessToken(grantType: grantType, assertion: assertion, isTokenURI: isTokenURI)
+        } catch {
+            let (code, _) = error.answer
+            notice("token request refused", [("error", code), ("reason", tokenRefusalReason(error, grantType: grantType, assertion: assertion))])
+            throw error
+        }
+    }
+
+    private func checkedAccessToken(grantType: String?, assertion: String?,
+                                    isTokenURI: (String) -> Bool) throws(TokenRefusal) -> AccessToken {
         guard grantType == Self.jwtBearerGrant else { throw .unsupportedGrantType(grantType ?? "") }
         guard let assertion, let jwt = try? JWT.parse(assertion) else { throw .invalidSignature }
         let account: ServiceAccount, senderID: String
@@ -195,7 +208,9 @@ extension Engine {
     /// is 401, an unknown project 404, another project's credential 403. With
     /// `--accept-any-key`, any non-empty Bearer token stands for the path's project.
     public func v1Project(authorization: String?, project name: String) -> Result<Project, V1Error> {
-        guard let token = Self.bearerToken(authorization) else { return .failure(.unauthenticated) }
+        guard let token = Self.bearerToken(authorization) else {
+            return .failure(.unauthenticated.because(bearerRefusalReason(authorization)))
+        }
         let now = clock.nowMillis()
         // An issued token and the project in one look under the lock: the common case.
         let (issued, project): (IssuedToken, Project?) = credentials.withLock { c in
@@ -206,14 +221,20 @@ extension Engine {
         if !acceptAnyKey {
             switch issued {
             case .valid(let s): sender = s
-            case .invalid: return .failure(.unauthenticated)
+            case .invalid: return .failure(.unauthenticated.because(bearerRefusalReason(authorization)))
             case .unknown:
-                guard let s = senderID(selfSignedJWT: token, now: now / 1000) else { return .failure(.unauthenticated) }
+                guard let s = senderID(selfSignedJWT: token, now: now / 1000) else {
+                    return .failure(.unauthenticated.because(bearerRefusalReason(authorization)))
+                }
                 sender = s
             }
         }
-        guard let project else { return .failure(.notFound) }
-        if let sender, sender != project.senderID { return .failure(.permissionDenied(project: name)) }
+        guard let project else { return .failure(V1Error.notFound.because("no project '\(name)' (by project id or sender id)")) }
+        if let sender, sender != project.senderID {
+            let own = credentials.withLock { $0.projectsByName[sender]?.projectID } ?? sender
+            return .failure(.permissionDenied(project: name).because(
+                "the credential is for project \(own) (sender id \(sender)); the path names \(project.projectID) (sender id \(project.senderID))"))
+        }
         return .success(project)
     }
 
@@ -237,8 +258,120 @@ extension Engine {
         let found = credentials.withLock { c -> Bool in
             guard let t = c.accessTokens.values.first(where: { $0.id == id }) else { return false }
             c.accessTokens[t.token] = nil
+            // Remembered (bounded like the issued ones) so a refusal can say "revoked".
+            c.revokedTokens[t.token] = t
+            if c.revokedTokens.count > Self.maxAccessTokens { Self.prune(&c.revokedTokens, now: clock.nowMillis()) }
             return true
         }
         if !found { throw .notFound("access token '\(id)' does not exist") }
+    }
+}
+
+extension Engine {
+    /// Why `authorization` is no valid Bearer credential of any project, in words a tester can
+    /// act on: the failure path only, so it repeats the checks of `v1Project` and
+    /// `senderID(selfSignedJWT:)` to name the one that failed, and leaves them untouched.
+    func bearerRefusalReason(_ authorization: String?) -> String {
+        guard let header = authorization, !header.allSatisfy({ $0 == " " }) else { return "no Authorization header" }
+        guard let token = Self.bearerToken(header) else {
+            if hasPrefixIgnoringCase(header.drop { $0 == " " }.utf8, "key=") {
+                return "a legacy server key (key=…): HTTP v1 takes an OAuth 2.0 access token or a self-signed JWT (Authorization: Bearer …)"
+            }
+            return "the Authorization header is not 'Bearer TOKEN'"
+        }
+        let nowMs = clock.nowMillis()
+        let (issued, revoked) = credentials.withLock { ($0.accessTokens[token], $0.revokedTokens[token]) }
+        if let t = issued ?? revoked {
+            if revoked != nil { return "access token \(t.id) was revoked (DELETE /api/v1/access-tokens/\(t.id))" }
+            if t.expiresAt <= nowMs {
+                return "access token \(t.id) expired at \(rfc3339(millis: t.expiresAt)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
+            }
+            guard let project = credentials.withLock({ $0.projectsByName[t.senderID] }) else {
+                return "access token \(t.id): its project (sender id \(t.senderID)) no longer exists"
+            }
+            if !project.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID }) {
+                return "access token \(t.id): its service account key \(t.privateKeyID) (\(t.clientEmail)) was deleted"
+            }
+            return "access token \(t.id) is no longer valid"
+        }
+        let jwt: JWT
+        do {
+            jwt = try JWT.parse(token)
+        } catch {
+            return "the Bearer token is neither an access token this server issued (since its start or last reset) nor a JWT ("
+                + Self.describe(error) + ")"
+        }
+        let now = nowMs / 1000
+        guard let (account, _) = serviceAccount(keyID: jwt.keyID) else {
+            return "self-signed JWT: kid \(jwt.keyID) is no service account's key"
+        }
+        let iss = jwt.claims["iss"]?.stringValue ?? ""
+        if iss != account.clientEmail { return "self-signed JWT: iss '\(iss)' is not \(account.clientEmail), the account of key \(jwt.keyID)" }
+        let aud = jwt.claims["aud"]?.stringValue ?? ""
+        if !Self.jwtAudiences.contains(aud) { return "self-signed JWT: aud '\(aud)' is not https://fcm.googleapis.com/" }
+        guard let exp = jwt.seconds("exp") else { return "self-signed JWT: no exp claim" }
+        if exp <= now {
+            return "self-signed JWT expired at \(rfc3339(millis: exp * 1000)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
+        }
+        if let iat = jwt.seconds("iat"), iat > now + Self.allowedSkewSeconds {
+            return "self-signed JWT: iat is \(iat - now) s ahead of the mock's clock (at most \(Self.allowedSkewSeconds))"
+        }
+        return "self-signed JWT: the signature does not verify with key \(jwt.keyID) (\(account.clientEmail))"
+    }
+
+    /// Why the token endpoint refused an assertion, beyond Google's text for the kind (one text
+    /// covers an unknown key, a wrong algorithm and a bad signature, for example).
+    func tokenRefusalReason(_ refusal: TokenRefusal, grantType: String?, assertion: String?) -> String {
+        switch refusal {
+        case .unsupportedGrantType:
+            return grantType == nil ? "no grant_type" : "grant_type '\(grantType!)' is not \(Self.jwtBearerGrant)"
+        case .invalidScope:
+            let scope = assertion.flatMap { try? JWT.parse($0) }?.claims["scope"]?.stringValue ?? ""
+            return "scope '\(scope)' has neither https://www.googleapis.com/auth/firebase.messaging nor …/cloud-platform"
+        case .badAudience:
+            let aud = assertion.flatMap { try? JWT.parse($0) }?.claims["aud"]
+            guard let aud else { return "no aud claim" }
+            guard let text = aud.stringValue else { return "aud is not a string (\(aud.serialized()))" }
+            return "aud '\(text)' is not a token URI of this server or Google's"
+        case .invalidSignature, .accountNotFound, .badTimes:
+            break
+        }
+        guard let assertion, !assertion.isEmpty else { return "no assertion" }
+        let jwt: JWT
+        do {
+            jwt = try JWT.parse(assertion)
+        } catch {
+            return "the assertion is not a JWT this server takes (" + Self.describe(error) + ")"
+        }
+        let known = serviceAccount(keyID: jwt.keyID)?.0
+        let iss = jwt.claims["iss"]?.stringValue ?? ""
+        switch refusal {
+        case .invalidSignature:
+            guard let known else { return "kid \(jwt.keyID) is no service account's key (deleted, or of another server's store?)" }
+            return "the signature does not verify with key \(jwt.keyID) (\(known.clientEmail))"
+        case .accountNotFound:
+            guard let known else { return iss.isEmpty ? "no iss claim" : "no project to take key \(jwt.keyID) for" }
+            return "iss '\(iss)' is not \(known.clientEmail), the account of key \(jwt.keyID)"
+        default:
+            let nowMs = clock.nowMillis()
+            let now = nowMs / 1000
+            guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp") else { return "no iat or no exp claim" }
+            if exp <= iat { return "exp is not after iat" }
+            if exp - iat > 3600 { return "exp is \(exp - iat) s after iat (at most 3600)" }
+            if iat > now + Self.allowedSkewSeconds {
+                return "iat is \(iat - now) s ahead of the mock's clock (at most \(Self.allowedSkewSeconds); now \(rfc3339(millis: nowMs)))"
+            }
+            return "the assertion expired at \(rfc3339(millis: exp * 1000)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
+        }
+    }
+
+    /// A JWT parse failure in words.
+    static func describe(_ failure: JWT.Failure) -> String {
+        switch failure {
+        case .tooLong: "longer than \(JWT.maxBytes) bytes"
+        case .malformed(let why): why
+        case .unsupportedAlgorithm(let alg): "alg \(alg), not RS256"
+        case .missingKeyID: "no kid in its header"
+        }
     }
 }

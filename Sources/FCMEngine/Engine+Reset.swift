@@ -58,7 +58,10 @@ extension Engine {
             s.retiredGroupKeys.removeAll()
             s.upstream.removeAll()
             s.upstreamOrder.removeAll()
-            credentials.withLock { $0.accessTokens.removeAll() }
+            credentials.withLock { c in
+                c.accessTokens.removeAll()
+                c.revokedTokens.removeAll()
+            }
             restartClock(&s)
             afterwards = hook?(())
             return submit([store.resetHistory(),

@@ -27,6 +27,8 @@ struct Credentials: Sendable {
     /// Access tokens the token endpoint issued, by token (in memory only: a restart or a reset
     /// forgets them, as Google's would expire).
     var accessTokens: [String: AccessToken] = [:]
+    /// Revoked access tokens, until they would have expired: only to say why one is refused.
+    var revokedTokens: [String: AccessToken] = [:]
 
     /// A project by its sender id or its project id.
     func project(named name: String) -> Project? { projectsByName[name] }
@@ -68,6 +70,8 @@ public final class Engine: Sendable {
     public let resetListeners = Locked<Handler<Void, @Sendable () -> Void>?>(nil)
     /// The signature checks of service-account JWTs.
     let signatures: SignatureChecks
+    /// Where `notice` sends what a tester should read in the log (`onNotice`): nil, nothing.
+    let noticeSink = Locked<(@Sendable (EngineNotice) -> Void)?>(nil)
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).

@@ -88,6 +88,8 @@ public final class Application: Sendable {
             Self.release(lock)
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
+        // Why a credential was refused, and hints the wire answer cannot give: a log line each.
+        engine.onNotice { [log] n in log.info(n.message, n.fields) }
         pruner = Pruner(engine: engine, limits: c.storageLimits)
         store.observeHealth { [log] failure in log.storeHealth(failure) }
         do throws(ConfigurationError) {
@@ -127,7 +129,11 @@ public final class Application: Sendable {
                 xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
                                       loginTimeout: c.xmppLoginTimeout, maxConnections: c.xmppMaxConnections, delegate: ccs)
             } catch {
-                throw Self.listenError(error, listener: "XMPP", flag: "--xmpp-port")
+                // The HTTP listeners open after this one: a port of theirs that is taken too is
+                // named now, so one run tells everything that is in the way.
+                throw Self.listenError(error, listener: "XMPP", flag: "--xmpp-port",
+                                       others: [("HTTP", "--http-port", c.httpPort)] + (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []),
+                                       host: c.host)
             }
             self.xmpp = xmpp
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
@@ -148,7 +154,10 @@ public final class Application: Sendable {
             } catch {
                 xmpp.stop()
                 let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false
-                throw Self.listenError(error, listener: https ? "HTTPS" : "HTTP", flag: https ? "--https-port" : "--http-port")
+                // HTTP opens before HTTPS: when HTTP's port was the one, HTTPS's may be taken too.
+                let others = !https ? (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []) : []
+                throw Self.listenError(error, listener: https ? "HTTPS" : "HTTP", flag: https ? "--https-port" : "--http-port",
+                                       others: others, host: c.host)
             }
         } catch {
             store.close()
@@ -256,11 +265,26 @@ extension Application {
 
     /// A listener that could not open, said so that the reader knows which port and what to do:
     /// `cannot listen on 127.0.0.1:8080 for HTTP (--http-port): Address already in use; …`.
-    static func listenError(_ error: SocketError, listener: String, flag: String) -> ConfigurationError {
+    ///
+    /// When the port was in use, the `others` listeners not yet opened (name, flag, port) whose
+    /// ports are in use too are named in the same line, so a second run does not find the next:
+    /// `cannot listen on 127.0.0.1:5235 for XMPP (--xmpp-port) and 127.0.0.1:8080 for HTTP
+    /// (--http-port): Address already in use; …`.
+    static func listenError(_ error: SocketError, listener: String, flag: String,
+                            others: [(String, String, Int)] = [], host: String = "") -> ConfigurationError {
         guard let (address, reason) = error.listening else { return ConfigurationError(error.description) }
-        var line = "cannot listen on \(address) for \(listener) (\(flag)): \(reason)"
+        var taken = [(address, listener, flag)]
         if error.code == EADDRINUSE {
-            line += "; is another fcm-mock running? Give \(flag) N, or --http-port 0 --xmpp-port 0 to pick free ports"
+            // Written as the socket layer writes the first one.
+            for (name, otherFlag, port) in others where !taken.contains(where: { $0.0 == "\(host):\(port)" })
+                && isTaken(host: host, port: port) {
+                taken.append(("\(host):\(port)", name, otherFlag))
+            }
+        }
+        var line = "cannot listen on " + taken.map { "\($0.0) for \($0.1) (\($0.2))" }.joined(separator: " and ") + ": \(reason)"
+        if error.code == EADDRINUSE {
+            let flags = taken.map { "\($0.2) N" }.joined(separator: ", ")
+            line += "; is another fcm-mock running? Give \(flags), or --http-port 0 --xmpp-port 0 to pick free ports"
         }
         return ConfigurationError(line)
     }

@@ -133,7 +133,7 @@ extension Configuration {
             c.dbPath = v
         },
         ServeOption(flag: "--store-max-pages", value: "N", environment: "FCM_MOCK_STORE_MAX_PAGES", defaultText: "no cap",
-                    help: "test aid: the store file grows to at most N pages (4 KiB each), then writes fail as on a full disk") {
+                    help: "test aid: the store file grows to at most N pages (2 KiB each; 4 KiB in a store made by an older version), then writes fail as on a full disk") {
             c, v, n throws(ConfigurationError) in
             guard let k = Int(v), k >= 1 else { throw ConfigurationError("\(n) must be a number of pages >= 1, got '\(v)'") }
             c.storeMaxPages = k

@@ -100,6 +100,7 @@ print(app.listeningLine)
 fflush(nil)  // all output streams: the listening line must reach a pipe at once
 log.info("fcm-mock \(fcmMockVersion) started", [("db", app.storeDescription), ("fixtures", app.fixturesDescription),
                                                 ("http.port", String(app.httpPort)), ("http.tls", String(config.httpTLS)),
+                                                ("https.port", app.httpsPort.map(String.init) ?? "off"),
                                                 ("xmpp.port", String(app.xmppPort)), ("xmpp.tls", String(config.xmppTLS)),
                                                 ("store.limits", app.limitsDescription)])
 

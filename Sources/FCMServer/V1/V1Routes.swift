@@ -39,7 +39,7 @@ struct V1Routes: Sendable {
             // record is answered all the same (as a legacy 401 is).
             let sender = p["project"].flatMap { try? decode($0) }.flatMap { name in engine.project(named: name) }
             let id = try? engine.recordRejectedID(senderID: sender?.senderID, transport: .httpV1, format: .json, httpStatus: e.code,
-                                                  error: e.recordedError, detail: e.message, raw: raw)
+                                                  error: e.recordedError, detail: e.recordedDetail, raw: raw)
             return engine.keeping(e.response, record: id, headers: RecordedExchange.headers(r))
         }
         let outcome = V1Parser.parse(r.body)
@@ -180,10 +180,16 @@ struct V1Routes: Sendable {
         responder.send(V1Error.notFound.response)
     }
 
-    /// The credential and the project the path names (see `Engine.v1Project`).
+    /// The credential and the project the path names (see `Engine.v1Project`); a refusal is
+    /// logged with why (its answer is Google's one text for many causes).
     private func authorize(_ r: HTTPRequest, _ p: PathParams) -> Result<Project, V1Error> {
         guard let name = p["project"], let project = try? decode(name) else { return .failure(.notFound) }
-        return engine.v1Project(authorization: r.header("authorization"), project: project)
+        let result = engine.v1Project(authorization: r.header("authorization"), project: project)
+        if case .failure(let e) = result {
+            engine.notice("v1 request refused", [("http.path", r.path), ("status", String(e.code)), ("error", e.recordedError),
+                                                 ("reason", e.recordedDetail), ("auth", Log.maskCredential(r.header("authorization")))])
+        }
+        return result
     }
 
     /// `{"name":"…"}`.

@@ -1,0 +1,111 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import Foundation
+import Platform
+import XCTest
+
+/// What the binary tells a newcomer: log lines that say why, help that knows every protocol,
+/// a busy-port line that names every busy port, and a warning before a key lands in git.
+final class DiagnosticsBinaryTests: XCTestCase {
+    /// Everything the server wrote to stderr until `text` shows up in it (at most 10 s).
+    func stderr(of s: BinaryServer, until text: String) -> String {
+        var seen = ""
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            seen += String(decoding: s.takeStderr(), as: UTF8.self)
+            if seen.contains(text) { break }
+        }
+        return seen
+    }
+
+    /// A v1 401, a token endpoint refusal and a plain-text InvalidParameters each log why.
+    func testRefusalsAndHintsAreLoggedWithTheirReason() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let c = s.client()
+        _ = s.takeStderr()
+        let v1 = try c.postJSON("/v1/projects/demo-project/messages:send", #"{"message":{"token":"demo-android-1"}}"#)
+        XCTAssertEqual(v1.status, 401)
+        let v1Line = stderr(of: s, until: "v1 request refused")
+        XCTAssertTrue(v1Line.contains(" info v1 request refused http.path=/v1/projects/demo-project/messages:send status=401 "
+                                      + "error=UNAUTHENTICATED reason=no Authorization header auth=-\n"), v1Line)
+
+        let unknownKey = base64URLEncode(Array(#"{"alg":"RS256","typ":"JWT","kid":"no-such-key"}"#.utf8)) + "."
+            + base64URLEncode(Array("{}".utf8)) + "." + base64URLEncode(Array("sig".utf8))
+        let token = try c.request("POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                  body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(unknownKey)".utf8))
+        XCTAssertEqual(token.text, #"{"error":"invalid_grant","error_description":"Invalid JWT Signature."}"#, "Google's text, unchanged")
+        let tokenLine = stderr(of: s, until: "token request refused")
+        XCTAssertTrue(tokenLine.contains(" info token request refused error=invalid_grant reason=kid no-such-key is no service account's key"),
+                      tokenLine)
+
+        let plain = try c.request("POST", "/fcm/send", headers: [("Authorization", "key=\(DemoProject.serverKey)")],
+                                  body: Array(#"{"to":"demo-android-1"}"#.utf8))
+        XCTAssertEqual(plain.status, 200)
+        XCTAssertEqual(plain.text, "Error=InvalidParameters\n")
+        let hint = stderr(of: s, until: "InvalidParameters")
+        XCTAssertTrue(hint.contains(" info send answered Error=InvalidParameters http.path=/fcm/send error_detail=Unknown parameter "), hint)
+        XCTAssertTrue(hint.contains(" hint=the body is JSON but was read as a form: add the header Content-Type: application/json\n"), hint)
+    }
+
+    /// The start-up line names the HTTPS port, or says it is off.
+    func testStartedLineNamesTheHTTPSPort() throws {
+        let dir = try temporaryDirectory("https-started")
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--https-port", "0", "--tls-dir", dir])
+        let https = try XCTUnwrap(s.httpsPort)
+        let line = stderr(of: s, until: " started ")
+        XCTAssertTrue(line.contains(" http.port=\(s.httpPort) http.tls=false https.port=\(https) xmpp.port=\(s.xmppPort) "), line)
+        s.stop()
+        let plain = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { plain.stop() }
+        XCTAssertTrue(stderr(of: plain, until: " started ").contains(" https.port=off "))
+    }
+
+    /// With XMPP's and HTTP's ports both taken, one run names both.
+    func testBothBusyPortsInOneLine() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let r = try runBinary(["serve", "--http-port", String(s.httpPort), "--xmpp-port", String(s.xmppPort), "--db", ":memory:"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertEqual(r.stderr, "fcm-mock: cannot listen on 127.0.0.1:\(s.xmppPort) for XMPP (--xmpp-port) and 127.0.0.1:\(s.httpPort) "
+                       + "for HTTP (--http-port): Address already in use; is another fcm-mock running? Give --xmpp-port N, "
+                       + "--http-port N, or --http-port 0 --xmpp-port 0 to pick free ports\n")
+    }
+
+    /// The overview and serve's help name HTTP v1, OAuth and HTTPS, not only the legacy protocols.
+    func testHelpKnowsV1AndHTTPS() throws {
+        let overview = try runBinary(["--help"])
+        XCTAssertEqual(overview.status, 0)
+        XCTAssertTrue(overview.stdout.contains("HTTP v1 (OAuth 2.0 service accounts,\nHTTPS and HTTP/2 on Google's host names)"),
+                      overview.stdout)
+        let serve = try runBinary(["serve", "--help"])
+        XCTAssertTrue(serve.stdout.contains("Serves FCM's HTTP v1 API (/v1/projects/P/messages:send"), serve.stdout)
+        XCTAssertTrue(serve.stdout.contains("with --https-port, the same over HTTPS"), serve.stdout)
+        XCTAssertTrue(serve.stdout.contains("(2 KiB each;"), "the store's page size")
+    }
+
+    /// `service-account --out` inside a git work tree warns on stderr (and still writes the
+    /// file); outside one it says nothing.
+    func testAKeyWrittenInsideAGitWorkTreeIsWarnedAbout() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        let url = "http://127.0.0.1:\(s.httpPort)"
+        let repo = try temporaryDirectory("git-tree")
+        try FileManager.default.createDirectory(atPath: repo + "/.git", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: repo + "/sub", withIntermediateDirectories: true)
+        let inside = try runBinary(["service-account", "--server", url, "--project", "demo-project", "--out", repo + "/sub/sa.json"])
+        XCTAssertEqual(inside.status, 0, inside.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: repo + "/sub/sa.json"))
+        XCTAssertEqual(inside.stderr, "fcm-mock: warning: \(repo)/sub/sa.json holds a private key and is inside the git work tree "
+                       + "\(repo): keep it out of commits (.gitignore it) or write it elsewhere\n")
+        let outside = try temporaryDirectory("no-git")
+        let quiet = try runBinary(["service-account", "--server", url, "--project", "demo-project", "--out", outside + "/sa.json"])
+        XCTAssertEqual(quiet.status, 0)
+        XCTAssertEqual(quiet.stderr, "")
+        // `cert` writes keys too.
+        let cert = try runBinary(["cert", "--out", repo + "/certs"])
+        XCTAssertEqual(cert.status, 0, cert.stderr)
+        XCTAssertTrue(cert.stderr.contains("/certs/ca.key holds a private key and is inside the git work tree \(repo):"), cert.stderr)
+    }
+}
