@@ -6,8 +6,8 @@ BUILD_APT_WHY = needed to compile and link fcm-mock
 TOOL_APT_DEPS = python3-venv curl
 TOOL_APT_WHY = python3-venv makes the interop suite's virtual environment; curl runs the HTTPS test and the README's examples
 # Only `make test` needs these: the HTTP/2 tests drive nghttp and h2load against the server.
-TEST_APT_DEPS = nghttp2-client
-TEST_APT_WHY = the HTTP/2 tests drive nghttp and h2load
+TEST_APT_DEPS = nghttp2-client iproute2
+TEST_APT_WHY = the HTTP/2 tests drive nghttp and h2load; the test of docs/v1.md's namespace route brings its loopback up with ip
 # Only `make test` needs these: the browser test of the web page drives headless Chromium.
 BROWSER_APT_DEPS = chromium fonts-liberation
 BROWSER_APT_WHY = the web page test drives headless Chromium
