@@ -100,14 +100,16 @@ uninstall:
 
 # Every test: Swift unit and end-to-end tests, the Docker checks, `make install`, then the
 # interop suite with real third-party clients (pyfcm, slixmpp) and the web page in headless
-# Chromium.
+# Chromium. Tests/summarize.sh prints a line per suite, failures in full and the runners' closing
+# lines, and keeps every line (one per test) in .build/test-logs/STEP.log; pytest runs with -v
+# (-vv against run.sh's -q) so that log has a line per test too.
 test: test-deps
-	$(SWIFT) build --build-tests
+	bash Tests/summarize.sh build $(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
 	bash docker/check-dockerfile.sh $(BIN_DEBUG)
 	bash Tests/install/run.sh $(BIN_DEBUG)
-	$(SWIFT) test --skip-build --disable-swift-testing
-	bash Tests/interop/run.sh $(BIN_DEBUG)
+	bash Tests/summarize.sh swift-test $(SWIFT) test --skip-build --disable-swift-testing
+	PYTEST_ADDOPTS=-vv bash Tests/summarize.sh interop bash Tests/interop/run.sh $(BIN_DEBUG)
 
 unit-test: deps
 	$(SWIFT) test --disable-swift-testing

@@ -28,7 +28,8 @@ final class DocumentedFlagsTests: XCTestCase {
         "--timeout": ["wrk"], "--h1": ["h2load"],
         "--tool": ["valgrind"], "--instr-atstart": ["callgrind"], "--callgrind-out-file": ["valgrind"],
         "--static-swift-stdlib": ["Swift", "release"], "--reset-load": ["soak"], "--memory": ["bench/bounded.py"],
-        "--map-root-user": ["unshare"], "--net": ["unshare"], "--mount": ["unshare"],
+        "--map-root-user": ["unshare"], "--net": ["unshare"], "--mount": ["unshare"], "--bind": ["mount"],
+        "--dns-result-order": ["Node"],
     ]
 
     func testTheTablesAreRead() {
