@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
-                    dependencies: ["FCMTesting", "FCMServer", "FCMEngine", "FCMStore", "FCMCore", "Platform", "TLS"],
+                    dependencies: ["FCMTesting", "FCMServer", "FCMEngine", "FCMCommand", "FCMStore", "FCMCore", "Platform", "TLS"],
                     swiftSettings: houseSettings),
     ],
     swiftLanguageModes: [.v6]

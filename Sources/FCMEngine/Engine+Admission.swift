@@ -1,3 +1,4 @@
+import Platform
 public import FCMCore
 public import FCMStore
 

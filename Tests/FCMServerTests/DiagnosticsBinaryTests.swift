@@ -1,3 +1,4 @@
+import HTTPServer
 import FCMCore
 import FCMServer
 import FCMTesting

@@ -1,3 +1,4 @@
+@testable import FCMCommand
 import FCMServer
 import Foundation
 import XCTest

@@ -1,3 +1,4 @@
+import HTTPServer
 import FCMCore
 import FCMTesting
 import Foundation
