@@ -203,13 +203,24 @@ extension Engine {
 
     static let maxVerifiedJWTs = 1000
 
+    /// Why a credential does not reach the project a path names; each carries the reason in
+    /// words (for the record and the log: the wire says less).
+    public enum ProjectAccessRefusal: Error, Sendable, Equatable {
+        /// No credential, or one that is not (or no longer) good.
+        case unauthenticated(String)
+        /// No such project.
+        case unknownProject(String)
+        /// A good credential of another project (the path's name first).
+        case otherProject(String, String)
+    }
+
     /// The project an HTTP v1 path names (`{project}`: its id or number), if the request's
     /// Bearer credential stands for it (docs/spec/fcm-v1.md section 2): none or an invalid one
     /// is 401, an unknown project 404, another project's credential 403. With
     /// `--accept-any-key`, any non-empty Bearer token stands for the path's project.
-    public func v1Project(authorization: String?, project name: String) -> Result<Project, V1Error> {
+    public func v1Project(authorization: String?, project name: String) -> Result<Project, ProjectAccessRefusal> {
         guard let token = Self.bearerToken(authorization) else {
-            return .failure(.unauthenticated.because(bearerRefusalReason(authorization)))
+            return .failure(.unauthenticated(bearerRefusalReason(authorization)))
         }
         let now = clock.nowMillis()
         // An issued token and the project in one look under the lock: the common case.
@@ -221,18 +232,18 @@ extension Engine {
         if !acceptAnyKey {
             switch issued {
             case .valid(let s): sender = s
-            case .invalid: return .failure(.unauthenticated.because(bearerRefusalReason(authorization)))
+            case .invalid: return .failure(.unauthenticated(bearerRefusalReason(authorization)))
             case .unknown:
                 guard let s = senderID(selfSignedJWT: token, now: now / 1000) else {
-                    return .failure(.unauthenticated.because(bearerRefusalReason(authorization)))
+                    return .failure(.unauthenticated(bearerRefusalReason(authorization)))
                 }
                 sender = s
             }
         }
-        guard let project else { return .failure(V1Error.notFound.because("no project '\(name)' (by project id or sender id)")) }
+        guard let project else { return .failure(.unknownProject("no project '\(name)' (by project id or sender id)")) }
         if let sender, sender != project.senderID {
             let own = credentials.withLock { $0.projectsByName[sender]?.projectID } ?? sender
-            return .failure(.permissionDenied(project: name).because(
+            return .failure(.otherProject(name,
                 "the credential is for project \(own) (sender id \(sender)); the path names \(project.projectID) (sender id \(project.senderID))"))
         }
         return .success(project)

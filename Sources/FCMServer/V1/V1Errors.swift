@@ -11,3 +11,15 @@ extension V1Error {
         return HTTPResponse(status: code, contentType: ContentType.json, body: body, headers: headers)
     }
 }
+
+extension V1Error {
+    /// Google's answer to a credential that does not reach the path's project, with the
+    /// engine's reason kept for the record.
+    init(_ refusal: Engine.ProjectAccessRefusal) {
+        switch refusal {
+        case .unauthenticated(let why): self = V1Error.unauthenticated.because(why)
+        case .unknownProject(let why): self = V1Error.notFound.because(why)
+        case .otherProject(let name, let why): self = V1Error.permissionDenied(project: name).because(why)
+        }
+    }
+}

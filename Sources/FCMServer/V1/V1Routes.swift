@@ -184,7 +184,7 @@ struct V1Routes: Sendable {
     /// logged with why (its answer is Google's one text for many causes).
     private func authorize(_ r: HTTPRequest, _ p: PathParams) -> Result<Project, V1Error> {
         guard let name = p["project"], let project = try? decode(name) else { return .failure(.notFound) }
-        let result = engine.v1Project(authorization: r.header("authorization"), project: project)
+        let result = engine.v1Project(authorization: r.header("authorization"), project: project).mapError(V1Error.init)
         if case .failure(let e) = result {
             engine.notice("v1 request refused", [("http.path", r.path), ("status", String(e.code)), ("error", e.recordedError),
                                                  ("reason", e.recordedDetail), ("auth", Log.maskCredential(r.header("authorization")))])
