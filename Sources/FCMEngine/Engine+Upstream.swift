@@ -23,19 +23,6 @@ extension UpstreamRow {
         w.endObject()
         return w.string
     }
-
-    /// The stanza's JSON, as CCS delivered upstream messages.
-    public var payload: String {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("data"); w.raw(data)
-        w.key("time_to_live"); w.value(timeToLive)
-        w.key("from"); w.value(token)
-        w.key("message_id"); w.value(id)
-        w.key("category"); w.value(category)
-        w.endObject()
-        return w.string
-    }
 }
 
 extension Engine {

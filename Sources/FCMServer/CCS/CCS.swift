@@ -314,3 +314,18 @@ extension JSONValue {
     /// `.string` for a value, `.null` for nil.
     static func optionalString(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
 }
+
+extension UpstreamMessage {
+    /// The stanza's JSON, as CCS delivered upstream messages.
+    var payload: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("data"); w.raw(data)
+        w.key("time_to_live"); w.value(timeToLive)
+        w.key("from"); w.value(token)
+        w.key("message_id"); w.value(id)
+        w.key("category"); w.value(category)
+        w.endObject()
+        return w.string
+    }
+}
