@@ -10,7 +10,7 @@ import PackageDescription
 //
 //   fcm-mock ─→ FCMCommand ─→ FCMServer ─┬─→ FCMEngine ─→ FCMStore ─→ CSQLite
 //                                          │       └─────→ FCMCore (FCM's rules: no I/O)
-//                                          ├─→ HTTPServer ─→ CLinuxEvents, CMicroHTTPD, CNGHTTP2, TLS
+//                                          ├─→ HTTPServer ─→ CLinuxEvents, CNGHTTP2, TLS
 //                                          ├─→ XMPPServer ─→ CExpat, TLS
 //                                          └─→ TLS ─→ CGnuTLSShim ─→ CGnuTLS
 //
@@ -35,8 +35,6 @@ let package = Package(
         .library(name: "FCMTesting", targets: ["FCMTesting"]),
     ],
     targets: [
-        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
-                       providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3",
                        providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CExpat", pkgConfig: "expat",
@@ -52,7 +50,7 @@ let package = Package(
         .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: houseSettings),
         .target(name: "FCMCore", swiftSettings: houseSettings),
         .target(name: "FCMStore", dependencies: ["CSQLite", "Platform"], swiftSettings: houseSettings),
-        .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CMicroHTTPD", "CNGHTTP2", "Platform", "TLS"], swiftSettings: houseSettings),
+        .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CNGHTTP2", "Platform", "TLS"], swiftSettings: houseSettings),
         .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"], swiftSettings: houseSettings),
         .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
         .target(name: "FCMServer", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],

@@ -119,11 +119,7 @@ public final class Application: Sendable {
                 }
             }
             self.tlsCA = tlsCA
-            var httpTLS: HTTPServerTLS?
-            if c.httpTLS, let tls {
-                // libmicrohttpd takes the PEM texts GnuTLS has just loaded and checked.
-                httpTLS = HTTPServerTLS(certificatePEM: tls.certificatePEM, keyPEM: tls.keyPEM)
-            }
+            let httpTLS = c.httpTLS ? tls : nil
             let xmpp: XMPPServer
             do {
                 xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,

@@ -88,10 +88,14 @@ final class HTTP1Connection: @unchecked Sendable {
     weak var waitingPrevious: HTTP1Connection?
     var waitingNext: HTTP1Connection?
 
-    init(fd: Int32, loop: HTTP1Loop) {
+    init(fd: Int32, loop: HTTP1Loop, secure: Bool) {
         self.fd = fd
         self.loop = loop
+        self.secure = secure
     }
+
+    /// The client's bytes came over TLS (a socket pair a TLS connection's thread pumps).
+    let secure: Bool
 
     var isIdle: Bool { slots.isEmpty && streaming == nil && sent == output.count }
     /// Answers wait in `output` for a client that does not read them.
@@ -265,6 +269,7 @@ final class HTTP1Connection: @unchecked Sendable {
         var request = HTTPRequest(method: head.method, path: head.path, rawQuery: head.rawQuery, headers: head.headers,
                                   body: body, bodyTooLarge: tooLarge)
         request.inBatch = loop.core.afterBatch != nil
+        request.isSecure = secure
         let keepAlive = head.keepAlive
         let isHead = head.isHead
         let chunkedOK = head.minorVersion == 1
@@ -277,7 +282,7 @@ final class HTTP1Connection: @unchecked Sendable {
         if !keepAlive { noMoreRequests = true }
         let seq = nextSeq
         nextSeq += 1
-        let responder = HTTPResponder(http1: HTTP1Target(connection: self, seq: seq), core: loop.core)
+        let responder = HTTPResponder(http1: HTTP1Target(connection: self, seq: seq))
         var slot = Slot(responder: responder, isHead: isHead, keepAlive: keepAlive, chunkedOK: chunkedOK)
         let core = loop.core
         if core.accessLog != nil {

@@ -31,7 +31,8 @@ public struct HTTP1Limits: Sendable {
 /// thread), then writes the answers. A request's answer that comes from another thread (a commit
 /// another thread ran, a long poll) is posted to the loop, which an eventfd wakes. Nothing is
 /// suspended or resumed, and no descriptor is re-registered per request, which is what
-/// libmicrohttpd's suspend/resume cost on every send that waited for a commit.
+/// libmicrohttpd's suspend/resume cost on every send that waited for a commit, when it served
+/// HTTP/1.1.
 final class HTTP1Loops: Sendable {
     let loops: [HTTP1Loop]
     private let next = Atomic<Int>(0)
@@ -55,14 +56,14 @@ final class HTTP1Loops: Sendable {
 
     /// Takes an accepted connection (its first bytes may still be unread); closes it past the
     /// connection limit.
-    func adopt(_ fd: Int32) {
+    func adopt(_ fd: Int32, secure: Bool) {
         guard open.value.load(ordering: .relaxed) < maxConnections else {
             close(fd)
             return
         }
         open.value.add(1, ordering: .relaxed)
         let i = next.add(1, ordering: .relaxed).newValue
-        loops[i % loops.count].post(.adopt(fd))
+        loops[i % loops.count].post(.adopt(fd, secure: secure))
     }
 
     /// Answers every waiting request (its decided answer, else 503), writes what can be written
@@ -84,7 +85,7 @@ final class HTTP1Loops: Sendable {
 /// and an eventfd) and the atomics; everything else is the loop thread's alone.
 final class HTTP1Loop: @unchecked Sendable {
     enum Message {
-        case adopt(Int32)
+        case adopt(Int32, secure: Bool)
         case answer(HTTP1Connection, UInt64, HTTPResponse)
         case resume(HTTP1Connection)
         case stop
@@ -174,7 +175,7 @@ final class HTTP1Loop: @unchecked Sendable {
     /// stream's producer learns its reader is gone.
     private func discard(_ m: Message) {
         switch m {
-        case .adopt(let fd):
+        case .adopt(let fd, _):
             close(fd)
             open.value.subtract(1, ordering: .relaxed)
         case .answer(_, _, let r): r.stream?.released()
@@ -303,7 +304,7 @@ final class HTTP1Loop: @unchecked Sendable {
         }
         for m in messages {
             switch m {
-            case .adopt(let fd): adopt(fd)
+            case .adopt(let fd, let secure): adopt(fd, secure: secure)
             case .answer(let c, let seq, let r): c.answered(seq, r)
             case .resume(let c): markDirty(c)
             case .stop:
@@ -315,7 +316,7 @@ final class HTTP1Loop: @unchecked Sendable {
         }
     }
 
-    private func adopt(_ fd: Int32) {
+    private func adopt(_ fd: Int32, secure: Bool) {
         guard !isStopping else {
             close(fd)
             open.value.subtract(1, ordering: .relaxed)
@@ -324,7 +325,7 @@ final class HTTP1Loop: @unchecked Sendable {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let c = HTTP1Connection(fd: fd, loop: self)
+        let c = HTTP1Connection(fd: fd, loop: self, secure: secure)
         if Int(fd) >= connections.count { connections += Array(repeating: nil, count: Int(fd) + 1 - connections.count) }
         connections[Int(fd)] = c
         // Its first request's head is on the clock from now.

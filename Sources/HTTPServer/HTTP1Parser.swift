@@ -330,7 +330,7 @@ struct ChunkedDecoder {
 enum HTTP1Answer {
     /// `HTTP/1.1 status reason`, the date, `Connection: close` when closing (`Keep-Alive` for an
     /// HTTP/1.0 client that stays), the handler's fields, then the framing and the empty line (the
-    /// order libmicrohttpd wrote, which tests compare byte for byte). `length` nil: a chunked
+    /// order libmicrohttpd wrote when it served HTTP/1.1, which tests compare byte for byte). `length` nil: a chunked
     /// (streamed) body, or one ended by closing when `chunked` is false.
     static func appendHead(status: Int, headers: [(String, String)], length: Int?, chunked: Bool, close: Bool,
                            keepAlive10: Bool = false, date: [UInt8], into out: inout [UInt8]) {

@@ -101,7 +101,7 @@ extension HTTP2Connection {
     func dispatch(_ s: HTTP2Stream) {
         guard !s.dispatched else { return }
         s.dispatched = true
-        let responder = HTTPResponder(stream: HTTP2StreamTarget(connection: self, id: s.id), core: core)
+        let responder = HTTPResponder(stream: HTTP2StreamTarget(connection: self, id: s.id))
         s.responder = responder
         if s.headersTooLarge {
             responder.send(HTTPResponse(status: 431, contentType: "text/plain; charset=UTF-8",
@@ -226,7 +226,7 @@ extension HTTP2Connection {
     }
 }
 
-/// Query arguments as libmicrohttpd gives them (still percent-encoded; `?flag` has a nil value).
+/// Query arguments as the HTTP/1.1 parser gives them (still percent-encoded; `?flag` has a nil value).
 func parseQuery(_ q: Substring) -> [(String, String?)] {
     q.split(separator: "&", omittingEmptySubsequences: true).map { part in
         if let eq = part.firstIndex(of: "=") {

@@ -9,17 +9,19 @@ import TLS
 /// The HTTP/2 connection preface (RFC 9113 §3.4): a client with prior knowledge sends it first.
 let http2Preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
-/// A socket `accept` gave, with the peer's address (libmicrohttpd wants it).
+/// A socket `accept` gave, with the peer's address.
 struct AcceptedSocket {
     var fd: Int32
     var address = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
 }
 
-/// Where accepted connections go: libmicrohttpd (HTTP/1.1) or an HTTP/2 connection thread.
+/// Where accepted connections go: the HTTP/1.1 loops or an HTTP/2 connection thread.
 protocol ConnectionSink: AnyObject, Sendable {
-    /// Hands `socket` to libmicrohttpd (the plain daemon when `bridge`), which owns it from now on.
-    func addHTTP1(_ socket: AcceptedSocket, bridge: Bool)
+    /// Hands `fd` to an HTTP/1.1 loop, which owns it from now on; `secure`: its bytes came over
+    /// TLS (the socket is one end of a pair a TLS connection's thread pumps), which each of its
+    /// requests then says.
+    func addHTTP1(_ fd: Int32, secure: Bool)
     /// Serves `transport` as HTTP/2 on the calling thread until the connection ends.
     func runHTTP2(_ transport: any HTTP2Transport)
     /// Serves `transport` as HTTP/2 on a new thread.
@@ -94,7 +96,7 @@ class Acceptor: @unchecked Sendable {
 }
 
 /// The plain HTTP port: each new connection's first bytes are peeked at (never consumed); the
-/// HTTP/2 preface makes it h2c, anything else goes to libmicrohttpd untouched. One thread polls
+/// HTTP/2 preface makes it h2c, anything else goes to the HTTP/1.1 loops untouched. One thread polls
 /// the listening socket and every connection not yet classified, so a slow client holds no
 /// one up: after `sniffMillis` without a verdict, or past `maxPending` undecided connections
 /// (the oldest first), a connection is taken as HTTP/1.1, which is what a client waiting for
@@ -141,11 +143,11 @@ final class PlainAcceptor: Acceptor, @unchecked Sendable {
                 if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
                     close(p.socket.fd)  // gone before saying anything
                 } else if n > 0 && peek[0..<n] != http2Preface[0..<n] {
-                    sink.addHTTP1(p.socket, bridge: false)
+                    sink.addHTTP1(p.socket.fd, secure: false)
                 } else if n == http2Preface.count {
                     sink.startHTTP2(PlainTransport(fd: p.socket.fd))
                 } else if after >= p.deadline {
-                    sink.addHTTP1(p.socket, bridge: false)
+                    sink.addHTTP1(p.socket.fd, secure: false)
                 } else {
                     p.partial = n > 0
                     keep.append(p)
@@ -154,7 +156,7 @@ final class PlainAcceptor: Acceptor, @unchecked Sendable {
             pending = keep
             if fds[1].revents != 0 {
                 for s in acceptAll(nonBlocking: true) {
-                    if pending.count >= maxPending { sink.addHTTP1(pending.removeFirst().socket, bridge: false) }
+                    if pending.count >= maxPending { sink.addHTTP1(pending.removeFirst().socket.fd, secure: false) }
                     pending.append(Pending(socket: s, deadline: monotonicNanos() + UInt64(sniffMillis) * 1_000_000))
                 }
             }
@@ -166,20 +168,25 @@ final class PlainAcceptor: Acceptor, @unchecked Sendable {
     }
 }
 
-/// The HTTPS port (`--https-port`): each connection gets a thread that runs the TLS handshake
-/// offering ALPN `h2` and `http/1.1` (ours first); `h2` is served by an HTTP/2 connection on that
-/// thread, anything else (http/1.1, or no ALPN) by libmicrohttpd through a socket pair the thread
-/// pumps: libmicrohttpd sees a plain HTTP/1.1 client, so both protocols share one handler, one
-/// access log and one shutdown, and libmicrohttpd's own TLS (`--http-tls`) is left as it is.
+/// A TLS port (the HTTPS port, or the plain port with `--http-tls`): each connection gets a
+/// thread that runs the TLS handshake offering `protocols` by ALPN (ours first); `h2` is served
+/// by an HTTP/2 connection on that thread, anything else (http/1.1, or no ALPN) by the HTTP/1.1
+/// loops through a socket pair the thread pumps: the loop sees a plain HTTP/1.1 client (its
+/// requests marked secure), so every HTTP/1.1 port has one implementation, with one set of
+/// limits, answers and error pages, one access log and one shutdown.
 final class TLSAcceptor: Acceptor, @unchecked Sendable {
     let credentials: TLSCredentials
     let limits: HTTP2Limits
-    /// Connections being handshaken or bridged (each holds a thread).
+    /// The ALPN protocols offered, ours first: `h2` and `http/1.1` on the HTTPS port,
+    /// `http/1.1` alone on a plain port that speaks TLS (`--http-tls`).
+    let protocols: [String]
+    /// Connections being handshaken or pumped (each holds a thread).
     private let open = Atomic<Int>(0)
 
-    init(listenFD: Int32, sink: any ConnectionSink, credentials: TLSCredentials, limits: HTTP2Limits) {
+    init(listenFD: Int32, sink: any ConnectionSink, credentials: TLSCredentials, limits: HTTP2Limits, protocols: [String]) {
         self.credentials = credentials
         self.limits = limits
+        self.protocols = protocols
         super.init(listenFD: listenFD, sink: sink)
     }
 
@@ -208,7 +215,7 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
         configureConnectionSocket(s.fd, seconds: limits.handshakeSeconds)
         let session: TLSSession
         do {
-            session = try TLSSession(serverOn: s.fd, credentials: credentials, protocols: ["h2", "http/1.1"])
+            session = try TLSSession(serverOn: s.fd, credentials: credentials, protocols: protocols)
         } catch {
             close(s.fd)
             return
@@ -223,14 +230,12 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
             tls.close()
             return
         }
-        var mhdSide = s
-        mhdSide.fd = pair[1]
-        sink.addHTTP1(mhdSide, bridge: true)
+        sink.addHTTP1(pair[1], secure: true)
         pump(tls, pair[0])
     }
 
-    /// Copies bytes both ways between the TLS client and libmicrohttpd's end of the pair until
-    /// either side closes (libmicrohttpd's idle time-out included).
+    /// Copies bytes both ways between the TLS client and the loop's end of the pair until either
+    /// side closes (the loop's time-outs included).
     private func pump(_ tls: TLSTransport, _ local: Int32) {
         defer {
             tls.close()
@@ -261,23 +266,4 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
             }
         }
     }
-}
-
-/// A listening socket no client can reach (an unnamed Unix socket), for libmicrohttpd: its
-/// thread pool needs one, while the real ports are accepted by `PlainAcceptor` and
-/// `TLSAcceptor`, which hand connections over with `MHD_add_connection`.
-func unreachableListenSocket() -> Int32 {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return -1 }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    // Autobind (only the family given): the kernel picks a random abstract name.
-    let bound = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sa_family_t>.size)) }
-    }
-    guard bound == 0, listen(fd, 1) == 0 else {
-        close(fd)
-        return -1
-    }
-    return fd
 }

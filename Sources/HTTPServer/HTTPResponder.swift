@@ -1,58 +1,39 @@
-import CMicroHTTPD
 import Dispatch
 import Synchronization
 
 /// Where a handler sends its answer: exactly once, now or later, from any thread. Answers after
 /// the first are ignored.
 ///
-/// The same responder answers an HTTP/1.1 request of the plain port's loop (the answer is handed
-/// to the connection's loop), one of libmicrohttpd (its connection suspended until the answer
-/// comes) and an HTTP/2 stream (the answer is handed to the stream's connection), so handlers
+/// The same responder answers an HTTP/1.1 request (the answer is handed to the connection's
+/// loop) and an HTTP/2 stream (the answer is handed to the stream's connection), so handlers
 /// never know which protocol they serve.
 ///
 /// `@unchecked Sendable`: all mutable state is reached under `lock` (a `Mutex`: allocation-free,
-/// and contended only when a late answer races the handler's return); `connection` is only used
-/// (to resume) while the request is suspended, which keeps it alive inside libmicrohttpd;
-/// `stream` and `http1` are immutable and Sendable.
+/// and contended only when a late answer races the handler's return); `stream` and `http1` are
+/// immutable and Sendable.
 public final class HTTPResponder: @unchecked Sendable {
     private let lock = Mutex<State>(State())
-    private let connection: OpaquePointer?
     private let stream: HTTP2StreamTarget?
     private let http1: HTTP1Target?
-    private unowned let core: ServerCore
 
     struct State {
-        var response: HTTPResponse?
         var answered = false
-        var suspended = false
         /// An answer decided but held back (`send(_:afterMillis:)`): what a stopping server
         /// sends instead of 503.
         var decided: HTTPResponse?
     }
 
-    /// The responder of an HTTP/1.1 request on a libmicrohttpd connection.
-    init(connection: OpaquePointer, core: ServerCore) {
-        self.connection = connection
-        self.stream = nil
-        self.http1 = nil
-        self.core = core
-    }
-
-    /// The responder of an HTTP/1.1 request on the plain port's own loop: answers go to the
+    /// The responder of an HTTP/1.1 request on one of the server's loops: answers go to the
     /// connection's loop (directly when sent on its thread).
-    init(http1: HTTP1Target, core: ServerCore) {
-        self.connection = nil
+    init(http1: HTTP1Target) {
         self.stream = nil
         self.http1 = http1
-        self.core = core
     }
 
     /// The responder of an HTTP/2 stream: answers go to `stream`'s connection.
-    init(stream: HTTP2StreamTarget, core: ServerCore) {
-        self.connection = nil
+    init(stream: HTTP2StreamTarget) {
         self.stream = stream
         self.http1 = nil
-        self.core = core
     }
 
     /// Sends `response` `ms` milliseconds from now, or at once if the server stops before then
@@ -70,59 +51,16 @@ public final class HTTPResponder: @unchecked Sendable {
 
     /// Sends `response`.
     public func send(_ response: HTTPResponse) {
+        let first = lock.withLock { s -> Bool in
+            defer { s.answered = true }
+            return !s.answered
+        }
+        guard first else { return }
         if let http1 {
-            let first = lock.withLock { s -> Bool in
-                defer { s.answered = true }
-                return !s.answered
-            }
-            if first { http1.connection.loop.answer(http1.connection, http1.seq, response) }
-            return
+            http1.connection.loop.answer(http1.connection, http1.seq, response)
+        } else if let stream {
+            stream.connection.answer(stream.id, response)
         }
-        if let stream {
-            let first = lock.withLock { s -> Bool in
-                defer { s.answered = true }
-                return !s.answered
-            }
-            if first { stream.connection.answer(stream.id, response) }
-            return
-        }
-        let resume: Bool = lock.withLock { s in
-            guard !s.answered else { return false }
-            s.answered = true
-            s.response = response
-            if s.suspended {
-                s.suspended = false
-                return true
-            }
-            return false
-        }
-        if resume, let connection {
-            core.unregister(self)
-            MHD_resume_connection(connection)
-        }
-    }
-
-    /// Called by the loop after the handler returned: the response to queue now, or nil after
-    /// suspending the connection until `send`. (HTTP/1.1 only.)
-    func responseOrSuspend() -> HTTPResponse? {
-        lock.withLock { s in
-            if s.answered { return s.response.take() }
-            // Once the server is stopping nothing is suspended any more (libmicrohttpd must not
-            // be stopped with a suspended connection): the request is answered 503 at once.
-            guard core.register(self) else {
-                s.answered = true
-                return s.decided ?? ServerCore.shuttingDown
-            }
-            // Suspend while holding the lock, so a concurrent `send` resumes only after this.
-            s.suspended = true
-            if let connection { MHD_suspend_connection(connection) }
-            return nil
-        }
-    }
-
-    /// The answer after a resume.
-    func takeResponse() -> HTTPResponse? {
-        lock.withLock { $0.response.take() }
     }
 }
 

@@ -1,5 +1,4 @@
 import Synchronization
-import CMicroHTTPD
 import Platform
 public import TLS
 
@@ -7,26 +6,15 @@ public import TLS
     import Glibc
 #endif
 
-// Where the accept loops hand connections: libmicrohttpd for HTTP/1.1, an `HTTP2Connection`
-// for HTTP/2.
+// Where the accept loops hand connections: the HTTP/1.1 loops, or an `HTTP2Connection` for
+// HTTP/2.
 extension HTTPServer: ConnectionSink {
-    func addHTTP1(_ socket: AcceptedSocket, bridge: Bool) {
-        if !bridge, let loops = http1.withLock({ $0 }) {
-            loops.adopt(socket.fd)
+    func addHTTP1(_ fd: Int32, secure: Bool) {
+        guard let loops = http1.withLock({ $0 }) else {
+            close(fd)
             return
         }
-        var s = socket
-        daemons.withLock { d in
-            let target = bridge && d.bridge != 0 ? d.bridge : d.main
-            guard let daemon = OpaquePointer(bitPattern: target) else {
-                close(s.fd)
-                return
-            }
-            // libmicrohttpd closes the socket itself when it cannot take it.
-            _ = withUnsafePointer(to: &s.address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(daemon, s.fd, $0, s.length) }
-            }
-        }
+        loops.adopt(fd, secure: secure)
     }
 
     func runHTTP2(_ transport: any HTTP2Transport) {
@@ -62,15 +50,5 @@ public struct HTTPSListenerOptions: Sendable {
     public init(port: Int, credentials: TLSCredentials) {
         self.port = port
         self.credentials = credentials
-    }
-}
-
-/// The context libmicrohttpd's callbacks receive for one daemon.
-final class DaemonFace: Sendable {
-    let core: ServerCore
-    let secure: Bool
-    init(core: ServerCore, secure: Bool) {
-        self.core = core
-        self.secure = secure
     }
 }

@@ -8,208 +8,236 @@ import XCTest
 /// (head parser, chunked decoder) on their own.
 final class HTTP1StrictnessTests: XCTestCase {
     func testAnInvalidContentLengthGetsOne400AndACloseWithoutTheHandler() throws {
-        let (server, seen) = try echoServer()
-        let c = try RawHTTP1(port: server.port)
-        c.write("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\nabc")
-        guard let a = c.readAnswer() else { return XCTFail("no answer") }
-        XCTAssertEqual(a.status, 400)
-        assertClosed(c, "one answer, then the close")
-        XCTAssertEqual(seen.withLock { $0.count }, 0)
+        try onEveryPort {
+            let (server, seen) = try echoServer()
+            let c = try RawHTTP1(server)
+            c.write("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\nabc")
+            guard let a = c.readAnswer() else { return XCTFail("no answer") }
+            XCTAssertEqual(a.status, 400)
+            assertClosed(c, "one answer, then the close")
+            XCTAssertEqual(seen.withLock { $0.count }, 0)
+        }
     }
 
     func testHeaderValuesLoseTrailingWhitespace() throws {
-        let (server, seen) = try echoServer()
-        let c = try RawHTTP1(port: server.port)
-        c.write("GET / HTTP/1.1\r\nHost: t\r\nX-Test:  Value \t\r\n\r\n")
-        assertEcho(c, "")
-        XCTAssertEqual(seen.withLock { $0.first?.header("x-test") }, "Value")
+        try onEveryPort {
+            let (server, seen) = try echoServer()
+            let c = try RawHTTP1(server)
+            c.write("GET / HTTP/1.1\r\nHost: t\r\nX-Test:  Value \t\r\n\r\n")
+            assertEcho(c, "")
+            XCTAssertEqual(seen.withLock { $0.first?.header("x-test") }, "Value")
+        }
     }
 
     func testWhitespaceBeforeAChunkExtensionIsAccepted() throws {
-        let (server, _) = try echoServer()
-        let c = try RawHTTP1(port: server.port)
-        c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 ;name=value\r\nhello\r\n0\r\n\r\n")
-        assertEcho(c, "hello")
+        try onEveryPort {
+            let (server, _) = try echoServer()
+            let c = try RawHTTP1(server)
+            c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 ;name=value\r\nhello\r\n0\r\n\r\n")
+            assertEcho(c, "hello")
+        }
     }
 
     func testChunkLinesMustEndInCRLFExactly() throws {
-        // RFC 9112 §7.1: each line ends in CRLF and each chunk's data is followed by CRLF. Parsers
-        // that guess otherwise disagree on where the body ends ("funky chunks" smuggling).
-        let (server, seen) = try echoServer()
-        let bodies = [
-            "5\nhello\r\n0\r\n\r\n",  // a size line ending in a bare LF
-            "5;ext=1\nhello\r\n0\r\n\r\n",  // the same after an extension
-            "5\r\nhello\n0\r\n\r\n",  // data followed by a bare LF
-            "5\r\nhelloXY0\r\n\r\n",  // data followed by other bytes
-            "5\r\nhello\r\n0\n\r\n",  // the last chunk's line with a bare LF
-            "5\r\nhello\r\n0\r\nT: v\n\r\n",  // a trailer line with a bare LF
-            "5\r\nhello\r\n0\r\n\n",  // the final line a bare LF
-            "5;a\rb\r\nhello\r\n0\r\n\r\n",  // a bare CR inside a size line
-            "\r\n5\r\nhello\r\n0\r\n\r\n",  // an empty size line
-        ]
-        for body in bodies {
-            let c = try RawHTTP1(port: server.port)
-            c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
-            guard let a = c.readAnswer() else {
-                XCTFail("no answer to \(body.debugDescription)")
-                continue
+        try onEveryPort {
+            // RFC 9112 §7.1: each line ends in CRLF and each chunk's data is followed by CRLF. Parsers
+            // that guess otherwise disagree on where the body ends ("funky chunks" smuggling).
+            let (server, seen) = try echoServer()
+            let bodies = [
+                "5\nhello\r\n0\r\n\r\n",  // a size line ending in a bare LF
+                "5;ext=1\nhello\r\n0\r\n\r\n",  // the same after an extension
+                "5\r\nhello\n0\r\n\r\n",  // data followed by a bare LF
+                "5\r\nhelloXY0\r\n\r\n",  // data followed by other bytes
+                "5\r\nhello\r\n0\n\r\n",  // the last chunk's line with a bare LF
+                "5\r\nhello\r\n0\r\nT: v\n\r\n",  // a trailer line with a bare LF
+                "5\r\nhello\r\n0\r\n\n",  // the final line a bare LF
+                "5;a\rb\r\nhello\r\n0\r\n\r\n",  // a bare CR inside a size line
+                "\r\n5\r\nhello\r\n0\r\n\r\n",  // an empty size line
+            ]
+            for body in bodies {
+                let c = try RawHTTP1(server)
+                c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+                guard let a = c.readAnswer() else {
+                    XCTFail("no answer to \(body.debugDescription)")
+                    continue
+                }
+                XCTAssertEqual(a.status, 400, body.debugDescription)
+                assertClosed(c, body.debugDescription)
             }
-            XCTAssertEqual(a.status, 400, body.debugDescription)
-            assertClosed(c, body.debugDescription)
+            XCTAssertEqual(seen.withLock { $0.count }, 0, "no refused body reaches the handler")
+            // The same body with every CRLF in place is served.
+            let c = try RawHTTP1(server)
+            c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nT: v\r\n\r\n")
+            assertEcho(c, "hello")
         }
-        XCTAssertEqual(seen.withLock { $0.count }, 0, "no refused body reaches the handler")
-        // The same body with every CRLF in place is served.
-        let c = try RawHTTP1(port: server.port)
-        c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nT: v\r\n\r\n")
-        assertEcho(c, "hello")
     }
 
     func testBothFramingsAtOnceAreRefusedAndClosed() throws {
-        let (server, seen) = try echoServer()
-        let c = try RawHTTP1(port: server.port)
-        // A request smuggler's opening: the two framings disagree on where the body ends.
-        c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
-        guard let a = c.readAnswer() else { return XCTFail("no answer") }
-        XCTAssertEqual(a.status, 400)
-        assertClosed(c)
-        XCTAssertEqual(seen.withLock { $0.count }, 0)
+        try onEveryPort {
+            let (server, seen) = try echoServer()
+            let c = try RawHTTP1(server)
+            // A request smuggler's opening: the two framings disagree on where the body ends.
+            c.write("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            guard let a = c.readAnswer() else { return XCTFail("no answer") }
+            XCTAssertEqual(a.status, 400)
+            assertClosed(c)
+            XCTAssertEqual(seen.withLock { $0.count }, 0)
+        }
     }
 
     func testARequestWithoutHostIsStillServed() throws {
-        // RFC 9112 asks for 400; libmicrohttpd served it, and clients written against the mock
-        // keep working.
-        let (server, _) = try echoServer()
-        let c = try RawHTTP1(port: server.port)
-        c.write("GET /nohost HTTP/1.1\r\n\r\n")
-        assertEcho(c, "", path: "/nohost")
+        try onEveryPort {
+            // RFC 9112 asks for 400; libmicrohttpd served it, and clients written against the mock
+            // keep working.
+            let (server, _) = try echoServer()
+            let c = try RawHTTP1(server)
+            c.write("GET /nohost HTTP/1.1\r\n\r\n")
+            assertEcho(c, "", path: "/nohost")
+        }
     }
 
     func testHTTP10KeepAliveStaysOpen() throws {
-        let (server, _) = try echoServer()
-        let c = try RawHTTP1(port: server.port)
-        for i in 0..<2 {
-            c.write("GET /k\(i) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-            guard let a = c.readAnswer() else { return XCTFail("request \(i) not answered") }
-            XCTAssertEqual(a.header("connection")?.lowercased(), "keep-alive")
-            XCTAssertEqual(a.header("x-path"), "/k\(i)")
+        try onEveryPort {
+            let (server, _) = try echoServer()
+            let c = try RawHTTP1(server)
+            for i in 0..<2 {
+                c.write("GET /k\(i) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                guard let a = c.readAnswer() else { return XCTFail("request \(i) not answered") }
+                XCTAssertEqual(a.header("connection")?.lowercased(), "keep-alive")
+                XCTAssertEqual(a.header("x-path"), "/k\(i)")
+            }
         }
     }
 
     func testALargeBodyIsHandledOffTheLoopSoSmallRequestsGoOn() throws {
-        // The large request's handler waits for the small one's: on the loop itself it would
-        // wait in vain (the small request is read only after it returns).
-        let smallSeen = DispatchSemaphore(value: 0)
-        let server = try serve { r, responder in
-            if r.path == "/small" {
-                smallSeen.signal()
-                return responder.send(HTTPResponse(status: 200, body: Array("small".utf8)))
+        try onEveryPort {
+            // The large request's handler waits for the small one's: on the loop itself it would
+            // wait in vain (the small request is read only after it returns).
+            let smallSeen = DispatchSemaphore(value: 0)
+            let server = try serve { r, responder in
+                if r.path == "/small" {
+                    smallSeen.signal()
+                    return responder.send(HTTPResponse(status: 200, body: Array("small".utf8)))
+                }
+                let overlapped = smallSeen.wait(timeout: .now() + 5) == .success
+                responder.send(HTTPResponse(status: 200, body: Array("\(r.body.count) \(overlapped)".utf8)))
             }
-            let overlapped = smallSeen.wait(timeout: .now() + 5) == .success
-            responder.send(HTTPResponse(status: 200, body: Array("\(r.body.count) \(overlapped)".utf8)))
+            let big = try RawHTTP1(server)
+            big.write(HTTP1WireTests.post("/big", String(repeating: "x", count: 100_000)))
+            usleep(50_000)
+            let small = try RawHTTP1(server)
+            small.write(HTTP1WireTests.post("/small", "y"))
+            XCTAssertEqual(small.readAnswer()?.text, "small")
+            XCTAssertEqual(big.readAnswer()?.text, "100000 true")
         }
-        let big = try RawHTTP1(port: server.port)
-        big.write(HTTP1WireTests.post("/big", String(repeating: "x", count: 100_000)))
-        usleep(50_000)
-        let small = try RawHTTP1(port: server.port)
-        small.write(HTTP1WireTests.post("/small", "y"))
-        XCTAssertEqual(small.readAnswer()?.text, "small")
-        XCTAssertEqual(big.readAnswer()?.text, "100000 true")
     }
 
     func testNoStray100ContinueAfterAClosingAnswer() throws {
-        let server = try serve { r, responder in
-            spawnThread {
-                usleep(100_000)
-                responder.send(HTTPResponse(status: 200, body: Array(r.path.utf8)))
+        try onEveryPort {
+            let server = try serve { r, responder in
+                spawnThread {
+                    usleep(100_000)
+                    responder.send(HTTPResponse(status: 200, body: Array(r.path.utf8)))
+                }
             }
+            let c = try RawHTTP1(server)
+            // A slow request, then one that waits for 100-continue but whose first chunk is garbage.
+            c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nPOST /p HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+                    + "Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+            XCTAssertEqual(c.readAnswer()?.text, "/slow")
+            XCTAssertEqual(c.readAnswer()?.status, 400)
+            assertClosed(c, "nothing after the closing 400, no 100 Continue")
         }
-        let c = try RawHTTP1(port: server.port)
-        // A slow request, then one that waits for 100-continue but whose first chunk is garbage.
-        c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nPOST /p HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
-                + "Transfer-Encoding: chunked\r\n\r\nzz\r\n")
-        XCTAssertEqual(c.readAnswer()?.text, "/slow")
-        XCTAssertEqual(c.readAnswer()?.status, 400)
-        assertClosed(c, "nothing after the closing 400, no 100 Continue")
     }
 
     func testAStreamBehindAnUnsentAnswerIsReleasedWhenTheClientLeaves() throws {
-        let released = DispatchSemaphore(value: 0)
-        let server = try serve { r, responder in
-            guard r.path == "/events" else {
-                return spawnThread {
-                    usleep(300_000)
-                    responder.send(HTTPResponse(status: 200))
+        try onEveryPort {
+            let released = DispatchSemaphore(value: 0)
+            let server = try serve { r, responder in
+                guard r.path == "/events" else {
+                    return spawnThread {
+                        usleep(300_000)
+                        responder.send(HTTPResponse(status: 200))
+                    }
                 }
+                let stream = HTTPStream()
+                stream.onClose { released.signal() }
+                var answer = HTTPResponse(status: 200)
+                answer.stream = stream
+                responder.send(answer)
             }
-            let stream = HTTPStream()
-            stream.onClose { released.signal() }
-            var answer = HTTPResponse(status: 200)
-            answer.stream = stream
-            responder.send(answer)
+            let c = try RawHTTP1(server)
+            c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+            usleep(50_000)
+            c.hangUp()
+            XCTAssertEqual(released.wait(timeout: .now() + 5), .success, "the stream's producer was told its reader is gone")
         }
-        let c = try RawHTTP1(port: server.port)
-        c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /events HTTP/1.1\r\nHost: t\r\n\r\n")
-        usleep(50_000)
-        c.hangUp()
-        XCTAssertEqual(released.wait(timeout: .now() + 5), .success, "the stream's producer was told its reader is gone")
     }
 
     func testAClientThatDoesNotReadStopsBeingRead() throws {
-        let handled = Locked(0)
-        let server = try serve { _, responder in
-            handled.withLock { $0 += 1 }
-            responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 120, count: 256 * 1024)))
+        try onEveryPort {
+            let handled = Locked(0)
+            let server = try serve { _, responder in
+                handled.withLock { $0 += 1 }
+                responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 120, count: 256 * 1024)))
+            }
+            let c = try RawHTTP1(server)
+            // Requests until the socket takes no more (the server stopped reading), never reading
+            // an answer; 64 to a write, so a socket pair's per-write overhead (over TLS the
+            // test's bytes go through one) does not fill it first.
+            let request = Array("GET / HTTP/1.1\r\nHost: t\r\n\r\n".utf8)
+            let batch = Array([[UInt8]](repeating: request, count: 64).joined())
+            var written = 0
+            while written < 100_000 && c.writeWithoutWaiting(batch) { written += 64 }
+            usleep(300_000)
+            let n = handled.withLock { $0 }
+            XCTAssertGreaterThan(written, 1000)
+            XCTAssertLessThan(n, 200, "\(n) of \(written) requests handed over: answers piled up for a client that reads none")
         }
-        let c = try RawHTTP1(port: server.port)
-        // Requests until the socket takes no more (the server stopped reading), never reading
-        // an answer.
-        let request = Array("GET / HTTP/1.1\r\nHost: t\r\n\r\n".utf8)
-        var written = 0
-        while written < 100_000 && c.writeWithoutWaiting(request) { written += 1 }
-        usleep(300_000)
-        let n = handled.withLock { $0 }
-        XCTAssertGreaterThan(written, 1000)
-        XCTAssertLessThan(n, 200, "\(n) of \(written) requests handed over: answers piled up for a client that reads none")
     }
 
     func testAStreamedAnswerIsChunkedAndTheConnectionGoesOnAfterIt() throws {
-        let server = try serve { r, responder in
-            guard r.path == "/stream" else { return responder.send(HTTPResponse(status: 200, body: Array("after".utf8))) }
-            let stream = HTTPStream()
-            var answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")])
-            answer.stream = stream
-            responder.send(answer)
-            spawnThread {
-                for i in 0..<3 {
-                    usleep(20_000)
-                    stream.write(Array("data: \(i)\n\n".utf8))
+        try onEveryPort {
+            let server = try serve { r, responder in
+                guard r.path == "/stream" else { return responder.send(HTTPResponse(status: 200, body: Array("after".utf8))) }
+                let stream = HTTPStream()
+                var answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream")])
+                answer.stream = stream
+                responder.send(answer)
+                spawnThread {
+                    for i in 0..<3 {
+                        usleep(20_000)
+                        stream.write(Array("data: \(i)\n\n".utf8))
+                    }
+                    stream.finish()
                 }
-                stream.finish()
             }
+            let c = try RawHTTP1(server)
+            c.write("GET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /next HTTP/1.1\r\nHost: t\r\n\r\n")
+            guard let a = c.readAnswer() else { return XCTFail("stream not answered") }
+            XCTAssertEqual(a.header("transfer-encoding"), "chunked")
+            XCTAssertEqual(a.text, "data: 0\n\ndata: 1\n\ndata: 2\n\n")
+            guard let b = c.readAnswer() else { return XCTFail("the request after the stream was not answered") }
+            XCTAssertEqual(b.text, "after")
         }
-        let c = try RawHTTP1(port: server.port)
-        c.write("GET /stream HTTP/1.1\r\nHost: t\r\n\r\nGET /next HTTP/1.1\r\nHost: t\r\n\r\n")
-        guard let a = c.readAnswer() else { return XCTFail("stream not answered") }
-        XCTAssertEqual(a.header("transfer-encoding"), "chunked")
-        XCTAssertEqual(a.text, "data: 0\n\ndata: 1\n\ndata: 2\n\n")
-        guard let b = c.readAnswer() else { return XCTFail("the request after the stream was not answered") }
-        XCTAssertEqual(b.text, "after")
     }
 
     func testAStreamedAnswerToHTTP10EndsWithTheConnection() throws {
-        let server = try serve { _, responder in
-            let stream = HTTPStream()
-            var answer = HTTPResponse(status: 200)
-            answer.stream = stream
-            responder.send(answer)
-            stream.write(Array("one\n".utf8))
-            stream.finish()
+        try onEveryPort {
+            let server = try serve { _, responder in
+                let stream = HTTPStream()
+                var answer = HTTPResponse(status: 200)
+                answer.stream = stream
+                responder.send(answer)
+                stream.write(Array("one\n".utf8))
+                stream.finish()
+            }
+            let c = try RawHTTP1(server)
+            c.write("GET /stream HTTP/1.0\r\n\r\n")
+            guard let a = c.readAnswer() else { return XCTFail("no answer") }
+            XCTAssertNil(a.header("transfer-encoding"), "HTTP/1.0 knows no chunked coding")
+            XCTAssertEqual(a.text, "one\n")
         }
-        let c = try RawHTTP1(port: server.port)
-        c.write("GET /stream HTTP/1.0\r\n\r\n")
-        guard let a = c.readAnswer() else { return XCTFail("no answer") }
-        XCTAssertNil(a.header("transfer-encoding"), "HTTP/1.0 knows no chunked coding")
-        XCTAssertEqual(a.text, "one\n")
     }
 }
 
@@ -267,27 +295,29 @@ final class HTTP1ParserTests: XCTestCase {
     }
 
     func testChunkedDecoderTakesAnyPieces() throws {
-        let wire = Array("3;x=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: v\r\n\r\nNEXT".utf8)
-        // Fed one byte more at a time, as a slow client sends it.
-        var decoder = ChunkedDecoder()
-        var pending: [UInt8] = []
-        var body: [UInt8] = []
-        var used = 0
-        for b in wire where decoder.state != .done {
-            pending.append(b)
-            let n = try pending.withUnsafeBufferPointer { try decoder.feed($0) { body += $0 } }
-            pending.removeFirst(n)
-            used += n
+        try onEveryPort {
+            let wire = Array("3;x=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: v\r\n\r\nNEXT".utf8)
+            // Fed one byte more at a time, as a slow client sends it.
+            var decoder = ChunkedDecoder()
+            var pending: [UInt8] = []
+            var body: [UInt8] = []
+            var used = 0
+            for b in wire where decoder.state != .done {
+                pending.append(b)
+                let n = try pending.withUnsafeBufferPointer { try decoder.feed($0) { body += $0 } }
+                pending.removeFirst(n)
+                used += n
+            }
+            XCTAssertEqual(String(decoding: body, as: UTF8.self), "abc0123456789abcdef")
+            XCTAssertEqual(used, wire.count - 4, "the bytes after the body are left for the next request")
+            var bad = ChunkedDecoder()
+            XCTAssertThrowsError(try Array("zz\r\n".utf8).withUnsafeBufferPointer { try bad.feed($0) { _ in } })
+            // The CR after a chunk's data waits for its LF; anything else there is refused at once.
+            var split = ChunkedDecoder()
+            XCTAssertEqual(try Array("3\r\nabc\r".utf8).withUnsafeBufferPointer { try split.feed($0) { _ in } }, 6)
+            XCTAssertEqual(split.state, .dataEnd)
+            var early = ChunkedDecoder()
+            XCTAssertThrowsError(try Array("3\r\nabc\n".utf8).withUnsafeBufferPointer { try early.feed($0) { _ in } })
         }
-        XCTAssertEqual(String(decoding: body, as: UTF8.self), "abc0123456789abcdef")
-        XCTAssertEqual(used, wire.count - 4, "the bytes after the body are left for the next request")
-        var bad = ChunkedDecoder()
-        XCTAssertThrowsError(try Array("zz\r\n".utf8).withUnsafeBufferPointer { try bad.feed($0) { _ in } })
-        // The CR after a chunk's data waits for its LF; anything else there is refused at once.
-        var split = ChunkedDecoder()
-        XCTAssertEqual(try Array("3\r\nabc\r".utf8).withUnsafeBufferPointer { try split.feed($0) { _ in } }, 6)
-        XCTAssertEqual(split.state, .dataEnd)
-        var early = ChunkedDecoder()
-        XCTAssertThrowsError(try Array("3\r\nabc\n".utf8).withUnsafeBufferPointer { try early.feed($0) { _ in } })
     }
 }

@@ -5,7 +5,7 @@ import HTTPServer
 import Platform
 import XCTest
 
-/// The libmicrohttpd bridge on its own: answers now and later, suspended requests, limits, stop.
+/// The HTTP server on its own: answers now and later, waiting requests, limits, stop.
 final class HTTPServerTests: XCTestCase {
     func start(_ handler: @escaping HTTPHandler, maxBody: Int = 1024) throws -> HTTPServer {
         let s = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: maxBody, handler: handler)
