@@ -1,20 +1,33 @@
-/// A JSON Web Token as OAuth 2.0 service accounts send them (RFC 7519, compact form), taken apart
-/// and checked for shape: the signature itself is verified by the TLS layer's RSA key, with
-/// `signingInput` and `signature`. Only RS256 is accepted, and only with a `kid` (the service
-/// account's `private_key_id`, which names the key to verify with): `alg: none`, an HMAC signed
-/// with the public key as its secret, and every other algorithm are refused before any key is
-/// looked at.
+/// A JSON Web Token (RFC 7519, compact form) taken apart and checked for shape: the signature
+/// itself is verified by the TLS layer's keys, with `signingInput` and `signature`. The caller
+/// says which algorithm it expects, and only that one is accepted: RS256 for Google's service
+/// accounts, ES256 for APNs provider tokens and VAPID. `alg: none`, HMACs (which a verifier
+/// could be tricked into keying with a public key) and every other algorithm are refused before
+/// any key is looked at.
 public struct JWT: Sendable {
     /// Longest token taken (bytes): a service account's assertion is under 1 KiB.
     public static let maxBytes = 8192
 
-    /// The header's `kid`.
+    /// The signature algorithms a caller can expect.
+    public enum Algorithm: String, Sendable {
+        /// RSASSA-PKCS1-v1_5 with SHA-256: OAuth 2.0 service accounts.
+        case rs256 = "RS256"
+        /// ECDSA on P-256 with SHA-256, the signature as r and s (64 bytes): APNs provider
+        /// tokens, VAPID (RFC 8292).
+        case es256 = "ES256"
+    }
+
+    /// The algorithm, as the header names it (the one the caller expected).
+    public let algorithm: Algorithm
+    /// The header's `kid` (the service account's `private_key_id`, the APNs key id); empty when
+    /// the header has none and the caller did not require one (VAPID tokens carry none).
     public let keyID: String
     /// The claims.
     public let claims: JSONObject
     /// `base64url(header) "." base64url(claims)`: the bytes the signature covers.
     public let signingInput: [UInt8]
-    /// The signature's bytes (an RSA PKCS #1 v1.5 signature over SHA-256 of `signingInput`).
+    /// The signature's bytes (RS256: an RSA PKCS #1 v1.5 signature; ES256: r and s, 32 bytes
+    /// each), over SHA-256 of `signingInput`.
     public let signature: [UInt8]
 
     /// Why a token is not a JWT this server takes.
@@ -23,14 +36,19 @@ public struct JWT: Sendable {
         case tooLong
         /// Not three base64url parts, or a part that is not JSON of an object.
         case malformed(String)
-        /// `alg` other than RS256 (the value, or "missing").
+        /// `alg` other than the one expected (the value, or "missing").
         case unsupportedAlgorithm(String)
-        /// No `kid` in the header.
+        /// No `kid` in the header, and the caller requires one.
         case missingKeyID
+        /// A signature of the wrong length for the algorithm (ES256: 64 bytes).
+        case signatureLength(expected: Int, got: Int)
     }
 
-    /// Takes a compact JWT apart; nothing is verified yet but its shape and algorithm.
-    public static func parse(_ token: String) throws(Failure) -> JWT {
+    /// Takes a compact JWT apart; nothing is verified yet but its shape and algorithm, which
+    /// must be `algorithm` (RS256 unless said). A `kid` is required unless `requiringKeyID` is
+    /// false.
+    public static func parse(_ token: String, algorithm: Algorithm = .rs256,
+                             requiringKeyID: Bool = true) throws(Failure) -> JWT {
         let bytes = Array(token.utf8)
         guard bytes.count <= maxBytes else { throw .tooLong }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
@@ -39,13 +57,24 @@ public struct JWT: Sendable {
             let signature = base64URLDecode(parts[2])
         else { throw .malformed("a part is not base64url") }
         guard let header = try? JSONParser.parse(headerBytes).objectValue else { throw .malformed("the header is not a JSON object") }
-        guard let alg = header["alg"]?.stringValue, alg == "RS256" else {
+        guard let alg = header["alg"]?.stringValue, alg == algorithm.rawValue else {
             throw .unsupportedAlgorithm(header["alg"]?.stringValue ?? "missing")
         }
-        guard let kid = header["kid"]?.stringValue, !kid.isEmpty else { throw .missingKeyID }
+        // RFC 7515 §4.1.11: extensions marked critical must be understood; this server knows none.
+        guard header["crit"] == nil else { throw .malformed("the header names critical extensions (crit)") }
+        let kid: String
+        if let k = header["kid"]?.stringValue, !k.isEmpty {
+            kid = k
+        } else if requiringKeyID || header["kid"] != nil {
+            throw .missingKeyID
+        } else {
+            kid = ""
+        }
         guard let claims = try? JSONParser.parse(claimBytes).objectValue else { throw .malformed("the claims are not a JSON object") }
         guard !signature.isEmpty else { throw .malformed("the signature is empty") }
-        return JWT(keyID: kid, claims: claims, signingInput: Array(bytes[..<parts[1].endIndex]), signature: signature)
+        if algorithm == .es256, signature.count != 64 { throw .signatureLength(expected: 64, got: signature.count) }
+        return JWT(algorithm: algorithm, keyID: kid, claims: claims, signingInput: Array(bytes[..<parts[1].endIndex]),
+                   signature: signature)
     }
 
     /// A claim that is a whole number of seconds (`iat`, `exp`), or nil.

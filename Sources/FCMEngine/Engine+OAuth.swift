@@ -383,6 +383,7 @@ extension Engine {
         case .malformed(let why): why
         case .unsupportedAlgorithm(let alg): "alg \(alg), not RS256"
         case .missingKeyID: "no kid in its header"
+        case .signatureLength(let expected, let got): "a signature of \(got) bytes, not \(expected)"
         }
     }
 }
