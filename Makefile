@@ -1,7 +1,7 @@
 # The two commands README promises: `make run` and `make test`. Both install what is missing.
 SWIFT ?= swift
 # Debian packages, in groups. A group prints one line (what, and why) when it installs something.
-BUILD_APT_DEPS = libsqlite3-dev libexpat1-dev libgnutls28-dev libnghttp2-dev pkg-config
+BUILD_APT_DEPS = libsqlite3-dev libexpat1-dev libgnutls28-dev libnghttp2-dev nettle-dev pkg-config
 BUILD_APT_WHY = needed to compile and link fcm-mock
 TOOL_APT_DEPS = python3-venv curl
 TOOL_APT_WHY = python3-venv makes the interop suite's virtual environment; curl runs the HTTPS test and the README's examples

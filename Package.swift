@@ -12,7 +12,7 @@ import PackageDescription
 //                                          │       └─────→ FCMCore (FCM's rules: no I/O)
 //                                          ├─→ HTTPServer ─→ CLinuxEvents, CNGHTTP2, TLS
 //                                          ├─→ XMPPServer ─→ CExpat, TLS
-//                                          └─→ TLS ─→ CGnuTLSShim ─→ CGnuTLS
+//                                          └─→ TLS ─→ CGnuTLSShim ─→ CGnuTLS, CNettle
 //
 // and everything but FCMCore stands on Platform (locks, threads, clocks, sockets, files). The
 // engine knows no wire and no transport; the protocol servers know nothing of FCM.
@@ -43,11 +43,14 @@ let package = Package(
                        providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2",
                        providers: [.apt(["libnghttp2-dev"])]),
+        // ECDH on P-256 (Web Push), which GnuTLS's public API lacks; GnuTLS itself stands on nettle.
+        .systemLibrary(name: "CNettle", pkgConfig: "hogweed",
+                       providers: [.apt(["nettle-dev"])]),
         // epoll and eventfd: part of glibc, so no package and nothing to link.
         .systemLibrary(name: "CLinuxEvents"),
-        .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS"]),
+        .target(name: "CGnuTLSShim", dependencies: ["CGnuTLS", "CNettle"]),
         .target(name: "Platform", swiftSettings: houseSettings),
-        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "Platform"], swiftSettings: houseSettings),
+        .target(name: "TLS", dependencies: ["CGnuTLS", "CGnuTLSShim", "CNettle", "Platform"], swiftSettings: houseSettings),
         .target(name: "FCMCore", swiftSettings: houseSettings),
         .target(name: "FCMStore", dependencies: ["CSQLite", "Platform"], swiftSettings: houseSettings),
         .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CNGHTTP2", "Platform", "TLS"], swiftSettings: houseSettings),

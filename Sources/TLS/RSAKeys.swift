@@ -66,16 +66,9 @@ public final class RSAPrivateKey: @unchecked Sendable {
 
     /// Imports a PEM private key (PKCS #8 or PKCS #1).
     public init(pem: String) throws(TLSError) {
-        var k: gnutls_privkey_t?
-        var rc = gnutls_privkey_init(&k)
-        guard rc >= 0, let k else { throw TLSError("cannot make a private key", rc) }
-        rc = withDatum(Array(pem.utf8)) { gnutls_privkey_import_x509_raw(k, &$0, GNUTLS_X509_FMT_PEM, nil, 0) }
-        guard rc >= 0 else {
-            gnutls_privkey_deinit(k)
-            throw TLSError("not a PEM private key", rc)
-        }
+        let k = try importPrivateKey(pem: pem)
         var pub: gnutls_pubkey_t?
-        rc = gnutls_pubkey_init(&pub)
+        var rc = gnutls_pubkey_init(&pub)
         guard rc >= 0, let pub else {
             gnutls_privkey_deinit(k)
             throw TLSError("cannot make a public key", rc)
@@ -106,10 +99,30 @@ public final class RSAPrivateKey: @unchecked Sendable {
     }
 }
 
+/// A private key of any kind read from PEM (PKCS #8, PKCS #1, SEC 1), for the caller to free.
+func importPrivateKey(pem: String) throws(TLSError) -> gnutls_privkey_t {
+    var k: gnutls_privkey_t?
+    var rc = gnutls_privkey_init(&k)
+    guard rc >= 0, let k else { throw TLSError("cannot make a private key", rc) }
+    rc = withDatum(Array(pem.utf8)) { gnutls_privkey_import_x509_raw(k, &$0, GNUTLS_X509_FMT_PEM, nil, 0) }
+    guard rc >= 0 else {
+        gnutls_privkey_deinit(k)
+        throw TLSError("not a PEM private key", rc)
+    }
+    return k
+}
+
 /// Runs `body` with a datum over `bytes` (GnuTLS reads it during the call only).
-private func withDatum<T>(_ bytes: [UInt8], _ body: (inout gnutls_datum_t) -> T) -> T {
+func withDatum<T>(_ bytes: [UInt8], _ body: (inout gnutls_datum_t) -> T) -> T {
     bytes.withUnsafeBufferPointer { b in
         var d = gnutls_datum_t(data: UnsafeMutablePointer(mutating: b.baseAddress), size: UInt32(b.count))
         return body(&d)
     }
+}
+
+/// The bytes of a datum GnuTLS allocated, which is freed.
+func takeDatum(_ d: gnutls_datum_t) -> [UInt8] {
+    defer { fcm_gnutls_free(d.data) }
+    guard let p = d.data else { return [] }
+    return Array(UnsafeBufferPointer(start: p, count: Int(d.size)))
 }

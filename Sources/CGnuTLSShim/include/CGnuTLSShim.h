@@ -1,8 +1,9 @@
 #ifndef FCM_CGNUTLS_SHIM_H
 #define FCM_CGNUTLS_SHIM_H
 
-// Certificate building for the TLS target, in C (certificates.c). The signatures use no GnuTLS
-// type, so Swift sees GnuTLS only through the CGnuTLS module.
+// Certificate building (certificates.c) and P-256 ECDH (p256.c, with nettle) for the TLS target,
+// in C. The signatures use no GnuTLS or nettle type, so Swift sees those libraries only through
+// the CGnuTLS and CNettle modules.
 
 // A self-signed server certificate (ECDSA P-256, SHA-256, ten years) for the NUL-separated
 // `names` (the first is the common name), written as PEM to `cert_path` (0644) and `key_path`
@@ -15,5 +16,16 @@ int fcm_gnutls_self_signed(const char *names, int count, const char *cert_path, 
 // PEM files: certificates 0644, keys 0600. Returns 0 or a GnuTLS error code.
 int fcm_gnutls_ca_and_server(const char *names, int count, const char *ca_cert_path, const char *ca_key_path,
                              const char *cert_path, const char *key_path, long now);
+
+// 1 if `point` (65 bytes: 0x04 || x || y) is a point of P-256, else 0.
+int fcm_p256_point_valid(const unsigned char *point);
+
+// The public point (65 bytes, uncompressed) of the private `scalar` (32 big-endian bytes): 0, or
+// -1 when the scalar is not in [1, n-1].
+int fcm_p256_public(const unsigned char *scalar, unsigned char *point);
+
+// ECDH: the x coordinate (32 bytes) of `scalar` times `point` into `secret`: 0, or -1 when the
+// scalar is out of range or the point is not on the curve.
+int fcm_p256_ecdh(const unsigned char *scalar, const unsigned char *point, unsigned char *secret);
 
 #endif
