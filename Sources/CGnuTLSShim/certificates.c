@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <arpa/inet.h>
+#include <stdio.h>
+#include <gnutls/crypto.h>
 
 // ECDSA keys on the P-256 curve (a macro, hence a function).
 static unsigned int p256_bits(void) { return GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1); }
@@ -135,6 +137,85 @@ int fcm_gnutls_ca_and_server(const char *names, int count, const char *ca_cert_p
     if ((rc = fcm_gnutls_save(crt, NULL, cert_path)) < 0) goto done;
     rc = fcm_gnutls_save(NULL, key, key_path);
 done:
+    if (crt) gnutls_x509_crt_deinit(crt);
+    if (key) gnutls_x509_privkey_deinit(key);
+    if (ca) gnutls_x509_crt_deinit(ca);
+    if (ca_key) gnutls_x509_privkey_deinit(ca_key);
+    return rc < 0 ? rc : 0;
+}
+
+// Reads the PEM certificate at `cert_path` and the PEM key at `key_path` into `crt` and `key`
+// (initialized here; the caller frees them even on failure).
+static int fcm_gnutls_load_ca(const char *cert_path, const char *key_path, gnutls_x509_crt_t *crt,
+        gnutls_x509_privkey_t *key) {
+    gnutls_datum_t d = {NULL, 0};
+    int rc;
+    if ((rc = gnutls_x509_crt_init(crt)) < 0) return rc;
+    if ((rc = gnutls_x509_privkey_init(key)) < 0) return rc;
+    if ((rc = gnutls_load_file(cert_path, &d)) < 0) return rc;
+    rc = gnutls_x509_crt_import(*crt, &d, GNUTLS_X509_FMT_PEM);
+    gnutls_free(d.data);
+    if (rc < 0) return rc;
+    if ((rc = gnutls_load_file(key_path, &d)) < 0) return rc;
+    rc = gnutls_x509_privkey_import(*key, &d, GNUTLS_X509_FMT_PEM);
+    gnutls_free(d.data);
+    return rc;
+}
+
+// Apple's environment markers carry an ASN.1 NULL.
+static const unsigned char fcm_asn1_null[] = {0x05, 0x00};
+
+// Declared, and described, in CGnuTLSShim.h.
+int fcm_gnutls_apns_client(const char *ca_cert_path, const char *ca_key_path, const char *bundle_id,
+        const unsigned char *topics_der, unsigned topics_size, int environments, long now, long days,
+        unsigned char **cert_pem, unsigned *cert_size, unsigned char **key_pem, unsigned *key_size) {
+    gnutls_x509_privkey_t ca_key = NULL, key = NULL;
+    gnutls_x509_crt_t ca = NULL, crt = NULL;
+    gnutls_datum_t cert_out = {NULL, 0}, key_out = {NULL, 0};
+    char cn[320];
+    int rc;
+    *cert_pem = *key_pem = NULL;
+    *cert_size = *key_size = 0;
+    if (strlen(bundle_id) > 255) return GNUTLS_E_INVALID_REQUEST;
+    snprintf(cn, sizeof cn, "Apple Push Services: %s", bundle_id);
+    if ((rc = fcm_gnutls_load_ca(ca_cert_path, ca_key_path, &ca, &ca_key)) < 0) goto done;
+    if ((rc = gnutls_x509_privkey_init(&key)) < 0) goto done;
+    if ((rc = gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, p256_bits(), 0)) < 0) goto done;
+    if ((rc = gnutls_x509_crt_init(&crt)) < 0) goto done;
+    if ((rc = fcm_gnutls_skeleton(crt, key, cn, now, 3, days)) < 0) goto done;
+    {
+        // Random, so two certificates made in the same second differ (revocation goes by serial).
+        unsigned char serial[16];
+        if ((rc = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof serial)) < 0) goto done;
+        serial[0] = (serial[0] & 0x7f) | 0x01;
+        if ((rc = gnutls_x509_crt_set_serial(crt, serial, sizeof serial)) < 0) goto done;
+    }
+    if ((rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_LDAP_UID, 0, bundle_id, (unsigned)strlen(bundle_id))) < 0) goto done;
+    gnutls_x509_crt_set_basic_constraints(crt, 0, -1);
+    gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE);
+    if ((rc = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_CLIENT, 0)) < 0) goto done;
+    if ((rc = gnutls_x509_crt_set_extension_by_oid(crt, "1.2.840.113635.100.6.3.6", topics_der, topics_size, 0)) < 0) goto done;
+    if ((environments & 1) &&
+        (rc = gnutls_x509_crt_set_extension_by_oid(crt, "1.2.840.113635.100.6.3.1", fcm_asn1_null, sizeof fcm_asn1_null, 0)) < 0) goto done;
+    if ((environments & 2) &&
+        (rc = gnutls_x509_crt_set_extension_by_oid(crt, "1.2.840.113635.100.6.3.2", fcm_asn1_null, sizeof fcm_asn1_null, 0)) < 0) goto done;
+    {
+        unsigned char id[64];
+        size_t id_size = sizeof id;
+        if ((rc = gnutls_x509_privkey_get_key_id(ca_key, 0, id, &id_size)) < 0) goto done;
+        if ((rc = gnutls_x509_crt_set_authority_key_id(crt, id, id_size)) < 0) goto done;
+    }
+    if ((rc = gnutls_x509_crt_sign2(crt, ca, ca_key, GNUTLS_DIG_SHA256, 0)) < 0) goto done;
+    if ((rc = gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &cert_out)) < 0) goto done;
+    if ((rc = gnutls_x509_privkey_export2_pkcs8(key, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN, &key_out)) < 0) goto done;
+    *cert_pem = cert_out.data;
+    *cert_size = cert_out.size;
+    *key_pem = key_out.data;
+    *key_size = key_out.size;
+    cert_out.data = key_out.data = NULL;
+done:
+    gnutls_free(cert_out.data);
+    gnutls_free(key_out.data);
     if (crt) gnutls_x509_crt_deinit(crt);
     if (key) gnutls_x509_privkey_deinit(key);
     if (ca) gnutls_x509_crt_deinit(ca);

@@ -38,14 +38,18 @@ public final class TLSSession: @unchecked Sendable {
     /// The server side: handshakes on `fd` presenting `credentials` (blocking; bounded by the
     /// socket's time-outs and ten seconds). With `protocols` (ALPN names in order of preference,
     /// `["h2", "http/1.1"]`), the first of them the client also offers is chosen; see
-    /// `negotiatedProtocol`.
-    public init(serverOn fd: Int32, credentials: TLSCredentials, protocols: [String] = []) throws(TLSError) {
+    /// `negotiatedProtocol`. With `requestingClientCertificate`, the server asks the client for a
+    /// certificate but takes a client without one too (APNs certificate authentication); the
+    /// certificate is not checked here: see `peerCertificate` and
+    /// `LocalCertificateAuthority.hasIssued`.
+    public init(serverOn fd: Int32, credentials: TLSCredentials, protocols: [String] = [],
+                requestingClientCertificate: Bool = false) throws(TLSError) {
         var s: gnutls_session_t?
         var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NO_SIGNAL))
         guard rc >= 0, let s else { throw TLSError("gnutls_init", rc) }
         gnutls_set_default_priority(s)
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials.credentials))
-        gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
+        gnutls_certificate_server_set_request(s, requestingClientCertificate ? GNUTLS_CERT_REQUEST : GNUTLS_CERT_IGNORE)
         rc = Self.handshake(s, fd: fd, protocols: protocols, flags: GNUTLS_ALPN_SERVER_PRECEDENCE.rawValue)
         guard rc >= 0 else {
             gnutls_deinit(s)
@@ -59,11 +63,22 @@ public final class TLSSession: @unchecked Sendable {
 
     /// The client side: handshakes on `fd` with `host` (sent as the server name). Unless `trust`
     /// is `.anyone`, the handshake fails unless the server's certificate chains to a trusted
-    /// certificate and names `host`. With `protocols`, offers them by ALPN in this order.
-    public init(clientOn fd: Int32, host: String, trust: TLSTrust, protocols: [String] = []) throws(TLSError) {
+    /// certificate and names `host`. With `protocols`, offers them by ALPN in this order. With
+    /// `certificate` (PEM texts of a certificate and its key), presents it when the server asks.
+    public init(clientOn fd: Int32, host: String, trust: TLSTrust, protocols: [String] = [],
+                certificate: (pem: String, keyPEM: String)? = nil) throws(TLSError) {
         var c: gnutls_certificate_credentials_t?
         var rc = gnutls_certificate_allocate_credentials(&c)
         guard rc >= 0, let c else { throw TLSError("TLS with \(host) failed", rc) }
+        if let certificate {
+            rc = withDatum(Array(certificate.pem.utf8)) { cd in
+                withDatum(Array(certificate.keyPEM.utf8)) { kd in gnutls_certificate_set_x509_key_mem(c, &cd, &kd, GNUTLS_X509_FMT_PEM) }
+            }
+            guard rc >= 0 else {
+                gnutls_certificate_free_credentials(c)
+                throw TLSError("cannot load the client certificate", rc)
+            }
+        }
         var s: gnutls_session_t?
         let checked: UnsafeMutablePointer<CChar>?
         if case .anyone = trust { checked = nil } else { checked = strdup(host) }
@@ -153,6 +168,14 @@ public final class TLSSession: @unchecked Sendable {
         var n: UInt32 = 0
         _ = gnutls_certificate_get_peers(session, &n)
         return Int(n)
+    }
+
+    /// The peer's own certificate (DER), the first it presented; nil when it presented none (a
+    /// client that had none to give).
+    public var peerCertificate: [UInt8]? {
+        var n: UInt32 = 0
+        guard let list = gnutls_certificate_get_peers(session, &n), n > 0, let data = list[0].data else { return nil }
+        return Array(UnsafeBufferPointer(start: data, count: Int(list[0].size)))
     }
 
     /// Whether decrypted bytes wait in the session (a `poll` on the socket would not see them).

@@ -29,7 +29,8 @@ final class TLSSessionTests: XCTestCase {
     }
 
     private func handshake(serverProtocols: [String] = [], host: String = "localhost", trust: TLSTrust? = nil,
-                           clientProtocols: [String] = []) -> Ends {
+                           clientProtocols: [String] = [], requestingClientCertificate: Bool = false,
+                           clientCertificate: (pem: String, keyPEM: String)? = nil) -> Ends {
         var fds: [Int32] = [-1, -1]
         XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
         for fd in fds { setReceiveTimeout(fd, seconds: 10) }
@@ -38,13 +39,15 @@ final class TLSSessionTests: XCTestCase {
         let (serverFD, credentials) = (fds[0], credentials!)
         spawnThread {
             let r = Result { () throws(TLSError) -> TLSSession in
-                try TLSSession(serverOn: serverFD, credentials: credentials, protocols: serverProtocols)
+                try TLSSession(serverOn: serverFD, credentials: credentials, protocols: serverProtocols,
+                               requestingClientCertificate: requestingClientCertificate)
             }
             serverResult.withLock { $0 = r }
             done.signal()
         }
         let client = Result { () throws(TLSError) -> TLSSession in
-            try TLSSession(clientOn: fds[1], host: host, trust: trust ?? .caFile(ca.caCertificate), protocols: clientProtocols)
+            try TLSSession(clientOn: fds[1], host: host, trust: trust ?? .caFile(ca.caCertificate), protocols: clientProtocols,
+                           certificate: clientCertificate)
         }
         // A refusing client leaves the server mid-handshake: closing its end ends that at once.
         if case .failure = client { shutdown(fds[1], Int32(SHUT_RDWR)) }
@@ -138,5 +141,45 @@ final class TLSSessionTests: XCTestCase {
         defer { close(lax) }
         XCTAssertEqual(try lax.client.get().peerCertificateCount, 1)
         XCTAssertNoThrow(try lax.server.get())
+    }
+
+    /// APNs certificate authentication: the server asks for a client certificate, reads Apple's
+    /// topics and environment from it after the handshake, and still takes a client without one.
+    func testTheServerRequestsAClientCertificateAndReadsItsTopics() throws {
+        let issued = try ca.issueAPNsClientCertificate(bundleID: "com.example.demo.ios", environments: .sandbox)
+        let withCert = handshake(clientProtocols: ["h2"], requestingClientCertificate: true,
+                                 clientCertificate: (issued.certificatePEM, issued.privateKeyPEM))
+        defer { close(withCert) }
+        let server = try withCert.server.get()
+        let der = try XCTUnwrap(server.peerCertificate, "the client's certificate reached the server")
+        XCTAssertTrue(ca.hasIssued(der))
+        let read = try APNsClientCertificate(der: der)
+        XCTAssertEqual(read.bundleID, "com.example.demo.ios")
+        XCTAssertEqual(read.topics, ["com.example.demo.ios", "com.example.demo.ios.voip", "com.example.demo.ios.complication"])
+        XCTAssertEqual(read.environments, .sandbox)
+        XCTAssertEqual(read.serial, issued.serial)
+        XCTAssertNotNil(try withCert.client.get().peerCertificate, "the client sees the server's certificate")
+
+        let without = handshake(requestingClientCertificate: true)
+        defer { close(without) }
+        XCTAssertNil(try without.server.get().peerCertificate, "a client without a certificate still connects")
+        XCTAssertNoThrow(try without.client.get())
+
+        let notAsked = handshake(clientCertificate: (issued.certificatePEM, issued.privateKeyPEM))
+        defer { close(notAsked) }
+        XCTAssertNil(try notAsked.server.get().peerCertificate, "a server that does not ask gets none")
+    }
+
+    /// A certificate from another authority reaches the server too (the request never requires
+    /// or checks), and `hasIssued` tells it apart.
+    func testACertificateOfAnotherAuthorityIsSeenButNotIssuedHere() throws {
+        let other = try LocalCertificateAuthority.create(names: ["localhost"], directory: dir + "/other")
+        let foreign = try other.issueAPNsClientCertificate(bundleID: "com.example.demo.ios", environments: .production)
+        let ends = handshake(requestingClientCertificate: true, clientCertificate: (foreign.certificatePEM, foreign.privateKeyPEM))
+        defer { close(ends) }
+        let der = try XCTUnwrap(try ends.server.get().peerCertificate)
+        XCTAssertFalse(ca.hasIssued(der))
+        XCTAssertTrue(other.hasIssued(der))
+        XCTAssertEqual(try APNsClientCertificate(der: der).environments, .production)
     }
 }
