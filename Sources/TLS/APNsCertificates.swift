@@ -71,8 +71,8 @@ public struct APNsClientCertificate: Sendable, Equatable {
         var serialSize = serialBytes.count
         rc = gnutls_x509_crt_get_serial(crt, &serialBytes, &serialSize)
         guard rc >= 0 else { throw TLSError("the certificate has no readable serial number", rc) }
-        serial = serialBytes[0..<serialSize].map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
-            .joined()
+        let hex = Array("0123456789abcdef".utf8)
+        serial = String(decoding: serialBytes[0..<serialSize].flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
     }
 
     /// Reads a PEM certificate.
