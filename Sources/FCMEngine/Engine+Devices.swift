@@ -131,15 +131,24 @@ extension Engine {
     /// Devices matching the filters, ordered by creation, after `afterID`.
     public func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String? = nil, afterID: Int64,
                         limit: Int) -> [Device] {
-        state.withLock { s in
+        devices(senderID: senderID, app: app, state: wanted, topic: topic, containing: nil, afterID: afterID, limit: limit).items
+    }
+
+    /// Devices matching the filters, ordered by creation, after `afterID`; `containing`: whose token,
+    /// fid, app or sender id holds that text, ignoring case; `total`: how many match in all.
+    public func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String?, containing: String?,
+                        afterID: Int64, limit: Int) -> (items: [Device], total: Int) {
+        let needle = containing?.lowercased()
+        return state.withLock { s in
             let matching = s.devices.values
                 .filter { d in
-                    d.id > afterID && (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
+                    (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
                         && (wanted == nil || d.state == wanted)
                         && (topic == nil || s.topicSubscribers[Topics.key(topic!)]?.contains(d.id) == true)
+                        && (needle == nil || [d.token, d.fid, d.app, d.senderID].contains { $0.lowercased().contains(needle!) })
                 }
-                .sorted { $0.id < $1.id }
-            return Array(matching.prefix(limit))
+            let after = matching.filter { $0.id > afterID }.sorted { $0.id < $1.id }
+            return (Array(after.prefix(limit)), matching.count)
         }
     }
 

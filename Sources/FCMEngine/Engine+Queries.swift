@@ -20,6 +20,18 @@ public struct MessageFilter: Sendable {
     public var v1Name: String?
     /// `recipients=N`: at most N recipients per record (the first N), with `recipients_total`.
     public var recipientsLimit: Int?
+    /// `text`: words or phrases each found, ignoring case, in the data, notification or platform blocks.
+    public var text: [String] = []
+    /// Sent to a device of this app, or restricted to this package name.
+    public var app: String?
+    /// `not_…`: records matching none of these.
+    public var excluded: [MessageFilter] = []
+    /// `recipient_counts=true`: each record's recipients counted by status.
+    public var recipientCounts = false
+    /// `total=true`: how many records match, counted up to `MessageFilter.totalCap`.
+    public var total = false
+    /// The most records `total` counts: beyond, the list says "more than" (bounded work at 1 M).
+    public static let totalCap = 10_000
     public init() {}
 }
 
@@ -30,6 +42,8 @@ public struct MessageRecord: Sendable {
     public let recipients: [RecipientRow]
     public let tokens: [Int64: String]
     public let recipientsLimit: Int?
+    /// Its recipients by status (`failed` for those with an error), when asked for.
+    public var recipientCounts: [(String, Int64)]? = nil
 }
 
 /// One inbox entry: the delivery and its message, and its status as of now (a held message past
@@ -45,14 +59,40 @@ public struct InboxEntry: Sendable {
 let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed", "dropped"]
 
 extension Engine {
-    /// Message records, newest first, as JSON texts; `next` is the cursor of the following page.
-    public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(EngineError) -> (items: [MessageRecord], next: Int64?) {
+    /// Message records, newest first, as JSON texts; `next` is the cursor of the following page;
+    /// `total` (when asked for) how many match, at most `MessageFilter.totalCap`.
+    public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(EngineError)
+        -> (items: [MessageRecord], next: Int64?, total: Int?) {
         try expireDue()
         // The answer of a refused or XMPP send is kept on its record after it went out (an HTTP
         // send's comes with its record): let those land first.
         store.drain()
-        var q = MessageQuery()
+        var q = try messageQuery(f)
+        q.excluded = try f.excluded.map { (x: MessageFilter) throws(EngineError) -> MessageQuery in try messageQuery(x) }
         q.before = cursor
+        q.limit = limit + 1
+        let now = clock.nowMillis()
+        do {
+            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([MessageRecord], Int64?, Int?) in
+                var rows = try c.messageRecords(q)
+                var next: Int64?
+                if rows.count > limit {
+                    rows.removeLast()
+                    next = rows.last?.id
+                }
+                let total = f.total ? try c.messageCount(q, cap: MessageFilter.totalCap) : nil
+                return (try rows.map { (row: MessageRow) throws(StoreError) -> MessageRecord in
+                    try record(row, c, now: now, recipientsLimit: f.recipientsLimit, counts: f.recipientCounts)
+                }, next, total)
+            }
+        } catch {
+            throw .internal(error.description)
+        }
+    }
+
+    /// A filter as the store applies it (its cursor and limit aside).
+    private func messageQuery(_ f: MessageFilter) throws(EngineError) -> MessageQuery {
+        var q = MessageQuery()
         q.senderID = f.senderID
         q.transport = f.transport
         q.clientMessageID = f.xmppMessageID
@@ -60,6 +100,9 @@ extension Engine {
         q.since = f.sinceMillis
         q.until = f.untilMillis
         q.error = f.error
+        q.app = f.app
+        // SQLite's lower() folds ASCII only: the words are folded the same way.
+        q.text = f.text.map { String(decoding: $0.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self) }
         // Topic names match case-insensitively, as sends match subscribers.
         q.topicTarget = f.topic.map { "/topics/" + Topics.key($0) }
         if let t = f.token {
@@ -75,28 +118,12 @@ extension Engine {
                 throw .badRequest("status must be one of accepted, rejected, failed, delivered, pending, expired, collapsed, dropped")
             }
         }
-        q.limit = limit + 1
-        let now = clock.nowMillis()
-        do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([MessageRecord], Int64?) in
-                var rows = try c.messageRecords(q)
-                var next: Int64?
-                if rows.count > limit {
-                    rows.removeLast()
-                    next = rows.last?.id
-                }
-                return (try rows.map { (row: MessageRow) throws(StoreError) -> MessageRecord in
-                    try record(row, c, now: now, recipientsLimit: f.recipientsLimit)
-                }, next)
-            }
-        } catch {
-            throw .internal(error.description)
-        }
+        return q
     }
 
     /// One message record by any message id it issued (a multicast's record answers for every
     /// recipient's id).
-    public func messageRecord(_ id: String, recipientsLimit: Int? = nil) throws(EngineError) -> MessageRecord {
+    public func messageRecord(_ id: String, recipientsLimit: Int? = nil, counts: Bool = false) throws(EngineError) -> MessageRecord {
         // A refused or XMPP send's answer is kept on its record after it went out: let it land first.
         store.drain()
         // A topic send's id is the number FCM answered; it is the record's own stamp.
@@ -105,7 +132,7 @@ extension Engine {
             do {
                 found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
                     try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in
-                        try record(r, c, now: clock.nowMillis(), recipientsLimit: recipientsLimit)
+                        try record(r, c, now: clock.nowMillis(), recipientsLimit: recipientsLimit, counts: counts)
                     }
                 }
             } catch {
@@ -123,7 +150,7 @@ extension Engine {
                 // is found by its own id.
                 let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
                 guard let row = try c.messageRecord(id: messageID), row.suffix == wanted.suffix else { return nil }
-                return try record(row, c, now: now, recipientsLimit: recipientsLimit)
+                return try record(row, c, now: now, recipientsLimit: recipientsLimit, counts: counts)
             }
         } catch {
             throw .internal(error.description)
@@ -132,13 +159,16 @@ extension Engine {
         return found
     }
 
-    private func record(_ m: MessageRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil) throws(StoreError) -> MessageRecord {
+    private func record(_ m: MessageRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil,
+                        counts: Bool = false) throws(StoreError) -> MessageRecord {
         var recipients = try c.recipients(of: m, limit: recipientsLimit)
         // A held message past its TTL reads as expired before the sweep writes it so.
         for i in recipients.indices where recipients[i].status == "pending" && recipients[i].expiresAt <= now {
             recipients[i].status = "expired"
         }
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
-        return MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
+        var out = MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
+        if counts { out.recipientCounts = try c.recipientCounts(of: m, now: now) }
+        return out
     }
 }

@@ -265,7 +265,7 @@ extension Engine {
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
                 data: nil, notification: nil, priority: Priority.normal.rawValue, status: "rejected", error: error,
                 errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
-            s.stats.count(status: row.status, error: row.error)
+            s.stats.count(status: row.status, error: row.error, at: now)
             return (mid, submit([Writes.insertMessage(row)]))
         }
         try commit(ticket)

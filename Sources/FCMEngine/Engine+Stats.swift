@@ -13,6 +13,8 @@ struct SendStats: Sendable, Equatable {
     /// The store's sends from before start, the rows with ids up to `floor`; nil until counted.
     var before: SendCounts?
     var floor: Int64 = 0
+    /// Sends and errors per second over the last hour (the chart's history).
+    var seconds = SecondRing()
 
     /// Counting from an empty store, or one whose ids go up to `floor` (counted after start).
     init(floor: Int64 = 0) {
@@ -32,20 +34,67 @@ struct SendStats: Sendable, Equatable {
 
     /// A send the send path decided: its record, and its recipients' rows.
     mutating func count(_ message: MessageRow, rows: [DeliveryRow]) {
+        var failed: Int64 = 0
         for r in rows {
-            if let e = r.error { counts.errors[e, default: 0] += 1 }
+            if let e = r.error { counts.errors[e, default: 0] += 1; failed += 1 }
         }
-        count(status: message.status, error: message.recipients == 0 ? message.error : nil)
+        count(status: message.status, error: message.recipients == 0 ? message.error : nil, at: message.acceptedAt, failed: failed)
     }
 
-    /// A record's status, and the error of a record refused before it had a recipient.
-    mutating func count(status: String, error: String?) {
+    /// A record's status, and the error of a record refused before it had a recipient; `at`: its
+    /// acceptance time (mock clock, milliseconds), for the per-second history.
+    /// `failed`: its recipients that failed (counted by the caller).
+    mutating func count(status: String, error: String?, at: Int64, failed: Int64 = 0) {
         switch status {
         case "accepted": counts.accepted += 1
         case "rejected": counts.rejected += 1
         default: break
         }
         if let error { counts.errors[error, default: 0] += 1 }
+        seconds.add(second: at / 1000, sends: 1, errors: failed + (error == nil ? 0 : 1))
+    }
+}
+
+/// Sends and errors per second of the mock clock over the last hour: a ring of 3,600 slots, each
+/// knowing which second it holds, so a series costs the same at 1 M stored messages as at none.
+struct SecondRing: Sendable, Equatable {
+    static let span = 3600
+    private var second = [Int64](repeating: .min, count: span)
+    private var sends = [Int64](repeating: 0, count: span)
+    private var errors = [Int64](repeating: 0, count: span)
+    /// The latest second anything was added for.
+    private(set) var newest: Int64 = .min
+
+    private static func slot(_ s: Int64) -> Int { Int(((s % Int64(span)) + Int64(span)) % Int64(span)) }
+
+    mutating func add(second s: Int64, sends n: Int64, errors e: Int64) {
+        // Older than the hour before the newest second: outside any window a series shows.
+        guard newest == .min || s > newest - Int64(Self.span) else { return }
+        let i = Self.slot(s)
+        if second[i] != s { second[i] = s; sends[i] = 0; errors[i] = 0 }
+        sends[i] += n
+        errors[i] += e
+        newest = max(newest, s)
+    }
+
+    /// The store's count from before start, added in.
+    mutating func add(_ counted: [Int64: SecondCount]) {
+        for (s, c) in counted.sorted(by: { $0.key < $1.key }) { add(second: s, sends: c.sends, errors: c.errors) }
+    }
+
+    /// Sends and errors in `count` buckets of `bucket` seconds, the last one ending with second `now`.
+    func series(now: Int64, bucket: Int, count: Int) -> (sends: [Int64], errors: [Int64]) {
+        var outSends = [Int64](repeating: 0, count: count)
+        var outErrors = [Int64](repeating: 0, count: count)
+        let first = now - Int64(bucket * count) + 1
+        for k in 0..<(bucket * count) {
+            let s = first + Int64(k)
+            let i = Self.slot(s)
+            guard second[i] == s else { continue }
+            outSends[k / bucket] += sends[i]
+            outErrors[k / bucket] += errors[i]
+        }
+        return (outSends, outErrors)
     }
 }
 
@@ -86,6 +135,16 @@ extension Engine {
         }
     }
 
+    /// Sends and errors in `count` buckets of `bucket` seconds up to now (mock clock), from the
+    /// last hour's per-second counts in memory (with the store's from before start): constant
+    /// work in the number of messages stored. Returns the first bucket's start too (ms).
+    public func sendSeries(bucket: Int, count: Int) throws(StoreError) -> (start: Int64, sends: [Int64], errors: [Int64]) {
+        try countStoredSends()
+        let now = clock.nowMillis()
+        let series = state.withLock { $0.stats.seconds.series(now: now / 1000, bucket: bucket, count: count) }
+        return ((now / 1000 - Int64(bucket * count) + 1) * 1000, series.sends, series.errors)
+    }
+
     /// Whether the store's sends from before start are counted (`stats()` answers at once).
     public var storedSendsCounted: Bool { state.withLock { $0.stats.before != nil } }
 
@@ -117,14 +176,20 @@ extension Engine {
             guard let floor = job else { return }
             let counted: Result<SendCounts, StoreError>
             do {
-                counted = .success(try store.sendCounts(upTo: floor))
+                counted = .success(try store.sendCounts(upTo: floor,
+                                                        secondsSince: clock.nowMillis() - Int64(SecondRing.span) * 1000))
             } catch {
                 counted = .failure(error)
             }
             // A reset in the meantime has set `before` (to nothing) already: it wins. A failed
             // write in the meantime moved the floor (Engine+Recovery.swift): the loop counts again.
             if case .success(let before) = counted {
-                state.withLock { s in if s.stats.before == nil && s.stats.floor == floor { s.stats.before = before } }
+                state.withLock { s in
+                    if s.stats.before == nil && s.stats.floor == floor {
+                        s.stats.before = before
+                        s.stats.seconds.add(before.seconds)
+                    }
+                }
             }
             count.lock.withLock {
                 count.running.store(false, ordering: .relaxed)

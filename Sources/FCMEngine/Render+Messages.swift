@@ -51,6 +51,11 @@ extension Render {
         }
         w.endArray()
         if recipientsLimit != nil { w.key("recipients_total"); w.value(m.recipients) }
+        if let counts = record.recipientCounts {
+            w.key("recipient_counts"); w.beginObject()
+            for (status, n) in counts { w.key(status); w.value(n) }
+            w.endObject()
+        }
         w.endObject()
         return w.string
     }
@@ -117,5 +122,17 @@ extension Render {
         w.key("effective"); w.value(effective(r, platform: e.platform))
         w.endObject()
         return w.string
+    }
+}
+
+extension Render {
+    /// A list (`Render.list`) with `total` (how many match, at most `cap`) and `total_capped`
+    /// (true when there are `cap` or more).
+    static func withTotal(_ list: String, total: Int, cap: Int) -> String {
+        var w = JSONWriter()
+        w.key("total"); w.value(Int64(total))
+        w.key("total_capped"); w.value(total >= cap)
+        // The list is an object: its last brace makes room for the two fields.
+        return String(list.dropLast()) + "," + w.string + "}"
     }
 }

@@ -47,6 +47,7 @@ extension HTTPApp {
             ("POST",   "/api/v1/clock",                            control.setClock),
             ("GET",    "/api/v1/events",                           control.events),
             ("GET",    "/api/v1/stats",                            control.stats),
+            ("GET",    "/api/v1/stats/series",                     control.statsSeries),
             ("GET",    "/api/v1/projects",                         control.projects),
             ("POST",   "/api/v1/projects",                         control.createProject),
             ("GET",    "/api/v1/projects/{sender_id}",             control.project),

@@ -133,6 +133,15 @@ public struct MessageQuery: Sendable {
     public var recordStatus: String?
     /// A status any of its recipients has.
     public var recipientStatus: String?
+    /// Words or phrases each found, ignoring ASCII case, in the data, the notification, the v1
+    /// platform blocks as stored (JSON text: keys and values alike), or the record's error and
+    /// its detail. Lowercase them first.
+    public var text: [String] = []
+    /// Sent to a device of this app (a recipient's), or restricted to this package name.
+    public var app: String?
+    /// Records matching none of these (the page's `-prefix:value` terms): each its own query,
+    /// whose filters are ANDed and then negated.
+    public var excluded: [MessageQuery] = []
     public var limit: Int = 100
     public init() {}
 }
@@ -178,7 +187,41 @@ public struct InboxRow: Sendable {
 extension SQLiteConnection {
     /// Message records, newest first (a device's deleted_messages notices are no record).
     public func messageRecords(_ q: MessageQuery) throws(StoreError) -> [MessageRow] {
-        var sql = "SELECT \(MessageRow.columns) FROM messages WHERE target_kind != 'deleted_messages'"
+        var (sql, args) = try messageWhere(q)
+        sql = "SELECT \(MessageRow.columns) FROM messages WHERE " + sql + " ORDER BY id DESC LIMIT ?"
+        args.append(.int(Int64(q.limit)))
+        var rows: [MessageRow] = []
+        try query(sql, args) { (r: Statement) throws(StoreError) in rows.append(MessageRow(r)) }
+        return rows
+    }
+
+    /// How many records match `q` (its cursor and limit aside), counting no further than `cap`:
+    /// the work is bounded however many records the store holds.
+    public func messageCount(_ q: MessageQuery, cap: Int) throws(StoreError) -> Int {
+        var all = q
+        all.before = nil
+        let (sql, args) = try messageWhere(all)
+        return Int(try scalar("SELECT count(*) FROM (SELECT 1 FROM messages WHERE " + sql + " LIMIT ?)", args + [.int(Int64(cap))]) ?? 0)
+    }
+
+    /// The WHERE clause of `q` and its arguments: every value is bound, none spliced in.
+    private func messageWhere(_ q: MessageQuery) throws(StoreError) -> (String, [SQLValue]) {
+        var (sql, args) = try messageTerms(q)
+        sql = "target_kind != 'deleted_messages'" + sql
+        for x in q.excluded {
+            let (terms, more) = try messageTerms(x)
+            guard !terms.isEmpty else { continue }
+            // A NULL column (no sender id, no error) makes a term NULL, not false: coalesce, so
+            // NOT keeps those records.
+            sql += " AND NOT coalesce((1" + terms + "), 0)"
+            args += more
+        }
+        return (sql, args)
+    }
+
+    /// `q`'s filters as " AND …" terms (nothing for a query without filters).
+    private func messageTerms(_ q: MessageQuery) throws(StoreError) -> (String, [SQLValue]) {
+        var sql = ""
         var args: [SQLValue] = []
         if let v = q.before { sql += " AND id < ?"; args.append(.int(v)) }
         if let v = q.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
@@ -211,11 +254,33 @@ extension SQLiteConnection {
                 + " AND d.id < messages.id + messages.recipients AND d.status = ?)"
             args.append(.text(v))
         }
-        sql += " ORDER BY id DESC LIMIT ?"
-        args.append(.int(Int64(q.limit)))
-        var rows: [MessageRow] = []
-        try query(sql, args) { (r: Statement) throws(StoreError) in rows.append(MessageRow(r)) }
-        return rows
+        for word in q.text {
+            // One text per record, so a phrase is not found across the boundary of two parts.
+            sql += " AND instr(lower(coalesce(data, '') || char(10) || coalesce(notification, '') || char(10)"
+                + " || coalesce(platforms, '') || char(10) || coalesce(error, '') || char(10) || coalesce(error_detail, '')), ?) > 0"
+            args.append(.text(word))
+        }
+        if let v = q.app {
+            sql += " AND (restricted_package_name = ? OR EXISTS (SELECT 1 FROM deliveries d JOIN devices v ON v.id = d.device"
+                + " WHERE d.id >= messages.id AND d.id < messages.id + messages.recipients AND v.app = ?))"
+            args.append(.text(v)); args.append(.text(v))
+        }
+        return (sql, args)
+    }
+
+    /// A record's recipients by status as the page sums them up: `failed` for those with an
+    /// error, `expired` for those held past their TTL at `now`, else the row's status. A range
+    /// of the deliveries' primary key: the work is the record's recipients, whatever the store holds.
+    public func recipientCounts(of m: MessageRow, now: Int64) throws(StoreError) -> [(String, Int64)] {
+        var out: [(String, Int64)] = []
+        guard m.recipients > 0 else { return out }
+        try query("""
+            SELECT CASE WHEN error IS NOT NULL THEN 'failed' WHEN status = 'pending' AND expires_at <= ? THEN 'expired'
+              ELSE status END AS shown, count(*) FROM deliveries WHERE id >= ? AND id < ? GROUP BY shown ORDER BY shown
+            """, [.int(now), .int(m.id), .int(m.id + Int64(m.recipients))]) { (r: Statement) throws(StoreError) in
+            out.append((r.text(0) ?? "", r.int(1)))
+        }
+        return out
     }
 
     /// The record whose own id is `id`.

@@ -7,12 +7,22 @@ public struct SendCounts: Sendable, Equatable {
     /// Errors by code: every recipient that failed, plus each record refused before it had a
     /// recipient (a 400 or 401 for the whole request, a topic send that failed).
     public var errors: [String: Int64] = [:]
+    /// Sends and errors (counted as above) by the second they were accepted at (mock clock,
+    /// seconds since the epoch): only the last hour's, for the chart's history.
+    public var seconds: [Int64: SecondCount] = [:]
 
     public init(accepted: Int64 = 0, rejected: Int64 = 0, errors: [String: Int64] = [:]) {
         self.accepted = accepted
         self.rejected = rejected
         self.errors = errors
     }
+}
+
+/// The sends accepted or refused in one second, and the errors among them.
+public struct SecondCount: Sendable, Equatable {
+    public var sends: Int64 = 0
+    public var errors: Int64 = 0
+    public init(sends: Int64 = 0, errors: Int64 = 0) { self.sends = sends; self.errors = errors }
 }
 
 extension Store {
@@ -22,9 +32,12 @@ extension Store {
     /// for it (on the main connection every send's commit would). A `:memory:` store has no file
     /// another connection could open: it reads on the main connection (such a store held
     /// nothing at start; only a failed write's recovery asks it to count).
-    public func sendCounts(upTo floor: Int64) throws(StoreError) -> SendCounts {
+    /// `secondsSince`: the seconds counted from that time on (mock clock, milliseconds).
+    public func sendCounts(upTo floor: Int64, secondsSince: Int64 = .max) throws(StoreError) -> SendCounts {
         if path == ":memory:" {
-            return try read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in try StoreLoader(c).sendCounts(upTo: floor) }
+            return try read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in
+                try StoreLoader(c).sendCounts(upTo: floor, secondsSince: secondsSince)
+            }
         }
         // Read only (a count that runs late, the server stopping, never creates a file), and a
         // small page cache: the pass reads every page once.
@@ -32,14 +45,14 @@ extension Store {
         try c.execute("PRAGMA busy_timeout=5000; PRAGMA cache_size=-256")
         try c.execute("BEGIN")
         defer { try? c.execute("COMMIT") }
-        return try StoreLoader(c).sendCounts(upTo: floor)
+        return try StoreLoader(c).sendCounts(upTo: floor, secondsSince: secondsSince)
     }
 }
 
 extension StoreLoader {
     /// The send counts of the rows with ids up to `floor`: one pass over those messages, one over
     /// their deliveries (in one read transaction, the caller's, they are one snapshot).
-    public func sendCounts(upTo floor: Int64) throws(StoreError) -> SendCounts {
+    public func sendCounts(upTo floor: Int64, secondsSince: Int64 = .max) throws(StoreError) -> SendCounts {
         var counts = SendCounts()
         try c.query("""
             SELECT status, CASE WHEN recipients = 0 THEN error END AS refused, count(*) FROM messages
@@ -55,6 +68,25 @@ extension StoreLoader {
         try c.query("SELECT error, count(*) FROM deliveries WHERE id <= ? AND error IS NOT NULL GROUP BY error",
                     [.int(floor)]) { (r: Statement) throws(StoreError) in
             counts.errors[r.text(0) ?? "", default: 0] += r.int(1)
+        }
+        guard secondsSince < .max else { return counts }
+        // The last hour by second. Ids are microsecond stamps of the mock clock that never run
+        // behind it, so a record accepted since `secondsSince` has an id at or above it times
+        // 1000: a range of the primary keys (the last hour's rows only, whatever the store holds).
+        let fromID = secondsSince.multipliedReportingOverflow(by: 1000)
+        let first: Int64 = fromID.overflow ? (secondsSince < 0 ? 0 : .max) : max(0, fromID.partialValue)
+        try c.query("""
+            SELECT accepted_at / 1000 AS second, count(*), sum(recipients = 0 AND error IS NOT NULL) FROM messages
+            WHERE id >= ? AND id <= ? AND accepted_at >= ? AND target_kind <> ? GROUP BY second
+            """, [.int(first), .int(floor), .int(secondsSince), .text("deleted_messages")]) { (r: Statement) throws(StoreError) in
+            counts.seconds[r.int(0), default: SecondCount()].sends += r.int(1)
+            counts.seconds[r.int(0), default: SecondCount()].errors += r.int(2)
+        }
+        try c.query("""
+            SELECT m.accepted_at / 1000 AS second, count(*) FROM deliveries d JOIN messages m ON m.id = d.message
+            WHERE d.id >= ? AND d.id <= ? AND d.error IS NOT NULL AND m.accepted_at >= ? GROUP BY second
+            """, [.int(first), .int(floor), .int(secondsSince)]) { (r: Statement) throws(StoreError) in
+            counts.seconds[r.int(0), default: SecondCount()].errors += r.int(1)
         }
         return counts
     }

@@ -30,13 +30,17 @@ extension ControlAPI {
             guard !e.isEmpty && e.utf8.count <= 200 else { throw .badRequest("error must be an error code of at most 200 bytes") }
             f.error = e
         }
+        try searchTerms(q, into: &f)
         let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
-        return ok(Render.list(page.items.map(Render.messageRecord), next: page.next))
+        let list = Render.list(page.items.map(Render.messageRecord), next: page.next)
+        guard let total = page.total else { return ok(list) }
+        return ok(Render.withTotal(list, total: total, cap: MessageFilter.totalCap))
     }
 
     /// `GET /api/v1/messages/{id}`, with `recipients=N` as on the list.
     func message(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(Render.messageRecord(try engine.messageRecord(c["id"], recipientsLimit: try recipientsLimit(c.query))))
+        ok(Render.messageRecord(try engine.messageRecord(c["id"], recipientsLimit: try recipientsLimit(c.query),
+                                                         counts: try Self.flag(c.query, "recipient_counts"))))
     }
 
     /// `recipients=N` (1-1000): at most the first N recipients of a record, with their total.
@@ -61,5 +65,79 @@ extension ControlAPI {
                                                          ("Cache-Control", "no-cache")])
         answer.stream = stream
         return answer
+    }
+}
+
+/// The page's search (docs/control-api.md, "Searching messages"): words, `app`, the `not_…`
+/// exclusions, and the counts a scanning eye needs.
+extension ControlAPI {
+    /// The most words or phrases one `text` (or `not_text`) takes, and the longest one.
+    static let maxSearchWords = 16
+    static let maxSearchBytes = 200
+
+    func searchTerms(_ q: Query, into f: inout MessageFilter) throws(ControlError) {
+        if let t = q["text"] { f.text = try Self.words(t, "text") }
+        if let a = q["app"] { f.app = a }
+        f.recipientCounts = try Self.flag(q, "recipient_counts")
+        f.total = try Self.flag(q, "total")
+        // Each value of a `not_…` parameter (comma-separated; words and phrases for not_text)
+        // excludes the records it alone would find.
+        func each(_ name: String, _ set: (inout MessageFilter, String) throws(ControlError) -> Void) throws(ControlError) {
+            guard let v = q["not_" + name] else { return }
+            let values = name == "text" ? try Self.words(v, "not_text") : v.split(separator: ",").map(String.init)
+            for value in values where !value.isEmpty {
+                var x = MessageFilter()
+                try set(&x, value)
+                f.excluded.append(x)
+            }
+        }
+        try each("status") { (x: inout MessageFilter, v: String) throws(ControlError) in
+            guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped"].contains(v) else {
+                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped")
+            }
+            x.status = v
+        }
+        try each("transport") { (x: inout MessageFilter, v: String) throws(ControlError) in
+            guard Transport(rawValue: v) != nil else { throw .badRequest("not_transport must list http, http_v1 or xmpp") }
+            x.transport = v
+        }
+        try each("error") { x, v in x.error = v }
+        try each("topic") { x, v in x.topic = v }
+        try each("token") { x, v in x.token = v }
+        try each("app") { x, v in x.app = v }
+        try each("sender_id") { x, v in x.senderID = v }
+        try each("text") { x, v in x.text = [v] }
+        guard f.excluded.count <= Self.maxSearchWords else { throw .badRequest("at most \(Self.maxSearchWords) exclusions") }
+    }
+
+    /// `true`, `1` or nothing; anything else is a 400.
+    static func flag(_ q: Query, _ name: String) throws(ControlError) -> Bool {
+        switch q[name] {
+        case nil, "false", "0": return false
+        case "true", "1": return true
+        default: throw .badRequest("\(name) must be true or false")
+        }
+    }
+
+    /// Words and "quoted phrases" of a search text (a phrase keeps its spaces).
+    static func words(_ text: String, _ name: String) throws(ControlError) -> [String] {
+        var out: [String] = []
+        var word = ""
+        var quoted = false
+        for ch in text {
+            if ch == "\"" {
+                if !word.isEmpty { out.append(word); word = "" }
+                quoted.toggle()
+            } else if ch == " " && !quoted {
+                if !word.isEmpty { out.append(word); word = "" }
+            } else {
+                word.append(ch)
+            }
+        }
+        if !word.isEmpty { out.append(word) }
+        guard out.count <= maxSearchWords, out.allSatisfy({ $0.utf8.count <= maxSearchBytes }) else {
+            throw .badRequest("\(name) takes at most \(maxSearchWords) words or phrases of at most \(maxSearchBytes) bytes")
+        }
+        return out
     }
 }

@@ -52,3 +52,50 @@ extension ControlAPI {
         return ok(w.string)
     }
 }
+
+/// `/api/v1/stats/series`: the overview chart's history.
+extension ControlAPI {
+    /// `GET /api/v1/stats/series?window=S&bucket=B`: sends and errors per bucket of B seconds over
+    /// the last S seconds of the mock clock (S at most 3600, a multiple of B, at most 600 buckets),
+    /// oldest first: `{"start":RFC3339,"end":RFC3339,"window":S,"bucket":B,"sends":[…],"errors":[…]}`.
+    func statsSeries(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let window = try c.query.int("window") ?? 600
+        let bucket = try c.query.int("bucket") ?? 10
+        guard (1...Int64(SecondRing.span)).contains(window) else { throw .badRequest("window must be 1 to \(SecondRing.span) seconds") }
+        guard bucket >= 1, window % bucket == 0, window / bucket <= 600 else {
+            throw .badRequest("bucket must divide window into at most 600 buckets")
+        }
+        // As for the counters: right after a start, the wait for the store's count is not the HTTP loop's.
+        guard engine.storedSendsCounted else {
+            let responder = c.responder
+            spawnThread { [self] in
+                do throws(ControlError) {
+                    responder.send(try seriesAnswer(window: window, bucket: bucket))
+                } catch {
+                    responder.send(Self.errorResponse(error))
+                }
+            }
+            return nil
+        }
+        return try seriesAnswer(window: window, bucket: bucket)
+    }
+
+    private func seriesAnswer(window: Int64, bucket: Int64) throws(ControlError) -> HTTPResponse {
+        let s: (start: Int64, sends: [Int64], errors: [Int64])
+        do {
+            s = try engine.sendSeries(bucket: Int(bucket), count: Int(window / bucket))
+        } catch {
+            throw .internal("cannot count the stored sends: \(error.description)")
+        }
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("start"); w.value(rfc3339(millis: s.start))
+        w.key("end"); w.value(rfc3339(millis: s.start + window * 1000))
+        w.key("window"); w.value(window)
+        w.key("bucket"); w.value(bucket)
+        w.key("sends"); w.beginArray(); for n in s.sends { w.value(n) }; w.endArray()
+        w.key("errors"); w.beginArray(); for n in s.errors { w.value(n) }; w.endArray()
+        w.endObject()
+        return ok(w.string)
+    }
+}
