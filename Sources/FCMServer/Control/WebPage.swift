@@ -102,6 +102,8 @@ enum WebPage {
         "previews.js": PackageResources.previews_js,
         "device.js": PackageResources.device_js,
         "detail.js": PackageResources.detail_js,
+        "search.css": PackageResources.search_css,
+        "search.js": PackageResources.search_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by

@@ -15,7 +15,16 @@ const auth = secret ? { "Authorization": "Bearer " + secret } : {};
 fcm.api = async function (path, options) {
   const o = options || {};
   const headers = Object.assign({}, auth, o.body ? { "Content-Type": "application/json" } : {});
-  const r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
+  let r;
+  try {
+    r = await fetch("/api/v1" + path, { method: o.method || "GET", headers, body: o.body });
+  } catch (x) {
+    // No answer at all (the server stopped): a sentence, and the page's offline state.
+    if (fcm.offline) fcm.offline.set(true);
+    const e = new Error("The server is unreachable: " + (o.method || "GET") + " " + path.split("?")[0] + " was not sent. The page retries on its own.");
+    e.offline = true;
+    throw e;
+  }
   if (!r.ok) {
     let why = "";
     try { const b = await r.json(); why = b && b.error && b.error.message ? ": " + b.error.message : ""; } catch (x) { /* not JSON */ }

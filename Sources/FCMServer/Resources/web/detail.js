@@ -9,8 +9,14 @@ const api = fcm.api;
 const panel = document.getElementById("detail");
 const TRANSPORTS = { http: "legacy HTTP", http_v1: "HTTP v1", xmpp: "XMPP" };
 const PREVIEWS = 10;
-// A topic send can reach many devices: the panel shows the first ones and says how many more.
-const RECIPIENTS = 200;
+// A topic send can reach many devices: the panel reads the first thousand and pages them.
+const RECIPIENTS = 1000;
+const RECIPIENT_PAGE = 50;
+// Long lists in the request (a multicast's registration_ids) are folded after this many.
+const FOLD = 10;
+const TABS = ["Summary", "Request", "Answer", "Recipients", "Previews"];
+let tab = "Summary";
+let openMessageData = null;
 let openID = null;
 // The open message's recipient message ids: delivery events name those.
 let openRecipients = new Set();
@@ -48,10 +54,10 @@ function pretty(text) {
   }
   return out;
 }
-function section(title) {
+function section(title, parent) {
   const s = el("section", null, "detail-part");
   s.append(el("h3", title));
-  panel.append(s);
+  (parent || panel.querySelector(".detail-body") || panel).append(s);
   return s;
 }
 function facts(parent, pairs) {
@@ -67,7 +73,11 @@ function facts(parent, pairs) {
 function asSent(m) {
   const out = {};
   const t = m.target || {};
-  if (t.kind === "topic" || t.kind === "condition") out[t.kind] = t.value; else if (t.kind) out[t.kind] = t.value;
+  const tokens = (m.recipients || []).map(r => r.token).filter(Boolean);
+  if (t.kind === "multicast" || (t.kind !== "topic" && t.kind !== "condition" && t.kind !== "group" && tokens.length > 1)) {
+    // A multicast as sent: its registration_ids (folded after FOLD, with the count).
+    out.registration_ids = tokens.slice(0, FOLD);
+  } else if (t.kind === "topic" || t.kind === "condition") out[t.kind] = t.value; else if (t.kind) out[t.kind] = t.value;
   for (const k of ["data", "notification", "android", "apns", "webpush", "fcm_options"]) if (m[k]) out[k] = m[k];
   if (m.options) out.options = m.options;
   return out;
@@ -115,7 +125,9 @@ async function preview(box, r) {
   }
 }
 function render(m) {
+  openMessageData = m;
   panel.textContent = "";
+  const top = el("div", null, "detail-top");
   const head = el("div", null, "detail-head");
   const title = el("h2", "Message " + m.message_id);
   title.id = "detail-title";
@@ -124,16 +136,68 @@ function render(m) {
   close.setAttribute("aria-label", "close the message detail (Escape)");
   close.addEventListener("click", closePanel);
   head.append(title, close);
-  panel.append(head);
-
-  facts(section("Summary"), [
+  const tabs = el("div", null, "detail-tabs");
+  tabs.setAttribute("role", "tablist");
+  const total = typeof m.recipients_total === "number" ? m.recipients_total : (m.recipients || []).length;
+  for (const name of TABS) {
+    const b = el("button", name === "Recipients" ? "Recipients (" + total + ")" : name);
+    b.type = "button";
+    b.setAttribute("role", "tab");
+    b.dataset.tab = name;
+    b.setAttribute("aria-selected", String(name === tab));
+    b.addEventListener("click", () => { tab = name; drawTab(); });
+    tabs.append(b);
+  }
+  tabs.addEventListener("keydown", e => {
+    if (e.key !== "ArrowRight" && e.key !== "ArrowLeft") return;
+    const i = TABS.indexOf(tab) + (e.key === "ArrowRight" ? 1 : TABS.length - 1);
+    tab = TABS[i % TABS.length];
+    drawTab();
+    tabs.querySelector("[data-tab=" + tab + "]").focus();
+  });
+  top.append(head, tabs);
+  const body = el("div", null, "detail-body");
+  // Every tab's panel is made at once (the previews start loading); one is shown.
+  for (const name of TABS) {
+    const p = el("div", null, "tab-panel");
+    p.dataset.tab = name;
+    p.setAttribute("role", "tabpanel");
+    p.setAttribute("aria-label", name);
+    p.tabIndex = 0;
+    body.append(p);
+  }
+  panel.append(top, body);
+  summaryTab(m, tabPanel("Summary"));
+  requestTab(m, tabPanel("Request"));
+  answerTab(m, tabPanel("Answer"));
+  recipientsTab(m, tabPanel("Recipients"), "all", 0);
+  previewsTab(m, tabPanel("Previews"));
+  drawTab();
+}
+function tabPanel(name) { return panel.querySelector('.tab-panel[data-tab="' + name + '"]'); }
+// Shows the chosen tab's panel.
+function drawTab() {
+  const body = panel.querySelector(".detail-body");
+  if (!body) return;
+  for (const b of panel.querySelectorAll(".detail-tabs button")) {
+    b.setAttribute("aria-selected", String(b.dataset.tab === tab));
+    b.tabIndex = b.dataset.tab === tab ? 0 : -1;
+  }
+  for (const p of body.querySelectorAll(".tab-panel")) p.hidden = p.dataset.tab !== tab;
+  body.dataset.tab = tab;
+  body.scrollTop = 0;
+}
+function summaryTab(m, body) {
+  const s = section("Summary", body);
+  facts(s, [
     ["transport", (TRANSPORTS[m.transport] || m.transport) + (m.format === "plain" ? " (plain text body)" : "")],
     ["status", m.status], ["error", m.error], ["error detail", m.error_detail],
     ["fault that fired", m.fault || "none"], ["sender id", m.sender_id], ["target", fcm.targetText ? fcm.targetText(m) : ""],
     ["accepted at", m.accepted_at], ["v1 name", m.v1_name], ["xmpp message_id", m.xmpp_message_id],
-    ["multicast id", m.multicast_id], ["http status", m.http_status]]);
-
-  const req = section("Request");
+    ["multicast id", m.multicast_id], ["http status", m.http_status],
+    ["recipients", Object.entries(m.recipient_counts || {}).map(([k, n]) => n + " " + k).join(" · ")]]);
+}
+function requestTab(m, req) {
   if (m.headers && Object.keys(m.headers).length) {
     req.append(el("h4", "headers"));
     facts(req, Object.entries(m.headers));
@@ -144,10 +208,16 @@ function render(m) {
   }
   if (m.status !== "rejected" || !m.raw_body) {
     req.append(el("h4", "message as the mock read it"));
-    req.append(el("pre", JSON.stringify(asSent(m), null, 2), "body"));
+    const sent = asSent(m);
+    req.append(el("pre", JSON.stringify(sent, null, 2), "body"));
+    const total = typeof m.recipients_total === "number" ? m.recipients_total : (m.recipients || []).length;
+    if (sent.registration_ids && total > sent.registration_ids.length) {
+      req.append(el("p", "registration_ids folded: the first " + sent.registration_ids.length + " of " + total +
+                    " shown; every one is on the Recipients tab", "fold"));
+    }
   }
-
-  const ans = section("Answer");
+}
+function answerTab(m, ans) {
   if (m.answer) {
     facts(ans, [["status", m.answer.status === null ? "no HTTP status (an XMPP ack or nack)" : m.answer.status],
                 ["content type", m.answer.content_type]]);
@@ -155,20 +225,56 @@ function render(m) {
   } else {
     ans.append(el("p", m.error === "ConnectionClosed" ? "none: the connection was closed without an answer" : "not recorded", "muted"));
   }
-
-  const rec = section("Recipients");
+}
+function shownStatus(r) { return r.error ? "failed" : r.status; }
+function recipientsTab(m, rec, which, page) {
+  rec.textContent = "";
   const rs = m.recipients || [];
-  if (rs.length === 0) rec.append(el("p", "none reached", "muted"));
   const total = typeof m.recipients_total === "number" ? m.recipients_total : rs.length;
-  rs.forEach((r, i) => {
+  if (rs.length === 0) { rec.append(el("p", "none reached", "muted")); return; }
+  const counts = m.recipient_counts || {};
+  const bar = el("div", null, "rc-filter");
+  bar.setAttribute("aria-label", "recipients by status");
+  for (const [key, n] of [["all", total]].concat(Object.entries(counts))) {
+    const b = el("button", key + " " + n);
+    b.type = "button";
+    b.dataset.status = key;
+    b.setAttribute("aria-pressed", String(key === which));
+    b.addEventListener("click", () => recipientsTab(m, rec, key, 0));
+    bar.append(b);
+  }
+  rec.append(bar);
+  const chosen = rs.filter(r => which === "all" || shownStatus(r) === which);
+  const from = page * RECIPIENT_PAGE;
+  const slice = chosen.slice(from, from + RECIPIENT_PAGE);
+  const pager = el("div", null, "pager rc-pager");
+  pager.append(el("span", chosen.length ? (from + 1) + "–" + (from + slice.length) + " of " + chosen.length +
+                  (rs.length < total ? " (of the first " + rs.length + ")" : "") : "none"));
+  const prev = el("button", "‹"); prev.type = "button"; prev.disabled = page === 0; prev.setAttribute("aria-label", "previous recipients");
+  const next = el("button", "›"); next.type = "button"; next.disabled = from + RECIPIENT_PAGE >= chosen.length; next.setAttribute("aria-label", "next recipients");
+  prev.addEventListener("click", () => recipientsTab(m, rec, which, page - 1));
+  next.addEventListener("click", () => recipientsTab(m, rec, which, page + 1));
+  pager.append(prev, next);
+  rec.append(pager);
+  for (const r of slice) {
     const box = el("div", null, "recipient");
+    box.dataset.status = shownStatus(r);
     box.append(el("div", r.token || "?", "mono token"));
     if (r.canonical_token) box.append(el("div", "canonical: " + r.canonical_token, "mono"));
     box.append(timeline(m, r));
     rec.append(box);
-    if (i < PREVIEWS) preview(box, r);
-  });
-  if (total > rs.length) rec.append(el("p", "… " + (total - rs.length) + " more recipients", "muted"));
+  }
+}
+function previewsTab(m, body) {
+  const rs = (m.recipients || []).filter(r => r.token && r.message_id).slice(0, PREVIEWS);
+  if (rs.length === 0) { body.append(el("p", "No device got this message: nothing to preview.", "muted")); return; }
+  body.append(el("p", "What the first " + rs.length + " recipients' devices show:", "muted"));
+  for (const r of rs) {
+    const box = el("div", null, "preview-box");
+    box.append(el("div", r.token, "mono token"));
+    body.append(box);
+    preview(box, r);
+  }
 }
 async function show(id) {
   openID = id;
@@ -176,7 +282,7 @@ async function show(id) {
   document.body.classList.add("detail-open");
   let m;
   try {
-    const text = await api("/messages/" + encodeURIComponent(id) + "?recipients=" + RECIPIENTS, { text: true });
+    const text = await api("/messages/" + encodeURIComponent(id) + "?recipient_counts=true&recipients=" + RECIPIENTS, { text: true });
     m = JSON.parse(text);
     // The multicast id as sent: JSON.parse rounds integers beyond 2^53.
     const exact = /"multicast_id":(\d+)/.exec(text);
@@ -193,7 +299,13 @@ async function show(id) {
   if (openID !== id) return;
   openRecipients = new Set((m.recipients || []).map(r => r.message_id).filter(Boolean));
   openRecipients.add(m.message_id);
+  // A live redraw of the open message keeps its tab and where it was scrolled.
+  const body = panel.querySelector(".detail-body");
+  const keep = panel.dataset.id === id && body ? body.scrollTop : 0;
+  if (panel.dataset.id !== id) tab = "Summary";
   render(m);
+  const again = panel.querySelector(".detail-body");
+  if (again) again.scrollTop = keep;
   panel.dataset.id = id;
   markRow(id);
 }
@@ -226,7 +338,11 @@ function closePanel() {
 fcm.openMessage = function (id, from) {
   returnFocus = from || document.activeElement;
   if (hashID() === id) return;
-  history.pushState({ detail: id }, "", location.pathname + location.search + "#message=" + encodeURIComponent(id));
+  const url = location.pathname + location.search + "#message=" + encodeURIComponent(id);
+  // Moving from one open message to the next (j / k) keeps one history entry: back (or Escape)
+  // closes the panel, not steps through every message seen.
+  if (hashID() && history.state && history.state.detail) history.replaceState({ detail: id }, "", url);
+  else history.pushState({ detail: id }, "", url);
   syncWithURL();
 };
 window.addEventListener("popstate", syncWithURL);

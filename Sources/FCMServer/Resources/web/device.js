@@ -34,6 +34,7 @@
     const close = el("button", "close", "pv-close");
     close.type = "button";
     close.hidden = true;
+    close.setAttribute("aria-label", "close the device (Escape)");
     close.addEventListener("click", closeDevice);
     head.append(title, close);
     const hint = el("p", "Click a row of the devices table (or focus it and press Enter) to see that device's inbox here.",
@@ -72,8 +73,21 @@
     const state = device.state === "registered" ? (device.online ? "online" : "offline") : device.state;
     const token = el("div", device.token, "pv-token");
     token.title = "fid " + str(device.fid);
+    const topics = Array.isArray(device.topics) ? device.topics : [];
+    const subs = el("div", null, "pv-subs");
+    subs.append(el("span", topics.length ? "subscribed to " : "no topic subscriptions", "pv-meta"));
+    for (const t of topics) {
+      // A topic: a button that searches the messages sent to it.
+      const b = el("button", "/topics/" + t, "linkish pv-topic");
+      b.type = "button";
+      b.addEventListener("click", () => { if (fcm.addSearch) fcm.addSearch("topic:" + t); });
+      subs.append(b, " ");
+    }
+    const search = el("button", "search its messages", "linkish pv-search");
+    search.type = "button";
+    search.addEventListener("click", () => { if (fcm.addSearch) fcm.addSearch("token:" + device.token); });
     info.append(token, el("div", [device.app, device.platform, "sender " + device.sender_id].join(" · "), "pv-meta"),
-      el("div", state + (device.pending ? " · " + device.pending + " pending" : ""), "pv-state pv-state-" + state));
+      el("div", state + (device.pending ? " · " + device.pending + " pending" : ""), "pv-state pv-state-" + state), subs, search);
     const t = enc(device.token);
     actions.append(
       button(device.online ? "take offline" : "bring online", "pv-online", async () => {
@@ -112,6 +126,7 @@
     drawDevice();
     const screen = part("pv-screen");
     screen.textContent = "";
+    part("pv-phone").classList.toggle("pv-frame-desktop", d.platform === "web");
     if (entries.length === 0) screen.append(el("div", "no messages yet", "pv-empty"));
     for (const entry of entries) screen.append(card(entry, { platform: d.platform, app: d.app, status: entry.status }));
   }
@@ -157,7 +172,13 @@
     shown(true);
     listen();
     reload();
-    v.scrollIntoView({ block: "nearest" });
+    // A pane of its own, on the screen whatever was scrolled: no section far down the page.
+    v.classList.add("pv-open");
+    v.scrollTop = 0;
+    const title = v.querySelector(".pv-view-head h2");
+    title.tabIndex = -1;
+    title.textContent = "Device";
+    title.focus({ preventScroll: true });
   }
   // The open device's part of the view, or the hint saying how to open one; the create form
   // is there either way.
@@ -169,6 +190,7 @@
   function closeDevice() {
     current = null;
     device = null;
+    view().classList.remove("pv-open");
     shown(false);
     showError(null);
     if (hashToken() !== null) history.replaceState(null, "", location.pathname + location.search);
@@ -242,6 +264,12 @@
       if (row) openDevice(row.dataset.token);
     });
     document.addEventListener("keydown", ev => {
+      // Escape closes the pane (the message detail, on top of it, closes first).
+      if (ev.key === "Escape" && current && document.getElementById("detail").hidden && !ev.defaultPrevented) {
+        ev.preventDefault();
+        closeDevice();
+        return;
+      }
       if (ev.key !== "Enter" && ev.key !== " ") return;
       const row = ev.target;
       if (!(row instanceof Element) || !row.matches("#devices tbody tr[data-token]")) return;

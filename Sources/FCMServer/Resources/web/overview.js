@@ -6,7 +6,9 @@
   const fcm = window.fcm = window.fcm || {};
   // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
   const SVG = "http://www.w3.org/2000/svg";
-  const SECONDS = 600;
+  // The two windows the chart shows: [seconds, bucket seconds, label].
+  const WINDOWS = { "10m": [600, 10, "Last 10 minutes"], "1h": [3600, 60, "Last hour"] };
+  let windowName = "10m";
   const api = fcm.api;
   const el = fcm.el;
   function svg(tag, attrs) {
@@ -17,7 +19,10 @@
 
   // What the server counts (the same rules as GET /api/v1/stats), and what the chart shows.
   const stats = { accepted: 0, rejected: 0, errors: {}, pending: 0, xmpp_connections: 0, devices: 0 };
-  const buckets = new Map(); // second → { sends, errors }
+  // The server's history (GET /api/v1/stats/series): per bucket sends and errors, and when the
+  // last bucket ends on the mock's clock. Events move the newest bucket until the next read.
+  let series = null;
+  let skew = 0; // the mock's clock minus the browser's, from the last read
   let ui = null;
 
   function build() {
@@ -43,17 +48,41 @@
     }
     const errors = el("ul", null, "ov-errors");
     errors.setAttribute("aria-label", "errors by code");
-    const chart = svg("svg", { viewBox: "0 0 " + SECONDS + " 100", preserveAspectRatio: "none", role: "img", class: "ov-chart" });
+    const chartBox = el("div", null, "ov-chart-box");
+    const chart = svg("svg", { viewBox: "0 0 600 100", preserveAspectRatio: "none", role: "img", class: "ov-chart" });
     const sends = svg("g", { class: "ov-sends" });
     const errs = svg("g", { class: "ov-errs" });
     chart.append(sends, errs);
+    const axis = el("div", null, "ov-axis");
+    axis.setAttribute("aria-hidden", "true");
+    const tip = el("div", "", "ov-tip");
+    tip.setAttribute("role", "status");
+    const windows = el("div", null, "ov-windows");
+    windows.setAttribute("role", "group");
+    windows.setAttribute("aria-label", "chart window");
+    for (const name of Object.keys(WINDOWS)) {
+      const b = el("button", name === "10m" ? "10 min" : "1 hour");
+      b.type = "button";
+      b.dataset.window = name;
+      b.setAttribute("aria-pressed", String(name === windowName));
+      b.addEventListener("click", () => { windowName = name; for (const x of windows.children) x.setAttribute("aria-pressed", String(x.dataset.window === name)); loadSeries(); });
+      windows.append(b);
+    }
+    chartBox.append(windows, chart, axis, tip);
     const legend = el("p", null, "ov-legend");
-    legend.append(el("span", "sends/s", "ov-key-sends"), " ", el("span", "errors/s", "ov-key-errors"), " ",
+    legend.append(el("span", "sends", "ov-key-sends"), " ", el("span", "errors", "ov-key-errors"), " ",
                   el("span", "", "ov-summary"));
-    section.append(counters, errors, chart, legend);
-    ui = { cells, errors, chart, sends, errs, summary: legend.querySelector(".ov-summary") };
+    section.append(counters, errors, chartBox, legend);
+    ui = { cells, errors, chart, sends, errs, axis, tip, summary: legend.querySelector(".ov-summary") };
+    // Values on hover (and on focus of a bar, for the keyboard).
+    chart.addEventListener("mousemove", e => {
+      const r = chart.getBoundingClientRect();
+      if (!series || r.width === 0) return;
+      const i = Math.min(series.sends.length - 1, Math.max(0, Math.floor((e.clientX - r.left) / r.width * series.sends.length)));
+      ui.tip.textContent = bucketText(i);
+    });
+    chart.addEventListener("mouseleave", () => { ui.tip.textContent = ""; });
   }
-
   function render() {
     if (!ui) return;
     for (const key in ui.cells) ui.cells[key].textContent = String(stats[key]);
@@ -63,44 +92,89 @@
     for (const code of codes) {
       const li = el("li", null, "failed");
       li.dataset.code = code;
-      li.append(el("span", code, "ov-code"), " ", el("span", String(stats.errors[code]), "ov-count"));
+      // A button that searches the messages with that error.
+      const b = el("button", null, "linkish ov-error");
+      b.type = "button";
+      b.title = "search: error:" + code;
+      b.append(el("span", code, "ov-code"), " ", el("span", String(stats.errors[code]), "ov-count"));
+      b.addEventListener("click", () => { if (fcm.addSearch) fcm.addSearch("error:" + code); });
+      li.append(b);
       ui.errors.append(li);
     }
   }
 
-  // The chart: one bar per second with a send (grey) and one per second with an error (red) on
-  // top, scaled to the busiest second of the window.
+  function clock(ms) { return new Date(ms).toISOString().slice(11, 19); }
+  function bucketText(i) {
+    const from = series.startMs + i * series.bucket * 1000;
+    return clock(from) + "–" + clock(from + series.bucket * 1000) + " UTC: " + series.sends[i] + " sends, " + series.errors[i] + " errors";
+  }
+  // The chart: per bucket a bar of sends (grey) and one of errors (red) in front, scaled to the
+  // busiest bucket of the window, each with its values as a tooltip; a time axis below.
   function draw() {
-    if (!ui) return;
-    const now = Math.floor(Date.now() / 1000);
-    for (const s of buckets.keys()) if (s <= now - SECONDS) buckets.delete(s);
+    if (!ui || !series) return;
+    const n = series.sends.length;
+    const w = 600 / n;
     let peak = 0, totalSends = 0, totalErrors = 0, peakErrors = 0;
-    for (const b of buckets.values()) {
-      peak = Math.max(peak, b.sends, b.errors);
-      peakErrors = Math.max(peakErrors, b.errors);
-      totalSends += b.sends;
-      totalErrors += b.errors;
+    for (let i = 0; i < n; i++) {
+      peak = Math.max(peak, series.sends[i], series.errors[i]);
+      peakErrors = Math.max(peakErrors, series.errors[i]);
+      totalSends += series.sends[i];
+      totalErrors += series.errors[i];
     }
     const scale = 96 / Math.max(peak, 1);
     const sends = document.createDocumentFragment(), errs = document.createDocumentFragment();
-    for (const [s, b] of buckets) {
-      const x = SECONDS - 1 - (now - s);
-      if (b.sends > 0) sends.append(svg("rect", { x, width: 1, y: 100 - b.sends * scale, height: b.sends * scale }));
-      if (b.errors > 0) errs.append(svg("rect", { x, width: 1, y: 100 - b.errors * scale, height: b.errors * scale }));
+    for (let i = 0; i < n; i++) {
+      const tip = svg("title", {});
+      tip.textContent = bucketText(i);
+      // A sliver at least, so one send in an hour is seen.
+      const h = v => v > 0 ? Math.max(2, v * scale) : 0;
+      if (series.sends[i] > 0) { const r = svg("rect", { x: i * w + w * 0.1, width: w * 0.8, y: 100 - h(series.sends[i]), height: h(series.sends[i]) }); r.append(tip); sends.append(r); }
+      if (series.errors[i] > 0) { const r = svg("rect", { x: i * w + w * 0.1, width: w * 0.8, y: 100 - h(series.errors[i]), height: h(series.errors[i]) }); r.append(tip.cloneNode(true)); errs.append(r); }
     }
     ui.sends.replaceChildren(sends);
     ui.errs.replaceChildren(errs);
-    const text = "Last 10 minutes: " + totalSends + " sends (peak " + peak + " per second), " +
-                 totalErrors + " errors (peak " + peakErrors + " per second)";
+    // The axis: five marks, the times on the mock's clock (UTC) and how long ago.
+    ui.axis.textContent = "";
+    const [seconds] = WINDOWS[windowName];
+    for (let k = 0; k <= 4; k++) {
+      const at = series.startMs + seconds * 1000 * k / 4;
+      const mark = el("span", k === 4 ? "now" : "−" + Math.round(seconds * (4 - k) / 4 / 60) + " min", "ov-tick");
+      mark.title = clock(at) + " UTC";
+      ui.axis.append(mark);
+    }
+    const per = series.bucket + " s";
+    const text = WINDOWS[windowName][2] + ": " + totalSends + " sends (peak " + peak + " per " + per + "), " +
+                 totalErrors + " errors (peak " + peakErrors + " per " + per + ")";
     ui.chart.setAttribute("aria-label", text);
     ui.summary.textContent = text;
   }
 
+  // A live send, in the newest bucket until the next read of the series puts it right.
   function bump(kind, n) {
-    const s = Math.floor(Date.now() / 1000);
-    const b = buckets.get(s) || { sends: 0, errors: 0 };
-    b[kind] += n;
-    buckets.set(s, b);
+    if (!series) return;
+    const now = Date.now() + skew;
+    const i = Math.floor((now - series.startMs) / (series.bucket * 1000));
+    if (i >= series.sends.length) { seriesSoon(); return; }
+    if (i < 0) return;
+    series[kind][i] += n;
+    draw();
+  }
+
+  function loadSeries() {
+    const [seconds, bucket] = WINDOWS[windowName];
+    const asked = Date.now();
+    return api("/stats/series?window=" + seconds + "&bucket=" + bucket).then(s => {
+      if (!s || !Array.isArray(s.sends) || s.window !== seconds) return;
+      const end = Date.parse(s.end);
+      skew = end - 1000 - (asked + Date.now()) / 2;
+      series = { startMs: Date.parse(s.start), bucket: s.bucket, sends: s.sends.slice(), errors: s.errors.slice() };
+      draw();
+    }, () => {});
+  }
+  let seriesTimer = null;
+  function seriesSoon() {
+    if (seriesTimer) return;
+    seriesTimer = setTimeout(() => { seriesTimer = null; loadSeries(); }, 1000);
   }
 
   // A message event: counted as the server counts it (recipients' errors, or the error of a send
@@ -116,6 +190,7 @@
     if (codes.length) bump("errors", codes.length);
     render();
     resyncSoon();
+    seriesSoon();
   }
 
   function apply(s) {
@@ -147,13 +222,14 @@
   function start() {
     build();
     render();
-    draw();
     load();
+    loadSeries();
     listen();
-    setInterval(draw, 1000);
+    // The window moves on: read the history again each bucket (10 s; a minute for the hour).
+    setInterval(() => loadSeries(), 10000);
     setInterval(load, 30000);
   }
-  fcm.overview = { stats, draw };
+  fcm.overview = { stats, draw, loadSeries };
   // Start once every script has run (page.js opens the stream and fills the lists).
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -36,6 +36,16 @@
     ["path", { d: "M3 12h18M12 3c3 3.5 3 14.5 0 18M12 3c-3 3.5-3 14.5 0 18", fill: "none", stroke: "currentColor", "stroke-width": "1.5" }]];
   const APP = [["rect", { x: "4", y: "4", width: "16", height: "16", rx: "4", fill: "currentColor" }]];
 
+  // As a phone says it: "now", "5m", "2h", else the day.
+  function shortAgo(at) {
+    const t = Date.parse(at);
+    if (isNaN(t)) return at;
+    const s = Math.max(0, (Date.now() - t) / 1000);
+    if (s < 60) return "now";
+    if (s < 3600) return Math.floor(s / 60) + "m";
+    if (s < 86400) return Math.floor(s / 3600) + "h";
+    return at.slice(0, 10);
+  }
   function statusBadge(status) {
     const s = str(status) || "unknown";
     return el("span", s, "pv-status pv-status-" + (STATUSES.includes(s) ? s : "other"));
@@ -83,7 +93,7 @@
     if (entry.accepted_at) {
       // The time of day, as a phone shows it; the whole timestamp on hover.
       const at = str(entry.accepted_at);
-      const t = el("time", (at.split("T")[1] || at).replace(/\.\d+Z$|Z$/, ""), "pv-time");
+      const t = el("time", shortAgo(at), "pv-time");
       t.dateTime = at;
       t.title = at;
       head.append(t);
@@ -119,7 +129,13 @@
     const aps = isObject(payload.aps) ? payload.aps : {};
     const alert = typeof aps.alert === "string" ? { body: aps.alert } : (isObject(aps.alert) ? aps.alert : {});
     const { card, head } = shell("ios", "notification", info, entry);
-    head.append(icon("pv-app-icon", APP), el("span", info.app || "app", "pv-app"));
+    const appName = info.app || "app";
+    // The app's icon: its initial on the system's blue (no image is fetched).
+    const ios = el("div", (appName.split(".").pop() || "a").slice(0, 1).toUpperCase(), "pv-ios-icon");
+    ios.setAttribute("aria-hidden", "true");
+    card.insertBefore(ios, head);
+    head.append(icon("pv-app-icon", APP), el("span", appName.split(".").pop() || appName, "pv-app"));
+    head.title = appName;
     headTail(head, info, entry);
     const title = textLine(alert.title, alert["title-loc-key"], alert["title-loc-args"], "pv-title");
     const subtitle = textLine(alert.subtitle, alert["subtitle-loc-key"], alert["subtitle-loc-args"], "pv-subtitle");
@@ -153,6 +169,10 @@
     const { card, head } = shell("web", "notification", info, entry);
     head.append(icon("pv-globe", GLOBE), el("span", info.app || "web app", "pv-app"));
     headTail(head, info, entry);
+    const link = w.fcm_options && w.fcm_options.link;
+    let origin = "";
+    try { origin = link ? new URL(str(link)).host : ""; } catch (e) { origin = ""; }
+    card.append(el("div", (origin || info.app || "web app") + " · via the browser", "pv-origin"));
     const row = el("div", null, "pv-web-row");
     const ic = el("div", null, "pv-web-icon");
     ic.append(icon("pv-picture", PICTURE));
@@ -165,8 +185,14 @@
     row.append(ic, texts);
     card.append(row);
     if (n.image) card.append(imageArea(n.image));
-    const link = w.fcm_options && w.fcm_options.link;
     if (link) card.append(el("div", "↗ " + str(link), "pv-link"));
+    // The notification's action buttons, as the browser draws them (and its own "Settings").
+    const acts = el("div", null, "pv-web-actions");
+    for (const a of Array.isArray(n.actions) ? n.actions.slice(0, 2) : []) {
+      if (a && typeof a === "object") acts.append(el("span", str(a.title || a.action), "pv-web-action"));
+    }
+    acts.append(el("span", "Settings", "pv-web-action"));
+    card.append(acts);
     if (nonEmpty(w.data)) card.append(dataList(w.data));
     return card;
   }
