@@ -25,7 +25,7 @@ def test_page_shows_a_new_message_live_and_escapes_payloads(mock, browser):
     marker = "live-" + uuid.uuid4().hex[:12]
     hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
     r = mock.http.post(mock.base_url + "/fcm/send", headers={"Authorization": "key=" + KEY_A},
-                      json={"to": token, "data": {"marker": marker, "html": hostile}}, timeout=10)
+                      json={"to": token, "notification": {"title": marker, "body": hostile}}, timeout=10)
     assert r.status_code == 200 and r.json()["success"] == 1, r.text
     message_id = r.json()["results"][0]["message_id"]
 
@@ -33,9 +33,10 @@ def test_page_shows_a_new_message_live_and_escapes_payloads(mock, browser):
                      what="the message to appear without a reload")
     assert browser.eval("window.__sameDocument === true"), "the page was reloaded"
     row_text = browser.eval(f"document.querySelector('#messages tr[data-id=\"{message_id}\"]').innerText")
-    assert message_id in row_text and token[:24] in row_text and "delivered" in row_text, row_text
-    # The hostile string is text on the page, not markup.
-    assert hostile in row_text, row_text
+    assert token[:24] in row_text and "1 delivered" in row_text, row_text
+    # The hostile string is text on the page, not markup (the row's title holds it whole).
+    title = browser.eval(f"document.querySelector('#messages tr[data-id=\"{message_id}\"] td.what').title")
+    assert title == marker + " — " + hostile, title
     assert browser.eval("document.querySelectorAll('#messages script, #messages img').length") == 0
     time.sleep(0.3)
     assert browser.eval("window.__alerted") is False

@@ -59,7 +59,7 @@ def test_no_policy_violation_on_the_page_and_its_views(mock, browser):
                              "notification": {"title": "T", "body": "B", "color": "#ff8800", "image": "https://example.com/i.png"}})
     send(mock, {"to": ios, "notification": {"title": "iOS", "body": "banner", "badge": "3", "sound": "default"}})
     send(mock, {"to": android, "data": {"only": "data"}})
-    browser.wait_for(f"document.querySelector('#messages tbody').innerText.includes({js(marker)})",
+    browser.wait_for(f"!!document.querySelector('#messages tr[data-id={js(message_id)}]')",
                      what="the message to appear live")
     browser.wait_for("document.querySelectorAll('#overview svg rect').length > 0", what="the chart to draw the sends")
 

@@ -37,7 +37,10 @@ def trap_alerts(browser):
 
 
 def detail_text(browser):
-    return browser.eval("document.getElementById('detail').innerText")
+    """The panel's text, every tab's panel included (one is shown at a time)."""
+    return browser.eval("""[document.querySelector('#detail .detail-top').innerText].concat(
+        [...document.querySelectorAll('#detail .tab-panel')].map(p => {
+            const h = p.hidden; p.hidden = false; const t = p.innerText; p.hidden = h; return t; })).join('\\n')""")
 
 
 def test_deep_link_opens_the_detail_with_answer_timeline_and_previews(mock, browser):
@@ -354,11 +357,11 @@ def test_a_preview_past_the_first_1000_entries_of_the_device_inbox(mock_busy, br
     for n in (1004, 0):
         open_page(browser, mock.base_url + "/#message=" + urllib.parse.quote(ids[n], safe=""))
         browser.wait_for(f"document.getElementById('detail').dataset.id === {ids[n]!r} && "
-                         "!!document.querySelector('#detail .recipient .pv-card, #detail .recipient p.muted')",
+                         "!!document.querySelector('#detail .preview-box .pv-card, #detail .preview-box p.muted')",
                          what="the recipient's preview")
         assert "not in the device's inbox" not in detail_text(browser), detail_text(browser)
         card = browser.eval("(c => [c.dataset.messageId, c.querySelector('.pv-title').textContent])"
-                            "(document.querySelector('#detail .recipient .pv-card'))")
+                            "(document.querySelector('#detail .preview-box .pv-card'))")
         assert card == [ids[n], f"number {n}"], card
     # The device view draws the newest 100 of the 1005, newest first (one newest-first request).
     open_page(browser, mock.base_url + "/#device=" + urllib.parse.quote(token, safe=""))

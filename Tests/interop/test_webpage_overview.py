@@ -65,8 +65,12 @@ def test_overview_counts_live_and_charts_sends_and_errors(mock, browser):
     assert browser.eval("document.getElementById('overview').getBoundingClientRect().top"
                         " < document.getElementById('messages').getBoundingClientRect().top")
     browser.eval("window.__sameDocument = true; 1")
-    # Give the overview's own stream (or the page's) time to attach before the burst.
-    browser.wait_for("document.querySelector('#overview .ov-summary').textContent.startsWith('Last 10 minutes: 0 sends')")
+    # The chart starts from the server's history (GET /api/v1/stats/series), not from nothing.
+    history = mock.api("GET", "/api/v1/stats/series?window=600&bucket=10")
+    sent, failed = sum(history["sends"]), sum(history["errors"])
+    assert sent >= 3 and failed >= 1, history
+    browser.wait_for(f"document.querySelector('#overview .ov-summary').textContent.startsWith('Last 10 minutes: {sent} sends')",
+                     what="the chart's history")
 
     # A burst: 20 accepted, 5 refused for an unregistered token, 3 with a wrong key.
     for i in range(20):
@@ -85,12 +89,12 @@ def test_overview_counts_live_and_charts_sends_and_errors(mock, browser):
     assert shown["errors"]["Unauthorized"] == str(after["errors"]["Unauthorized"])
     assert browser.eval("window.__sameDocument === true"), "the page was reloaded"
 
-    # The chart: bars for the seconds with sends and with errors, and a summary that adds up.
-    browser.wait_for("document.querySelector('#overview .ov-summary').textContent.includes(' 28 sends')",
+    # The chart: bars for the buckets with sends and with errors, and a summary that adds up.
+    browser.wait_for(f"document.querySelector('#overview .ov-summary').textContent.includes(' {sent + 28} sends')",
                      what="the chart's summary to count the burst")
     label = browser.eval("document.querySelector('#overview svg.ov-chart').getAttribute('aria-label')")
-    m = re.fullmatch(r"Last 10 minutes: 28 sends \(peak (\d+) per second\), 8 errors \(peak (\d+) per second\)", label)
-    assert m and 1 <= int(m.group(2)) <= 8 and int(m.group(1)) >= int(m.group(2)), label
+    m = re.fullmatch(rf"Last 10 minutes: {sent + 28} sends \(peak (\d+) per 10 s\), {failed + 8} errors \(peak (\d+) per 10 s\)", label)
+    assert m and 1 <= int(m.group(2)) <= failed + 8 and int(m.group(1)) >= int(m.group(2)), label
     assert browser.eval("document.querySelector('#overview svg.ov-chart').getAttribute('role')") == "img"
     bars = browser.eval("""JSON.stringify([...document.querySelectorAll('#overview .ov-sends rect, #overview .ov-errs rect')]
         .map(r => [r.parentNode.getAttribute('class'), +r.getAttribute('x'), +r.getAttribute('height')]))""")
@@ -99,7 +103,7 @@ def test_overview_counts_live_and_charts_sends_and_errors(mock, browser):
     errors = [b for b in bars if b[0] == "ov-errs"]
     assert sends and errors, bars
     assert all(0 < h <= 96 and 0 <= x < 600 for _, x, h in bars), bars
-    # The newest bars stand at the right-hand end (the last few seconds).
+    # The newest bars stand at the right-hand end (the last bucket).
     assert max(x for _, x, _ in sends) >= 590, bars
 
 
@@ -112,5 +116,6 @@ def test_error_codes_are_text(mock, browser):
     stats = wait_counters(browser, mock, "the counters")
     items = json.loads(browser.eval("""JSON.stringify([...document.querySelectorAll('#overview .ov-errors li')]
         .map(li => [li.dataset.code, li.textContent, li.children.length, li.querySelectorAll('*').length]))"""))
-    assert items == [[code, f"{code} {n}", 2, 2] for code, n in sorted(stats["errors"].items())], items
+    # Each a button (it searches for the code): the code and the count, two spans.
+    assert items == [[code, f"{code} {n}", 1, 3] for code, n in sorted(stats["errors"].items())], items
     assert browser.eval("document.querySelectorAll('#overview script, #overview img').length") == 0

@@ -163,9 +163,10 @@ def test_device_actions_and_row_click(mock_any, browser):
     browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent === {json.dumps(token)}",
                      what="a row click to open the device")
     assert_device_view_shown(browser, token)
-    # Below the lists, across the page.
-    assert browser.eval("document.getElementById('device-view').getBoundingClientRect().top >= "
-                        "document.querySelector('#devices').closest('section').getBoundingClientRect().bottom")
+    # A pane of its own, in view (not a section far below the lists).
+    assert browser.eval("document.getElementById('device-view').classList.contains('pv-open')")
+    assert browser.eval("(() => { const r = document.querySelector('#device-view .pv-token').getBoundingClientRect();"
+                        " return r.top >= 0 && r.bottom <= innerHeight; })()")
 
     browser.eval("window.prompt = () => 'greeting=hi, n=2'; 1")
     browser.click("#device-view .pv-upstream")

@@ -1,0 +1,160 @@
+"""What the scanning tests of the web page (test_webpage_scan.py) share: a store of 150 mixed
+messages as a tester makes them, and measures of the page taken in the browser (rows on the
+screen, row heights, words broken, computed contrast of every visible text)."""
+
+import json
+
+from mocksupport import APP_A, KEY_A, PROJECT_A, SENDER_A, fcm_token
+
+DESKTOP = {"width": 1440, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def send(mock, body, key=KEY_A):
+    return mock.http.post(mock.base_url + "/fcm/send", headers={"Authorization": "key=" + key}, json=body, timeout=10)
+
+
+_ACCESS = {}
+
+
+def send_v1(mock, message):
+    if mock.base_url not in _ACCESS:
+        _ACCESS[mock.base_url] = mock.api("POST", f"/api/v1/projects/{SENDER_A}/access-tokens", expect=201)["access_token"]
+    token = _ACCESS[mock.base_url]
+    return mock.http.post(f"{mock.base_url}/v1/projects/{PROJECT_A}/messages:send",
+                          headers={"Authorization": "Bearer " + token}, json={"message": message}, timeout=10)
+
+
+def seed(mock, topic, fans=120):
+    """150 mixed sends (notifications, data, v1, multicasts, refused ones, an offline device's),
+    then one topic send reaching `fans` devices. Returns what the tests look for."""
+    tokens = [mock.create_device() for _ in range(6)]
+    offline = mock.create_device(online=False)
+    gone = mock.create_device()
+    mock.api("POST", f"/api/v1/devices/{gone}:unregister")
+    sent = 0
+    for i in range(150):
+        kind = i % 10
+        t = tokens[i % len(tokens)]
+        if kind == 0:
+            r = send(mock, {"to": t, "notification": {"title": f"Summer SALE {i}", "body": "Forty per cent off every hat"}})
+        elif kind == 1:
+            r = send(mock, {"to": t, "data": {"order_id": str(i), "state": "shipped"}})
+        elif kind == 2:
+            r = send(mock, {"registration_ids": tokens[:5], "notification": {"title": "Multicast", "body": f"to five {i}"}})
+        elif kind == 3:
+            r = send(mock, {"to": t}, key="wrong-key")  # 401: Unauthorized
+        elif kind == 4:
+            r = send(mock, {"to": "not a token " + str(i), "data": {"k": "v"}})  # InvalidRegistration
+        elif kind == 5:
+            r = send(mock, {"to": gone, "data": {"k": "v"}})  # NotRegistered
+        elif kind == 6:
+            r = send_v1(mock, {"token": t, "notification": {"title": f"v1 hello {i}", "body": "from HTTP v1"},
+                               "android": {"notification": {"color": "#ff0000"}}})
+        elif kind == 7:
+            r = send(mock, {"to": offline, "notification": {"title": "Held", "body": "for an offline device"}})
+        elif kind == 8:
+            r = send(mock, {"to": "/topics/weather-" + str(i % 3), "data": {"temp": "21"}})
+        else:
+            r = send(mock, {"to": t, "notification": {"title": HOSTILE, "body": "<script>alert(2)</script>"}})
+        sent += 1
+        assert r.status_code in (200, 400, 401), r.text
+    fans_tokens = []
+    for _ in range(fans):
+        f = mock.create_device()
+        mock.subscribe(f, topic)
+        fans_tokens.append(f)
+    r = send(mock, {"to": "/topics/" + topic, "notification": {"title": "To every fan", "body": "kick-off at eight"}})
+    assert r.status_code == 200, r.text
+    record = mock.api("GET", "/api/v1/messages?topic=" + topic)["items"][0]
+    return {"tokens": tokens, "offline": offline, "gone": gone, "fans": fans_tokens, "topic_message": record["message_id"]}
+
+
+def set_scheme(browser, scheme, size):
+    browser.command("Emulation.setDeviceMetricsOverride", size)
+    browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+
+
+def open_page(browser, url):
+    browser.command("Page.navigate", {"url": url})
+    browser.wait_for("document.readyState === 'complete' && document.getElementById('messages').dataset.loaded === 'true'",
+                     what="the message list to load")
+
+
+def row_figures(browser):
+    """Rows wholly on the first screen, the tallest row, the line height, and cells whose text
+    may wrap or break inside a word."""
+    return browser.eval("""(() => {
+        window.scrollTo(0, 0);
+        const rows = [...document.querySelectorAll('#messages tbody tr.message')];
+        const hs = rows.map(r => r.getBoundingClientRect().height);
+        const onScreen = rows.filter(r => { const b = r.getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight; }).length;
+        const line = parseFloat(getComputedStyle(document.querySelector('#messages td.what') || document.body).lineHeight) || 18;
+        const breaking = [...document.querySelectorAll('#messages td, #devices td, #devices th, #messages th')].filter(td => {
+            const s = getComputedStyle(td);
+            return s.wordBreak === 'break-all' || s.overflowWrap === 'anywhere' || s.overflowWrap === 'break-word';
+        }).map(td => td.className || td.tagName);
+        return {rows: rows.length, onScreen, tallest: Math.max(0, ...hs), line, breaking};
+    })()""")
+
+
+CONTRAST_JS = """(() => {
+    // Every visible text's colour against what is drawn behind it (backgrounds composited up
+    // the tree, opacity included), as WCAG 2 computes contrast.
+    const parse = c => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return [0, 0, 0, 0];
+        const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+    const lum = ([r, g, b]) => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+    const over = (top, under) => { const a = top[3]; return [top[0] * a + under[0] * (1 - a), top[1] * a + under[1] * (1 - a), top[2] * a + under[2] * (1 - a), 1]; };
+    function background(e) {
+        const layers = [];
+        for (let x = e; x; x = x.parentElement) {
+            const s = getComputedStyle(x);
+            const c = parse(s.backgroundColor);
+            if (c[3] > 0) layers.push(c);
+            if (c[3] >= 1) break;
+        }
+        let bg = parse(getComputedStyle(document.documentElement).backgroundColor);
+        if (bg[3] < 1) bg = matchMedia('(prefers-color-scheme: dark)').matches ? [18, 18, 18, 1] : [255, 255, 255, 1];
+        for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg);
+        return bg;
+    }
+    function opacity(e) { let o = 1; for (let x = e; x; x = x.parentElement) o *= Number(getComputedStyle(x).opacity); return o; }
+    const out = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    const seen = new Set();
+    while (walker.nextNode()) {
+        const n = walker.currentNode;
+        if (!n.textContent.trim()) continue;
+        const e = n.parentElement;
+        if (!e || seen.has(e) || e.closest('script, style, title, .sr, svg, button:disabled, [aria-disabled=true]')) continue;  // disabled controls: exempt (WCAG 1.4.3)
+        seen.add(e);
+        const r = e.getBoundingClientRect();
+        if (e.getClientRects().length === 0 || r.width === 0 || r.height === 0) continue;
+        if (r.bottom < 0 || r.top > innerHeight || r.right < 0 || r.left > innerWidth) continue;
+        const s = getComputedStyle(e);
+        if (s.visibility !== 'visible') continue;
+        const hit = document.elementFromPoint(Math.min(innerWidth - 1, Math.max(0, r.left + 2)), Math.min(innerHeight - 1, Math.max(0, r.top + r.height / 2)));
+        if (hit && !(hit === e || e.contains(hit) || hit.contains(e))) continue;  // covered
+        const bg = background(e);
+        const a = opacity(e);
+        let fg = parse(s.color);
+        fg = over([fg[0], fg[1], fg[2], fg[3] * a], bg);
+        const l1 = lum(fg), l2 = lum(bg);
+        const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+        const size = parseFloat(s.fontSize), bold = Number(s.fontWeight) >= 700;
+        const large = size >= 24 || (bold && size >= 18.66);
+        out.push({text: n.textContent.trim().slice(0, 40), where: (e.id || e.className || e.tagName) + '', ratio: Math.round(ratio * 100) / 100, need: large ? 3 : 4.5});
+    }
+    return out;
+})()"""
+
+
+def contrast(browser):
+    """[{text, where, ratio, need}] for every visible text."""
+    return browser.eval(CONTRAST_JS)
+
+
+def js(value):
+    return json.dumps(value)
