@@ -61,13 +61,14 @@ TARGET_PAGE_PLUS_MS = 5.0
 # connect(), overview.js's first load of the counters), in the order its scripts ask.
 PAGE_FIRST_SCREEN = (
     "/",
-    "/api/v1/messages?limit=50&recipients=20",
-    "/api/v1/devices?limit=200",
+    "/api/v1/messages?limit=50&recipients=1&recipient_counts=true&total=true",
+    "/api/v1/devices?limit=50&total=true",
     "/api/v1/topics?limit=1000",
     "/api/v1/groups?limit=1000",
     "/api/v1/xmpp/connections?limit=1000",
     "/api/v1/events",
     "/api/v1/stats",
+    "/api/v1/stats/series?window=600&bucket=10",
 )
 
 _children = []

@@ -28,10 +28,13 @@ public struct MessageFilter: Sendable {
     public var excluded: [MessageFilter] = []
     /// `recipient_counts=true`: each record's recipients counted by status.
     public var recipientCounts = false
-    /// `total=true`: how many records match, counted up to `MessageFilter.totalCap`.
-    public var total = false
-    /// The most records `total` counts: beyond, the list says "more than" (bounded work at 1 M).
-    public static let totalCap = 10_000
+    /// `total=true` (or `total=N`): how many records match, counted up to `totalCap` (or N).
+    public var totalCap: Int?
+    /// The most records `total=true` counts: beyond, the list says "more than". 2,000 rows cost
+    /// about 2 ms at 1 M stored, which keeps the page's first screen as cheap as before.
+    public static let defaultTotalCap = 2_000
+    /// The most `total=N` may ask to count.
+    public static let maxTotalCap = 100_000
     public init() {}
 }
 
@@ -80,7 +83,11 @@ extension Engine {
                     rows.removeLast()
                     next = rows.last?.id
                 }
-                let total = f.total ? try c.messageCount(q, cap: MessageFilter.totalCap) : nil
+                // A first page with no next page is the whole answer: counted already.
+                var total: Int?
+                if let cap = f.totalCap {
+                    total = cursor == nil && next == nil ? min(rows.count, cap) : try c.messageCount(q, cap: cap)
+                }
                 return (try rows.map { (row: MessageRow) throws(StoreError) -> MessageRecord in
                     try record(row, c, now: now, recipientsLimit: f.recipientsLimit, counts: f.recipientCounts)
                 }, next, total)

@@ -36,6 +36,13 @@ final class PageQueryTests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":2419201}"#).status, 200)
         let later = try client.get("/api/v1/messages/\(pathEncode(multicast))?recipient_counts=true")
         XCTAssertTrue(later.text.contains(#""recipient_counts":{"delivered":2,"expired":1,"failed":1}"#), later.text)
+        // Counted up to a cap: `total=N` chooses it; a first page that is the whole answer needs no count.
+        for i in 0..<3 { _ = try send(#"{"to":"a1","data":{"i":"\#(i)"}}"#) }
+        XCTAssertTrue(try client.get("/api/v1/messages?total=3&limit=1").text.hasSuffix(#""total":3,"total_capped":true}"#))
+        XCTAssertTrue(try client.get("/api/v1/messages?total=true&limit=2").text.hasSuffix(#""total":5,"total_capped":false}"#))
+        XCTAssertTrue(try client.get("/api/v1/messages?total=true&limit=10").text.hasSuffix(#""total":5,"total_capped":false}"#))
+        XCTAssertEqual(try client.get("/api/v1/messages?total=0").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/messages?total=100001").status, 400)
         // Without the flags the answer is as it always was.
         XCTAssertFalse(try client.get("/api/v1/messages").text.contains("total"))
         XCTAssertEqual(try client.get("/api/v1/messages?total=maybe").status, 400)

@@ -34,7 +34,7 @@ extension ControlAPI {
         let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
         let list = Render.list(page.items.map(Render.messageRecord), next: page.next)
         guard let total = page.total else { return ok(list) }
-        return ok(Render.withTotal(list, total: total, cap: MessageFilter.totalCap))
+        return ok(Render.withTotal(list, total: total, cap: f.totalCap ?? MessageFilter.defaultTotalCap))
     }
 
     /// `GET /api/v1/messages/{id}`, with `recipients=N` as on the list.
@@ -79,7 +79,13 @@ extension ControlAPI {
         if let t = q["text"] { f.text = try Self.words(t, "text") }
         if let a = q["app"] { f.app = a }
         f.recipientCounts = try Self.flag(q, "recipient_counts")
-        f.total = try Self.flag(q, "total")
+        // `total=true` counts up to the default cap; `total=N` up to N.
+        if let n = Int(q["total"] ?? "") {
+            guard (1...MessageFilter.maxTotalCap).contains(n) else { throw .badRequest("total must be true or 1 to \(MessageFilter.maxTotalCap)") }
+            f.totalCap = n
+        } else if try Self.flag(q, "total") {
+            f.totalCap = MessageFilter.defaultTotalCap
+        }
         // Each value of a `not_…` parameter (comma-separated; words and phrases for not_text)
         // excludes the records it alone would find.
         func each(_ name: String, _ set: (inout MessageFilter, String) throws(ControlError) -> Void) throws(ControlError) {
