@@ -135,6 +135,9 @@ extension Engine {
         }
     }
 
+    /// How far back `sendSeries` reaches, in seconds.
+    public static var seriesSeconds: Int { SecondRing.span }
+
     /// Sends and errors in `count` buckets of `bucket` seconds up to now (mock clock), from the
     /// last hour's per-second counts in memory (with the store's from before start): constant
     /// work in the number of messages stored. Returns the first bucket's start too (ms).

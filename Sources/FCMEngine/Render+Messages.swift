@@ -128,7 +128,7 @@ extension Render {
 extension Render {
     /// A list (`Render.list`) with `total` (how many match, at most `cap`) and `total_capped`
     /// (true when there are `cap` or more).
-    static func withTotal(_ list: String, total: Int, cap: Int) -> String {
+    public static func withTotal(_ list: String, total: Int, cap: Int) -> String {
         var w = JSONWriter()
         w.key("total"); w.value(Int64(total))
         w.key("total_capped"); w.value(total >= cap)

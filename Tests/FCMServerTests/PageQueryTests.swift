@@ -1,6 +1,7 @@
 import FCMCore
 import FCMTesting
 import Foundation
+import HTTPServer
 import XCTest
 
 /// The control API's queries for the web page a tester scans (issue 25): recipient counts and

@@ -61,7 +61,7 @@ extension ControlAPI {
     func statsSeries(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let window = try c.query.int("window") ?? 600
         let bucket = try c.query.int("bucket") ?? 10
-        guard (1...Int64(SecondRing.span)).contains(window) else { throw .badRequest("window must be 1 to \(SecondRing.span) seconds") }
+        guard (1...Int64(Engine.seriesSeconds)).contains(window) else { throw .badRequest("window must be 1 to \(Engine.seriesSeconds) seconds") }
         guard bucket >= 1, window % bucket == 0, window / bucket <= 600 else {
             throw .badRequest("bucket must divide window into at most 600 buckets")
         }
