@@ -36,7 +36,7 @@ function lex(text) {
     const quoted = m[3] !== undefined;
     let value = quoted ? m[3] : m[4];
     if (prefix && !(prefix in PREFIXES)) {
-      // An unknown prefix is a word like any other (`http://x` stays whole).
+      // An unknown prefix is a word like any other (a URL typed in the box stays whole).
       out.push({ neg: m[1] === "-", prefix: null, value: m[2] + ":" + value, quoted });
       continue;
     }
