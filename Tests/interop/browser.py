@@ -164,3 +164,13 @@ class Browser:
         with open(path, "wb") as f:
             f.write(base64.b64decode(shot["data"]))
         return path
+
+    def screenshot_if_failed(self, request):
+        """After a test (a fixture's teardown): when its call failed, the page as
+        .build/interop-screenshots/TEST.png, its path printed."""
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            try:
+                print("screenshot:", self.screenshot(request.node.name))
+            except Exception as e:  # the browser may be what failed
+                print(f"no screenshot ({e})")

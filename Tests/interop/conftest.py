@@ -159,11 +159,6 @@ def browser(request):
     b = Browser()
     try:
         yield b
-        report = getattr(request.node, "report_call", None)
-        if report is not None and report.failed:
-            try:
-                print("screenshot:", b.screenshot(request.node.name))
-            except Exception as e:  # the browser may be what failed
-                print(f"no screenshot ({e})")
+        b.screenshot_if_failed(request)
     finally:
         b.close()

@@ -34,12 +34,7 @@ def page():
 @pytest.fixture(autouse=True)
 def shot_on_failure(request, page):
     yield
-    report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
-        try:
-            print("screenshot:", page.screenshot(request.node.name))
-        except Exception as e:  # the browser may be what failed
-            print(f"no screenshot ({e})")
+    page.screenshot_if_failed(request)
 
 
 @pytest.fixture(scope="module")
