@@ -149,12 +149,15 @@ function messageQuery() {
 // decides otherwise: the list reloads soon).
 function unfiltered() { return !FILTERS.some(k => filters[k]); }
 let loading = 0;
+let loadingTimer = null;
 async function loadMessages(page) {
   const tbody = document.querySelector("#messages tbody");
   const q = messageQuery();
   const ticket = ++loading;
   const index = page === undefined ? 0 : page;
   if (index === 0) cursors = [null];
+  // This load answers for the filters as they are now: a load still waiting to start is moot.
+  cancelSoon("filter");
   setState("loading");
   let items = [], next = null, n = null, cap = false;
   try {
@@ -188,7 +191,13 @@ function setState(kind) {
   const box = document.getElementById("messages-state");
   const section = document.getElementById("messages-section");
   section.setAttribute("aria-busy", String(kind === "loading"));
-  if (kind === "loading") { if (!shown.size) { box.textContent = "Loading messages…"; box.className = "list-state loading"; } return; }
+  clearTimeout(loadingTimer);
+  if (kind === "loading") {
+    // Said only when the answer takes a while: a quick one does not flash the words.
+    const ticket = loading;
+    loadingTimer = setTimeout(() => { if (ticket === loading && !shown.size) { box.textContent = "Loading messages…"; box.className = "list-state loading"; } }, 250);
+    return;
+  }
   box.textContent = "";
   box.className = "list-state";
   if (kind === "fresh") {
@@ -353,6 +362,10 @@ function soon(name, fn) {
   pending.set(name, setTimeout(() => { pending.delete(name); fn(); }, 150));
 }
 fcm.soon = soon;
+function cancelSoon(name) {
+  clearTimeout(pending.get(name));
+  pending.delete(name);
+}
 
 // Filters live in the URL query, so a filtered list is a link and a reload keeps it.
 function readFilters() {
