@@ -167,7 +167,7 @@ extension Engine {
         let (device, index, platform) = try inboxIndex(of: token)
         let now = clock.nowMillis()
         do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([InboxEntry], Int64?) in
+            return try store.read { (c: StoreReader) throws(StoreError) -> ([InboxEntry], Int64?) in
                 var items: [InboxEntry] = []
                 var lastID: Int64 = 0
                 var next: Int64?
@@ -220,7 +220,7 @@ extension Engine {
         let now = clock.nowMillis()
         let entry: InboxEntry?
         do {
-            entry = try store.read { (c: SQLiteConnection) throws(StoreError) -> InboxEntry? in
+            entry = try store.read { (c: StoreReader) throws(StoreError) -> InboxEntry? in
                 // In memory (ids after the stored chunks, as of the lock above), else in the
                 // first chunk that ends at or after it.
                 let i = DeviceInbox.firstAfter(id - 1, in: index.recent)

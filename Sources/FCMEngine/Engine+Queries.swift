@@ -76,7 +76,7 @@ extension Engine {
         q.limit = limit + 1
         let now = clock.nowMillis()
         do {
-            return try store.read { (c: SQLiteConnection) throws(StoreError) -> ([MessageRecord], Int64?, Int?) in
+            return try store.read { (c: StoreReader) throws(StoreError) -> ([MessageRecord], Int64?, Int?) in
                 var rows = try c.messageRecords(q)
                 var next: Int64?
                 if rows.count > limit {
@@ -137,7 +137,7 @@ extension Engine {
         if let number = Int64(id), number > 0 {
             let found: MessageRecord?
             do {
-                found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
+                found = try store.read { (c: StoreReader) throws(StoreError) -> MessageRecord? in
                     try c.messageRecord(id: number).map { (r: MessageRow) throws(StoreError) -> MessageRecord in
                         try record(r, c, now: clock.nowMillis(), recipientsLimit: recipientsLimit, counts: counts)
                     }
@@ -152,7 +152,7 @@ extension Engine {
         let now = clock.nowMillis()
         let found: MessageRecord?
         do {
-            found = try store.read { (c: SQLiteConnection) throws(StoreError) -> MessageRecord? in
+            found = try store.read { (c: StoreReader) throws(StoreError) -> MessageRecord? in
                 // A recipient's id is a delivery row id; a record without recipients (400, 401)
                 // is found by its own id.
                 let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
@@ -166,7 +166,7 @@ extension Engine {
         return found
     }
 
-    private func record(_ m: MessageRow, _ c: SQLiteConnection, now: Int64, recipientsLimit: Int? = nil,
+    private func record(_ m: MessageRow, _ c: StoreReader, now: Int64, recipientsLimit: Int? = nil,
                         counts: Bool = false) throws(StoreError) -> MessageRecord {
         var recipients = try c.recipients(of: m, limit: recipientsLimit)
         // A held message past its TTL reads as expired before the sweep writes it so.

@@ -371,9 +371,9 @@ struct EngineState: Sendable {
     }
 
     static func load(from store: Store) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
-        try store.read { (c: SQLiteConnection) throws(StoreError) -> (EngineState, Int64) in
+        try store.read { (c: StoreReader) throws(StoreError) -> (EngineState, Int64) in
             var s = EngineState()
-            let load = StoreLoader(c)
+            let load = c.loader
             try load.projects { sender, keys, apps, createdAt, projectID in
                 if var p = Project.fromRow(sender: sender, keys: keys, apps: apps, createdAt: createdAt) {
                     if let projectID { p.projectID = projectID }

@@ -3,7 +3,7 @@
 public struct StoreLoader {
     let c: SQLiteConnection
 
-    public init(_ c: SQLiteConnection) { self.c = c }
+    init(_ c: SQLiteConnection) { self.c = c }
 
     /// Projects in creation order: sender id, server keys and apps as JSON, creation time, and
     /// the project id (nil in a store from before project ids).

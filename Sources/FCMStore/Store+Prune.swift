@@ -77,7 +77,7 @@ extension Store {
     /// added since the last call: ids only grow); the whole table at start and after a reset.
     public func refreshHistory() throws(StoreError) {
         let memory = path == ":memory:"
-        try read { (c: SQLiteConnection) throws(StoreError) in
+        try readSQL { (c: SQLiteConnection) throws(StoreError) in
             let (recount, mark) = history.state.withLock { ($0.recount, $0.watermark) }
             var n: Int64 = 0
             var top: Int64?
@@ -100,7 +100,7 @@ extension Store {
     /// `limit`, and no more whose recipients add up past `maxRows` (one at least), each marked
     /// held or not.
     public func oldestMessages(from start: Int64, limit: Int, maxRows: Int) throws(StoreError) -> [MessageSpan] {
-        try read { (c: SQLiteConnection) throws(StoreError) -> [MessageSpan] in
+        try readSQL { (c: SQLiteConnection) throws(StoreError) -> [MessageSpan] in
             let mark = history.state.withLock { $0.watermark }
             var spans: [MessageSpan] = []
             var rows = 0
@@ -128,7 +128,7 @@ extension Store {
 
     /// Whether each of `spans` is still held by a device; nil for one no longer stored.
     public func stillHeld(_ spans: [MessageSpan]) throws(StoreError) -> [Bool?] {
-        try read { (c: SQLiteConnection) throws(StoreError) -> [Bool?] in
+        try readSQL { (c: SQLiteConnection) throws(StoreError) -> [Bool?] in
             var out: [Bool?] = []
             out.reserveCapacity(spans.count)
             for s in spans {
@@ -264,7 +264,7 @@ extension Store {
     /// Deletes up to `rows` rows of a table a reset set aside, and drops the table once it is
     /// empty, in one write through the writer queue; false when no such table is left.
     public func emptyLeftovers(rows: Int) throws(StoreError) -> Bool {
-        let next = try read { (c: SQLiteConnection) throws(StoreError) -> String? in
+        let next = try readSQL { (c: SQLiteConnection) throws(StoreError) -> String? in
             if let known = history.state.withLock({ $0.leftovers }) { return known.first }
             let found = try Self.leftoverTables(c)
             history.state.withLock { $0.leftovers = found }

@@ -35,7 +35,7 @@ extension Store {
     /// `secondsSince`: the seconds counted from that time on (mock clock, milliseconds).
     public func sendCounts(upTo floor: Int64, secondsSince: Int64 = .max) throws(StoreError) -> SendCounts {
         if path == ":memory:" {
-            return try read { (c: SQLiteConnection) throws(StoreError) -> SendCounts in
+            return try readSQL { (c: SQLiteConnection) throws(StoreError) -> SendCounts in
                 try StoreLoader(c).sendCounts(upTo: floor, secondsSince: secondsSince)
             }
         }

@@ -129,8 +129,14 @@ public final class Store: @unchecked Sendable {
         spawnThread { [self] in runWriter() }
     }
 
-    /// Runs `body` with the connection, serialized with every other use.
-    public func read<T: Sendable>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    /// Runs `body` with a typed read view of the connection (rows in, no SQL), serialized with
+    /// every other use: what `body` reads is one consistent state.
+    public func read<T: Sendable>(_ body: (StoreReader) throws(StoreError) -> T) throws(StoreError) -> T {
+        try connectionLock.withLock { () throws(StoreError) -> T in try body(StoreReader(connection)) }
+    }
+
+    /// Runs `body` with the connection itself (the store's own code and its tests).
+    func readSQL<T: Sendable>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try connectionLock.withLock { () throws(StoreError) -> T in try body(connection) }
     }
 
@@ -354,7 +360,7 @@ public final class Store: @unchecked Sendable {
         queue.broadcast()
         writerDone.wait()
         checkpointer?.stop()
-        _ = try? read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        _ = try? readSQL { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 }
 

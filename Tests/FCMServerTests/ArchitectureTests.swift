@@ -77,6 +77,12 @@ final class ArchitectureTests: XCTestCase {
         for (name, deps) in g where deps.contains("FCMServer") {
             XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")
         }
+        // The engine reads typed rows (StoreReader), never the SQL connection.
+        let engine = Self.root.appendingPathComponent("Sources/FCMEngine")
+        for f in try FileManager.default.contentsOfDirectory(atPath: engine.path) where f.hasSuffix(".swift") {
+            let text = try String(contentsOf: engine.appendingPathComponent(f), encoding: .utf8)
+            XCTAssertFalse(text.contains("SQLiteConnection"), "FCMEngine/\(f) names SQLiteConnection")
+        }
         // Imports are internal unless marked public, in every Swift target.
         let text = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         for name in g.keys.sorted() where !name.hasPrefix("C") {

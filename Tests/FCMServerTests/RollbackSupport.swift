@@ -1,7 +1,7 @@
 import FCMCore
 @testable import FCMEngine
 import FCMServer
-import FCMStore
+@testable import FCMStore
 import FCMTesting
 import Foundation
 import HTTPServer
@@ -25,11 +25,11 @@ class RollbackTestCase: XCTestCase {
     /// Runs `sql` on the server's own store connection, between two commits (a test aid: the
     /// in-process equivalent of a disk that fills up or a file that turns read-only).
     func storeSQL(_ s: TestServer, _ sql: String) throws {
-        try s.app.engine.store.read { (c: SQLiteConnection) throws(StoreError) in try c.execute(sql) }
+        try s.app.engine.store.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.execute(sql) }
     }
 
     func storeScalar(_ s: TestServer, _ sql: String, _ args: [SQLValue] = []) throws -> Int64? {
-        try s.app.engine.store.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar(sql, args) }
+        try s.app.engine.store.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar(sql, args) }
     }
 
     /// Every write fails as on a read-only file (`SQLITE_READONLY`), or succeeds again.

@@ -1,4 +1,4 @@
-import FCMStore
+@testable import FCMStore
 import Foundation
 import XCTest
 
@@ -23,7 +23,7 @@ final class BufferedLogTests: XCTestCase {
     func testAFileStoreWritesThroughItAndMemoryDoesNot() throws {
         let file = try Store(path: dir + "/s.sqlite")
         XCTAssertTrue(file.bufferedLog)
-        XCTAssertEqual(try file.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA synchronous") }, 2,
+        XCTAssertEqual(try file.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA synchronous") }, 2,
                        "FULL, whose per-commit sync is where the frames are written")
         file.close()
         let memory = try Store(path: ":memory:")

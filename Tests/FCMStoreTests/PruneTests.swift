@@ -1,4 +1,4 @@
-import FCMStore
+@testable import FCMStore
 import Foundation
 import XCTest
 
@@ -32,11 +32,11 @@ final class PruneTests: XCTestCase {
     }
 
     private func count(_ s: Store, _ table: String) throws -> Int64 {
-        try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM \(table)") ?? -1 }
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM \(table)") ?? -1 }
     }
 
     private func leftovers(_ s: Store) throws -> [String] {
-        try s.read { (c: SQLiteConnection) throws(StoreError) -> [String] in
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) -> [String] in
             var names: [String] = []
             try c.query("SELECT name FROM sqlite_schema WHERE name GLOB 'gone_*' ORDER BY name") { (r: Statement) throws(StoreError) in
                 names.append(r.text(0) ?? "")
@@ -46,7 +46,7 @@ final class PruneTests: XCTestCase {
     }
 
     private func schema(_ s: Store) throws -> [String] {
-        try s.read { (c: SQLiteConnection) throws(StoreError) -> [String] in
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) -> [String] in
             var sql: [String] = []
             try c.query("""
                 SELECT sql FROM sqlite_schema WHERE tbl_name IN ('messages', 'deliveries') AND sql IS NOT NULL ORDER BY name
@@ -57,7 +57,7 @@ final class PruneTests: XCTestCase {
 
     /// Each index's table (name → table), for the indexes the schema's SQL made.
     private func indexTables(_ s: Store) throws -> [String: String] {
-        try s.read { (c: SQLiteConnection) throws(StoreError) -> [String: String] in
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) -> [String: String] in
             var out: [String: String] = [:]
             try c.query("SELECT name, tbl_name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL") { (r: Statement) throws(StoreError) in
                 out[r.text(0) ?? ""] = r.text(1) ?? ""

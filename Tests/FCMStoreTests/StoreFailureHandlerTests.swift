@@ -1,4 +1,4 @@
-import FCMStore
+@testable import FCMStore
 import Foundation
 import Synchronization
 import XCTest
@@ -21,7 +21,7 @@ final class StoreFailureHandlerTests: XCTestCase {
     }
 
     private func count(_ s: Store) throws -> Int64? {
-        try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }
     }
 
     /// What the handler saw, in order.
@@ -41,7 +41,7 @@ final class StoreFailureHandlerTests: XCTestCase {
         let after = Mutex<Store.Ticket?>(nil)
         s.onWriteFailure { error, failQueued in
             // The writer holds no lock here: the store can be read.
-            let rows = try? s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }
+            let rows = try? s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }
             // A ticket another thread queued since the failure (decided on the failed state)…
             let l = s.submit([{ c in try c.run("INSERT INTO t(n) VALUES (100)") }]) { e in
                 seen.withLock { $0.lateOutcome = e?.message ?? "committed" }
@@ -89,8 +89,8 @@ final class StoreFailureHandlerTests: XCTestCase {
     func testAFullStoreCallsTheHandlerAndIsFailingUntilAWriteSucceeds() throws {
         let s = try Store(path: dir + "/t.sqlite")
         try s.write([{ c in try c.execute("CREATE TABLE t(n INTEGER PRIMARY KEY, filler TEXT)") }])
-        let pages = try XCTUnwrap(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA page_count") })
-        try s.read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA max_page_count=\(pages + 4)") }
+        let pages = try XCTUnwrap(try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA page_count") })
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA max_page_count=\(pages + 4)") }
         let calls = Atomic<Int>(0)
         s.onWriteFailure { _, failQueued in
             calls.add(1, ordering: .relaxed)
@@ -110,7 +110,7 @@ final class StoreFailureHandlerTests: XCTestCase {
         XCTAssertEqual(calls.load(ordering: .relaxed), 1)
         XCTAssertEqual(s.failure?.code, 13)
         // Space comes back: the next write commits and ends the spell.
-        try s.read { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA max_page_count=100000") }
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA max_page_count=100000") }
         XCTAssertNoThrow(try s.write([{ c in try c.run("INSERT INTO t(n, filler) VALUES (1000, ?)", [.text(filler)]) }]))
         XCTAssertNil(s.failure)
         XCTAssertEqual(calls.load(ordering: .relaxed), 1)

@@ -1,4 +1,4 @@
-import FCMStore
+@testable import FCMStore
 import Foundation
 import XCTest
 
@@ -24,11 +24,11 @@ final class StoreTests: XCTestCase {
     func testWALAndSchemaVersion() throws {
         let s = try makeStore()
         XCTAssertEqual(s.journalMode, "wal")
-        XCTAssertEqual(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA user_version") }, Int64(Store.schemaVersion), "every migration ran")
+        XCTAssertEqual(try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("PRAGMA user_version") }, Int64(Store.schemaVersion), "every migration ran")
         s.close()
         // Reopening runs no migration twice.
         let again = try Store(path: dir + "/t.sqlite")
-        XCTAssertEqual(try again.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 0)
+        XCTAssertEqual(try again.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 0)
         again.close()
     }
 
@@ -47,7 +47,7 @@ final class StoreTests: XCTestCase {
             }.start()
         }
         XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
-        let rows: [[Int64]] = try s.read { (c: SQLiteConnection) throws(StoreError) -> [[Int64]] in
+        let rows: [[Int64]] = try s.readSQL { (c: SQLiteConnection) throws(StoreError) -> [[Int64]] in
             var out: [[Int64]] = Array(repeating: [], count: threads)
             try c.query("SELECT thread, seq FROM t ORDER BY id") { (r: Statement) throws(StoreError) in out[Int(r.int(0))].append(r.int(1)) }
             return out
@@ -75,10 +75,10 @@ final class StoreTests: XCTestCase {
         XCTAssertThrowsError(try s.wait(for: good2)) { e in
             XCTAssertEqual((e as? StoreError)?.message.contains("no such table: nowhere"), true, "\(e)")
         }
-        XCTAssertEqual(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 1)
+        XCTAssertEqual(try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 1)
         // Later tickets are another matter: they commit.
         XCTAssertNoThrow(try s.write([{ c in try c.run("INSERT INTO t(thread, seq) VALUES (3, 3)") }]))
-        XCTAssertEqual(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 2)
+        XCTAssertEqual(try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 2)
         s.close()
     }
 
@@ -89,7 +89,7 @@ final class StoreTests: XCTestCase {
         XCTAssertNoThrow(try s.wait(for: queued))
         XCTAssertThrowsError(try s.write([{ c in try c.run("INSERT INTO t(thread, seq) VALUES (1, 1)") }]))
         let reopened = try Store(path: dir + "/t.sqlite")
-        XCTAssertEqual(try reopened.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 1)
+        XCTAssertEqual(try reopened.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT count(*) FROM t") }, 1)
         // The checkpoint at close left the log empty.
         let wal = (try? FileManager.default.attributesOfItem(atPath: dir + "/t.sqlite-wal")[.size] as? Int) ?? 0
         XCTAssertEqual(wal, 0)
@@ -101,8 +101,8 @@ final class StoreTests: XCTestCase {
         try s.write([{ c in
             for i in 0..<100 { try c.run("INSERT INTO t(thread, seq) VALUES (?, ?)", [.int(0), .int(Int64(i))]) }
         }])
-        XCTAssertEqual(try s.read { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT sum(seq) FROM t") }, 4950)
-        let text = try s.read { (c: SQLiteConnection) throws(StoreError) -> String? in
+        XCTAssertEqual(try s.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.scalar("SELECT sum(seq) FROM t") }, 4950)
+        let text = try s.readSQL { (c: SQLiteConnection) throws(StoreError) -> String? in
             try c.run("CREATE TABLE u(v TEXT)")
             try c.run("INSERT INTO u VALUES (?)", [.text("ünïcode ✓ with \u{0} inside")])
             try c.run("INSERT INTO u VALUES (?)", [.text("")])
