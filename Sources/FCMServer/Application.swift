@@ -31,6 +31,8 @@ public final class Application: Sendable {
     private let storeLock: Locked<Int32?>
     /// Keeps the store within `--max-messages` and `--max-age`, and counts it for health.
     let pruner: Pruner
+    /// Set once every listener is up; `GET /readyz` answers 503 before.
+    let readiness: Readiness
 
     /// The bound HTTP port (the real one when 0 was asked for).
     public var httpPort: Int { http.port }
@@ -43,6 +45,8 @@ public final class Application: Sendable {
     public init(_ c: Configuration, log: Log = Log()) throws(ConfigurationError) {
         self.configuration = c
         self.log = log
+        let readiness = Readiness()
+        self.readiness = readiness
         if c.dbPath != ":memory:" && c.dbPath == Configuration().dbPath {
             // The default path lives in ./data/, created on first use; a path the user names must
             // already have its folder.
@@ -133,6 +137,7 @@ public final class Application: Sendable {
             }
             self.xmpp = xmpp
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
+                              readiness: readiness,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
             let accessLog: (@Sendable (HTTPAccess) -> Void)?
@@ -192,6 +197,7 @@ public final class Application: Sendable {
             throw ConfigurationError(error.description)
         }
         xmpp.start()
+        readiness.markListenersUp()
         engine.startExpirySweeper()
         pruner.start()
         // The counters' count of what the store held, so the page's first screen does not wait.

@@ -9,6 +9,7 @@ public struct HTTPApp: Sendable {
 
     /// The application over `engine`.
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
+                readiness: Readiness = Readiness(ready: true),
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
         router = Self.router(send: FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes),
@@ -16,7 +17,8 @@ public struct HTTPApp: Sendable {
                              page: WebPageRoute(controlToken: controlToken),
                              iid: IIDRoutes(engine: engine),
                              control: ControlAPI(engine: engine, controlToken: controlToken,
-                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, tlsCA: tlsCA),
+                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, tlsCA: tlsCA,
+                                                 readiness: readiness),
                              token: TokenRoute(engine: engine))
     }
 

@@ -41,6 +41,8 @@ extension HTTPApp {
         ]
         let controlAPI: [(String, String, ControlAPI.Handler)] = [
             ("GET",    "/api/v1/health",                           control.health),
+            ("GET",    "/readyz",                                  control.readyz),
+            ("GET",    "/livez",                                   control.livez),
             ("GET",    "/api/v1/tls/ca.pem",                       control.tlsCAFile),
             ("POST",   "/api/v1/reset",                            control.reset),
             ("GET",    "/api/v1/clock",                            control.clock),

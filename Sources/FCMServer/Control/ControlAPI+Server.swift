@@ -27,6 +27,36 @@ extension ControlAPI {
         return ok(w.string, status: failure == nil ? 200 : 503)
     }
 
+    /// `GET /readyz` (open even with a control token): 200 `{"status":"ready"}` once every
+    /// listener is up and the store can write; 503 `{"status":"starting"|"failing","reason":…}`
+    /// before, and while the store is failing. What a container's health check and an
+    /// orchestrator's readiness probe ask; it reads nothing from the store.
+    func readyz(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        var w = JSONWriter()
+        w.beginObject()
+        let ready: Bool
+        if !readiness.areListenersUp {
+            ready = false
+            w.key("status"); w.value("starting")
+            w.key("reason"); w.value("the listeners are not all up yet")
+        } else if let failure = engine.store.failure {
+            ready = false
+            w.key("status"); w.value("failing")
+            w.key("reason"); w.value("store failing: \(failure.reason)")
+        } else {
+            ready = true
+            w.key("status"); w.value("ready")
+        }
+        w.endObject()
+        return ok(w.string, status: ready ? 200 : 503)
+    }
+
+    /// `GET /livez` (open even with a control token): 200 `{"status":"alive"}` while the process
+    /// answers at all, store failing or not (restarting would not mend a full disk).
+    func livez(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(#"{"status":"alive"}"#)
+    }
+
     /// `GET /api/v1/tls/ca.pem`: the local CA of `--https-port`, for clients to trust.
     func tlsCAFile(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         guard let tlsCA else { throw .notFound("no local CA: the server runs without --https-port, or with --tls-cert") }

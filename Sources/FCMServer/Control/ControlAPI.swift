@@ -18,18 +18,20 @@ struct ControlAPI: Sendable {
     let xmppDrain: @Sendable (String?) -> [String]
     /// The local CA's certificate file of `--https-port` (nil: none, or `--tls-cert` given).
     var tlsCA: String?
+    /// Whether every listener is up, for `GET /readyz`.
+    var readiness = Readiness(ready: true)
 
     /// What answers one control call: the answer, or nil when `call.responder` will be answered
     /// later (long polls).
     typealias Handler = @Sendable (ControlCall) throws(ControlError) -> HTTPResponse?
 
     /// Runs `handler` behind the checks every `/api/v1/` path makes, in order: the body's size
-    /// (413), the control token (401; `/api/v1/health` is open), the query string's and then
+    /// (413), the control token (401; `/api/v1/health`, `/readyz` and `/livez` are open), the query string's and then
     /// the path's percent-encoding (400). Failures are `{"error":{"code":…,"message":…}}`.
     func run(_ handler: Handler, _ r: HTTPRequest, _ params: PathParams, _ responder: HTTPResponder) {
         do throws(ControlError) {
             if r.bodyTooLarge { throw .payloadTooLarge("request body is too large") }
-            if let controlToken, r.path != "/api/v1/health", !Self.authorized(r, controlToken) {
+            if let controlToken, !Self.openPaths.contains(r.path), !Self.authorized(r, controlToken) {
                 throw .unauthorized("this server needs Authorization: Bearer <control token>")
             }
             let query = try Query(r.rawQuery)
@@ -39,6 +41,9 @@ struct ControlAPI: Sendable {
             responder.send(Self.errorResponse(error))
         }
     }
+
+    /// The calls that need no control token: what orchestrators and health checks ask.
+    static let openPaths: Set<String> = ["/api/v1/health", "/readyz", "/livez"]
 
     /// Any other `/api/v1/` path or method.
     func noSuchCall(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
