@@ -100,8 +100,8 @@ uninstall:
 
 # Every test: Swift unit and end-to-end tests, the Docker checks, `make install`, then the
 # interop suite with real third-party clients (pyfcm, slixmpp) and the web page in headless
-# Chromium. Tests/summarize.sh prints a line per suite, failures in full and the runners' closing
-# lines, and keeps every line (one per test) in .build/test-logs/STEP.log; pytest runs with -v
+# Chromium, then the Python client and pytest plugin (clients/python). Tests/summarize.sh prints
+# a line per suite, failures in full and the runners' closing lines, and keeps every line (one per test) in .build/test-logs/STEP.log; pytest runs with -v
 # (-vv against run.sh's -q) so that log has a line per test too.
 test: test-deps
 	bash Tests/summarize.sh build $(SWIFT) build --build-tests
@@ -110,6 +110,7 @@ test: test-deps
 	bash Tests/install/run.sh $(BIN_DEBUG)
 	bash Tests/summarize.sh swift-test $(SWIFT) test --skip-build --disable-swift-testing
 	PYTEST_ADDOPTS=-vv bash Tests/summarize.sh interop bash Tests/interop/run.sh $(BIN_DEBUG)
+	PYTEST_ADDOPTS=-vv bash Tests/summarize.sh client bash clients/python/run-tests.sh $(BIN_DEBUG)
 
 unit-test: deps
 	$(SWIFT) test --disable-swift-testing

@@ -1,0 +1,20 @@
+"""fcm-mock from Python: start or connect to the mock, set up devices and faults, send through
+firebase-admin, and assert on what devices received, waiting with the server's long polls.
+
+    from fcm_mock import FcmMock
+
+    with FcmMock.start() as mock:
+        app = mock.firebase_app()
+        ...
+        mock.assert_delivered("demo-android-1", where={"score": "3x1"})
+
+The pytest plugin (loaded on install) gives the fixtures `fcm_mock` (reset before each test)
+and `fcm_mock_server` (one server for the session).
+"""
+
+from ._client import FcmMock, find_binary
+from ._records import Device, Fault, Message
+from .errors import ControlAPIError, FcmMockError
+
+__all__ = ["FcmMock", "find_binary", "Device", "Fault", "Message", "ControlAPIError", "FcmMockError"]
+__version__ = "0.1.0"

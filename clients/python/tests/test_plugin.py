@@ -1,0 +1,102 @@
+"""The pytest plugin, run in pytest's own subprocesses (pytester) as a user's suite would be."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fcm_mock import FcmMock
+
+pytest_plugins = ["pytester"]
+
+SEND = '''
+import requests
+
+def send(mock, token, data):
+    r = requests.post(mock.base_url + "/fcm/send", json={"to": token, "data": data}, timeout=10,
+                      headers={"Authorization": "key=AAAAfcmmock:demo-server-key"})
+    assert r.status_code == 200, r.text
+'''
+
+
+def test_one_server_per_session_reset_before_each_test(pytester):
+    pytester.makepyfile(SEND + '''
+seen = []
+
+def test_first(fcm_mock, fcm_mock_server):
+    assert fcm_mock is fcm_mock_server
+    seen.append(fcm_mock.base_url)
+    send(fcm_mock, "demo-android-1", {"n": "1"})
+    fcm_mock.create_device(token="made-in-first")
+    assert len(fcm_mock.wait_for_messages("demo-android-1")) == 1
+
+def test_second_starts_clean(fcm_mock):
+    seen.append(fcm_mock.base_url)
+    assert seen[0] == seen[1]
+    fcm_mock.assert_no_messages("demo-android-1", within=0.1)
+    assert "made-in-first" not in [d.token for d in fcm_mock.devices]
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_failing_assertion_prints_the_devices_last_messages(pytester):
+    pytester.makepyfile(SEND + '''
+def test_expects_the_wrong_thing(fcm_mock):
+    send(fcm_mock, "demo-android-2", {"greeting": "hello"})
+    fcm_mock.assert_delivered("demo-android-2", where={"greeting": "bye"}, timeout=0.2)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*AssertionError: no message matching {'greeting': 'bye'} delivered to device demo-android-2 within 0.2 s",
+        "*newest messages of device demo-android-2 (newest first):",
+        "*delivered http 0:* data={'greeting': 'hello'}",
+    ])
+
+
+def test_fixtures_option(pytester, tmp_path):
+    fixture = tmp_path / "shop.json"
+    fixture.write_text(json.dumps({
+        "projects": [{"sender_id": "555", "project_id": "shop", "server_keys": ["shop-key"],
+                      "apps": [{"app": "com.shop", "platform": "android"}]}],
+        "devices": [{"token": "shop-phone", "sender_id": "555", "app": "com.shop", "platform": "android"}],
+    }))
+    pytester.makepyfile('''
+def test_fixture_loaded(fcm_mock):
+    assert [d.token for d in fcm_mock.devices] == ["shop-phone"]
+    assert fcm_mock.create_device().sender_id == "555"
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fcm-mock-fixtures", str(fixture))
+    result.assert_outcomes(passed=1)
+
+
+def test_url_option_uses_a_running_server(pytester):
+    with FcmMock.start() as outside:
+        outside.create_device(token="made-outside")
+        pytester.makepyfile(f'''
+def test_same_server(fcm_mock):
+    assert fcm_mock.base_url == "{outside.base_url}"
+    assert fcm_mock.process is None
+    # reset before the test: the fixtures' devices only
+    assert "made-outside" not in [d.token for d in fcm_mock.devices]
+''')
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fcm-mock-url", outside.base_url)
+        result.assert_outcomes(passed=1)
+        assert outside.process.poll() is None, "the plugin stopped a server it did not start"
+
+
+def test_bin_option(pytester, tmp_path):
+    pytester.makepyfile('''
+def test_never_runs(fcm_mock):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fcm-mock-bin", str(tmp_path / "missing"))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*FcmMockError: no fcm-mock executable at */missing*"])
+
+
+def test_help_lists_the_options(pytester):
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(["*--fcm-mock-bin=PATH*", "*--fcm-mock-url=URL*", "*--fcm-mock-fixtures=FILE_OR_DIR*"])
