@@ -94,6 +94,16 @@ public enum CLI {
         let client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
         switch command {
         case "health":
+            // Readiness first (every listener up, the store writing): what the image's
+            // HEALTHCHECK runs, so a server still starting is not yet healthy.
+            guard let ready = client.request("GET", "/readyz") else {
+                print("unhealthy: no healthy answer from \(server)")
+                return 1
+            }
+            if ready.status == 503, let reason = ready.object?["reason"]?.stringValue {
+                print("unhealthy: fcm-mock at \(server): \(reason)")
+                return 1
+            }
             let answer = client.request("GET", "/api/v1/health")
             guard let r = answer, r.status == 200, let o = r.object, o["status"]?.stringValue == "ok" else {
                 // A server that answers 503 because it cannot write says why (`failing: <reason>`).

@@ -35,9 +35,14 @@ final class ReadinessTests: XCTestCase {
         XCTAssertEqual(starting.status, 503)
         XCTAssertEqual(starting.text, #"{"status":"starting","reason":"the listeners are not all up yet"}"#)
         XCTAssertEqual(try c.request("GET", "/livez").status, 200)
+        // The image's HEALTHCHECK, `fcm-mock health`, asks /readyz: not healthy yet.
+        let cli = try runBinary(["health", "--server", "http://127.0.0.1:\(app.httpPort)"])
+        XCTAssertEqual(cli.status, 1, cli.stdout)
+        XCTAssertEqual(cli.stdout, "unhealthy: fcm-mock at http://127.0.0.1:\(app.httpPort): the listeners are not all up yet\n")
         app.xmpp.start()
         app.readiness.markListenersUp()
         XCTAssertEqual(try c.request("GET", "/readyz").status, 200)
+        XCTAssertEqual(try runBinary(["health", "--server", "http://127.0.0.1:\(app.httpPort)"]).status, 0)
     }
 
     /// Probes carry no credentials: both stay open with a control token, as health does.
