@@ -28,7 +28,7 @@ INSTALL_BIN = $(BIN_RELEASE)
 # Symbols are kept: a crash backtrace then names the functions. `make install-strip` drops them.
 INSTALL_STRIP =
 
-.PHONY: deps test-deps build release run install install-strip uninstall test unit-test interop \
+.PHONY: deps test-deps build release run install install-strip uninstall test unit-test interop docker-test \
         bench soak bench-bounded clean format
 
 # Another apt-get running (an unattended upgrade, a second checkout's make) is waited for, not an error.
@@ -100,9 +100,10 @@ uninstall:
 
 # Every test: Swift unit and end-to-end tests, the Docker checks, `make install`, then the
 # interop suite with real third-party clients (pyfcm, slixmpp) and the web page in headless
-# Chromium, then the Python client and pytest plugin (clients/python). Tests/summarize.sh prints
-# a line per suite, failures in full and the runners' closing lines, and keeps every line (one per test) in .build/test-logs/STEP.log; pytest runs with -v
-# (-vv against run.sh's -q) so that log has a line per test too.
+# Chromium, then the Python client and pytest plugin (clients/python), then the image with
+# podman (docker-test). Tests/summarize.sh prints a line per suite, failures in full and the
+# runners' closing lines, and keeps every line (one per test) in .build/test-logs/STEP.log;
+# pytest runs with -v (-vv against the scripts' -q) so that log has a line per test too.
 test: test-deps
 	bash Tests/summarize.sh build $(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
@@ -111,6 +112,13 @@ test: test-deps
 	bash Tests/summarize.sh swift-test $(SWIFT) test --skip-build --disable-swift-testing
 	PYTEST_ADDOPTS=-vv bash Tests/summarize.sh interop bash Tests/interop/run.sh $(BIN_DEBUG)
 	PYTEST_ADDOPTS=-vv bash Tests/summarize.sh client bash clients/python/run-tests.sh $(BIN_DEBUG)
+	$(MAKE) --no-print-directory docker-test
+
+# The image built from docker/Dockerfile with podman and run for real: health, sends with curl and
+# the Python client, uid, SIGTERM, a restart on the same volume, testcontainers (installs podman,
+# runc and debootstrap when missing; the base image is made once and kept).
+docker-test: release
+	bash docker/podman-test.sh $(BIN_RELEASE)
 
 unit-test: deps
 	$(SWIFT) test --disable-swift-testing

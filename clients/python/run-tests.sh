@@ -2,6 +2,7 @@
 # The Python client's own tests, and the sample project in examples/, against the built binary:
 #
 #   bash clients/python/run-tests.sh [PATH_TO_FCM_MOCK]
+#   bash clients/python/run-tests.sh --setup      # only the environment (docker/podman-test.sh)
 #
 # Installs the package the way users do (`pip install ./clients/python`, not editable) into a
 # virtual environment at .build/client-venv, beside the pinned test packages of
@@ -12,9 +13,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root"
 
+setup_only=
+[ "${1:-}" != --setup ] || { setup_only=1; shift; }
 bin="${1:-${FCM_MOCK_BIN:-.build/debug/fcm-mock}}"
 case "$bin" in /*) ;; *) bin="$root/$bin" ;; esac
-[ -x "$bin" ] || { echo "client-tests: no fcm-mock binary at $bin (swift build first)" >&2; exit 2; }
+[ -n "$setup_only" ] || [ -x "$bin" ] || { echo "client-tests: no fcm-mock binary at $bin (swift build first)" >&2; exit 2; }
 
 venv="$root/.build/client-venv"
 req="$here/requirements-test.txt"
@@ -22,8 +25,8 @@ stamp="$venv/.requirements"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 pip_flags=(--quiet --disable-pip-version-check --no-input)
-if ! { [ -x "$venv/bin/python" ] && cmp -s "$req" "$stamp" && "$venv/bin/python" -c 'import pytest, firebase_admin, mypy' 2>/dev/null; }; then
-  echo "client-tests: installing PyPI packages (pytest, firebase-admin and what they need) into .build/client-venv (once; again only when ${req#"$root"/} changes)"
+if ! { [ -x "$venv/bin/python" ] && cmp -s "$req" "$stamp" && "$venv/bin/python" -c 'import pytest, firebase_admin, mypy, testcontainers' 2>/dev/null; }; then
+  echo "client-tests: installing PyPI packages (pytest, mypy, firebase-admin, testcontainers and what they need) into .build/client-venv (once; again only when ${req#"$root"/} changes)"
   rm -rf "$venv"
   mkdir -p "$root/.build"
   if ! { python3 -m venv "$venv" && "$venv/bin/python" -m pip install "${pip_flags[@]}" -r "$req"; } >"$log" 2>&1; then
@@ -33,13 +36,19 @@ if ! { [ -x "$venv/bin/python" ] && cmp -s "$req" "$stamp" && "$venv/bin/python"
   fi
   cp "$req" "$stamp"
 fi
-# What users run. --no-deps: requests is pinned above; --force-reinstall: the same version
-# number with changed code is installed again.
-if ! "$venv/bin/python" -m pip install "${pip_flags[@]}" --no-deps --force-reinstall "$here" >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "client-tests: pip install ./clients/python failed" >&2
-  exit 1
+# What users run, again whenever the package's files changed. --no-deps: requests is pinned
+# above; --force-reinstall: the same version number with changed code is installed again.
+package_stamp=$(cd "$here" && find pyproject.toml README.md src -type f ! -path '*.egg-info*' -print0 \
+                | sort -z | xargs -0 sha256sum | sha256sum)
+if [ "$package_stamp" != "$(cat "$venv/.package" 2>/dev/null)" ]; then
+  if ! "$venv/bin/python" -m pip install "${pip_flags[@]}" --no-deps --force-reinstall "$here" >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "client-tests: pip install ./clients/python failed" >&2
+    exit 1
+  fi
+  echo "$package_stamp" >"$venv/.package"
 fi
+[ -z "$setup_only" ] || exit 0
 
 export FCM_MOCK_BIN="$bin"
 export PYTHONDONTWRITEBYTECODE=1
