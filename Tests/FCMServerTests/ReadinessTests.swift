@@ -1,9 +1,11 @@
 import FCMCore
 @testable import FCMServer
 import FCMTesting
+import HTTPServer
 import Foundation
 import Platform
 import XCTest
+import XMPPServer
 
 /// `GET /readyz` and `GET /livez` through the real server: what container health checks and
 /// orchestrators' probes ask (docs/control-api.md).
