@@ -31,6 +31,9 @@ final class DocumentedFlagsTests: XCTestCase {
         "--static-swift-stdlib": ["Swift", "release"], "--reset-load": ["soak"], "--memory": ["bench/bounded.py"],
         "--map-root-user": ["unshare"], "--net": ["unshare"], "--mount": ["unshare"], "--bind": ["mount"],
         "--dns-result-order": ["Node"],
+        "--fcm-mock-bin": ["pytest"], "--fcm-mock-url": ["pytest"], "--fcm-mock-fixtures": ["pytest"],
+        "--fcm-mock-https": ["pytest"], "--strict": ["mypy"], "--variant": ["debootstrap"],
+        "--build-arg": ["podman", "docker"], "--build-context": ["podman", "docker"],
     ]
 
     func testTheTablesAreRead() {
