@@ -1,3 +1,5 @@
+// Long because: the loop, its inbox of messages from other threads, its time-outs (idle, slow
+// heads, lingering close) and the off-loop workers for large bodies share one thread's state.
 import CLinuxEvents
 import Platform
 import Synchronization
