@@ -14,11 +14,46 @@
 /// prefixes, longest first. An entry counts only when its method is the request's or `*`: with
 /// another method, the path falls through to the next pattern that matches, in the end to its
 /// surface's prefix, whose handler answers in that surface's format.
+///
+/// The matching itself is `RouteTable`, which is not generic: it answers an index into the
+/// table. `Router` only maps that index to its handler, inline in the caller, so a route table in
+/// another module costs no generic metadata look-ups per request.
 public struct Router<Handler: Sendable>: Sendable {
+    @usableFromInline let table: RouteTable
+    @usableFromInline let handlers: [Handler]
+    @usableFromInline let otherwise: Handler
+
+    /// A router over `table`: (method or `*`, pattern, handler); `otherwise` answers what nothing
+    /// matches. A malformed pattern, or a method and pattern given twice, stops the program (the
+    /// table is written by hand).
+    public init(_ table: [(String, String, Handler)], otherwise: Handler) {
+        self.table = RouteTable(table.map { ($0.0, $0.1) })
+        self.handlers = table.map(\.2)
+        self.otherwise = otherwise
+    }
+
+    /// The handler for `method` and `path`, with the segments its pattern names.
+    @inlinable
+    public func match(_ method: String, _ path: String) -> (handler: Handler, params: PathParams) {
+        let (index, params) = table.match(method, path)
+        return (index.map { handlers[$0] } ?? otherwise, params)
+    }
+
+    /// See `RouteTable.segments`.
+    static func segments(_ path: String) -> [Substring] { RouteTable.segments(path) }
+
+    /// See `RouteTable.firstSegment`.
+    static func firstSegment(_ path: Substring) -> Substring { RouteTable.firstSegment(path) }
+}
+
+/// The route table's matcher (see `Router`): which entry of the table a method and path match.
+@usableFromInline
+struct RouteTable: Sendable {
     struct Entry: Sendable {
         let method: String
         let pattern: RoutePattern
-        let handler: Handler
+        /// The entry's place in the table it was made from.
+        let index: Int
     }
 
     /// Literal paths as UTF-8 and their entries. Found by a scan that compares a path only with
@@ -29,17 +64,13 @@ public struct Router<Handler: Sendable>: Sendable {
     /// API's before the v1 send's. Every pattern begins with a literal segment (checked).
     private var patterned: [(head: [UInt8], entries: [Entry])] = []
     private var prefixed: [Entry] = []
-    private let otherwise: Handler
 
-    /// A router over `table`: (method or `*`, pattern, handler); `otherwise` answers what nothing
-    /// matches. A malformed pattern, or a method and pattern given twice, stops the program (the
-    /// table is written by hand).
-    public init(_ table: [(String, String, Handler)], otherwise: Handler) {
-        self.otherwise = otherwise
+    /// A table of (method or `*`, pattern).
+    init(_ table: [(String, String)]) {
         var seen = Set<String>()
-        for (method, text, handler) in table {
+        for (index, (method, text)) in table.enumerated() {
             precondition(seen.insert(method + " " + text).inserted, "route given twice: \(method) \(text)")
-            let e = Entry(method: method, pattern: RoutePattern(text), handler: handler)
+            let e = Entry(method: method, pattern: RoutePattern(text), index: index)
             switch e.pattern.kind {
             case .literal:
                 let bytes = Array(text.utf8)
@@ -65,8 +96,10 @@ public struct Router<Handler: Sendable>: Sendable {
         }.map(\.element)
     }
 
-    /// The handler for `method` and `path`, with the segments its pattern names.
-    public func match(_ method: String, _ path: String) -> (handler: Handler, params: PathParams) {
+    /// The index of the entry `method` and `path` match (nil: none), with the segments its
+    /// pattern names.
+    @usableFromInline
+    func match(_ method: String, _ path: String) -> (index: Int?, params: PathParams) {
         var text = path
         // On the path's contiguous UTF-8: which literal path it is, and which first segment's
         // patterns it may match.
@@ -77,7 +110,7 @@ public struct Router<Handler: Sendable>: Sendable {
             return (literal, patterned.firstIndex { $0.head.count == first.count && Self.equal($0.head, first) })
         }
         if let literal {
-            for e in exact[literal].entries where e.accepts(method) { return (e.handler, .none) }
+            for e in exact[literal].entries where e.accepts(method) { return (e.index, .none) }
         }
         // Split once, and only when some pattern could match.
         var segments: [Substring]?
@@ -86,23 +119,23 @@ public struct Router<Handler: Sendable>: Sendable {
                 // One parameter between literal text (`/v1/projects/{project}/messages:send`):
                 // matched on the bytes, without cutting the path into segments.
                 if let value = e.pattern.captureBetween(path, tail: tail) {
-                    return (e.handler, PathParams(names: e.pattern.names, values: [value]))
+                    return (e.index, PathParams(names: e.pattern.names, values: [value]))
                 }
                 continue
             }
             if segments == nil { segments = Self.segments(path) }
             if let values = e.pattern.capture(segments!) {
-                return (e.handler, PathParams(names: e.pattern.names, values: values))
+                return (e.index, PathParams(names: e.pattern.names, values: values))
             }
         }
         for e in prefixed where e.accepts(method) && Self.hasPrefix(path, e.pattern.literalPrefix) {
-            return (e.handler, .none)
+            return (e.index, .none)
         }
-        return (otherwise, .none)
+        return (nil, .none)
     }
 }
 
-extension Router {
+extension RouteTable {
     /// Whether `bytes` are `expected`'s (the caller compared the counts).
     static func equal(_ expected: [UInt8], _ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         expected.withUnsafeBytes { $0.elementsEqual(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes))) }
@@ -151,11 +184,11 @@ extension Router {
     }
 }
 
-extension Router.Entry {
+extension RouteTable.Entry {
     func accepts(_ m: String) -> Bool { method == "*" || method == m }
 }
 
-/// One compiled path pattern (see `Router`).
+/// One compiled path pattern (see `Router` and `RouteTable`).
 struct RoutePattern: Sendable {
     enum Kind: Sendable { case literal, segments, prefix }
 
