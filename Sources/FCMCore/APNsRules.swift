@@ -1,0 +1,234 @@
+// The rules of an APNs send request (docs/spec/apns.md section 2) with no I/O: the headers, the
+// device token in the path, the payload. The route applies them in the contract's order (path,
+// method, authentication, headers, device token, topic against key and device, body, size),
+// each refusal an `APNsError`.
+
+/// `apns-push-type`, with the topic suffix each one requires.
+public enum APNsPushType: String, Sendable, CaseIterable {
+    case alert, background, location, voip, complication, fileprovider, mdm, liveactivity, pushtotalk, widgets, controls
+
+    /// What the topic must end with after the bundle id (empty: the bare bundle id).
+    public var topicSuffix: String {
+        switch self {
+        case .alert, .background, .mdm: return ""
+        case .voip: return ".voip"
+        case .complication: return ".complication"
+        case .fileprovider: return ".pushkit.fileprovider"
+        case .location: return ".location-query"
+        case .liveactivity: return ".push-type.liveactivity"
+        case .pushtotalk: return ".voip-ptt"
+        case .widgets: return ".push-type.widgets"
+        case .controls: return ".push-type.controls"
+        }
+    }
+
+    /// Largest payload in bytes: 5,120 for VoIP, 4,096 for every other type.
+    public var maxPayloadBytes: Int { self == .voip ? 5120 : 4096 }
+
+    /// Every suffix some push type requires, longest first (so `.voip-ptt` is not read as `.voip`).
+    static let suffixes: [String] = Set(allCases.map(\.topicSuffix)).filter { !$0.isEmpty }.sorted { $0.count > $1.count }
+}
+
+/// A send's headers once they passed every rule, with Apple's defaults filled in.
+public struct APNsHeaders: Sendable, Equatable {
+    public var pushType: APNsPushType
+    /// The sender's `apns-id`, as sent (nil: the answer's id is generated).
+    public var apnsID: String?
+    /// UNIX seconds; 0 = deliver now or never; nil = not given.
+    public var expiration: Int64?
+    public var priority: Int
+    /// `apns-topic` as sent (nil: not given, allowed with certificate auth only).
+    public var topic: String?
+    /// The topic without its push type's suffix: the app's bundle id.
+    public var bundleID: String?
+    public var collapseID: String?
+
+    /// Most bytes an `apns-collapse-id` may have.
+    public static let maxCollapseIDBytes = 64
+
+    /// The headers a send reads, in the order their rules run.
+    static let names = ["apns-push-type", "apns-id", "apns-expiration", "apns-priority", "apns-topic", "apns-collapse-id"]
+
+    /// Checks `headers` in the contract's order: `apns-push-type`, `apns-id`, `apns-expiration`,
+    /// `apns-priority`, `apns-topic` (required when `topicRequired`, as with token auth),
+    /// `apns-collapse-id`, then any of those or `authorization` sent twice. Without a push type,
+    /// `alert` when the payload has `aps.alert`, else `background` (read from `body`).
+    public static func parse(_ headers: [(name: String, value: String)], body: [UInt8], topicRequired: Bool) throws(APNsError) -> APNsHeaders {
+        var values = [String?](repeating: nil, count: names.count)
+        var duplicate: String?
+        var authorizations = 0
+        for h in headers {
+            let name = h.name.lowercased()
+            if name == "authorization" {
+                authorizations += 1
+                if authorizations > 1, duplicate == nil { duplicate = name }
+                continue
+            }
+            guard let i = names.firstIndex(of: name) else { continue }
+            if values[i] == nil { values[i] = h.value } else if duplicate == nil { duplicate = name }
+        }
+        let pushType: APNsPushType
+        if let given = values[0] {
+            guard let t = APNsPushType(rawValue: given) else {
+                throw APNsError(.invalidPushType, "apns-push-type \(quoted(given)) is none of Apple's push types")
+            }
+            pushType = t
+        } else {
+            pushType = hasAlert(body) ? .alert : .background
+        }
+        if let id = values[1], !isCanonicalUUID(id) {
+            throw APNsError(.badMessageId, "apns-id \(quoted(id)) is not a UUID of the form 8-4-4-4-12")
+        }
+        var expiration: Int64?
+        if let e = values[2] {
+            guard !e.isEmpty, e.utf8.count <= 18, e.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(e) else {
+                throw APNsError(.badExpirationDate, "apns-expiration \(quoted(e)) is not a non-negative whole number of UNIX seconds")
+            }
+            expiration = n
+        }
+        var priority = pushType == .background ? 5 : 10
+        if let p = values[3] {
+            guard let n = Int(p), ["10", "5", "1"].contains(p) else {
+                throw APNsError(.badPriority, "apns-priority \(quoted(p)) is not 10, 5 or 1")
+            }
+            if n == 10, pushType == .background {
+                throw APNsError(.badPriority, "apns-priority 10 is not allowed for background pushes (use 5 or 1)")
+            }
+            priority = n
+        }
+        var bundleID: String?
+        if let topic = values[4] {
+            bundleID = try Self.bundleID(topic: topic, pushType: pushType)
+        } else if topicRequired {
+            throw APNsError(.missingTopic, "apns-topic is required with token authentication")
+        }
+        if let c = values[5], c.utf8.count > maxCollapseIDBytes {
+            throw APNsError(.badCollapseId, "apns-collapse-id has \(c.utf8.count) bytes, over the \(maxCollapseIDBytes) allowed")
+        }
+        if let duplicate {
+            throw APNsError(.duplicateHeaders, "\(duplicate) was sent more than once")
+        }
+        return APNsHeaders(pushType: pushType, apnsID: values[1], expiration: expiration, priority: priority,
+                           topic: values[4], bundleID: bundleID, collapseID: values[5])
+    }
+
+    /// The bundle id of `topic` for a push of `pushType`: the topic less the suffix that type
+    /// requires. `BadTopic` when the suffix is missing, or when a type without one is given a
+    /// topic ending in another type's suffix.
+    public static func bundleID(topic: String, pushType: APNsPushType) throws(APNsError) -> String {
+        let suffix = pushType.topicSuffix
+        if suffix.isEmpty {
+            if topic.isEmpty { throw APNsError(.badTopic, "apns-topic is empty") }
+            if let other = APNsPushType.suffixes.first(where: { topic.hasSuffix($0) }) {
+                throw APNsError(.badTopic, "apns-topic \(quoted(topic)) ends in \(other), which a \(pushType.rawValue) push does not take")
+            }
+            return topic
+        }
+        guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else {
+            throw APNsError(.badTopic, "a \(pushType.rawValue) push needs a topic ending in \(suffix); got \(quoted(topic))")
+        }
+        let bundle = String(topic.dropLast(suffix.count))
+        // `.voip` is a suffix of nothing else, but `.voip-ptt` ends differently: checked above.
+        return bundle
+    }
+
+    /// Whether the payload is a JSON object whose `aps` has an `alert`.
+    static func hasAlert(_ body: [UInt8]) -> Bool {
+        guard !body.isEmpty, let payload = try? JSONParser.parse(body).objectValue else { return false }
+        return payload["aps"]?.objectValue?["alert"] != nil
+    }
+}
+
+/// The device token of `/3/device/{token}`: hexadecimal, an even number of characters, 64 to 200.
+public enum APNsDeviceToken {
+    public static let minLength = 64
+    public static let maxLength = 200
+
+    /// `MissingDeviceToken` when empty, `BadDeviceToken` when not of the form.
+    public static func check(_ token: String) throws(APNsError) {
+        let n = token.utf8.count
+        if n == 0 { throw APNsError(.missingDeviceToken, "the path names no device token") }
+        guard n >= minLength, n <= maxLength, n % 2 == 0, token.utf8.allSatisfy(isHexDigit) else {
+            throw APNsError(.badDeviceToken, "a device token is 64 to 200 hexadecimal characters, an even number")
+        }
+    }
+
+    /// A new token: 64 lowercase hexadecimal characters.
+    public static func generate() -> String {
+        randomString(64, from: Array("0123456789abcdef".utf8))
+    }
+}
+
+/// The payload's rules: not empty, at most the push type's limit. A body that is not a JSON
+/// object is accepted (Apple does not parse it) and the result says so.
+public enum APNsPayload {
+    /// The payload as a JSON object, or nil when it is not one (accepted, but undeliverable).
+    public static func check(_ body: [UInt8], pushType: APNsPushType) throws(APNsError) -> JSONObject? {
+        if body.isEmpty { throw APNsError(.payloadEmpty, "the request has no payload") }
+        let limit = pushType.maxPayloadBytes
+        if body.count > limit {
+            throw APNsError(.payloadTooLarge, "the payload has \(body.count) bytes, over the \(limit) a \(pushType.rawValue) push may have")
+        }
+        return try? JSONParser.parse(body).objectValue
+    }
+}
+
+/// Which of Apple's environments a request reached.
+public enum APNsEnvironment: String, Sendable, CaseIterable {
+    case production, sandbox
+
+    /// Apple's host names and the environment each serves.
+    public static let hosts: [(String, APNsEnvironment)] = [
+        ("api.push.apple.com", .production),
+        ("api.sandbox.push.apple.com", .sandbox),
+        ("api.development.push.apple.com", .sandbox),
+    ]
+
+    /// The environment of a request to `host` (`:authority` or `Host`, a port allowed): Apple's
+    /// host names pick theirs; any other host gets `fallback` (`--apns-environment`).
+    public static func of(host: String?, fallback: APNsEnvironment) -> APNsEnvironment {
+        guard var h = host?.lowercased() else { return fallback }
+        if let colon = h.lastIndex(of: ":"), !h.hasSuffix("]") { h = String(h[..<colon]) }
+        if h.hasSuffix(".") { h.removeLast() }
+        return hosts.first(where: { $0.0 == h })?.1 ?? fallback
+    }
+}
+
+/// Whether `s` is a UUID in canonical text form, 8-4-4-4-12 hexadecimal digits, either case.
+public func isCanonicalUUID(_ s: String) -> Bool {
+    let b = Array(s.utf8)
+    guard b.count == 36 else { return false }
+    for (i, c) in b.enumerated() {
+        if i == 8 || i == 13 || i == 18 || i == 23 {
+            if c != UInt8(ascii: "-") { return false }
+        } else if !isHexDigit(c) {
+            return false
+        }
+    }
+    return true
+}
+
+/// A new random UUID (version 4), lowercase, as APNs generates `apns-id`.
+public func newUUID() -> String {
+    var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
+    bytes[6] = bytes[6] & 0x0F | 0x40
+    bytes[8] = bytes[8] & 0x3F | 0x80
+    let hex = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(36)
+    for (i, byte) in bytes.enumerated() {
+        if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+        out.append(hex[Int(byte >> 4)])
+        out.append(hex[Int(byte & 15)])
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+private func isHexDigit(_ c: UInt8) -> Bool {
+    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+}
+
+/// A header value quoted for a message, cut at 64 characters.
+private func quoted(_ s: String) -> String {
+    "\"" + (s.count > 64 ? String(s.prefix(64)) + "…" : s) + "\""
+}
