@@ -9,9 +9,14 @@ public struct SignatureChecks: Sendable {
     /// Whether `signature` is a valid RS256 (RSA PKCS #1 v1.5, SHA-256) signature of `input` by
     /// the public key in `publicKeyPEM`.
     public var rs256: @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool
+    /// Whether `signature` (r and s, 32 bytes each) is a valid ES256 (ECDSA P-256, SHA-256)
+    /// signature of `input` by the public key in `publicKeyPEM`: APNs provider tokens.
+    public var es256: @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool
 
-    public init(rs256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool) {
+    public init(rs256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool,
+                es256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool) {
         self.rs256 = rs256
+        self.es256 = es256
     }
 }
 
@@ -49,6 +54,8 @@ public final class Engine: Sendable {
     /// Server keys and the first project, as of the last change of projects: every send reads
     /// them, and under their own lock they do not wait for the send path's `state` lock.
     let credentials = Locked<Credentials>(Credentials())
+    /// APNs teams, signing keys and verified provider tokens (`Engine+APNs.swift`).
+    let apnsCredentials: Locked<APNsCredentials>
     /// Who counts the store's sends from before start (`Engine+Stats.swift`).
     let storedSendCount = StoredSendCount()
     /// See `mayHaveFaults`.
@@ -103,6 +110,7 @@ public final class Engine: Sendable {
         self.deviceRate = deviceRate
         self.topicRate = topicRate
         let loaded = try EngineState.load(from: store)
+        self.apnsCredentials = Locked(try APNsCredentials.load(from: store))
         var state = loaded.state
         state.stats = SendStats(floor: loaded.maxMid)
         state.ids = MessageIDAllocator(floor: loaded.maxMid)

@@ -17,6 +17,8 @@ public final class Application: Sendable {
         "fcm.googleapis.com", "gcm-http.googleapis.com", "android.googleapis.com", "iid.googleapis.com",
         "fcm-xmpp.googleapis.com", "gcm.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com",
         "accounts.google.com", "localhost", "127.0.0.1", "::1",
+        // Apple's APNs hosts (docs/apns.md), served on the same ports.
+        "api.push.apple.com", "api.sandbox.push.apple.com", "api.development.push.apple.com",
     ]
 
     public let configuration: Configuration
@@ -138,6 +140,7 @@ public final class Application: Sendable {
             self.xmpp = xmpp
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
                               readiness: readiness,
+                              apnsEnvironment: c.apnsEnvironment,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
             let accessLog: (@Sendable (HTTPAccess) -> Void)?

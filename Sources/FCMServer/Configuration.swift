@@ -1,4 +1,5 @@
 public import FCMEngine
+public import FCMCore
 /// Everything `fcm-mock serve` can be told, after flags, environment and defaults are merged.
 public struct Configuration: Sendable {
     public var host = "127.0.0.1"
@@ -17,6 +18,8 @@ public struct Configuration: Sendable {
     public var fixtures: [String] = []
     public var unknownTokens: UnknownTokenPolicy = .register
     public var acceptAnyKey = false
+    /// `--apns-environment`: the APNs environment of a request to a host that is not Apple's.
+    public var apnsEnvironment: APNsEnvironment = .sandbox
     public var controlToken: String?
     public var logLevel = "info"
     public var logFormat = "text"
@@ -173,6 +176,12 @@ extension Configuration {
                     help: "a well-formed unknown token becomes a new device, or gets NotRegistered") { c, v, n throws(ConfigurationError) in
             guard let p = UnknownTokenPolicy(rawValue: v) else { throw ConfigurationError("\(n) must be register or reject, got '\(v)'") }
             c.unknownTokens = p
+        },
+        ServeOption(flag: "--apns-environment", value: "sandbox|production", environment: "FCM_MOCK_APNS_ENVIRONMENT", defaultText: "sandbox",
+                    help: "the APNs environment of a request whose host is not one of Apple's (api.push.apple.com is production, the others sandbox)") {
+            c, v, n throws(ConfigurationError) in
+            guard let e = APNsEnvironment(rawValue: v) else { throw ConfigurationError("\(n) must be sandbox or production, got '\(v)'") }
+            c.apnsEnvironment = e
         },
         ServeOption(flag: "--accept-any-key", value: nil, environment: "FCM_MOCK_ACCEPT_ANY_KEY", defaultText: "false",
                     help: "a server key no project owns counts as the first project's; so do any Bearer token and an RS256 assertion of an unknown key (v1: the path's project)") { c, v, n throws(ConfigurationError) in

@@ -1,5 +1,5 @@
 public import FCMEngine
-import FCMCore
+public import FCMCore
 public import HTTPServer
 
 /// Answers every HTTP request through one route table (Routes.swift): the FCM paths, the
@@ -9,7 +9,7 @@ public struct HTTPApp: Sendable {
 
     /// The application over `engine`.
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
-                readiness: Readiness = Readiness(ready: true),
+                readiness: Readiness = Readiness(ready: true), apnsEnvironment: APNsEnvironment = .sandbox,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
         router = Self.router(send: FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes),
@@ -19,7 +19,8 @@ public struct HTTPApp: Sendable {
                              control: ControlAPI(engine: engine, controlToken: controlToken,
                                                  xmppConnections: xmppConnections, xmppDrain: xmppDrain, tlsCA: tlsCA,
                                                  readiness: readiness),
-                             token: TokenRoute(engine: engine))
+                             token: TokenRoute(engine: engine),
+                             apns: APNsRoutes(engine: engine, environment: apnsEnvironment))
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).

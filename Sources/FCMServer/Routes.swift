@@ -14,7 +14,7 @@ extension HTTPApp {
     /// `iid` the body's size and the server key, `control` the body's size and the control
     /// token, `v1` the Bearer credential. A path nothing matches gets the plain-text `Not Found: PATH`.
     static func router(send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
-                       control: ControlAPI, token: TokenRoute) -> Router<RouteHandler> {
+                       control: ControlAPI, token: TokenRoute, apns: APNsRoutes) -> Router<RouteHandler> {
         let v1 = V1Routes(engine: send.engine, maxBodyBytes: send.maxBodyBytes)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
@@ -31,6 +31,8 @@ extension HTTPApp {
             ("POST",   "/v1/projects/{project}/registrations/{token}/topicSubscriptions", v1.subscribe),
             ("DELETE", "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", v1.unsubscribe),
             ("*",      "/v1/...",                                  v1.notFound),
+            // APNs: Apple's {"reason":…} answers, BadPath included (APNs/APNsRoutes.swift).
+            ("*",      "/3/...",                                   apns.handle),     // POST /3/device/{token}
         ]
         let instanceID: [(String, String, IIDRoutes.Handler)] = [
             ("POST",   "/iid/v1:batchAdd",                         iid.batchAdd),
@@ -83,6 +85,11 @@ extension HTTPApp {
             ("POST",   "/api/v1/faults",                           control.addFault),
             ("DELETE", "/api/v1/faults",                           control.deleteFaults),
             ("DELETE", "/api/v1/faults/{id}",                      control.deleteFault),
+            ("POST",   "/api/v1/apns/keys",                        control.createAPNsKey),
+            ("GET",    "/api/v1/apns/keys",                        control.apnsKeys),
+            ("DELETE", "/api/v1/apns/keys/{key_id}",               control.deleteAPNsKey),
+            ("GET",    "/api/v1/apns/teams",                       control.apnsTeams),
+            ("PUT",    "/api/v1/apns/teams/{team_id}",             control.putAPNsTeam),
             ("GET",    "/api/v1/xmpp/connections",                 control.connections),
             ("POST",   "/api/v1/xmpp:drain",                       control.drainAll),
             ("POST",   "/api/v1/xmpp/connections/{id}:drain",      control.drain),

@@ -152,6 +152,19 @@ enum Migrations {
             ids BLOB NOT NULL);
         CREATE INDEX inbox_chunks_device ON inbox_chunks(device);
         """,
+        // 13: APNs provider-token teams (their apps' bundle ids as a JSON array) and signing keys
+        // (the public key only: the mock shows the private key once, when it makes it).
+        """
+        CREATE TABLE apns_teams(
+            team_id TEXT PRIMARY KEY,
+            bundle_ids TEXT NOT NULL,
+            created_at INTEGER NOT NULL);
+        CREATE TABLE apns_keys(
+            key_id TEXT PRIMARY KEY,
+            team_id TEXT NOT NULL,
+            public_key TEXT NOT NULL,
+            created_at INTEGER NOT NULL);
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

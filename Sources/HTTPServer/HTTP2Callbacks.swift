@@ -124,6 +124,7 @@ extension HTTP2Connection {
         var request = HTTPRequest(method: s.method, path: path.isEmpty ? "/" : path, rawQuery: query, headers: headers,
                                   body: s.requestBody, bodyTooLarge: s.bodyTooLarge)
         request.isSecure = transport.isSecure
+        request.isHTTP2 = true
         if core.afterBatch != nil {
             request.inBatch = true
             batchPending = true

@@ -19,6 +19,8 @@ public struct HTTPRequest: Sendable {
     /// handler leaves pending may wait for the server's `afterBatch`, called once every request
     /// of that read has been handed over.
     public var inBatch = false
+    /// The request came over HTTP/2 (h2 or h2c); false for HTTP/1.x. APNs serves HTTP/2 only.
+    public var isHTTP2 = false
 
     /// A request built by hand (tests, in-process calls).
     public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [(name: String, value: String)] = [],

@@ -1,0 +1,199 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import HTTPServer
+import Foundation
+import TLS
+import XCTest
+
+/// APNs's provider API through the real server over h2c with prior knowledge (curl): every
+/// reason the send path reaches, Apple's exact body, the `apns-id`, provider tokens.
+final class APNsTests: XCTestCase {
+    struct Answer {
+        let status: Int
+        let headers: [String: String]
+        let body: String
+    }
+
+    var server: TestServer!
+    var key: P256PrivateKey!
+    var keyID = ""
+    let team = "TEAM123456"
+    let topic = "com.example.demo.ios"
+    let device = String(repeating: "ab", count: 32)
+
+    override func setUpWithError() throws {
+        server = try TestServer()
+        let made = try server.client().post("/api/v1/apns/keys", #"{"team_id":"\#(team)","bundle_ids":["\#(topic)"]}"#)
+        XCTAssertEqual(made.status, 201, made.text)
+        let o = try XCTUnwrap(JSONParser.parse(Array(made.text.utf8)).objectValue)
+        keyID = try XCTUnwrap(o["key_id"]?.stringValue)
+        XCTAssertEqual(o["team_id"]?.stringValue, team)
+        let pem = try XCTUnwrap(o["private_key_pem"]?.stringValue)
+        XCTAssertTrue(pem.hasPrefix("-----BEGIN PRIVATE KEY-----\n"), pem)
+        key = try P256PrivateKey(pem: pem)
+    }
+
+    override func tearDown() {
+        server?.stop()
+    }
+
+    /// A provider token: ES256 over the header and claims given.
+    func token(kid: String? = nil, iss: String? = nil, iat: Int64? = nil, alg: String = "ES256", signer: P256PrivateKey? = nil) throws -> String {
+        let header = #"{"alg":"\#(alg)","kid":"\#(kid ?? keyID)"}"#
+        let claims = #"{"iss":"\#(iss ?? team)","iat":\#(iat ?? Int64(Date().timeIntervalSince1970))}"#
+        let input = base64URLEncode(Array(header.utf8)) + "." + base64URLEncode(Array(claims.utf8))
+        return input + "." + base64URLEncode(try (signer ?? key).signES256(Array(input.utf8)))
+    }
+
+    /// One request over h2c (or HTTP/1.1 with `http1`), through curl.
+    func send(path: String? = nil, method: String = "POST", headers: [(String, String)]? = nil, body: String? = #"{"aps":{"alert":"hi"}}"#,
+              http1: Bool = false, authorization: String?? = nil) throws -> Answer {
+        var args = ["-sS", "-i", "--max-time", "20", "-X", method, http1 ? "--http1.1" : "--http2-prior-knowledge"]
+        let auth: String? = try authorization ?? ("bearer " + token())
+        if let auth { args += ["-H", "authorization: \(auth)"] }
+        for (n, v) in headers ?? [("apns-topic", topic)] { args += ["-H", "\(n): \(v)"] }
+        var file: String?
+        if let body {
+            let f = NSTemporaryDirectory() + "apns-body-\(UUID().uuidString)"
+            try body.write(toFile: f, atomically: true, encoding: .utf8)
+            file = f
+            args += ["--data-binary", "@\(f)"]
+        }
+        defer { if let file { try? FileManager.default.removeItem(atPath: file) } }
+        args.append("http://127.0.0.1:\(server.port)\(path ?? "/3/device/\(device)")")
+        let r = try runProcess(try HTTP2Tests.tool("curl"), args)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let parts = r.stdout.components(separatedBy: "\r\n\r\n")
+        let head = parts[0].components(separatedBy: "\r\n")
+        let status = Int(head[0].split(separator: " ")[1]) ?? 0
+        var fields: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Answer(status: status, headers: fields, body: parts.dropFirst().joined(separator: "\r\n\r\n"))
+    }
+
+    func assertReason(_ a: Answer, _ status: Int, _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(a.status, status, a.body, file: file, line: line)
+        XCTAssertEqual(a.body, #"{"reason":"\#(reason)"}"#, file: file, line: line)
+        XCTAssertEqual(a.headers["content-type"], "application/json", file: file, line: line)
+        XCTAssertTrue(isCanonicalUUID(a.headers["apns-id"] ?? ""), "\(a.headers)", file: file, line: line)
+    }
+
+    func testEveryHeaderAndBodyReasonThroughTheServer() throws {
+        let t = topic
+        let rows: [(String, Answer)] = [
+            ("BadPath", try send(path: "/3/devices/\(device)")),
+            ("BadPath", try send(path: "/3/device/\(device)/more")),
+            ("MethodNotAllowed", try send(method: "PUT")),
+            ("MissingProviderToken", try send(authorization: .some(nil))),
+            ("InvalidPushType", try send(headers: [("apns-topic", t), ("apns-push-type", "banner")])),
+            ("BadMessageId", try send(headers: [("apns-topic", t), ("apns-id", "not-a-uuid")])),
+            ("BadExpirationDate", try send(headers: [("apns-topic", t), ("apns-expiration", "tomorrow")])),
+            ("BadPriority", try send(headers: [("apns-topic", t), ("apns-priority", "7")])),
+            ("BadPriority", try send(headers: [("apns-topic", t), ("apns-push-type", "background"), ("apns-priority", "10")])),
+            ("MissingTopic", try send(headers: [])),
+            ("BadTopic", try send(headers: [("apns-topic", t), ("apns-push-type", "voip")])),
+            ("BadCollapseId", try send(headers: [("apns-topic", t), ("apns-collapse-id", String(repeating: "c", count: 65))])),
+            ("DuplicateHeaders", try send(headers: [("apns-topic", t), ("apns-topic", t)])),
+            ("MissingDeviceToken", try send(path: "/3/device/")),
+            ("BadDeviceToken", try send(path: "/3/device/xyz")),
+            ("TopicDisallowed", try send(headers: [("apns-topic", "com.other.app")])),
+            ("PayloadEmpty", try send(body: nil)),
+            ("BadDeviceToken", try send()),
+        ]
+        let status = ["BadPath": 404, "MethodNotAllowed": 405, "MissingProviderToken": 403]
+        for (reason, answer) in rows {
+            assertReason(answer, status[reason] ?? 400, reason)
+        }
+        let large = #"{"aps":{"alert":""# + String(repeating: "x", count: 4097) + #""}}"#
+        assertReason(try send(body: large), 413, "PayloadTooLarge")
+    }
+
+    func testPayloadLimitsAtTheirEdgesForAlertAndVoIP() throws {
+        func payload(_ n: Int) -> String {
+            let head = #"{"aps":{"alert":""#, tail = #""}}"#
+            return head + String(repeating: "x", count: n - head.utf8.count - tail.utf8.count) + tail
+        }
+        // Within the limit the request passes the size check and reaches the device step.
+        assertReason(try send(body: payload(4096)), 400, "BadDeviceToken")
+        assertReason(try send(body: payload(4097)), 413, "PayloadTooLarge")
+        let voip = [("apns-topic", topic + ".voip"), ("apns-push-type", "voip")]
+        assertReason(try send(headers: voip, body: payload(5120)), 400, "BadDeviceToken")
+        assertReason(try send(headers: voip, body: payload(5121)), 413, "PayloadTooLarge")
+    }
+
+    func testProviderTokenRules() throws {
+        let now = Int64(Date().timeIntervalSince1970)
+        let stranger = try P256PrivateKey()
+        let rows: [(String, String)] = [
+            ("InvalidProviderToken", "bearer not.a.jwt"),
+            ("InvalidProviderToken", "basic abc"),
+            ("InvalidProviderToken", "bearer " + (try token(alg: "ES384"))),
+            ("InvalidProviderToken", "bearer " + (try token(kid: "ABCDEFGHIJ"))),
+            ("InvalidProviderToken", "bearer " + (try token(signer: stranger))),
+            ("InvalidProviderToken", "bearer " + (try token(iss: "OTHER12345"))),
+            ("InvalidProviderToken", "bearer " + (try token(iat: now + 120))),
+            ("InvalidProviderToken", "bearer " + String(repeating: "a", count: 10_000)),
+            ("ExpiredProviderToken", "bearer " + (try token(iat: now - 3700))),
+        ]
+        for (reason, auth) in rows {
+            assertReason(try send(authorization: .some(auth)), 403, reason)
+        }
+        // A good token passes; after the mock's clock moves an hour on, the same text (cached) is expired.
+        let good = "bearer " + (try token())
+        assertReason(try send(authorization: .some(good)), 400, "BadDeviceToken")
+        XCTAssertEqual(try server.client().post("/api/v1/clock", #"{"advance_s":3601}"#).status, 200)
+        assertReason(try send(authorization: .some(good)), 403, "ExpiredProviderToken")
+        XCTAssertEqual(try server.client().post("/api/v1/clock", #"{"reset":true}"#).status, 200)
+        assertReason(try send(authorization: .some(good)), 400, "BadDeviceToken")
+        // A revoked key's tokens are refused at once, cached or not.
+        XCTAssertEqual(try server.client().delete("/api/v1/apns/keys/\(keyID)").status, 204)
+        assertReason(try send(authorization: .some(good)), 403, "InvalidProviderToken")
+        XCTAssertEqual(try server.client().delete("/api/v1/apns/keys/\(keyID)").status, 404)
+    }
+
+    func testApnsIDIsEchoedOrMadeAndHTTP1GetsA505() throws {
+        let id = "123E4567-E89B-12D3-A456-426614174000"
+        let echoed = try send(headers: [("apns-topic", topic), ("apns-id", id)])
+        XCTAssertEqual(echoed.headers["apns-id"], id)
+        let made = try send()
+        XCTAssertEqual(made.headers["apns-id"], made.headers["apns-id"]?.lowercased())
+        let h1 = try send(http1: true)
+        XCTAssertEqual(h1.status, 505)
+        XCTAssertEqual(h1.body, "APNs speaks HTTP/2 only: send this request over HTTP/2 (h2, or h2c with prior knowledge)\n")
+    }
+
+    func testKeysAndTeamsThroughTheControlAPI() throws {
+        let c = server.client()
+        let list = try c.get("/api/v1/apns/keys")
+        XCTAssertEqual(list.status, 200)
+        XCTAssertTrue(list.text.contains(keyID))
+        XCTAssertFalse(list.text.contains("PRIVATE KEY"), list.text)
+        XCTAssertTrue(list.text.contains("BEGIN PUBLIC KEY"), list.text)
+        XCTAssertEqual(try c.post("/api/v1/apns/keys", #"{"team_id":"short"}"#).status, 400)
+        XCTAssertEqual(try c.post("/api/v1/apns/keys", #"{"team_id":"\#(team)","key_id":"\#(keyID)"}"#).status, 409)
+        XCTAssertEqual(try c.post("/api/v1/apns/keys", #"{"team_id":"\#(team)","private_key":"x"}"#).status, 400)
+        let put = try c.request("PUT", "/api/v1/apns/teams/\(team)", headers: [("Content-Type", "application/json")], body: Array(#"{"bundle_ids":["com.example.other"]}"#.utf8))
+        XCTAssertEqual(put.status, 200, put.text)
+        XCTAssertTrue(put.text.contains(#""bundle_ids":["com.example.other"]"#), put.text)
+        // The team lost the demo app: its topic is now disallowed.
+        assertReason(try send(), 400, "TopicDisallowed")
+        XCTAssertTrue(try c.get("/api/v1/apns/teams").text.contains(#""team_id":"\#(team)""#))
+    }
+
+    func testKeysAndTeamsOutliveARestart() throws {
+        let db = NSTemporaryDirectory() + "apns-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: db) }
+        var s = try TestServer(db: db)
+        let made = try s.client().post("/api/v1/apns/keys", #"{"team_id":"ZZZZZ99999","bundle_ids":["com.a"],"key_id":"KEYKEY0001"}"#)
+        XCTAssertEqual(made.status, 201, made.text)
+        s.stop()
+        s = try TestServer(db: db)
+        defer { s.stop() }
+        XCTAssertTrue(try s.client().get("/api/v1/apns/keys").text.contains(#""key_id":"KEYKEY0001","team_id":"ZZZZZ99999""#))
+        XCTAssertTrue(try s.client().get("/api/v1/apns/teams").text.contains(#""bundle_ids":["com.a"]"#))
+    }
+}
