@@ -1,0 +1,116 @@
+"""APNs provider API over HTTP/2 with httpx 0.28 (h2 4.4) and provider tokens signed by PyJWT
+(ES256 through cryptography): the signing key is one the mock made (`POST /api/v1/apns/keys`,
+its `.p8` PEM). Each answer is checked byte for byte: Apple's status, `{"reason":…}` body,
+`content-type` and `apns-id`. Two set-ups: h2c with prior knowledge on the plain port, and TLS
+with ALPN h2 on the HTTPS port, the certificate checked for Apple's host name against the
+mock's local CA.
+"""
+
+import secrets
+import ssl
+import time
+import uuid
+
+import httpx
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec
+import pytest
+
+TEAM = "INTEROP123"
+TOPIC = "com.example.interop.ios"
+DEVICE = "ab" * 32
+
+
+@pytest.fixture(scope="module", params=["h2c", "h2-tls"])
+def apns(request):
+    """(client, base URL, extra request arguments, mock) for one set-up."""
+    if request.param == "h2c":
+        mock = request.getfixturevalue("mock")
+        client = httpx.Client(http1=False, http2=True, trust_env=False, timeout=20)
+        base, extra = mock.base_url, {}
+    else:
+        mock = request.getfixturevalue("mock_https")
+        ca = mock.api("GET", "/api/v1/health")["tls_ca"]
+        client = httpx.Client(http1=False, http2=True, trust_env=False, timeout=20, verify=ssl.create_default_context(cafile=ca))
+        base = f"https://127.0.0.1:{mock.https_port}"
+        # Connect to the loopback address, but name Apple's host in TLS (SNI and the
+        # certificate's check) and in :authority, as a client reaching it through a hosts entry.
+        extra = {"extensions": {"sni_hostname": "api.sandbox.push.apple.com"},
+                 "headers": {"host": "api.sandbox.push.apple.com"}}
+    with client:
+        yield client, base, extra, mock
+
+
+@pytest.fixture(scope="module")
+def key(apns):
+    _, _, _, mock = apns
+    made = mock.api("POST", "/api/v1/apns/keys", expect=201, json={"team_id": TEAM, "bundle_ids": [TOPIC]})
+    assert made["team_id"] == TEAM
+    assert made["private_key_pem"].startswith("-----BEGIN PRIVATE KEY-----\n")
+    return made
+
+
+def token(key, iat=None, iss=TEAM, kid=None):
+    return jwt.encode({"iss": iss, "iat": int(time.time()) if iat is None else iat},
+                      key["private_key_pem"], algorithm="ES256", headers={"kid": kid or key["key_id"]})
+
+
+def post(apns, key, path=None, headers=None, body=b'{"aps":{"alert":"hi"}}', auth=True, method="POST"):
+    client, base, extra, _ = apns
+    h = dict(extra.get("headers", {}))
+    if auth:
+        h["authorization"] = "bearer " + (auth if isinstance(auth, str) else token(key))
+    h.update({"apns-topic": TOPIC} if headers is None else headers)
+    r = client.request(method, base + (path or f"/3/device/{DEVICE}"), headers=h, content=body,
+                       extensions=extra.get("extensions", {}))
+    assert r.http_version == "HTTP/2"
+    return r
+
+
+def assert_reason(r, status, reason):
+    assert (r.status_code, r.content) == (status, b'{"reason":"%s"}' % reason.encode())
+    assert r.headers["content-type"] == "application/json"
+    uuid.UUID(r.headers["apns-id"])
+
+
+def test_header_rules_answer_apples_reasons(apns, key):
+    rows = [
+        ({"apns-topic": TOPIC, "apns-push-type": "banner"}, "InvalidPushType"),
+        ({"apns-topic": TOPIC, "apns-id": "nope"}, "BadMessageId"),
+        ({"apns-topic": TOPIC, "apns-expiration": "-5"}, "BadExpirationDate"),
+        ({"apns-topic": TOPIC, "apns-priority": "2"}, "BadPriority"),
+        ({}, "MissingTopic"),
+        ({"apns-topic": TOPIC, "apns-push-type": "voip"}, "BadTopic"),
+        ({"apns-topic": TOPIC, "apns-collapse-id": "c" * 65}, "BadCollapseId"),
+        ({"apns-topic": "com.not.the.teams"}, "TopicDisallowed"),
+    ]
+    for headers, reason in rows:
+        assert_reason(post(apns, key, headers=headers), 400, reason)
+
+
+def test_paths_methods_tokens_and_payloads(apns, key):
+    assert_reason(post(apns, key, path="/3/nothing"), 404, "BadPath")
+    assert_reason(post(apns, key, method="PUT"), 405, "MethodNotAllowed")
+    assert_reason(post(apns, key, path="/3/device/xyz"), 400, "BadDeviceToken")
+    assert_reason(post(apns, key, body=b""), 400, "PayloadEmpty")
+    big = b'{"aps":{"alert":"' + b"x" * 4096 + b'"}}'
+    assert_reason(post(apns, key, body=big), 413, "PayloadTooLarge")
+    # A well-formed token no device has.
+    assert_reason(post(apns, key, path="/3/device/" + secrets.token_hex(32)), 400, "BadDeviceToken")
+
+
+def test_provider_tokens(apns, key):
+    assert_reason(post(apns, key, auth=False), 403, "MissingProviderToken")
+    assert_reason(post(apns, key, auth=token(key, iss="OTHER12345")), 403, "InvalidProviderToken")
+    assert_reason(post(apns, key, auth=token(key, kid="NOSUCHKEY1")), 403, "InvalidProviderToken")
+    assert_reason(post(apns, key, auth=token(key, iat=int(time.time()) + 600)), 403, "InvalidProviderToken")
+    assert_reason(post(apns, key, auth=token(key, iat=int(time.time()) - 3700)), 403, "ExpiredProviderToken")
+    stranger = jwt.encode({"iss": TEAM, "iat": int(time.time())}, ec.generate_private_key(ec.SECP256R1()),
+                          algorithm="ES256", headers={"kid": key["key_id"]})
+    assert_reason(post(apns, key, auth=stranger), 403, "InvalidProviderToken")
+
+
+def test_apns_id_is_echoed(apns, key):
+    given = str(uuid.uuid4()).upper()
+    r = post(apns, key, headers={"apns-topic": TOPIC, "apns-id": given})
+    assert r.headers["apns-id"] == given
