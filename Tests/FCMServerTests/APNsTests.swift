@@ -196,4 +196,29 @@ final class APNsTests: XCTestCase {
         XCTAssertTrue(try s.client().get("/api/v1/apns/keys").text.contains(#""key_id":"KEYKEY0001","team_id":"ZZZZZ99999""#))
         XCTAssertTrue(try s.client().get("/api/v1/apns/teams").text.contains(#""bundle_ids":["com.a"]"#))
     }
+
+    /// docs/apns.md's two shell snippets, run as written against this server (its port for 8080):
+    /// the key they make signs the token the second one sends.
+    func testTheDocsSnippetsRun() throws {
+        let doc = try String(contentsOf: DocumentedFlagsTests.root.appendingPathComponent("docs/apns.md"), encoding: .utf8)
+        let blocks = doc.components(separatedBy: "```sh\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+        XCTAssertEqual(blocks.count, 2)
+        func run(_ script: String, token: String = "") throws -> String {
+            let r = try runProcess("/bin/bash", ["-c", script.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")],
+                                   environment: ["TOKEN": token, "PATH": "/usr/bin:/bin"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return r.stdout
+        }
+        let made = try XCTUnwrap(JSONParser.parse(Array(try run(blocks[0]).utf8)).objectValue)
+        let pem = try XCTUnwrap(made["private_key_pem"]?.stringValue)
+        let (savedKey, savedID, savedTeam) = (key, keyID, team)
+        defer { (key, keyID) = (savedKey, savedID) }
+        key = try P256PrivateKey(pem: pem)
+        keyID = try XCTUnwrap(made["key_id"]?.stringValue)
+        XCTAssertEqual(made["team_id"]?.stringValue, "ABCDE12345")
+        XCTAssertEqual(savedTeam, team)
+        let answer = try run(blocks[1], token: try token(iss: "ABCDE12345"))
+        XCTAssertTrue(answer.hasPrefix("HTTP/2 400"), answer)
+        XCTAssertTrue(answer.hasSuffix("\r\n\r\n{\"reason\":\"BadDeviceToken\"}"), answer)
+    }
 }
