@@ -20,6 +20,7 @@ public enum CLI {
         ("messages", "lists the latest message records, or one device's inbox with --token"),
         ("send", "sends a quick legacy message with the first project's server key (or --key)"),
         ("service-account", "makes a service account of a project and writes its JSON (private key included) for an SDK"),
+        ("apns-key", "makes an APNs signing key of a team and writes its .p8 (private key included) for a provider-token client"),
     ]
 
     /// Every option of the client subcommands, with the commands that take it: parsing and help
@@ -43,8 +44,14 @@ public enum CLI {
         ClientOption("--key", "SERVER_KEY", commands: ["send"], defaultText: "the first project's first key", help: "the server key to send with"),
         ClientOption("--project", "PROJECT", commands: ["service-account"], defaultText: "required",
                      help: "the project: its project id or sender id"),
-        ClientOption("--out", "FILE", commands: ["service-account"], defaultText: "standard output",
-                     help: "where to write the service-account JSON (mode 0600)"),
+        ClientOption("--out", "FILE", commands: ["service-account", "apns-key"], defaultText: "standard output",
+                     help: "where to write the service-account JSON or the .p8 key (mode 0600)"),
+        ClientOption("--team", "TEAM_ID", commands: ["apns-key"], defaultText: "required",
+                     help: "the APNs team: 10 uppercase letters or digits (made if new)"),
+        ClientOption("--bundle-id", "BUNDLE_ID", commands: ["apns-key"], defaultText: "none",
+                     help: "an app the team's keys may send to (repeatable; added to the team)"),
+        ClientOption("--key-id", "KEY_ID", commands: ["apns-key"], defaultText: "made by the server",
+                     help: "the key id: 10 uppercase letters or digits"),
     ]
 
     /// The default `--server`: `FCM_MOCK_URL`, else the port `serve` reads from the same
@@ -206,6 +213,37 @@ public enum CLI {
                 return 1
             }
             print("wrote \(out): \(r.object?["client_email"]?.stringValue ?? "") (token_uri \(r.object?["token_uri"]?.stringValue ?? ""))")
+            warnIfInGitWorkTree(out)
+            return 0
+        case "apns-key":
+            guard let team = options["--team"]?.last else { return usage("apns-key needs --team TEAM_ID") }
+            var fields: [(String, JSONValue)] = [("team_id", .string(team)),
+                                                 ("bundle_ids", .array((options["--bundle-id"] ?? []).map { .string($0) }))]
+            if let id = options["--key-id"]?.last { fields.append(("key_id", .string(id))) }
+            let body = JSONValue.object(JSONObject(fields)).serialized()
+            guard let r = client.request("POST", "/api/v1/apns/keys", headers: [("Content-Type", "application/json")], body: Array(body.utf8)) else {
+                print("fcm-mock: cannot reach \(server)")
+                return 1
+            }
+            guard r.status == 201, let pem = r.object?["private_key_pem"]?.stringValue else {
+                print("fcm-mock: HTTP \(r.status): \(r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text)")
+                return 1
+            }
+            let keyID = r.object?["key_id"]?.stringValue ?? ""
+            guard let out = options["--out"]?.last else {
+                print(json ? r.text : pem + "key id \(keyID), team \(team)")
+                return 0
+            }
+            guard SystemIO.writeFile(out, Array(pem.utf8), mode: 0o600) else {
+                writeToStandardError("fcm-mock: cannot write \(out)\n")
+                return 1
+            }
+            if json {
+                // The answer without its private key, which is in the file now.
+                print(JSONValue.object(JSONObject([("key_id", .string(keyID)), ("team_id", .string(team)), ("out", .string(out))])).serialized())
+            } else {
+                print("wrote \(out): key id \(keyID), team \(team)")
+            }
             warnIfInGitWorkTree(out)
             return 0
         default:
