@@ -34,9 +34,9 @@ struct APNsCredentials: Sendable {
     var verified: [String: (key: String, team: String, issuedAt: Int64)] = [:]
 
     static func load(from store: Store) throws(StoreError) -> APNsCredentials {
-        try store.read { (c: SQLiteConnection) throws(StoreError) -> APNsCredentials in
+        try store.read { (c: StoreReader) throws(StoreError) -> APNsCredentials in
             var s = APNsCredentials()
-            let load = StoreLoader(c)
+            let load = c.loader
             try load.apnsTeams { id, bundles, createdAt in
                 let list = (try? JSONParser.parse(Array(bundles.utf8)).arrayValue)?.compactMap(\.stringValue) ?? []
                 s.teams[id] = APNsTeam(teamID: id, bundleIDs: list, createdAt: createdAt)
