@@ -157,6 +157,24 @@ public enum APNsDeviceToken {
     public static func generate() -> String {
         randomString(64, from: Array("0123456789abcdef".utf8))
     }
+
+    /// The APNs token of the iOS device whose FCM token is `fcmToken`: 64 lowercase hex digits,
+    /// the same on every run (four FNV-1a 64-bit hashes of the token, each seeded apart), so it
+    /// needs no column of its own and a restart keeps it.
+    public static func derived(from fcmToken: String) -> String {
+        let hex = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        for seed in UInt64(1)...4 {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325 ^ (seed &* 0x9e37_79b9_7f4a_7c15)
+            for b in fcmToken.utf8 {
+                h ^= UInt64(b)
+                h = h &* 0x0000_0100_0000_01b3
+            }
+            for shift in stride(from: 60, through: 0, by: -4) { out.append(hex[Int(h >> UInt64(shift) & 15)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 /// The payload's rules: not empty, at most the push type's limit. A body that is not a JSON

@@ -126,6 +126,14 @@ extension Engine {
         apnsCredentials.withLock { $0.teams[teamID]?.bundleIDs.contains(bundleID) ?? false }
     }
 
+    // MARK: Devices
+
+    /// The iOS device whose APNs token is `apnsToken` (hex digits of either case).
+    public func device(apnsToken: String) -> Device? {
+        let key = apnsToken.lowercased()
+        return state.withLock { s in s.apnsIndex[key].flatMap { s.devices[$0] } }
+    }
+
     // MARK: Provider tokens
 
     /// The key and team an `authorization: bearer <JWT>` header speaks for (docs/spec/apns.md

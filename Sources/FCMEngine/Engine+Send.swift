@@ -163,6 +163,9 @@ extension Engine {
             if transport == .httpV1 {
                 v1Fields(&message, result, ctx, platforms: platformsJSON)
                 result.v1Name = message.v1Name
+            } else if transport == .apns {
+                // The APNs request's headers, payload and authorization, as an `apns` block.
+                message.platforms = platformsJSON
             }
             if let exchange {
                 let response = exchange.answer(result)

@@ -232,6 +232,8 @@ struct EngineState: Sendable {
     var tokenIndex: [String: Int64] = [:]
     /// fid → the installation's first device (a refresh keeps the fid: `current` of it answers).
     var fidIndex: [String: Int64] = [:]
+    /// An iOS device's APNs token → the device.
+    var apnsIndex: [String: Int64] = [:]
     /// The devices start-up fixtures declare, by id, with what they declare (reset puts them back).
     var fixtureDevices: [Int64: DeviceSpec] = [:]
     var nextDeviceID: Int64 = 1
@@ -333,6 +335,7 @@ struct EngineState: Sendable {
         tokenIndex[d.token] = d.id
         // A refreshed token's new device shares the fid: the index keeps the first one.
         if fidIndex[d.fid] == nil { fidIndex[d.fid] = d.id }
+        if let apns = d.apnsToken { apnsIndex[apns] = d.id }
     }
 
     /// An fid no device has.
@@ -347,6 +350,7 @@ struct EngineState: Sendable {
         let successor = current(d)
         devices[d.id] = nil
         tokenIndex[d.token] = nil
+        if let apns = d.apnsToken, apnsIndex[apns] == d.id { apnsIndex[apns] = nil }
         if fidIndex[d.fid] == d.id {
             fidIndex[d.fid] = successor.id != d.id && devices[successor.id]?.fid == d.fid ? successor.id : nil
         }

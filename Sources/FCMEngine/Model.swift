@@ -93,11 +93,18 @@ public struct Device: Sendable, Equatable {
     // count is derived from there (`EngineState.render`), so it can never disagree with it.
 }
 
+extension Device {
+    /// An iOS device's APNs device token (derived from its FCM token); nil on other platforms.
+    public var apnsToken: String? { platform == .ios ? APNsDeviceToken.derived(from: token) : nil }
+}
+
 /// How a send was made.
 public enum Transport: String, Sendable {
     case http, xmpp
     /// HTTP v1 (`POST /v1/projects/{project}/messages:send`).
     case httpV1 = "http_v1"
+    /// Apple's provider API (`POST /3/device/{token}`).
+    case apns
 }
 
 /// What a send does with a well-formed token nobody registered (`--unknown-tokens`).

@@ -22,7 +22,7 @@ extension Render {
         w.endObject()
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
-        if m.transport == Transport.httpV1.rawValue { platformBlocks(&w, m.platforms) }
+        if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue { platformBlocks(&w, m.platforms) }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)

@@ -19,6 +19,10 @@ public enum Render {
         w.key("pending"); w.value(pending)
         w.key("created_at"); w.value(rfc3339(millis: d.createdAt))
         w.key("last_seen_at"); w.value(rfc3339(millis: d.lastSeenAt))
+        if let apns = d.apnsToken {
+            w.key("apns_token"); w.value(apns)
+            w.key("apns_environment"); w.value(APNsEnvironment.sandbox.rawValue)
+        }
         w.endObject()
         return w.string
     }

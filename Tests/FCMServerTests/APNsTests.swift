@@ -23,7 +23,12 @@ final class APNsTests: XCTestCase {
     let device = String(repeating: "ab", count: 32)
 
     override func setUpWithError() throws {
-        server = try TestServer()
+        try start()
+    }
+
+    /// A server with `arguments`, and a key of `team` for the demo iOS app made on it.
+    func start(_ arguments: [String] = []) throws {
+        server = try TestServer(extraArguments: arguments)
         let made = try server.client().post("/api/v1/apns/keys", #"{"team_id":"\#(team)","bundle_ids":["\#(topic)"]}"#)
         XCTAssertEqual(made.status, 201, made.text)
         let o = try XCTUnwrap(JSONParser.parse(Array(made.text.utf8)).objectValue)
@@ -220,5 +225,87 @@ final class APNsTests: XCTestCase {
         let answer = try run(blocks[1], token: try token(iss: "ABCDE12345"))
         XCTAssertTrue(answer.hasPrefix("HTTP/2 400"), answer)
         XCTAssertTrue(answer.hasSuffix("\r\n\r\n{\"reason\":\"BadDeviceToken\"}"), answer)
+    }
+
+    /// The APNs token of an iOS device, as the control API shows it.
+    func apnsToken(of fcmToken: String) throws -> String {
+        let d = try XCTUnwrap(server.client().get("/api/v1/devices/\(fcmToken)").object)
+        XCTAssertEqual(d["apns_environment"]?.stringValue, "sandbox")
+        return try XCTUnwrap(d["apns_token"]?.stringValue)
+    }
+
+    func testASendReachesTheIOSDeviceWithTheAPNsTransport() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        XCTAssertNoThrow(try APNsDeviceToken.check(token))
+        XCTAssertNil(try server.client().get("/api/v1/devices/demo-android-1").object?["apns_token"], "only iOS devices have one")
+        let found = items(try server.client().get("/api/v1/devices?apns_token=\(token.uppercased())"))
+        XCTAssertEqual(found.first?["token"]?.stringValue, "demo-ios-1")
+        XCTAssertTrue(items(try server.client().get("/api/v1/devices?apns_token=\(device)")).isEmpty)
+
+        let id = "0a0b0c0d-0000-4000-8000-000000000001"
+        let a = try send(path: "/3/device/\(token)", headers: [("apns-topic", topic), ("apns-id", id), ("apns-collapse-id", "score")],
+                         body: #"{"aps":{"alert":{"title":"Goal","body":"3-1"}},"match":7}"#)
+        XCTAssertEqual(a.status, 200, a.body)
+        XCTAssertEqual(a.body, "")
+        XCTAssertEqual(a.headers["apns-id"], id)
+        XCTAssertTrue(isCanonicalUUID(a.headers["apns-unique-id"] ?? ""), "\(a.headers)")
+        let inbox = items(try server.client().get("/api/v1/devices/demo-ios-1/messages"))
+        let entry = try XCTUnwrap(inbox.first)
+        XCTAssertEqual(entry["status"]?.stringValue, "delivered", "\(entry)")
+        XCTAssertEqual(entry["via"]?.objectValue?["transport"]?.stringValue, "apns", "\(entry)")
+        let effective = try XCTUnwrap(entry["effective"]?.objectValue?["apns"]?.objectValue, "\(entry)")
+        XCTAssertEqual(effective["payload"]?.objectValue?["match"], .number(JSONNumber(7)))
+        let headers = try XCTUnwrap(effective["headers"]?.objectValue)
+        XCTAssertEqual(headers["apns-push-type"]?.stringValue, "alert")
+        XCTAssertEqual(headers["apns-priority"]?.stringValue, "10")
+        XCTAssertEqual(headers["apns-collapse-id"]?.stringValue, "score")
+        XCTAssertEqual(headers["apns-topic"]?.stringValue, topic)
+        XCTAssertEqual(headers["apns-id"]?.stringValue, id)
+    }
+
+    func testKnownTokensOfAnotherAppEnvironmentOrStateAreRefused() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        // Another app of the same team: the device is not its.
+        XCTAssertEqual(try server.client().request("PUT", "/api/v1/apns/teams/\(team)", headers: [("Content-Type", "application/json")],
+                                                   body: Array(#"{"bundle_ids":["\#(topic)","com.example.other"]}"#.utf8)).status, 200)
+        assertReason(try send(path: "/3/device/\(token)", headers: [("apns-topic", "com.example.other")]), 400, "DeviceTokenNotForTopic")
+        // Apple's production host: the device's token is a sandbox one.
+        assertReason(try send(path: "/3/device/\(token)", headers: [("apns-topic", topic), ("host", "api.push.apple.com")]),
+                     400, "BadDeviceToken")
+        // Uninstalled: 410 with when the device was last seen.
+        let seen = try XCTUnwrap(server.client().get("/api/v1/devices/demo-ios-1").object?["last_seen_at"]?.stringValue)
+        XCTAssertEqual(try server.client().post("/api/v1/devices/demo-ios-1:unregister").status, 200)
+        let gone = try send(path: "/3/device/\(token)")
+        XCTAssertEqual(gone.status, 410)
+        XCTAssertEqual(gone.body, #"{"reason":"Unregistered","timestamp":\#(try XCTUnwrap(parseRFC3339(seen)))}"#)
+    }
+
+    func testTheRecordKeepsTheRequestItsKeyAndAnswerAndAnOfflineDeviceGetsItLater() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        XCTAssertEqual(try server.client().patch("/api/v1/devices/demo-ios-1", #"{"online":false}"#).status, 200)
+        let a = try send(path: "/3/device/\(token)", headers: [("apns-topic", topic), ("apns-push-type", "background")],
+                         body: #"{"aps":{"content-available":1}}"#)
+        XCTAssertEqual(a.status, 200, a.body)
+        var inbox = items(try server.client().get("/api/v1/devices/demo-ios-1/messages"))
+        XCTAssertEqual(inbox.first?["status"]?.stringValue, "pending")
+        let records = items(try server.client().get("/api/v1/messages"))
+        let record = try XCTUnwrap(records.first { $0["transport"]?.stringValue == "apns" }, "\(records)")
+        let apns = try XCTUnwrap(record["apns"]?.objectValue, "\(record)")
+        XCTAssertEqual(apns["key_id"]?.stringValue, keyID)
+        XCTAssertEqual(apns["environment"]?.stringValue, "sandbox")
+        XCTAssertEqual(apns["headers"]?.objectValue?["apns-push-type"]?.stringValue, "background")
+        XCTAssertEqual(apns["headers"]?.objectValue?["apns-priority"]?.stringValue, "5", "Apple's default for background")
+        XCTAssertEqual(record["answer"]?.objectValue?["status"], .number(JSONNumber(200)), "\(record)")
+        XCTAssertEqual(try server.client().patch("/api/v1/devices/demo-ios-1", #"{"online":true}"#).status, 200)
+        inbox = items(try server.client().get("/api/v1/devices/demo-ios-1/messages"))
+        XCTAssertEqual(inbox.first?["status"]?.stringValue, "delivered")
+    }
+
+    func testOverTheDeviceRateIsTooManyRequests() throws {
+        server.stop()
+        try start(["--device-rate", "1/1h"])
+        let token = try apnsToken(of: "demo-ios-1")
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        assertReason(try send(path: "/3/device/\(token)"), 429, "TooManyRequests")
     }
 }

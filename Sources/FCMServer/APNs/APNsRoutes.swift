@@ -1,6 +1,7 @@
 import FCMCore
 import FCMEngine
 import HTTPServer
+import Platform
 
 /// Apple's APNs provider API (docs/spec/apns.md, docs/apns.md): `POST /3/device/{token}` over
 /// HTTP/2, answered in Apple's shape (`{"reason":…}` with the reason's status, `apns-id` echoed
@@ -15,10 +16,12 @@ struct APNsRoutes: Sendable {
 
     /// Everything under `/3/`.
     func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
-        responder.send(answer(r))
+        if let answer = answer(r, responder) { responder.send(answer) }
     }
 
-    func answer(_ r: HTTPRequest) -> HTTPResponse {
+    /// Answers at once, or returns nil after starting a send that answers `responder` once its
+    /// rows are committed.
+    func answer(_ r: HTTPRequest, _ responder: HTTPResponder) -> HTTPResponse? {
         guard r.isHTTP2 else {
             return HTTPResponse(status: 505, contentType: ContentType.text,
                                 body: "APNs speaks HTTP/2 only: send this request over HTTP/2 (h2, or h2c with prior knowledge)\n")
@@ -46,11 +49,90 @@ struct APNsRoutes: Sendable {
             if r.bodyTooLarge {
                 throw APNsError(.payloadTooLarge, "the payload is over the server's body limit")
             }
-            _ = try APNsPayload.check(r.body, pushType: headers.pushType)
+            let payload = try APNsPayload.check(r.body, pushType: headers.pushType)
             let env = APNsEnvironment.of(host: r.header("host"), fallback: environment)
-            throw APNsError(.badDeviceToken, "no \(env.rawValue) device has this APNs token")
+            let device = try Self.recipient(engine.device(apnsToken: token), environment: env, bundleID: bundle)
+            guard let payload else {
+                // Apple does not parse the payload: it accepts it and the phone drops it.
+                return Self.success(apnsID: apnsID, uniqueID: env == .sandbox ? newUUID() : nil)
+            }
+            let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload, keyID: auth.keyID, environment: env,
+                                   now: engine.clock.nowMillis())
+            let uniqueID = env == .sandbox ? newUUID() : nil
+            let lastSeen = device.lastSeenAt
+            // The answer is made as the send is decided and kept with its record.
+            let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
+                if let e = result.results.first?.error { return Self.response(Self.refusal(e, lastSeen: lastSeen), apnsID: apnsID) }
+                return Self.success(apnsID: apnsID, uniqueID: uniqueID)
+            }
+            engine.send(req, senderID: device.senderID, transport: .apns, path: r.path, exchange: exchange, commitNow: !r.inBatch) { outcome in
+                switch outcome {
+                case .failure: responder.send(Self.response(APNsError(.internalServerError, "the store failed"), apnsID: apnsID))
+                case .success(let result):
+                    responder.send(result.response as? HTTPResponse
+                                   ?? Self.response(APNsError(.internalServerError, "the send made no answer"), apnsID: apnsID))
+                }
+            }
+            return nil
         } catch {
             return Self.response(error, apnsID: apnsID)
+        }
+    }
+
+    /// The device a send goes to, or why not: none has the token, or it is of the other
+    /// environment (`BadDeviceToken`); of another app than the topic's (`DeviceTokenNotForTopic`);
+    /// uninstalled or its token replaced (410 `Unregistered`, with when it was last seen).
+    static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String) throws(APNsError) -> Device {
+        guard let device else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
+        // Every device's token is a sandbox token for now (docs/apns.md).
+        guard environment == .sandbox else {
+            throw APNsError(.badDeviceToken, "the token is a sandbox token; this request reached production")
+        }
+        guard device.app == bundleID else {
+            throw APNsError(.deviceTokenNotForTopic, "the device belongs to \(device.app), not \(bundleID)")
+        }
+        guard device.state == .registered else {
+            throw APNsError(.unregistered, "the device is \(device.state.rawValue)", timestamp: device.lastSeenAt)
+        }
+        return device
+    }
+
+    /// The engine's send of an APNs request to `device`: the headers with Apple's defaults filled
+    /// in and the payload as received, as an HTTP v1 message's `apns` block carries them (so the
+    /// iOS delivery rules and the effective payload read them as they do for FCM); the TTL from
+    /// `apns-expiration` on the mock's clock (30 days without one, 0 for 0 or a time passed).
+    static func request(to device: Device, headers: APNsHeaders, apnsID: String, payload: JSONObject, keyID: String,
+                        environment: APNsEnvironment, now: Int64) -> SendRequest {
+        var req = SendRequest(format: .json, target: .token(device.token))
+        req.options.collapseKey = headers.collapseID
+        req.options.priority = headers.priority == 10 ? .high : .normal
+        if let e = headers.expiration {
+            req.options.timeToLive = e == 0 ? 0 : max(0, e - now / 1000)
+        } else {
+            req.options.timeToLive = defaultTimeToLive
+        }
+        var h = JSONObject()
+        h["apns-push-type"] = .string(headers.pushType.rawValue)
+        h["apns-priority"] = .string(String(headers.priority))
+        if let topic = headers.topic { h["apns-topic"] = .string(topic) }
+        h["apns-expiration"] = .string(String(headers.expiration ?? (now / 1000 + defaultTimeToLive)))
+        if let c = headers.collapseID { h["apns-collapse-id"] = .string(c) }
+        h["apns-id"] = .string(apnsID)
+        req.platforms = PlatformConfigs(apns: JSONObject([("headers", .object(h)), ("payload", .object(payload)),
+                                                          ("environment", .string(environment.rawValue)), ("key_id", .string(keyID))]))
+        return req
+    }
+
+    /// How long a notification is kept for an offline device without `apns-expiration` (Apple
+    /// says "a limited period").
+    static let defaultTimeToLive: Int64 = 30 * 86_400
+
+    /// The APNs reason for a recipient the engine's send refused.
+    static func refusal(_ e: FCMErrorCode, lastSeen: Int64) -> APNsError {
+        switch e {
+        case .notRegistered: return APNsError(.unregistered, "the device is no longer registered", timestamp: lastSeen)
+        case .deviceMessageRateExceeded: return APNsError(.tooManyRequests, "over the per-device rate (--device-rate)")
+        default: return APNsError(.internalServerError, "the send failed: \(e.rawValue)")
         }
     }
 

@@ -15,6 +15,10 @@ extension ControlAPI {
             state = nil
         }
         let limit = try q.limit()
+        // `?apns_token=`: the one iOS device with that APNs token (docs/apns.md), or none.
+        if let apns = q["apns_token"] {
+            return ok(Render.list(engine.device(apnsToken: apns).map { [render($0)] } ?? [], next: nil))
+        }
         if let text = q["q"], text.utf8.count > Self.maxSearchBytes {
             throw .badRequest("q must be at most \(Self.maxSearchBytes) bytes")
         }
