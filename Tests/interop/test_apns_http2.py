@@ -114,3 +114,30 @@ def test_apns_id_is_echoed(apns, key):
     given = str(uuid.uuid4()).upper()
     r = post(apns, key, headers={"apns-topic": TOPIC, "apns-id": given})
     assert r.headers["apns-id"] == given
+
+
+def test_a_send_reaches_the_ios_device_that_has_the_token(apns, key):
+    _, _, extra, mock = apns
+    fcm = mock.create_device(platform="ios", app=TOPIC)
+    device = mock.device(fcm)
+    assert device["apns_environment"] == "sandbox"
+    assert mock.api("GET", "/api/v1/devices", params={"apns_token": device["apns_token"]})["items"][0]["token"] == fcm
+    r = post(apns, key, path="/3/device/" + device["apns_token"],
+             headers={"apns-topic": TOPIC, "apns-collapse-id": "score"}, body=b'{"aps":{"alert":"interop"},"k":1}')
+    assert (r.status_code, r.content) == (200, b"")
+    uuid.UUID(r.headers["apns-id"])
+    # Both set-ups reach the sandbox: 127.0.0.1 by --apns-environment's default, the TLS one by
+    # Apple's sandbox host name.
+    uuid.UUID(r.headers["apns-unique-id"])
+    entry = mock.wait_inbox(fcm)[0]
+    assert entry["status"] == "delivered"
+    assert entry["via"]["transport"] == "apns"
+    assert entry["effective"]["apns"]["payload"]["k"] == 1
+    assert entry["effective"]["apns"]["headers"]["apns-collapse-id"] == "score"
+    # The same token on Apple's production host is of the other environment.
+    if "headers" in extra:
+        client, base, _, _ = apns
+        h = {"host": "api.push.apple.com", "authorization": "bearer " + token(key), "apns-topic": TOPIC}
+        p = client.post(base + "/3/device/" + device["apns_token"], headers=h, content=b'{"aps":{}}',
+                        extensions={"sni_hostname": "api.push.apple.com"})
+        assert_reason(p, 400, "BadDeviceToken")
