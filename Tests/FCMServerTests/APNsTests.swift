@@ -308,4 +308,19 @@ final class APNsTests: XCTestCase {
         XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
         assertReason(try send(path: "/3/device/\(token)"), 429, "TooManyRequests")
     }
+
+    func testARefusedSendIsRecordedOnceWithItsReasonAndAnswer() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        let before = items(try server.client().get("/api/v1/messages?transport=apns")).count
+        assertReason(try send(path: "/3/device/\(token)", headers: [("apns-topic", topic), ("apns-priority", "7")]), 400, "BadPriority")
+        assertReason(try send(path: "/3/nothing"), 404, "BadPath")  // not a send: not recorded
+        let records = items(try server.client().get("/api/v1/messages?transport=apns"))
+        XCTAssertEqual(records.count, before + 1, "\(records)")
+        let r = try XCTUnwrap(records.first)
+        XCTAssertEqual(r["status"]?.stringValue, "rejected")
+        XCTAssertEqual(r["error"]?.stringValue, "BadPriority")
+        XCTAssertEqual(r["http_status"], .number(JSONNumber(400)))
+        XCTAssertEqual(r["sender_id"]?.stringValue, "123456789012", "the device's project")
+        XCTAssertEqual(r["answer"]?.objectValue?["body"]?.stringValue, #"{"reason":"BadPriority"}"#, "\(r)")
+    }
 }

@@ -29,11 +29,16 @@ struct APNsRoutes: Sendable {
         // The sender's id when it is one; a new one otherwise (a malformed one too: it is refused).
         let given = r.header("apns-id")
         let apnsID = given.flatMap { isCanonicalUUID($0) ? $0 : nil } ?? newUUID()
+        let token: String
         do throws(APNsError) {
-            let token = try Self.deviceToken(path: r.path)
+            token = try Self.deviceToken(path: r.path)
             guard r.method == "POST" else {
                 throw APNsError(.methodNotAllowed, "\(r.method) on \(r.path): the device path takes POST only")
             }
+        } catch {
+            return Self.response(error, apnsID: apnsID)
+        }
+        do throws(APNsError) {
             let auth: APNsTokenAuthorization
             switch engine.authorizeProviderToken(r.header("authorization")) {
             case .success(let a): auth = a
@@ -75,8 +80,21 @@ struct APNsRoutes: Sendable {
             }
             return nil
         } catch {
-            return Self.response(error, apnsID: apnsID)
+            return recorded(error, apnsID: apnsID, r, token: token)
         }
+    }
+
+    /// Apple's answer to a refused send, kept on a record of its own (`status: "rejected"`, the
+    /// reason as its `error`, why in the mock's words as its `error_detail`), under the project
+    /// of the device the token names when one does. A refusal the store cannot record is
+    /// answered all the same.
+    func recorded(_ e: APNsError, apnsID: String, _ r: HTTPRequest, token: String) -> HTTPResponse {
+        let answer = Self.response(e, apnsID: apnsID)
+        let sender = token.isEmpty ? nil : engine.device(apnsToken: token)?.senderID
+        let id = try? engine.recordRejectedID(senderID: sender, transport: .apns, format: .json, httpStatus: e.status,
+                                              error: e.reason.rawValue, detail: e.detail,
+                                              raw: String(decoding: r.body.prefix(4096), as: UTF8.self))
+        return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
     }
 
     /// The device a send goes to, or why not: none has the token, or it is of the other
