@@ -323,4 +323,26 @@ final class APNsTests: XCTestCase {
         XCTAssertEqual(r["sender_id"]?.stringValue, "123456789012", "the device's project")
         XCTAssertEqual(r["answer"]?.objectValue?["body"]?.stringValue, #"{"reason":"BadPriority"}"#, "\(r)")
     }
+
+    func testFaultsOfTheAPNsTransport() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        let c = server.client()
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"status":503,"retry_after_s":7},"times":1}"#).status, 201)
+        let unavailable = try send(path: "/3/device/\(token)")
+        XCTAssertEqual(unavailable.status, 503)
+        XCTAssertEqual(unavailable.body, #"{"reason":"ServiceUnavailable"}"#)
+        XCTAssertEqual(unavailable.headers["retry-after"], "7")
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"status":502},"times":1}"#).status, 201)
+        let other = try send(path: "/3/device/\(token)")
+        XCTAssertEqual(other.status, 502)
+        XCTAssertEqual(other.body, #"{"reason":"InternalServerError"}"#)
+        // A fault of another transport leaves APNs alone; NotRegistered inside the send is Unregistered.
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"http_v1"},"then":{"status":500}}"#).status, 201)
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"error":"NotRegistered"},"times":1}"#).status, 201)
+        let gone = try send(path: "/3/device/\(token)")
+        XCTAssertEqual(gone.status, 410, gone.body)
+        XCTAssertTrue(gone.body.hasPrefix(#"{"reason":"Unregistered","timestamp":"#), gone.body)
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns2"},"then":{"status":500}}"#).status, 400)
+    }
 }

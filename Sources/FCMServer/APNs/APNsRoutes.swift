@@ -61,6 +61,29 @@ struct APNsRoutes: Sendable {
                 // Apple does not parse the payload: it accepts it and the phone drops it.
                 return Self.success(apnsID: apnsID, uniqueID: env == .sandbox ? newUUID() : nil)
             }
+            // Faults with `when.transport: "apns"` (or any): a status, a dropped connection, a delay.
+            var delay: Int64?
+            if let f = engine.fireRequestFault(transport: .apns, path: r.path, senderID: device.senderID,
+                                               tokens: [device.token, token.lowercased()], topic: nil) {
+                switch f.action {
+                case .status(let code, let retry):
+                    var answer = Self.response(APNsError(APNsReason.forStatus(code), ""), apnsID: apnsID)
+                    answer.status = code
+                    if let retry { answer.headers.append(("Retry-After", String(retry))) }
+                    let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: code,
+                                                          error: APNsReason.forStatus(code).rawValue,
+                                                          detail: "fault \(f.id) answered HTTP \(code)", raw: nil, fault: f.id)
+                    return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
+                case .closeConnection:
+                    _ = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: 0,
+                                                     error: "ConnectionClosed", detail: "fault \(f.id) closed the connection without an answer",
+                                                     raw: nil, fault: f.id)
+                    return .dropConnection
+                case .delay(let ms): delay = ms
+                case .error: break
+                }
+            }
+            let delayMillis = delay
             let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload, keyID: auth.keyID, environment: env,
                                    now: engine.clock.nowMillis())
             let uniqueID = env == .sandbox ? newUUID() : nil
@@ -74,8 +97,9 @@ struct APNsRoutes: Sendable {
                 switch outcome {
                 case .failure: responder.send(Self.response(APNsError(.internalServerError, "the store failed"), apnsID: apnsID))
                 case .success(let result):
-                    responder.send(result.response as? HTTPResponse
-                                   ?? Self.response(APNsError(.internalServerError, "the send made no answer"), apnsID: apnsID))
+                    let answer = result.response as? HTTPResponse
+                        ?? Self.response(APNsError(.internalServerError, "the send made no answer"), apnsID: apnsID)
+                    if let delayMillis { responder.send(answer, afterMillis: Int(delayMillis)) } else { responder.send(answer) }
                 }
             }
             return nil
