@@ -134,6 +134,21 @@ extension Engine {
         return state.withLock { s in s.apnsIndex[key].flatMap { s.devices[$0] } }
     }
 
+    /// With `--unknown-tokens register`, the device an unknown well-formed APNs token becomes:
+    /// a new online iOS device of `bundleID` (in the first project that has it as an iOS app), in
+    /// `environment`. Nil when the policy is `reject` or no project has the app.
+    public func registerAPNsDevice(token: String, bundleID: String, environment: APNsEnvironment) -> Device? {
+        guard unknownTokens == .register else { return nil }
+        let sender: String? = state.withLock { s in
+            s.projectOrder.first { id in s.projects[id]?.apps.contains { $0.app == bundleID && $0.platform == .ios } == true }
+        }
+        guard let sender else { return nil }
+        let spec = DeviceSpec(token: nil, senderID: sender, app: bundleID, platform: .ios, online: true, apnsToken: token,
+                              apnsEnvironment: environment)
+        // Two first sends of one token at once: the second finds the device the first made.
+        return (try? createDevice(spec)) ?? device(apnsToken: token)
+    }
+
     // MARK: Provider tokens
 
     /// The key and team an `authorization: bearer <JWT>` header speaks for (docs/spec/apns.md

@@ -1,4 +1,4 @@
-import FCMCore
+public import FCMCore
 import FCMStore
 import Platform
 
@@ -11,14 +11,21 @@ public struct DeviceSpec: Sendable, Equatable {
     public var online: Bool
     /// The Firebase installation id; generated when not given.
     public var fid: String?
+    /// An iOS device's APNs token (64 to 200 hex digits); derived from its FCM token when not given.
+    public var apnsToken: String?
+    /// An iOS device's APNs environment; sandbox when not given.
+    public var apnsEnvironment: APNsEnvironment?
 
-    public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool, fid: String? = nil) {
+    public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool, fid: String? = nil,
+                apnsToken: String? = nil, apnsEnvironment: APNsEnvironment? = nil) {
         self.token = token
         self.senderID = senderID
         self.app = app
         self.platform = platform
         self.online = online
         self.fid = fid
+        self.apnsToken = apnsToken
+        self.apnsEnvironment = apnsEnvironment
     }
 }
 
@@ -100,12 +107,24 @@ extension Engine {
         if let fid = spec.fid, let holder = s.device(fid: fid) {
             return .failure(.conflict("fid '\(fid)' already belongs to device '\(holder.token)'"))
         }
+        if spec.apnsToken != nil || spec.apnsEnvironment != nil {
+            guard spec.platform == .ios else { return .failure(.badRequest("apns_token and apns_environment are for ios devices only")) }
+        }
+        let apnsToken = spec.apnsToken?.lowercased()
+        if let apnsToken {
+            do throws(APNsError) { try APNsDeviceToken.check(apnsToken) } catch {
+                return .failure(.badRequest("apns_token must be 64 to 200 hexadecimal characters, an even number"))
+            }
+            if let holder = s.apnsIndex[apnsToken].flatMap({ s.devices[$0] }) {
+                return .failure(.conflict("apns_token already belongs to device '\(holder.token)'"))
+            }
+        }
         let app = spec.app
             ?? project.apps.first(where: { $0.platform == spec.platform })?.app
             ?? project.apps.first?.app ?? "unknown.app"
         let d = Device(id: id ?? s.nextDeviceID, token: token, fid: spec.fid ?? s.newInstallationID(), senderID: spec.senderID,
                        app: app, platform: spec.platform, state: .registered, canonicalID: nil, online: spec.online,
-                       createdAt: now, lastSeenAt: now)
+                       createdAt: now, lastSeenAt: now, givenAPNsToken: apnsToken, apnsEnvironment: spec.apnsEnvironment ?? .sandbox)
         if id == nil { s.nextDeviceID += 1 }
         s.insert(d)
         return .success((d, true))
@@ -225,8 +244,11 @@ extension Engine {
             var newToken = newRegistrationToken()
             while s.tokenIndex[newToken] != nil { newToken = newRegistrationToken() }
             // The installation is the same: the new token's device keeps the fid.
-            let fresh = Device(id: s.nextDeviceID, token: newToken, fid: old.fid, senderID: old.senderID, app: old.app, platform: old.platform,
+            var fresh = Device(id: s.nextDeviceID, token: newToken, fid: old.fid, senderID: old.senderID, app: old.app, platform: old.platform,
                                state: .registered, canonicalID: nil, online: old.online, createdAt: now, lastSeenAt: now)
+            // The app's APNs token does not change with its FCM token.
+            fresh.givenAPNsToken = old.apnsToken
+            fresh.apnsEnvironment = old.apnsEnvironment
             s.nextDeviceID += 1
             old.state = .refreshed
             old.canonicalID = fresh.id

@@ -81,7 +81,8 @@ extension Device {
     /// This device as its store row.
     var row: DeviceRow {
         DeviceRow(id: id, token: token, senderID: senderID, app: app, platform: platform.rawValue, state: state.rawValue,
-                  canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt, fid: fid)
+                  canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt, fid: fid,
+                  apnsToken: givenAPNsToken, apnsEnvironment: platform == .ios ? apnsEnvironment.rawValue : nil)
     }
 }
 

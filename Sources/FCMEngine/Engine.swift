@@ -399,7 +399,9 @@ struct EngineState: Sendable {
             try load.devices { r in
                 s.insert(Device(id: r.id, token: r.token, fid: r.fid ?? "", senderID: r.senderID, app: r.app,
                                 platform: Platform(rawValue: r.platform) ?? .android, state: DeviceState(rawValue: r.state) ?? .registered,
-                                canonicalID: r.canonicalID, online: r.online, createdAt: r.createdAt, lastSeenAt: r.lastSeenAt))
+                                canonicalID: r.canonicalID, online: r.online, createdAt: r.createdAt, lastSeenAt: r.lastSeenAt,
+                                givenAPNsToken: r.apnsToken,
+                                apnsEnvironment: r.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)) ?? .sandbox))
             }
             s.fidIndex[""] = nil
             var keys = HeldCollapseKeys()

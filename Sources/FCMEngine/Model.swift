@@ -1,4 +1,4 @@
-import FCMCore
+public import FCMCore
 
 /// An app of a project (`apps[]` of `POST /api/v1/projects`).
 public struct AppConfig: Sendable, Equatable {
@@ -91,11 +91,19 @@ public struct Device: Sendable, Equatable {
     public var lastSeenAt: Int64
     // What it holds while offline lives in `EngineState.stored` only; the rendered `pending`
     // count is derived from there (`EngineState.render`), so it can never disagree with it.
+    /// An iOS device's APNs token when one was given (lowercase); nil: derived (`apnsToken`).
+    public var givenAPNsToken: String? = nil
+    /// An iOS device's APNs environment.
+    public var apnsEnvironment: APNsEnvironment = .sandbox
 }
 
 extension Device {
-    /// An iOS device's APNs device token (derived from its FCM token); nil on other platforms.
-    public var apnsToken: String? { platform == .ios ? APNsDeviceToken.derived(from: token) : nil }
+    /// An iOS device's APNs device token: the one given, else derived from its FCM token; nil
+    /// on other platforms.
+    public var apnsToken: String? {
+        guard platform == .ios else { return nil }
+        return givenAPNsToken ?? APNsDeviceToken.derived(from: token)
+    }
 }
 
 /// How a send was made.

@@ -21,7 +21,7 @@ public enum Render {
         w.key("last_seen_at"); w.value(rfc3339(millis: d.lastSeenAt))
         if let apns = d.apnsToken {
             w.key("apns_token"); w.value(apns)
-            w.key("apns_environment"); w.value(APNsEnvironment.sandbox.rawValue)
+            w.key("apns_environment"); w.value(d.apnsEnvironment.rawValue)
         }
         w.endObject()
         return w.string

@@ -153,8 +153,12 @@ enum Migrations {
         CREATE INDEX inbox_chunks_device ON inbox_chunks(device);
         """,
         // 13: APNs provider-token teams (their apps' bundle ids as a JSON array) and signing keys
-        // (the public key only: the mock shows the private key once, when it makes it).
+        // (the public key only: the mock shows the private key once, when it makes it); an iOS
+        // device's APNs token when it was given (NULL: derived from its FCM token) and its APNs
+        // environment (NULL: sandbox).
         """
+        ALTER TABLE devices ADD COLUMN apns_token TEXT;
+        ALTER TABLE devices ADD COLUMN apns_environment TEXT;
         CREATE TABLE apns_teams(
             team_id TEXT PRIMARY KEY,
             bundle_ids TEXT NOT NULL,

@@ -16,22 +16,29 @@ public struct DeviceRow: Sendable {
     /// The Firebase installation id HTTP v1 may address the device by (NULL in stores made
     /// before schema 10).
     public var fid: String?
+    /// An iOS device's APNs token when one was given (NULL: derived from its FCM token).
+    public var apnsToken: String?
+    /// An iOS device's APNs environment (NULL: sandbox).
+    public var apnsEnvironment: String?
 
     public init(id: Int64, token: String, senderID: String, app: String, platform: String, state: String, canonicalID: Int64?,
-                online: Bool, createdAt: Int64, lastSeenAt: Int64, fid: String? = nil) {
+                online: Bool, createdAt: Int64, lastSeenAt: Int64, fid: String? = nil, apnsToken: String? = nil,
+                apnsEnvironment: String? = nil) {
         self.id = id; self.token = token; self.senderID = senderID; self.app = app; self.platform = platform
         self.state = state; self.canonicalID = canonicalID; self.online = online; self.createdAt = createdAt
-        self.lastSeenAt = lastSeenAt; self.fid = fid
+        self.lastSeenAt = lastSeenAt; self.fid = fid; self.apnsToken = apnsToken; self.apnsEnvironment = apnsEnvironment
     }
 
     static let insertSQL = """
-        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?)
+        INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid,
+                            apns_token, apns_environment)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
         [.int(id), .text(token), .text(senderID), .text(app), .text(platform), .text(state),
-         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt), .optional(fid)]
+         .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt), .optional(fid),
+         .optional(apnsToken), .optional(apnsEnvironment)]
     }
 }
 

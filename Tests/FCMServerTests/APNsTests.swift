@@ -26,9 +26,10 @@ final class APNsTests: XCTestCase {
         try start()
     }
 
-    /// A server with `arguments`, and a key of `team` for the demo iOS app made on it.
-    func start(_ arguments: [String] = []) throws {
-        server = try TestServer(extraArguments: arguments)
+    /// A server with `arguments` (unknown tokens refused unless said), and a key of `team` for
+    /// the demo iOS app made on it.
+    func start(_ arguments: [String] = [], unknownTokens: String = "reject") throws {
+        server = try TestServer(unknownTokens: unknownTokens, extraArguments: arguments)
         let made = try server.client().post("/api/v1/apns/keys", #"{"team_id":"\#(team)","bundle_ids":["\#(topic)"]}"#)
         XCTAssertEqual(made.status, 201, made.text)
         let o = try XCTUnwrap(JSONParser.parse(Array(made.text.utf8)).objectValue)
@@ -344,5 +345,52 @@ final class APNsTests: XCTestCase {
         XCTAssertTrue(gone.body.hasPrefix(#"{"reason":"Unregistered","timestamp":"#), gone.body)
         XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
         XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns2"},"then":{"status":500}}"#).status, 400)
+    }
+
+    func testGivenTokensAndEnvironmentsAndUnknownTokensRegistered() throws {
+        let c = server.client()
+        let given = String(repeating: "C0", count: 40)
+        let made = try c.post("/api/v1/devices", #"{"sender_id":"123456789012","platform":"ios","app":"\#(topic)","apns_token":"\#(given)","apns_environment":"production"}"#)
+        XCTAssertEqual(made.status, 201, made.text)
+        XCTAssertEqual(made.object?["apns_token"]?.stringValue, given.lowercased())
+        XCTAssertEqual(made.object?["apns_environment"]?.stringValue, "production")
+        XCTAssertEqual(try c.post("/api/v1/devices", #"{"sender_id":"123456789012","platform":"ios","apns_token":"\#(given)"}"#).status, 409)
+        XCTAssertEqual(try c.post("/api/v1/devices", #"{"sender_id":"123456789012","platform":"android","apns_token":"\#(given)"}"#).status, 400)
+        XCTAssertEqual(try c.post("/api/v1/devices", #"{"sender_id":"123456789012","platform":"ios","apns_token":"xyz"}"#).status, 400)
+        XCTAssertEqual(try c.post("/api/v1/devices", #"{"sender_id":"123456789012","platform":"ios","apns_environment":"dev"}"#).status, 400)
+        // A production token: the sandbox (this server's default) refuses it, production takes it.
+        assertReason(try send(path: "/3/device/\(given)"), 400, "BadDeviceToken")
+        let production = try send(path: "/3/device/\(given)", headers: [("apns-topic", topic), ("host", "api.push.apple.com")])
+        XCTAssertEqual(production.status, 200, production.body)
+        XCTAssertNil(production.headers["apns-unique-id"], "only the sandbox answers one")
+
+        // With --unknown-tokens register, an unknown token becomes a device of the topic's app.
+        server.stop()
+        try start(unknownTokens: "register")
+        let fresh = String(repeating: "5e", count: 32)
+        let first = try send(path: "/3/device/\(fresh)")
+        XCTAssertEqual(first.status, 200, first.body)
+        let found = items(try server.client().get("/api/v1/devices?apns_token=\(fresh)"))
+        XCTAssertEqual(found.first?["app"]?.stringValue, topic)
+        XCTAssertEqual(found.first?["platform"]?.stringValue, "ios")
+        XCTAssertEqual(found.first?["apns_environment"]?.stringValue, "sandbox")
+        let fcm = try XCTUnwrap(found.first?["token"]?.stringValue)
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices/\(pathEncode(fcm))/messages")).first?["status"]?.stringValue, "delivered")
+        // An app no project has as an iOS app stays refused.
+        XCTAssertEqual(try server.client().request("PUT", "/api/v1/apns/teams/\(team)", headers: [("Content-Type", "application/json")],
+                                                   body: Array(#"{"bundle_ids":["com.nobody"]}"#.utf8)).status, 200)
+        assertReason(try send(path: "/3/device/\(String(repeating: "77", count: 32))", headers: [("apns-topic", "com.nobody")]),
+                     400, "BadDeviceToken")
+        // Across a restart the given token stays (file store).
+        let db = NSTemporaryDirectory() + "apns-dev-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: db) }
+        var s = try TestServer(db: db)
+        XCTAssertEqual(try s.client().post("/api/v1/devices", #"{"token":"kept-1","sender_id":"123456789012","platform":"ios","apns_token":"\#(given)","apns_environment":"production"}"#).status, 201)
+        s.stop()
+        s = try TestServer(db: db)
+        defer { s.stop() }
+        let back = try XCTUnwrap(s.client().get("/api/v1/devices/kept-1").object)
+        XCTAssertEqual(back["apns_token"]?.stringValue, given.lowercased())
+        XCTAssertEqual(back["apns_environment"]?.stringValue, "production")
     }
 }

@@ -56,7 +56,8 @@ struct APNsRoutes: Sendable {
             }
             let payload = try APNsPayload.check(r.body, pushType: headers.pushType)
             let env = APNsEnvironment.of(host: r.header("host"), fallback: environment)
-            let device = try Self.recipient(engine.device(apnsToken: token), environment: env, bundleID: bundle)
+            let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
+            let device = try Self.recipient(known, environment: env, bundleID: bundle)
             guard let payload else {
                 // Apple does not parse the payload: it accepts it and the phone drops it.
                 return Self.success(apnsID: apnsID, uniqueID: env == .sandbox ? newUUID() : nil)
@@ -126,9 +127,8 @@ struct APNsRoutes: Sendable {
     /// uninstalled or its token replaced (410 `Unregistered`, with when it was last seen).
     static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String) throws(APNsError) -> Device {
         guard let device else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
-        // Every device's token is a sandbox token for now (docs/apns.md).
-        guard environment == .sandbox else {
-            throw APNsError(.badDeviceToken, "the token is a sandbox token; this request reached production")
+        guard environment == device.apnsEnvironment else {
+            throw APNsError(.badDeviceToken, "the token is a \(device.apnsEnvironment.rawValue) token; this request reached \(environment.rawValue)")
         }
         guard device.app == bundleID else {
             throw APNsError(.deviceTokenNotForTopic, "the device belongs to \(device.app), not \(bundleID)")
