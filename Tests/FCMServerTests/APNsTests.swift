@@ -345,6 +345,19 @@ final class APNsTests: XCTestCase {
         XCTAssertTrue(gone.body.hasPrefix(#"{"reason":"Unregistered","timestamp":"#), gone.body)
         XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
         XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns2"},"then":{"status":500}}"#).status, 400)
+        // A delay answers late; a dropped connection answers nothing (curl sees the stream reset
+        // or the connection closed) and is recorded.
+        XCTAssertEqual(try c.delete("/api/v1/faults").status, 204)
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"delay_ms":400},"times":1}"#).status, 201)
+        let started = Date()
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.4)
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"close_connection":true},"times":1}"#).status, 201)
+        let dropped = try runProcess(try HTTP2Tests.tool("curl"), ["-sS", "--max-time", "20", "--http2-prior-knowledge", "-X", "POST",
+                                                                   "-H", "authorization: bearer \(try self.token())", "-H", "apns-topic: \(topic)",
+                                                                   "-d", "{}", "http://127.0.0.1:\(server.port)/3/device/\(token)"])
+        XCTAssertNotEqual(dropped.status, 0, dropped.stdout)
+        XCTAssertEqual(items(try c.get("/api/v1/messages?transport=apns")).first?["error"]?.stringValue, "ConnectionClosed")
     }
 
     func testGivenTokensAndEnvironmentsAndUnknownTokensRegistered() throws {

@@ -62,29 +62,12 @@ struct APNsRoutes: Sendable {
                 // Apple does not parse the payload: it accepts it and the phone drops it.
                 return Self.success(apnsID: apnsID, uniqueID: env == .sandbox ? newUUID() : nil)
             }
-            // Faults with `when.transport: "apns"` (or any): a status, a dropped connection, a delay.
-            var delay: Int64?
-            if let f = engine.fireRequestFault(transport: .apns, path: r.path, senderID: device.senderID,
-                                               tokens: [device.token, token.lowercased()], topic: nil) {
-                switch f.action {
-                case .status(let code, let retry):
-                    var answer = Self.response(APNsError(APNsReason.forStatus(code), ""), apnsID: apnsID)
-                    answer.status = code
-                    if let retry { answer.headers.append(("Retry-After", String(retry))) }
-                    let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: code,
-                                                          error: APNsReason.forStatus(code).rawValue,
-                                                          detail: "fault \(f.id) answered HTTP \(code)", raw: nil, fault: f.id)
-                    return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
-                case .closeConnection:
-                    _ = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: 0,
-                                                     error: "ConnectionClosed", detail: "fault \(f.id) closed the connection without an answer",
-                                                     raw: nil, fault: f.id)
-                    return .dropConnection
-                case .delay(let ms): delay = ms
-                case .error: break
-                }
+            let delayMillis: Int64?
+            switch fault(r, device: device, token: token, apnsID: apnsID) {
+            case .answer(let answer): return answer
+            case .delay(let ms): delayMillis = ms
+            case .none: delayMillis = nil
             }
-            let delayMillis = delay
             let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload, keyID: auth.keyID, environment: env,
                                    now: engine.clock.nowMillis())
             let uniqueID = env == .sandbox ? newUUID() : nil
@@ -107,6 +90,42 @@ struct APNsRoutes: Sendable {
         } catch {
             return recorded(error, apnsID: apnsID, r, token: token)
         }
+    }
+
+    /// What a request-level fault (`when.transport: "apns"` or any) does to a send.
+    enum FaultOutcome {
+        /// Answered (a status, recorded) or dropped by the fault.
+        case answer(HTTPResponse)
+        /// Sent, and answered this many milliseconds late.
+        case delay(Int64)
+        case none
+    }
+
+    /// Fires the first request-level fault that matches a send to `device`: a status answers the
+    /// reason Apple uses for it (`Retry-After` kept), a dropped connection answers nothing; both
+    /// are recorded as refused with the fault.
+    func fault(_ r: HTTPRequest, device: Device, token: String, apnsID: String) -> FaultOutcome {
+        guard let f = engine.fireRequestFault(transport: .apns, path: r.path, senderID: device.senderID,
+                                              tokens: [device.token, token.lowercased()], topic: nil)
+        else { return .none }
+        let status: Int, reason: String, answer: HTTPResponse
+        switch f.action {
+        case .status(let code, let retry):
+            var a = Self.response(APNsError(APNsReason.forStatus(code), ""), apnsID: apnsID)
+            a.status = code
+            if let retry { a.headers.append(("Retry-After", String(retry))) }
+            (status, reason, answer) = (code, APNsReason.forStatus(code).rawValue, a)
+        case .closeConnection:
+            (status, reason, answer) = (0, "ConnectionClosed", .dropConnection)
+        case .delay(let ms):
+            return .delay(ms)
+        case .error:
+            return .none
+        }
+        let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status)"
+        let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: status,
+                                              error: reason, detail: detail, raw: nil, fault: f.id)
+        return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r)))
     }
 
     /// Apple's answer to a refused send, kept on a record of its own (`status: "rejected"`, the
