@@ -1,3 +1,6 @@
+// Long because: the engine's stored properties and start-up, the credentials it checks without the
+// state lock, and the in-memory state with its indexes are one type's parts; its behaviour is in the
+// Engine+<concern>.swift files beside it.
 import FCMCore
 public import FCMStore
 public import Platform
