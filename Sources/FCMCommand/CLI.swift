@@ -392,10 +392,8 @@ public enum CLI {
             var fields = [("Connection", "close")]
             if let controlToken, path.hasPrefix("/api/") { fields.append(("Authorization", "Bearer \(controlToken)")) }
             do {
-                // Every request says how long its body is, a GET's empty one included.
-                let all = fields + headers + (body.isEmpty && !["POST", "PATCH", "PUT"].contains(method) ? [("Content-Length", "0")] : [])
                 defer { client.disconnect() }
-                return try client.request(method, path, headers: all, body: body)
+                return try client.request(method, path, headers: fields + headers, body: body)
             } catch {
                 if error.handshake {
                     writeToStandardError("fcm-mock: \(error.description)\(caFile == nil ? " (trust the mock's CA with --cacert)" : "")\n")

@@ -38,12 +38,6 @@ public struct Router<Handler: Sendable>: Sendable {
         let (index, params) = table.match(method, path)
         return (index.map { handlers[$0] } ?? otherwise, params)
     }
-
-    /// See `RouteTable.segments`.
-    static func segments(_ path: String) -> [Substring] { RouteTable.segments(path) }
-
-    /// See `RouteTable.firstSegment`.
-    static func firstSegment(_ path: Substring) -> Substring { RouteTable.firstSegment(path) }
 }
 
 /// The route table's matcher (see `Router`): which entry of the table a method and path match.
