@@ -125,6 +125,7 @@ extension HTTP2Connection {
                                   body: s.requestBody, bodyTooLarge: s.bodyTooLarge)
         request.isSecure = transport.isSecure
         request.isHTTP2 = true
+        request.clientCertificate = transport.peerCertificate
         if core.afterBatch != nil {
             request.inBatch = true
             batchPending = true

@@ -20,6 +20,8 @@ protocol HTTP2Transport: AnyObject {
     func close()
     /// Whether the bytes travel over TLS.
     var isSecure: Bool { get }
+    /// The client's certificate (DER) when it presented one in the TLS handshake.
+    var peerCertificate: [UInt8]? { get }
 }
 
 /// Makes `fd` blocking with `seconds` of send and receive time-out: the connection threads
@@ -40,6 +42,7 @@ final class PlainTransport: HTTP2Transport {
     init(fd: Int32) { self.fd = fd }
     var hasBufferedData: Bool { false }
     var isSecure: Bool { false }
+    var peerCertificate: [UInt8]? { nil }
 
     func read(_ buffer: UnsafeMutableRawPointer, _ max: Int) -> Int {
         while true {
@@ -59,12 +62,31 @@ final class TLSTransport: HTTP2Transport {
     let fd: Int32
     let session: TLSSession
     var isSecure: Bool { true }
+    /// Read once, after the handshake: every request of the connection carries it.
+    let peerCertificate: [UInt8]?
+    /// Bytes already read from the session and given back (`unread`): the next reads return them
+    /// first.
+    private var pending: [UInt8] = []
+
     init(fd: Int32, session: TLSSession) {
         self.fd = fd
         self.session = session
+        peerCertificate = session.peerCertificate
     }
-    var hasBufferedData: Bool { session.hasBufferedData }
-    func read(_ buffer: UnsafeMutableRawPointer, _ max: Int) -> Int { session.read(buffer, max) }
+
+    var hasBufferedData: Bool { !pending.isEmpty || session.hasBufferedData }
+
+    func read(_ buffer: UnsafeMutableRawPointer, _ max: Int) -> Int {
+        guard !pending.isEmpty else { return session.read(buffer, max) }
+        let n = min(max, pending.count)
+        pending.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress!, byteCount: n) }
+        pending.removeFirst(n)
+        return n
+    }
+
+    /// Puts `bytes` back in front of what the session has not yet been read of.
+    func unread(_ bytes: [UInt8]) { pending = bytes + pending }
+
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool { session.write(bytes) }
     func close() {
         session.bye()

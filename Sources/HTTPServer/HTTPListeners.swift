@@ -174,19 +174,32 @@ final class PlainAcceptor: Acceptor, @unchecked Sendable {
 /// loops through a socket pair the thread pumps: the loop sees a plain HTTP/1.1 client (its
 /// requests marked secure), so every HTTP/1.1 port has one implementation, with one set of
 /// limits, answers and error pages, one access log and one shutdown.
+///
+/// A client that offered no ALPN on a port that serves `h2` is told apart by its first bytes, as
+/// on the plain port: the HTTP/2 preface makes the connection HTTP/2 (aioapns, like some other
+/// APNs clients, speaks HTTP/2 over TLS without offering `h2`), anything else is HTTP/1.1. The
+/// bytes read to decide are handed on, not lost.
 final class TLSAcceptor: Acceptor, @unchecked Sendable {
     let credentials: TLSCredentials
     let limits: HTTP2Limits
     /// The ALPN protocols offered, ours first: `h2` and `http/1.1` on the HTTPS port,
     /// `http/1.1` alone on a plain port that speaks TLS (`--http-tls`).
     let protocols: [String]
+    /// Whether the handshake asks the client for a certificate (never requiring one): the HTTPS
+    /// port does, for APNs certificate authentication (`HTTPRequest.clientCertificate`).
+    let requestsClientCertificate: Bool
+    /// How long a client without ALPN has to send its first bytes before it is taken for HTTP/1.1
+    /// (the plain port's sniffing waits as long).
+    var sniffMillis = 2000
     /// Connections being handshaken or pumped (each holds a thread).
     private let open = Atomic<Int>(0)
 
-    init(listenFD: Int32, sink: any ConnectionSink, credentials: TLSCredentials, limits: HTTP2Limits, protocols: [String]) {
+    init(listenFD: Int32, sink: any ConnectionSink, credentials: TLSCredentials, limits: HTTP2Limits, protocols: [String],
+         requestsClientCertificate: Bool = false) {
         self.credentials = credentials
         self.limits = limits
         self.protocols = protocols
+        self.requestsClientCertificate = requestsClientCertificate
         super.init(listenFD: listenFD, sink: sink)
     }
 
@@ -215,15 +228,29 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
         configureConnectionSocket(s.fd, seconds: limits.handshakeSeconds)
         let session: TLSSession
         do {
-            session = try TLSSession(serverOn: s.fd, credentials: credentials, protocols: protocols)
+            session = try TLSSession(serverOn: s.fd, credentials: credentials, protocols: protocols,
+                                     requestingClientCertificate: requestsClientCertificate)
         } catch {
             close(s.fd)
             return
         }
         let tls = TLSTransport(fd: s.fd, session: session)
-        if session.negotiatedProtocol == "h2" {
+        switch session.negotiatedProtocol {
+        case "h2":
             sink.runHTTP2(tls)
             return
+        case nil where protocols.contains("h2"):
+            guard let first = firstBytes(tls) else {
+                tls.close()
+                return
+            }
+            tls.unread(first)
+            if first.starts(with: http2Preface) {
+                sink.runHTTP2(tls)
+                return
+            }
+        default:
+            break
         }
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
@@ -232,6 +259,30 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
         }
         sink.addHTTP1(pair[1], secure: true)
         pump(tls, pair[0])
+    }
+
+    /// The first bytes a client without ALPN sends: read until they are the whole HTTP/2
+    /// preface or stop matching it, or `sniffMillis` pass (a client waiting for the server, taken
+    /// for HTTP/1.1); nil when the client closes or fails before sending anything.
+    private func firstBytes(_ tls: TLSTransport) -> [UInt8]? {
+        var got: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        let deadline = monotonicNanos() + UInt64(sniffMillis) * 1_000_000
+        while got.count < http2Preface.count && got.elementsEqual(http2Preface.prefix(got.count)) {
+            if !tls.hasBufferedData {
+                let now = monotonicNanos()
+                guard now < deadline else { return got }
+                var p = pollfd(fd: tls.fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&p, 1, Int32((deadline - now) / 1_000_000) + 1)
+                if ready < 0 && errno != EINTR { return nil }
+                if ready <= 0 { continue }
+            }
+            let n = buffer.withUnsafeMutableBytes { tls.read($0.baseAddress!, $0.count) }
+            if n < 0 && errno == EAGAIN { continue }
+            if n <= 0 { return got.isEmpty ? nil : got }
+            got += buffer[0..<n]
+        }
+        return got
     }
 
     /// Copies bytes both ways between the TLS client and the loop's end of the pair until either

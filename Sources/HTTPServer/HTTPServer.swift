@@ -54,6 +54,9 @@ public final class HTTPServer: Sendable {
     /// after it has handed `handler` every request it read in one go (those requests are marked
     /// `inBatch`), so work they leave pending can be done once for all of them.
     /// `http1Limits` bounds the HTTP/1.1 clients that are slow to send a request head.
+    /// The HTTPS port asks each client for a certificate without requiring one (APNs
+    /// certificate authentication: `HTTPRequest.clientCertificate`), and serves a client that
+    /// offered no ALPN as HTTP/2 when its first bytes are the HTTP/2 preface.
     public init(host: String, port: Int, maxBodyBytes: Int, http1Loops: Int = 1, tls: TLSCredentials? = nil,
                 https: HTTPSListenerOptions? = nil, http1Limits: HTTP1Limits = HTTP1Limits(), http2Limits: HTTP2Limits = HTTP2Limits(),
                 accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, afterBatch: (@Sendable () -> Void)? = nil,
@@ -115,7 +118,7 @@ public final class HTTPServer: Sendable {
         plain.start()
         if let httpsListen {
             let a = TLSAcceptor(listenFD: httpsListen.fd, sink: self, credentials: httpsListen.credentials, limits: http2Limits,
-                                protocols: ["h2", "http/1.1"])
+                                protocols: ["h2", "http/1.1"], requestsClientCertificate: true)
             tlsAcceptor.withLock { $0 = a }
             a.start()
         }

@@ -21,6 +21,10 @@ public struct HTTPRequest: Sendable {
     public var inBatch = false
     /// The request came over HTTP/2 (h2 or h2c); false for HTTP/1.x. APNs serves HTTP/2 only.
     public var isHTTP2 = false
+    /// The certificate (DER) the client presented in the TLS handshake of an HTTP/2 connection on
+    /// the HTTPS port, which asks for one without requiring it (APNs certificate authentication);
+    /// nil without one, and on every other connection.
+    public var clientCertificate: [UInt8]?
 
     /// A request built by hand (tests, in-process calls).
     public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [(name: String, value: String)] = [],

@@ -25,8 +25,14 @@ final class H2RawClient {
     private var inflater: OpaquePointer?
 
     /// Connects, sends the preface and an empty SETTINGS.
-    init(port: Int, preface: Bool = true) throws {
-        fd = try ConnectSocket.open(host: "127.0.0.1", port: port, receiveTimeout: 10)
+    convenience init(port: Int, preface: Bool = true) throws {
+        self.init(fd: try ConnectSocket.open(host: "127.0.0.1", port: port, receiveTimeout: 10), preface: preface)
+    }
+
+    /// Speaks over `fd` (a connected socket it now owns), sending the preface and an empty
+    /// SETTINGS unless told not to.
+    init(fd: Int32, preface: Bool = true) {
+        self.fd = fd
         nghttp2_hd_inflate_new(&inflater)
         if preface {
             write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))

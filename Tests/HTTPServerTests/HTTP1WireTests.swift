@@ -457,7 +457,7 @@ final class RawHTTP1 {
 
     /// Copies both ways between the TLS session and the pair's end until either side ends; the
     /// server's close (or reset) closes the pair, the test's close sends the closing alert.
-    private static func pump(_ session: TLSSession, _ tcp: Int32, _ local: Int32) {
+    static func pump(_ session: TLSSession, _ tcp: Int32, _ local: Int32) {
         defer {
             session.bye()
             close(tcp)
