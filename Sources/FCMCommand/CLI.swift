@@ -21,6 +21,7 @@ public enum CLI {
         ("send", "sends a quick legacy message with the first project's server key (or --key)"),
         ("service-account", "makes a service account of a project and writes its JSON (private key included) for an SDK"),
         ("apns-key", "makes an APNs signing key of a team and writes its .p8 (private key included) for a provider-token client"),
+        ("apns-cert", "makes an APNs client certificate for an app and writes it with its key as one PEM, for a certificate client"),
     ]
 
     /// Every option of the client subcommands, with the commands that take it: parsing and help
@@ -44,12 +45,15 @@ public enum CLI {
         ClientOption("--key", "SERVER_KEY", commands: ["send"], defaultText: "the first project's first key", help: "the server key to send with"),
         ClientOption("--project", "PROJECT", commands: ["service-account"], defaultText: "required",
                      help: "the project: its project id or sender id"),
-        ClientOption("--out", "FILE", commands: ["service-account", "apns-key"], defaultText: "standard output",
-                     help: "where to write the service-account JSON or the .p8 key (mode 0600)"),
+        ClientOption("--out", "FILE", commands: ["service-account", "apns-key", "apns-cert"], defaultText: "standard output",
+                     help: "where to write the service-account JSON, the .p8 key or the certificate and its key (mode 0600)"),
         ClientOption("--team", "TEAM_ID", commands: ["apns-key"], defaultText: "required",
                      help: "the APNs team: 10 uppercase letters or digits (made if new)"),
-        ClientOption("--bundle-id", "BUNDLE_ID", commands: ["apns-key"], defaultText: "none",
-                     help: "an app the team's keys may send to (repeatable; added to the team)"),
+        ClientOption("--bundle-id", "BUNDLE_ID", commands: ["apns-key", "apns-cert"], defaultText: "none (apns-cert: required)",
+                     help: "an app (repeatable): added to the team (apns-key), or named by the certificate, the first as its subject (apns-cert)"),
+        ClientOption("--environment", "ENV", commands: ["apns-cert"], defaultText: "sandbox",
+                     help: "the certificate's APNs environment: sandbox, production or both"),
+        ClientOption("--days", "N", commands: ["apns-cert"], defaultText: "365", help: "how long the certificate is valid (1-3650)"),
         ClientOption("--key-id", "KEY_ID", commands: ["apns-key"], defaultText: "made by the server",
                      help: "the key id: 10 uppercase letters or digits"),
     ]
@@ -246,9 +250,56 @@ public enum CLI {
             }
             warnIfInGitWorkTree(out)
             return 0
+        case "apns-cert":
+            return apnsCertificate(client, server: server, options: options, json: json)
         default:
             return usage("unknown command '\(command)'")
         }
+    }
+
+    /// `apns-cert`: a client certificate from the server's CA (`POST /api/v1/apns/certificates`),
+    /// written with its key as one PEM file (what aioapns's `client_cert` and curl's `--cert`
+    /// take).
+    static func apnsCertificate(_ client: Client, server: String, options: [String: [String]], json: Bool) -> Int32 {
+        guard let bundles = options["--bundle-id"], let first = bundles.first else { return usage("apns-cert needs --bundle-id BUNDLE_ID") }
+        var fields: [(String, JSONValue)] = [("bundle_id", .string(first)),
+                                             ("environment", .string(options["--environment"]?.last ?? "sandbox"))]
+        if bundles.count > 1 { fields.append(("bundle_ids", .array(bundles.dropFirst().map { .string($0) }))) }
+        if let d = options["--days"]?.last {
+            guard let days = Int64(d) else { return usage("--days takes a whole number of days") }
+            fields.append(("days", .number(JSONNumber(days))))
+        }
+        let body = JSONValue.object(JSONObject(fields)).serialized()
+        guard let r = client.request("POST", "/api/v1/apns/certificates", headers: [("Content-Type", "application/json")], body: Array(body.utf8)) else {
+            print("fcm-mock: cannot reach \(server)")
+            return 1
+        }
+        guard r.status == 201, let o = r.object, let certificate = o["certificate_pem"]?.stringValue,
+              let key = o["private_key_pem"]?.stringValue else {
+            print("fcm-mock: HTTP \(r.status): \(r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text)")
+            return 1
+        }
+        let id = o["id"]?.stringValue ?? ""
+        let environments = (o["environments"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " and ")
+        guard let out = options["--out"]?.last else {
+            print(json ? r.text : certificate + key + "certificate \(id), \(first), \(environments)")
+            return 0
+        }
+        guard SystemIO.writeFile(out, Array((certificate + key).utf8), mode: 0o600) else {
+            writeToStandardError("fcm-mock: cannot write \(out)\n")
+            return 1
+        }
+        if json {
+            // The answer without its private key, which is in the file now.
+            var kept = o
+            kept["private_key_pem"] = nil
+            kept["out"] = .string(out)
+            print(JSONValue.object(kept).serialized())
+        } else {
+            print("wrote \(out): certificate \(id), \(first), \(environments)")
+        }
+        warnIfInGitWorkTree(out)
+        return 0
     }
 
 

@@ -45,7 +45,7 @@ public enum Help {
             }
             lines += ["", "exit codes: 0 stopped by a signal; 2 bad options, an unusable port, store or fixture file."]
             return lines.joined(separator: "\n")
-        case "health", "devices", "messages", "send", "service-account", "apns-key":
+        case "health", "devices", "messages", "send", "service-account", "apns-key", "apns-cert":
             let summary = CLI.commands.first { $0.name == command }!.summary
             let own = CLI.options.filter { $0.commands?.contains(command) == true }
             var usage = "usage: fcm-mock \(command)"

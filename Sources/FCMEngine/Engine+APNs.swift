@@ -32,6 +32,8 @@ struct APNsCredentials: Sendable {
     /// client signs one token and sends it for up to an hour, and an ECDSA check per request
     /// would cost more than the send.
     var verified: [String: (key: String, team: String, issuedAt: Int64)] = [:]
+    /// The client certificates the mock issued, by serial (Engine+APNsCertificates.swift).
+    var certificates: [String: APNsCertificate] = [:]
 
     static func load(from store: Store) throws(StoreError) -> APNsCredentials {
         try store.read { (c: StoreReader) throws(StoreError) -> APNsCredentials in
@@ -44,6 +46,7 @@ struct APNsCredentials: Sendable {
             try load.apnsKeys { id, team, pem, createdAt in
                 s.keys[id] = APNsKey(keyID: id, teamID: team, publicKeyPEM: pem, createdAt: createdAt)
             }
+            try loadCertificates(load, into: &s)
             return s
         }
     }

@@ -104,15 +104,19 @@ public final class Application: Sendable {
             self.ccs = ccs
             var tls: TLSCredentials?
             var tlsCA: String?
+            var apnsAuthority: LocalCertificateAuthority?
             if c.xmppTLS || c.httpTLS || c.httpsPort != nil {
                 do {
                     if let cert = c.tlsCert, let key = c.tlsKey {
                         tls = try TLSCredentials(certificate: cert, key: key)
+                        // APNs client certificates come from the local CA all the same.
+                        if c.httpsPort != nil { apnsAuthority = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: Self.caDirectory(c)).authority }
                     } else if c.httpsPort != nil {
                         // One local CA for every TLS listener, kept beside the store.
-                        let (credentials, ca) = try Self.localCA(c, log: log)
+                        let (credentials, ca, authority) = try Self.localCA(c, log: log)
                         tls = credentials
                         tlsCA = ca
+                        apnsAuthority = authority
                     } else {
                         let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
                         tls = try TLSCredentials.selfSigned(names: Self.googleHosts, directory: dir)
@@ -140,7 +144,7 @@ public final class Application: Sendable {
             self.xmpp = xmpp
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
                               readiness: readiness,
-                              apnsEnvironment: c.apnsEnvironment,
+                              apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
             let accessLog: (@Sendable (HTTPAccess) -> Void)?
@@ -235,25 +239,25 @@ public final class Application: Sendable {
 
 extension Application {
     /// The local CA of `--https-port` (made once in `tlsDirectory`, reused after) and the server
-    /// certificate it signed, loaded; and the CA file's absolute path.
-    static func localCA(_ c: Configuration, log: Log) throws(TLSError) -> (TLSCredentials, String) {
-        let dir: String
-        if let d = c.tlsDirectory {
-            dir = d
-        } else {
-            // :memory: keeps nothing, so neither does its CA: a fresh folder each start.
-            let tmp = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-            dir = tmp + "/fcm-mock-ca-\(getpid())-\(wallClockMicros())"
-        }
-        if c.dbPath == Configuration().dbPath && c.tlsDir == nil { SystemIO.makeDirectory("./data") }
-        let (ca, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: dir)
+    /// certificate it signed, loaded; the CA file's absolute path; the CA itself.
+    static func localCA(_ c: Configuration, log: Log) throws(TLSError) -> (TLSCredentials, String, LocalCertificateAuthority) {
+        let (ca, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: caDirectory(c))
         let credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
         let path = SystemIO.absolutePath(ca.caCertificate)
         // A warning, so the path is logged at every level clients may need it at.
         log.warning(created ? "made a local CA for --https-port (clients trust its ca.pem once)"
                             : "using the local CA for --https-port (clients trust its ca.pem)",
                     [("tls.ca", path)])
-        return (credentials, path)
+        return (credentials, path, ca)
+    }
+
+    /// Where the local CA lives (`Configuration.tlsDirectory`, or a fresh temporary folder for a
+    /// `:memory:` store, which keeps nothing); `./data` is made for the default store.
+    static func caDirectory(_ c: Configuration) -> String {
+        if c.dbPath == Configuration().dbPath && c.tlsDir == nil { SystemIO.makeDirectory("./data") }
+        if let d = c.tlsDirectory { return d }
+        let tmp = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return tmp + "/fcm-mock-ca-\(getpid())-\(wallClockMicros())"
     }
 
     /// Whether `host:port` is already bound by someone (port 0 never is).

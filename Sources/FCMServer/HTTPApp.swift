@@ -1,26 +1,31 @@
 public import FCMEngine
 public import FCMCore
 public import HTTPServer
+public import TLS
 
 /// Answers every HTTP request through one route table (Routes.swift): the FCM paths, the
 /// control API, the web page, and 404s in each one's own format.
 public struct HTTPApp: Sendable {
     let router: Router<RouteHandler>
 
-    /// The application over `engine`.
+    /// The application over `engine`. `apnsAuthority` issues and recognizes APNs client
+    /// certificates (the local CA of `--https-port`).
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
                 readiness: Readiness = Readiness(ready: true), apnsEnvironment: APNsEnvironment = .sandbox,
+                apnsAuthority: LocalCertificateAuthority? = nil,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
+        let certificates = APNsCertificateAuth(engine: engine, authority: apnsAuthority)
+        var control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections, xmppDrain: xmppDrain,
+                                 tlsCA: tlsCA, readiness: readiness)
+        control.apnsCertificates = certificates
         router = Self.router(send: FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes),
                              groups: GroupRoutes(engine: engine),
                              page: WebPageRoute(controlToken: controlToken),
                              iid: IIDRoutes(engine: engine),
-                             control: ControlAPI(engine: engine, controlToken: controlToken,
-                                                 xmppConnections: xmppConnections, xmppDrain: xmppDrain, tlsCA: tlsCA,
-                                                 readiness: readiness),
+                             control: control,
                              token: TokenRoute(engine: engine),
-                             apns: APNsRoutes(engine: engine, environment: apnsEnvironment))
+                             apns: APNsRoutes(engine: engine, environment: apnsEnvironment, certificates: certificates))
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).

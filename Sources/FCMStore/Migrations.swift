@@ -169,6 +169,18 @@ enum Migrations {
             public_key TEXT NOT NULL,
             created_at INTEGER NOT NULL);
         """,
+        // 14: APNs client certificates issued by the mock's CA (the certificate, not its key: the
+        // mock shows the key once), by serial number; revoking one deletes its row.
+        """
+        CREATE TABLE apns_certificates(
+            id TEXT PRIMARY KEY,
+            bundle_id TEXT NOT NULL,
+            topics TEXT NOT NULL,
+            environments TEXT NOT NULL,
+            certificate TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL);
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -34,6 +34,9 @@ public struct APNsClientCertificate: Sendable, Equatable {
     public let environments: APNsEnvironments
     /// The serial number, lowercase hex: names the certificate (for revocation).
     public let serial: String
+    /// The validity period, in seconds since the epoch.
+    public let notBefore: Int64
+    public let notAfter: Int64
 
     /// Reads a certificate (DER, as `TLSSession.peerCertificate` gives it).
     public init(der: [UInt8]) throws(TLSError) {
@@ -73,6 +76,8 @@ public struct APNsClientCertificate: Sendable, Equatable {
         guard rc >= 0 else { throw TLSError("the certificate has no readable serial number", rc) }
         let hex = Array("0123456789abcdef".utf8)
         serial = String(decoding: serialBytes[0..<serialSize].flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
+        notBefore = Int64(gnutls_x509_crt_get_activation_time(crt))
+        notAfter = Int64(gnutls_x509_crt_get_expiration_time(crt))
     }
 
     /// Reads a PEM certificate.
@@ -96,15 +101,17 @@ public struct IssuedClientCertificate: Sendable {
 extension LocalCertificateAuthority {
     /// A new client certificate for `bundleID` signed by this authority, shaped like Apple's:
     /// subject UID the bundle id, common name "Apple Push Services: <bundle id>", the topic
-    /// extension listing the bundle id and its `.voip` and `.complication` topics, and the
-    /// markers of `environments`; valid from an hour ago for `days`.
-    public func issueAPNsClientCertificate(bundleID: String, environments: APNsEnvironments,
+    /// extension listing the bundle id and its `.voip` and `.complication` topics (then those of
+    /// each of `otherBundleIDs`, for a certificate of several apps), and the markers of
+    /// `environments`; valid from an hour ago for `days`.
+    public func issueAPNsClientCertificate(bundleID: String, otherBundleIDs: [String] = [], environments: APNsEnvironments,
                                            days: Int = 365) throws(TLSError) -> IssuedClientCertificate {
-        guard !bundleID.isEmpty, bundleID.utf8.count <= 255, !bundleID.utf8.contains(0) else {
-            throw TLSError("a bundle id is 1 to 255 bytes")
+        for b in [bundleID] + otherBundleIDs {
+            guard !b.isEmpty, b.utf8.count <= 255, !b.utf8.contains(0) else { throw TLSError("a bundle id is 1 to 255 bytes") }
         }
+        guard otherBundleIDs.count < 64 else { throw TLSError("a certificate names at most 64 apps") }
         guard days > 0 else { throw TLSError("a certificate lasts at least a day") }
-        let topics = DER.topicsValue(bundleID: bundleID)
+        let topics = DER.topicsValue(bundleIDs: [bundleID] + otherBundleIDs)
         var cert: UnsafeMutablePointer<UInt8>?, key: UnsafeMutablePointer<UInt8>?
         var certSize: UInt32 = 0, keySize: UInt32 = 0
         let rc = fcm_gnutls_apns_client(caCertificate, caKey, bundleID, topics, UInt32(topics.count), environments.rawValue,
@@ -118,9 +125,10 @@ extension LocalCertificateAuthority {
                                        serial: try APNsClientCertificate(pem: certificatePEM).serial)
     }
 
-    /// Whether `der` (a peer's certificate) carries this authority's valid signature and is
+    /// Whether `der` (a peer's certificate) carries this authority's valid signature and (unless
+    /// `checkingTime` is false, for a caller that checks the period on a clock of its own) is
     /// within its validity period now.
-    public func hasIssued(_ der: [UInt8]) -> Bool {
+    public func hasIssued(_ der: [UInt8], checkingTime: Bool = true) -> Bool {
         var ca: gnutls_x509_crt_t?, crt: gnutls_x509_crt_t?
         guard gnutls_x509_crt_init(&ca) >= 0, let ca else { return false }
         defer { gnutls_x509_crt_deinit(ca) }
@@ -134,19 +142,23 @@ extension LocalCertificateAuthority {
         else { return false }
         var status: UInt32 = 0
         var list: [gnutls_x509_crt_t?] = [ca]
-        return gnutls_x509_crt_verify(crt, &list, 1, 0, &status) >= 0 && status == 0
+        let flags = checkingTime ? 0 : UInt32(GNUTLS_VERIFY_DISABLE_TIME_CHECKS.rawValue)
+        return gnutls_x509_crt_verify(crt, &list, 1, flags, &status) >= 0 && status == 0
     }
 }
 
 /// The little DER Apple's topic extension needs: a SEQUENCE of UTF8Strings, each topic followed
 /// by a SEQUENCE naming its kind (`app`, `voip`, `complication`).
 enum DER {
-    /// The extension value for `bundleID`.
-    static func topicsValue(bundleID: String) -> [UInt8] {
+    /// The extension value for `bundleIDs`: each app followed by its `.voip` and `.complication`
+    /// topics.
+    static func topicsValue(bundleIDs: [String]) -> [UInt8] {
         func string(_ s: String) -> [UInt8] { tlv(0x0C, Array(s.utf8)) }
         var content: [UInt8] = []
-        for (suffix, kind) in [("", "app"), (".voip", "voip"), (".complication", "complication")] {
-            content += string(bundleID + suffix) + tlv(0x30, string(kind))
+        for bundleID in bundleIDs {
+            for (suffix, kind) in [("", "app"), (".voip", "voip"), (".complication", "complication")] {
+                content += string(bundleID + suffix) + tlv(0x30, string(kind))
+            }
         }
         return tlv(0x30, content)
     }

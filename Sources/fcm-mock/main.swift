@@ -52,12 +52,12 @@ case "help":
     exit(0)
 case "serve":
     break
-case "health", "devices", "messages", "send", "service-account", "apns-key":
+case "health", "devices", "messages", "send", "service-account", "apns-key", "apns-cert":
     exit(CLI.run(command, args, environment: processEnvironment()))
 case "cert":
     exit(CLI.cert(args))
 default:
-    fail("unknown command '\(command)' (commands: serve, health, devices, messages, send, service-account, apns-key, cert, version; see fcm-mock --help)")
+    fail("unknown command '\(command)' (commands: serve, health, devices, messages, send, service-account, apns-key, apns-cert, cert, version; see fcm-mock --help)")
 }
 
 // Block the stop signals before any thread exists, so every thread inherits the mask and the main

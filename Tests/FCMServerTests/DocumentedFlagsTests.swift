@@ -11,7 +11,7 @@ final class DocumentedFlagsTests: XCTestCase {
 
     /// The commands and the flags each accepts, read from their help, which is generated from the
     /// tables their parsers use (`Configuration.options`, `CLI.options`; `cert`'s two).
-    static let commands = ["serve", "health", "devices", "messages", "send", "service-account", "apns-key", "cert"]
+    static let commands = ["serve", "health", "devices", "messages", "send", "service-account", "apns-key", "apns-cert", "cert"]
 
     static func accepted(by command: String) -> Set<String> {
         var flags: Set<String> = ["--help", "-h"]
@@ -25,7 +25,7 @@ final class DocumentedFlagsTests: XCTestCase {
     /// program named on its line or one of the two before it.
     static let foreign: [String: [String]] = [
         "--rm": ["docker"], "--build": ["docker"], "--user": ["docker"],
-        "--resolve": ["curl"], "--http2": ["curl"], "--http2-prior-knowledge": ["curl"], "--cacert": ["curl"],
+        "--resolve": ["curl"], "--http2": ["curl"], "--cert": ["curl"], "--http2-prior-knowledge": ["curl"], "--cacert": ["curl"],
         "--timeout": ["wrk"], "--h1": ["h2load"],
         "--tool": ["valgrind"], "--instr-atstart": ["callgrind"], "--callgrind-out-file": ["valgrind"],
         "--static-swift-stdlib": ["Swift", "release"], "--reset-load": ["soak"], "--memory": ["bench/bounded.py"],
@@ -53,7 +53,7 @@ final class DocumentedFlagsTests: XCTestCase {
         let any = byCommand.values.reduce(Set<String>(["--version"])) { $0.union($1) }
         let flag = try NSRegularExpression(pattern: #"(?<![A-Za-z0-9_-])--[a-z][a-z0-9-]*"#)
         let invocation = try NSRegularExpression(
-            pattern: #"fcm-mock(?: (serve|health|devices|messages|send|service-account|apns-key|cert))?(?= --| |$)|make run ARGS="#)
+            pattern: #"fcm-mock(?: (serve|health|devices|messages|send|service-account|apns-key|apns-cert|cert))?(?= --| |$)|make run ARGS="#)
         var checked = 0
         var problems: [String] = []
         for file in files {

@@ -40,16 +40,16 @@ final class APNsCertificateTests: XCTestCase {
     /// carry it: their value is this SEQUENCE inside one more OCTET STRING header, 04 75).
     func testTheTopicExtensionMatchesApplesLayout() throws {
         let pushy = try XCTUnwrap(Data(base64Encoded: "BHUwcwwUY29tLmVhdHRoZXBhdGgucHVzaHkwBQwDYXBwDBljb20uZWF0dGhlcGF0aC5wdXNoeS52b2lwMAYMBHZvaXAMIWNvbS5lYXR0aGVwYXRoLnB1c2h5LmNvbXBsaWNhdGlvbjAODAxjb21wbGljYXRpb24="))
-        XCTAssertEqual(DER.topicsValue(bundleID: "com.eatthepath.pushy"), Array(pushy.dropFirst(2)))
+        XCTAssertEqual(DER.topicsValue(bundleIDs: ["com.eatthepath.pushy"]), Array(pushy.dropFirst(2)))
         XCTAssertEqual(DER.topics(Array(pushy.dropFirst(2))),
                        ["com.eatthepath.pushy", "com.eatthepath.pushy.voip", "com.eatthepath.pushy.complication"])
         // Long bundle ids take long-form lengths, and read back.
         let long = String(repeating: "a", count: 200)
-        XCTAssertEqual(DER.topics(DER.topicsValue(bundleID: long)), [long, long + ".voip", long + ".complication"])
+        XCTAssertEqual(DER.topics(DER.topicsValue(bundleIDs: [long])), [long, long + ".voip", long + ".complication"])
     }
 
     func testMalformedExtensionsAndCertificatesAreRefused() throws {
-        let good = DER.topicsValue(bundleID: "com.example.app")
+        let good = DER.topicsValue(bundleIDs: ["com.example.app"])
         for bad: [UInt8] in [[], [0x30], [0x31, 0x00], [0x30, 0x05, 0x0C], [0x30, 0x80], [0x30, 0x85, 1, 1, 1, 1, 1],
                              [0x30, 0x02, 0x0C, 0x05], Array(good.dropLast()), good + [0]] {
             XCTAssertNil(DER.topics(bad), "\(bad)")

@@ -5,12 +5,15 @@ import Platform
 
 /// Apple's APNs provider API (docs/spec/apns.md, docs/apns.md): `POST /3/device/{token}` over
 /// HTTP/2, answered in Apple's shape (`{"reason":…}` with the reason's status, `apns-id` echoed
-/// or made). Checks run in the contract's order: path, method, authentication, headers, device
-/// token, topic against the key's team, body, size, device.
+/// or made). Checks run in the contract's order: path, method, authentication (provider token or
+/// client certificate), headers, device token, topic against the key's team or the certificate,
+/// body, size, device.
 struct APNsRoutes: Sendable {
     let engine: Engine
     /// `--apns-environment`: the environment of a request to a host that is not Apple's.
     let environment: APNsEnvironment
+    /// Client certificates and what authorizes a request.
+    let certificates: APNsCertificateAuth
 
     static let devicePrefix = "/3/device/"
 
@@ -39,23 +42,17 @@ struct APNsRoutes: Sendable {
             return Self.response(error, apnsID: apnsID)
         }
         do throws(APNsError) {
-            let auth: APNsTokenAuthorization
-            switch engine.authorizeProviderToken(r.header("authorization")) {
-            case .success(let a): auth = a
-            case .failure(let e): throw e
-            }
-            let headers = try APNsHeaders.parse(r.headers, body: r.body, topicRequired: true)
+            let env = APNsEnvironment.of(host: r.header("host"), fallback: environment)
+            // A provider token, or the connection's client certificate (APNsCertificateAuth.swift).
+            let auth = try certificates.authorize(r, environment: env)
+            var headers = try APNsHeaders.parse(r.headers, body: r.body, topicRequired: auth.requiresTopic)
+            try auth.defaultTopic(&headers)
             try APNsDeviceToken.check(token)
-            // The topic is required with token authentication, so there is a bundle id.
-            let bundle = headers.bundleID ?? ""
-            guard engine.apnsTeam(auth.teamID, has: bundle) else {
-                throw APNsError(.topicDisallowed, "team \(auth.teamID) (key \(auth.keyID)) has no app \(bundle)")
-            }
+            let bundle = try auth.app(of: headers, engine: engine)
             if r.bodyTooLarge {
                 throw APNsError(.payloadTooLarge, "the payload is over the server's body limit")
             }
             let payload = try APNsPayload.check(r.body, pushType: headers.pushType)
-            let env = APNsEnvironment.of(host: r.header("host"), fallback: environment)
             let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
             let device = try Self.recipient(known, environment: env, bundleID: bundle)
             guard let payload else {
@@ -68,7 +65,7 @@ struct APNsRoutes: Sendable {
             case .delay(let ms): delayMillis = ms
             case .none: delayMillis = nil
             }
-            let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload, keyID: auth.keyID, environment: env,
+            let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload, authorizedBy: auth.recorded, environment: env,
                                    now: engine.clock.nowMillis())
             let uniqueID = env == .sandbox ? newUUID() : nil
             let lastSeen = device.lastSeenAt
@@ -162,7 +159,7 @@ struct APNsRoutes: Sendable {
     /// in and the payload as received, as an HTTP v1 message's `apns` block carries them (so the
     /// iOS delivery rules and the effective payload read them as they do for FCM); the TTL from
     /// `apns-expiration` on the mock's clock (30 days without one, 0 for 0 or a time passed).
-    static func request(to device: Device, headers: APNsHeaders, apnsID: String, payload: JSONObject, keyID: String,
+    static func request(to device: Device, headers: APNsHeaders, apnsID: String, payload: JSONObject, authorizedBy: (name: String, id: String),
                         environment: APNsEnvironment, now: Int64) -> SendRequest {
         var req = SendRequest(format: .json, target: .token(device.token))
         req.options.collapseKey = headers.collapseID
@@ -180,7 +177,7 @@ struct APNsRoutes: Sendable {
         if let c = headers.collapseID { h["apns-collapse-id"] = .string(c) }
         h["apns-id"] = .string(apnsID)
         req.platforms = PlatformConfigs(apns: JSONObject([("headers", .object(h)), ("payload", .object(payload)),
-                                                          ("environment", .string(environment.rawValue)), ("key_id", .string(keyID))]))
+                                                          ("environment", .string(environment.rawValue)), (authorizedBy.name, .string(authorizedBy.id))]))
         return req
     }
 

@@ -20,6 +20,8 @@ struct ControlAPI: Sendable {
     var tlsCA: String?
     /// Whether every listener is up, for `GET /readyz`.
     var readiness = Readiness(ready: true)
+    /// Issues APNs client certificates (`/api/v1/apns/certificates`).
+    var apnsCertificates: APNsCertificateAuth?
 
     /// What answers one control call: the answer, or nil when `call.responder` will be answered
     /// later (long polls).

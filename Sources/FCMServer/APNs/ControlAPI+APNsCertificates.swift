@@ -1,0 +1,64 @@
+import FCMCore
+import FCMEngine
+import HTTPServer
+import TLS
+
+/// `/api/v1/apns/certificates`: APNs client certificates issued by the mock's local CA, for
+/// certificate authentication (docs/apns.md).
+extension ControlAPI {
+    /// `POST /api/v1/apns/certificates {"bundle_id","environment"?,"bundle_ids"?,"days"?}`: a new
+    /// client certificate and its key (PEM), answered once. `environment` is `sandbox` (the
+    /// default), `production` or `both`; `bundle_ids` adds more apps to one certificate; `days`
+    /// (default 365) is how long it is valid, on the mock's clock.
+    func createAPNsCertificate(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        let o = try c.jsonBody()
+        try o.allow(["bundle_id", "bundle_ids", "environment", "days"])
+        guard let bundle = try o.string("bundle_id") else { throw .badRequest("bundle_id is required: the app the certificate is for") }
+        var others: [String] = []
+        for b in try o.stringArray("bundle_ids") ?? [] where b != bundle && !others.contains(b) { others.append(b) }
+        try Engine.checkBundleIDs([bundle] + others)
+        let environments: [APNsEnvironment]
+        switch try o.string("environment") ?? "sandbox" {
+        case "sandbox": environments = [.sandbox]
+        case "production": environments = [.production]
+        case "both": environments = [.sandbox, .production]
+        default: throw .badRequest("environment must be sandbox, production or both")
+        }
+        let days = try o.int("days") ?? 365
+        guard (1...3650).contains(days) else { throw .badRequest("days must be 1 to 3650") }
+        guard let issuer = apnsCertificates else { throw .notFound("no local CA to issue client certificates: start the server with --https-port") }
+        let (issued, record) = try issuer.issue(bundleID: bundle, others: others, environments: environments, days: Int(days))
+        return ok(Self.certificateJSON(record, privateKeyPEM: issued.privateKeyPEM), status: 201)
+    }
+
+    /// `GET /api/v1/apns/certificates`: the certificates, without their keys.
+    func apnsCertificateList(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try paged(engine.apnsCertificates(), c.query) { Self.certificateJSON($0, privateKeyPEM: nil) }
+    }
+
+    /// `DELETE /api/v1/apns/certificates/{id}`: revokes it (its connections are refused
+    /// `BadCertificate` from the next request on).
+    func deleteAPNsCertificate(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        try engine.revokeAPNsCertificate(c["id"])
+        return Self.noContent
+    }
+
+    static func certificateJSON(_ c: APNsCertificate, privateKeyPEM: String?) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("id"); w.value(c.id)
+        w.key("bundle_id"); w.value(c.bundleID)
+        w.key("topics"); w.beginArray()
+        for t in c.topics { w.value(t) }
+        w.endArray()
+        w.key("environments"); w.beginArray()
+        for e in c.environments { w.value(e.rawValue) }
+        w.endArray()
+        w.key("created_at"); w.value(rfc3339(millis: c.createdAt))
+        w.key("expires_at"); w.value(rfc3339(millis: c.expiresAt))
+        w.key("certificate_pem"); w.value(c.certificatePEM)
+        if let privateKeyPEM { w.key("private_key_pem"); w.value(privateKeyPEM) }
+        w.endObject()
+        return w.string
+    }
+}
