@@ -227,7 +227,8 @@ public final class Application: Sendable {
         xmpp.stop()
         // New HTTP requests get 503; those already taken get their own answers (a stored send
         // is never answered 503), then the listener stops.
-        http.refuseNewRequests()
+        // HTTP/2 clients get GOAWAY with Apple's notice (APNs clients log it; others ignore it).
+        http.refuseNewRequests(notice: Array(APNsError(.shutdown, "").body.utf8))
         engine.beginShutdown()
         pruner.stop()
         engine.store.drain()

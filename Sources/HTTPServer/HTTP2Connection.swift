@@ -286,11 +286,16 @@ final class HTTP2Connection: @unchecked Sendable {
     }
 
     /// GOAWAY NO_ERROR naming the last stream taken: the streams in flight are still answered,
-    /// new ones are refused, and the connection ends when the last is done.
+    /// new ones are refused, and the connection ends when the last is done. A stopping server's
+    /// carries its notice as debug data.
     private func goAway() {
         guard !goingAway, let session else { return }
         goingAway = true
-        nghttp2_submit_goaway(session, 0, nghttp2_session_get_last_proc_stream_id(session), FCM_NGHTTP2_NO_ERROR, nil, 0)
+        let notice = core.refusing.load(ordering: .sequentiallyConsistent) ? core.goAwayNotice.withLock { $0 } : []
+        _ = notice.withUnsafeBufferPointer {
+            nghttp2_submit_goaway(session, 0, nghttp2_session_get_last_proc_stream_id(session), FCM_NGHTTP2_NO_ERROR,
+                                  $0.baseAddress, $0.count)
+        }
     }
 
     /// The server stops: streams still waiting get the answer their responder holds (else 503),

@@ -126,8 +126,10 @@ public final class HTTPServer: Sendable {
 
     /// First step of stopping: from now on every new request is answered 503 (closing its
     /// connection) before the handler sees it, while requests already handled still get their
-    /// own answers. `stop()` follows.
-    public func refuseNewRequests() {
+    /// own answers. `stop()` follows. HTTP/2 clients get GOAWAY at once, with `notice` as its
+    /// debug data (APNs clients read Apple's `{"reason":"Shutdown"}` there; others ignore it).
+    public func refuseNewRequests(notice: [UInt8] = []) {
+        core.goAwayNotice.withLock { $0 = notice }
         core.refusing.store(true, ordering: .sequentiallyConsistent)
         // HTTP/2 clients are told at once (GOAWAY): their streams in flight are still answered.
         for c in core.http2Connections() { c.post(.goAway) }
@@ -227,6 +229,8 @@ final class ServerCore: @unchecked Sendable {
     let afterBatch: (@Sendable () -> Void)?
     /// Set by `HTTPServer.refuseNewRequests()`.
     let refusing = Atomic<Bool>(false)
+    /// The debug data of the GOAWAY a stopping server sends (`refuseNewRequests(notice:)`).
+    let goAwayNotice = Locked<[UInt8]>([])
     /// Loop threads between their check of `refusing` and the end of the handler's call.
     let handing = Atomic<Int>(0)
 

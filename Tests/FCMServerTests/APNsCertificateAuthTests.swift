@@ -180,11 +180,8 @@ final class APNsCertificateAuthTests: XCTestCase {
         let token = try token()
         assertReason(try send(token, certificate: c, headers: [("authorization", "bearer not-a-jwt")]), 403, "InvalidProviderToken")
         let made = try XCTUnwrap(server.client().post("/api/v1/apns/keys", #"{"team_id":"TEAM123456","bundle_ids":["\#(app)"]}"#).object)
-        let key = try P256PrivateKey(pem: try XCTUnwrap(made["private_key_pem"]?.stringValue))
         let keyID = try XCTUnwrap(made["key_id"]?.stringValue)
-        let input = base64URLEncode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8)) + "."
-            + base64URLEncode(Array(#"{"iss":"TEAM123456","iat":\#(Int64(Date().timeIntervalSince1970))}"#.utf8))
-        let jwt = input + "." + base64URLEncode(try key.signES256(Array(input.utf8)))
+        let jwt = try apnsProviderToken(pem: try XCTUnwrap(made["private_key_pem"]?.stringValue), keyID: keyID, team: "TEAM123456")
         assertReason(try send(token, certificate: c, headers: [("authorization", "bearer \(jwt)")]), 400, "MissingTopic")
         XCTAssertEqual(try send(token, certificate: c, headers: [("authorization", "bearer \(jwt)"), ("apns-topic", app)]).status, 200)
         let record = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&status=accepted")).first)
