@@ -102,28 +102,27 @@ final class TLSWithoutALPNTests: XCTestCase {
         XCTAssertEqual(a?.text, "pieces")
     }
 
-    func testHTTP1WithoutALPNIsServedAsHTTP1() throws {
+    /// `request` written as it is on a new TLS connection without ALPN; everything the server
+    /// answers until it closes.
+    private func http1Exchange(_ request: String) throws -> String {
         let s = try server()
         let fd = try connect(try XCTUnwrap(s.httpsPort))
         defer { close(fd) }
-        let request = "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
         _ = request.withCString { send(fd, $0, request.utf8.count, Int32(MSG_NOSIGNAL)) }
-        let answer = readAll(fd)
+        return readAll(fd)
+    }
+
+    func testHTTP1WithoutALPNIsServedAsHTTP1() throws {
+        let answer = try http1Exchange("POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 "), answer)
         XCTAssertTrue(answer.lowercased().contains("x-protocol: http/1.1\r\n"), answer)
         XCTAssertTrue(answer.lowercased().contains("x-secure: true\r\n"), answer)
         XCTAssertTrue(answer.hasSuffix("\r\n\r\nhello"), answer)
     }
 
-    /// "PRI" then something else: not the preface, so HTTP/1.1, whose parser refuses it in its
-    /// own words.
+    /// "PRI" then something else than the preface: HTTP/1.1 (where PRI is a method like any).
     func testBytesThatStopMatchingThePrefaceGoToHTTP1() throws {
-        let s = try server()
-        let fd = try connect(try XCTUnwrap(s.httpsPort))
-        defer { close(fd) }
-        let request = "PRI /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
-        _ = request.withCString { send(fd, $0, request.utf8.count, Int32(MSG_NOSIGNAL)) }
-        let answer = readAll(fd)
+        let answer = try http1Exchange("PRI /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 200 "), answer)
         XCTAssertTrue(answer.lowercased().contains("x-protocol: http/1.1\r\n"), answer)
     }
