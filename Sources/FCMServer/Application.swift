@@ -110,7 +110,10 @@ public final class Application: Sendable {
                     if let cert = c.tlsCert, let key = c.tlsKey {
                         tls = try TLSCredentials(certificate: cert, key: key)
                         // APNs client certificates come from the local CA all the same.
-                        if c.httpsPort != nil { apnsAuthority = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: Self.caDirectory(c)).authority }
+                        if c.httpsPort != nil {
+                            apnsAuthority = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
+                                                                                       directory: Self.caDirectory(c)).authority
+                        }
                     } else if c.httpsPort != nil {
                         // One local CA for every TLS listener, kept beside the store.
                         let (credentials, ca, authority) = try Self.localCA(c, log: log)

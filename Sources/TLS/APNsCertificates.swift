@@ -34,9 +34,6 @@ public struct APNsClientCertificate: Sendable, Equatable {
     public let environments: APNsEnvironments
     /// The serial number, lowercase hex: names the certificate (for revocation).
     public let serial: String
-    /// The validity period, in seconds since the epoch.
-    public let notBefore: Int64
-    public let notAfter: Int64
 
     /// Reads a certificate (DER, as `TLSSession.peerCertificate` gives it).
     public init(der: [UInt8]) throws(TLSError) {
@@ -76,8 +73,6 @@ public struct APNsClientCertificate: Sendable, Equatable {
         guard rc >= 0 else { throw TLSError("the certificate has no readable serial number", rc) }
         let hex = Array("0123456789abcdef".utf8)
         serial = String(decoding: serialBytes[0..<serialSize].flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
-        notBefore = Int64(gnutls_x509_crt_get_activation_time(crt))
-        notAfter = Int64(gnutls_x509_crt_get_expiration_time(crt))
     }
 
     /// Reads a PEM certificate.

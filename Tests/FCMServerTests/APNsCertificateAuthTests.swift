@@ -13,6 +13,9 @@ final class APNsCertificateAuthTests: XCTestCase {
     var server: TestServer!
     var dir = ""
     var httpsPort = 0
+    /// The CA the server's own certificate chains to.
+    var serverCA: String { dir + "/tls/ca.pem" }
+    var givenCA: String?
     let app = "com.example.demo.ios"
 
     override func setUpWithError() throws {
@@ -54,7 +57,7 @@ final class APNsCertificateAuthTests: XCTestCase {
     /// One send over TLS to `host` (resolved to the mock), presenting `certificate` when given.
     func send(_ token: String, host: String = "api.sandbox.push.apple.com", certificate: Issued?, headers: [(String, String)] = [],
               body: String = #"{"aps":{"alert":"hi"}}"#) throws -> Answer {
-        var args = ["-sS", "-i", "--max-time", "20", "--http2", "--resolve", "\(host):\(httpsPort):127.0.0.1", "--cacert", dir + "/tls/ca.pem",
+        var args = ["-sS", "-i", "--max-time", "20", "--http2", "--resolve", "\(host):\(httpsPort):127.0.0.1", "--cacert", givenCA ?? serverCA,
                     "--data-binary", body]
         if let certificate { args += ["--cert", certificate.certificate, "--key", certificate.key] }
         for (n, v) in headers { args += ["-H", "\(n): \(v)"] }
@@ -218,6 +221,17 @@ final class APNsCertificateAuthTests: XCTestCase {
         httpsPort = try XCTUnwrap(server.app.httpsPort)
         XCTAssertEqual(items(try server.client().get("/api/v1/apns/certificates")).map { $0["id"]?.stringValue }, [c.id])
         XCTAssertEqual(try send(try token(), certificate: c).status, 200)
+        // A server certificate of one's own (--tls-cert): client certificates still come from
+        // the local CA in --tls-dir.
+        server.stop()
+        XCTAssertEqual(try runBinary(["cert", "--out", dir + "/given"]).status, 0)
+        server = try TestServer(unknownTokens: "reject", extraArguments: ["--https-port", "0", "--tls-dir", dir + "/tls2",
+                                                                          "--tls-cert", dir + "/given/server.pem", "--tls-key", dir + "/given/server.key"])
+        httpsPort = try XCTUnwrap(server.app.httpsPort)
+        givenCA = dir + "/given/ca.pem"
+        let local = try issue(#"{"bundle_id":"\#(app)"}"#)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dir + "/tls2/ca.pem"))
+        XCTAssertEqual(try send(try token(), certificate: local).status, 200)
         server.stop()
         server = try TestServer()
         let none = try server.client().post("/api/v1/apns/certificates", #"{"bundle_id":"\#(app)"}"#)

@@ -46,10 +46,11 @@ final class APNsCertificateAuth: Sendable {
         } catch {
             throw .internal("cannot issue a client certificate: \(error.description)")
         }
+        // Valid `days` from now on the mock's clock, which is the one it is checked on.
+        let now = engine.clock.nowMillis()
         let record = APNsCertificate(id: issued.serial, bundleID: read.bundleID ?? bundleID, topics: read.topics,
                                      environments: APNsEnvironment.allCases.reversed().filter { environments.contains($0) },
-                                     certificatePEM: issued.certificatePEM, createdAt: engine.clock.nowMillis(),
-                                     expiresAt: read.notAfter * 1000)
+                                     certificatePEM: issued.certificatePEM, createdAt: now, expiresAt: now + Int64(days) * 86_400_000)
         try engine.addAPNsCertificate(record)
         return (issued, record)
     }
