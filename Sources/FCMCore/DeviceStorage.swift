@@ -5,19 +5,25 @@ public struct StoredEntry: Sendable, Equatable {
     public var expiresAt: Int64
     /// A `deleted_messages` notice: never counted against the limits, never dropped.
     public var isNotice = false
+    /// Sent through APNs: held by Apple's rule (`APNsStorage`), outside FCM's limits.
+    public var isAPNs = false
 
-    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false) {
+    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, isAPNs: Bool = false) {
         self.deliveryID = deliveryID
         self.collapseKey = collapseKey
         self.expiresAt = expiresAt
         self.isNotice = isNotice
+        self.isAPNs = isAPNs
     }
+
+    /// Held by FCM's rules: neither a notice nor an APNs notification.
+    var isFCM: Bool { !isNotice && !isAPNs }
 }
 
 /// A change of a stored delivery's status that the store must apply, and the event it makes.
 public struct StatusChange: Sendable, Equatable {
     public var deliveryID: Int64
-    /// `collapsed`, `dropped`, `expired`.
+    /// `collapsed`, `dropped`, `expired`, `replaced` (APNs).
     public var status: String
 
     public init(deliveryID: Int64, status: String) {
@@ -26,7 +32,8 @@ public struct StatusChange: Sendable, Equatable {
     }
 }
 
-/// FCM's storage rules for an offline device (docs/spec/fcm-legacy.md section 6), on the entries it holds.
+/// FCM's storage rules for an offline device (docs/spec/fcm-legacy.md section 6), on the entries it holds
+/// (APNs notifications held beside them follow `APNsStorage` and count against none of these limits).
 /// Pure: the engine applies the returned changes to the store.
 public enum DeviceStorage {
     /// Distinct collapse keys a device keeps at once.
@@ -60,12 +67,12 @@ public enum DeviceStorage {
     {
         var changes = expire(&entries, now: now)
         if let key = new.collapseKey {
-            if let i = entries.firstIndex(where: { !$0.isNotice && $0.collapseKey == key }) {
+            if let i = entries.firstIndex(where: { $0.isFCM && $0.collapseKey == key }) {
                 changes.append(StatusChange(deliveryID: entries[i].deliveryID, status: "collapsed"))
                 entries.remove(at: i)
             } else {
-                let keys = Set(entries.compactMap { $0.isNotice ? nil : $0.collapseKey })
-                if keys.count >= maxCollapseKeys, let i = entries.firstIndex(where: { !$0.isNotice && $0.collapseKey != nil }) {
+                let keys = Set(entries.compactMap { $0.isFCM ? $0.collapseKey : nil })
+                if keys.count >= maxCollapseKeys, let i = entries.firstIndex(where: { $0.isFCM && $0.collapseKey != nil }) {
                     changes.append(StatusChange(deliveryID: entries[i].deliveryID, status: "dropped"))
                     entries.remove(at: i)
                 }
@@ -74,11 +81,11 @@ public enum DeviceStorage {
             return (changes, false, 0)
         }
         entries.append(new)
-        let plain = entries.count(where: { !$0.isNotice && $0.collapseKey == nil })
+        let plain = entries.count(where: { $0.isFCM && $0.collapseKey == nil })
         guard plain > maxNonCollapsible else { return (changes, false, 0) }
         var purged = 0
         entries.removeAll { e in
-            guard !e.isNotice else { return false }
+            guard e.isFCM else { return false }
             purged += 1
             if e.deliveryID != new.deliveryID {
                 changes.append(StatusChange(deliveryID: e.deliveryID, status: "dropped"))

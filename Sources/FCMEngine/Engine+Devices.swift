@@ -193,6 +193,7 @@ extension Engine {
             d.lastSeenAt = now
             let flush = online && s.stored[d.id] != nil
             var flushed: [(String, String)] = []
+            var replaced: [StatusChange] = []
             if online {
                 let suffix = messageIDSuffix(senderID: d.senderID)
                 for e in s.stored[d.id] ?? [] {
@@ -201,12 +202,16 @@ extension Engine {
                     flushed.append((status == "expired" ? "message.expired" : "message.delivered", EventJSON.delivery(
                         messageID: MessageID(micros: e.deliveryID, suffix: suffix).description, token: d.token, status: status, at: now)))
                 }
+                let shown = Self.shownOnFlush(s.stored[d.id] ?? [], device: d, now: now, state: &s)
+                (replaced, flushed) = (shown.changes, flushed + shown.events)
                 s.stored[d.id] = nil
             }
             s.devices[d.id] = d
             let id = d.id
             pendingEvents = [("device.updated", s.render(d, now: now))] + flushed
-            return .success((d, submit([Writes.setOnline(device: id, online, at: now, flushHeld: flush)])))
+            var writes = [Writes.setOnline(device: id, online, at: now, flushHeld: flush)]
+            if !replaced.isEmpty { writes.append(Writes.setDeliveryStatuses(replaced.map { ($0.deliveryID, $0.status) }, at: now)) }
+            return .success((d, submit(writes)))
         }
         let (device, ticket) = try result.get()
         if let ticket {

@@ -59,7 +59,7 @@ public struct InboxEntry: Sendable {
 }
 
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").
-let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed", "dropped"]
+let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed", "dropped", "replaced"]
 
 extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page;
@@ -122,7 +122,7 @@ extension Engine {
             case "accepted", "rejected": q.recordStatus = st
             case _ where inboxStatuses.contains(st) || st == "failed": q.recipientStatus = st
             default:
-                throw .badRequest("status must be one of accepted, rejected, failed, delivered, pending, expired, collapsed, dropped")
+                throw .badRequest("status must be one of accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced")
             }
         }
         return q

@@ -138,8 +138,9 @@ extension Engine {
         }
     }
 
-    /// Delivers to an accepted device: at once when online, else by FCM's storage rules, under
-    /// the collapse key and TTL of the device's platform (`differs`: not the send's own).
+    /// Delivers to an accepted device: at once when online, else by FCM's storage rules (Apple's
+    /// for a send through APNs), under the collapse key and TTL of the device's platform
+    /// (`differs`: not the send's own).
     private func place(_ target: Device, _ mid: Int64, _ row: inout DeliveryRow, _ options: DeliveryOptions, differs: Bool,
                        _ ctx: SendContext, _ p: inout Placement, state s: inout EngineState) {
         let now = ctx.now
@@ -147,6 +148,7 @@ extension Engine {
         if target.online {
             row.status = "delivered"
             row.deliveredAt = now
+            if ctx.transport == .apns { showAPNs(mid, on: target, ctx, &p, state: &s) }
             return
         }
         if options.ttlSeconds == 0 {
@@ -154,10 +156,12 @@ extension Engine {
             row.status = "expired"
             return
         }
-        // Offline: FCM's storage rules decide what the device keeps.
+        // Offline: FCM's storage rules decide what the device keeps (Apple's, sent through APNs).
         var entries = s.stored[target.id] ?? []
-        let stored = DeviceStorage.store(StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt),
-                                         in: &entries, now: now)
+        let new = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt)
+        let stored = ctx.transport == .apns
+            ? (changes: APNsStorage.store(new, in: &entries, now: now), newDropped: false, purged: 0)
+            : DeviceStorage.store(new, in: &entries, now: now)
         row.status = stored.newDropped ? "dropped" : "pending"
         if ctx.wantEvents {
             for ch in stored.changes {

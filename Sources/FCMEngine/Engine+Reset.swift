@@ -48,6 +48,7 @@ extension Engine {
             }
             s.inbox.removeAll()
             s.stored.removeAll()
+            s.apnsShown.removeAll()
             s.stats = SendStats()
             s.faults = FaultTable()
             faultsArmed.store(false, ordering: .relaxed)

@@ -245,6 +245,8 @@ struct EngineState: Sendable {
     var inbox: [Int64: DeviceInbox] = [:]
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
+    /// What each iOS device shows by `apns-collapse-id` (memory only: a restart forgets it).
+    var apnsShown: [Int64: APNsShown] = [:]
     /// Sends counted as decided (`Engine+Stats.swift`).
     var stats = SendStats()
     var faults = FaultTable()
@@ -410,7 +412,8 @@ struct EngineState: Sendable {
             var keys = HeldCollapseKeys()
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
-                s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice))
+                s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
+                                                                  isAPNs: h.transport == Transport.apns.rawValue))
             }
             try load.subscriptions { device, topic, at in s.subscribe(device: device, topic: topic, at: at) }
             try load.groups({ key, name, sender, createdAt in

@@ -121,6 +121,7 @@ enum EventJSON {
         case "expired": return "message.expired"
         case "collapsed": return "message.collapsed"
         case "dropped": return "message.dropped"
+        case "replaced": return "message.replaced"
         default: return nil
         }
     }

@@ -37,11 +37,11 @@ public struct StoreLoader {
     /// out from.
     public func heldDeliveries(_ row: (HeldDelivery) -> Void) throws(StoreError) {
         try c.query("""
-            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms FROM deliveries d
+            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport FROM deliveries d
             JOIN messages m ON m.id = d.message WHERE d.status = 'pending' AND d.device IS NOT NULL ORDER BY d.id
             """) { (r: Statement) throws(StoreError) in
             row(HeldDelivery(id: r.int(0), device: r.int(1), message: r.int(2), collapseKey: r.text(3), expiresAt: r.int(4),
-                             isNotice: r.text(5) == "deleted_messages", platforms: r.text(6)))
+                             isNotice: r.text(5) == "deleted_messages", platforms: r.text(6), transport: r.text(7)))
         }
     }
 
@@ -110,9 +110,12 @@ public struct HeldDelivery: Sendable {
     public var isNotice: Bool
     /// A v1 message's platform blocks as stored; nil for a legacy send.
     public var platforms: String?
+    /// How it was sent (`apns`: held by Apple's rule).
+    public var transport: String?
 
-    public init(id: Int64, device: Int64, message: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool, platforms: String?) {
+    public init(id: Int64, device: Int64, message: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool, platforms: String?,
+                transport: String? = nil) {
         self.id = id; self.device = device; self.message = message; self.collapseKey = collapseKey
-        self.expiresAt = expiresAt; self.isNotice = isNotice; self.platforms = platforms
+        self.expiresAt = expiresAt; self.isNotice = isNotice; self.platforms = platforms; self.transport = transport
     }
 }

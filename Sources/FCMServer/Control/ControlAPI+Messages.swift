@@ -98,8 +98,8 @@ extension ControlAPI {
             }
         }
         try each("status") { (x: inout MessageFilter, v: String) throws(ControlError) in
-            guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped"].contains(v) else {
-                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped")
+            guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped", "replaced"].contains(v) else {
+                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced")
             }
             x.status = v
         }
