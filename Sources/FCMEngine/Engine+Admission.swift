@@ -190,7 +190,7 @@ extension Engine {
                 return .dropConnection(fault: f.id)
             case .delay(let ms):
                 delay = DelayFault(fault: f.id, ms: ms)
-            case .error:
+            case .error, .apnsReason:
                 break
             }
         }

@@ -145,6 +145,11 @@ extension Engine {
                        _ ctx: SendContext, _ p: inout Placement, state s: inout EngineState) {
         let now = ctx.now
         if differs { row.expiresAt = now + options.ttlSeconds * 1000 }
+        if ctx.undeliverable != nil {
+            // Accepted, but the device drops it (Apple cannot tell the sender; the record can).
+            row.status = "dropped"
+            return
+        }
         if target.online {
             row.status = "delivered"
             row.deliveredAt = now
@@ -199,9 +204,10 @@ extension Engine {
             timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
             flags: Self.flags(req.options), data: data, notification: notification,
             priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
-            error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail,
-            // A plain-text body is kept even when accepted: the form fields are the request as sent.
-            httpStatus: 200, raw: accepted && req.format != .plain ? nil : raw(), recipients: p.rows.count,
+            error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail ?? ctx.undeliverable,
+            // A plain-text body is kept even when accepted (the form fields are the request as
+            // sent), and so is one the device cannot read.
+            httpStatus: 200, raw: accepted && req.format != .plain && ctx.undeliverable == nil ? nil : raw(), recipients: p.rows.count,
             fault: requestFault ?? fan.fault ?? p.rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
     }
 

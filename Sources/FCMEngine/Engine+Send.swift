@@ -105,10 +105,12 @@ extension Engine {
     /// An HTTP v1 send gives its project's id (`projectID`), which its `name` carries; without
     /// it, the sender's project is looked up. With `commitNow` false the writes stay queued for
     /// the caller's next `store.commitQueued()` (an HTTP/2 connection's, once per read: one
-    /// commit for the read's sends), or for a commit already running.
+    /// commit for the read's sends), or for a commit already running. `undeliverable`: why the
+    /// accepted send cannot reach a device (an APNs payload that is not a JSON object): each
+    /// delivery is `dropped`, the record keeps the reason as `error_detail` and the raw body.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
-                     projectID: String? = nil, exchange: SendExchange? = nil, commitNow: Bool = true,
+                     projectID: String? = nil, exchange: SendExchange? = nil, commitNow: Bool = true, undeliverable: String? = nil,
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let now = clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -119,7 +121,7 @@ extension Engine {
         }
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
-                              wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID)
+                              wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable)
         if transport == .httpV1, let projectID { ctx.v1NamePrefix = "projects/" + projectID + "/messages/" }
         let multicastID = newMulticastID()
         // Serialized before taking the lock: the critical section stays the part that needs it.
@@ -202,6 +204,8 @@ extension Engine {
         let tokens: [String]
         /// HTTP v1: the one token is an fid.
         var byFID = false
+        /// Why an accepted send reaches no device (its deliveries `dropped`).
+        var undeliverable: String?
         /// HTTP v1: `projects/{project_id}/messages/`, the answered `name` before the message's id.
         var v1NamePrefix: String?
         var dryRun: Bool { req.options.dryRun }

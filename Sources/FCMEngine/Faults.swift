@@ -8,6 +8,8 @@ public struct Fault: Sendable {
         case status(Int, retryAfter: Int64?)
         /// Fail the matching recipients with this error inside a normal answer.
         case error(FCMErrorCode)
+        /// APNs only: answer the send with this reason of Apple's, and its status.
+        case apnsReason(APNsReason)
         /// Answer normally, this many milliseconds late.
         case delay(Int64)
         /// Drop the connection without an answer.
@@ -54,6 +56,7 @@ public struct Fault: Sendable {
             w.key("status"); w.value(code)
             if let retry { w.key("retry_after_s"); w.value(retry) }
         case .error(let e): w.key("error"); w.value(e.rawValue)
+        case .apnsReason(let r): w.key("error"); w.value(r.rawValue)
         case .delay(let ms): w.key("delay_ms"); w.value(ms)
         case .closeConnection: w.key("close_connection"); w.value(true)
         }
@@ -100,8 +103,20 @@ public struct Fault: Sendable {
             if let retry, retry < 0 { throw .badRequest("then.retry_after_s must not be negative") }
             f.action = .status(Int(code), retryAfter: retry)
         case "error":
-            guard let name = try t.string("error"), let code = FCMErrorCode(rawValue: name) else {
-                throw .badRequest("then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", "))")
+            let name = try t.string("error")
+            // Apple's reasons are answered as they are over APNs (InternalServerError, a name
+            // both have, included); another FCM error name keeps its meaning and its mapping to
+            // Apple's reasons.
+            if let name, let reason = APNsReason(rawValue: name), f.transport == "apns" || FCMErrorCode(rawValue: name) == nil {
+                guard f.transport == "apns" else {
+                    throw .badRequest("then.error \(name) is an APNs reason: set when.transport to apns")
+                }
+                f.action = .apnsReason(reason)
+                break
+            }
+            guard let name, let code = FCMErrorCode(rawValue: name) else {
+                throw .badRequest("then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", ")), "
+                    + "or with when.transport apns one of Apple's reasons (\(APNsReason.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             if code.isXMPPOnly && f.transport != "xmpp" {
                 throw .badRequest("then.error \(name) exists only over XMPP: set when.transport to xmpp")

@@ -55,18 +55,14 @@ struct APNsRoutes: Sendable {
             let payload = try APNsPayload.check(r.body, pushType: headers.pushType)
             let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
             let device = try Self.recipient(known, environment: env, bundleID: bundle)
-            guard let payload else {
-                // Apple does not parse the payload: it accepts it and the phone drops it.
-                return Self.success(apnsID: apnsID, uniqueID: env == .sandbox ? newUUID() : nil)
-            }
             let delayMillis: Int64?
             switch fault(r, device: device, token: token, apnsID: apnsID) {
             case .answer(let answer): return answer
             case .delay(let ms): delayMillis = ms
             case .none: delayMillis = nil
             }
-            let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload, authorizedBy: auth.recorded, environment: env,
-                                   now: engine.clock.nowMillis())
+            let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload ?? JSONObject(), authorizedBy: auth.recorded,
+                                   environment: env, now: engine.clock.nowMillis())
             let uniqueID = env == .sandbox ? newUUID() : nil
             let lastSeen = device.lastSeenAt
             // The answer is made as the send is decided and kept with its record.
@@ -74,7 +70,12 @@ struct APNsRoutes: Sendable {
                 if let e = result.results.first?.error { return Self.response(Self.refusal(e, lastSeen: lastSeen), apnsID: apnsID) }
                 return Self.success(apnsID: apnsID, uniqueID: uniqueID)
             }
-            engine.send(req, senderID: device.senderID, transport: .apns, path: r.path, exchange: exchange, commitNow: !r.inBatch) { outcome in
+            // Apple does not parse the payload: one that is not a JSON object is accepted, and the
+            // phone drops it (recorded so, with the body as received).
+            let body = r.body
+            engine.send(req, senderID: device.senderID, transport: .apns, path: r.path,
+                        raw: { payload == nil ? String(decoding: body, as: UTF8.self) : nil }, exchange: exchange, commitNow: !r.inBatch,
+                        undeliverable: payload == nil ? Self.notAnObject : nil) { outcome in
                 switch outcome {
                 case .failure: responder.send(Self.response(APNsError(.internalServerError, "the store failed"), apnsID: apnsID))
                 case .success(let result):
@@ -116,10 +117,13 @@ struct APNsRoutes: Sendable {
             (status, reason, answer) = (0, "ConnectionClosed", .dropConnection)
         case .delay(let ms):
             return .delay(ms)
+        case .apnsReason(let apple):
+            let e = APNsError(apple, "", timestamp: apple == .unregistered ? device.lastSeenAt : nil)
+            (status, reason, answer) = (e.status, apple.rawValue, Self.response(e, apnsID: apnsID))
         case .error:
             return .none
         }
-        let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status)"
+        let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status) \(reason)"
         let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: status,
                                               error: reason, detail: detail, raw: nil, fault: f.id)
         return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r)))
@@ -180,6 +184,9 @@ struct APNsRoutes: Sendable {
                                                           ("environment", .string(environment.rawValue)), (authorizedBy.name, .string(authorizedBy.id))]))
         return req
     }
+
+    /// Why a payload that is not a JSON object reaches no device.
+    static let notAnObject = "undeliverable: payload is not a JSON object"
 
     /// How long a notification is kept for an offline device without `apns-expiration` (Apple
     /// says "a limited period").

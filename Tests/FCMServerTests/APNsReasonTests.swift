@@ -1,0 +1,60 @@
+import FCMCore
+import FCMTesting
+import Foundation
+import HTTPServer
+import XCTest
+
+/// The reasons the first APNs tests do not reach by a request of their own: a body that is not a
+/// JSON object (accepted, recorded as undeliverable), and every reason of Apple's as a fault's
+/// `then.error`, each answered with its status and exact body, through the real server.
+extension APNsTests {
+    func testAPayloadThatIsNotAJSONObjectIsAcceptedAndRecordedAsUndeliverable() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        for body in ["not json at all", "[1,2,3]", #""a string""#] {
+            let a = try send(path: "/3/device/\(token)", body: body)
+            XCTAssertEqual(a.status, 200, a.body)
+            XCTAssertEqual(a.body, "")
+            let record = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&limit=1")).first)
+            XCTAssertEqual(record["status"]?.stringValue, "accepted", "\(record)")
+            XCTAssertEqual(record["raw_body"]?.stringValue, body, "the body as received: \(record)")
+            XCTAssertEqual(record["error_detail"]?.stringValue, "undeliverable: payload is not a JSON object", "\(record)")
+            XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "dropped", "\(record)")
+        }
+        let inbox = items(try server.client().get("/api/v1/devices/demo-ios-1/messages"))
+        XCTAssertEqual(inbox.compactMap { $0["status"]?.stringValue }, ["dropped", "dropped", "dropped"])
+        XCTAssertEqual(items(try server.client().get("/api/v1/messages?transport=apns")).count, 3, "each recorded once")
+    }
+
+    func testEveryAppleReasonIsAFaultsError() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        let c = server.client()
+        let seen = try XCTUnwrap(c.get("/api/v1/devices/demo-ios-1").object?["last_seen_at"]?.stringValue)
+        for reason in APNsReason.allCases {
+            let made = try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"error":"\#(reason.rawValue)"},"times":1}"#)
+            XCTAssertEqual(made.status, 201, made.text)
+            let a = try send(path: "/3/device/\(token)")
+            if reason == .unregistered {
+                XCTAssertEqual(a.status, 410)
+                XCTAssertEqual(a.body, #"{"reason":"Unregistered","timestamp":\#(try XCTUnwrap(parseRFC3339(seen)))}"#)
+            } else {
+                assertReason(a, reason.status, reason.rawValue)
+            }
+            let record = try XCTUnwrap(items(try c.get("/api/v1/messages?transport=apns&limit=1")).first)
+            XCTAssertEqual(record["error"]?.stringValue, reason.rawValue)
+            XCTAssertEqual(record["http_status"], .number(JSONNumber(Int64(reason.status))))
+            XCTAssertNotNil(record["fault"]?.stringValue, "\(record)")
+        }
+        XCTAssertEqual(items(try c.get("/api/v1/faults")).count, 0, "each fired once")
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        // An FCM name keeps its mapping; a reason only Apple has needs when.transport apns.
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"error":"Unavailable"},"times":1}"#).status, 201)
+        assertReason(try send(path: "/3/device/\(token)"), 500, "InternalServerError")
+        let refused = try c.post("/api/v1/faults", #"{"then":{"error":"BadDeviceToken"}}"#)
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertTrue(refused.text.contains("set when.transport to apns"), refused.text)
+        XCTAssertEqual(try c.post("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"error":"NoSuchReason"}}"#).status, 400)
+        let listed = try c.post("/api/v1/faults", #"{"when":{"transport":"apns","token":"demo-ios-1"},"then":{"error":"DeviceTokenNotForTopic"}}"#)
+        XCTAssertTrue(listed.text.contains(#""then":{"error":"DeviceTokenNotForTopic"}"#), listed.text)
+        assertReason(try send(path: "/3/device/\(token)"), 400, "DeviceTokenNotForTopic")
+    }
+}
