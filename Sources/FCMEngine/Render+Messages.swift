@@ -23,6 +23,7 @@ extension Render {
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
         if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue { platformBlocks(&w, m.platforms) }
+        if m.transport == Transport.apns.rawValue { apnsIDs(&w, m.platforms) }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)
@@ -70,6 +71,13 @@ extension Render {
             w.key(name)
             if let b = blocks?[name] { w.raw(b.serialized()) } else { w.null() }
         }
+    }
+
+    /// An APNs record's `apns_id` and `apns_unique_id` (null for a send refused before it had them).
+    static func apnsIDs(_ w: inout JSONWriter, _ stored: String?) {
+        let apns = stored.flatMap { try? JSONParser.parse($0) }?.objectValue?["apns"]?.objectValue
+        w.key("apns_id"); w.value(apns?["apns_id"]?.stringValue)
+        w.key("apns_unique_id"); w.value(apns?["apns_unique_id"]?.stringValue)
     }
 
     /// A record's first fields, which its events share: ids, sender, transport, format, time, and

@@ -147,7 +147,7 @@ public final class Application: Sendable {
             self.xmpp = xmpp
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
                               readiness: readiness,
-                              apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority,
+                              apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority, apnsTLS: c.httpsPort != nil,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
             let accessLog: (@Sendable (HTTPAccess) -> Void)?

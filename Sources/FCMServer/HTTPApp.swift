@@ -12,13 +12,15 @@ public struct HTTPApp: Sendable {
     /// certificates (the local CA of `--https-port`).
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
                 readiness: Readiness = Readiness(ready: true), apnsEnvironment: APNsEnvironment = .sandbox,
-                apnsAuthority: LocalCertificateAuthority? = nil,
+                apnsAuthority: LocalCertificateAuthority? = nil, apnsTLS: Bool = false,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
         let certificates = APNsCertificateAuth(engine: engine, authority: apnsAuthority)
         var control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections, xmppDrain: xmppDrain,
                                  tlsCA: tlsCA, readiness: readiness)
         control.apnsCertificates = certificates
+        control.apnsEnvironment = apnsEnvironment
+        control.apnsTLS = apnsTLS
         router = Self.router(send: FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes),
                              groups: GroupRoutes(engine: engine),
                              page: WebPageRoute(controlToken: controlToken),

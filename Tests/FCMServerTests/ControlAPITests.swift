@@ -10,10 +10,12 @@ final class ControlAPITests: ServerTestCase {
         let r = try client.get("/api/v1/health")
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.headers["content-type"], jsonType)
-        XCTAssertEqual(r.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca"])
+        XCTAssertEqual(r.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns"])
         XCTAssertEqual(r.object?["status"]?.stringValue, "ok")
         XCTAssertEqual(r.object?["store"]?.stringValue, "ok")
         XCTAssertEqual(r.object?["store_messages"]?.numberValue?.int64, 0)
+        XCTAssertEqual(r.object?["apns"]?.serialized(),
+                       #"{"default_environment":"sandbox","environments":["production","sandbox"],"h2c":true,"tls":false,"teams":0,"keys":0}"#)
     }
 
     func testErrorShape() throws {

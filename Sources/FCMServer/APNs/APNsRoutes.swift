@@ -61,9 +61,9 @@ struct APNsRoutes: Sendable {
             case .delay(let ms): delayMillis = ms
             case .none: delayMillis = nil
             }
-            let req = Self.request(to: device, headers: headers, apnsID: apnsID, payload: payload ?? JSONObject(), authorizedBy: auth.recorded,
-                                   environment: env, now: engine.clock.nowMillis())
             let uniqueID = env == .sandbox ? newUUID() : nil
+            let req = Self.request(to: device, headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? JSONObject(),
+                                   authorizedBy: auth.recorded, environment: env, now: engine.clock.nowMillis())
             let lastSeen = device.lastSeenAt
             // The answer is made as the send is decided and kept with its record.
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
@@ -163,7 +163,11 @@ struct APNsRoutes: Sendable {
     /// in and the payload as received, as an HTTP v1 message's `apns` block carries them (so the
     /// iOS delivery rules and the effective payload read them as they do for FCM); the TTL from
     /// `apns-expiration` on the mock's clock (30 days without one, 0 for 0 or a time passed).
-    static func request(to device: Device, headers: APNsHeaders, apnsID: String, payload: JSONObject, authorizedBy: (name: String, id: String),
+    /// The block also names, for the record, the push type, topic, priority, expiration (as
+    /// given), collapse id, environment, what authorized it (`key_id` or `certificate_id`) and
+    /// the ids answered.
+    static func request(to device: Device, headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: JSONObject,
+                        authorizedBy: (name: String, id: String),
                         environment: APNsEnvironment, now: Int64) -> SendRequest {
         var req = SendRequest(format: .json, target: .token(device.token))
         req.options.collapseKey = headers.collapseID
@@ -180,8 +184,16 @@ struct APNsRoutes: Sendable {
         h["apns-expiration"] = .string(String(headers.expiration ?? (now / 1000 + defaultTimeToLive)))
         if let c = headers.collapseID { h["apns-collapse-id"] = .string(c) }
         h["apns-id"] = .string(apnsID)
-        req.platforms = PlatformConfigs(apns: JSONObject([("headers", .object(h)), ("payload", .object(payload)),
-                                                          ("environment", .string(environment.rawValue)), (authorizedBy.name, .string(authorizedBy.id))]))
+        func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
+        let block: [(String, JSONValue)] = [
+            ("push_type", .string(headers.pushType.rawValue)), ("topic", text(headers.topic)),
+            ("priority", .number(JSONNumber(Int64(headers.priority)))),
+            ("expiration", headers.expiration.map { .number(JSONNumber($0)) } ?? .null),
+            ("collapse_id", text(headers.collapseID)), ("environment", .string(environment.rawValue)),
+            (authorizedBy.name, .string(authorizedBy.id)),
+            ("apns_id", .string(apnsID)), ("apns_unique_id", text(uniqueID)), ("headers", .object(h)), ("payload", .object(payload)),
+        ]
+        req.platforms = PlatformConfigs(apns: JSONObject(block))
         return req
     }
 

@@ -23,8 +23,25 @@ extension ControlAPI {
         w.key("event_readers"); w.value(engine.events.readerCount)
         w.key("tls_ca")
         if let tlsCA { w.value(tlsCA) } else { w.null() }
+        w.key("apns"); apnsHealth(&w)
         w.endObject()
         return ok(w.string, status: failure == nil ? 200 : 503)
+    }
+
+    /// Health's `apns` member: the environment a request to a host that is not Apple's gets,
+    /// the environments served (the host picks), how it is served (h2c on the plain port, TLS on
+    /// `--https-port`), and how many teams and signing keys there are.
+    private func apnsHealth(_ w: inout JSONWriter) {
+        w.beginObject()
+        w.key("default_environment"); w.value(apnsEnvironment.rawValue)
+        w.key("environments"); w.beginArray()
+        for e in APNsEnvironment.allCases { w.value(e.rawValue) }
+        w.endArray()
+        w.key("h2c"); w.value(true)
+        w.key("tls"); w.value(apnsTLS)
+        w.key("teams"); w.value(engine.apnsTeams().count)
+        w.key("keys"); w.value(engine.apnsKeys().count)
+        w.endObject()
     }
 
     /// `GET /readyz` (open even with a control token): 200 `{"status":"ready"}` once every

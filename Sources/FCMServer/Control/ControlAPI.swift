@@ -22,6 +22,9 @@ struct ControlAPI: Sendable {
     var readiness = Readiness(ready: true)
     /// Issues APNs client certificates (`/api/v1/apns/certificates`).
     var apnsCertificates: APNsCertificateAuth?
+    /// `--apns-environment`, and whether APNs is also served over TLS (`--https-port`), for health.
+    var apnsEnvironment: APNsEnvironment = .sandbox
+    var apnsTLS = false
 
     /// What answers one control call: the answer, or nil when `call.responder` will be answered
     /// later (long polls).
