@@ -1,5 +1,6 @@
 import FCMCore
 import FCMStore
+import Platform
 
 // Apple's delivery rules on the fake iOS device (docs/spec/apns.md section 5), beside FCM's:
 // offline, only the newest notification per app is held (`APNsStorage`, from `place`); online,
@@ -32,5 +33,24 @@ extension Engine {
                 messageID: MessageID(micros: old, suffix: suffix).description, token: device.token, status: "replaced", at: now)))
         }
         return (changes, events)
+    }
+}
+
+extension Engine {
+    /// Sets when an iOS device's APNs token expires (`at`, mock clock ms; nil: never); an APNs
+    /// send after it is 410 `ExpiredToken`. 404 for an unknown token, 400 for a device that is
+    /// not `ios`.
+    public func setAPNsExpiry(_ token: String, at: Int64?) throws(EngineError) -> Device {
+        let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
+            guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            guard d.platform == .ios else { return .failure(.badRequest("expires_at is the APNs token's: for ios devices only")) }
+            d.apnsExpiresAt = at
+            s.devices[d.id] = d
+            return .success((d, submit([Writes.setAPNsExpiry(device: d.id, at: at)])))
+        }
+        let (device, ticket) = try result.get()
+        try commitControl(ticket)
+        if events.hasReaders { events.publish([("device.updated", renderDevice(device))]) }
+        return device
     }
 }

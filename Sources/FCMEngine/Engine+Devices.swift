@@ -254,6 +254,7 @@ extension Engine {
             // The app's APNs token does not change with its FCM token.
             fresh.givenAPNsToken = old.apnsToken
             fresh.apnsEnvironment = old.apnsEnvironment
+            fresh.apnsExpiresAt = old.apnsExpiresAt
             s.nextDeviceID += 1
             old.state = .refreshed
             old.canonicalID = fresh.id

@@ -82,7 +82,8 @@ extension Device {
     var row: DeviceRow {
         DeviceRow(id: id, token: token, senderID: senderID, app: app, platform: platform.rawValue, state: state.rawValue,
                   canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt, fid: fid,
-                  apnsToken: givenAPNsToken, apnsEnvironment: platform == .ios ? apnsEnvironment.rawValue : nil)
+                  apnsToken: givenAPNsToken, apnsEnvironment: platform == .ios ? apnsEnvironment.rawValue : nil,
+                  apnsExpiresAt: apnsExpiresAt)
     }
 }
 

@@ -406,7 +406,8 @@ struct EngineState: Sendable {
                                 platform: Platform(rawValue: r.platform) ?? .android, state: DeviceState(rawValue: r.state) ?? .registered,
                                 canonicalID: r.canonicalID, online: r.online, createdAt: r.createdAt, lastSeenAt: r.lastSeenAt,
                                 givenAPNsToken: r.apnsToken,
-                                apnsEnvironment: r.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)) ?? .sandbox))
+                                apnsEnvironment: r.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)) ?? .sandbox,
+                                apnsExpiresAt: r.apnsExpiresAt))
             }
             s.fidIndex[""] = nil
             var keys = HeldCollapseKeys()

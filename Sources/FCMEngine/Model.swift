@@ -95,6 +95,8 @@ public struct Device: Sendable, Equatable {
     public var givenAPNsToken: String? = nil
     /// An iOS device's APNs environment.
     public var apnsEnvironment: APNsEnvironment = .sandbox
+    /// When an iOS device's APNs token expires (mock clock, ms; nil: never): then `ExpiredToken`.
+    public var apnsExpiresAt: Int64? = nil
 }
 
 extension Device {

@@ -22,6 +22,7 @@ public enum Render {
         if let apns = d.apnsToken {
             w.key("apns_token"); w.value(apns)
             w.key("apns_environment"); w.value(d.apnsEnvironment.rawValue)
+            w.key("expires_at"); w.value(d.apnsExpiresAt.map { rfc3339(millis: $0) })
         }
         w.endObject()
         return w.string

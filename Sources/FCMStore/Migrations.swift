@@ -181,6 +181,10 @@ enum Migrations {
             created_at INTEGER NOT NULL,
             expires_at INTEGER NOT NULL);
         """,
+        // 15: when an iOS device's APNs token expires (a send after it is 410 ExpiredToken).
+        """
+        ALTER TABLE devices ADD COLUMN apns_expires_at INTEGER;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

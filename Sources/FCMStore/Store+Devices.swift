@@ -20,25 +20,28 @@ public struct DeviceRow: Sendable {
     public var apnsToken: String?
     /// An iOS device's APNs environment (NULL: sandbox).
     public var apnsEnvironment: String?
+    /// When an iOS device's APNs token expires (ms; NULL: never).
+    public var apnsExpiresAt: Int64?
 
     public init(id: Int64, token: String, senderID: String, app: String, platform: String, state: String, canonicalID: Int64?,
                 online: Bool, createdAt: Int64, lastSeenAt: Int64, fid: String? = nil, apnsToken: String? = nil,
-                apnsEnvironment: String? = nil) {
+                apnsEnvironment: String? = nil, apnsExpiresAt: Int64? = nil) {
         self.id = id; self.token = token; self.senderID = senderID; self.app = app; self.platform = platform
         self.state = state; self.canonicalID = canonicalID; self.online = online; self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt; self.fid = fid; self.apnsToken = apnsToken; self.apnsEnvironment = apnsEnvironment
+        self.apnsExpiresAt = apnsExpiresAt
     }
 
     static let insertSQL = """
         INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid,
-                            apns_token, apns_environment)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)
+                            apns_token, apns_environment, apns_expires_at)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
         [.int(id), .text(token), .text(senderID), .text(app), .text(platform), .text(state),
          .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt), .optional(fid),
-         .optional(apnsToken), .optional(apnsEnvironment)]
+         .optional(apnsToken), .optional(apnsEnvironment), .optional(apnsExpiresAt)]
     }
 }
 
@@ -118,6 +121,11 @@ public enum Writes {
     /// Gives devices their fids (devices of a store from before schema 10, at start).
     public static func setFIDs(_ fids: [(id: Int64, fid: String)]) -> WriteOp {
         { c in try each(c, "UPDATE devices SET fid = ? WHERE id = ?", fids.lazy.map { [.text($0.fid), .int($0.id)] }) }
+    }
+
+    /// When an iOS device's APNs token expires (nil: never).
+    public static func setAPNsExpiry(device id: Int64, at: Int64?) -> WriteOp {
+        { c in try c.run("UPDATE devices SET apns_expires_at = ? WHERE id = ?", [.optional(at), .int(id)]) }
     }
 
     public static func unregister(device id: Int64) -> WriteOp {

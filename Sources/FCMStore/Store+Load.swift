@@ -25,11 +25,12 @@ public struct StoreLoader {
 
     /// Devices by id.
     public func devices(_ row: (DeviceRow) -> Void) throws(StoreError) {
-        try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid, apns_token, apns_environment FROM devices ORDER BY id") {
+        try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid, apns_token, apns_environment, apns_expires_at FROM devices ORDER BY id") {
             (r: Statement) throws(StoreError) in
             row(DeviceRow(id: r.int(0), token: r.text(1) ?? "", senderID: r.text(2) ?? "", app: r.text(3) ?? "", platform: r.text(4) ?? "",
                           state: r.text(5) ?? "", canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8),
-                          lastSeenAt: r.int(9), fid: r.text(10), apnsToken: r.text(11), apnsEnvironment: r.text(12)))
+                          lastSeenAt: r.int(9), fid: r.text(10), apnsToken: r.text(11), apnsEnvironment: r.text(12),
+                          apnsExpiresAt: r.optionalInt(13)))
         }
     }
 

@@ -57,4 +57,38 @@ extension APNsTests {
         XCTAssertTrue(listed.text.contains(#""then":{"error":"DeviceTokenNotForTopic"}"#), listed.text)
         assertReason(try send(path: "/3/device/\(token)"), 400, "DeviceTokenNotForTopic")
     }
+
+    func testATokenPastItsExpiryIsExpiredTokenOnTheMovedClock() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        let c = server.client()
+        let at = rfc3339(millis: (Int64(Date().timeIntervalSince1970) + 3600) * 1000)
+        let set = try c.patch("/api/v1/devices/demo-ios-1", #"{"expires_at":"\#(at)"}"#)
+        XCTAssertEqual(set.status, 200, set.text)
+        XCTAssertEqual(set.object?["expires_at"]?.stringValue, at)
+        XCTAssertEqual(set.object?["online"], .bool(true), "online untouched")
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        XCTAssertEqual(try c.post("/api/v1/clock", #"{"advance_s":3601}"#).status, 200)
+        // A provider token issued on the moved clock.
+        let later: String?? = .some("bearer " + (try self.token(iat: Int64(Date().timeIntervalSince1970) + 3601)))
+        let expired = try send(path: "/3/device/\(token)", authorization: later)
+        assertReason(expired, 410, "ExpiredToken")
+        let record = try XCTUnwrap(items(try c.get("/api/v1/messages?transport=apns&limit=1")).first)
+        XCTAssertEqual(record["error"]?.stringValue, "ExpiredToken")
+        XCTAssertEqual(record["http_status"], .number(JSONNumber(410)))
+        // Unregistered comes first; cleared, the token works again.
+        XCTAssertEqual(try c.patch("/api/v1/devices/demo-ios-1", #"{"expires_at":null,"online":false}"#).object?["expires_at"], .null)
+        XCTAssertEqual(try send(path: "/3/device/\(token)", authorization: later).status, 200)
+        XCTAssertEqual(try c.patch("/api/v1/devices/demo-android-1", #"{"expires_at":"\#(at)"}"#).status, 400)
+        XCTAssertEqual(try c.patch("/api/v1/devices/demo-ios-1", #"{"expires_at":"tomorrow"}"#).status, 400)
+        XCTAssertEqual(try c.patch("/api/v1/devices/demo-ios-1", "{}").status, 400)
+        // Kept in the store across a restart.
+        let db = NSTemporaryDirectory() + "apns-expiry-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: db) }
+        var s = try TestServer(db: db)
+        XCTAssertEqual(try s.client().patch("/api/v1/devices/demo-ios-1", #"{"expires_at":"\#(at)"}"#).status, 200)
+        s.stop()
+        s = try TestServer(db: db)
+        defer { s.stop() }
+        XCTAssertEqual(try s.client().get("/api/v1/devices/demo-ios-1").object?["expires_at"]?.stringValue, at)
+    }
 }

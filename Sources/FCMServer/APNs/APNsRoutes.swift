@@ -54,7 +54,7 @@ struct APNsRoutes: Sendable {
             }
             let payload = try APNsPayload.check(r.body, pushType: headers.pushType)
             let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
-            let device = try Self.recipient(known, environment: env, bundleID: bundle)
+            let device = try Self.recipient(known, environment: env, bundleID: bundle, now: engine.clock.nowMillis())
             let delayMillis: Int64?
             switch fault(r, device: device, token: token, apnsID: apnsID) {
             case .answer(let answer): return answer
@@ -144,8 +144,9 @@ struct APNsRoutes: Sendable {
 
     /// The device a send goes to, or why not: none has the token, or it is of the other
     /// environment (`BadDeviceToken`); of another app than the topic's (`DeviceTokenNotForTopic`);
-    /// uninstalled or its token replaced (410 `Unregistered`, with when it was last seen).
-    static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String) throws(APNsError) -> Device {
+    /// uninstalled or its token replaced (410 `Unregistered`, with when it was last seen); its
+    /// APNs token expired by `now` on the mock's clock (410 `ExpiredToken`).
+    static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String, now: Int64) throws(APNsError) -> Device {
         guard let device else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
         guard environment == device.apnsEnvironment else {
             throw APNsError(.badDeviceToken, "the token is a \(device.apnsEnvironment.rawValue) token; this request reached \(environment.rawValue)")
@@ -155,6 +156,9 @@ struct APNsRoutes: Sendable {
         }
         guard device.state == .registered else {
             throw APNsError(.unregistered, "the device is \(device.state.rawValue)", timestamp: device.lastSeenAt)
+        }
+        if let expires = device.apnsExpiresAt, expires <= now {
+            throw APNsError(.expiredToken, "the device's APNs token expired at \(rfc3339(millis: expires)) on the mock's clock")
         }
         return device
     }

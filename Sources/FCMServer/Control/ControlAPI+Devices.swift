@@ -42,12 +42,26 @@ extension ControlAPI {
         ok(render(try engine.device(tokenOrFID: c["token"])))
     }
 
-    /// `PATCH /api/v1/devices/{token}`: `{"online": Bool}`.
+    /// `PATCH /api/v1/devices/{token}`: `{"online": Bool}` and, for an `ios` device,
+    /// `{"expires_at": "RFC 3339" | null}` (when its APNs token expires: `ExpiredToken`).
     func setOnline(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let body = try c.jsonBody()
-        try body.allow(["online"])
-        guard let online = try body.bool("online") else { throw .badRequest("online (true or false) is required") }
-        return ok(render(try engine.setOnline(c["token"], online)))
+        try body.allow(["online", "expires_at"])
+        let online = try body.bool("online")
+        var device: Device?
+        if let value = body.object["expires_at"] {
+            var at: Int64?
+            if !value.isNull {
+                guard let text = value.stringValue, let ms = parseRFC3339(text) else {
+                    throw .badRequest("expires_at must be an RFC 3339 time (2030-01-01T00:00:00Z) or null")
+                }
+                at = ms
+            }
+            device = try engine.setAPNsExpiry(c["token"], at: at)
+        }
+        if let online { device = try engine.setOnline(c["token"], online) }
+        guard let device else { throw .badRequest("online (true or false) or expires_at is required") }
+        return ok(render(device))
     }
 
     /// `DELETE /api/v1/devices/{token}`.
