@@ -2,6 +2,7 @@ import FCMCore
 import FCMTesting
 import HTTPServer
 import Foundation
+import TLS
 import XCTest
 
 /// Apple's store-and-forward on the fake iOS device (docs/spec/apns.md section 5), through the
@@ -110,5 +111,23 @@ extension APNsTests {
         XCTAssertEqual(try server.client().sendJSON(#"{"to":"demo-ios-1","collapse_key":"score","notification":{"title":"x"}}"#,
                                                     key: DemoProject.serverKey).status, 200)
         XCTAssertEqual(try inboxStatuses(), ["replaced", "replaced", "delivered", "delivered", "delivered"])
+    }
+
+    func testAHeldAPNsNotificationIsStillApplesAfterARestart() throws {
+        let db = NSTemporaryDirectory() + "apns-held-\(UUID().uuidString).sqlite"
+        defer { try? FileManager.default.removeItem(atPath: db) }
+        server.stop()
+        server = try TestServer(db: db, unknownTokens: "reject")
+        let made = try server.client().post("/api/v1/apns/keys", #"{"team_id":"\#(team)","bundle_ids":["\#(topic)"]}"#)
+        let o = try XCTUnwrap(JSONParser.parse(Array(made.text.utf8)).objectValue)
+        keyID = try XCTUnwrap(o["key_id"]?.stringValue)
+        key = try P256PrivateKey(pem: try XCTUnwrap(o["private_key_pem"]?.stringValue))
+        let token = try apnsToken(of: "demo-ios-1")
+        try setOnline(false)
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        server.stop()
+        server = try TestServer(db: db, unknownTokens: "reject")
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        XCTAssertEqual(try inboxStatuses(), ["replaced", "pending"], "the held one was read back as APNs's")
     }
 }
