@@ -22,7 +22,7 @@ public enum APNsStorage {
 /// What a phone shows of the notifications it received through APNs, by `apns-collapse-id`: a
 /// notification with the id of one shown replaces it (Apple: "the device shows only the
 /// newest"). One per device, in memory; bounded, the ids seen longest ago forgotten first.
-public struct APNsShown: Sendable, Equatable {
+public struct APNsShown: Sendable {
     /// Collapse ids a device remembers at most.
     public static let capacity = 64
     /// Collapse id → the delivery showing it, oldest first.
@@ -41,9 +41,5 @@ public struct APNsShown: Sendable, Equatable {
         }
         shown.append((collapseID, deliveryID))
         return replaced
-    }
-
-    public static func == (a: APNsShown, b: APNsShown) -> Bool {
-        a.shown.elementsEqual(b.shown) { $0.collapseID == $1.collapseID && $0.deliveryID == $1.deliveryID }
     }
 }
