@@ -10,6 +10,7 @@ Measures, on loopback only, with bounded loops:
   d. resident memory of the mock after at least 100,000 accepted messages
   e. the web page's first screen (PAGE_FIRST_SCREEN) with 1 message stored and with the
      single-token phase's 100,000+, and right after a restart on that store
+  (then HTTP v1 in bench_v1.py, and APNs against v1 over one HTTP/2 connection in bench_apns.py)
 and checks that every send answered 200 was recorded. Prints a markdown report (also written to
 WORK/report.md). Exit 0: all targets met; 1: a target missed; 2: could not measure.
 """
@@ -717,6 +718,10 @@ def main():
     import bench_v1
     res["v1"] = bench_v1.run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds)
 
+    # i. APNs against v1, both over one HTTP/2 connection with 32 streams (bench_apns.py) ---------
+    import bench_apns
+    res["apns"] = bench_apns.run(mock_bin, run_dir, max(bench_apns.ROUNDS, rounds))
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -757,6 +762,8 @@ def report(res, work):
     }
     _v1_res, v1_lines, v1_checks = res["v1"]
     checks.update(v1_checks)
+    _apns_res, apns_lines, apns_checks = res["apns"]
+    checks.update(apns_checks)
     if res["sqlite_count"] is not None:
         checks["sqlite"] = res["sqlite_count"] >= res["answered_200"]
 
@@ -845,6 +852,7 @@ def report(res, work):
         f"| {verdict(checks['exit'])} |",
     ]
     lines += v1_lines
+    lines += apns_lines
     lines += [
         "",
         f"Store: SQLite file (WAL), {res['db_mb']:.0f} MB at the end. Recorded count: "

@@ -92,13 +92,17 @@ def sign_assertion(account, work, lifetime_s=3600):
     return f"{signed}.{b64url(out.stdout)}"
 
 
-def run_h2load(url, body_path, bearer, requests, clients, streams, h1=False):
+def run_h2load(url, body_path, bearer, requests, clients, streams, h1=False, headers=(), scheme="Bearer",
+               urls_file=None):
+    """h2load's POSTs of `body_path`; `urls_file` (URIs one a line, taken in turn) instead of `url`."""
     cmd = ["h2load", "-n", str(requests), "-c", str(clients), "-m", str(streams), "-t", "1",
-           "-d", body_path, "-H", f"authorization: Bearer {bearer}",
+           "-d", body_path, "-H", f"authorization: {scheme} {bearer}",
            "-H", "content-type: application/json"]
+    for h in headers:
+        cmd += ["-H", h]
     if h1:
         cmd.append("--h1")
-    cmd.append(url)
+    cmd += ["-i", urls_file] if urls_file else [url]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     m = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", out.stdout)
     s = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "

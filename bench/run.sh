@@ -6,7 +6,8 @@
 #
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
 # nghttp2-client, openssl, valgrind) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
-# bench/bench.py, which prints a markdown report (also left in .build/bench/report.md).
+# bench/bench.py, which prints a markdown report (also left in .build/bench/report.md); its last
+# phases are bench/bench_v1.py (HTTP v1) and bench/bench_apns.py (APNs against v1 over HTTP/2).
 # Environment: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_WARMUP (default 2),
 # BENCH_KEEP=1 keeps the run's SQLite file under .build/bench/.
 # Exit: 0 all targets met, 1 a target missed, 2 could not build or measure.
