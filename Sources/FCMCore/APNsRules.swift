@@ -1,3 +1,5 @@
+import Synchronization
+
 // The rules of an APNs send request (docs/spec/apns.md section 2) with no I/O: the headers, the
 // device token in the path, the payload. The route applies them in the contract's order (path,
 // method, authentication, headers, device token, topic against key and device, body, size),
@@ -54,18 +56,25 @@ public struct APNsHeaders: Sendable, Equatable {
     /// `apns-collapse-id`, then any of those or `authorization` sent twice. Without a push type,
     /// `alert` when the payload has `aps.alert`, else `background` (read from `body`).
     public static func parse(_ headers: [(name: String, value: String)], body: [UInt8], topicRequired: Bool) throws(APNsError) -> APNsHeaders {
+        var payload = APNsBody(body)
+        return try parse(headers, body: &payload, topicRequired: topicRequired)
+    }
+
+    /// `parse(_:body:topicRequired:)` on a body whose JSON is parsed at most once, here (only
+    /// for the push type's default) or by `APNsPayload.check` afterwards.
+    public static func parse(_ headers: [(name: String, value: String)], body: inout APNsBody, topicRequired: Bool) throws(APNsError) -> APNsHeaders {
         var values = [String?](repeating: nil, count: names.count)
         var duplicate: String?
         var authorizations = 0
         for h in headers {
-            let name = h.name.lowercased()
-            if name == "authorization" {
+            // Names compared as ASCII bytes, either case: no lowercased copy of every header.
+            if equalsLowercaseASCII(h.name, "authorization") {
                 authorizations += 1
-                if authorizations > 1, duplicate == nil { duplicate = name }
+                if authorizations > 1, duplicate == nil { duplicate = "authorization" }
                 continue
             }
-            guard let i = names.firstIndex(of: name) else { continue }
-            if values[i] == nil { values[i] = h.value } else if duplicate == nil { duplicate = name }
+            guard let i = names.firstIndex(where: { equalsLowercaseASCII(h.name, $0) }) else { continue }
+            if values[i] == nil { values[i] = h.value } else if duplicate == nil { duplicate = names[i] }
         }
         let pushType: APNsPushType
         if let given = values[0] {
@@ -74,7 +83,7 @@ public struct APNsHeaders: Sendable, Equatable {
             }
             pushType = t
         } else {
-            pushType = hasAlert(body) ? .alert : .background
+            pushType = body.hasAlert ? .alert : .background
         }
         if let id = values[1], !isCanonicalUUID(id) {
             throw APNsError(.badMessageId, "apns-id \(quoted(id)) is not a UUID of the form 8-4-4-4-12")
@@ -132,10 +141,29 @@ public struct APNsHeaders: Sendable, Equatable {
         return bundle
     }
 
+}
+
+/// A send's body, its JSON object parsed the first time a rule asks for it: the push type's
+/// default (`aps.alert`) and the payload's rule read the same parse.
+public struct APNsBody: Sendable {
+    public let bytes: [UInt8]
+    private var parsed: JSONObject??
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// The body as a JSON object; nil when it is empty or not one.
+    public mutating func object() -> JSONObject? {
+        if let parsed { return parsed }
+        let made = bytes.isEmpty ? nil : try? JSONParser.parse(bytes).objectValue
+        parsed = .some(made)
+        return made
+    }
+
     /// Whether the payload is a JSON object whose `aps` has an `alert`.
-    static func hasAlert(_ body: [UInt8]) -> Bool {
-        guard !body.isEmpty, let payload = try? JSONParser.parse(body).objectValue else { return false }
-        return payload["aps"]?.objectValue?["alert"] != nil
+    var hasAlert: Bool {
+        mutating get { object()?["aps"]?.objectValue?["alert"] != nil }
     }
 }
 
@@ -148,9 +176,17 @@ public enum APNsDeviceToken {
     public static func check(_ token: String) throws(APNsError) {
         let n = token.utf8.count
         if n == 0 { throw APNsError(.missingDeviceToken, "the path names no device token") }
-        guard n >= minLength, n <= maxLength, n % 2 == 0, token.utf8.allSatisfy(isHexDigit) else {
+        guard n >= minLength, n <= maxLength, n % 2 == 0,
+              token.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isHexDigit) }) ?? token.utf8.allSatisfy(isHexDigit)
+        else {
             throw APNsError(.badDeviceToken, "a device token is 64 to 200 hexadecimal characters, an even number")
         }
+    }
+
+    /// `token` in lower case, the way devices are found by it: the same string when it has no
+    /// letter to lower (as clients send them), with no copy.
+    public static func lowercased(_ token: String) -> String {
+        lowercasedIfNeeded(token)
     }
 
     /// A new token: 64 lowercase hexadecimal characters.
@@ -182,12 +218,19 @@ public enum APNsDeviceToken {
 public enum APNsPayload {
     /// The payload as a JSON object, or nil when it is not one (accepted, but undeliverable).
     public static func check(_ body: [UInt8], pushType: APNsPushType) throws(APNsError) -> JSONObject? {
-        if body.isEmpty { throw APNsError(.payloadEmpty, "the request has no payload") }
+        var payload = APNsBody(body)
+        return try check(&payload, pushType: pushType)
+    }
+
+    /// The same on a body the header rules may have parsed already.
+    public static func check(_ body: inout APNsBody, pushType: APNsPushType) throws(APNsError) -> JSONObject? {
+        let count = body.bytes.count
+        if count == 0 { throw APNsError(.payloadEmpty, "the request has no payload") }
         let limit = pushType.maxPayloadBytes
-        if body.count > limit {
-            throw APNsError(.payloadTooLarge, "the payload has \(body.count) bytes, over the \(limit) a \(pushType.rawValue) push may have")
+        if count > limit {
+            throw APNsError(.payloadTooLarge, "the payload has \(count) bytes, over the \(limit) a \(pushType.rawValue) push may have")
         }
-        return try? JSONParser.parse(body).objectValue
+        return body.object()
     }
 }
 
@@ -205,7 +248,18 @@ public enum APNsEnvironment: String, Sendable, CaseIterable {
     /// The environment of a request to `host` (`:authority` or `Host`, a port allowed): Apple's
     /// host names pick theirs; any other host gets `fallback` (`--apns-environment`).
     public static func of(host: String?, fallback: APNsEnvironment) -> APNsEnvironment {
-        guard var h = host?.lowercased() else { return fallback }
+        guard let host else { return fallback }
+        // An ASCII host (every real one) is read as bytes, with no lowercased copy.
+        let ascii = host.utf8.withContiguousStorageIfAvailable { b -> APNsEnvironment? in
+            guard isASCII(b) else { return nil }
+            var end = b.count
+            if let colon = b.lastIndex(of: UInt8(ascii: ":")), b.last != UInt8(ascii: "]") { end = colon }
+            if end > 0, b[end - 1] == UInt8(ascii: ".") { end -= 1 }
+            let name = UnsafeBufferPointer(rebasing: b[..<end])
+            return hosts.first(where: { equalsLowercaseASCII(name, $0.0) })?.1 ?? fallback
+        }
+        if let ascii, let environment = ascii { return environment }
+        var h = host.lowercased()
         if let colon = h.lastIndex(of: ":"), !h.hasSuffix("]") { h = String(h[..<colon]) }
         if h.hasSuffix(".") { h.removeLast() }
         return hosts.first(where: { $0.0 == h })?.1 ?? fallback
@@ -228,18 +282,76 @@ public func isCanonicalUUID(_ s: String) -> Bool {
 
 /// A new random UUID (version 4), lowercase, as APNs generates `apns-id`.
 public func newUUID() -> String {
-    var bytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
-    bytes[6] = bytes[6] & 0x0F | 0x40
-    bytes[8] = bytes[8] & 0x3F | 0x80
-    let hex = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(36)
-    for (i, byte) in bytes.enumerated() {
-        if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-        out.append(hex[Int(byte >> 4)])
-        out.append(hex[Int(byte & 15)])
+    // The version (4) and variant (10) bits set, as RFC 9562 has them.
+    let high = nextUUIDBits() & ~0xF000 | 0x4000
+    let low = nextUUIDBits() & ~(0xC << 60) | (0x8 << 60)
+    return String(unsafeUninitializedCapacity: 36) { out in
+        let hex: StaticString = "0123456789abcdef"
+        var at = 0
+        for i in 0..<16 {
+            if i == 4 || i == 6 || i == 8 || i == 10 {
+                out[at] = UInt8(ascii: "-")
+                at += 1
+            }
+            let byte = UInt8(truncatingIfNeeded: (i < 8 ? high : low) >> UInt64(56 - 8 * (i % 8)))
+            out[at] = hex.utf8Start[Int(byte >> 4)]
+            out[at + 1] = hex.utf8Start[Int(byte & 15)]
+            at += 2
+        }
+        return at
     }
-    return String(decoding: out, as: UTF8.self)
+}
+
+/// `newUUID`'s generator: SplitMix64, a counter from a start drawn from the system's generator,
+/// each step mixed by a bijection. A send makes two ids (`apns-id`, `apns-unique-id`): drawn from
+/// the system's generator they cost four `getrandom` calls a send. These ids name messages and
+/// guard nothing (no token or key is made from them), and no two made by one process are alike.
+private let uuidState = Atomic<UInt64>(SystemRandomNumberGenerator.seed())
+
+private func nextUUIDBits() -> UInt64 {
+    var z = uuidState.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+}
+
+extension SystemRandomNumberGenerator {
+    fileprivate static func seed() -> UInt64 {
+        var rng = SystemRandomNumberGenerator()
+        return rng.next()
+    }
+}
+
+/// Whether the bytes `name` spell `lowercase` (which has no upper-case letters) in ASCII,
+/// either case.
+func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: String) -> Bool {
+    guard name.count == lowercase.utf8.count else { return false }
+    var i = 0
+    for l in lowercase.utf8 {
+        let b = name[i]
+        if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) != l { return false }
+        i += 1
+    }
+    return true
+}
+
+/// `equalsLowercaseASCII` on a string's bytes (read in place when they are contiguous).
+func equalsLowercaseASCII(_ name: String, _ lowercase: String) -> Bool {
+    guard name.utf8.count == lowercase.utf8.count else { return false }
+    return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, lowercase) }
+        ?? Array(name.utf8).withUnsafeBufferPointer { equalsLowercaseASCII($0, lowercase) }
+}
+
+/// `s.lowercased()`, without a copy when `s` has no upper-case ASCII letter and no non-ASCII byte.
+func lowercasedIfNeeded(_ s: String) -> String {
+    let lower = s.utf8.withContiguousStorageIfAvailable { !$0.contains { ($0 >= 0x41 && $0 <= 0x5A) || $0 >= 0x80 } }
+    return lower == true ? s : s.lowercased()
+}
+
+/// Whether every byte is ASCII.
+func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    for b in bytes where b >= 0x80 { return false }
+    return true
 }
 
 private func isHexDigit(_ c: UInt8) -> Bool {

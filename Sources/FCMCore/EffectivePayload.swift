@@ -93,8 +93,14 @@ public enum EffectivePayload {
 
     /// A header of `headers` by name, ignoring case as HTTP does.
     static func header(_ headers: JSONObject?, _ name: String) -> JSONValue? {
-        let wanted = name.lowercased()
-        return headers?.members.first { $0.key.lowercased() == wanted }?.value
+        guard let headers else { return nil }
+        let wanted = lowercasedIfNeeded(name)
+        // An ASCII key is compared as bytes, either case, with no lowercased copy of it.
+        return headers.members.first { member in
+            let ascii = member.key.utf8.withContiguousStorageIfAvailable { b -> Bool? in isASCII(b) ? equalsLowercaseASCII(b, wanted) : nil }
+            if let ascii, let same = ascii { return same }
+            return member.key.lowercased() == wanted
+        }?.value
     }
 
     /// An integer given as a number or as a decimal string (header values are strings).

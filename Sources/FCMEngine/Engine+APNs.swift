@@ -133,7 +133,7 @@ extension Engine {
 
     /// The iOS device whose APNs token is `apnsToken` (hex digits of either case).
     public func device(apnsToken: String) -> Device? {
-        let key = apnsToken.lowercased()
+        let key = APNsDeviceToken.lowercased(apnsToken)
         return state.withLock { s in s.apnsIndex[key].flatMap { s.devices[$0] } }
     }
 
@@ -167,7 +167,10 @@ extension Engine {
         guard header.utf8.count > 7, hasPrefixIgnoringCase(header.utf8, "bearer ") else {
             return .failure(APNsError(.invalidProviderToken, "the authorization header is not 'bearer <JWT>'"))
         }
-        let token = String(header.dropFirst(7)).trimmingSpaces()
+        // When an ASCII byte follows (in every real header), the 7 bytes of "bearer " are its 7
+        // characters: dropped as bytes.
+        let rest = header.utf8.dropFirst(7)
+        let token = ((rest.first ?? 0) < 0x80 ? String(Substring(rest)) : String(header.dropFirst(7))).trimmingSpaces()
         let now = clock.nowMillis() / 1000
         if let known = apnsCredentials.withLock({ s -> (key: String, team: String, issuedAt: Int64)? in
             guard let v = s.verified[token], s.keys[v.key] != nil else { return nil }

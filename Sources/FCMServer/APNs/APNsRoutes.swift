@@ -16,6 +16,7 @@ struct APNsRoutes: Sendable {
     let certificates: APNsCertificateAuth
 
     static let devicePrefix = "/3/device/"
+    static let devicePrefixBytes = Array(devicePrefix.utf8)
 
     /// Everything under `/3/`.
     func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
@@ -45,14 +46,16 @@ struct APNsRoutes: Sendable {
             let env = APNsEnvironment.of(host: r.header("host"), fallback: environment)
             // A provider token, or the connection's client certificate (APNsCertificateAuth.swift).
             let auth = try certificates.authorize(r, environment: env)
-            var headers = try APNsHeaders.parse(r.headers, body: r.body, topicRequired: auth.requiresTopic)
+            // The body's JSON is parsed once, for whichever rule asks first.
+            var sent = APNsBody(r.body)
+            var headers = try APNsHeaders.parse(r.headers, body: &sent, topicRequired: auth.requiresTopic)
             try auth.defaultTopic(&headers)
             try APNsDeviceToken.check(token)
             let bundle = try auth.app(of: headers, engine: engine)
             if r.bodyTooLarge {
                 throw APNsError(.payloadTooLarge, "the payload is over the server's body limit")
             }
-            let payload = try APNsPayload.check(r.body, pushType: headers.pushType)
+            let payload = try APNsPayload.check(&sent, pushType: headers.pushType)
             let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
             let device = try Self.recipient(known, environment: env, bundleID: bundle, now: engine.clock.nowMillis())
             let delayMillis: Int64?
@@ -104,7 +107,7 @@ struct APNsRoutes: Sendable {
     /// are recorded as refused with the fault.
     func fault(_ r: HTTPRequest, device: Device, token: String, apnsID: String) -> FaultOutcome {
         guard let f = engine.fireRequestFault(transport: .apns, path: r.path, senderID: device.senderID,
-                                              tokens: [device.token, token.lowercased()], topic: nil)
+                                              tokens: [device.token, APNsDeviceToken.lowercased(token)], topic: nil)
         else { return .none }
         let status: Int, reason: String, answer: HTTPResponse
         switch f.action {
@@ -219,9 +222,26 @@ struct APNsRoutes: Sendable {
 
     /// The token of `/3/device/{token}`; `BadPath` for any other path under `/3/`.
     static func deviceToken(path: String) throws(APNsError) -> String {
-        guard path.hasPrefix(devicePrefix) else { throw APNsError(.badPath, "\(path) is not /3/device/{token}") }
-        let token = path.dropFirst(devicePrefix.count)
-        guard !token.contains("/") else { throw APNsError(.badPath, "\(path) is not /3/device/{token}") }
+        // An ASCII path (every well-formed one) is read as bytes in place: as characters, the
+        // scan of a 64-digit token cost more than the rest of the route's rules together. Any
+        // other is read as characters (a combining mark after a '/' makes it no '/').
+        let prefix = devicePrefix.utf8.count
+        let bytes = path.utf8.withContiguousStorageIfAvailable { b -> Bool? in
+            var devicePath = b.count >= prefix
+            for (i, c) in b.enumerated() {
+                if c >= 0x80 { return nil }
+                if i < prefix ? c != devicePrefixBytes[i] : c == UInt8(ascii: "/") { devicePath = false }
+            }
+            return devicePath
+        }
+        let token: Substring?
+        if let bytes, let devicePath = bytes {
+            token = devicePath ? Substring(path.utf8.dropFirst(prefix)) : nil
+        } else {
+            let rest = path.hasPrefix(devicePrefix) ? path.dropFirst(devicePrefix.count) : nil
+            token = rest?.contains("/") == false ? rest : nil
+        }
+        guard let token else { throw APNsError(.badPath, "\(path) is not /3/device/{token}") }
         return String(token)
     }
 
@@ -237,3 +257,4 @@ struct APNsRoutes: Sendable {
         return HTTPResponse(status: 200, headers: headers)
     }
 }
+
