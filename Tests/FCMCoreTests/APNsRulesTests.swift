@@ -152,11 +152,62 @@ final class APNsRulesTests: XCTestCase {
         XCTAssertNotNil(try APNsPayload.check(Array("{}".utf8), pushType: .alert))
     }
 
+    /// Header names in any case are the same header (HTTP/2 sends them in lower case; a rule
+    /// reads them as ASCII bytes), duplicates across cases included.
+    func testHeaderNamesOfAnyCase() {
+        let h = try? parse([("APNS-Topic", "com.example.app"), ("Apns-Push-Type", "background"), ("APNS-PRIORITY", "1"),
+                            ("Apns-Collapse-Id", "c"), ("APNS-Expiration", "0"), ("APNS-ID", "123e4567-e89b-12d3-a456-426614174000")]).get()
+        XCTAssertEqual(h?.pushType, .background)
+        XCTAssertEqual(h?.apnsID, "123e4567-e89b-12d3-a456-426614174000")
+        XCTAssertEqual(h?.expiration, 0)
+        XCTAssertEqual(h?.priority, 1)
+        XCTAssertEqual(h?.topic, "com.example.app")
+        XCTAssertEqual(h?.bundleID, "com.example.app")
+        XCTAssertEqual(h?.collapseID, "c")
+        XCTAssertEqual(reason([topic, ("APNS-TOPIC", "com.example.app")]), .duplicateHeaders)
+        XCTAssertEqual(reason([topic, ("Authorization", "a"), ("authorization", "b")]), .duplicateHeaders)
+        XCTAssertEqual(reason([("apns-topic\u{301}", "com.example.app")]), .missingTopic, "another name")
+        XCTAssertEqual(reason([("apns-topi", "com.example.app")]), .missingTopic)
+    }
+
+    /// The body's JSON is parsed once for both rules that read it, with the answers of the
+    /// rules on the bytes alone.
+    func testOneParseServesThePushTypeAndThePayloadRule() throws {
+        for (body, type) in [(#"{"aps":{"alert":"hi"}}"#, APNsPushType.alert), (#"{"aps":{}}"#, .background),
+                             ("[1]", .background), ("not json", .background)] {
+            var b = APNsBody(Array(body.utf8))
+            let h = try APNsHeaders.parse([topic], body: &b, topicRequired: true)
+            XCTAssertEqual(h.pushType, type, body)
+            XCTAssertEqual(try APNsPayload.check(&b, pushType: h.pushType), try APNsPayload.check(Array(body.utf8), pushType: h.pushType), body)
+        }
+        var empty = APNsBody([])
+        XCTAssertEqual(try APNsHeaders.parse([topic], body: &empty, topicRequired: true).pushType, .background)
+        XCTAssertThrowsError(try APNsPayload.check(&empty, pushType: .background)) {
+            XCTAssertEqual(($0 as? APNsError)?.reason, .payloadEmpty)
+        }
+    }
+
+    func testTokensLowerCaseOnlyWhenTheyHaveToAndAreCheckedAsBytes() {
+        let t = String(repeating: "aB", count: 32)
+        XCTAssertEqual(APNsDeviceToken.lowercased(t), t.lowercased())
+        XCTAssertEqual(APNsDeviceToken.lowercased("abc123"), "abc123")
+        XCTAssertEqual(APNsDeviceToken.lowercased("ÄB"), "äb")
+        XCTAssertNoThrow(try APNsDeviceToken.check(t))
+        for bad in [String(repeating: "g", count: 64), String(repeating: "a", count: 63), String(repeating: "a", count: 202),
+                    String(repeating: "a", count: 63) + "é"] {
+            XCTAssertThrowsError(try APNsDeviceToken.check(bad)) { XCTAssertEqual(($0 as? APNsError)?.reason, .badDeviceToken, bad) }
+        }
+    }
+
     func testEnvironmentFromHost() {
         let cases: [(String?, APNsEnvironment)] = [
             ("api.push.apple.com", .production), ("api.push.apple.com:443", .production), ("API.PUSH.APPLE.COM:2197", .production),
             ("api.sandbox.push.apple.com", .sandbox), ("api.development.push.apple.com:443", .sandbox),
             ("127.0.0.1:8080", .production), (nil, .production), ("[::1]", .production), ("push.apple.com", .production),
+            ("api.sandbox.push.apple.com.", .sandbox), ("Api.Sandbox.Push.Apple.Com.:443", .sandbox), ("[::1]:443", .production),
+            ("api.sandbox.push.apple.com:", .sandbox), ("", .production), (":443", .production), (".", .production),
+            // Not ASCII: read as characters and lower-cased as before, so never one of Apple's.
+            ("äpi.sandbox.push.apple.com", .production), ("api.sandbox.push.apple.com\u{301}", .production),
         ]
         for (host, expected) in cases {
             XCTAssertEqual(APNsEnvironment.of(host: host, fallback: .production), expected, host ?? "nil")
@@ -166,12 +217,17 @@ final class APNsRulesTests: XCTestCase {
     }
 
     func testUUIDs() {
-        let made = (0..<50).map { _ in newUUID() }
-        XCTAssertEqual(Set(made).count, 50)
+        let made = (0..<10_000).map { _ in newUUID() }
+        XCTAssertEqual(Set(made).count, 10_000)
         for u in made {
             XCTAssertTrue(isCanonicalUUID(u))
             XCTAssertEqual(u, u.lowercased())
-            XCTAssertEqual(Array(u)[14], "4")
+            XCTAssertEqual(Array(u)[14], "4", "version 4")
+            XCTAssertTrue("89ab".contains(Array(u)[19]), "variant 10: \(u)")
+        }
+        // Every hex digit of the random part takes every value (no bit stuck), in each position.
+        for position in 0..<36 where ![8, 13, 14, 18, 19, 23].contains(position) {
+            XCTAssertEqual(Set(made.map { Array($0)[position] }).count, 16, "position \(position)")
         }
         XCTAssertFalse(isCanonicalUUID("123e4567-e89b-12d3-a456-4266141740000"))
     }

@@ -120,6 +120,21 @@ final class EffectivePayloadTests: XCTestCase {
         XCTAssertEqual(EffectivePayload.apnsPayload(alertOnly).serialized, #"{"aps":{"alert":{"title":"A"}}}"#)
     }
 
+    /// Header names are read in any case, ASCII ones as bytes and others through Unicode's
+    /// lower case (as before they were all lower-cased), on every platform's block.
+    func testHeaderNamesOfAnyCase() {
+        let r = v1(apns: #"{"headers":{"APNS-Collapse-ID":"game-2","Apns-Expiration":"1700000060"}}"#,
+                   webpush: #"{"headers":{"topic":"web-1","ttl":"30"}}"#)
+        XCTAssertEqual(options(r, .ios), DeliveryOptions(collapseKey: "game-2", ttlSeconds: 60))
+        XCTAssertEqual(options(r, .web), DeliveryOptions(collapseKey: "web-1", ttlSeconds: 30))
+        let headers = o(#"{"apns-collapse-İd":"x","APNS-TOPIC":"t","apns-push-type":"alert"}"#)
+        XCTAssertEqual(EffectivePayload.header(headers, "apns-topic"), .string("t"))
+        XCTAssertEqual(EffectivePayload.header(headers, "Apns-Push-Type"), .string("alert"))
+        XCTAssertNil(EffectivePayload.header(headers, "apns-collapse-id"), "İ lower-cases to i and a combining dot")
+        XCTAssertEqual(EffectivePayload.header(headers, "apns-collapse-i\u{307}d"), .string("x"))
+        XCTAssertNil(EffectivePayload.header(nil, "apns-topic"))
+    }
+
     func testIOSExpirationBecomesATTL() {
         func ttl(_ expiration: String) -> Int64 {
             options(v1(apns: "{\"headers\":{\"apns-expiration\":\"\(expiration)\"}}"), .ios).ttlSeconds

@@ -1,5 +1,5 @@
 import FCMCore
-import FCMServer
+@testable import FCMServer
 import FCMTesting
 import HTTPServer
 import Foundation
@@ -262,6 +262,23 @@ final class APNsTests: XCTestCase {
         XCTAssertEqual(headers["apns-collapse-id"]?.stringValue, "score")
         XCTAssertEqual(headers["apns-topic"]?.stringValue, topic)
         XCTAssertEqual(headers["apns-id"]?.stringValue, id)
+    }
+
+    /// The device path is cut as bytes when it is ASCII and as characters otherwise (a combining
+    /// mark after a '/' makes it no '/'), as before; a token in upper case finds its device.
+    func testTheDevicePathAndTheTokensCase() throws {
+        XCTAssertEqual(try APNsRoutes.deviceToken(path: "/3/device/ab12"), "ab12")
+        XCTAssertEqual(try APNsRoutes.deviceToken(path: "/3/device/"), "")
+        XCTAssertEqual(try APNsRoutes.deviceToken(path: "/3/device/é1"), "é1")
+        XCTAssertEqual(try APNsRoutes.deviceToken(path: "/3/device/a/\u{301}"), "a/\u{301}")
+        for bad in ["/3/devices/ab", "/3/device/a/b", "/3/device", "/3/device/\u{301}ab", "/3/devicé/ab", "/3/device/é/"] {
+            XCTAssertThrowsError(try APNsRoutes.deviceToken(path: bad)) { XCTAssertEqual(($0 as? APNsError)?.reason, .badPath, bad) }
+        }
+        let token = try apnsToken(of: "demo-ios-1")
+        let before = items(try server.client().get("/api/v1/devices/demo-ios-1/messages")).count
+        let a = try send(path: "/3/device/\(token.uppercased())")
+        XCTAssertEqual(a.status, 200, a.body)
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices/demo-ios-1/messages")).count, before + 1)
     }
 
     func testKnownTokensOfAnotherAppEnvironmentOrStateAreRefused() throws {
