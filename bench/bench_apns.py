@@ -18,18 +18,14 @@ whose sends go to one of the bench's Android devices.
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
 import bench
-import bench_v1
 from bench import SENDER_ID, BenchError, Server, bench_token, http_json, log
-from bench_v1 import b64url, distinct, run_h2load, shell_line, sign_assertion, without_debug_info
+from bench_v1 import b64url, distinct, openssl_signed, run_h2load, shell_line, sign_assertion, under_callgrind
 
 TARGET_APNS_CPU = 1.10
 TARGET_APNS_RPS = 20_000.0
@@ -72,18 +68,11 @@ def der_to_raw(der):
 
 def sign_provider_token(key, work):
     """An ES256 provider token for `key` (the answer of POST /api/v1/apns/keys): header
-    {alg, kid}, claims {iss: the team, iat: now}, signed by openssl with the key's .p8."""
-    header = b64url(json.dumps({"alg": "ES256", "kid": key["key_id"]}).encode())
-    claims = b64url(json.dumps({"iss": key["team_id"], "iat": int(time.time())}).encode())
-    p8 = os.path.join(work, f"AuthKey_{key['key_id']}.p8")
-    with open(os.open(p8, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        f.write(key["private_key_pem"])
-    signed = f"{header}.{claims}"
-    out = subprocess.run(["openssl", "dgst", "-sha256", "-sign", p8], input=signed.encode(),
-                         capture_output=True, timeout=30)
-    if out.returncode != 0:
-        raise BenchError(f"openssl could not sign the provider token: {out.stderr[-300:]!r}")
-    return f"{signed}.{b64url(der_to_raw(out.stdout))}"
+    {alg, kid}, claims {iss: the team, iat: now}, signed with the key's .p8."""
+    signed, der = openssl_signed({"alg": "ES256", "kid": key["key_id"]}, {"iss": key["team_id"], "iat": int(time.time())},
+                                 key["private_key_pem"], os.path.join(work, f"AuthKey_{key['key_id']}.p8"),
+                                 "the provider token")
+    return f"{signed}.{b64url(der_to_raw(der))}"
 
 
 def write_fixtures(work):
@@ -205,49 +194,21 @@ def alternating(mock, sides, rounds, requests, label):
 def instructions_per_send(mock_bin, run_dir, fixtures, side):
     """Instructions the whole server executes per send of `side` over one h2c connection with
     32 streams, counted by callgrind over COUNTED_SENDS sends (after WARM_SENDS not counted),
-    on a mock of its own; the same for the same binary and input whatever the neighbours do."""
-    port = bench.free_port()
-    out = os.path.join(run_dir, f"callgrind.h2-{side}.out")
-    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-            without_debug_info(mock_bin, run_dir), "serve", "--http-port", str(port), "--xmpp-port", "0",
-            "--db", os.path.join(run_dir, f"callgrind-h2-{side}.sqlite"), "--fixtures", fixtures]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if http_json(url + "/api/v1/health", timeout=5)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise BenchError("fcm-mock under callgrind did not start")
-            time.sleep(0.3)
+    on a mock of its own; the same for the same binary and input whatever the neighbours do.
+    Returns the count, the server's command line and the counted h2load's."""
+    def drive(url, ctl):
         sides = Sides(url, run_dir, f"callgrind-{side}")
         sides.set_up(ios_devices=100)
         sides.point_at(url)
         sides.h2load(side, WARM_SENDS)
-        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True, timeout=60)
+        ctl("-i", "on")
         r = sides.h2load(side, COUNTED_SENDS)
-        subprocess.run(["callgrind_control", "-d", str(proc.pid)], capture_output=True, timeout=60)
+        ctl("-d")
         if r["ok2xx"] != COUNTED_SENDS:
             raise BenchError(f"{side} sends under callgrind: {r['ok2xx']} of {COUNTED_SENDS} answered 2xx")
-        cmd = shell_line(r["cmd"], secrets=sides.secrets)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    total = 0
-    for name in os.listdir(run_dir):
-        if name.startswith(f"callgrind.h2-{side}.out."):
-            with open(os.path.join(run_dir, name)) as f:
-                m = re.search(r"^summary: (\d+)", f.read(), re.M)
-                total += int(m.group(1)) if m else 0
-    if total == 0:
-        raise BenchError(f"callgrind counted nothing for the {side} sends")
+        return shell_line(r["cmd"], secrets=sides.secrets)
+
+    total, argv, cmd = under_callgrind(mock_bin, run_dir, fixtures, f"h2-{side}", drive)
     return total / COUNTED_SENDS, shell_line(argv), cmd
 
 

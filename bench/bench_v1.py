@@ -73,23 +73,29 @@ def b64url(raw):
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def sign_assertion(account, work, lifetime_s=3600):
-    """An RS256 JWT for `account` (the service-account JSON), signed by openssl's command line
-    (the bench stays stdlib-only)."""
-    now = int(time.time())
-    header = b64url(json.dumps({"alg": "RS256", "typ": "JWT", "kid": account["private_key_id"]}).encode())
-    claims = b64url(json.dumps({
-        "iss": account["client_email"], "scope": "https://www.googleapis.com/auth/firebase.messaging",
-        "aud": "https://oauth2.googleapis.com/token", "iat": now, "exp": now + lifetime_s}).encode())
-    key = os.path.join(work, "bench-sa.pem")
-    with open(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        f.write(account["private_key"])
-    signed = f"{header}.{claims}"
-    out = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=signed.encode(),
+def openssl_signed(header, claims, pem, key_path, what):
+    """`header.claims` (two JSON objects, base64url) and openssl's SHA-256 signature of it with
+    the private key `pem`, written to `key_path` (mode 0600) for openssl's command line (the
+    bench stays stdlib-only)."""
+    signed = f"{b64url(json.dumps(header).encode())}.{b64url(json.dumps(claims).encode())}"
+    with open(os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+        f.write(pem)
+    out = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key_path], input=signed.encode(),
                          capture_output=True, timeout=30)
     if out.returncode != 0:
-        raise BenchError(f"openssl could not sign the assertion: {out.stderr[-300:]!r}")
-    return f"{signed}.{b64url(out.stdout)}"
+        raise BenchError(f"openssl could not sign {what}: {out.stderr[-300:]!r}")
+    return signed, out.stdout
+
+
+def sign_assertion(account, work, lifetime_s=3600):
+    """An RS256 JWT for `account` (the service-account JSON)."""
+    now = int(time.time())
+    signed, signature = openssl_signed(
+        {"alg": "RS256", "typ": "JWT", "kid": account["private_key_id"]},
+        {"iss": account["client_email"], "scope": "https://www.googleapis.com/auth/firebase.messaging",
+         "aud": "https://oauth2.googleapis.com/token", "iat": now, "exp": now + lifetime_s},
+        account["private_key"], os.path.join(work, "bench-sa.pem"), "the assertion")
+    return f"{signed}.{b64url(signature)}"
 
 
 def run_h2load(url, body_path, bearer, requests, clients, streams, h1=False, headers=(), scheme="Bearer",
@@ -125,17 +131,16 @@ def without_debug_info(mock_bin, run_dir):
     return copy
 
 
-def instructions_per_send(mock_bin, run_dir, fixtures, kind, count=1000):
-    """Instructions the server executes per single-token send, counted by callgrind over
-    `count` sends one after another on one keep-alive connection (after 100 unmeasured ones):
-    the same for the same binary and input whatever the machine's neighbours do. Returns the
-    count and the server's command line."""
-    import http.client
+def under_callgrind(mock_bin, run_dir, fixtures, label, drive):
+    """Instructions counted by callgrind in a mock of its own while `drive(url, ctl)` sends to it:
+    `drive` warms it up, then calls `ctl("-i", "on")` (counting starts) and, after the counted
+    sends, `ctl("-d")` (the counts are written). Returns (instructions, the server's command
+    line, what `drive` returned)."""
     port = bench.free_port()
-    out = os.path.join(run_dir, f"callgrind.{kind}.out")
+    out = os.path.join(run_dir, f"callgrind.{label}.out")
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
             without_debug_info(mock_bin, run_dir), "serve", "--http-port", str(port), "--xmpp-port", "0",
-            "--db", os.path.join(run_dir, f"callgrind-{kind}.sqlite"), "--fixtures", fixtures]
+            "--db", os.path.join(run_dir, f"callgrind-{label}.sqlite"), "--fixtures", fixtures]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -149,6 +154,36 @@ def instructions_per_send(mock_bin, run_dir, fixtures, kind, count=1000):
             if time.monotonic() > deadline:
                 raise BenchError("fcm-mock under callgrind did not start")
             time.sleep(0.3)
+
+        def ctl(*args):
+            subprocess.run(["callgrind_control", *args, str(proc.pid)], capture_output=True, timeout=60)
+
+        result = drive(url, ctl)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    total = 0
+    for name in os.listdir(run_dir):
+        if name.startswith(f"callgrind.{label}.out."):
+            with open(os.path.join(run_dir, name)) as f:
+                m = re.search(r"^summary: (\d+)", f.read(), re.M)
+                total += int(m.group(1)) if m else 0
+    if total == 0:
+        raise BenchError(f"callgrind counted nothing for the {label} sends")
+    return total, argv, result
+
+
+def instructions_per_send(mock_bin, run_dir, fixtures, kind, count=1000):
+    """Instructions the server executes per single-token send, counted by callgrind over
+    `count` sends one after another on one keep-alive connection (after 100 unmeasured ones):
+    the same for the same binary and input whatever the machine's neighbours do. Returns the
+    count and the server's command line."""
+    import http.client
+
+    def drive(url, ctl):
         headers, path = {"Content-Type": "application/json"}, "/fcm/send"
         if kind == "v1":
             st, data = http_json(f"{url}/api/v1/projects/{SENDER_ID}/service-accounts", "POST", b"{}", headers)
@@ -160,7 +195,7 @@ def instructions_per_send(mock_bin, run_dir, fixtures, kind, count=1000):
             path = f"/v1/projects/{account['project_id']}/messages:send"
         else:
             headers["Authorization"] = "key=" + bench.SERVER_KEY
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
 
         def send(i):
             payload = {"score": "5x1", "time": "15:10", "n": str(i)}
@@ -174,25 +209,13 @@ def instructions_per_send(mock_bin, run_dir, fixtures, kind, count=1000):
 
         for i in range(100):
             send(i)
-        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True, timeout=60)
+        ctl("-i", "on")
         for i in range(count):
             send(100 + i)
-        subprocess.run(["callgrind_control", "-d", str(proc.pid)], capture_output=True, timeout=60)
+        ctl("-d")
         conn.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    total = 0
-    for name in os.listdir(run_dir):
-        if name.startswith(f"callgrind.{kind}.out."):
-            with open(os.path.join(run_dir, name)) as f:
-                m = re.search(r"^summary: (\d+)", f.read(), re.M)
-                total += int(m.group(1)) if m else 0
-    if total == 0:
-        raise BenchError(f"callgrind counted nothing for the {kind} sends")
+
+    total, argv, _ = under_callgrind(mock_bin, run_dir, fixtures, kind, drive)
     return total / count, argv
 
 
