@@ -1,5 +1,5 @@
-"""APNs phase of `make bench` (bench.py calls `run`; `python3 bench/bench_apns.py --mock BIN`
-runs it alone): `POST /3/device/{token}` with a provider token against HTTP v1 sends, both over
+"""APNs phase of `make bench` (bench.py calls `run`; `python3 bench/bench_apns.py [BIN]` runs it
+alone): `POST /3/device/{token}` with a provider token against HTTP v1 sends, both over
 one HTTP/2 connection with 32 streams (h2load -c 1 -m 32) to the same mock, in the same run.
 
 Targets (issue 26): APNs CPU per send within 10% of a v1 send's; at least 20,000 APNs sends/s.
@@ -313,7 +313,8 @@ def report(res):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mock", required=True, help="the fcm-mock binary (make release)")
+    ap.add_argument("mock", nargs="?", default=os.path.join(bench.ROOT, ".build", "release", "fcm-mock"),
+                    help="the fcm-mock binary (default: make release's)")
     ap.add_argument("--work", default=os.path.join(bench.ROOT, ".build", "bench"))
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--no-tls", action="store_true")
