@@ -55,7 +55,7 @@ public final class BinaryServer {
     private let stderrPipe: Pipe
     /// Everything the server wrote to stderr and no test took yet. A thread drains the pipe all
     /// the time, so a busy server (one access-log line a request) never blocks on a full pipe.
-    private let stderrBuffer = Locked<(bytes: [UInt8], total: Int)>(([], 0))
+    private let stderrBuffer = Locked<(bytes: [UInt8], total: Int, closed: Bool)>(([], 0, false))
 
     /// Where `swift build` put the executable: next to the test bundle.
     public static var executablePath: String {
@@ -103,7 +103,7 @@ public final class BinaryServer {
             var chunk = [UInt8](repeating: 0, count: 16384)
             while true {
                 let n = read(errFD, &chunk, chunk.count)
-                if n <= 0 { return }
+                if n <= 0 { buffer.withLock { $0.closed = true }; return }
                 buffer.withLock { $0.bytes += chunk[0..<n]; $0.total += n }
             }
         }
@@ -121,7 +121,22 @@ public final class BinaryServer {
     }
 
     /// What the server wrote to stderr since the last call, once nothing new came for 50 ms.
-    public func takeStderr() -> Data {
+    /// `waitingFor`: first wait (up to `timeout`) until what was not taken yet contains it, or the
+    /// pipe closed, so a loaded machine that writes the line late does not make an empty answer.
+    /// After `stop()` everything the process wrote is there: stop waits for the pipe's end.
+    public func takeStderr(waitingFor needle: String? = nil, timeout: TimeInterval = 10) -> Data {
+        if let needle {
+            let wanted = Array(needle.utf8)
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                let (found, closed) = stderrBuffer.withLock { b in
+                    (b.bytes.count >= wanted.count && (0...(b.bytes.count - wanted.count)).contains { i in
+                        b.bytes[i..<(i + wanted.count)].elementsEqual(wanted) }, b.closed)
+                }
+                if found || closed { break }
+                usleep(10_000)
+            }
+        }
         var seen = stderrBuffer.withLock { $0.total }
         while true {
             usleep(50_000)
@@ -164,6 +179,10 @@ public final class BinaryServer {
     public func stop(signal: Int32 = SIGTERM) -> Int32 {
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
+        // The drain thread reads what the process wrote last; wait for the pipe's end (bounded:
+        // a child the server started could hold it open).
+        let deadline = Date().addingTimeInterval(5)
+        while !stderrBuffer.withLock({ $0.closed }) && Date() < deadline { usleep(5_000) }
         return process.terminationStatus
     }
 }

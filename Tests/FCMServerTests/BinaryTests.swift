@@ -88,13 +88,13 @@ final class BinaryTests: XCTestCase {
         let fx = tmp + "/fx.json"
         try #"{"projects":[{"sender_id":"77","server_keys":["k77"]}]}"#.write(toFile: fx, atomically: true, encoding: .utf8)
         let s = try BinaryServer(arguments: ["--db", tmp + "/s.sqlite", "--fixtures", fx])
-        let started = String(decoding: s.takeStderr(), as: UTF8.self)
+        let started = String(decoding: s.takeStderr(waitingFor: " started "), as: UTF8.self)
         XCTAssertTrue(started.contains(" info fcm-mock \(fcmMockVersion) started db=\(tmp!)/s.sqlite fixtures=\(fx) "), started)
         XCTAssertEqual(s.stop(signal: SIGINT), 0)
         let stopped = String(decoding: s.takeStderr(), as: UTF8.self)
         XCTAssertTrue(stopped.hasSuffix(" info stopped\n"), stopped)
         let demo = try BinaryServer(arguments: ["--db", ":memory:"])
-        let line = String(decoding: demo.takeStderr(), as: UTF8.self)
+        let line = String(decoding: demo.takeStderr(waitingFor: " started "), as: UTF8.self)
         XCTAssertTrue(line.contains("db=:memory: (nothing is kept) fixtures=built-in demo fixture "), line)
         demo.stop()
     }

@@ -221,11 +221,11 @@ final class BoundedStorageTests: XCTestCase {
         XCTAssertEqual(bad.stderr, "fcm-mock: --max-messages must be a number of messages >= 1, or none, got '0'\n")
         let dir = try temporaryDirectory("bounded-start")
         let file = try BinaryServer(arguments: ["--db", dir + "/s.sqlite"])
-        let line = String(decoding: file.takeStderr(), as: UTF8.self)
+        let line = String(decoding: file.takeStderr(waitingFor: " store.limits="), as: UTF8.self)
         file.stop()
         XCTAssertTrue(line.contains(" store.limits=none: every message is kept until a reset (see --max-messages, --max-age)"), line)
         let memory = try BinaryServer(arguments: ["--db", ":memory:", "--max-age", "12h"])
-        let memoryLine = String(decoding: memory.takeStderr(), as: UTF8.self)
+        let memoryLine = String(decoding: memory.takeStderr(waitingFor: " store.limits="), as: UTF8.self)
         memory.stop()
         XCTAssertTrue(memoryLine.contains(" store.limits=at most 100000 messages, none older than 12h"), memoryLine)
     }

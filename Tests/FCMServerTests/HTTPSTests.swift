@@ -87,7 +87,7 @@ final class HTTPSTests: XCTestCase {
         let r = try curl(["-k", "https://127.0.0.1:\(s.httpPort)/api/v1/health"])
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.hasPrefix(#"{"status":"ok""#), r.stdout)
-        let log = String(decoding: s.takeStderr(), as: UTF8.self)
+        let log = String(decoding: s.takeStderr(waitingFor: "tls.cert="), as: UTF8.self)
         XCTAssertTrue(log.contains("tls.cert=") && log.contains("server.pem"), log)
         XCTAssertTrue(log.contains("http.tls=true"), log)
     }
@@ -238,7 +238,7 @@ final class HTTPSTests: XCTestCase {
         let s = try BinaryServer(arguments: ["--db", ":memory:", "--https-port", "0"])
         defer { s.stop() }
         let port = try XCTUnwrap(s.httpsPort)
-        let log = String(decoding: s.takeStderr(), as: UTF8.self)
+        let log = String(decoding: s.takeStderr(waitingFor: "tls.ca="), as: UTF8.self)
         let ca = try XCTUnwrap(log.components(separatedBy: "tls.ca=").dropFirst().first?.prefix { !$0.isWhitespace })
         XCTAssertTrue(ca.hasSuffix("/ca.pem"), log)
         XCTAssertTrue(try curlHTTPS(port, ca: String(ca), ["--http2"], "/api/v1/health").hasSuffix("\n2 200"))

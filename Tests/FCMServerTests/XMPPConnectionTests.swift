@@ -86,7 +86,7 @@ final class XMPPTLSTests: XCTestCase {
         plain.send(XMPPTestClient.header)
         XCTAssertTrue(plain.waitForClose(timeout: 15))
         // The generated certificate's path is in the log, even at --log-level warning.
-        let log = String(decoding: s.takeStderr(), as: UTF8.self)
+        let log = String(decoding: s.takeStderr(waitingFor: "tls.cert="), as: UTF8.self)
         XCTAssertTrue(log.contains("tls.cert=") && log.contains("server.pem"), log)
     }
 
