@@ -15,9 +15,12 @@ public struct DeviceSpec: Sendable, Equatable {
     public var apnsToken: String?
     /// An iOS device's APNs environment; sandbox when not given.
     public var apnsEnvironment: APNsEnvironment?
+    /// A web device's VAPID key (base64url P-256 point): its subscription takes pushes signed by it only.
+    public var applicationServerKey: String?
 
     public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool, fid: String? = nil,
-                apnsToken: String? = nil, apnsEnvironment: APNsEnvironment? = nil) {
+                apnsToken: String? = nil, apnsEnvironment: APNsEnvironment? = nil, applicationServerKey: String? = nil) {
+        self.applicationServerKey = applicationServerKey
         self.token = token
         self.senderID = senderID
         self.app = app
@@ -59,7 +62,7 @@ extension Engine {
         let result: Result<(Device, Store.Ticket?), EngineError> = state.withLock { s in
             switch placeDevice(spec, in: &s, now: now) {
             case .failure(let e): return .failure(e)
-            case .success((let d, true)): return .success((d, submit([Writes.insertDevices([d.row])])))
+            case .success((let d, true)): return .success((d, submit(deviceWrites([d], state: s))))
             case .success((let d, false)):
                 return idempotent ? .success((d, nil)) : .failure(.conflict("device '\(d.token)' already exists"))
             }
@@ -90,7 +93,7 @@ extension Engine {
                 }
                 if failure != nil { break }
             }
-            return (failure, created.isEmpty ? nil : submit([Writes.insertDevices(created.map(\.row))]))
+            return (failure, created.isEmpty ? nil : submit(deviceWrites(created, state: s)))
         }
     }
 
@@ -110,6 +113,11 @@ extension Engine {
         if spec.apnsToken != nil || spec.apnsEnvironment != nil {
             guard spec.platform == .ios else { return .failure(.badRequest("apns_token and apns_environment are for ios devices only")) }
         }
+        var serverKey: String?
+        if let key = spec.applicationServerKey {
+            guard spec.platform == .web else { return .failure(.badRequest("application_server_key is for web devices only")) }
+            do throws(EngineError) { serverKey = try checkApplicationServerKey(key) } catch { return .failure(error) }
+        }
         let apnsToken = spec.apnsToken?.lowercased()
         if let apnsToken {
             do throws(APNsError) { try APNsDeviceToken.check(apnsToken) } catch {
@@ -125,6 +133,9 @@ extension Engine {
         let d = Device(id: id ?? s.nextDeviceID, token: token, fid: spec.fid ?? s.newInstallationID(), senderID: spec.senderID,
                        app: app, platform: spec.platform, state: .registered, canonicalID: nil, online: spec.online,
                        createdAt: now, lastSeenAt: now, givenAPNsToken: apnsToken, apnsEnvironment: spec.apnsEnvironment ?? .sandbox)
+        if d.platform == .web, !s.attachWebPush(newWebPushSubscription(device: d.id, applicationServerKey: serverKey, state: s)) {
+            return .failure(.internal("no key pair could be made for the web device's push subscription"))
+        }
         if id == nil { s.nextDeviceID += 1 }
         s.insert(d)
         return .success((d, true))
@@ -272,7 +283,14 @@ extension Engine {
                 s.groups[key] = g
             }
             let oldID = old.id
-            return .success((fresh, submit([Writes.refresh(device: oldID, to: fresh.row)])))
+            // A web app's push subscription is the browser's, not the token's: it follows.
+            var moved: [WriteOp] = []
+            if var sub = s.webPush.removeValue(forKey: oldID) {
+                sub.device = fresh.id
+                _ = s.attachWebPush(sub)
+                moved = [Writes.saveWebPush([sub.row])]
+            }
+            return .success((fresh, submit([Writes.refresh(device: oldID, to: fresh.row)] + moved)))
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)

@@ -79,6 +79,7 @@ extension EngineState {
         s.fixtureDevices = fixtureDevices
         s.apnsShown = apnsShown
         s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
+        s.webPushBase = webPushBase
         s.stats = SendStats(floor: maxMid)
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {
             if let stored = s.upstream[id], stored.status == "queued" { s.upstream[id] = u }

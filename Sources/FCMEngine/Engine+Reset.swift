@@ -67,8 +67,8 @@ extension Engine {
             afterwards = hook?(())
             return submit([store.resetHistory(),
                            Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
-                                        restored: changed.map { ($0.id, $0.state.rawValue, $0.online) }),
-                           Writes.insertDevices(created.map(\.row))])
+                                        restored: changed.map { ($0.id, $0.state.rawValue, $0.online) })]
+                          + deviceWrites(created, state: s))
         }
         try commitControl(ticket)
         afterwards?()

@@ -16,10 +16,15 @@ public struct SignatureChecks: Sendable {
     /// signature of `input` by the public key in `publicKeyPEM`: APNs provider tokens.
     public var es256: @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool
 
+    /// Web Push: subscription keys, VAPID signatures, decryption (`Engine+WebPush.swift`).
+    public var webPush: WebPushKeyOps
+
     public init(rs256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool,
-                es256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool) {
+                es256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool,
+                webPush: WebPushKeyOps = .unavailable) {
         self.rs256 = rs256
         self.es256 = es256
+        self.webPush = webPush
     }
 }
 
@@ -265,6 +270,12 @@ struct EngineState: Sendable {
     var upstreamOrder: [String] = []
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
+    /// Web devices' push subscriptions by device id, and device ids by subscription id (kept
+    /// after a device is deleted, so its endpoint answers 410, not 404).
+    var webPush: [Int64: WebPushSubscription] = [:]
+    var webPushIndex: [String: Int64] = [:]
+    /// Where endpoints point (`Engine.setWebPushEndpointBase`).
+    var webPushBase = "http://127.0.0.1"
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }
@@ -289,9 +300,10 @@ struct EngineState: Sendable {
 
     /// The device object as the control API and events show it: its canonical token, topics,
     /// and `pending`, what it holds that has not expired by `now`, all read from this state.
-    func render(_ d: Device, now: Int64) -> String {
+    func render(_ d: Device, now: Int64, endpointBase: String? = nil) -> String {
         Render.device(d, canonicalToken: d.canonicalID.flatMap { devices[$0]?.token }, topics: topics(of: d.id).map(\.name),
-                      pending: DeviceStorage.count(stored[d.id] ?? [], now: now))
+                      pending: DeviceStorage.count(stored[d.id] ?? [], now: now), webPush: webPush[d.id],
+                      endpointBase: endpointBase ?? webPushBase)
     }
 
     /// A topic by its key: its name as first subscribed, and its subscribers' tokens in id order.
@@ -410,6 +422,11 @@ struct EngineState: Sendable {
                                 apnsExpiresAt: r.apnsExpiresAt))
             }
             s.fidIndex[""] = nil
+            try load.webPushSubscriptions { r in
+                // A row of a device id reused after a reset belongs to a web device only.
+                guard s.devices[r.device]?.platform == .web else { return }
+                _ = s.attachWebPush(WebPushSubscription(r))
+            }
             var keys = HeldCollapseKeys()
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)

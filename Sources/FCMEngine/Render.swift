@@ -2,7 +2,8 @@ public import FCMCore
 
 /// JSON forms of the control API's objects.
 public enum Render {
-    static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int) -> String {
+    static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int, webPush: WebPushSubscription? = nil,
+                       endpointBase: String = "") -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
@@ -23,6 +24,12 @@ public enum Render {
             w.key("apns_token"); w.value(apns)
             w.key("apns_environment"); w.value(d.apnsEnvironment.rawValue)
             w.key("expires_at"); w.value(d.apnsExpiresAt.map { rfc3339(millis: $0) })
+        }
+        if let webPush {
+            // Exactly `PushSubscription.toJSON()`; what the browser would not show, beside it.
+            w.key("web_push"); webPush.write(&w, base: endpointBase)
+            w.key("web_push_expired"); w.value(webPush.expired)
+            w.key("application_server_key"); w.value(webPush.applicationServerKey)
         }
         w.endObject()
         return w.string

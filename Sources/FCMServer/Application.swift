@@ -207,11 +207,20 @@ public final class Application: Sendable {
             throw ConfigurationError(error.description)
         }
         xmpp.start()
+        engine.setWebPushEndpointBase(webPushEndpointBase)
         readiness.markListenersUp()
         engine.startExpirySweeper()
         pruner.start()
         // The counters' count of what the store held, so the page's first screen does not wait.
         engine.startCountingStoredSends()
+    }
+
+    /// Where Web Push endpoints point: Google's push service when an HTTPS port runs (the local
+    /// CA names that host), else the plain port's origin (a wildcard address as loopback).
+    var webPushEndpointBase: String {
+        if httpsPort != nil { return "https://fcm.googleapis.com" }
+        let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : hostForDisplay
+        return (configuration.httpTLS ? "https://" : "http://") + host + ":" + String(httpPort)
     }
 
     /// The machine-readable line tests wait for.

@@ -70,6 +70,7 @@ extension HTTPApp {
             ("POST",   "/api/v1/devices/{token}:unregister",       control.unregister),
             ("POST",   "/api/v1/devices/{token}:refresh",          control.refresh),
             ("POST",   "/api/v1/devices/{token}/upstream",         control.sendUpstream),
+            ("POST",   "/api/v1/devices/{token}/web-push/expire",  control.expireWebPush),
             ("POST",   "/api/v1/devices/{token}/topics/{topic}",   control.subscribe),
             ("DELETE", "/api/v1/devices/{token}/topics/{topic}",   control.unsubscribe),
             ("GET",    "/api/v1/devices/{token}/messages",         control.inbox),

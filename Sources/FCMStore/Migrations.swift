@@ -185,6 +185,19 @@ enum Migrations {
         """
         ALTER TABLE devices ADD COLUMN apns_expires_at INTEGER;
         """,
+        // 16: Web Push subscriptions of web devices: the opaque id in the endpoint, the P-256 key
+        // pair (private scalar and public point, the private half never shown), the auth secret,
+        // the VAPID key the subscription is bound to (NULL: none), and whether it was ended.
+        """
+        CREATE TABLE web_push_subscriptions(
+            device INTEGER PRIMARY KEY,
+            push_id TEXT NOT NULL UNIQUE,
+            private_key BLOB NOT NULL,
+            public_key BLOB NOT NULL,
+            auth BLOB NOT NULL,
+            application_server_key TEXT,
+            expired INTEGER NOT NULL DEFAULT 0);
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

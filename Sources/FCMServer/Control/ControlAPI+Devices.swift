@@ -37,9 +37,30 @@ extension ControlAPI {
         return ok(render(d), status: 201)
     }
 
-    /// `GET /api/v1/devices/{token}`: by token or fid.
+    /// `GET /api/v1/devices/{token}`: by token or fid; `?endpoint_base=` shows a web device's
+    /// endpoint on that origin instead of the server's own.
     func device(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(render(try engine.device(tokenOrFID: c["token"])))
+        let d = try engine.device(tokenOrFID: c["token"])
+        if let base = c.query["endpoint_base"] { return ok(engine.renderDevice(d, endpointBase: try Self.endpointBase(base))) }
+        return ok(render(d))
+    }
+
+    /// `POST /api/v1/devices/{token}/web-push/expire`: ends the web device's subscription.
+    func expireWebPush(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
+        ok(render(try engine.expireWebPush(c["token"])))
+    }
+
+    /// An `endpoint_base`: an `http` or `https` origin (no path, query or fragment); a final `/`
+    /// is dropped.
+    static func endpointBase(_ given: String) throws(ControlError) -> String {
+        var base = given
+        while base.hasSuffix("/") { base.removeLast() }
+        let lower = base.lowercased()
+        let rest = lower.hasPrefix("https://") ? base.dropFirst(8) : lower.hasPrefix("http://") ? base.dropFirst(7) : nil
+        guard let rest, !rest.isEmpty, base.utf8.count <= 256,
+            !rest.contains(where: { $0 == "/" || $0 == "?" || $0 == "#" || $0 == " " || $0 == "@" })
+        else { throw .badRequest("endpoint_base must be an http:// or https:// origin, such as http://127.0.0.1:8080") }
+        return base
     }
 
     /// `PATCH /api/v1/devices/{token}`: `{"online": Bool}` and, for an `ios` device,
@@ -139,7 +160,8 @@ extension ControlAPI {
 
     /// A device from its JSON form (`POST /api/v1/devices` and fixtures).
     static func deviceSpec(_ b: Body) throws(ControlError) -> DeviceSpec {
-        try b.allow(["token", "sender_id", "app", "platform", "online", "fid", "apns_token", "apns_environment"])
+        try b.allow(["token", "sender_id", "app", "platform", "online", "fid", "apns_token", "apns_environment",
+                     "application_server_key"])
         guard let sender = try b.string("sender_id") else { throw .badRequest("\(b.path)sender_id is required") }
         var environment: APNsEnvironment?
         if let e = try b.string("apns_environment") {
@@ -148,7 +170,8 @@ extension ControlAPI {
         }
         return DeviceSpec(token: try b.string("token"), senderID: sender, app: try b.string("app"),
                           platform: try b.platform("platform") ?? .android, online: try b.bool("online") ?? true,
-                          fid: try b.string("fid"), apnsToken: try b.string("apns_token"), apnsEnvironment: environment)
+                          fid: try b.string("fid"), apnsToken: try b.string("apns_token"), apnsEnvironment: environment,
+                          applicationServerKey: try b.string("application_server_key"))
     }
 
     private func render(_ d: Device) -> String {

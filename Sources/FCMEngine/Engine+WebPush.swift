@@ -1,0 +1,219 @@
+public import FCMCore
+import FCMStore
+import Platform
+
+/// The cryptography Web Push needs, made by the layer that links it (TLS) and handed in, so the
+/// engine itself links no crypto library (as `SignatureChecks`).
+public struct WebPushKeyOps: Sendable {
+    /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
+    public var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
+    /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
+    public var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
+    /// Whether `signature` (r and s, 32 bytes each) is an ES256 signature of `input` by the
+    /// uncompressed point `publicKey`.
+    public var verifyES256: @Sendable (_ publicKey: [UInt8], _ input: [UInt8], _ signature: [UInt8]) -> Bool
+    /// The plaintext of a push's body for the subscription's private scalar and auth secret, or
+    /// why it does not decrypt (in words, for `decrypt_error`).
+    public var decrypt: @Sendable (_ body: WebPushBody, _ privateKey: [UInt8], _ auth: [UInt8]) -> Result<[UInt8], WebPushDecryptFailure>
+
+    public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
+                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool,
+                verifyES256: @escaping @Sendable (_ publicKey: [UInt8], _ input: [UInt8], _ signature: [UInt8]) -> Bool,
+                decrypt: @escaping @Sendable (_ body: WebPushBody, _ privateKey: [UInt8], _ auth: [UInt8]) -> Result<[UInt8], WebPushDecryptFailure>) {
+        self.newKeyPair = newKeyPair
+        self.isPublicKey = isPublicKey
+        self.verifyES256 = verifyES256
+        self.decrypt = decrypt
+    }
+
+    /// No cryptography: web devices get no subscription, every signature fails.
+    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false }, verifyES256: { _, _, _ in false },
+                                                  decrypt: { _, _, _ in .failure(WebPushDecryptFailure("no Web Push cryptography")) })
+}
+
+/// A push's encrypted body with what its coding needs beside it.
+public struct WebPushBody: Sendable {
+    public var encoding: WebPushEncoding
+    public var bytes: [UInt8]
+    /// `aesgcm`: the `Encryption` and `Crypto-Key` headers as sent.
+    public var encryption: String?
+    public var cryptoKey: String?
+
+    public init(encoding: WebPushEncoding, bytes: [UInt8], encryption: String?, cryptoKey: String?) {
+        self.encoding = encoding
+        self.bytes = bytes
+        self.encryption = encryption
+        self.cryptoKey = cryptoKey
+    }
+}
+
+/// Why a body does not decrypt, in words.
+public struct WebPushDecryptFailure: Error, Sendable, Equatable {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
+}
+
+/// A web device's push subscription: what `PushSubscription.toJSON()` shows, and the private
+/// half that only decryption reads.
+public struct WebPushSubscription: Sendable, Equatable {
+    /// The opaque id of the endpoint (`{base}/wp/{id}`).
+    public var id: String
+    public var device: Int64
+    /// The uncompressed P-256 public point (`p256dh`).
+    public var publicKey: [UInt8]
+    /// The private scalar: never rendered, never logged.
+    var privateKey: [UInt8]
+    public var auth: [UInt8]
+    /// The VAPID key (base64url) every push must be signed with, when the subscription was
+    /// made with one.
+    public var applicationServerKey: String?
+    /// Ended through the control API: pushes answer 410.
+    public var expired: Bool
+
+    var row: WebPushRow {
+        WebPushRow(device: device, pushID: id, privateKey: privateKey, publicKey: publicKey, auth: auth,
+                   applicationServerKey: applicationServerKey, expired: expired)
+    }
+
+    init(_ r: WebPushRow) {
+        self.init(id: r.pushID, device: r.device, publicKey: r.publicKey, privateKey: r.privateKey, auth: r.auth,
+                  applicationServerKey: r.applicationServerKey, expired: r.expired)
+    }
+
+    init(id: String, device: Int64, publicKey: [UInt8], privateKey: [UInt8], auth: [UInt8], applicationServerKey: String?, expired: Bool) {
+        self.id = id
+        self.device = device
+        self.publicKey = publicKey
+        self.privateKey = privateKey
+        self.auth = auth
+        self.applicationServerKey = applicationServerKey
+        self.expired = expired
+    }
+
+    /// `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`, exactly the browser's
+    /// `PushSubscription.toJSON()`, with the endpoint on `base`.
+    func write(_ w: inout JSONWriter, base: String) {
+        w.beginObject()
+        w.key("endpoint"); w.value(base + "/wp/" + id)
+        w.key("expirationTime"); w.null()
+        w.key("keys"); w.beginObject()
+        w.key("p256dh"); w.value(base64URLEncode(publicKey))
+        w.key("auth"); w.value(base64URLEncode(auth))
+        w.endObject()
+        w.endObject()
+    }
+}
+
+/// What a push's target is, as the push endpoint looks it up.
+public enum WebPushTarget: Sendable {
+    /// Deliverable: the device and its subscription.
+    case active(Device, WebPushSubscription)
+    /// 404: no subscription has this id.
+    case unknown
+    /// 410: the subscription was ended, or its device uninstalled, replaced or deleted (the
+    /// error says which).
+    case gone(WebPushError, senderID: String?)
+}
+
+extension Engine {
+    /// Length of a subscription's auth secret.
+    static let webPushAuthBytes = 16
+
+    // MARK: Subscriptions
+
+    /// Where endpoints point: `https://fcm.googleapis.com` when an HTTPS port runs, else the
+    /// plain port's origin. Set once the listeners are up (their ports known).
+    public func setWebPushEndpointBase(_ base: String) {
+        state.withLock { $0.webPushBase = base }
+    }
+
+    /// The endpoint base devices show.
+    public func webPushEndpointBase() -> String {
+        state.withLock { $0.webPushBase }
+    }
+
+    /// A new subscription for device `id` (a fresh key pair and auth secret), bound to
+    /// `applicationServerKey` when given; nil when no key pair can be made.
+    func newWebPushSubscription(device id: Int64, applicationServerKey: String?, state s: EngineState) -> WebPushSubscription? {
+        guard let pair = signatures.webPush.newKeyPair() else { return nil }
+        var pushID = WebPushSubscriptionID.generate()
+        while s.webPushIndex[pushID] != nil { pushID = WebPushSubscriptionID.generate() }
+        var rng = SystemRandomNumberGenerator()
+        let auth = (0..<Self.webPushAuthBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        return WebPushSubscription(id: pushID, device: id, publicKey: pair.publicKey, privateKey: pair.privateKey, auth: auth,
+                                   applicationServerKey: applicationServerKey, expired: false)
+    }
+
+    /// `application_server_key` as given at device creation: base64url of a 65-byte uncompressed
+    /// P-256 point (padding forgiven). Returns the key without padding.
+    func checkApplicationServerKey(_ key: String) throws(EngineError) -> String {
+        let trimmed = String(key.prefix { $0 != "=" })
+        guard let bytes = base64URLDecode(Array(key.utf8)), bytes.count == 65, bytes[0] == 4, signatures.webPush.isPublicKey(bytes) else {
+            throw .badRequest("application_server_key must be the base64url of an uncompressed P-256 public key (65 bytes starting with 0x04)")
+        }
+        return trimmed
+    }
+
+    /// The writes of new devices: their rows, and the subscriptions of the web ones.
+    func deviceWrites(_ devices: [Device], state s: EngineState) -> [WriteOp] {
+        let subscriptions = devices.compactMap { $0.platform == .web ? s.webPush[$0.id]?.row : nil }
+        return subscriptions.isEmpty ? [Writes.insertDevices(devices.map(\.row))]
+            : [Writes.insertDevices(devices.map(\.row)), Writes.saveWebPush(subscriptions)]
+    }
+
+    /// The target of a push to subscription `id`.
+    public func webPushTarget(_ id: String) -> WebPushTarget {
+        guard WebPushSubscriptionID.isWellFormed(id) else { return .unknown }
+        return state.withLock { s in
+            guard let deviceID = s.webPushIndex[id], let sub = s.webPush[deviceID] else { return .unknown }
+            guard let d = s.devices[deviceID] else {
+                return .gone(WebPushError(.unregistered, "the subscription's device was deleted"), senderID: nil)
+            }
+            if sub.expired {
+                return .gone(WebPushError(.expiredSubscription, "the subscription was ended (the user revoked the permission)"),
+                             senderID: d.senderID)
+            }
+            guard d.state == .registered else {
+                return .gone(WebPushError(.unregistered, "the subscription's device is \(d.state.rawValue)"), senderID: d.senderID)
+            }
+            return .active(d, sub)
+        }
+    }
+
+    /// Ends the subscription of web device `token`: pushes to it answer 410 from now on.
+    public func expireWebPush(_ token: String) throws(EngineError) -> Device {
+        let result: Result<(Device, Store.Ticket?), EngineError> = state.withLock { s in
+            guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            guard d.platform == .web, var sub = s.webPush[d.id] else {
+                return .failure(.badRequest("device '\(token)' is not a web device with a push subscription"))
+            }
+            if sub.expired { return .success((d, nil)) }
+            sub.expired = true
+            s.webPush[d.id] = sub
+            return .success((d, submit([Writes.expireWebPush(device: d.id)])))
+        }
+        let (device, ticket) = try result.get()
+        if let ticket {
+            try commitControl(ticket)
+            if events.hasReaders { events.publish([("device.updated", renderDevice(device))]) }
+        }
+        return device
+    }
+
+    /// A device as the control API shows it, its endpoint on `endpointBase` instead of the
+    /// server's own (`?endpoint_base=`).
+    public func renderDevice(_ d: Device, endpointBase: String) -> String {
+        let now = clock.nowMillis()
+        return state.withLock { s in s.render(d, now: now, endpointBase: endpointBase) }
+    }
+}
+
+extension EngineState {
+    /// Gives a new web device its subscription (made by `make`); false when none could be made.
+    mutating func attachWebPush(_ sub: WebPushSubscription?) -> Bool {
+        guard let sub else { return false }
+        webPush[sub.device] = sub
+        webPushIndex[sub.id] = sub.device
+        return true
+    }
+}

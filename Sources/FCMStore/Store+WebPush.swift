@@ -1,0 +1,59 @@
+/// The `web_push_subscriptions` table: a web device's push subscription and its keys.
+public struct WebPushRow: Sendable, Equatable {
+    public var device: Int64
+    /// The opaque id of the endpoint (`/wp/{id}`).
+    public var pushID: String
+    /// The P-256 private scalar (32 bytes): only the engine's decryption reads it.
+    public var privateKey: [UInt8]
+    /// The uncompressed public point (65 bytes): `p256dh`.
+    public var publicKey: [UInt8]
+    /// The 16-byte auth secret.
+    public var auth: [UInt8]
+    /// The VAPID key the subscription is bound to (base64url), if any.
+    public var applicationServerKey: String?
+    public var expired: Bool
+
+    public init(device: Int64, pushID: String, privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8],
+                applicationServerKey: String?, expired: Bool) {
+        self.device = device
+        self.pushID = pushID
+        self.privateKey = privateKey
+        self.publicKey = publicKey
+        self.auth = auth
+        self.applicationServerKey = applicationServerKey
+        self.expired = expired
+    }
+}
+
+extension Writes {
+    /// Creates or replaces subscriptions (a device id reused after a reset gets its new one).
+    public static func saveWebPush(_ rows: [WebPushRow]) -> WriteOp {
+        { c in
+            try each(c, """
+                INSERT OR REPLACE INTO web_push_subscriptions(device, push_id, private_key, public_key, auth, application_server_key, expired)
+                VALUES (?,?,?,?,?,?,?)
+                """, rows.lazy.map { r in
+                [.int(r.device), .text(r.pushID), .blob(r.privateKey), .blob(r.publicKey), .blob(r.auth),
+                 .optional(r.applicationServerKey), .int(r.expired ? 1 : 0)]
+            })
+        }
+    }
+
+    /// Ends a subscription: pushes to it answer 410 from now on.
+    public static func expireWebPush(device: Int64) -> WriteOp {
+        { c in try c.run("UPDATE web_push_subscriptions SET expired = 1 WHERE device = ?", [.int(device)]) }
+    }
+}
+
+extension StoreLoader {
+    /// Every subscription, by device id.
+    public func webPushSubscriptions(_ row: (WebPushRow) -> Void) throws(StoreError) {
+        try c.query("""
+            SELECT device, push_id, private_key, public_key, auth, application_server_key, expired
+            FROM web_push_subscriptions ORDER BY device
+            """) { (r: Statement) throws(StoreError) in
+            row(WebPushRow(device: r.int(0), pushID: r.text(1) ?? "", privateKey: r.blob(2), publicKey: r.blob(3), auth: r.blob(4),
+                           applicationServerKey: r.text(5), expired: r.int(6) != 0))
+        }
+    }
+}
