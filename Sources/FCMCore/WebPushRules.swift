@@ -210,7 +210,7 @@ public enum VAPIDClaims {
     }
 
     /// An origin compared as RFC 6454 does for these: scheme and host without case, no final `/`.
-    static func origin(_ s: String) -> String {
+    public static func origin(_ s: String) -> String {
         var o = s.lowercased()
         while o.hasSuffix("/") { o.removeLast() }
         return o

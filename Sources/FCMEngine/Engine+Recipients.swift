@@ -145,6 +145,11 @@ extension Engine {
                        _ ctx: SendContext, _ p: inout Placement, state s: inout EngineState) {
         let now = ctx.now
         if differs { row.expiresAt = now + options.ttlSeconds * 1000 }
+        if ctx.undecryptable {
+            // The browser would drop it: nothing reaches the service worker, online or not.
+            row.status = "undecryptable"
+            return
+        }
         if ctx.undeliverable != nil {
             // Accepted, but the device drops it (Apple cannot tell the sender; the record can).
             row.status = "dropped"

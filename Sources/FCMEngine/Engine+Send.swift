@@ -123,6 +123,8 @@ extension Engine {
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
                               wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable)
+        // A Web Push body that would not decrypt is taken (201) and settles `undecryptable`.
+        ctx.undecryptable = transport == .webpush && req.platforms?.webpush?["decrypt_error"].map { !$0.isNull } == true
         if transport == .httpV1, let projectID { ctx.v1NamePrefix = "projects/" + projectID + "/messages/" }
         let multicastID = newMulticastID()
         // Serialized before taking the lock: the critical section stays the part that needs it.
@@ -167,9 +169,14 @@ extension Engine {
             if transport == .httpV1 {
                 v1Fields(&message, result, ctx, platforms: platformsJSON)
                 result.v1Name = message.v1Name
-            } else if transport == .apns {
-                // The APNs request's headers, payload and authorization, as an `apns` block.
+            } else if transport == .apns || transport == .webpush {
+                // The APNs request's headers, payload and authorization, as an `apns` block; a
+                // Web Push request's headers, VAPID identity and plaintext, as a `webpush` one.
                 message.platforms = platformsJSON
+            }
+            if transport == .webpush {
+                s.webPushCounts.pushes += 1
+                if ctx.undecryptable { s.webPushCounts.undecryptable += 1 }
             }
             if let exchange {
                 let response = exchange.answer(result)
@@ -209,6 +216,8 @@ extension Engine {
         var undeliverable: String?
         /// HTTP v1: `projects/{project_id}/messages/`, the answered `name` before the message's id.
         var v1NamePrefix: String?
+        /// Web Push: the body would not decrypt in the browser.
+        var undecryptable = false
         var dryRun: Bool { req.options.dryRun }
 
         /// An error as records and events name it: v1 sends by their FcmError code.

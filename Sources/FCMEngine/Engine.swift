@@ -73,6 +73,8 @@ public final class Engine: Sendable {
     /// Self-signed JWTs already verified (see `senderID(bearer:)`): an SDK signs one an hour and
     /// sends it with every request, and an RSA check per request would cost more than the send.
     let verifiedJWTs = Locked<[String: VerifiedJWT]>([:])
+    /// VAPID JWTs already verified, by their text and key (`Engine+WebPushDelivery.swift`).
+    let verifiedVAPID = Locked<[String: VerifiedVAPID]>([:])
     /// Called with a sender id when upstream messages of that sender wait for a connection.
     public let upstreamDispatch = Locked<Handler<String, Void>?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
@@ -276,6 +278,7 @@ struct EngineState: Sendable {
     var webPushIndex: [String: Int64] = [:]
     /// Where endpoints point (`Engine.setWebPushEndpointBase`).
     var webPushBase = "http://127.0.0.1"
+    var webPushCounts = WebPushCounts()
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }

@@ -122,6 +122,8 @@ enum EventJSON {
         case "collapsed": return "message.collapsed"
         case "dropped": return "message.dropped"
         case "replaced": return "message.replaced"
+        case "undecryptable": return "message.undecryptable"
+        case "deleted": return "message.deleted"
         default: return nil
         }
     }

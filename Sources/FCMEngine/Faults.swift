@@ -77,8 +77,8 @@ public struct Fault: Sendable {
             let w = Body(o, path: "when.")
             try w.allow(["transport", "path", "sender_id", "token", "topic"])
             f.transport = try w.string("transport")
-            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "any"].contains(t) {
-                throw .badRequest("when.transport must be http, http_v1, xmpp, apns or any")
+            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "webpush", "any"].contains(t) {
+                throw .badRequest("when.transport must be http, http_v1, xmpp, apns, webpush or any")
             }
             f.path = try w.string("path")
             f.senderID = try w.string("sender_id")

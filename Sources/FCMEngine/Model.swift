@@ -115,6 +115,8 @@ public enum Transport: String, Sendable {
     case httpV1 = "http_v1"
     /// Apple's provider API (`POST /3/device/{token}`).
     case apns
+    /// The Web Push protocol (`POST /wp/{id}`, RFC 8030).
+    case webpush
 }
 
 /// What a send does with a well-formed token nobody registered (`--unknown-tokens`).

@@ -22,7 +22,9 @@ extension Render {
         w.endObject()
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
-        if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue { platformBlocks(&w, m.platforms) }
+        if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue || m.transport == Transport.webpush.rawValue {
+            platformBlocks(&w, m.platforms)
+        }
         if m.transport == Transport.apns.rawValue { apnsIDs(&w, m.platforms) }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
@@ -128,6 +130,11 @@ extension Render {
         w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
         // What the device received, in its platform's form (docs/effective-payloads.md).
         w.key("effective"); w.value(effective(r, platform: e.platform))
+        if r.transport == Transport.webpush.rawValue {
+            // A Web Push request as the push service saw it: headers, VAPID, the plaintext.
+            w.key("transport"); w.value(r.transport)
+            w.key("webpush"); w.value(r.platforms.flatMap(EffectivePayload.storedPlatforms)?.webpush.map(JSONValue.object) ?? .null)
+        }
         w.endObject()
         return w.string
     }

@@ -16,6 +16,7 @@ extension HTTPApp {
     static func router(send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
                        control: ControlAPI, token: TokenRoute, apns: APNsRoutes) -> Router<RouteHandler> {
         let v1 = V1Routes(engine: send.engine, maxBodyBytes: send.maxBodyBytes)
+        let webPush = WebPushRoutes(engine: send.engine)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
             ("*",      "/gcm/send",                                send.handle),     // POST
@@ -33,6 +34,11 @@ extension HTTPApp {
             ("*",      "/v1/...",                                  v1.notFound),
             // APNs: Apple's {"reason":…} answers, BadPath included (APNs/APNsRoutes.swift).
             ("*",      "/3/...",                                   apns.handle),     // POST /3/device/{token}
+            // Web Push: autopush's {"code","errno","error","message"} answers (WebPush/WebPushRoutes.swift).
+            // `/fcm/send` itself (no segment after it) is the legacy send above.
+            ("*",      "/wp/{id}",                                 webPush.push),    // POST
+            ("*",      "/fcm/send/{id}",                           webPush.push),    // POST
+            ("*",      "/m/{id}",                                  webPush.message), // DELETE
         ]
         let instanceID: [(String, String, IIDRoutes.Handler)] = [
             ("POST",   "/iid/v1:batchAdd",                         iid.batchAdd),

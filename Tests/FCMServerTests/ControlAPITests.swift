@@ -10,7 +10,7 @@ final class ControlAPITests: ServerTestCase {
         let r = try client.get("/api/v1/health")
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.headers["content-type"], jsonType)
-        XCTAssertEqual(r.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns"])
+        XCTAssertEqual(r.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush"])
         XCTAssertEqual(r.object?["status"]?.stringValue, "ok")
         XCTAssertEqual(r.object?["store"]?.stringValue, "ok")
         XCTAssertEqual(r.object?["store_messages"]?.numberValue?.int64, 0)

@@ -98,8 +98,9 @@ extension ControlAPI {
             }
         }
         try each("status") { (x: inout MessageFilter, v: String) throws(ControlError) in
-            guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped", "replaced"].contains(v) else {
-                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced")
+            guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped", "replaced",
+                   "undecryptable", "deleted"].contains(v) else {
+                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced, undecryptable, deleted")
             }
             x.status = v
         }

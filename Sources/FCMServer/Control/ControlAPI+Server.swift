@@ -24,6 +24,14 @@ extension ControlAPI {
         w.key("tls_ca")
         if let tlsCA { w.value(tlsCA) } else { w.null() }
         w.key("apns"); apnsHealth(&w)
+        let webPush = engine.webPushHealth()
+        w.key("webpush"); w.beginObject()
+        w.key("endpoint_base"); w.value(webPush.base)
+        w.key("subscriptions"); w.value(webPush.subscriptions)
+        w.key("expired_subscriptions"); w.value(webPush.expired)
+        w.key("pushes"); w.value(webPush.counts.pushes)
+        w.key("undecryptable"); w.value(webPush.counts.undecryptable)
+        w.endObject()
         w.endObject()
         return ok(w.string, status: failure == nil ? 200 : 503)
     }
