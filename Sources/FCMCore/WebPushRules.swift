@@ -209,10 +209,14 @@ public enum VAPIDClaims {
         return sub
     }
 
-    /// An origin compared as RFC 6454 does for these: scheme and host without case, no final `/`.
+    /// An origin compared as RFC 6454 does for these: scheme and host without case, no final
+    /// `/`, the scheme's default port left out (`Host: fcm.googleapis.com:443` is the origin
+    /// `https://fcm.googleapis.com`).
     public static func origin(_ s: String) -> String {
         var o = s.lowercased()
         while o.hasSuffix("/") { o.removeLast() }
+        if o.hasPrefix("https://"), o.hasSuffix(":443") { o.removeLast(4) }
+        if o.hasPrefix("http://"), o.hasSuffix(":80") { o.removeLast(3) }
         return o
     }
 }

@@ -154,6 +154,9 @@ final class WebPushRulesTests: XCTestCase {
         XCTAssertEqual(try check(good).get(), "mailto:ops@example.com")
         XCTAssertEqual(try check(#"{"aud":"https://FCM.googleapis.com/","exp":1700086400,"sub":"https://example.com"}"#).get(),
                        "https://example.com")
+        XCTAssertEqual(try check(good, audience: "https://fcm.googleapis.com:443").get(), "mailto:ops@example.com")
+        XCTAssertEqual(VAPIDClaims.origin("http://Example.com:80/"), "http://example.com")
+        XCTAssertEqual(VAPIDClaims.origin("http://example.com:8080"), "http://example.com:8080")
         XCTAssertEqual(try check(#"{"aud":"http://127.0.0.1:8080","exp":1700000001,"sub":"mailto:a@b"}"#,
                                  audience: "http://127.0.0.1:8080").get(), "mailto:a@b")
         let bad = [

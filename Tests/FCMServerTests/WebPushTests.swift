@@ -3,6 +3,7 @@ import FCMServer
 import FCMTesting
 import Foundation
 import HTTPServer
+import Platform
 @testable import TLS
 import XCTest
 
@@ -365,6 +366,84 @@ final class WebPushTests: XCTestCase {
         assertRefused(r, 503, 201, "Service Unavailable")
         XCTAssertEqual(r.headers["retry-after"], "7")
         XCTAssertEqual(try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm")], body).status, 201, "the fault fired once")
+    }
+
+    func testDelayAndDroppedConnectionFaults() throws {
+        let s = try subscribe()
+        let body = try encrypt("hi", for: s)
+        XCTAssertEqual(try server.client().postJSON("/api/v1/faults", #"{"when":{"transport":"webpush"},"then":{"delay_ms":400},"times":1}"#).status, 201)
+        let start = Date()
+        XCTAssertEqual(try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm")], body).status, 201)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.35, "answered late")
+        XCTAssertEqual(try server.client().postJSON("/api/v1/faults",
+                                                    #"{"when":{"transport":"webpush"},"then":{"close_connection":true},"times":1}"#).status, 201)
+        XCTAssertThrowsError(try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm")], body), "no answer")
+        let rejected = try XCTUnwrap(try get("/api/v1/messages?transport=webpush&status=rejected")["items"]?.arrayValue)
+        XCTAssertEqual(rejected.first?.objectValue?["error"]?.stringValue, "ConnectionClosed")
+        // Other transports' faults leave pushes alone.
+        XCTAssertEqual(try server.client().postJSON("/api/v1/faults", #"{"when":{"transport":"apns"},"then":{"status":500}}"#).status, 201)
+        XCTAssertEqual(try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm")], body).status, 201)
+    }
+
+    /// The event stream hears of a push and its delivery; a long poll on the inbox returns with it.
+    func testEventsAndLongPolls() throws {
+        let s = try subscribe(online: false)
+        let sse = try SSEClient(port: server.port)
+        XCTAssertEqual(try sse.status(), 200)
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (try? get("/api/v1/health")["event_readers"]?.numberValue?.int64) != 1 {}
+        let poll = DispatchQueue(label: "poll")
+        let polled = Locked<WireResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let port = server.port
+        let token = s.token
+        poll.async {
+            polled.withLock { $0 = try? HTTPTestClient(port: port).request("GET", "/api/v1/devices/\(token)/messages?wait=10") }
+            done.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(try post(s.path, [("TTL", "60"), ("Content-Encoding", "aes128gcm")], try encrypt("evented", for: s)).status, 201)
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        let items = try XCTUnwrap(polled.withLock { $0 }?.object?["items"]?.arrayValue)
+        XCTAssertEqual(items.first?.objectValue?["webpush"]?.objectValue?["plaintext"]?.stringValue, "evented")
+        let accepted = try XCTUnwrap(try sse.next())
+        XCTAssertEqual(accepted.event, "message.accepted")
+        XCTAssertTrue(accepted.data.contains(#""transport":"webpush""#), accepted.data)
+        XCTAssertEqual(try server.client().request("PATCH", "/api/v1/devices/\(s.token)", headers: [("Content-Type", "application/json")],
+                                                  body: Array(#"{"online":true}"#.utf8)).status, 200)
+        var names: [String] = []
+        while let e = try sse.next(timeout: 2) {
+            names.append(e.event)
+            if e.event == "message.delivered" { break }
+        }
+        XCTAssertTrue(names.contains("message.delivered"), "\(names)")
+        sse.disconnect()
+    }
+
+    /// Hostile input gets a clear answer, never a 5xx: a body over the server's limit, a huge
+    /// header, paths that are not subscriptions.
+    func testHostileInput() throws {
+        let s = try subscribe(boundTo: vapidKey)
+        let big = try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm")], [UInt8](repeating: 7, count: 2 << 20))
+        assertRefused(big, 413, 104, "Payload Too Large")
+        let hugeTopic = try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm"), ("Topic", String(repeating: "t", count: 6000))],
+                                 try encrypt("x", for: s))
+        XCTAssertEqual(hugeTopic.status, 400, hugeTopic.text)
+        let hugeAuth = try post(s.path, [("TTL", "5"), ("Content-Encoding", "aes128gcm"),
+                                         ("Authorization", "vapid t=" + String(repeating: "e", count: 7000) + ", k=x")],
+                                try encrypt("x", for: s))
+        assertRefused(hugeAuth, 401, 109, "Unauthorized")
+        for path in ["/wp/" + String(repeating: "%", count: 90), "/wp/" + String(repeating: "A", count: 600), "/fcm/send/x"] {
+            assertRefused(try post(path, [("TTL", "5")]), 404, 102, "Not Found")
+        }
+        // A JWT whose parts are not JSON, or whose claims have the wrong types.
+        let odd = [base64URLEncode(Array("[1]".utf8)), base64URLEncode(Array(#"{"aud":5,"exp":"soon","sub":[]}"#.utf8))]
+        for claims in odd {
+            let header = base64URLEncode(Array(#"{"alg":"ES256"}"#.utf8))
+            let input = header + "." + claims
+            let token = input + "." + base64URLEncode(try vapidKey.signES256(Array(input.utf8)))
+            assertRefused(try post(s.path, [("TTL", "5"), try vapid(token)]), 401, 109, "Unauthorized")
+        }
     }
 
     // MARK: HTTP/2
