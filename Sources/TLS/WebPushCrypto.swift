@@ -87,7 +87,7 @@ public enum WebPushCrypto {
     }
 
     /// RFC 8291 §3.3-3.4: the input keying material of the content coding.
-    private static func webPushIKM(privateKey: P256PrivateKey, sender: P256PublicKey, receiver: P256PublicKey,
+    fileprivate static func webPushIKM(privateKey: P256PrivateKey, sender: P256PublicKey, receiver: P256PublicKey,
                                    authSecret: [UInt8]) -> [UInt8] {
         let peer = privateKey.publicKey == sender ? receiver : sender
         let secret = privateKey.sharedSecret(with: peer)
@@ -297,10 +297,27 @@ public enum ContentCoding {
     }
 
     /// RFC 8188 §2.2-2.3: the content-encryption key and the base nonce.
-    private static func derive(salt: [UInt8], ikm: [UInt8]) -> (key: [UInt8], nonce: [UInt8]) {
+    fileprivate static func derive(salt: [UInt8], ikm: [UInt8]) -> (key: [UInt8], nonce: [UInt8]) {
         let prk = HKDF.extract(salt: salt, ikm: ikm)
         return (HKDF.expand(prk: prk, info: Array("Content-Encoding: aes128gcm\0".utf8), count: 16),
                 HKDF.expand(prk: prk, info: Array("Content-Encoding: nonce\0".utf8), count: 12))
+    }
+}
+
+extension WebPushCrypto {
+    /// An `aes128gcm` Web Push body whose records are `records` sealed exactly as given (no
+    /// delimiter or padding added) under the keys of `sender` and `receiver`: the bodies a
+    /// receiver's padding and truncation rules are tested with (`@testable import TLS`).
+    static func sealRecords(_ records: [[UInt8]], sender: P256PrivateKey, receiver: P256PublicKey, authSecret: [UInt8],
+                            salt: [UInt8], recordSize: Int) -> [UInt8] {
+        let ikm = webPushIKM(privateKey: sender, sender: sender.publicKey, receiver: receiver, authSecret: authSecret)
+        let keys = ContentCoding.derive(salt: salt, ikm: ikm)
+        let cipher = AES128GCM(key: keys.key)
+        let rs = recordSize
+        var body = salt + [UInt8(rs >> 24 & 0xff), UInt8(rs >> 16 & 0xff), UInt8(rs >> 8 & 0xff), UInt8(rs & 0xff), 65]
+            + sender.publicKey.rawPoint
+        for (i, r) in records.enumerated() { body += cipher.seal(r, nonce: recordNonce(keys.nonce, i)) }
+        return body
     }
 }
 

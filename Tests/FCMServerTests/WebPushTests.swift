@@ -289,21 +289,8 @@ final class WebPushTests: XCTestCase {
 
     /// Records sealed by hand with the subscription's keys (the right keys, wrong contents).
     func sealed(_ records: [[UInt8]], rs: Int, for s: Subscription) throws -> [UInt8] {
-        let sender = try P256PrivateKey()
-        let salt = [UInt8](repeating: 9, count: 16)
-        let ikm = HKDF.expand(prk: HKDF.extract(salt: s.auth, ikm: sender.sharedSecret(with: s.p256dh)),
-                              info: Array("WebPush: info\0".utf8) + s.p256dh.rawPoint + sender.publicKey.rawPoint, count: 32)
-        let prk = HKDF.extract(salt: salt, ikm: ikm)
-        let cipher = AES128GCM(key: HKDF.expand(prk: prk, info: Array("Content-Encoding: aes128gcm\0".utf8), count: 16))
-        let nonce = HKDF.expand(prk: prk, info: Array("Content-Encoding: nonce\0".utf8), count: 12)
-        var body = salt + [UInt8(rs >> 24 & 0xff), UInt8(rs >> 16 & 0xff), UInt8(rs >> 8 & 0xff), UInt8(rs & 0xff), 65]
-            + sender.publicKey.rawPoint
-        for (i, r) in records.enumerated() {
-            var n = nonce
-            n[11] ^= UInt8(i)
-            body += cipher.seal(r, nonce: n)
-        }
-        return body
+        WebPushCrypto.sealRecords(records, sender: try P256PrivateKey(), receiver: s.p256dh, authSecret: s.auth,
+                                  salt: [UInt8](repeating: 9, count: 16), recordSize: rs)
     }
 
     func testUndecryptableBodiesAreTakenAndMarked() throws {

@@ -152,21 +152,8 @@ final class WebPushCryptoTests: XCTestCase {
 
     /// Records sealed by hand (the right keys, wrong contents) to reach each padding rule.
     private func sealed(_ records: [[UInt8]], rs: Int) -> [UInt8] {
-        let sender = asPrivate
-        let secret = sender.sharedSecret(with: uaPrivate.publicKey)
-        let ikm = HKDF.expand(prk: HKDF.extract(salt: authSecret, ikm: secret),
-                              info: Array("WebPush: info\0".utf8) + uaPrivate.publicKey.rawPoint + sender.publicKey.rawPoint, count: 32)
-        let prk = HKDF.extract(salt: salt, ikm: ikm)
-        let cipher = AES128GCM(key: HKDF.expand(prk: prk, info: Array("Content-Encoding: aes128gcm\0".utf8), count: 16))
-        let nonce = HKDF.expand(prk: prk, info: Array("Content-Encoding: nonce\0".utf8), count: 12)
-        var body = salt + [UInt8(rs >> 24), UInt8(rs >> 16 & 0xff), UInt8(rs >> 8 & 0xff), UInt8(rs & 0xff), 65]
-            + sender.publicKey.rawPoint
-        for (i, r) in records.enumerated() {
-            var n = nonce
-            n[11] ^= UInt8(i)
-            body += cipher.seal(r, nonce: n)
-        }
-        return body
+        WebPushCrypto.sealRecords(records, sender: asPrivate, receiver: uaPrivate.publicKey, authSecret: authSecret, salt: salt,
+                                  recordSize: rs)
     }
 
     func testPaddingRules() throws {
