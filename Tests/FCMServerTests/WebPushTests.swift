@@ -66,8 +66,38 @@ final class WebPushTests: XCTestCase {
         try WebPushCrypto.encrypt(aes128gcm: Array(text.utf8), to: s.p256dh, authSecret: s.auth)
     }
 
+    /// Pushes go over h2c with prior knowledge (curl) instead of HTTP/1.1.
+    var overH2C = false
+
     func post(_ path: String, _ headers: [(String, String)], _ body: [UInt8] = []) throws -> WireResponse {
-        try server.client().request("POST", path, headers: headers, body: body)
+        try request("POST", path, headers, body)
+    }
+
+    /// A request to the push service, over HTTP/1.1 or (`overH2C`) h2c.
+    func request(_ method: String, _ path: String, _ headers: [(String, String)] = [], _ body: [UInt8] = []) throws -> WireResponse {
+        guard overH2C else { return try server.client().request(method, path, headers: headers, body: body) }
+        var args = ["-sS", "-i", "--max-time", "20", "--http2-prior-knowledge", "-X", method]
+        // `Name;` sends a header with an empty value (`Name:` would remove it).
+        for (n, v) in headers { args += ["-H", v.isEmpty ? "\(n);" : "\(n): \(v)"] }
+        let file = NSTemporaryDirectory() + "wp-body-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        if !body.isEmpty {
+            try Data(body).write(to: URL(fileURLWithPath: file))
+            args += ["--data-binary", "@\(file)"]
+        }
+        args.append("http://127.0.0.1:\(server.port)\(path)")
+        let r = try runProcess(try HTTP2Tests.tool("curl"), args)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let parts = r.stdout.components(separatedBy: "\r\n\r\n")
+        let head = parts[0].components(separatedBy: "\r\n")
+        XCTAssertTrue(head[0].hasPrefix("HTTP/2 "), head[0])
+        var fields: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return WireResponse(status: Int(head[0].split(separator: " ")[1]) ?? 0, headers: fields,
+                            body: Array(parts.dropFirst().joined(separator: "\r\n\r\n").utf8))
     }
 
     func get(_ path: String) throws -> JSONObject {
@@ -202,6 +232,16 @@ final class WebPushTests: XCTestCase {
 
     // MARK: Errors
 
+    func testEveryErrorRowAnswersAutopushsShapeOverH2C() throws {
+        overH2C = true
+        try testEveryErrorRowAnswersAutopushsShape()
+    }
+
+    func testVAPIDRulesOverH2C() throws {
+        overH2C = true
+        try testVAPIDRulesOnTheMovedClock()
+    }
+
     func testEveryErrorRowAnswersAutopushsShape() throws {
         let s = try subscribe()
         let body = try encrypt("hi", for: s)
@@ -218,7 +258,7 @@ final class WebPushTests: XCTestCase {
         assertRefused(try post(s.path, [("TTL", "5"), enc], [UInt8](repeating: 1, count: 4097)), 413, 104, "Payload Too Large")
         let exact = try post(s.path, [("TTL", "5"), enc], [UInt8](repeating: 1, count: 4096))
         XCTAssertEqual(exact.status, 201, "4,096 bytes are taken (and do not decrypt)")
-        let wrong = try server.client().request("GET", s.path)
+        let wrong = try request("GET", s.path)
         assertRefused(wrong, 405, 999, "Method Not Allowed")
         XCTAssertEqual(wrong.headers["allow"], "POST")
         // A TTL over four weeks is lowered, and the answer says so.
