@@ -57,6 +57,7 @@ extension Engine {
 extension EngineState {
     /// `loaded`, what the store holds, with what lives only in memory taken from this state:
     ///
+    /// - the Web Push endpoint base and push counts (memory only);
     /// - the faults, the rate-limit windows, the message-id allocator (ids stay increasing: one a
     ///   failed send took is never reused), the fixture devices a reset puts back, and the next
     ///   device id (never lower than one already given);
@@ -80,6 +81,7 @@ extension EngineState {
         s.apnsShown = apnsShown
         s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
         s.webPushBase = webPushBase
+        s.webPushCounts = webPushCounts
         s.stats = SendStats(floor: maxMid)
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {
             if let stored = s.upstream[id], stored.status == "queued" { s.upstream[id] = u }

@@ -180,6 +180,11 @@ extension Engine {
         }
     }
 
+    /// The device whose subscription has id `id` (also after its subscription was ended).
+    public func device(webPushID id: String) -> Device? {
+        state.withLock { s in s.webPushIndex[id].flatMap { s.devices[$0] } }
+    }
+
     /// Ends the subscription of web device `token`: pushes to it answer 410 from now on.
     public func expireWebPush(_ token: String) throws(EngineError) -> Device {
         let result: Result<(Device, Store.Ticket?), EngineError> = state.withLock { s in

@@ -51,6 +51,11 @@ final class WebPushSubscriptionTests: XCTestCase {
         let other = try XCTUnwrap(try Self.createWebDevice(server.client())["web_push"]?.objectValue)
         XCTAssertNotEqual(other["endpoint"], sub["endpoint"])
         XCTAssertNotEqual(other["keys"], sub["keys"])
+        // `?web_push_id=` finds the device by its endpoint's id; another id finds none.
+        let found = try server.client().request("GET", "/api/v1/devices?web_push_id=\(id)").object?["items"]?.arrayValue
+        XCTAssertEqual(found?.first?.objectValue?["token"], d["token"])
+        XCTAssertEqual(found?.count, 1)
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices?web_push_id=nope").object?["items"]?.arrayValue?.count, 0)
         // The read and the list show the same subscription; android devices have none.
         let token = try XCTUnwrap(d["token"]?.stringValue)
         XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(token)").object?["web_push"], .object(sub))

@@ -19,6 +19,11 @@ extension ControlAPI {
         if let apns = q["apns_token"] {
             return ok(Render.list(engine.device(apnsToken: apns).map { [render($0)] } ?? [], next: nil))
         }
+        // `?web_push_id=`: the web device whose push subscription has that id (the endpoint's
+        // last segment), or none.
+        if let id = q["web_push_id"] {
+            return ok(Render.list(engine.device(webPushID: id).map { [render($0)] } ?? [], next: nil))
+        }
         if let text = q["q"], text.utf8.count > Self.maxSearchBytes {
             throw .badRequest("q must be at most \(Self.maxSearchBytes) bytes")
         }
