@@ -373,6 +373,7 @@ final class WebPushTests: XCTestCase {
             XCTAssertEqual(entry["status"]?.stringValue, "undecryptable", name)
             let block = try XCTUnwrap(entry["webpush"]?.objectValue, name)
             XCTAssertEqual(block["plaintext"], .null, name)
+            XCTAssertEqual(block["ciphertext_base64"]?.stringValue, base64URLEncode(body), name)
             let error = try XCTUnwrap(block["decrypt_error"]?.stringValue, name)
             XCTAssertTrue(error.contains(reason), "\(name): \(error)")
         }

@@ -54,7 +54,7 @@ struct WebPushRoutes: Sendable {
                 decrypted = engine.decryptWebPush(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
                                                               cryptoKey: headers.cryptoKey), for: sub)
             }
-            let req = Self.request(to: device, headers: headers, identity: identity, bodyBytes: r.body.count, decrypted: decrypted)
+            let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted)
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
                 if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
                 return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
@@ -145,11 +145,12 @@ struct WebPushRoutes: Sendable {
 
     /// The engine's send of a push to `device`: the headers kept (`TTL` as kept, `Urgency` as
     /// recorded, `Topic` when sent), the VAPID identity, the coding, the ciphertext's size and the
-    /// plaintext (text when UTF-8, else base64url) or why it does not decrypt, as a `webpush`
+    /// plaintext (text when UTF-8, else base64url) or why it does not decrypt (and the ciphertext
+    /// itself, base64url), as a `webpush`
     /// block, so the web delivery rules read `TTL` and `Topic` from it as they do for an FCM
     /// send's webpush block. A plaintext that is a JSON object with `title` or `body` is also its
     /// `notification` (the page's browser-notification preview).
-    static func request(to device: Device, headers: WebPushHeaders, identity: VAPIDIdentity?, bodyBytes: Int,
+    static func request(to device: Device, headers: WebPushHeaders, identity: VAPIDIdentity?, body: [UInt8],
                         decrypted: Result<[UInt8], WebPushDecryptFailure>?) -> SendRequest {
         var req = SendRequest(format: .json, target: .token(device.token))
         req.options.timeToLive = headers.ttl
@@ -167,7 +168,7 @@ struct WebPushRoutes: Sendable {
             block["vapid"] = .null
         }
         block["content_encoding"] = headers.encoding.map { .string($0.rawValue) } ?? .null
-        block["ciphertext_bytes"] = .number(JSONNumber(Int64(bodyBytes)))
+        block["ciphertext_bytes"] = .number(JSONNumber(Int64(body.count)))
         switch decrypted {
         case .success(let plain)?:
             if let text = String(validating: plain, as: UTF8.self) {
@@ -183,6 +184,8 @@ struct WebPushRoutes: Sendable {
         case .failure(let f)?:
             block["plaintext"] = .null
             block["decrypt_error"] = .string(f.reason)
+            // What would not decrypt, kept to be taken apart (a decrypted body keeps its size only).
+            block["ciphertext_base64"] = .string(base64URLEncode(body))
         case nil:
             // No body: a push with nothing to decrypt (the service worker gets a null `data`).
             block["plaintext"] = .null
