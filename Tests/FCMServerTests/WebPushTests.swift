@@ -474,6 +474,46 @@ final class WebPushTests: XCTestCase {
         }
     }
 
+    // MARK: HTTPS
+
+    /// An unmodified client: the endpoint on `https://fcm.googleapis.com` reached through the
+    /// local CA (curl `--connect-to`, the URL, `Host` and SNI Google's), over h2 (ALPN) and
+    /// HTTP/1.1; VAPID's `aud` is Google's origin and `Location` points there.
+    func testUnmodifiedClientOnGooglesHostThroughTheLocalCA() throws {
+        server.stop()
+        let dir = NSTemporaryDirectory() + "fcm-mock-wp-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        server = try TestServer(db: dir + "/db.sqlite", extraArguments: ["--https-port", "0"])
+        let httpsPort = try XCTUnwrap(server.app.httpsPort)
+        let ca = try XCTUnwrap(get("/api/v1/health")["tls_ca"]?.stringValue)
+        let s = try subscribe(boundTo: vapidKey)
+        XCTAssertTrue(s.endpoint.hasPrefix("https://fcm.googleapis.com/wp/"), s.endpoint)
+        let file = dir + "/body"
+        try Data(try encrypt(#"{"title":"through the CA"}"#, for: s)).write(to: URL(fileURLWithPath: file))
+        let token = try jwt(aud: "https://fcm.googleapis.com")
+        for version in ["--http2", "--http1.1"] {
+            let r = try runProcess(try HTTP2Tests.tool("curl"), [
+                "-sS", "-i", "--max-time", "20", version, "--cacert", ca,
+                "--connect-to", "fcm.googleapis.com:443:127.0.0.1:\(httpsPort)",
+                "-H", "TTL: 30", "-H", "Content-Encoding: aes128gcm",
+                "-H", "Authorization: vapid t=\(token), k=\(vapidKey.publicKey.base64URL)",
+                "--data-binary", "@\(file)", s.endpoint,
+            ])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let head = r.stdout.components(separatedBy: "\r\n\r\n")[0].lowercased()
+            XCTAssertTrue(head.hasPrefix(version == "--http2" ? "http/2 201" : "http/1.1 201"), head)
+            XCTAssertTrue(head.contains("location: https://fcm.googleapis.com/m/0:"), head)
+            XCTAssertEqual(try newestEntry(s.token)["webpush"]?.objectValue?["plaintext"]?.stringValue, #"{"title":"through the CA"}"#)
+        }
+        // A JWT for the plain port's origin is refused on Google's.
+        let wrong = try runProcess(try HTTP2Tests.tool("curl"), [
+            "-sS", "--max-time", "20", "--cacert", ca, "--connect-to", "fcm.googleapis.com:443:127.0.0.1:\(httpsPort)",
+            "-H", "TTL: 30", "-H", "Authorization: vapid t=\(try jwt()), k=\(vapidKey.publicKey.base64URL)", "-X", "POST", s.endpoint,
+        ])
+        XCTAssertTrue(wrong.stdout.hasPrefix(#"{"code":401,"errno":109,"error":"Unauthorized","#), wrong.stdout)
+    }
+
     // MARK: HTTP/2
 
     /// The same endpoint over h2c with prior knowledge (curl): 201 with its headers, and a refusal.
