@@ -172,3 +172,17 @@ struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ d: String) { description = d }
 }
+
+/// What curl prints with `-i`: the status, the header fields by lower-case name (the last of a
+/// repeated one), and the body.
+func curlAnswer(_ stdout: String) -> WireResponse {
+    let parts = stdout.components(separatedBy: "\r\n\r\n")
+    let head = parts[0].components(separatedBy: "\r\n")
+    var fields: [String: String] = [:]
+    for line in head.dropFirst() {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    let status = head[0].split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+    return WireResponse(status: status, headers: fields, body: Array(parts.dropFirst().joined(separator: "\r\n\r\n").utf8))
+}

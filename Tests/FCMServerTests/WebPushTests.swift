@@ -88,16 +88,8 @@ final class WebPushTests: XCTestCase {
         args.append("http://127.0.0.1:\(server.port)\(path)")
         let r = try runProcess(try HTTP2Tests.tool("curl"), args)
         XCTAssertEqual(r.status, 0, r.stderr)
-        let parts = r.stdout.components(separatedBy: "\r\n\r\n")
-        let head = parts[0].components(separatedBy: "\r\n")
-        XCTAssertTrue(head[0].hasPrefix("HTTP/2 "), head[0])
-        var fields: [String: String] = [:]
-        for line in head.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return WireResponse(status: Int(head[0].split(separator: " ")[1]) ?? 0, headers: fields,
-                            body: Array(parts.dropFirst().joined(separator: "\r\n\r\n").utf8))
+        XCTAssertTrue(r.stdout.hasPrefix("HTTP/2 "), r.stdout)
+        return curlAnswer(r.stdout)
     }
 
     func get(_ path: String) throws -> JSONObject {
@@ -501,9 +493,8 @@ final class WebPushTests: XCTestCase {
                 "--data-binary", "@\(file)", s.endpoint,
             ])
             XCTAssertEqual(r.status, 0, r.stderr)
-            let head = r.stdout.components(separatedBy: "\r\n\r\n")[0].lowercased()
-            XCTAssertTrue(head.hasPrefix(version == "--http2" ? "http/2 201" : "http/1.1 201"), head)
-            XCTAssertTrue(head.contains("location: https://fcm.googleapis.com/m/0:"), head)
+            XCTAssertTrue(r.stdout.hasPrefix(version == "--http2" ? "HTTP/2 201" : "HTTP/1.1 201"), r.stdout)
+            XCTAssertTrue(curlAnswer(r.stdout).headers["location"]?.hasPrefix("https://fcm.googleapis.com/m/0:") == true, r.stdout)
             XCTAssertEqual(try newestEntry(s.token)["webpush"]?.objectValue?["plaintext"]?.stringValue, #"{"title":"through the CA"}"#)
         }
         // A JWT for the plain port's origin is refused on Google's.
@@ -518,31 +509,19 @@ final class WebPushTests: XCTestCase {
 
     /// The same endpoint over h2c with prior knowledge (curl): 201 with its headers, and a refusal.
     func testPushOverH2C() throws {
+        overH2C = true
         let s = try subscribe(boundTo: vapidKey)
-        let file = NSTemporaryDirectory() + "wp-body-\(UUID().uuidString)"
-        try Data(try encrypt(#"{"title":"h2"}"#, for: s)).write(to: URL(fileURLWithPath: file))
-        defer { try? FileManager.default.removeItem(atPath: file) }
-        func curl(_ headers: [(String, String)]) throws -> (status: Int, head: String, body: String) {
-            var args = ["-sS", "-i", "--max-time", "20", "--http2-prior-knowledge", "-X", "POST", "--data-binary", "@\(file)"]
-            for (n, v) in headers { args += ["-H", "\(n): \(v)"] }
-            args.append(s.endpoint)
-            let r = try runProcess(try HTTP2Tests.tool("curl"), args)
-            XCTAssertEqual(r.status, 0, r.stderr)
-            let parts = r.stdout.components(separatedBy: "\r\n\r\n")
-            let status = Int(parts[0].components(separatedBy: "\r\n")[0].split(separator: " ")[1]) ?? 0
-            return (status, parts[0], parts.dropFirst().joined(separator: "\r\n\r\n"))
-        }
-        let (name, value) = try vapid()
-        let ok = try curl([("TTL", "30"), ("Content-Encoding", "aes128gcm"), (name, value)])
-        XCTAssertEqual(ok.status, 201, ok.head)
-        XCTAssertTrue(ok.head.lowercased().contains("location: \(origin)/m/0:"), ok.head)
-        XCTAssertTrue(ok.head.lowercased().contains("ttl: 30"), ok.head)
+        let body = try encrypt(#"{"title":"h2"}"#, for: s)
+        let ok = try post(s.path, [("TTL", "30"), ("Content-Encoding", "aes128gcm"), try vapid()], body)
+        XCTAssertEqual(ok.status, 201, ok.text)
+        XCTAssertTrue(ok.headers["location"]?.hasPrefix("\(origin)/m/0:") == true, "\(ok.headers)")
+        XCTAssertEqual(ok.headers["ttl"], "30")
+        XCTAssertEqual(ok.body, [])
         XCTAssertEqual(try newestEntry(s.token)["webpush"]?.objectValue?["plaintext"]?.stringValue, #"{"title":"h2"}"#)
-        let refused = try curl([("Content-Encoding", "aes128gcm"), (name, value)])
+        let refused = try post(s.path, [("Content-Encoding", "aes128gcm"), try vapid()], body)
         XCTAssertEqual(refused.status, 400)
-        XCTAssertEqual(refused.body,
+        XCTAssertEqual(refused.text,
                        #"{"code":400,"errno":111,"error":"Bad Request","message":"the TTL header is required: the seconds the push service may keep the message"}"#)
-        let unsigned = try curl([("TTL", "30"), ("Content-Encoding", "aes128gcm")])
-        XCTAssertEqual(unsigned.status, 401, unsigned.head)
+        XCTAssertEqual(try post(s.path, [("TTL", "30"), ("Content-Encoding", "aes128gcm")], body).status, 401)
     }
 }
