@@ -92,6 +92,24 @@ final class PageQueryTests: ServerTestCase {
         XCTAssertEqual(try client.get("/api/v1/messages?not_transport=smtp").status, 400)
     }
 
+    /// `transport=apns` (the page's `transport:apns` chip) and its exclusion find the sends of
+    /// Apple's provider API: here one refused for its missing provider token, sent over h2c.
+    func testTheTransportFilterTakesAPNs() throws {
+        let fcm = try send(#"{"to":"a1","data":{"k":"v"}}"#)
+        let curl = try runProcess(try HTTP2Tests.tool("curl"), ["-sS", "--max-time", "20", "--http2-prior-knowledge",
+                                  "-H", "apns-topic: com.a.ios", "--data-binary", #"{"aps":{"alert":"hi"}}"#,
+                                  "http://127.0.0.1:\(server.port)/3/device/\(String(repeating: "ab", count: 32))"])
+        XCTAssertEqual(curl.stdout, #"{"reason":"MissingProviderToken"}"#, curl.stderr)
+        let apns = try ids("/api/v1/messages?transport=apns")
+        XCTAssertEqual(apns.count, 1)
+        XCTAssertEqual(try ids("/api/v1/messages?not_transport=apns"), [fcm])
+        XCTAssertEqual(try ids("/api/v1/messages?not_transport=http"), apns)
+        let wrong = try client.get("/api/v1/messages?transport=smtp")
+        XCTAssertEqual(wrong.status, 400)
+        XCTAssertTrue(wrong.text.contains("transport must be http, http_v1, xmpp, apns or webpush"), wrong.text)
+        XCTAssertTrue(try client.get("/api/v1/messages?not_transport=smtp").text.contains("not_transport must list http, http_v1, xmpp, apns or webpush"))
+    }
+
     func testDeviceSearchPagesAndCounts() throws {
         // Searched without regard to case (fids are random base64url: no "." in them).
         let r = try client.get("/api/v1/devices?q=COM.A.IOS&total=true")

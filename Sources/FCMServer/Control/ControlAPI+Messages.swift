@@ -13,7 +13,7 @@ extension ControlAPI {
         f.token = q["token"]
         f.topic = q["topic"]
         f.transport = q["transport"]
-        if let t = f.transport, Transport(rawValue: t) == nil { throw .badRequest("transport must be http, http_v1 or xmpp") }
+        if let t = f.transport, Transport(rawValue: t) == nil { throw .badRequest("transport must be http, http_v1, xmpp, apns or webpush") }
         f.v1Name = q["v1_name"]
         f.status = q["status"]
         f.xmppMessageID = q["xmpp_message_id"]
@@ -105,7 +105,7 @@ extension ControlAPI {
             x.status = v
         }
         try each("transport") { (x: inout MessageFilter, v: String) throws(ControlError) in
-            guard Transport(rawValue: v) != nil else { throw .badRequest("not_transport must list http, http_v1 or xmpp") }
+            guard Transport(rawValue: v) != nil else { throw .badRequest("not_transport must list http, http_v1, xmpp, apns or webpush") }
             x.transport = v
         }
         try each("error") { x, v in x.error = v }

@@ -93,6 +93,7 @@ enum WebPage {
     static let files: [String: [UInt8]] = [
         "page.css": PackageResources.page_css,
         "common.js": PackageResources.common_js,
+        "pushes.js": PackageResources.pushes_js,
         "compose.css": PackageResources.compose_css,
         "compose.js": PackageResources.compose_js,
         "page.js": PackageResources.page_js,

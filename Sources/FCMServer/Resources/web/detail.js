@@ -7,7 +7,7 @@ const fcm = window.fcm = window.fcm || {};
 const el = fcm.el;
 const api = fcm.api;
 const panel = document.getElementById("detail");
-const TRANSPORTS = { http: "legacy HTTP", http_v1: "HTTP v1", xmpp: "XMPP" };
+const TRANSPORTS = { http: "legacy HTTP", http_v1: "HTTP v1", xmpp: "XMPP", apns: "APNs (Apple's provider API)" };
 const PREVIEWS = 10;
 // A topic send can reach many devices: the panel reads the first thousand and pages them.
 const RECIPIENTS = 1000;
@@ -189,15 +189,17 @@ function drawTab() {
 }
 function summaryTab(m, body) {
   const s = section("Summary", body);
-  facts(s, [
+  const dl = facts(s, [
     ["transport", (TRANSPORTS[m.transport] || m.transport) + (m.format === "plain" ? " (plain text body)" : "")],
     ["status", m.status], ["error", m.error], ["error detail", m.error_detail],
     ["fault that fired", m.fault || "none"], ["sender id", m.sender_id], ["target", fcm.targetText ? fcm.targetText(m) : ""],
     ["accepted at", m.accepted_at], ["v1 name", m.v1_name], ["xmpp message_id", m.xmpp_message_id],
-    ["multicast id", m.multicast_id], ["http status", m.http_status],
-    ["recipients", Object.entries(m.recipient_counts || {}).map(([k, n]) => n + " " + k).join(" · ")]]);
+    ["multicast id", m.multicast_id], ["http status", m.http_status]].concat(fcm.pushes.summary(m), [
+    ["recipients", Object.entries(m.recipient_counts || {}).map(([k, n]) => n + " " + k).join(" · ")]]));
+  fcm.pushes.summaryToken(m, dl);
 }
 function requestTab(m, req) {
+  if (fcm.pushes.request(m, req, pretty)) return;
   if (m.headers && Object.keys(m.headers).length) {
     req.append(el("h4", "headers"));
     facts(req, Object.entries(m.headers));
@@ -218,6 +220,7 @@ function requestTab(m, req) {
   }
 }
 function answerTab(m, ans) {
+  if (fcm.pushes.answer(m, ans, pretty)) return;
   if (m.answer) {
     facts(ans, [["status", m.answer.status === null ? "no HTTP status (an XMPP ack or nack)" : m.answer.status],
                 ["content type", m.answer.content_type]]);

@@ -86,8 +86,14 @@
     const search = el("button", "search its messages", "linkish pv-search");
     search.type = "button";
     search.addEventListener("click", () => { if (fcm.addSearch) fcm.addSearch("token:" + device.token); });
-    info.append(token, el("div", [device.app, device.platform, "sender " + device.sender_id].join(" · "), "pv-meta"),
-      el("div", state + (device.pending ? " · " + device.pending + " pending" : ""), "pv-state pv-state-" + state), subs, search);
+    info.append(token, el("div", [device.app, device.platform, "sender " + device.sender_id].join(" · "), "pv-meta"));
+    if (device.apns_token) {
+      // An iOS device's other address: the APNs token an app server sends to over Apple's API.
+      const apns = el("div", null, "pv-apns");
+      apns.append(el("span", "APNs " + str(device.apns_environment || ""), "pv-meta"), el("span", str(device.apns_token), "pv-token pv-apns-token"));
+      info.append(apns);
+    }
+    info.append(el("div", state + (device.pending ? " · " + device.pending + " pending" : ""), "pv-state pv-state-" + state), subs, search);
     const t = enc(device.token);
     actions.append(
       button(device.online ? "take offline" : "bring online", "pv-online", async () => {

@@ -63,9 +63,11 @@ function timeEl(iso) {
   t.title = iso || "";
   return t;
 }
-const TRANSPORT = { http: "legacy", http_v1: "v1", xmpp: "xmpp" };
+const TRANSPORT = { http: "legacy", http_v1: "v1", xmpp: "xmpp", apns: "APNs" };
 // What the message says: `title — body`, or its data keys for a data message.
 function gist(m) {
+  const pushed = fcm.pushes.gist(m);
+  if (pushed) return pushed;
   const n = m.notification && typeof m.notification === "object" ? m.notification : {};
   const a = m.android && m.android.notification || {};
   const title = n.title || a.title || "", body = n.body || a.body || "";
@@ -113,9 +115,12 @@ function messageRow(m) {
   st.append(g);
   const when = cell("when", null, "when");
   when.append(timeEl(m.accepted_at));
-  const target = targetText(m);
-  const to = cell("target", short(target, 40), "target mono");
-  to.title = target;
+  const to = cell("target", null, "target mono");
+  if (!fcm.pushes.target(m, to, 40)) {
+    const target = targetText(m);
+    to.textContent = short(target, 40);
+    to.title = target;
+  }
   const what = gist(m);
   const gcell = cell("message", what.text, "what " + what.cls);
   gcell.title = what.text;
@@ -291,6 +296,7 @@ async function loadDevices(page) {
   const keep = focusRow && { token: focusRow.dataset.token, button: [...focusRow.querySelectorAll("button")].indexOf(focus) };
   tbody.textContent = "";
   for (const d of items) {
+    fcm.pushes.remember(d);
     const tr = document.createElement("tr");
     tr.dataset.token = d.token;
     // In the tab order: Enter or Space opens the device view (device.js), as a click does.

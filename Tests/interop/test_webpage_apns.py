@@ -1,0 +1,234 @@
+"""APNs sends on the web page, in headless Chromium at 1440x900 and 390x844, light and dark.
+
+Real sends over Apple's provider API (h2c with prior knowledge on the plain port, httpx with h2,
+provider tokens signed by PyJWT with a key the mock made) to an iOS device, and one FCM send
+beside them; then the page must show each as FCM sends are shown: its list line (transport
+"APNs", the device's APNs token shortened with the whole of it on hover, `title — body` from
+`aps.alert` or what kind of push it is), the `transport:apns` chip against the API's own answer,
+the detail's tabs (Apple's headers and the payload, the status with `apns-id` and the reason, the
+key that signed the provider token), the iOS banner in Previews, and the device pane's APNs
+token and environment; every visible text keeps its contrast. A failing test saves a
+screenshot in .build/interop-screenshots/.
+"""
+
+import json
+import time
+import urllib.parse
+import uuid
+
+import httpx
+import jwt
+import pytest
+
+from browser import Browser
+from mocksupport import APP_A_IOS
+from scanpage import DESKTOP, PHONE, contrast, js, open_page, row_figures, send, set_scheme
+
+TEAM = "PAGETEAM01"
+SIZES = {"desktop": DESKTOP, "phone": PHONE}
+COMBOS = [(size, scheme) for size in SIZES for scheme in ("light", "dark")]
+GOAL = {"aps": {"alert": {"title": "Goal", "subtitle": "Second half", "body": "3-1"}, "badge": 3, "sound": "chime.caf"},
+        "match": 7}
+
+
+@pytest.fixture(scope="module")
+def page():
+    b = Browser()
+    yield b
+    b.close()
+
+
+@pytest.fixture(autouse=True)
+def shot_on_failure(request, page):
+    yield
+    page.screenshot_if_failed(request)
+
+
+def short(text, n=40):
+    """The page's shortening: the start and the end, an ellipsis between."""
+    import math
+    return text if len(text) <= n else text[:math.ceil(n * 0.6)] + "…" + text[-math.floor(n * 0.4):]
+
+
+@pytest.fixture(scope="module")
+def sent(mock):
+    """An iOS device, a key of its app's team, and five APNs sends (four accepted, one
+    refused) plus one legacy FCM send; what the tests look for."""
+    key = mock.api("POST", "/api/v1/apns/keys", expect=201, json={"team_id": TEAM, "bundle_ids": [APP_A_IOS]})
+    fcm = mock.create_device(platform="ios", app=APP_A_IOS)
+    device = mock.device(fcm)
+    client = httpx.Client(http1=False, http2=True, trust_env=False, timeout=20)
+
+    def post(headers, payload):
+        provider = jwt.encode({"iss": TEAM, "iat": int(time.time())}, key["private_key_pem"], algorithm="ES256",
+                              headers={"kid": key["key_id"]})
+        h = {"authorization": "bearer " + provider, "apns-topic": APP_A_IOS}
+        h.update(headers)
+        r = client.post(f"{mock.base_url}/3/device/{device['apns_token']}", headers=h,
+                        content=json.dumps(payload).encode())
+        assert r.http_version == "HTTP/2"
+        return r
+
+    goal_id = str(uuid.uuid4())
+    with client:
+        r = post({"apns-id": goal_id, "apns-collapse-id": "score", "apns-priority": "10"}, GOAL)
+        assert (r.status_code, r.headers["apns-id"]) == (200, goal_id), r.text
+        assert post({}, {"aps": {"alert": "Doors open at eight"}}).status_code == 200
+        assert post({}, {"aps": {"alert": {"loc-key": "GAME_PLAY", "loc-args": ["Ann"]}}}).status_code == 200
+        assert post({"apns-push-type": "background", "apns-priority": "5"}, {"aps": {"content-available": 1}, "sync": "inbox"}).status_code == 200
+        refused = post({"apns-push-type": "banner"}, {"aps": {"alert": "never"}})
+        assert (refused.status_code, refused.content) == (400, b'{"reason":"InvalidPushType"}')
+    assert send(mock, {"to": mock.create_device(), "notification": {"title": "From FCM", "body": "legacy"}}).status_code == 200
+    records = mock.api("GET", "/api/v1/messages?transport=apns&limit=10")["items"]
+    assert [m["status"] for m in records] == ["rejected", "accepted", "accepted", "accepted", "accepted"]
+    ids = [m["message_id"] for m in records]
+    return {"key": key, "fcm": fcm, "apns_token": device["apns_token"], "goal_apns_id": goal_id,
+            "refused": ids[0], "silent": ids[1], "loc": ids[2], "string": ids[3], "goal": ids[4]}
+
+
+def rows(page):
+    return page.eval("""Object.fromEntries([...document.querySelectorAll('#messages tbody tr.message')].map(r => [r.dataset.id, {
+        via: r.querySelector('td.via').textContent, target: r.querySelector('td.target').textContent,
+        full: r.querySelector('td.target').title, what: r.querySelector('td.what').textContent,
+        recip: r.querySelector('td.recip').textContent, mark: r.querySelector('td.mark').textContent}]))""")
+
+
+@pytest.mark.parametrize("size,scheme", COMBOS)
+def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
+    set_scheme(page, scheme, SIZES[size])
+    open_page(page, mock.base_url + "/")
+    # The APNs token replaces the record's FCM token once the device is read.
+    page.wait_for(f"!!document.querySelector('#messages tr[data-id={js(sent['goal'])}] td.target[data-apns-token]')",
+                  what="the APNs token in the target cell")
+    got = rows(page)
+    token = sent["apns_token"]
+    assert got[sent["goal"]] == {"via": "APNs", "target": short(token), "full": token, "what": "Goal · Second half — 3-1",
+                                 "recip": "1 delivered", "mark": "✓"}
+    assert got[sent["string"]]["what"] == "Doors open at eight"
+    assert got[sent["loc"]]["what"] == "loc GAME_PLAY(Ann)"
+    assert got[sent["silent"]]["what"] == "silent (content-available)"
+    refused = got[sent["refused"]]
+    assert (refused["via"], refused["mark"], refused["recip"], refused["target"]) == ("APNs", "✕", "InvalidPushType", "(token not kept)")
+    assert [r["via"] for r in got.values()].count("legacy") == 1
+    # One line each (two on a phone), no sideways scrolling, every text readable.
+    figs = row_figures(page)
+    lines = 1 if size == "desktop" else 2
+    assert figs["tallest"] < (lines + 1) * figs["line"], figs
+    assert figs["breaking"] == []
+    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
+    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
+    assert low == [], low[:5]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_transport_apns_chip(mock, sent, page, size):
+    set_scheme(page, "light", SIZES[size])
+    open_page(page, mock.base_url + "/")
+    page.click("#filter")
+    page.command("Input.insertText", {"text": "transport:apns"})
+    page.press("Enter")
+    page.wait_for("document.querySelectorAll('#chips li').length === 1", what="the chip")
+    assert page.eval("document.querySelector('#chips .chip-label').textContent") == "transport:apns"
+    assert "transport=apns" in page.eval("location.search")
+    want = [m["message_id"] for m in mock.api("GET", "/api/v1/messages?transport=apns&limit=50")["items"]]
+    assert len(want) == 5
+    page.wait_for(f"[...document.querySelectorAll('#messages tbody tr.message')].map(r => r.dataset.id).join() === {js(','.join(want))}",
+                  what="the APNs sends only")
+    assert set(page.eval("[...document.querySelectorAll('#messages td.via')].map(t => t.textContent)")) == {"APNs"}
+    # Excluded: everything else.
+    page.click("#chips li[data-name=transport] .chip-remove")
+    page.wait_for("document.querySelectorAll('#chips li').length === 0", what="the chip to go")
+    page.command("Input.insertText", {"text": "-transport:apns"})
+    page.press("Enter")
+    others = [m["message_id"] for m in mock.api("GET", "/api/v1/messages?not_transport=apns&limit=50")["items"]]
+    page.wait_for(f"[...document.querySelectorAll('#messages tbody tr.message')].map(r => r.dataset.id).join() === {js(','.join(others))}",
+                  what="everything but APNs")
+    assert "APNs" not in page.eval("[...document.querySelectorAll('#messages td.via')].map(t => t.textContent)")
+
+
+def facts(page, tab):
+    """The `dt`/`dd` pairs of a detail tab, in order."""
+    return page.eval(f"""[...document.querySelectorAll('#detail .tab-panel[data-tab={tab}] dl.facts dt')]
+        .map(dt => [dt.textContent, dt.nextElementSibling.textContent])""")
+
+
+def open_detail(page, mock, message_id):
+    page.command("Page.navigate", {"url": mock.base_url + "/#message=" + urllib.parse.quote(message_id, safe="")})
+    # The panel names the message it shows once drawn (a panel still open shows the one before).
+    page.wait_for(f"document.getElementById('detail').dataset.id === {js(message_id)} && !!document.querySelector('#detail .detail-tabs')",
+                  what="the detail")
+
+
+@pytest.mark.parametrize("size,scheme", COMBOS)
+def test_detail_tabs_and_preview_of_an_apns_send(mock, sent, page, size, scheme):
+    set_scheme(page, scheme, SIZES[size])
+    open_detail(page, mock, sent["goal"])
+    record = mock.api("GET", "/api/v1/messages/" + urllib.parse.quote(sent["goal"], safe=""))
+    headers = record["apns"]["headers"]
+    page.wait_for("[...document.querySelectorAll('#detail dt')].some(dt => dt.textContent === 'APNs device token')",
+                  what="the APNs token in the summary")
+    summary = dict(facts(page, "Summary"))
+    assert summary["transport"] == "APNs (Apple's provider API)"
+    assert summary["target"] == sent["fcm"]
+    assert summary["APNs device token"] == sent["apns_token"]
+    assert summary["APNs environment"] == "sandbox"
+    assert summary["authorized by"] == "provider token, key " + sent["key"]["key_id"]
+    assert summary["status"] == "accepted"
+    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
+    assert low == [], low[:5]
+
+    page.click("#detail .detail-tabs button[data-tab=Request]")
+    expiry = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(headers["apns-expiration"])))
+    assert facts(page, "Request")[:6] == [
+        ["apns-push-type", "alert"], ["apns-topic", APP_A_IOS], ["apns-priority", "10"],
+        ["apns-expiration", headers["apns-expiration"] + " (" + expiry + ")"], ["apns-collapse-id", "score"],
+        ["apns-id", sent["goal_apns_id"]]]
+    assert dict(facts(page, "Request")[6:])["authorization"].startswith("bearer eyJ")
+    shown = page.eval("document.querySelector('#detail .tab-panel[data-tab=Request] pre.body').textContent")
+    assert json.loads(shown) == GOAL
+    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
+    assert low == [], low[:5]
+
+    page.click("#detail .detail-tabs button[data-tab=Answer]")
+    assert facts(page, "Answer") == [["status", "200"], ["apns-id", sent["goal_apns_id"]], ["reason", "none: accepted (200 has no body)"]]
+
+    page.click("#detail .detail-tabs button[data-tab=Previews]")
+    page.wait_for("!!document.querySelector('#detail .pv-card.pv-ios')", what="the iOS banner")
+    card = page.eval("""(() => { const c = document.querySelector('#detail .pv-card.pv-ios'); const t = s => (c.querySelector(s) || {}).textContent;
+        return {title: t('.pv-title'), subtitle: t('.pv-subtitle'), body: t('.pv-body'), badge: t('.pv-badge'),
+                sound: t('.pv-sound'), status: t('.pv-status'), data: t('.pv-data')}; })()""")
+    assert card == {"title": "Goal", "subtitle": "Second half", "body": "3-1", "badge": "3", "sound": "chime.caf",
+                    "status": "delivered", "data": "match7"}, card
+    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
+    assert low == [], low[:5]
+    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
+
+
+def test_detail_of_a_refused_apns_send(mock, sent, page):
+    set_scheme(page, "light", DESKTOP)
+    open_detail(page, mock, sent["refused"])
+    summary = dict(facts(page, "Summary"))
+    assert (summary["status"], summary["error"], summary["http status"]) == ("rejected", "InvalidPushType", "400")
+    page.click("#detail .detail-tabs button[data-tab=Request]")
+    text = page.eval("document.querySelector('#detail .tab-panel[data-tab=Request]').textContent")
+    assert "not kept: the send was refused" in text and '"alert": "never"' in text, text
+    page.click("#detail .detail-tabs button[data-tab=Answer]")
+    assert facts(page, "Answer") == [["status", "400"], ["reason", "InvalidPushType"], ["content type", "application/json"]]
+    assert page.eval("document.querySelector('#detail .tab-panel[data-tab=Answer] pre').textContent") == \
+        '{\n  "reason": "InvalidPushType"\n}'
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_device_pane_shows_the_apns_token(mock, sent, page, size):
+    set_scheme(page, "dark", SIZES[size])
+    page.command("Page.navigate", {"url": mock.base_url + "/#device=" + urllib.parse.quote(sent["fcm"], safe="")})
+    page.wait_for("!!document.querySelector('#device-view .pv-apns-token')", what="the APNs token")
+    assert page.eval("document.querySelector('#device-view .pv-apns-token').textContent") == sent["apns_token"]
+    assert page.eval("document.querySelector('#device-view .pv-apns .pv-meta').textContent") == "APNs sandbox"
+    assert page.visible("#device-view .pv-apns-token")
+    # The inbox's newest entries are the APNs sends, as the phone shows them.
+    page.wait_for("document.querySelectorAll('#device-view .pv-screen .pv-card').length === 4", what="four cards")
+    assert page.eval("document.querySelector('#device-view .pv-screen .pv-card').dataset.kind") == "data"
+    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
+    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
+    assert low == [], low[:5]
