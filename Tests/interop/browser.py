@@ -105,11 +105,12 @@ class Browser:
         """A real mouse click (Input.dispatchMouseEvent) in the middle of the first element
         matching `selector`, scrolled into view first, once it stays where it is for 100 ms (the
         page's lists load around it and move it). Fails when the element is not drawn or
-        something else is on top of that point, as a person could not click it either."""
+        something else is on top of that point, as a person could not click it either. An element
+        not there yet (a list still loading) is waited for, as long."""
         where, deadline = None, time.monotonic() + 5
         while True:
             now = self._click_point(selector)
-            if now == where or not isinstance(now, list) or time.monotonic() > deadline:
+            if time.monotonic() > deadline or (isinstance(now, list) and now == where) or (not isinstance(now, list) and now != "no such element"):
                 break
             where = now
             time.sleep(0.1)

@@ -162,3 +162,19 @@ def browser(request):
         b.screenshot_if_failed(request)
     finally:
         b.close()
+
+
+@pytest.fixture(scope="module")
+def page():
+    """One headless Chromium for a whole module (a test that uses `page_shots` leaves a
+    screenshot when it fails)."""
+    b = Browser()
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def page_shots(request, page):
+    """After a test that failed, the module's page as .build/interop-screenshots/TEST.png."""
+    yield
+    page.screenshot_if_failed(request)

@@ -20,7 +20,6 @@ import httpx
 import jwt
 import pytest
 
-from browser import Browser
 from mocksupport import APP_A_IOS
 from scanpage import DESKTOP, PHONE, contrast, js, open_page, row_figures, send, set_scheme
 
@@ -31,17 +30,8 @@ GOAL = {"aps": {"alert": {"title": "Goal", "subtitle": "Second half", "body": "3
         "match": 7}
 
 
-@pytest.fixture(scope="module")
-def page():
-    b = Browser()
-    yield b
-    b.close()
-
-
-@pytest.fixture(autouse=True)
-def shot_on_failure(request, page):
-    yield
-    page.screenshot_if_failed(request)
+# One browser for the module (conftest's `page`); a failing test saves a screenshot.
+pytestmark = pytest.mark.usefixtures("page_shots")
 
 
 def short(text, n=40):
@@ -155,7 +145,7 @@ def facts(page, tab):
 def open_detail(page, mock, message_id):
     page.command("Page.navigate", {"url": mock.base_url + "/#message=" + urllib.parse.quote(message_id, safe="")})
     # The panel names the message it shows once drawn (a panel still open shows the one before).
-    page.wait_for(f"document.getElementById('detail').dataset.id === {js(message_id)} && !!document.querySelector('#detail .detail-tabs')",
+    page.wait_for(f"(document.getElementById('detail') || {{dataset: {{}}}}).dataset.id === {js(message_id)} && !!document.querySelector('#detail .detail-tabs')",
                   what="the detail")
 
 

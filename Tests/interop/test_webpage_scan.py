@@ -13,7 +13,6 @@ import urllib.parse
 
 import pytest
 
-from browser import Browser
 from conftest import _serve
 from mocksupport import KEY_A, SENDER_A, APP_A
 import scanpage
@@ -23,18 +22,8 @@ SCHEMES = ("light", "dark")
 SIZES = (("desktop", DESKTOP), ("phone", PHONE))
 
 
-@pytest.fixture(scope="module")
-def page():
-    """One browser for the module."""
-    b = Browser()
-    yield b
-    b.close()
-
-
-@pytest.fixture(autouse=True)
-def shot_on_failure(request, page):
-    yield
-    page.screenshot_if_failed(request)
+# One browser for the module (conftest's `page`); a failing test saves a screenshot.
+pytestmark = pytest.mark.usefixtures("page_shots")
 
 
 @pytest.fixture(scope="module")
