@@ -158,3 +158,68 @@ def contrast(browser):
 
 def js(value):
     return json.dumps(value)
+
+
+def assert_readable(page):
+    """Every visible text at its contrast (4.5:1, 3:1 for large text) and no sideways scrolling."""
+    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
+    assert low == [], low[:5]
+    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
+
+
+def assert_rows_fit(page, phone, line=None):
+    """One line per message (two on a phone; `line` the text's line height when the first row's
+    is not it), no cell that may break a word, every visible text readable."""
+    figs = row_figures(page)
+    assert figs["tallest"] < ((2 if phone else 1) + 1) * (line or figs["line"]), figs
+    assert figs["breaking"] == []
+    assert_readable(page)
+
+
+def chip(page, text):
+    """Types `text` in the search box and presses Enter (real keys)."""
+    page.click("#filter")
+    page.command("Input.insertText", {"text": text})
+    page.press("Enter")
+
+
+def wait_rows(page, ids, what):
+    """Waits until the message list is exactly `ids`, in that order."""
+    page.wait_for(f"[...document.querySelectorAll('#messages tbody tr.message')].map(r => r.dataset.id).join() === {js(','.join(ids))}",
+                  what=what)
+
+
+def open_detail(page, base_url, message_id):
+    """The detail of `message_id` by its link, once drawn (a panel still open shows the one before)."""
+    import urllib.parse
+    page.command("Page.navigate", {"url": base_url + "/#message=" + urllib.parse.quote(message_id, safe="")})
+    page.wait_for(f"(document.getElementById('detail') || {{dataset: {{}}}}).dataset.id === {js(message_id)} && !!document.querySelector('#detail .detail-tabs')",
+                  what="the detail")
+
+
+def detail_facts(page, tab):
+    """The `dt`/`dd` pairs of a detail tab, in order."""
+    return page.eval(f"""[...document.querySelectorAll('#detail .tab-panel[data-tab={tab}] dl.facts dt')]
+        .map(dt => [dt.textContent, dt.nextElementSibling.textContent])""")
+
+
+def row_cells(page):
+    """{message id: its cells' texts}: `target` as shown and `full` (its hover), `what` and the
+    classes of that cell as `what_class`."""
+    return page.eval("""Object.fromEntries([...document.querySelectorAll('#messages tbody tr.message')].map(r => [r.dataset.id, {
+        via: r.querySelector('td.via').textContent, target: r.querySelector('td.target').textContent,
+        full: r.querySelector('td.target').title, what: r.querySelector('td.what').textContent,
+        what_class: r.querySelector('td.what').className,
+        recip: r.querySelector('td.recip').textContent, mark: r.querySelector('td.mark').textContent}]))""")
+
+
+def chip_finds_what_the_api_does(page, mock, term, name, value):
+    """Makes `term` (`transport:apns`) a chip on a page with none and checks its label, the URL's
+    `name=value` and that the list is the API's answer to that query; the ids."""
+    chip(page, term)
+    page.wait_for("document.querySelectorAll('#chips li').length === 1", what="the chip")
+    assert page.eval("document.querySelector('#chips .chip-label').textContent") == term
+    assert f"{name}={value}" in page.eval("location.search")
+    want = [m["message_id"] for m in mock.api("GET", f"/api/v1/messages?{name}={value}&limit=50")["items"]]
+    wait_rows(page, want, term)
+    return want

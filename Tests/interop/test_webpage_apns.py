@@ -21,7 +21,8 @@ import jwt
 import pytest
 
 from mocksupport import APP_A_IOS
-from scanpage import DESKTOP, PHONE, contrast, js, open_page, row_figures, send, set_scheme
+from scanpage import (DESKTOP, PHONE, assert_readable, assert_rows_fit, chip, chip_finds_what_the_api_does, detail_facts as facts, js, open_detail,
+                      open_page, row_cells, send, set_scheme, wait_rows)
 
 TEAM = "PAGETEAM01"
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
@@ -76,13 +77,6 @@ def sent(mock):
             "refused": ids[0], "silent": ids[1], "loc": ids[2], "string": ids[3], "goal": ids[4]}
 
 
-def rows(page):
-    return page.eval("""Object.fromEntries([...document.querySelectorAll('#messages tbody tr.message')].map(r => [r.dataset.id, {
-        via: r.querySelector('td.via').textContent, target: r.querySelector('td.target').textContent,
-        full: r.querySelector('td.target').title, what: r.querySelector('td.what').textContent,
-        recip: r.querySelector('td.recip').textContent, mark: r.querySelector('td.mark').textContent}]))""")
-
-
 @pytest.mark.parametrize("size,scheme", COMBOS)
 def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
     set_scheme(page, scheme, SIZES[size])
@@ -90,7 +84,7 @@ def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
     # The APNs token replaces the record's FCM token once the device is read.
     page.wait_for(f"!!document.querySelector('#messages tr[data-id={js(sent['goal'])}] td.target[data-apns-token]')",
                   what="the APNs token in the target cell")
-    got = rows(page)
+    got = {k: {n: v for n, v in r.items() if n != 'what_class'} for k, r in row_cells(page).items()}
     token = sent["apns_token"]
     assert got[sent["goal"]] == {"via": "APNs", "target": short(token), "full": token, "what": "Goal · Second half — 3-1",
                                  "recip": "1 delivered", "mark": "✓"}
@@ -101,58 +95,28 @@ def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
     assert (refused["via"], refused["mark"], refused["recip"], refused["target"]) == ("APNs", "✕", "InvalidPushType", "(token not kept)")
     assert [r["via"] for r in got.values()].count("legacy") == 1
     # One line each (two on a phone), no sideways scrolling, every text readable.
-    figs = row_figures(page)
-    lines = 1 if size == "desktop" else 2
-    assert figs["tallest"] < (lines + 1) * figs["line"], figs
-    assert figs["breaking"] == []
-    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
-    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
-    assert low == [], low[:5]
+    assert_rows_fit(page, size == "phone")
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_transport_apns_chip(mock, sent, page, size):
     set_scheme(page, "light", SIZES[size])
     open_page(page, mock.base_url + "/")
-    page.click("#filter")
-    page.command("Input.insertText", {"text": "transport:apns"})
-    page.press("Enter")
-    page.wait_for("document.querySelectorAll('#chips li').length === 1", what="the chip")
-    assert page.eval("document.querySelector('#chips .chip-label').textContent") == "transport:apns"
-    assert "transport=apns" in page.eval("location.search")
-    want = [m["message_id"] for m in mock.api("GET", "/api/v1/messages?transport=apns&limit=50")["items"]]
-    assert len(want) == 5
-    page.wait_for(f"[...document.querySelectorAll('#messages tbody tr.message')].map(r => r.dataset.id).join() === {js(','.join(want))}",
-                  what="the APNs sends only")
+    assert len(chip_finds_what_the_api_does(page, mock, "transport:apns", "transport", "apns")) == 5
     assert set(page.eval("[...document.querySelectorAll('#messages td.via')].map(t => t.textContent)")) == {"APNs"}
     # Excluded: everything else.
     page.click("#chips li[data-name=transport] .chip-remove")
     page.wait_for("document.querySelectorAll('#chips li').length === 0", what="the chip to go")
-    page.command("Input.insertText", {"text": "-transport:apns"})
-    page.press("Enter")
-    others = [m["message_id"] for m in mock.api("GET", "/api/v1/messages?not_transport=apns&limit=50")["items"]]
-    page.wait_for(f"[...document.querySelectorAll('#messages tbody tr.message')].map(r => r.dataset.id).join() === {js(','.join(others))}",
-                  what="everything but APNs")
+    chip(page, "-transport:apns")
+    wait_rows(page, [m["message_id"] for m in mock.api("GET", "/api/v1/messages?not_transport=apns&limit=50")["items"]],
+              "everything but APNs")
     assert "APNs" not in page.eval("[...document.querySelectorAll('#messages td.via')].map(t => t.textContent)")
-
-
-def facts(page, tab):
-    """The `dt`/`dd` pairs of a detail tab, in order."""
-    return page.eval(f"""[...document.querySelectorAll('#detail .tab-panel[data-tab={tab}] dl.facts dt')]
-        .map(dt => [dt.textContent, dt.nextElementSibling.textContent])""")
-
-
-def open_detail(page, mock, message_id):
-    page.command("Page.navigate", {"url": mock.base_url + "/#message=" + urllib.parse.quote(message_id, safe="")})
-    # The panel names the message it shows once drawn (a panel still open shows the one before).
-    page.wait_for(f"(document.getElementById('detail') || {{dataset: {{}}}}).dataset.id === {js(message_id)} && !!document.querySelector('#detail .detail-tabs')",
-                  what="the detail")
 
 
 @pytest.mark.parametrize("size,scheme", COMBOS)
 def test_detail_tabs_and_preview_of_an_apns_send(mock, sent, page, size, scheme):
     set_scheme(page, scheme, SIZES[size])
-    open_detail(page, mock, sent["goal"])
+    open_detail(page, mock.base_url, sent["goal"])
     record = mock.api("GET", "/api/v1/messages/" + urllib.parse.quote(sent["goal"], safe=""))
     headers = record["apns"]["headers"]
     page.wait_for("[...document.querySelectorAll('#detail dt')].some(dt => dt.textContent === 'APNs device token')",
@@ -164,8 +128,7 @@ def test_detail_tabs_and_preview_of_an_apns_send(mock, sent, page, size, scheme)
     assert summary["APNs environment"] == "sandbox"
     assert summary["authorized by"] == "provider token, key " + sent["key"]["key_id"]
     assert summary["status"] == "accepted"
-    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
-    assert low == [], low[:5]
+    assert_readable(page)
 
     page.click("#detail .detail-tabs button[data-tab=Request]")
     expiry = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(headers["apns-expiration"])))
@@ -176,8 +139,7 @@ def test_detail_tabs_and_preview_of_an_apns_send(mock, sent, page, size, scheme)
     assert dict(facts(page, "Request")[6:])["authorization"].startswith("bearer eyJ")
     shown = page.eval("document.querySelector('#detail .tab-panel[data-tab=Request] pre.body').textContent")
     assert json.loads(shown) == GOAL
-    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
-    assert low == [], low[:5]
+    assert_readable(page)
 
     page.click("#detail .detail-tabs button[data-tab=Answer]")
     assert facts(page, "Answer") == [["status", "200"], ["apns-id", sent["goal_apns_id"]], ["reason", "none: accepted (200 has no body)"]]
@@ -189,14 +151,12 @@ def test_detail_tabs_and_preview_of_an_apns_send(mock, sent, page, size, scheme)
                 sound: t('.pv-sound'), status: t('.pv-status'), data: t('.pv-data')}; })()""")
     assert card == {"title": "Goal", "subtitle": "Second half", "body": "3-1", "badge": "3", "sound": "chime.caf",
                     "status": "delivered", "data": "match7"}, card
-    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
-    assert low == [], low[:5]
-    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
+    assert_readable(page)
 
 
 def test_detail_of_a_refused_apns_send(mock, sent, page):
     set_scheme(page, "light", DESKTOP)
-    open_detail(page, mock, sent["refused"])
+    open_detail(page, mock.base_url, sent["refused"])
     summary = dict(facts(page, "Summary"))
     assert (summary["status"], summary["error"], summary["http status"]) == ("rejected", "InvalidPushType", "400")
     page.click("#detail .detail-tabs button[data-tab=Request]")
@@ -219,6 +179,4 @@ def test_device_pane_shows_the_apns_token(mock, sent, page, size):
     # The inbox's newest entries are the APNs sends, as the phone shows them.
     page.wait_for("document.querySelectorAll('#device-view .pv-screen .pv-card').length === 4", what="four cards")
     assert page.eval("document.querySelector('#device-view .pv-screen .pv-card').dataset.kind") == "data"
-    assert page.eval("document.documentElement.scrollWidth <= innerWidth")
-    low = [c for c in contrast(page) if c["ratio"] < c["need"]]
-    assert low == [], low[:5]
+    assert_readable(page)
