@@ -7,7 +7,7 @@ const fcm = window.fcm = window.fcm || {};
 const el = fcm.el;
 const api = fcm.api;
 const panel = document.getElementById("detail");
-const TRANSPORTS = { http: "legacy HTTP", http_v1: "HTTP v1", xmpp: "XMPP", apns: "APNs (Apple's provider API)" };
+const TRANSPORTS = { http: "legacy HTTP", http_v1: "HTTP v1", xmpp: "XMPP", apns: "APNs (Apple's provider API)", webpush: "Web Push (RFC 8030)" };
 const PREVIEWS = 10;
 // A topic send can reach many devices: the panel reads the first thousand and pages them.
 const RECIPIENTS = 1000;

@@ -63,7 +63,7 @@ function timeEl(iso) {
   t.title = iso || "";
   return t;
 }
-const TRANSPORT = { http: "legacy", http_v1: "v1", xmpp: "xmpp", apns: "APNs" };
+const TRANSPORT = { http: "legacy", http_v1: "v1", xmpp: "xmpp", apns: "APNs", webpush: "Web Push" };
 // What the message says: `title — body`, or its data keys for a data message.
 function gist(m) {
   const pushed = fcm.pushes.gist(m);
@@ -78,7 +78,7 @@ function gist(m) {
   return { text: "(empty)", cls: "muted" };
 }
 // The recipients summed up: "118 delivered · 12 pending · 2 failed".
-const ORDER = ["delivered", "pending", "failed", "expired", "collapsed", "dropped"];
+const ORDER = ["delivered", "pending", "failed", "undecryptable", "expired", "collapsed", "dropped", "deleted"];
 function recipientSummary(m) {
   let counts = m.recipient_counts;
   if (!counts) {
@@ -91,6 +91,7 @@ function recipientSummary(m) {
 function mark(m, parts) {
   if (m.status === "rejected") return ["✕", "bad", "rejected"];
   if (parts.some(p => p.status === "failed")) return ["!", "bad", "some recipients failed"];
+  if (parts.some(p => p.status === "undecryptable")) return ["!", "bad", "would not decrypt"];
   if (parts.some(p => p.status === "pending")) return ["◷", "warn", "pending"];
   if (parts.some(p => p.status === "expired" || p.status === "dropped")) return ["!", "bad", "not delivered"];
   return ["✓", "good", "accepted"];

@@ -6,7 +6,7 @@
   const fcm = window.fcm = window.fcm || {};
   // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
   const SVG = "http://www.w3.org/2000/svg";
-  const STATUSES = ["delivered", "pending", "expired", "collapsed", "dropped"];
+  const STATUSES = ["delivered", "pending", "expired", "collapsed", "dropped", "undecryptable", "deleted"];
 
   const el = fcm.el;
   const str = fcm.str;
@@ -197,6 +197,16 @@
     return card;
   }
 
+  // A Web Push body the browser would not decrypt: the service worker never sees it; the card
+  // says why (the entry's `webpush.decrypt_error`).
+  function undecryptableCard(w, info, entry) {
+    const { card, head } = shell("web", "undecryptable", info, entry);
+    head.append(el("span", "undecryptable", "pv-kind-label"), el("span", info.app || "web app", "pv-app"));
+    headTail(head, info, entry);
+    card.append(el("div", "the browser could not decrypt this push", "pv-title"), el("div", str(w.decrypt_error), "pv-body"));
+    return card;
+  }
+
   function dataCard(platform, data, info, entry, label) {
     const { card, head } = shell(platform, "data", info, entry);
     head.append(el("span", label || "data message", "pv-kind-label"), el("span", info.app || platform, "pv-app"));
@@ -237,7 +247,11 @@
       c.lastChild.textContent = "the device was offline too long: " + str(entry.total_deleted) + " messages deleted";
       return c;
     }
+    const w = isObject(entry.webpush) ? entry.webpush : null;
+    if (w && w.decrypt_error) return undecryptableCard(w, i, entry);
     const s = shown(eff);
+    // A push whose plaintext is no notification: the service worker gets the text.
+    if (!s.visible && w && typeof w.plaintext === "string") return dataCard("web", { plaintext: w.plaintext }, i, entry, "push message");
     if (!s.visible) return dataCard(platform, isObject(s.data) ? s.data : entry.data, i, entry);
     if (platform === "ios") return iosCard(eff, i, entry);
     if (platform === "web") return webCard(eff, i, entry);

@@ -1,7 +1,7 @@
 (function () {
 "use strict";
-// Sends that did not come through FCM: Apple's provider API (`transport: "apns"`, docs/apns.md).
-// How such a record reads in the message list (its line) and in the detail (Summary, Request,
+// Sends that did not come through FCM: Apple's provider API (`transport: "apns"`, docs/apns.md)
+// and the Web Push protocol (`transport: "webpush"`, docs/webpush.md). How such a record reads in the message list (its line) and in the detail (Summary, Request,
 // Answer); page.js and detail.js ask here first and fall back to FCM's reading. Every value
 // becomes text.
 const fcm = window.fcm = window.fcm || {};
@@ -154,6 +154,76 @@ function apnsAnswer(m, box, pretty) {
   return true;
 }
 
-fcm.pushes = { gist: apnsGist, target: apnsTarget, summary: apnsSummary, summaryToken: apnsSummaryToken,
-               request: apnsRequest, answer: apnsAnswer, remember };
+// Web Push: the record's `webpush` member (null for a refused push: nothing of it was read).
+function webpushBlock(m) { return m && m.transport === "webpush" && isObject(m.webpush) ? m.webpush : null; }
+// The plaintext as JSON, when it is a JSON object.
+function plainObject(w) {
+  if (typeof w.plaintext !== "string") return null;
+  try { const o = JSON.parse(w.plaintext); return isObject(o) ? o : null; } catch (e) { return null; }
+}
+// What a push says: "undecryptable: why", `title — body` when the plaintext is JSON with them,
+// else the plaintext's start (on one line). Null when the record has no `webpush` member.
+function webpushGist(m) {
+  const w = webpushBlock(m);
+  if (!w) return null;
+  if (w.decrypt_error) return { text: "undecryptable: " + str(w.decrypt_error), cls: "undecryptable" };
+  const n = isObject(w.notification) ? w.notification : plainObject(w) || {};
+  const title = n.title ? str(n.title) : "", body = n.body ? str(n.body) : "";
+  if (title || body) return { text: title && body ? title + " — " + body : title || body, cls: "" };
+  if (typeof w.plaintext === "string" && w.plaintext !== "") return { text: w.plaintext.replace(/\s+/g, " ").slice(0, 200), cls: "" };
+  if (w.plaintext_base64) return { text: "binary plaintext (" + str(w.plaintext_base64).length + " base64url characters)", cls: "muted" };
+  return { text: w.content_encoding ? "(empty plaintext)" : "(no body: a push with nothing to decrypt)", cls: "muted" };
+}
+function webpushSummary(m) {
+  const w = webpushBlock(m);
+  if (!w) return [];
+  const v = isObject(w.vapid) ? w.vapid : null;
+  return [["VAPID subject", v ? v.subject : "none: an unsigned push"], ["decrypted", w.decrypt_error ? "no: " + str(w.decrypt_error) : w.content_encoding ? "yes" : "no body"]];
+}
+// The Request tab of a push: its headers (TTL as kept, Urgency, Topic), VAPID, the encoding, the
+// ciphertext's size, the other headers kept, and the plaintext (or why there is none). False for
+// any other send.
+function webpushRequest(m, box, pretty) {
+  if (!m || m.transport !== "webpush") return false;
+  const w = webpushBlock(m);
+  box.append(el("h4", "push headers"));
+  if (w) {
+    const h = isObject(w.headers) ? w.headers : {};
+    facts(box, [["TTL", h.TTL], ["Urgency", h.Urgency], ["Topic", h.Topic]]);
+    const v = isObject(w.vapid) ? w.vapid : null;
+    box.append(el("h4", "VAPID"));
+    if (v) facts(box, [["subject", v.subject], ["key", v.key], ["scheme", v.scheme]]);
+    else box.append(el("p", "none: the push was not signed", "muted"));
+    box.append(el("h4", "body"));
+    facts(box, [["content encoding", w.content_encoding || "none (no body)"],
+                ["ciphertext", typeof w.ciphertext_bytes === "number" ? w.ciphertext_bytes + " bytes" : null]]);
+  } else {
+    box.append(el("p", "not kept: the push was refused before it was read", "muted"));
+  }
+  if (m.headers && Object.keys(m.headers).length) {
+    box.append(el("h4", "other headers"));
+    facts(box, Object.entries(m.headers));
+  }
+  if (w && w.decrypt_error) {
+    box.append(el("h4", "plaintext"));
+    box.append(el("p", "undecryptable: " + str(w.decrypt_error), "undecryptable"));
+  } else if (w && typeof w.plaintext === "string") {
+    box.append(el("h4", "plaintext"));
+    box.append(el("pre", plainObject(w) ? pretty(w.plaintext) : w.plaintext, "body plaintext"));
+  } else if (w && w.plaintext_base64) {
+    box.append(el("h4", "plaintext (not UTF-8: base64url)"));
+    box.append(el("pre", str(w.plaintext_base64), "body plaintext"));
+  }
+  return true;
+}
+
+fcm.pushes = {
+  gist: m => apnsGist(m) || webpushGist(m),
+  target: apnsTarget,
+  summary: m => apnsSummary(m).concat(webpushSummary(m)),
+  summaryToken: apnsSummaryToken,
+  request: (m, box, pretty) => apnsRequest(m, box, pretty) || webpushRequest(m, box, pretty),
+  answer: apnsAnswer,
+  remember,
+};
 })();

@@ -16,8 +16,8 @@ const LABELS = { device: "token", topic: "topic", status: "status", error: "erro
 // Names that can be excluded, and the control API's name for each.
 const NEGATABLE = ["device", "topic", "status", "error", "transport", "app", "project", "text"];
 const API = { device: "token", project: "sender_id", v1_name: "v1_name" };
-const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped"];
-const TRANSPORTS = { legacy: "http", http: "http", v1: "http_v1", http_v1: "http_v1", xmpp: "xmpp", apns: "apns" };
+const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped", "undecryptable", "deleted"];
+const TRANSPORTS = { legacy: "http", http: "http", v1: "http_v1", http_v1: "http_v1", xmpp: "xmpp", apns: "apns", webpush: "webpush" };
 // Every name the URL may carry for the message list (`q`: text typed but not yet made chips).
 const NAMES = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until", "app", "text", "v1_name"]
   .concat(NEGATABLE.map(n => "not_" + n));
@@ -75,7 +75,7 @@ function resolve(term) {
   if (name === "status") return [name, v.toLowerCase()];
   if (name === "transport") {
     const t = TRANSPORTS[v.toLowerCase()];
-    if (!t) throw new Error("transport: takes legacy (http), v1 (http_v1), xmpp or apns");
+    if (!t) throw new Error("transport: takes legacy (http), v1 (http_v1), xmpp, apns or webpush");
     return [name, t];
   }
   if (name === "since" || name === "until") return [name, when(v)];
