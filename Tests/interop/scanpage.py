@@ -223,3 +223,19 @@ def chip_finds_what_the_api_does(page, mock, term, name, value):
     want = [m["message_id"] for m in mock.api("GET", f"/api/v1/messages?{name}={value}&limit=50")["items"]]
     wait_rows(page, want, term)
     return want
+
+
+def assert_markup_stays_text(page, base_url, message_id, what, card):
+    """A message whose title is HOSTILE: its list line reads `what`, its Previews card (`card`, a
+    selector) has that title, nothing in the list or the detail became an element. Returns the
+    Request tab's text."""
+    set_scheme(page, "light", DESKTOP)
+    open_page(page, base_url + "/")
+    assert row_cells(page)[message_id]["what"] == what
+    open_detail(page, base_url, message_id)
+    page.click("#detail .detail-tabs button[data-tab=Previews]")
+    page.wait_for(f"!!document.querySelector({js('#detail ' + card)})", what="the preview")
+    assert page.eval(f"document.querySelector({js('#detail ' + card + ' .pv-title')}).textContent") == HOSTILE
+    assert page.eval("document.querySelectorAll('#messages img, #messages script, #detail img, #detail script').length") == 0
+    page.click("#detail .detail-tabs button[data-tab=Request]")
+    return page.eval("document.querySelector('#detail .tab-panel[data-tab=Request] pre').textContent")

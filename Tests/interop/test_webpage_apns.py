@@ -21,8 +21,9 @@ import jwt
 import pytest
 
 from mocksupport import APP_A_IOS
-from scanpage import (DESKTOP, PHONE, assert_readable, assert_rows_fit, chip, chip_finds_what_the_api_does, detail_facts as facts, js, open_detail,
-                      open_page, row_cells, send, set_scheme, wait_rows)
+from scanpage import (DESKTOP, HOSTILE, PHONE, assert_markup_stays_text, assert_readable, assert_rows_fit,
+                      chip, chip_finds_what_the_api_does, detail_facts as facts, js, open_detail, open_page,
+                      row_cells, send, set_scheme, wait_rows)
 
 TEAM = "PAGETEAM01"
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
@@ -41,6 +42,17 @@ def short(text, n=40):
     return text if len(text) <= n else text[:math.ceil(n * 0.6)] + "…" + text[-math.floor(n * 0.4):]
 
 
+def apns_post(client, mock, key, apns_token, headers, payload):
+    """One send over h2c to `apns_token`, its provider token signed with `key`."""
+    provider = jwt.encode({"iss": TEAM, "iat": int(time.time())}, key["private_key_pem"], algorithm="ES256",
+                          headers={"kid": key["key_id"]})
+    h = {"authorization": "bearer " + provider, "apns-topic": APP_A_IOS}
+    h.update(headers)
+    r = client.post(f"{mock.base_url}/3/device/{apns_token}", headers=h, content=json.dumps(payload).encode())
+    assert r.http_version == "HTTP/2"
+    return r
+
+
 @pytest.fixture(scope="module")
 def sent(mock):
     """An iOS device, a key of its app's team, and five APNs sends (four accepted, one
@@ -51,14 +63,7 @@ def sent(mock):
     client = httpx.Client(http1=False, http2=True, trust_env=False, timeout=20)
 
     def post(headers, payload):
-        provider = jwt.encode({"iss": TEAM, "iat": int(time.time())}, key["private_key_pem"], algorithm="ES256",
-                              headers={"kid": key["key_id"]})
-        h = {"authorization": "bearer " + provider, "apns-topic": APP_A_IOS}
-        h.update(headers)
-        r = client.post(f"{mock.base_url}/3/device/{device['apns_token']}", headers=h,
-                        content=json.dumps(payload).encode())
-        assert r.http_version == "HTTP/2"
-        return r
+        return apns_post(client, mock, key, device["apns_token"], headers, payload)
 
     goal_id = str(uuid.uuid4())
     with client:
@@ -180,3 +185,14 @@ def test_device_pane_shows_the_apns_token(mock, sent, page, size):
     page.wait_for("document.querySelectorAll('#device-view .pv-screen .pv-card').length === 4", what="four cards")
     assert page.eval("document.querySelector('#device-view .pv-screen .pv-card').dataset.kind") == "data"
     assert_readable(page)
+
+
+def test_hostile_text_stays_text(mock, sent, page):
+    """An alert whose title and body are markup: text in the list, the detail and the banner."""
+    body = "<script>alert(2)</script>"
+    with httpx.Client(http1=False, http2=True, trust_env=False, timeout=20) as client:
+        r = apns_post(client, mock, sent["key"], sent["apns_token"], {}, {"aps": {"alert": {"title": HOSTILE, "body": body}}})
+    assert r.status_code == 200, r.text
+    hostile = mock.api("GET", "/api/v1/messages?transport=apns&limit=1")["items"][0]["message_id"]
+    payload = assert_markup_stays_text(page, mock.base_url, hostile, HOSTILE + " — " + body, ".pv-card.pv-ios")
+    assert json.loads(payload)["aps"]["alert"] == {"title": HOSTILE, "body": body}

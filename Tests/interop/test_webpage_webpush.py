@@ -26,8 +26,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from scanpage import (DESKTOP, PHONE, assert_readable, assert_rows_fit, chip, chip_finds_what_the_api_does, detail_facts as facts, js, open_detail,
-                      open_page, row_cells, set_scheme, wait_rows)
+from scanpage import (DESKTOP, HOSTILE, PHONE, assert_markup_stays_text, assert_readable, assert_rows_fit,
+                      chip, chip_finds_what_the_api_does, detail_facts as facts, js, open_detail, open_page,
+                      row_cells, set_scheme, wait_rows)
 
 # One browser for the module (conftest's `page`); a failing test saves a screenshot.
 pytestmark = pytest.mark.usefixtures("page_shots")
@@ -185,3 +186,13 @@ def test_detail_of_an_undecryptable_push(mock, sent, page):
         return {kind: c.dataset.kind, text: c.textContent, status: c.querySelector('.pv-status').textContent}; })()""")
     assert card["kind"] == "undecryptable" and reason in card["text"] and card["status"] == "undecryptable", card
     assert_readable(page)
+
+
+def test_hostile_text_stays_text(mock, sent, page):
+    """A plaintext whose title and body are markup: text in the list, the detail and the notification."""
+    body = "<script>alert(2)</script>"
+    r = sent["site"].push(sent["subscription"]["endpoint"], encrypt(sent["subscription"], json.dumps({"title": HOSTILE, "body": body}).encode()))
+    assert r.status_code == 201, r.text
+    hostile = mock.api("GET", "/api/v1/messages?transport=webpush&limit=1")["items"][0]["message_id"]
+    plaintext = assert_markup_stays_text(page, mock.base_url, hostile, HOSTILE + " — " + body, ".pv-card.pv-web")
+    assert json.loads(plaintext) == {"title": HOSTILE, "body": body}
