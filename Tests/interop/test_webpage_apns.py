@@ -12,6 +12,7 @@ screenshot in .build/interop-screenshots/.
 """
 
 import json
+import ssl
 import time
 import urllib.parse
 import uuid
@@ -196,3 +197,24 @@ def test_hostile_text_stays_text(mock, sent, page):
     hostile = mock.api("GET", "/api/v1/messages?transport=apns&limit=1")["items"][0]["message_id"]
     payload = assert_markup_stays_text(page, mock.base_url, hostile, HOSTILE + " — " + body, ".pv-card.pv-ios")
     assert json.loads(payload)["aps"]["alert"] == {"title": HOSTILE, "body": body}
+
+
+def test_a_send_authorized_by_a_client_certificate(mock_https, page, tmp_path):
+    """Over TLS with a client certificate the mock issued and no provider token: the Summary
+    names the certificate."""
+    mock = mock_https
+    cert = mock.api("POST", "/api/v1/apns/certificates", expect=201, json={"bundle_id": APP_A_IOS})
+    pem = tmp_path / "client.pem"
+    pem.write_text(cert["certificate_pem"] + cert["private_key_pem"])
+    tls = ssl.create_default_context(cafile=mock.api("GET", "/api/v1/health")["tls_ca"])
+    tls.load_cert_chain(str(pem))
+    apns_token = mock.device(mock.create_device(platform="ios", app=APP_A_IOS))["apns_token"]
+    with httpx.Client(http1=False, http2=True, trust_env=False, timeout=20, verify=tls) as client:
+        r = client.post(f"https://127.0.0.1:{mock.https_port}/3/device/{apns_token}", headers={"apns-topic": APP_A_IOS},
+                        content=b'{"aps":{"alert":"by certificate"}}')
+    assert (r.http_version, r.status_code) == ("HTTP/2", 200), r.text
+    record = mock.api("GET", "/api/v1/messages?transport=apns&limit=1")["items"][0]
+    assert record["apns"]["certificate_id"] == cert["id"]
+    set_scheme(page, "light", DESKTOP)
+    open_detail(page, mock.base_url, record["message_id"])
+    assert dict(facts(page, "Summary"))["authorized by"] == "client certificate " + cert["id"]

@@ -180,6 +180,8 @@ def test_detail_of_an_undecryptable_push(mock, sent, page):
     page.click("#detail .detail-tabs button[data-tab=Request]")
     assert page.eval("document.querySelector('#detail .tab-panel[data-tab=Request] p.undecryptable').textContent") == \
         "undecryptable: " + reason
+    assert page.eval("document.querySelector('#detail .tab-panel[data-tab=Request] pre.ciphertext').textContent") == \
+        record["webpush"]["ciphertext_base64"]
     page.click("#detail .detail-tabs button[data-tab=Previews]")
     page.wait_for("!!document.querySelector('#detail .pv-card')", what="the card")
     card = page.eval("""(() => { const c = document.querySelector('#detail .pv-card');

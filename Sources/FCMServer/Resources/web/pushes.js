@@ -207,6 +207,11 @@ function webpushRequest(m, box, pretty) {
   if (w && w.decrypt_error) {
     box.append(el("h4", "plaintext"));
     box.append(el("p", "undecryptable: " + str(w.decrypt_error), "undecryptable"));
+    // The body as received, to take apart.
+    if (w.ciphertext_base64) {
+      box.append(el("h4", "ciphertext (base64url)"));
+      box.append(el("pre", str(w.ciphertext_base64), "body ciphertext"));
+    }
   } else if (w && typeof w.plaintext === "string") {
     box.append(el("h4", "plaintext"));
     box.append(el("pre", plainObject(w) ? pretty(w.plaintext) : w.plaintext, "body plaintext"));
