@@ -78,7 +78,7 @@ function gist(m) {
   return { text: "(empty)", cls: "muted" };
 }
 // The recipients summed up: "118 delivered · 12 pending · 2 failed".
-const ORDER = ["delivered", "pending", "failed", "undecryptable", "expired", "collapsed", "dropped", "deleted"];
+const ORDER = ["delivered", "pending", "failed", "undecryptable", "expired", "collapsed", "replaced", "dropped", "deleted"];
 function recipientSummary(m) {
   let counts = m.recipient_counts;
   if (!counts) {

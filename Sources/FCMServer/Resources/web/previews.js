@@ -6,7 +6,7 @@
   const fcm = window.fcm = window.fcm || {};
   // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
   const SVG = "http://www.w3.org/2000/svg";
-  const STATUSES = ["delivered", "pending", "expired", "collapsed", "dropped", "undecryptable", "deleted"];
+  const STATUSES = ["delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "deleted"];
 
   const el = fcm.el;
   const str = fcm.str;
