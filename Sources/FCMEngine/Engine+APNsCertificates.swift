@@ -18,9 +18,12 @@ public struct APNsCertificate: Sendable, Equatable {
     public let createdAt: Int64
     /// The end of its validity (ms), checked on the mock's clock.
     public let expiresAt: Int64
+    /// The apps it was issued for, in order (`bundle_id`, then `bundle_ids`).
+    public let apps: [String]
 
+    /// `apps` defaults to those the topics list as issued (`apps(topics:)`).
     public init(id: String, bundleID: String, topics: [String], environments: [APNsEnvironment], certificatePEM: String,
-                createdAt: Int64, expiresAt: Int64) {
+                createdAt: Int64, expiresAt: Int64, apps: [String]? = nil) {
         self.id = id
         self.bundleID = bundleID
         self.topics = topics
@@ -28,11 +31,35 @@ public struct APNsCertificate: Sendable, Equatable {
         self.certificatePEM = certificatePEM
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.apps = apps ?? Self.apps(topics: topics)
     }
 
-    /// The apps among the topics: those that are not another topic plus a push type's suffix.
-    public var apps: [String] {
-        topics.filter { t in !APNsPushType.allCases.contains { p in !p.topicSuffix.isEmpty && t.hasSuffix(p.topicSuffix) && topics.contains(String(t.dropLast(p.topicSuffix.count))) } }
+    /// The apps of a topic extension as the mock issues it: each app followed by its `.voip`
+    /// and `.complication` topics (so `com.a` and `com.a.voip` issued together are two apps).
+    public static func apps(topics: [String]) -> [String] {
+        var apps: [String] = []
+        var i = 0
+        while i < topics.count {
+            let app = topics[i]
+            apps.append(app)
+            i += 1
+            for suffix in [".voip", ".complication"] where i < topics.count && topics[i] == app + suffix { i += 1 }
+        }
+        return apps
+    }
+
+    /// Most apps one certificate names besides its first (the TLS layer's bound).
+    public static let maxOtherApps = 63
+
+    /// The other apps of a certificate for `bundleID` as asked (`bundle_ids`): each once, in
+    /// order, without `bundleID`; all checked; at most `maxOtherApps`.
+    public static func otherApps(of bundleID: String, _ asked: [String]) throws(EngineError) -> [String] {
+        let others = Engine.unique(asked.filter { $0 != bundleID })
+        guard others.count <= maxOtherApps else {
+            throw .badRequest("bundle_ids names \(others.count) other apps: a certificate names at most \(maxOtherApps) besides bundle_id")
+        }
+        try Engine.checkBundleIDs([bundleID] + others)
+        return others
     }
 
     /// Whether a push to `topic` (of the app `bundleID`) is allowed: the topic is listed, or its

@@ -34,6 +34,9 @@ public struct APNsClientCertificate: Sendable, Equatable {
     public let environments: APNsEnvironments
     /// The serial number, lowercase hex: names the certificate (for revocation).
     public let serial: String
+    /// Its validity period (notBefore, notAfter), in seconds since the epoch.
+    public let notBefore: Int64
+    public let notAfter: Int64
 
     /// Reads a certificate (DER, as `TLSSession.peerCertificate` gives it).
     public init(der: [UInt8]) throws(TLSError) {
@@ -73,6 +76,8 @@ public struct APNsClientCertificate: Sendable, Equatable {
         guard rc >= 0 else { throw TLSError("the certificate has no readable serial number", rc) }
         let hex = Array("0123456789abcdef".utf8)
         serial = String(decoding: serialBytes[0..<serialSize].flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
+        notBefore = Int64(gnutls_x509_crt_get_activation_time(crt))
+        notAfter = Int64(gnutls_x509_crt_get_expiration_time(crt))
     }
 
     /// Reads a PEM certificate.
@@ -98,19 +103,21 @@ extension LocalCertificateAuthority {
     /// subject UID the bundle id, common name "Apple Push Services: <bundle id>", the topic
     /// extension listing the bundle id and its `.voip` and `.complication` topics (then those of
     /// each of `otherBundleIDs`, for a certificate of several apps), and the markers of
-    /// `environments`; valid from an hour ago for `days`.
+    /// `environments`; valid from an hour before `now` (seconds since the epoch; the system's
+    /// clock by default: the server passes its mock clock's, so the dates agree with what it
+    /// checks) for `days`.
     public func issueAPNsClientCertificate(bundleID: String, otherBundleIDs: [String] = [], environments: APNsEnvironments,
-                                           days: Int = 365) throws(TLSError) -> IssuedClientCertificate {
+                                           days: Int = 365, now: Int64? = nil) throws(TLSError) -> IssuedClientCertificate {
         for b in [bundleID] + otherBundleIDs {
             guard !b.isEmpty, b.utf8.count <= 255, !b.utf8.contains(0) else { throw TLSError("a bundle id is 1 to 255 bytes") }
         }
-        guard otherBundleIDs.count < 64 else { throw TLSError("a certificate names at most 64 apps") }
+        guard otherBundleIDs.count <= Self.maxOtherApps else { throw TLSError("a certificate names at most \(Self.maxOtherApps + 1) apps") }
         guard days > 0 else { throw TLSError("a certificate lasts at least a day") }
         let topics = DER.topicsValue(bundleIDs: [bundleID] + otherBundleIDs)
         var cert: UnsafeMutablePointer<UInt8>?, key: UnsafeMutablePointer<UInt8>?
         var certSize: UInt32 = 0, keySize: UInt32 = 0
         let rc = fcm_gnutls_apns_client(caCertificate, caKey, bundleID, topics, UInt32(topics.count), environments.rawValue,
-                                        time(nil), days, &cert, &certSize, &key, &keySize)
+                                        Int(now ?? Int64(time(nil))), days, &cert, &certSize, &key, &keySize)
         guard rc == 0 else { throw TLSError("cannot issue a client certificate", rc) }
         let certificatePEM = String(decoding: takeDatum(gnutls_datum_t(data: cert, size: certSize)), as: UTF8.self)
         // Rewritten in the `.p8` layout that strict readers take (see `P256PrivateKey.pem`).
@@ -120,8 +127,33 @@ extension LocalCertificateAuthority {
                                        serial: try APNsClientCertificate(pem: certificatePEM).serial)
     }
 
+    /// Most apps a certificate names besides its first (the topic extension's DER length is
+    /// written on two bytes).
+    public static let maxOtherApps = 63
+
     /// Whether `der` (a peer's certificate) carries this authority's valid signature and (unless
     /// `checkingTime` is false, for a caller that checks the period on a clock of its own) is
+    /// within its validity period now. Reads `ca.pem` each time: a caller that checks many keeps
+    /// a `CertificateIssuer`.
+    public func hasIssued(_ der: [UInt8], checkingTime: Bool = true) -> Bool {
+        (try? CertificateIssuer(self))?.hasIssued(der, checkingTime: checkingTime) ?? false
+    }
+}
+
+/// A local CA's certificate, read once, that tells the certificates it signed.
+public struct CertificateIssuer: Sendable {
+    /// `ca.pem` as read.
+    let caPEM: [UInt8]
+
+    /// Reads `authority`'s `ca.pem`.
+    public init(_ authority: LocalCertificateAuthority) throws(TLSError) {
+        var file = gnutls_datum_t(data: nil, size: 0)
+        let rc = gnutls_load_file(authority.caCertificate, &file)
+        guard rc >= 0 else { throw TLSError("cannot read \(authority.caCertificate)", rc) }
+        caPEM = takeDatum(file)
+    }
+
+    /// Whether `der` carries the CA's valid signature and (unless `checkingTime` is false) is
     /// within its validity period now.
     public func hasIssued(_ der: [UInt8], checkingTime: Bool = true) -> Bool {
         var ca: gnutls_x509_crt_t?, crt: gnutls_x509_crt_t?
@@ -129,9 +161,6 @@ extension LocalCertificateAuthority {
         defer { gnutls_x509_crt_deinit(ca) }
         guard gnutls_x509_crt_init(&crt) >= 0, let crt else { return false }
         defer { gnutls_x509_crt_deinit(crt) }
-        var file = gnutls_datum_t(data: nil, size: 0)
-        guard gnutls_load_file(caCertificate, &file) >= 0 else { return false }
-        let caPEM = takeDatum(file)
         guard withDatum(caPEM, { gnutls_x509_crt_import(ca, &$0, GNUTLS_X509_FMT_PEM) }) >= 0,
             withDatum(der, { gnutls_x509_crt_import(crt, &$0, GNUTLS_X509_FMT_DER) }) >= 0
         else { return false }

@@ -176,20 +176,107 @@ final class APNsCertificateAuthTests: XCTestCase {
         assertReason(try send(token, certificate: nil), 403, "MissingProviderToken")
     }
 
-    /// A provider token sent on a certificate's connection is what authorizes the request (the
-    /// certificate still has to be good): its checks apply and the record names its key.
-    func testAProviderTokenOnACertificateConnectionDecides() throws {
+    /// The certificate authenticates the connection (Apple): an `authorization` header on it is
+    /// ignored, however bad or good, and the record names the certificate; a bad certificate is
+    /// refused whatever token comes with it.
+    func testACertificateDecidesAndTheAuthorizationHeaderIsIgnored() throws {
         let c = try issue(#"{"bundle_id":"\#(app)"}"#)
         let token = try token()
-        assertReason(try send(token, certificate: c, headers: [("authorization", "bearer not-a-jwt")]), 403, "InvalidProviderToken")
-        let made = try XCTUnwrap(server.client().post("/api/v1/apns/keys", #"{"team_id":"TEAM123456","bundle_ids":["\#(app)"]}"#).object)
+        let made = try XCTUnwrap(server.client().post("/api/v1/apns/keys", #"{"team_id":"TEAM123456","bundle_ids":["com.example.other"]}"#).object)
         let keyID = try XCTUnwrap(made["key_id"]?.stringValue)
         let jwt = try apnsProviderToken(pem: try XCTUnwrap(made["private_key_pem"]?.stringValue), keyID: keyID, team: "TEAM123456")
-        assertReason(try send(token, certificate: c, headers: [("authorization", "bearer \(jwt)")]), 400, "MissingTopic")
-        XCTAssertEqual(try send(token, certificate: c, headers: [("authorization", "bearer \(jwt)"), ("apns-topic", app)]).status, 200)
-        let record = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&status=accepted")).first)
-        XCTAssertEqual(record["apns"]?.objectValue?["key_id"]?.stringValue, keyID)
-        XCTAssertNil(record["apns"]?.objectValue?["certificate_id"])
+        XCTAssertEqual(try send(token, certificate: c, headers: [("authorization", "bearer not-a-jwt")]).status, 200)
+        // A good token of a team without the app, and no topic: the certificate's app is sent to.
+        XCTAssertEqual(try send(token, certificate: c, headers: [("authorization", "bearer \(jwt)")]).status, 200)
+        let records = items(try server.client().get("/api/v1/messages?transport=apns&status=accepted"))
+        XCTAssertEqual(records.count, 2)
+        for record in records {
+            XCTAssertEqual(record["apns"]?.objectValue?["certificate_id"]?.stringValue, c.id, "\(record)")
+            XCTAssertNil(record["apns"]?.objectValue?["key_id"], "\(record)")
+        }
+        XCTAssertEqual(try server.client().delete("/api/v1/apns/certificates/\(c.id)").status, 204)
+        assertReason(try send(token, certificate: c, headers: [("authorization", "bearer \(jwt)"), ("apns-topic", "com.example.other")]),
+                     403, "BadCertificate")
+    }
+
+    /// Certificates forged from an issued one (its serial, subject and extensions, Apple's topic
+    /// extension included), one signed by another CA with the same name as the mock's, one
+    /// self-signed: only the CA's signature tells them apart, and both are refused.
+    func testForgedCertificatesWithAnIssuedSerialAreRefused() throws {
+        let c = try issue(#"{"bundle_id":"\#(app)"}"#)
+        let token = try token()
+        let other = try LocalCertificateAuthority.create(names: ["localhost"], directory: dir + "/other")
+        let openssl = "/usr/bin/openssl"
+        let request = dir + "/forged.csr"
+        func run(_ args: [String]) throws {
+            let r = try runProcess(openssl, args)
+            XCTAssertEqual(r.status, 0, "openssl \(args.joined(separator: " ")): \(r.stderr)")
+        }
+        try run(["x509", "-x509toreq", "-in", c.certificate, "-key", c.key, "-copy_extensions", "copyall", "-out", request])
+        try run(["x509", "-req", "-in", request, "-CA", other.caCertificate, "-CAkey", other.caKey, "-set_serial", "0x" + c.id,
+                 "-copy_extensions", "copyall", "-days", "30", "-out", dir + "/other-ca.pem"])
+        try run(["req", "-x509", "-in", request, "-key", c.key, "-set_serial", "0x" + c.id, "-copy_extensions", "copyall", "-days", "30",
+                 "-out", dir + "/self-signed.pem"])
+        let genuine = try APNsClientCertificate(pem: try XCTUnwrap(c.json["certificate_pem"]?.stringValue))
+        for name in ["other-ca", "self-signed"] {
+            let pem = try String(contentsOfFile: dir + "/\(name).pem", encoding: .utf8)
+            let forged = try APNsClientCertificate(pem: pem)
+            XCTAssertEqual(forged.serial, c.id, name)
+            XCTAssertEqual(forged.bundleID, app, name)
+            XCTAssertEqual(forged.topics, genuine.topics, name)
+            XCTAssertEqual(forged.environments, genuine.environments, name)
+            let f = Issued(json: JSONObject(), certificate: dir + "/\(name).pem", key: c.key)
+            assertReason(try send(token, certificate: f), 403, "BadCertificate")
+        }
+        XCTAssertEqual(try send(token, certificate: c).status, 200, "the genuine one still authorizes")
+    }
+
+    /// `bundle_ids`: each app once; at most 63 besides `bundle_id` (64 apps), refused in the
+    /// control API's shape before anything is issued.
+    func testACertificateNamesAtMost64Apps() throws {
+        let others = (1...64).map { "com.example.app\($0)" }
+        func body(_ list: [String]) -> String {
+            #"{"bundle_id":"\#(app)","bundle_ids":[\#(list.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+        }
+        let r = try server.client().post("/api/v1/apns/certificates", body(others))
+        XCTAssertEqual(r.status, 400, r.text)
+        XCTAssertTrue(r.text.hasPrefix(#"{"error":{"code":"bad_request""#), r.text)
+        XCTAssertTrue(r.text.contains("at most 63"), r.text)
+        XCTAssertTrue(items(try server.client().get("/api/v1/apns/certificates")).isEmpty)
+        // 64 apps, given twice over and with bundle_id among them: each once.
+        let c = try issue(body(Array(others.prefix(63)) + Array(others.prefix(63)) + [app]))
+        XCTAssertEqual(c.json["topics"]?.arrayValue?.count, 64 * 3)
+    }
+
+    /// A certificate of several apps and no `apns-topic`: `MissingTopic` at the topic's step,
+    /// before the collapse id's check (contract order).
+    func testAMissingTopicComesBeforeTheHeadersAfterIt() throws {
+        let both = try issue(#"{"bundle_id":"\#(app)","bundle_ids":["com.example.other"]}"#)
+        let a = try send(try token(), certificate: both, headers: [("apns-collapse-id", String(repeating: "c", count: 65))])
+        assertReason(a, 400, "MissingTopic")
+    }
+
+    /// An app and another whose id is the first's `.voip` topic, issued together: two apps, so
+    /// no topic is refused, and either is sent to by name.
+    func testAnAppAndItsVoipNamedAppAreTwoApps() throws {
+        let c = try issue(#"{"bundle_id":"\#(app)","bundle_ids":["\#(app).voip"]}"#)
+        let token = try token()
+        assertReason(try send(token, certificate: c), 400, "MissingTopic")
+        XCTAssertEqual(try send(token, certificate: c, headers: [("apns-topic", app)]).status, 200)
+    }
+
+    /// The certificate's own dates are written on the mock's clock: notAfter is `expires_at`,
+    /// notBefore an hour before `created_at`.
+    func testTheCertificatesDatesFollowTheMocksClock() throws {
+        XCTAssertEqual(try server.client().post("/api/v1/clock", #"{"advance_s":864000}"#).status, 200)
+        let c = try issue(#"{"bundle_id":"\#(app)","days":3}"#)
+        let read = try APNsClientCertificate(pem: try XCTUnwrap(c.json["certificate_pem"]?.stringValue))
+        let created = try XCTUnwrap(parseRFC3339(try XCTUnwrap(c.json["created_at"]?.stringValue)))
+        let expires = try XCTUnwrap(parseRFC3339(try XCTUnwrap(c.json["expires_at"]?.stringValue)))
+        XCTAssertGreaterThan(created, Int64(Date().timeIntervalSince1970 * 1000) + 863_000_000, "the clock was advanced")
+        XCTAssertEqual(read.notAfter, expires / 1000)
+        XCTAssertEqual(read.notBefore, created / 1000 - 3600)
+        XCTAssertEqual(try send(try token(), certificate: c).status, 200)
     }
 
     /// docs/apns.md's certificate snippet, run as written (on this server's port); the

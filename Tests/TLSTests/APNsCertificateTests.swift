@@ -76,4 +76,32 @@ final class APNsCertificateTests: XCTestCase {
         XCTAssertEqual(read.environments, [])
         XCTAssertNil(read.bundleID)
     }
+
+    /// The signature decides, time checks off or on: a certificate of another CA of the same name
+    /// (the issuer field then matches) is refused, and a CA's `CertificateIssuer` (its
+    /// certificate read once) answers as the CA does.
+    func testHasIssuedRefusesAForeignSignatureWithoutTimeChecks() throws {
+        let other = try LocalCertificateAuthority.create(names: ["localhost"], directory: dir + "/other")
+        let foreign = try other.issueAPNsClientCertificate(bundleID: "com.example.app", environments: .sandbox)
+        let own = try ca.issueAPNsClientCertificate(bundleID: "com.example.app", environments: .sandbox)
+        func der(_ pem: String) throws -> [UInt8] {
+            Array(try XCTUnwrap(Data(base64Encoded: pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined())))
+        }
+        let issuer = try CertificateIssuer(ca)
+        for checkingTime in [false, true] {
+            XCTAssertFalse(ca.hasIssued(try der(foreign.certificatePEM), checkingTime: checkingTime))
+            XCTAssertFalse(issuer.hasIssued(try der(foreign.certificatePEM), checkingTime: checkingTime))
+            XCTAssertTrue(other.hasIssued(try der(foreign.certificatePEM), checkingTime: checkingTime))
+            XCTAssertTrue(issuer.hasIssued(try der(own.certificatePEM), checkingTime: checkingTime))
+        }
+        // Dates on a clock of the caller's: out of the system's period, the signature still holds.
+        let later = try ca.issueAPNsClientCertificate(bundleID: "com.example.app", environments: .sandbox, days: 1,
+                                                      now: Int64(Date().timeIntervalSince1970) + 30 * 86_400)
+        let read = try APNsClientCertificate(pem: later.certificatePEM)
+        XCTAssertEqual(read.notAfter - read.notBefore, 86_400 + 3600)
+        XCTAssertFalse(issuer.hasIssued(try der(later.certificatePEM)))
+        XCTAssertTrue(issuer.hasIssued(try der(later.certificatePEM), checkingTime: false))
+        XCTAssertThrowsError(try CertificateIssuer(LocalCertificateAuthority(caCertificate: dir + "/none.pem", caKey: "", serverCertificate: "",
+                                                                              serverKey: "")))
+    }
 }

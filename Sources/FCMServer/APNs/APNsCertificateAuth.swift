@@ -10,22 +10,27 @@ import TLS
 /// The HTTPS port asks every client for a certificate (never requiring one); a request on a
 /// connection that presented one carries it (`HTTPRequest.clientCertificate`). A certificate is
 /// checked on every request of its connection, so one revoked meanwhile is refused at once:
-/// its CA signature is checked once per certificate (and remembered by its bytes), the rest
-/// (issued, not revoked, not expired on the mock's clock, the environment) by the engine.
+/// its CA signature is checked once per certificate (those that carry it are remembered by the
+/// SHA-256 of their bytes; those that do not are checked again, so a stranger fills no table),
+/// the rest (issued, not revoked, not expired on the mock's clock, the environment) by the
+/// engine.
 final class APNsCertificateAuth: Sendable {
     let engine: Engine
     /// The local CA that issues and recognizes certificates; nil without `--https-port`, where no
     /// client can present one.
     let authority: LocalCertificateAuthority?
-    /// Certificates seen, by their bytes: the serial when the CA's signature is on it, else nil.
-    private let seen = Locked<[[UInt8]: String?]>([:])
+    /// The CA's certificate, read once.
+    let issuer: CertificateIssuer?
+    /// Certificates that carry the CA's signature, by the SHA-256 of their DER: their serial.
+    private let verified = Locked<[[UInt8]: String]>([:])
     /// Most certificates remembered (a full table is emptied: a client presents one certificate
     /// for as long as its connection lasts).
-    static let maxSeen = 1000
+    static let maxVerified = 1000
 
     init(engine: Engine, authority: LocalCertificateAuthority?) {
         self.engine = engine
         self.authority = authority
+        issuer = authority.flatMap { try? CertificateIssuer($0) }
     }
 
     /// Issues a certificate for `bundleID` (and `others`) good for `environments`, records it,
@@ -40,33 +45,31 @@ final class APNsCertificateAuth: Sendable {
         if environments.contains(.production) { markers.insert(.production) }
         let issued: IssuedClientCertificate
         let read: APNsClientCertificate
+        // Valid `days` from now on the mock's clock, which is the one it is checked on (and the
+        // one the certificate's own dates are written on).
+        let now = engine.clock.nowMillis()
         do {
-            issued = try authority.issueAPNsClientCertificate(bundleID: bundleID, otherBundleIDs: others, environments: markers, days: days)
+            issued = try authority.issueAPNsClientCertificate(bundleID: bundleID, otherBundleIDs: others, environments: markers, days: days,
+                                                              now: now / 1000)
             read = try APNsClientCertificate(pem: issued.certificatePEM)
         } catch {
             throw .internal("cannot issue a client certificate: \(error.description)")
         }
-        // Valid `days` from now on the mock's clock, which is the one it is checked on.
-        let now = engine.clock.nowMillis()
         let record = APNsCertificate(id: issued.serial, bundleID: read.bundleID ?? bundleID, topics: read.topics,
                                      environments: APNsEnvironment.allCases.reversed().filter { environments.contains($0) },
-                                     certificatePEM: issued.certificatePEM, createdAt: now, expiresAt: now + Int64(days) * 86_400_000)
+                                     certificatePEM: issued.certificatePEM, createdAt: now, expiresAt: now + Int64(days) * 86_400_000,
+                                     apps: [bundleID] + others)
         try engine.addAPNsCertificate(record)
         return (issued, record)
     }
 
-    /// Who authorizes the request: its connection's certificate, checked on every request
-    /// (`BadCertificate`, `BadCertificateEnvironment`), unless the request carries an
-    /// `authorization` header: then its provider token does (a token sent is a token meant; the
-    /// certificate must still be good). Without a certificate, the provider token
-    /// (`MissingProviderToken` when there is none).
+    /// Who authorizes the request: its connection's certificate when it presented one (Apple:
+    /// the certificate authenticates the connection, and an `authorization` header is ignored),
+    /// checked on every request (`BadCertificate`, `BadCertificateEnvironment`); else the
+    /// provider token (`MissingProviderToken` when there is none).
     func authorize(_ r: HTTPRequest, environment: APNsEnvironment) throws(APNsError) -> APNsAuthorization {
-        let authorization = r.header("authorization")
-        if let der = r.clientCertificate {
-            let certificate = try check(der, environment: environment)
-            if authorization == nil { return .certificate(certificate) }
-        }
-        switch engine.authorizeProviderToken(authorization) {
+        if let der = r.clientCertificate { return .certificate(try check(der, environment: environment)) }
+        switch engine.authorizeProviderToken(r.header("authorization")) {
         case .success(let a): return .token(a)
         case .failure(let e): throw e
         }
@@ -74,16 +77,14 @@ final class APNsCertificateAuth: Sendable {
 
     /// The mock's certificate `der` is, as good for `environment`.
     func check(_ der: [UInt8], environment: APNsEnvironment) throws(APNsError) -> APNsCertificate {
-        let known = seen.withLock { $0[der] }
-        let serial: String?
-        if let known {
-            serial = known
-        } else {
-            // The validity period is the engine's to check, on the mock's clock.
-            serial = authority?.hasIssued(der, checkingTime: false) == true ? (try? APNsClientCertificate(der: der))?.serial : nil
-            seen.withLock { s in
-                if s.count >= Self.maxSeen { s.removeAll(keepingCapacity: true) }
-                s[der] = serial
+        let digest = SHA256.digest(der)
+        var serial = verified.withLock { $0[digest] }
+        // The validity period is the engine's to check, on the mock's clock.
+        if serial == nil, issuer?.hasIssued(der, checkingTime: false) == true, let read = try? APNsClientCertificate(der: der) {
+            serial = read.serial
+            verified.withLock { v in
+                if v.count >= Self.maxVerified { v.removeAll(keepingCapacity: true) }
+                v[digest] = read.serial
             }
         }
         guard let serial else { throw APNsError(.badCertificate, "the client certificate was not issued by this mock's CA") }
@@ -100,13 +101,6 @@ enum APNsAuthorization {
     case token(APNsTokenAuthorization)
     case certificate(APNsCertificate)
 
-    /// Whether `apns-topic` must be given as the headers are read: with a token (a certificate's
-    /// case is `defaultTopic`'s).
-    var requiresTopic: Bool {
-        if case .token = self { return true }
-        return false
-    }
-
     /// What the record keeps of it: `key_id` or `certificate_id`, and its value.
     var recorded: (name: String, id: String) {
         switch self {
@@ -115,17 +109,24 @@ enum APNsAuthorization {
         }
     }
 
-    /// Fills in the topic a certificate of one app implies when `apns-topic` was not sent: the
-    /// app, with the suffix its push type requires. `MissingTopic` when the certificate names
-    /// several apps.
-    func defaultTopic(_ headers: inout APNsHeaders) throws(APNsError) {
-        guard case .certificate(let c) = self, headers.topic == nil else { return }
+    /// The request's APNs headers, checked in the contract's order. `apns-topic` is required
+    /// (`MissingTopic` at the topic's step, before the headers after it) with a token, and with a
+    /// certificate of several apps; without it, a certificate of one app stands for its app, with
+    /// the suffix the push type requires.
+    func headers(of r: HTTPRequest, body: inout APNsBody) throws(APNsError) -> APNsHeaders {
+        guard case .certificate(let c) = self else { return try APNsHeaders.parse(r.headers, body: &body, topicRequired: true) }
         let apps = c.apps
-        guard apps.count == 1 else {
+        var headers: APNsHeaders
+        do throws(APNsError) {
+            headers = try APNsHeaders.parse(r.headers, body: &body, topicRequired: apps.count != 1)
+        } catch where error.reason == .missingTopic {
             throw APNsError(.missingTopic, "the client certificate \(c.id) names \(apps.count) apps: apns-topic must say which")
         }
-        headers.topic = apps[0] + headers.pushType.topicSuffix
-        headers.bundleID = apps[0]
+        if headers.topic == nil {
+            headers.topic = apps[0] + headers.pushType.topicSuffix
+            headers.bundleID = apps[0]
+        }
+        return headers
     }
 
     /// The app the send is for, once the topic is checked against what authorized it:

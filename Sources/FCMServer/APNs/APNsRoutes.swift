@@ -48,8 +48,7 @@ struct APNsRoutes: Sendable {
             let auth = try certificates.authorize(r, environment: env)
             // The body's JSON is parsed once, for whichever rule asks first.
             var sent = APNsBody(r.body)
-            var headers = try APNsHeaders.parse(r.headers, body: &sent, topicRequired: auth.requiresTopic)
-            try auth.defaultTopic(&headers)
+            let headers = try auth.headers(of: r, body: &sent)
             try APNsDeviceToken.check(token)
             let bundle = try auth.app(of: headers, engine: engine)
             if r.bodyTooLarge {

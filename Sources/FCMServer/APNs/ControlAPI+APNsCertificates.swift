@@ -8,15 +8,13 @@ import TLS
 extension ControlAPI {
     /// `POST /api/v1/apns/certificates {"bundle_id","environment"?,"bundle_ids"?,"days"?}`: a new
     /// client certificate and its key (PEM), answered once. `environment` is `sandbox` (the
-    /// default), `production` or `both`; `bundle_ids` adds more apps to one certificate; `days`
+    /// default), `production` or `both`; `bundle_ids` adds more apps to one certificate (at most 63, each once); `days`
     /// (default 365) is how long it is valid, on the mock's clock.
     func createAPNsCertificate(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let o = try c.jsonBody()
         try o.allow(["bundle_id", "bundle_ids", "environment", "days"])
         guard let bundle = try o.string("bundle_id") else { throw .badRequest("bundle_id is required: the app the certificate is for") }
-        var others: [String] = []
-        for b in try o.stringArray("bundle_ids") ?? [] where b != bundle && !others.contains(b) { others.append(b) }
-        try Engine.checkBundleIDs([bundle] + others)
+        let others = try APNsCertificate.otherApps(of: bundle, try o.stringArray("bundle_ids") ?? [])
         let environments: [APNsEnvironment]
         switch try o.string("environment") ?? "sandbox" {
         case "sandbox": environments = [.sandbox]
