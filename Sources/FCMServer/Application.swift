@@ -157,9 +157,12 @@ public final class Application: Sendable {
             } else {
                 accessLog = nil
             }
+            var http2Limits = HTTP2Limits()
+            http2Limits.idleSeconds = c.http2IdleSeconds
+            http2Limits.idleNotice = Array(APNsError(.idleTimeout, "").body.utf8)
             do {
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
-                                      https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) },
+                                      https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) }, http2Limits: http2Limits,
                                       accessLog: accessLog, afterBatch: { [engine] in engine.store.commitQueued() },
                                       handler: app.handle)
             } catch {

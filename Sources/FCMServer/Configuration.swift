@@ -53,6 +53,9 @@ public struct Configuration: Sendable {
     public var xmppMaxConnections = 5000
     /// Milliseconds between keep-alive comments on event streams; no flag sets it, tests lower it.
     public var eventKeepaliveMillis = 15_000
+    /// Seconds an HTTP/2 connection may stay idle (real time) before GOAWAY with Apple's
+    /// `{"reason":"IdleTimeout"}` (Apple: one hour); no flag sets it, tests lower it.
+    public var http2IdleSeconds = 3600
 
     /// Defaults.
     public init() {}

@@ -18,8 +18,11 @@ public struct HTTP2Limits: Sendable {
     /// beyond: GOAWAY ENHANCE_YOUR_CALM.
     public var resetBurst = 200
     public var resetsPerSecond = 33
-    /// Seconds a connection may stay open with no stream and no bytes.
+    /// Seconds a connection may stay open with no stream and no bytes (real time: it bounds the
+    /// threads and sockets idle clients hold); then GOAWAY NO_ERROR with `idleNotice` as its debug
+    /// data (the application's: Apple's `{"reason":"IdleTimeout"}`).
     public var idleSeconds = 300
+    public var idleNotice: [UInt8] = []
     /// Seconds a new connection has to send its preface and SETTINGS; also the send time-out.
     public var handshakeSeconds = 10
     /// Most HTTP/2 connections open at once (each has a thread); more are closed at once.
@@ -197,7 +200,7 @@ final class HTTP2Connection: @unchecked Sendable {
                     let allowed = sawFrame ? (streams.isEmpty ? limits.idleSeconds : limits.idleSeconds * 4) : limits.handshakeSeconds
                     if quiet > UInt64(allowed) * 1_000_000_000 {
                         if !sawFrame { return }
-                        goAway()
+                        goAway(notice: limits.idleNotice)
                         stopDeadline = stopDeadline ?? monotonicNanos() + 1_000_000_000
                     }
                     continue
@@ -287,11 +290,11 @@ final class HTTP2Connection: @unchecked Sendable {
 
     /// GOAWAY NO_ERROR naming the last stream taken: the streams in flight are still answered,
     /// new ones are refused, and the connection ends when the last is done. A stopping server's
-    /// carries its notice as debug data.
-    private func goAway() {
+    /// carries its notice as debug data, an idle connection's `notice`.
+    private func goAway(notice idle: [UInt8] = []) {
         guard !goingAway, let session else { return }
         goingAway = true
-        let notice = core.refusing.load(ordering: .sequentiallyConsistent) ? core.goAwayNotice.withLock { $0 } : []
+        let notice = core.refusing.load(ordering: .sequentiallyConsistent) ? core.goAwayNotice.withLock { $0 } : idle
         _ = notice.withUnsafeBufferPointer {
             nghttp2_submit_goaway(session, 0, nghttp2_session_get_last_proc_stream_id(session), FCM_NGHTTP2_NO_ERROR,
                                   $0.baseAddress, $0.count)

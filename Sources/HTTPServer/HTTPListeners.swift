@@ -102,8 +102,8 @@ class Acceptor: @unchecked Sendable {
 /// (the oldest first), a connection is taken as HTTP/1.1, which is what a client waiting for
 /// the server to speak first (none should) gets today.
 final class PlainAcceptor: Acceptor, @unchecked Sendable {
-    var sniffMillis = 2000
-    var maxPending = 1024
+    let sniffMillis = 2000
+    let maxPending = 1024
 
     private struct Pending {
         var socket: AcceptedSocket
@@ -190,7 +190,7 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
     let requestsClientCertificate: Bool
     /// How long a client without ALPN has to send its first bytes before it is taken for HTTP/1.1
     /// (the plain port's sniffing waits as long).
-    var sniffMillis = 2000
+    let sniffMillis = 2000
     /// Connections being handshaken or pumped (each holds a thread).
     private let open = Atomic<Int>(0)
 
@@ -244,6 +244,8 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
                 tls.close()
                 return
             }
+            // Back to the handshake's time-out, which the sniffing shortened.
+            setReceiveTimeout(tls.fd, seconds: limits.handshakeSeconds)
             tls.unread(first)
             if first.starts(with: http2Preface) {
                 sink.runHTTP2(tls)
@@ -263,7 +265,9 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
 
     /// The first bytes a client without ALPN sends: read until they are the whole HTTP/2
     /// preface or stop matching it, or `sniffMillis` pass (a client waiting for the server, taken
-    /// for HTTP/1.1); nil when the client closes or fails before sending anything.
+    /// for HTTP/1.1); nil when the client closes or fails before sending anything. A read of a
+    /// TLS record that has begun to arrive waits for the rest of it: the socket's receive time-out
+    /// is set to the time left first, so half a record holds the decision no longer either.
     private func firstBytes(_ tls: TLSTransport) -> [UInt8]? {
         var got: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
@@ -276,6 +280,8 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
                 let ready = poll(&p, 1, Int32((deadline - now) / 1_000_000) + 1)
                 if ready < 0 && errno != EINTR { return nil }
                 if ready <= 0 { continue }
+                let before = monotonicNanos()
+                setReceiveTimeout(tls.fd, nanos: before < deadline ? max(deadline - before, 1000) : 1000)
             }
             let n = buffer.withUnsafeMutableBytes { tls.read($0.baseAddress!, $0.count) }
             if n < 0 && errno == EAGAIN { continue }

@@ -22,13 +22,14 @@ final class TLSWithoutALPNTests: XCTestCase {
     }
 
     /// A server whose HTTPS port answers every request with its body, and in headers the
-    /// protocol it came over and the size of the client certificate it carried (0: none).
+    /// protocol it came over and the client certificate it carried (its DER in base64, or
+    /// `none`).
     private func server() throws -> HTTPServer {
         let credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
         let s = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1 << 20, https: HTTPSListenerOptions(port: 0, credentials: credentials)) {
             r, responder in
             responder.send(HTTPResponse(status: 200, headers: [("x-protocol", r.isHTTP2 ? "h2" : "http/1.1"), ("x-secure", String(r.isSecure)),
-                                                                ("x-client-certificate", String(r.clientCertificate?.count ?? 0))],
+                                                                ("x-client-certificate", r.clientCertificate.map { Data($0).base64EncodedString() } ?? "none")],
                                         body: r.body))
         }
         try s.start()
@@ -83,7 +84,7 @@ final class TLSWithoutALPNTests: XCTestCase {
             let headers = answers[id]?.headers ?? []
             XCTAssertTrue(headers.contains { $0 == ("x-protocol", "h2") }, "\(headers)")
             XCTAssertTrue(headers.contains { $0 == ("x-secure", "true") }, "\(headers)")
-            XCTAssertTrue(headers.contains { $0 == ("x-client-certificate", "0") }, "\(headers)")
+            XCTAssertTrue(headers.contains { $0 == ("x-client-certificate", "none") }, "\(headers)")
         }
     }
 
@@ -100,6 +101,59 @@ final class TLSWithoutALPNTests: XCTestCase {
         let a = c.collect([1])[1]
         XCTAssertEqual(a?.status, 200)
         XCTAssertEqual(a?.text, "pieces")
+    }
+
+    /// A client without ALPN whose first record comes in two parts, the rest 3 s after the
+    /// first bytes: the read of half a record is bounded by the 2 s sniffing deadline (not the
+    /// socket's 10 s time-out), so the connection is taken as HTTP/1.1 by then, and the preface
+    /// that completes later reaches HTTP/1.1, which answers it.
+    func testHalfARecordDoesNotHoldTheDecisionPastTheDeadline() throws {
+        let s = try server()
+        let tcp = try ConnectSocket.open(host: "127.0.0.1", port: try XCTUnwrap(s.httpsPort), receiveTimeout: 10)
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { throw SocketError("socketpair failed") }
+        let (mine, relay) = (pair[0], pair[1])
+        defer {
+            shutdown(tcp, Int32(SHUT_RDWR))
+            close(mine)
+        }
+        setReceiveTimeout(mine, seconds: 10)
+        // The session runs over `mine`; two threads relay between `relay` and the server, the
+        // client's bytes cut in two when `split` is set.
+        let split = Locked(false)
+        spawnThread {
+            var b = [UInt8](repeating: 0, count: 16 * 1024)
+            while true {
+                let n = recv(tcp, &b, b.count, 0)
+                if n <= 0 || send(relay, b, n, Int32(MSG_NOSIGNAL)) != n { break }
+            }
+            shutdown(relay, Int32(SHUT_RDWR))
+        }
+        spawnThread {
+            var b = [UInt8](repeating: 0, count: 16 * 1024)
+            while true {
+                let n = recv(relay, &b, b.count, 0)
+                if n <= 0 { break }
+                if split.withLock({ $0 }) && n > 10 {
+                    _ = send(tcp, b, 10, Int32(MSG_NOSIGNAL))
+                    sleep(3)
+                    _ = send(tcp, Array(b[10..<n]), n - 10, Int32(MSG_NOSIGNAL))
+                } else if send(tcp, b, n, Int32(MSG_NOSIGNAL)) != n {
+                    break
+                }
+            }
+            close(relay)
+            close(tcp)
+        }
+        let session = try TLSSession(clientOn: mine, host: "127.0.0.1", trust: .caFile(ca.caCertificate))
+        usleep(300_000)  // the handshake's last bytes are through
+        split.withLock { $0 = true }
+        XCTAssertTrue(session.write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)))
+        var answer = [UInt8](repeating: 0, count: 4096)
+        let n = session.read(&answer, answer.count)
+        XCTAssertGreaterThan(n, 0)
+        let text = String(decoding: answer[0..<max(n, 0)], as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("HTTP/1.1 "), "taken as HTTP/1.1 at the deadline, not HTTP/2 when the record completed: \(answer[0..<max(n, 0)])")
     }
 
     /// `request` written as it is on a new TLS connection without ALPN; everything the server
@@ -150,9 +204,12 @@ final class TLSWithoutALPNTests: XCTestCase {
         c.sendRequest(1, "GET", "/one")
         c.sendRequest(3, "GET", "/two")
         let answers = c.collect([1, 3])
+        // The PEM's base64 lines are the certificate's DER.
+        let issuedDER = issued.certificatePEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        XCTAssertEqual(Data(base64Encoded: issuedDER)?.count ?? 0 > 100, true)
         for id: Int32 in [1, 3] {
-            let size = answers[id]?.headers.first { $0.0 == "x-client-certificate" }?.1
-            XCTAssertGreaterThan(Int(size ?? "") ?? 0, 100, "stream \(id): \(answers[id]?.headers ?? [])")
+            let carried = answers[id]?.headers.first { $0.0 == "x-client-certificate" }?.1
+            XCTAssertEqual(carried, issuedDER, "stream \(id): \(answers[id]?.headers ?? [])")
         }
     }
 }
