@@ -29,6 +29,12 @@ public final class Application: Sendable {
     let log: Log
     /// The local CA's certificate file (absolute) when `--https-port` made or reused one.
     public let tlsCA: String?
+    /// The certificate file (absolute) of the local CA that issues APNs client certificates
+    /// (`--https-port`; with `--tls-cert` too).
+    public let apnsCA: String?
+    /// The local CA's folder when it is a temporary one (a `:memory:` store without `--tls-dir`):
+    /// removed when the server stops.
+    let temporaryCA: String?
     /// The descriptor holding the store file's lock (nil for `:memory:`).
     private let storeLock: Locked<Int32?>
     /// Keeps the store within `--max-messages` and `--max-age`, and counts it for health.
@@ -98,6 +104,8 @@ public final class Application: Sendable {
         engine.onNotice { [log] n in log.info(n.message, n.fields) }
         pruner = Pruner(engine: engine, limits: c.storageLimits)
         store.observeHealth { [log] failure in log.storeHealth(failure) }
+        // A temporary CA made before a failure is removed with it.
+        var madeCA: String?
         do throws(ConfigurationError) {
             try Fixtures.load(c.fixtures, into: engine)
             let ccs = CCS(engine: engine, log: log, connectionsPerSender: c.xmppConnectionsPerSender)
@@ -111,8 +119,11 @@ public final class Application: Sendable {
                         tls = try TLSCredentials(certificate: cert, key: key)
                         // APNs client certificates come from the local CA all the same.
                         if c.httpsPort != nil {
-                            apnsAuthority = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
-                                                                                       directory: Self.caDirectory(c)).authority
+                            let (authority, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
+                                                                                                  directory: Self.caDirectory(c))
+                            apnsAuthority = authority
+                            log.info(created ? "made a local CA for APNs client certificates" : "using the local CA for APNs client certificates",
+                                     [("tls.ca", SystemIO.absolutePath(authority.caCertificate))])
                         }
                     } else if c.httpsPort != nil {
                         // One local CA for every TLS listener, kept beside the store.
@@ -132,6 +143,9 @@ public final class Application: Sendable {
                 }
             }
             self.tlsCA = tlsCA
+            apnsCA = apnsAuthority.map { SystemIO.absolutePath($0.caCertificate) }
+            madeCA = c.tlsDirectory == nil ? apnsAuthority.map { String($0.caCertificate.dropLast("/ca.pem".count)) } : nil
+            temporaryCA = madeCA
             let httpTLS = c.httpTLS ? tls : nil
             let xmpp: XMPPServer
             do {
@@ -176,6 +190,7 @@ public final class Application: Sendable {
         } catch {
             store.close()
             Self.release(lock)
+            if let madeCA { Self.removeCA(madeCA) }
             throw error
         }
     }
@@ -250,6 +265,7 @@ public final class Application: Sendable {
         http.stop()
         engine.close()
         Self.release(storeLock)
+        if let dir = temporaryCA { Self.removeCA(dir) }
     }
 }
 
@@ -267,8 +283,15 @@ extension Application {
         return (credentials, path, ca)
     }
 
+    /// Removes a temporary local CA's folder: its four files, then the folder.
+    static func removeCA(_ dir: String) {
+        for f in ["ca.pem", "ca.key", "server.pem", "server.key"] { unlink(dir + "/" + f) }
+        rmdir(dir)
+    }
+
     /// Where the local CA lives (`Configuration.tlsDirectory`, or a fresh temporary folder for a
-    /// `:memory:` store, which keeps nothing); `./data` is made for the default store.
+    /// `:memory:` store, which keeps nothing, removed when the server stops); `./data` is made
+    /// for the default store.
     static func caDirectory(_ c: Configuration) -> String {
         if c.dbPath == Configuration().dbPath && c.tlsDir == nil { SystemIO.makeDirectory("./data") }
         if let d = c.tlsDirectory { return d }
