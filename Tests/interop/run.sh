@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop suite: drives a running fcm-mock with real third-party clients (pyfcm 1.5.4, slixmpp,
-# firebase-admin 7.7.0, aioapns 4.0).
+# firebase-admin 7.7.0, aioapns 4.0, pywebpush 2.5.0).
 #
 #   bash Tests/interop/run.sh [PATH_TO_FCM_MOCK]
 #
@@ -67,7 +67,7 @@ ensure_venv() {
 }
 
 venv="$root/.build/interop-venv"
-ensure_venv "$venv" "$here/requirements.txt" 'import pyfcm, pytest, requests, firebase_admin, httpx, h2, aioapns'
+ensure_venv "$venv" "$here/requirements.txt" 'import pyfcm, pytest, requests, firebase_admin, httpx, h2, aioapns, pywebpush, http_ece'
 # pyfcm 2.x (HTTP v1) has the package name of the legacy pyfcm 1.5.4: its own environment.
 venv2="$root/.build/interop-venv-pyfcm2"
 ensure_venv "$venv2" "$here/pyfcm2/requirements.txt" 'import pyfcm, pytest, requests, aiohttp, google.oauth2'
