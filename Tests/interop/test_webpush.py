@@ -17,7 +17,9 @@ import json
 import re
 import secrets
 import socket
+import ssl
 import time
+import urllib.parse
 
 import httpx
 import pytest
@@ -151,10 +153,10 @@ def web(entry):
 
 
 def location_id(side, resp):
-    """The message id in a 201's Location (`{origin}/m/{id}`)."""
+    """The message id in a 201's Location (`{origin}/m/{id}`, the id percent-encoded)."""
     loc = resp.headers["Location"]
     assert loc.startswith(side.origin + "/m/"), (loc, side.origin)
-    return loc[len(side.origin + "/m/"):]
+    return urllib.parse.unquote(loc[len(side.origin + "/m/"):])
 
 
 # -- subscriptions -------------------------------------------------------------------------------
@@ -187,12 +189,15 @@ def test_pywebpush_push_arrives_decrypted(side, encoding):
 
     entry = received(side, token)[0]
     assert entry["status"] == "delivered", entry
-    assert entry["message_id"] == mid or q(entry["message_id"]) == mid, (entry["message_id"], mid)
+    assert entry["message_id"] == mid, (entry["message_id"], mid)
     w = web(entry)
     assert w["plaintext"] == json.dumps(note), w
+    assert w["decrypt_error"] is None, w
     assert w["content_encoding"] == encoding, w
-    assert w["headers"] == {"TTL": 120, "Urgency": "high", "Topic": "score"}, w
-    assert w["vapid"] == {"subject": SUB, "key": vapid_key(v)}, w
+    assert w["headers"] == {"TTL": "120", "Urgency": "high", "Topic": "score"}, w
+    assert w["vapid"] == {"subject": SUB, "key": vapid_key(v), "scheme": "vapid"}, w
+    # JSON with a title and a body: shown as the notification a service worker would display.
+    assert w["notification"]["title"] == note["title"] and w["notification"]["body"] == note["body"], w
 
 
 def test_pywebpush_old_vapid_scheme_with_crypto_key(side):
@@ -205,7 +210,7 @@ def test_pywebpush_old_vapid_scheme_with_crypto_key(side):
         assert resp.status_code == 201, resp.text
         w = web(received(side, token)[0])
         assert w["plaintext"] == f"old scheme, {encoding}"
-        assert w["vapid"] == {"subject": SUB, "key": vapid_key(v)}, w
+        assert w["vapid"] == {"subject": SUB, "key": vapid_key(v), "scheme": "WebPush"}, w
 
 
 def test_bound_subscription_takes_only_its_key(side):
@@ -296,13 +301,25 @@ def test_bad_vapid_claims_are_401(side, claims):
     assert_push_error(error_of(lambda: side.push(sub, "x", ttl=60, claims=claims)), 401, "Unauthorized")
 
 
+def test_a_fault_answers_in_the_push_services_shape(side):
+    token, sub = side.device()
+    side.mock.fault({"transport": "webpush", "token": token}, {"status": 503, "retry_after_s": 7}, times=1)
+    with pytest.raises(WebPushException) as failed:
+        side.push(sub, "x", ttl=60)
+    assert (failed.value.status_code, failed.value.retry_after) == (503, "7")
+    body = assert_push_error(failed.value.response, 503, "Service Unavailable")
+    assert body["errno"] == 201, body
+    assert side.push(sub, "after the fault", ttl=60).status_code == 201
+    assert web(received(side, token)[0])["plaintext"] == "after the fault"
+
+
 # -- delivery rules --------------------------------------------------------------------------------
 
 def test_ttl_above_four_weeks_is_lowered(pointed):
     token, sub = pointed.device()
     resp = pointed.push(sub, "long lived", ttl=10 * 2_419_200)
     assert resp.headers["TTL"] == "2419200"
-    assert web(received(pointed, token)[0])["headers"]["TTL"] == 2_419_200
+    assert web(received(pointed, token)[0])["headers"]["TTL"] == "2419200"
 
 
 def test_topic_replaces_a_pending_message(side):
@@ -357,7 +374,7 @@ def test_own_encoder_with_padding_decrypts(side):
     assert raw_push(side, sub, body).status_code == 201
     w = web(received(side, token)[0])
     assert w["plaintext"] == "padded, ünïcode"
-    assert w["ciphertext_size"] == len(body), w
+    assert w["ciphertext_bytes"] == len(body), w
 
 
 def test_binary_plaintext_is_shown_as_base64(pointed):
@@ -366,25 +383,52 @@ def test_binary_plaintext_is_shown_as_base64(pointed):
     body = encrypt_aes128gcm(raw, sub["keys"]["p256dh"], sub["keys"]["auth"])
     assert raw_push(pointed, sub, body).status_code == 201
     w = web(received(pointed, token)[0])
-    assert unb64u(w["plaintext_base64"].rstrip("=")) == raw or w["plaintext_base64"] == b64u(raw), w
+    assert w["plaintext"] is None and unb64u(w["plaintext_base64"].rstrip("=")) == raw, w
 
 
-@pytest.mark.parametrize("case", ["wrong-auth", "bad-padding", "record-size-too-small"])
+UNDECRYPTABLE = {
+    "wrong-auth": "record 0 does not authenticate: wrong keys, or the body was altered",
+    "bad-padding": "record 0 has bad padding",
+    "no-last-record": "the body is truncated at record 0",
+    "rs-17": "the record size 17 is too small",
+    "rs-0": "the record size 0 is too small",
+    "aesgcm-without-encryption": "missing the Encryption header",
+}
+
+
+@pytest.mark.parametrize("case", list(UNDECRYPTABLE))
 def test_undecryptable_body_is_accepted_and_marked(side, case):
     token, sub = side.device()
     p256dh, auth = sub["keys"]["p256dh"], sub["keys"]["auth"]
+    headers = {}
     if case == "wrong-auth":
         body = encrypt_aes128gcm(b"for someone else", p256dh, b64u(secrets.token_bytes(16)))
     elif case == "bad-padding":
-        body = encrypt_aes128gcm(b"no delimiter", p256dh, auth, delimiter=b"\x05")
-    else:
-        body = encrypt_aes128gcm(b"x" * 100, p256dh, auth, rs=18)
-    resp = raw_push(side, sub, body)
+        body = encrypt_aes128gcm(b"a delimiter of neither kind", p256dh, auth, delimiter=b"\x05")
+    elif case == "no-last-record":  # the one record says more follow
+        body = encrypt_aes128gcm(b"cut short", p256dh, auth, delimiter=b"\x01")
+    elif case.startswith("rs-"):
+        body = encrypt_aes128gcm(b"x" * 100, p256dh, auth, rs=int(case[3:]))
+    else:  # pywebpush's aesgcm body and Crypto-Key: dh=, without its Encryption: salt=
+        encoded = WebPusher(sub).encode(b"no salt", "aesgcm")
+        body = encoded["body"]
+        headers = {"Content-Encoding": "aesgcm", "Crypto-Key": "dh=" + encoded["crypto_key"].decode()}
+    resp = raw_push(side, sub, body, **headers)
     assert (resp.status_code, resp.content) == (201, b""), resp.text
     entry = received(side, token)[0]
     assert entry["status"] == "undecryptable", entry
-    assert entry["decrypt_error"], entry
-    assert web(entry).get("plaintext") is None, entry
+    w = web(entry)
+    assert (w["plaintext"], w["decrypt_error"]) == (None, UNDECRYPTABLE[case]), w
+    assert side.mock.api("GET", "/api/v1/health")["webpush"]["undecryptable"] >= 1
+
+
+def test_largest_record_size_decrypts(pointed):
+    """rs = 2^32 - 1 is a legal record size: a body shorter than it is one last record."""
+    token, sub = pointed.device()
+    body = encrypt_aes128gcm(b"one big record", sub["keys"]["p256dh"], sub["keys"]["auth"], rs=2**32 - 1)
+    assert raw_push(pointed, sub, body).status_code == 201
+    entry = received(pointed, token)[0]
+    assert (entry["status"], web(entry)["plaintext"]) == ("delivered", "one big record"), entry
 
 
 def test_missing_ttl_answers_the_documented_body(pointed):
@@ -423,7 +467,8 @@ def test_push_over_http2_to_googles_name(mock_https, monkeypatch):
     token, sub = side.device()
     key = ec.generate_private_key(ec.SECP256R1())
     body = encrypt_aes128gcm(b"over h2", sub["keys"]["p256dh"], sub["keys"]["auth"])
-    with httpx.Client(http1=False, http2=True, verify=ca, trust_env=False, timeout=20) as client:
+    tls = ssl.create_default_context(cafile=ca)
+    with httpx.Client(http1=False, http2=True, verify=tls, trust_env=False, timeout=20) as client:
         r = client.post(sub["endpoint"], content=body, headers={
             "TTL": "30", "Content-Encoding": "aes128gcm",
             "Authorization": vapid_header(key, "https://" + GOOGLE)})
