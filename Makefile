@@ -29,7 +29,7 @@ INSTALL_BIN = $(BIN_RELEASE)
 INSTALL_STRIP =
 
 .PHONY: deps test-deps build release run install install-strip uninstall test unit-test interop docker-test \
-        bench soak bench-bounded clean format
+        bench bench-webpush soak bench-bounded clean format
 
 # Another apt-get running (an unattended upgrade, a second checkout's make) is waited for, not an error.
 APT_LOCK_WAIT = -o DPkg::Lock::Timeout=300
@@ -135,6 +135,11 @@ bench: deps
 # every 10 s. `make soak SOAK_ARGS=--reset-load` times a reset under load on a preloaded store.
 soak: release
 	FCM_MOCK_BIN=$(BIN_RELEASE) python3 bench/soak.py $(SOAK_ARGS)
+
+# The Web Push phase of `make bench` alone: pushes per second with decryption over HTTP/1.1 and
+# HTTP/2, CPU per push against an FCM send's.
+bench-webpush: release
+	FCM_MOCK_BIN=$(BIN_RELEASE) bash bench/run.sh --webpush
 
 # Bounded storage (--max-messages): RSS and store size stay flat once the limit is reached.
 bench-bounded: release

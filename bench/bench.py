@@ -10,7 +10,8 @@ Measures, on loopback only, with bounded loops:
   d. resident memory of the mock after at least 100,000 accepted messages
   e. the web page's first screen (PAGE_FIRST_SCREEN) with 1 message stored and with the
      single-token phase's 100,000+, and right after a restart on that store
-  (then HTTP v1 in bench_v1.py, and APNs against v1 over one HTTP/2 connection in bench_apns.py)
+  (then HTTP v1 in bench_v1.py, APNs against v1 over one HTTP/2 connection in bench_apns.py,
+  and Web Push in bench_webpush.py)
 and checks that every send answered 200 was recorded. Prints a markdown report (also written to
 WORK/report.md). Exit 0: all targets met; 1: a target missed; 2: could not measure.
 """
@@ -722,6 +723,11 @@ def main():
     import bench_apns
     res["apns"] = bench_apns.run(mock_bin, run_dir, max(bench_apns.ROUNDS, rounds))
 
+    # j. Web Push: pushes per second with decryption, HTTP/1.1 and HTTP/2, CPU per push against an
+    # FCM send's (bench_webpush.py) ---------------------------------------------------------------
+    import bench_webpush
+    res["webpush"] = bench_webpush.run(mock_bin, run_dir, fixtures, tokens_path, rounds)
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -764,6 +770,8 @@ def report(res, work):
     checks.update(v1_checks)
     _apns_res, apns_lines, apns_checks = res["apns"]
     checks.update(apns_checks)
+    _wp_res, wp_lines, wp_checks = res["webpush"]
+    checks.update(wp_checks)
     if res["sqlite_count"] is not None:
         checks["sqlite"] = res["sqlite_count"] >= res["answered_200"]
 
@@ -853,6 +861,7 @@ def report(res, work):
     ]
     lines += v1_lines
     lines += apns_lines
+    lines += wp_lines
     lines += [
         "",
         f"Store: SQLite file (WAL), {res['db_mb']:.0f} MB at the end. Recorded count: "

@@ -3,11 +3,13 @@
 #
 #   bash bench/run.sh                        builds the mock (make release) and measures
 #   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
+#   bash bench/run.sh --webpush              only the Web Push phase (bench/bench_webpush.py)
 #
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
-# nghttp2-client, openssl, valgrind) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
+# nghttp2-client, openssl, valgrind, python3-cryptography) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
 # bench/bench.py, which prints a markdown report (also left in .build/bench/report.md); its last
-# phases are bench/bench_v1.py (HTTP v1) and bench/bench_apns.py (APNs against v1 over HTTP/2).
+# phases are bench/bench_v1.py (HTTP v1), bench/bench_apns.py (APNs against v1 over HTTP/2) and
+# bench/bench_webpush.py (Web Push).
 # Environment: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_WARMUP (default 2),
 # BENCH_KEEP=1 keeps the run's SQLite file under .build/bench/.
 # Exit: 0 all targets met, 1 a target missed, 2 could not build or measure.
@@ -29,6 +31,8 @@ command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 command -v h2load >/dev/null 2>&1 || missing+=(nghttp2-client)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+# The Web Push phase encrypts its one push body with `cryptography` (ECDH, AES-GCM).
+python3 -c 'import cryptography' >/dev/null 2>&1 || missing+=(python3-cryptography)
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libmicrohttpd; then
     missing+=(libmicrohttpd-dev)
 fi
@@ -60,6 +64,12 @@ for tool in xmpp_load echo; do
     fi
 done
 
+# --- the Web Push floor: one P-256 ECDH with nettle, as the mock makes once per push ---------------
+if [ ! -x "$out/ecdh" ] || [ "$here/ecdh.c" -nt "$out/ecdh" ]; then
+    # shellcheck disable=SC2046
+    gcc -O2 -Wall -Wextra -o "$out/ecdh" "$here/ecdh.c" $(pkg-config --cflags --libs hogweed nettle) -lgmp
+fi
+
 # --- the mock ------------------------------------------------------------------------------------
 if [ -n "${FCM_MOCK_BIN:-}" ]; then
     mock="$FCM_MOCK_BIN"
@@ -79,4 +89,7 @@ if [ ! -x "$mock" ]; then
     exit 2
 fi
 
+if [ "${1:-}" = "--webpush" ]; then
+    exec python3 "$here/bench_webpush.py" --mock "$mock" --work "$out"
+fi
 exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
