@@ -120,6 +120,36 @@ def run_h2load(url, body_path, bearer, requests, clients, streams, h1=False, hea
             "failed": int(s.group(5)) + int(s.group(6)), "cmd": cmd}
 
 
+def alternating_cpu_rounds(mock, sides, rounds, tokens_path, secrets):
+    """Server CPU per request of two kinds of request on the same process: `sides` is two
+    (name, wrk script, path, extra environment); after a 2 s warm-up of each, `rounds` rounds of
+    CPU_ROUND_S each run both back to back, the first side first in even rounds and second in odd
+    ones, so a neighbour's burst on this shared machine hits both alike and neither always meets
+    the larger store. Returns, by name: `cpu_us` (over all rounds), `per_request` (CPU seconds per
+    request, each round), `rps` (each round), `errors` (non-2xx and socket errors), `cmds` (the
+    distinct command lines, `secrets` shown as shell variables)."""
+    for _, script, path, env in sides:
+        run_wrk(script, mock.url, 2, 32, 2, tokens_path, path=path, extra_env=env)
+    out = {name: {"cpu_s": 0.0, "requests": 0, "errors": 0, "rps": [], "per_request": [], "cmds": []}
+           for name, _, _, _ in sides}
+    for i in range(rounds):
+        for name, script, path, env in (sides if i % 2 == 0 else sides[::-1]):
+            before = mock.cpu_s()
+            r = run_wrk(script, mock.url, 2, 32, CPU_ROUND_S, tokens_path, path=path, extra_env=env)
+            used = mock.cpu_s() - before
+            o = out[name]
+            o["cpu_s"] += used
+            o["requests"] += r["requests"]
+            o["errors"] += r["status_errors"] + r["socket_errors"]
+            o["rps"].append(r["rps"])
+            o["per_request"].append(used / max(r["requests"], 1))
+            o["cmds"].append(wrk_line(r, tokens_path, env, secrets))
+    for o in out.values():
+        o["cpu_us"] = 1e6 * o["cpu_s"] / o["requests"] if o["requests"] else 0.0
+        o["cmds"] = distinct(o["cmds"])
+    return out
+
+
 def without_debug_info(mock_bin, run_dir):
     """A copy of the binary without its DWARF sections, for valgrind: 3.19 (Debian 12) gives up
     on the DWARF 5 the toolchain's clang writes for the C targets ("Possibly corrupted debuginfo
@@ -268,30 +298,15 @@ def run(mock_bin, run_dir, fixtures, tokens_path, dur, rounds):
         secrets = {bearer: "TOKEN"}
         log(f"v1: HTTP/1.1 v1 and legacy single-token sends, {cpu_rounds} alternating rounds of {CPU_ROUND_S}s")
         started = time.monotonic()
-        run_wrk("v1single.lua", mock.url, 2, 32, 2, tokens_path, path=v1_path, extra_env=v1_env)
-        run_wrk("single.lua", mock.url, 2, 32, 2, tokens_path)
-        cpu = {"legacy": [0.0, 0, 0], "v1": [0.0, 0, 0]}  # CPU s, requests, errors
-        rps = {"legacy": [], "v1": []}
-        per_request = {"legacy": [], "v1": []}
-        cmds = {"legacy": [], "v1": []}
         sides = (("legacy", "single.lua", "/fcm/send", None), ("v1", "v1single.lua", v1_path, v1_env))
-        for i in range(cpu_rounds):
-            for name, script, path, env in (sides if i % 2 == 0 else sides[::-1]):
-                before = mock.cpu_s()
-                r = run_wrk(script, mock.url, 2, 32, CPU_ROUND_S, tokens_path, path=path, extra_env=env)
-                used = mock.cpu_s() - before
-                cpu[name][0] += used
-                cpu[name][1] += r["requests"]
-                cpu[name][2] += r["status_errors"] + r["socket_errors"]
-                rps[name].append(r["rps"])
-                per_request[name].append(used / max(r["requests"], 1))
-                cmds[name].append(wrk_line(r, tokens_path, env, secrets))
-        res["cpu_us"] = {k: 1e6 * v[0] / v[1] if v[1] else 0.0 for k, v in cpu.items()}
-        res["cpu_ratios"] = [v / l if l else 0.0 for v, l in zip(per_request["v1"], per_request["legacy"])]
-        res["h1_errors"] = cpu["legacy"][2] + cpu["v1"][2]
-        res["h1_rps"] = {k: statistics.median(v) for k, v in rps.items()}
+        measured = alternating_cpu_rounds(mock, sides, cpu_rounds, tokens_path, secrets)
+        res["cpu_us"] = {k: v["cpu_us"] for k, v in measured.items()}
+        res["cpu_ratios"] = [v / l if l else 0.0
+                             for v, l in zip(measured["v1"]["per_request"], measured["legacy"]["per_request"])]
+        res["h1_errors"] = sum(v["errors"] for v in measured.values())
+        res["h1_rps"] = {k: statistics.median(v["rps"]) for k, v in measured.items()}
         res["cpu_rounds"] = cpu_rounds
-        res["cpu_cmds"] = {k: distinct(v) for k, v in cmds.items()}
+        res["cpu_cmds"] = {k: v["cmds"] for k, v in measured.items()}
         log(f"v1: CPU rounds took {time.monotonic() - started:.0f}s")
 
         # HTTP/2 (h2c, prior knowledge) against HTTP/1.1 with the same client, body and token, in

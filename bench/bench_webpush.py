@@ -25,8 +25,9 @@ import sys
 import time
 
 import bench
-from bench import SENDER_ID, BenchError, Server, http_json, log, run_wrk
-from bench_v1 import distinct, run_h2load, shell_line, wrk_line
+import bench_v1
+from bench import SENDER_ID, BenchError, Server, http_json, log
+from bench_v1 import alternating_cpu_rounds, distinct, run_h2load, shell_line
 
 # The interop suite's own Web Push encoder (RFC 8291 encryption, VAPID tokens), with
 # `cryptography` (bench/run.sh installs Debian's python3-cryptography when it is missing).
@@ -40,7 +41,6 @@ WEB_APP = "com.example.bench.web"
 # A notification as most service workers expect it: JSON with title and body.
 PLAINTEXT = json.dumps({"title": "Goal!", "body": "3-1 in the 89th minute", "url": "/match/42"}).encode()
 ROUNDS = 5
-CPU_ROUND_S = 2
 H2_STREAMS = 100
 H2_REQUESTS = 30_000
 
@@ -98,32 +98,16 @@ def run(mock_bin, run_dir, fixtures, tokens_path, rounds, work=None):
 
         # CPU per request: pushes and legacy sends, back to back in alternating order.
         n = max(ROUNDS, rounds)
-        log(f"webpush: pushes and legacy sends over HTTP/1.1, {n} alternating rounds of {CPU_ROUND_S}s")
-        run_wrk("webpush.lua", mock.url, 2, 32, 2, tokens_path, path=path, extra_env=env)
-        run_wrk("single.lua", mock.url, 2, 32, 2, tokens_path)
+        log(f"webpush: pushes and legacy sends over HTTP/1.1, {n} alternating rounds of {bench_v1.CPU_ROUND_S}s")
         sides = (("legacy", "single.lua", "/fcm/send", None), ("webpush", "webpush.lua", path, env))
-        cpu = {k: [0.0, 0, 0] for k in ("legacy", "webpush")}  # CPU s, requests, errors
-        rps = {k: [] for k in cpu}
-        ratios, cmds = [], {k: [] for k in cpu}
-        for i in range(n):
-            per = {}
-            for name, script, p, e in (sides if i % 2 == 0 else sides[::-1]):
-                before = mock.cpu_s()
-                r = run_wrk(script, mock.url, 2, 32, CPU_ROUND_S, tokens_path, path=p, extra_env=e)
-                used = mock.cpu_s() - before
-                cpu[name][0] += used
-                cpu[name][1] += r["requests"]
-                cpu[name][2] += r["status_errors"] + r["socket_errors"]
-                rps[name].append(r["rps"])
-                per[name] = used / max(r["requests"], 1)
-                cmds[name].append(wrk_line(r, tokens_path, e, secrets))
-            ratios.append(per["webpush"] / per["legacy"] if per["legacy"] else 0.0)
-        res["cpu_us"] = {k: 1e6 * v[0] / v[1] if v[1] else 0.0 for k, v in cpu.items()}
-        res["cpu_ratios"] = ratios
-        res["h1_rps"] = {k: statistics.median(v) for k, v in rps.items()}
-        res["h1_rounds"] = rps["webpush"]
-        res["h1_errors"] = cpu["webpush"][2] + cpu["legacy"][2]
-        res["h1_cmds"] = {k: distinct(v) for k, v in cmds.items()}
+        measured = alternating_cpu_rounds(mock, sides, n, tokens_path, secrets)
+        res["cpu_us"] = {k: v["cpu_us"] for k, v in measured.items()}
+        res["cpu_ratios"] = [w / l if l else 0.0
+                             for w, l in zip(measured["webpush"]["per_request"], measured["legacy"]["per_request"])]
+        res["h1_rps"] = {k: statistics.median(v["rps"]) for k, v in measured.items()}
+        res["h1_rounds"] = measured["webpush"]["rps"]
+        res["h1_errors"] = sum(v["errors"] for v in measured.values())
+        res["h1_cmds"] = {k: v["cmds"] for k, v in measured.items()}
         res["rounds"] = n
 
         # HTTP/2: one connection, H2_STREAMS streams at once.
