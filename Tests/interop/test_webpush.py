@@ -422,6 +422,26 @@ def test_undecryptable_body_is_accepted_and_marked(side, case):
     assert side.mock.api("GET", "/api/v1/health")["webpush"]["undecryptable"] >= 1
 
 
+@pytest.mark.parametrize("joiner", [";", ","])
+def test_older_scheme_with_dh_and_p256ecdsa_in_one_crypto_key(pointed, joiner):
+    """aesgcm and the draft VAPID scheme share `Crypto-Key`: `dh=…` and `p256ecdsa=…` joined by
+    `;` (as pywebpush writes them) or `,`, in either order."""
+    token, sub = pointed.device()
+    encoded = WebPusher(sub).encode(f"joined by {joiner}".encode(), "aesgcm")
+    v = new_vapid(Vapid01)
+    signed = v.sign({"sub": SUB, "aud": pointed.origin})
+    crypto_key = signed["Crypto-Key"] + joiner + "dh=" + encoded["crypto_key"].decode()
+    if joiner == ",":
+        crypto_key = "dh=" + encoded["crypto_key"].decode() + joiner + signed["Crypto-Key"]
+    resp = raw_push(pointed, sub, encoded["body"], **{
+        "Content-Encoding": "aesgcm", "Encryption": "salt=" + encoded["salt"].decode(),
+        "Crypto-Key": crypto_key, "Authorization": signed["Authorization"]})
+    assert resp.status_code == 201, resp.text
+    w = web(received(pointed, token)[0])
+    assert w["plaintext"] == f"joined by {joiner}", w
+    assert w["vapid"] == {"subject": SUB, "key": vapid_key(v), "scheme": "WebPush"}, w
+
+
 def test_largest_record_size_decrypts(pointed):
     """rs = 2^32 - 1 is a legal record size: a body shorter than it is one last record."""
     token, sub = pointed.device()
