@@ -289,7 +289,9 @@ def test_bad_headers_are_400(pointed, headers):
     extra = dict(headers)
     ttl = 0 if "TTL" in extra else 60  # pywebpush keeps a TTL header given when ttl=0
     resp = error_of(lambda: pointed.push(sub, "x", ttl=ttl, headers=extra))
-    assert_push_error(resp, 400, "Bad Request")
+    body = assert_push_error(resp, 400, "Bad Request")
+    # autopush's numbers: 112 a bad TTL, 114 a bad header value (Urgency), 113 a bad Topic.
+    assert body["errno"] == {"TTL": 112, "Urgency": 114, "Topic": 113}[next(iter(headers))], body
 
 
 @pytest.mark.parametrize("claims", [
