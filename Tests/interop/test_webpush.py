@@ -162,7 +162,7 @@ def location_id(side, resp):
 # -- subscriptions -------------------------------------------------------------------------------
 
 def test_a_web_device_has_the_browsers_subscription_json(side):
-    _, sub = side.device()
+    token, sub = side.device()
     assert list(sub) == ["endpoint", "expirationTime", "keys"], sub  # as Chrome orders it
     assert sub["expirationTime"] is None
     assert sorted(sub["keys"]) == ["auth", "p256dh"], sub
@@ -171,7 +171,10 @@ def test_a_web_device_has_the_browsers_subscription_json(side):
     # A real point of the curve, not just 65 bytes.
     ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), p256dh)
     assert sub["endpoint"].startswith(side.origin + "/wp/"), sub
-    assert ID_RE.fullmatch(sub["endpoint"][len(side.origin + "/wp/"):]), sub
+    push_id = sub["endpoint"][len(side.origin + "/wp/"):]
+    assert ID_RE.fullmatch(push_id), sub
+    found = side.mock.api("GET", "/api/v1/devices", params={"web_push_id": push_id})["items"]
+    assert [d["token"] for d in found] == [token], found
 
 
 # -- pywebpush: delivery -------------------------------------------------------------------------
@@ -376,7 +379,7 @@ def test_own_encoder_with_padding_decrypts(side):
     assert raw_push(side, sub, body).status_code == 201
     w = web(received(side, token)[0])
     assert w["plaintext"] == "padded, ünïcode"
-    assert w["ciphertext_bytes"] == len(body), w
+    assert w["ciphertext_bytes"] == len(body) and "ciphertext_base64" not in w, w
 
 
 def test_binary_plaintext_is_shown_as_base64(pointed):
@@ -421,6 +424,8 @@ def test_undecryptable_body_is_accepted_and_marked(side, case):
     assert entry["status"] == "undecryptable", entry
     w = web(entry)
     assert (w["plaintext"], w["decrypt_error"]) == (None, UNDECRYPTABLE[case]), w
+    # Kept as received, to be taken apart by hand.
+    assert unb64u(w["ciphertext_base64"]) == body and w["ciphertext_bytes"] == len(body), w
     assert side.mock.api("GET", "/api/v1/health")["webpush"]["undecryptable"] >= 1
 
 
