@@ -485,6 +485,25 @@ def test_raw_vapid_failures_are_401(pointed, case):
     assert_push_error(raw_push(pointed, sub, body, key=key, Authorization=auth), 401, "Unauthorized")
 
 
+def test_a_remembered_token_expires_on_the_mocks_clock(pointed):
+    """The same VAPID header twice (the second push finds the token by its text), then again
+    once the mock's clock has passed its exp: 401 though no real time went by."""
+    token, sub = pointed.device()
+    key = ec.generate_private_key(ec.SECP256R1())
+    header = vapid_header(key, pointed.origin, exp=int(time.time()) + 3600)
+    for n in (1, 2):
+        body = encrypt_aes128gcm(f"push {n}".encode(), sub["keys"]["p256dh"], sub["keys"]["auth"])
+        assert raw_push(pointed, sub, body, Authorization=header).status_code == 201
+    assert [web(e)["plaintext"] for e in received(pointed, token, 2)] == ["push 1", "push 2"]
+    pointed.mock.api("POST", "/api/v1/clock", json={"advance_s": 2 * 3600})
+    try:
+        body = encrypt_aes128gcm(b"push 3", sub["keys"]["p256dh"], sub["keys"]["auth"])
+        late = assert_push_error(raw_push(pointed, sub, body, Authorization=header), 401, "Unauthorized")
+        assert "expired" in late["message"], late
+    finally:
+        pointed.mock.api("POST", "/api/v1/clock", json={"reset": True})
+
+
 def test_push_over_http2_to_googles_name(mock_https, monkeypatch):
     """The same push with httpx over h2 (ALPN) to https://fcm.googleapis.com, as a client on
     HTTP/2 reaches the real service."""
