@@ -522,3 +522,23 @@ def test_push_over_http2_to_googles_name(mock_https, monkeypatch):
     assert (r.status_code, r.content, r.headers["ttl"]) == (201, b"", "30")
     assert r.headers["location"].startswith("https://" + GOOGLE + "/m/")
     assert web(received(side, token)[0])["plaintext"] == "over h2"
+
+
+def test_delete_takes_back_only_web_pushes(pointed):
+    """`DELETE /m/{id}` is the push service's: it takes back a held Web Push message, and neither
+    an FCM message held for an Android device under the same kind of id nor a Web Push message
+    named with another sender's suffix."""
+    mock = pointed.mock
+    android = mock.create_device(online=False)
+    res = mock.fcm().single_device_data_message(registration_id=android, data_message={"k": "held"})
+    fcm_id = res["results"][0]["message_id"]
+    gone = pointed.raw("DELETE", f"{pointed.origin}/m/{fcm_id.replace('%', '%25')}")
+    assert gone.status_code == 404, (gone.status_code, gone.text)
+    assert [e["status"] for e in mock.inbox(android)] == ["pending"]
+
+    token, sub = pointed.device(online=False)
+    location = pointed.push(sub, "held", ttl=600).headers["Location"]
+    micros, _, suffix = urllib.parse.unquote(location.rsplit("/m/", 1)[1]).partition("%")
+    other = f"{pointed.origin}/m/{micros}%25{'0' * len(suffix)}"
+    assert pointed.raw("DELETE", other).status_code == 404
+    assert [e["status"] for e in mock.inbox(token)] == ["pending"]
