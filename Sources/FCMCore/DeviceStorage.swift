@@ -7,13 +7,18 @@ public struct StoredEntry: Sendable, Equatable {
     public var isNotice = false
     /// Sent through APNs: held by Apple's rule (`APNsStorage`), outside FCM's limits.
     public var isAPNs = false
+    /// Sent through the Web Push endpoint: the one kind a `DELETE` of its `Location` removes.
+    /// Held by FCM's rules, its `Topic` as the collapse key.
+    public var isWebPush = false
 
-    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, isAPNs: Bool = false) {
+    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, isAPNs: Bool = false,
+                isWebPush: Bool = false) {
         self.deliveryID = deliveryID
         self.collapseKey = collapseKey
         self.expiresAt = expiresAt
         self.isNotice = isNotice
         self.isAPNs = isAPNs
+        self.isWebPush = isWebPush
     }
 
     /// Held by FCM's rules: neither a notice nor an APNs notification.

@@ -168,7 +168,8 @@ extension Engine {
         }
         // Offline: FCM's storage rules decide what the device keeps (Apple's, sent through APNs).
         var entries = s.stored[target.id] ?? []
-        let new = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt)
+        let new = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
+                              isWebPush: ctx.transport == .webpush)
         let stored = ctx.transport == .apns
             ? (changes: APNsStorage.store(new, in: &entries, now: now), newDropped: false, purged: 0)
             : DeviceStorage.store(new, in: &entries, now: now)

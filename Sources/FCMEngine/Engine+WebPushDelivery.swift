@@ -101,19 +101,24 @@ extension Engine {
     /// Removes a message a device holds (RFC 8030 §6.2: `DELETE` of its `Location`): its
     /// delivery becomes `deleted`. False when none is held under that id (delivered, expired,
     /// settled otherwise, or unknown).
-    public func deletePending(deliveryID id: Int64) throws(EngineError) -> Bool {
+    public func deletePending(_ messageID: MessageID) throws(EngineError) -> Bool {
+        let id = messageID.micros
         try expireDue()
         var event: (String, String)?
         let ticket: Store.Ticket? = state.withLock { s in
             let now = clock.nowMillis()
             for (device, entries) in s.stored {
-                guard let i = entries.firstIndex(where: { $0.deliveryID == id && !$0.isNotice }) else { continue }
+                // Only a Web Push message, under its whole id (the sender's suffix too): an FCM or
+                // APNs message held for the same device, or an id with another sender's suffix,
+                // is not this endpoint's to delete.
+                guard let i = entries.firstIndex(where: { $0.deliveryID == id && $0.isWebPush }) else { continue }
+                guard let d = s.devices[device], messageIDSuffix(senderID: d.senderID) == messageID.suffix else { return nil }
                 var kept = entries
                 kept.remove(at: i)
                 s.stored[device] = kept.isEmpty ? nil : kept
-                if events.hasReaders, let d = s.devices[device] {
+                if events.hasReaders {
                     event = ("message.deleted", EventJSON.delivery(
-                        messageID: MessageID(micros: id, suffix: messageIDSuffix(senderID: d.senderID)).description, token: d.token,
+                        messageID: messageID.description, token: d.token,
                         status: "deleted", at: now))
                 }
                 return submit([Writes.setDeliveryStatuses([(id, "deleted")], at: now)])

@@ -434,7 +434,8 @@ struct EngineState: Sendable {
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
                 s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
-                                                                  isAPNs: h.transport == Transport.apns.rawValue))
+                                                                  isAPNs: h.transport == Transport.apns.rawValue,
+                                                                  isWebPush: h.transport == Transport.webpush.rawValue))
             }
             try load.subscriptions { device, topic, at in s.subscribe(device: device, topic: topic, at: at) }
             try load.groups({ key, name, sender, createdAt in

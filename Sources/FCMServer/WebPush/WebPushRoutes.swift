@@ -85,7 +85,7 @@ struct WebPushRoutes: Sendable {
             return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id")))
         }
         do {
-            if try engine.deletePending(deliveryID: id.micros) {
+            if try engine.deletePending(id) {
                 responder.send(HTTPResponse(status: 204))
             } else {
                 responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)")))
