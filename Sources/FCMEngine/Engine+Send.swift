@@ -109,9 +109,13 @@ extension Engine {
     /// commit for the read's sends), or for a commit already running. `undeliverable`: why the
     /// accepted send cannot reach a device (an APNs payload that is not a JSON object): each
     /// delivery is `dropped`, the record keeps the reason as `error_detail` and the raw body.
+    /// `platformsJSON`: the record's platform blocks already written (what `platformsJSON(_:)`
+    /// would make of `req.platforms`, byte for byte), when the caller keeps more in them than
+    /// the rules read.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
                      projectID: String? = nil, exchange: SendExchange? = nil, commitNow: Bool = true, undeliverable: String? = nil,
+                     platformsJSON recorded: String? = nil,
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let now = clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -130,7 +134,8 @@ extension Engine {
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
-        let platformsJSON = dryRun ? nil : req.platforms.map(Self.platformsJSON)
+        // `recorded`: the blocks as the caller wrote them (an APNs send's, straight as bytes).
+        let platformsJSON = dryRun ? nil : recorded ?? req.platforms.map(Self.platformsJSON)
         // A v1 message's one token (or fid) passed V1Rules' check already.
         let wellFormed = transport == .httpV1 ? ctx.tokens.map { _ in true } : ctx.tokens.map(isWellFormedToken)
         var condition: Condition?

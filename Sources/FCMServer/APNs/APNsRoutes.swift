@@ -64,8 +64,10 @@ struct APNsRoutes: Sendable {
             case .none: delayMillis = nil
             }
             let uniqueID = env == .sandbox ? newUUID() : nil
-            let req = Self.request(to: device, headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? JSONObject(),
-                                   authorizedBy: auth.recorded, environment: env, now: engine.clock.nowMillis())
+            let now = engine.clock.nowMillis()
+            let req = Self.request(to: device, headers: headers, payload: payload ?? JSONObject(), now: now)
+            let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? JSONObject(),
+                                              authorizedBy: auth.recorded, environment: env, now: now)
             let lastSeen = device.lastSeenAt
             // The answer is made as the send is decided and kept with its record.
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
@@ -77,7 +79,7 @@ struct APNsRoutes: Sendable {
             let body = r.body
             engine.send(req, senderID: device.senderID, transport: .apns, path: r.path,
                         raw: { payload == nil ? String(decoding: body, as: UTF8.self) : nil }, exchange: exchange, commitNow: !r.inBatch,
-                        undeliverable: payload == nil ? Self.notAnObject : nil) { outcome in
+                        undeliverable: payload == nil ? Self.notAnObject : nil, platformsJSON: recorded) { outcome in
                 switch outcome {
                 case .failure: responder.send(Self.response(APNsError(.internalServerError, "the store failed"), apnsID: apnsID))
                 case .success(let result):
@@ -167,14 +169,10 @@ struct APNsRoutes: Sendable {
 
     /// The engine's send of an APNs request to `device`: the headers with Apple's defaults filled
     /// in and the payload as received, as an HTTP v1 message's `apns` block carries them (so the
-    /// iOS delivery rules and the effective payload read them as they do for FCM); the TTL from
-    /// `apns-expiration` on the mock's clock (30 days without one, 0 for 0 or a time passed).
-    /// The block also names, for the record, the push type, topic, priority, expiration (as
-    /// given), collapse id, environment, what authorized it (`key_id` or `certificate_id`) and
-    /// the ids answered.
-    static func request(to device: Device, headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: JSONObject,
-                        authorizedBy: (name: String, id: String),
-                        environment: APNsEnvironment, now: Int64) -> SendRequest {
+    /// iOS delivery rules read them as they do for FCM); the TTL from `apns-expiration` on the
+    /// mock's clock (30 days without one, 0 for 0 or a time passed). What the record keeps of
+    /// the request is written apart, straight as text (`recordedBlock`, APNsRecordBlock.swift).
+    static func request(to device: Device, headers: APNsHeaders, payload: JSONObject, now: Int64) -> SendRequest {
         var req = SendRequest(format: .json, target: .token(device.token))
         req.options.collapseKey = headers.collapseID
         req.options.priority = headers.priority == 10 ? .high : .normal
@@ -183,24 +181,17 @@ struct APNsRoutes: Sendable {
         } else {
             req.options.timeToLive = defaultTimeToLive
         }
+        // Only the headers the delivery rules read (the collapse id and expiration).
         var h = JSONObject()
-        h["apns-push-type"] = .string(headers.pushType.rawValue)
-        h["apns-priority"] = .string(String(headers.priority))
-        if let topic = headers.topic { h["apns-topic"] = .string(topic) }
-        h["apns-expiration"] = .string(String(headers.expiration ?? (now / 1000 + defaultTimeToLive)))
+        h["apns-expiration"] = .string(String(expirationHeader(headers, now: now)))
         if let c = headers.collapseID { h["apns-collapse-id"] = .string(c) }
-        h["apns-id"] = .string(apnsID)
-        func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
-        let block: [(String, JSONValue)] = [
-            ("push_type", .string(headers.pushType.rawValue)), ("topic", text(headers.topic)),
-            ("priority", .number(JSONNumber(Int64(headers.priority)))),
-            ("expiration", headers.expiration.map { .number(JSONNumber($0)) } ?? .null),
-            ("collapse_id", text(headers.collapseID)), ("environment", .string(environment.rawValue)),
-            (authorizedBy.name, .string(authorizedBy.id)),
-            ("apns_id", .string(apnsID)), ("apns_unique_id", text(uniqueID)), ("headers", .object(h)), ("payload", .object(payload)),
-        ]
-        req.platforms = PlatformConfigs(apns: JSONObject(block))
+        req.platforms = PlatformConfigs(apns: JSONObject([("headers", .object(h)), ("payload", .object(payload))]))
         return req
+    }
+
+    /// The `apns-expiration` a send goes with: as given, else `now` (ms) plus the default TTL, in seconds.
+    static func expirationHeader(_ headers: APNsHeaders, now: Int64) -> Int64 {
+        headers.expiration ?? (now / 1000 + defaultTimeToLive)
     }
 
     /// Why a payload that is not a JSON object reaches no device.

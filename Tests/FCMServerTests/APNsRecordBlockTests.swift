@@ -1,0 +1,62 @@
+import FCMCore
+@testable import FCMServer
+import XCTest
+
+/// The record's `apns` block, written straight as bytes (APNsRecordBlock.swift), against the
+/// form it had before: a tree of JSON values built in order and serialized compact.
+final class APNsRecordBlockTests: XCTestCase {
+    /// The block as it was built before, serialized as the engine serializes platform blocks.
+    private func treeForm(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: JSONObject,
+                          authorizedBy: (name: String, id: String), environment: APNsEnvironment, now: Int64) -> String {
+        var h = JSONObject()
+        h["apns-push-type"] = .string(headers.pushType.rawValue)
+        h["apns-priority"] = .string(String(headers.priority))
+        if let topic = headers.topic { h["apns-topic"] = .string(topic) }
+        h["apns-expiration"] = .string(String(headers.expiration ?? (now / 1000 + APNsRoutes.defaultTimeToLive)))
+        if let c = headers.collapseID { h["apns-collapse-id"] = .string(c) }
+        h["apns-id"] = .string(apnsID)
+        func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
+        let block: [(String, JSONValue)] = [
+            ("push_type", .string(headers.pushType.rawValue)), ("topic", text(headers.topic)),
+            ("priority", .number(JSONNumber(Int64(headers.priority)))),
+            ("expiration", headers.expiration.map { .number(JSONNumber($0)) } ?? .null),
+            ("collapse_id", text(headers.collapseID)), ("environment", .string(environment.rawValue)),
+            (authorizedBy.name, .string(authorizedBy.id)),
+            ("apns_id", .string(apnsID)), ("apns_unique_id", text(uniqueID)), ("headers", .object(h)), ("payload", .object(payload)),
+        ]
+        return JSONValue.object(JSONObject([("apns", .object(JSONObject(block)))])).serialized()
+    }
+
+    private func check(_ sent: [(name: String, value: String)], body: String, topicRequired: Bool = true, uniqueID: String?,
+                       authorizedBy: (name: String, id: String), environment: APNsEnvironment,
+                       file: StaticString = #filePath, line: UInt = #line) throws {
+        let bytes = Array(body.utf8)
+        let headers = try APNsHeaders.parse(sent, body: bytes, topicRequired: topicRequired)
+        let payload = try XCTUnwrap(JSONParser.parse(bytes).objectValue, file: file, line: line)
+        let now: Int64 = 1_796_000_123_456
+        let apnsID = "0d9f8a4c-1b2e-4c3d-8e4f-5a6b7c8d9e0f"
+        let written = APNsRoutes.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload,
+                                               authorizedBy: authorizedBy, environment: environment, now: now)
+        let tree = treeForm(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload,
+                            authorizedBy: authorizedBy, environment: environment, now: now)
+        XCTAssertEqual(Array(written.utf8), Array(tree.utf8), file: file, line: line)
+    }
+
+    func testEveryHeaderGiven() throws {
+        try check([("apns-push-type", "alert"), ("apns-topic", "com.example.app"), ("apns-priority", "5"),
+                   ("apns-expiration", "1796003600"), ("apns-collapse-id", "score \"x\"\\y")],
+                  body: #"{"aps":{"alert":{"title":"Score","body":"5x1 \u00e9 ✓"}},"time":"15:10","n":[1,2.5,-3e2,true,null]}"#,
+                  uniqueID: "6a1c2b3d-4e5f-4a7b-8c9d-0e1f2a3b4c5d", authorizedBy: ("key_id", "ABC123DEFG"), environment: .sandbox)
+    }
+
+    func testDefaultsOnlyAndACertificate() throws {
+        // No push type (background: no aps.alert), no expiration, priority 10 by default, no topic.
+        try check([], body: #"{"aps":{"content-available":1},"tab\tline\n":"\u0001"}"#, topicRequired: false, uniqueID: nil,
+                  authorizedBy: ("certificate_id", "01AB"), environment: .production)
+    }
+
+    func testExpirationZeroAndAnEmptyPayload() throws {
+        try check([("apns-topic", "com.example.app.voip"), ("apns-push-type", "voip"), ("apns-expiration", "0")],
+                  body: "{}", uniqueID: nil, authorizedBy: ("key_id", "KEY0000001"), environment: .production)
+    }
+}
