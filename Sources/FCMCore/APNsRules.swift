@@ -68,6 +68,8 @@ public struct APNsHeaders: Sendable, Equatable {
         var authorizations = 0
         for h in headers {
             // Names compared as ASCII bytes, either case: no lowercased copy of every header.
+            // Every name read here starts with an `a`: any other header is passed at its first byte.
+            guard let first = h.name.utf8.first, first | 0x20 == UInt8(ascii: "a") else { continue }
             if equalsLowercaseASCII(h.name, "authorization") {
                 authorizations += 1
                 if authorizations > 1, duplicate == nil { duplicate = "authorization" }
@@ -126,14 +128,21 @@ public struct APNsHeaders: Sendable, Equatable {
     /// topic ending in another type's suffix.
     public static func bundleID(topic: String, pushType: APNsPushType) throws(APNsError) -> String {
         let suffix = pushType.topicSuffix
+        // An ASCII topic (every real one) is compared as bytes; any other as characters (a
+        // character that joins the one after it, before the suffix's `.`, makes it no suffix).
+        let ascii = topic.utf8.allSatisfy { $0 < 0x80 }
+        func ends(in s: String) -> Bool {
+            guard ascii else { return topic.hasSuffix(s) }
+            return topic.utf8.count >= s.utf8.count && topic.utf8.suffix(s.utf8.count).elementsEqual(s.utf8)
+        }
         if suffix.isEmpty {
             if topic.isEmpty { throw APNsError(.badTopic, "apns-topic is empty") }
-            if let other = APNsPushType.suffixes.first(where: { topic.hasSuffix($0) }) {
+            if let other = APNsPushType.suffixes.first(where: ends(in:)) {
                 throw APNsError(.badTopic, "apns-topic \(quoted(topic)) ends in \(other), which a \(pushType.rawValue) push does not take")
             }
             return topic
         }
-        guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else {
+        guard ends(in: suffix), topic.utf8.count > suffix.utf8.count else {
             throw APNsError(.badTopic, "a \(pushType.rawValue) push needs a topic ending in \(suffix); got \(quoted(topic))")
         }
         let bundle = String(topic.dropLast(suffix.count))

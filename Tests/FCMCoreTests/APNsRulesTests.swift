@@ -91,6 +91,33 @@ final class APNsRulesTests: XCTestCase {
         }
     }
 
+    /// Topics are matched against the push types' suffixes as bytes when ASCII, as characters
+    /// otherwise: both read as a character-wise `hasSuffix` does.
+    func testTopicSuffixesAsBytesAndAsCharacters() {
+        let topics = ["com.example.app", "com.example.app.voip", "com.example.app.voip-ptt", "voip", ".voip", "com.a.complication",
+                      "com.é.voip", "com.é", "com.e\u{301}.voip", "com.app\u{600}.voip", "com.app.voi\u{301}p", "x\r.voip", "x.voip\r\n"]
+        for type in APNsPushType.allCases {
+            for topic in topics {
+                let suffix = type.topicSuffix
+                let expected: String?
+                if suffix.isEmpty {
+                    expected = topic.isEmpty || APNsPushType.allCases.contains { !$0.topicSuffix.isEmpty && topic.hasSuffix($0.topicSuffix) }
+                        ? nil : topic
+                } else {
+                    expected = topic.hasSuffix(suffix) && topic.utf8.count > suffix.utf8.count ? String(topic.dropLast(suffix.count)) : nil
+                }
+                XCTAssertEqual(try? APNsHeaders.bundleID(topic: topic, pushType: type), expected, "\(type.rawValue) \(topic.debugDescription)")
+            }
+        }
+    }
+
+    func testHeadersOfOtherNamesAreIgnoredInAnyCase() {
+        let parsed = parse([("Content-Type", "application/json"), ("user-agent", "x"), ("APNS-TOPIC", "com.example.app"),
+                            ("Apns-Priority", "5"), ("x-apns-topic", "com.other.app"), ("b", "c")])
+        XCTAssertEqual(try? parsed.get().bundleID, "com.example.app")
+        XCTAssertEqual(try? parsed.get().priority, 5)
+    }
+
     func testEveryPushTypeTakesItsOwnSuffix() {
         for type in APNsPushType.allCases {
             let topic = "com.example.app" + type.topicSuffix
