@@ -130,10 +130,23 @@ public struct APNsHeaders: Sendable, Equatable {
         let suffix = pushType.topicSuffix
         // An ASCII topic (every real one) is compared as bytes; any other as characters (a
         // character that joins the one after it, before the suffix's `.`, makes it no suffix).
-        let ascii = topic.utf8.allSatisfy { $0 < 0x80 }
-        func ends(in s: String) -> Bool {
-            guard ascii else { return topic.hasSuffix(s) }
-            return topic.utf8.count >= s.utf8.count && topic.utf8.suffix(s.utf8.count).elementsEqual(s.utf8)
+        var bytes = topic
+        let ascii = bytes.withUTF8 { t in t.allSatisfy { $0 < 0x80 } }
+        func ends(in suffix: String) -> Bool {
+            guard ascii else { return topic.hasSuffix(suffix) }
+            var suffix = suffix
+            return bytes.withUTF8 { t in
+                suffix.withUTF8 { s in
+                    guard t.count >= s.count else { return false }
+                    var (i, j) = (s.count, t.count)
+                    while i > 0 {
+                        i -= 1
+                        j -= 1
+                        if t[j] != s[i] { return false }
+                    }
+                    return true
+                }
+            }
         }
         if suffix.isEmpty {
             if topic.isEmpty { throw APNsError(.badTopic, "apns-topic is empty") }
