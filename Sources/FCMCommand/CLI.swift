@@ -199,156 +199,14 @@ public enum CLI {
             print(json ? r.text : "HTTP \(r.status): \(r.text)")
             return r.status == 200 ? 0 : 1
         case "service-account":
-            guard let project = options["--project"]?.last else { return usage("service-account needs --project PROJECT") }
-            guard let r = client.request("POST", "/api/v1/projects/\(FormBody.percentEncode(project))/service-accounts") else {
-                print("fcm-mock: cannot reach \(server)")
-                return 1
-            }
-            guard r.status == 201 else {
-                print("fcm-mock: HTTP \(r.status): \(r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text)")
-                return 1
-            }
-            guard let out = options["--out"]?.last else {
-                print(r.text)
-                return 0
-            }
-            guard SystemIO.writeFile(out, Array((r.text + "\n").utf8), mode: 0o600) else {
-                writeToStandardError("fcm-mock: cannot write \(out)\n")
-                return 1
-            }
-            print("wrote \(out): \(r.object?["client_email"]?.stringValue ?? "") (token_uri \(r.object?["token_uri"]?.stringValue ?? ""))")
-            warnIfInGitWorkTree(out)
-            return 0
+            return serviceAccount(client, server: server, options: options)
         case "apns-key":
-            guard let team = options["--team"]?.last else { return usage("apns-key needs --team TEAM_ID") }
-            var fields: [(String, JSONValue)] = [("team_id", .string(team)),
-                                                 ("bundle_ids", .array((options["--bundle-id"] ?? []).map { .string($0) }))]
-            if let id = options["--key-id"]?.last { fields.append(("key_id", .string(id))) }
-            let body = JSONValue.object(JSONObject(fields)).serialized()
-            guard let r = client.request("POST", "/api/v1/apns/keys", headers: [("Content-Type", "application/json")], body: Array(body.utf8)) else {
-                print("fcm-mock: cannot reach \(server)")
-                return 1
-            }
-            guard r.status == 201, let pem = r.object?["private_key_pem"]?.stringValue else {
-                print("fcm-mock: HTTP \(r.status): \(r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text)")
-                return 1
-            }
-            let keyID = r.object?["key_id"]?.stringValue ?? ""
-            guard let out = options["--out"]?.last else {
-                print(json ? r.text : pem + "key id \(keyID), team \(team)")
-                return 0
-            }
-            guard SystemIO.writeFile(out, Array(pem.utf8), mode: 0o600) else {
-                writeToStandardError("fcm-mock: cannot write \(out)\n")
-                return 1
-            }
-            if json {
-                // The answer without its private key, which is in the file now.
-                print(JSONValue.object(JSONObject([("key_id", .string(keyID)), ("team_id", .string(team)), ("out", .string(out))])).serialized())
-            } else {
-                print("wrote \(out): key id \(keyID), team \(team)")
-            }
-            warnIfInGitWorkTree(out)
-            return 0
+            return apnsKey(client, server: server, options: options, json: json)
         case "apns-cert":
             return apnsCertificate(client, server: server, options: options, json: json)
         default:
             return usage("unknown command '\(command)'")
         }
-    }
-
-    /// `apns-cert`: a client certificate from the server's CA (`POST /api/v1/apns/certificates`),
-    /// written with its key as one PEM file (what aioapns's `client_cert` and curl's `--cert`
-    /// take).
-    static func apnsCertificate(_ client: Client, server: String, options: [String: [String]], json: Bool) -> Int32 {
-        guard let bundles = options["--bundle-id"], let first = bundles.first else { return usage("apns-cert needs --bundle-id BUNDLE_ID") }
-        var fields: [(String, JSONValue)] = [("bundle_id", .string(first)),
-                                             ("environment", .string(options["--environment"]?.last ?? "sandbox"))]
-        if bundles.count > 1 { fields.append(("bundle_ids", .array(bundles.dropFirst().map { .string($0) }))) }
-        if let d = options["--days"]?.last {
-            guard let days = Int64(d) else { return usage("--days takes a whole number of days") }
-            fields.append(("days", .number(JSONNumber(days))))
-        }
-        let body = JSONValue.object(JSONObject(fields)).serialized()
-        guard let r = client.request("POST", "/api/v1/apns/certificates", headers: [("Content-Type", "application/json")], body: Array(body.utf8)) else {
-            print("fcm-mock: cannot reach \(server)")
-            return 1
-        }
-        guard r.status == 201, let o = r.object, let certificate = o["certificate_pem"]?.stringValue,
-              let key = o["private_key_pem"]?.stringValue else {
-            print("fcm-mock: HTTP \(r.status): \(r.object?["error"]?.objectValue?["message"]?.stringValue ?? r.text)")
-            return 1
-        }
-        let id = o["id"]?.stringValue ?? ""
-        let environments = (o["environments"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " and ")
-        guard let out = options["--out"]?.last else {
-            print(json ? r.text : certificate + key + "certificate \(id), \(first), \(environments)")
-            return 0
-        }
-        guard SystemIO.writeFile(out, Array((certificate + key).utf8), mode: 0o600) else {
-            writeToStandardError("fcm-mock: cannot write \(out)\n")
-            return 1
-        }
-        if json {
-            // The answer without its private key, which is in the file now.
-            var kept = o
-            kept["private_key_pem"] = nil
-            kept["out"] = .string(out)
-            print(JSONValue.object(kept).serialized())
-        } else {
-            print("wrote \(out): certificate \(id), \(first), \(environments)")
-        }
-        warnIfInGitWorkTree(out)
-        return 0
-    }
-
-
-    /// `fcm-mock cert --out DIR [--host NAME]...`: a local CA and a server certificate it signs for
-    /// Google's FCM host names, localhost and every `--host`. Returns the exit code.
-    public static func cert(_ args: [String]) -> Int32 {
-        var out: String?
-        var names = Application.googleHosts
-        var i = 0
-        while i < args.count {
-            let a = args[i]
-            guard a == "--out" || a == "--host" else { return usage("unknown option '\(a)' for 'cert' (cert --out DIR [--host NAME]...)") }
-            i += 1
-            guard i < args.count, !args[i].isEmpty, !args[i].hasPrefix("-") else { return usage("\(a) needs a value") }
-            if a == "--out" { out = args[i] } else if !names.contains(args[i]) { names.append(args[i]) }
-            i += 1
-        }
-        guard let out else { return usage("cert needs --out DIR") }
-        do {
-            let files = try LocalCertificateAuthority.create(names: names, directory: out)
-            print("wrote \(files.caCertificate) (the CA to trust), \(files.caKey), \(files.serverCertificate), \(files.serverKey)")
-            print("serve with: fcm-mock serve --http-tls --tls-cert \(files.serverCertificate) --tls-key \(files.serverKey)")
-            print("names: \(names.joined(separator: " "))")
-            warnIfInGitWorkTree(files.caKey)
-            return 0
-        } catch {
-            writeToStandardError("fcm-mock: \(error.description)\n")
-            return 1
-        }
-    }
-
-    /// The top of the git work tree holding `path` (a file about to be or just written), if any:
-    /// the nearest folder above it with a `.git` (a folder, or a file in a linked work tree).
-    static func gitWorkTree(containing path: String) -> String? {
-        var dir = SystemIO.absolutePath(path)
-        while let slash = dir.lastIndex(of: "/") {
-            dir = String(dir[..<slash])
-            if SystemIO.kind(of: dir + "/.git") != nil { return dir.isEmpty ? "/" : dir }
-            if dir.isEmpty { return nil }
-        }
-        return nil
-    }
-
-    /// A private key written into a checkout is one `git add .` from being published: says so on
-    /// stderr (the command still succeeds; the key is what the user asked for).
-    static func warnIfInGitWorkTree(_ keyFile: String) {
-        guard let tree = gitWorkTree(containing: keyFile) else { return }
-        writeToStandardError("fcm-mock: warning: \(keyFile) holds a private key and is inside the git work tree \(tree): "
-                             + "keep it out of commits (.gitignore it) or write it elsewhere\n")
     }
 
     static func usage(_ message: String) -> Int32 {
@@ -457,7 +315,7 @@ public enum CLI {
 
 extension WireResponse {
     /// The body as a JSON object (nil otherwise).
-    fileprivate var object: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
+    var object: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
 }
 
 extension String {
