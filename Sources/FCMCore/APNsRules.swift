@@ -131,7 +131,7 @@ public struct APNsHeaders: Sendable, Equatable {
         // An ASCII topic (every real one) is compared as bytes; any other as characters (a
         // character that joins the one after it, before the suffix's `.`, makes it no suffix).
         var bytes = topic
-        let ascii = bytes.withUTF8 { t in t.allSatisfy { $0 < 0x80 } }
+        let ascii = bytes.withUTF8 { isASCII($0) }
         func ends(in suffix: String) -> Bool {
             guard ascii else { return topic.hasSuffix(suffix) }
             var suffix = suffix
@@ -380,7 +380,7 @@ private func isHexDigit(_ c: UInt8) -> Bool {
     (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
 }
 
-/// A header value quoted for a message, cut at 64 characters.
-private func quoted(_ s: String) -> String {
+/// A header value quoted for a message, cut at 64 characters (APNs and Web Push refusals).
+func quoted(_ s: String) -> String {
     "\"" + (s.count > 64 ? String(s.prefix(64)) + "…" : s) + "\""
 }

@@ -48,7 +48,7 @@ public struct WebPushHeaders: Sendable, Equatable {
     public static func parse(_ headers: [(name: String, value: String)], bodyBytes: Int) throws(WebPushError) -> WebPushHeaders {
         func value(_ name: String) -> String? {
             var out: String?
-            for h in headers where h.name.utf8.count == name.utf8.count && h.name.lowercased() == name {
+            for h in headers where equalsLowercaseASCII(h.name, name) {
                 out = out.map { $0 + ", " + h.value } ?? h.value
             }
             return out?.trimmingSpaces()
@@ -242,9 +242,4 @@ public enum WebPushSubscriptionID {
 
 private func isBase64URL(_ c: UInt8) -> Bool {
     (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
-}
-
-/// A header value quoted for a message, cut at 64 characters.
-private func quoted(_ s: String) -> String {
-    "\"" + (s.count > 64 ? String(s.prefix(64)) + "…" : s) + "\""
 }

@@ -127,11 +127,6 @@ extension Engine {
         state.withLock { $0.webPushBase = base }
     }
 
-    /// The endpoint base devices show.
-    public func webPushEndpointBase() -> String {
-        state.withLock { $0.webPushBase }
-    }
-
     /// A new subscription for device `id` (a fresh key pair and auth secret), bound to
     /// `applicationServerKey` when given; nil when no key pair can be made.
     func newWebPushSubscription(device id: Int64, applicationServerKey: String?, state s: EngineState) -> WebPushSubscription? {

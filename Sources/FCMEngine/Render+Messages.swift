@@ -23,9 +23,11 @@ extension Render {
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
         if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue || m.transport == Transport.webpush.rawValue {
-            platformBlocks(&w, m.platforms)
+            // Parsed once for both: an APNs record's ids live in its stored `apns` block.
+            let blocks = m.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue
+            platformBlocks(&w, blocks)
+            if m.transport == Transport.apns.rawValue { apnsIDs(&w, blocks) }
         }
-        if m.transport == Transport.apns.rawValue { apnsIDs(&w, m.platforms) }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)
@@ -66,9 +68,8 @@ extension Render {
 
 extension Render {
     /// A v1 record's `android`, `apns`, `webpush` and `fcm_options` as sent (null when absent),
-    /// from the stored `{"android":…,…}`.
-    static func platformBlocks(_ w: inout JSONWriter, _ stored: String?) {
-        let blocks = stored.flatMap { try? JSONParser.parse($0) }?.objectValue
+    /// from the stored `{"android":…,…}`, parsed.
+    static func platformBlocks(_ w: inout JSONWriter, _ blocks: JSONObject?) {
         for name in ["android", "apns", "webpush", "fcm_options"] {
             w.key(name)
             if let b = blocks?[name] { w.raw(b.serialized()) } else { w.null() }
@@ -76,8 +77,8 @@ extension Render {
     }
 
     /// An APNs record's `apns_id` and `apns_unique_id` (null for a send refused before it had them).
-    static func apnsIDs(_ w: inout JSONWriter, _ stored: String?) {
-        let apns = stored.flatMap { try? JSONParser.parse($0) }?.objectValue?["apns"]?.objectValue
+    static func apnsIDs(_ w: inout JSONWriter, _ blocks: JSONObject?) {
+        let apns = blocks?["apns"]?.objectValue
         w.key("apns_id"); w.value(apns?["apns_id"]?.stringValue)
         w.key("apns_unique_id"); w.value(apns?["apns_unique_id"]?.stringValue)
     }

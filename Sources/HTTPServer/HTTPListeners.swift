@@ -38,6 +38,9 @@ class Acceptor: @unchecked Sendable {
     let stopped = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
     unowned let sink: any ConnectionSink
+    /// How long a new connection has to show its first bytes before it is taken for HTTP/1.1:
+    /// the plain port's h2c sniffing and the HTTPS port's clients without ALPN wait as long.
+    let sniffMillis = 2000
 
     init(listenFD: Int32, sink: any ConnectionSink) {
         self.wake = wakePipe() ?? (-1, -1)
@@ -102,7 +105,6 @@ class Acceptor: @unchecked Sendable {
 /// (the oldest first), a connection is taken as HTTP/1.1, which is what a client waiting for
 /// the server to speak first (none should) gets today.
 final class PlainAcceptor: Acceptor, @unchecked Sendable {
-    let sniffMillis = 2000
     let maxPending = 1024
 
     private struct Pending {
@@ -188,9 +190,6 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
     /// Whether the handshake asks the client for a certificate (never requiring one): the HTTPS
     /// port does, for APNs certificate authentication (`HTTPRequest.clientCertificate`).
     let requestsClientCertificate: Bool
-    /// How long a client without ALPN has to send its first bytes before it is taken for HTTP/1.1
-    /// (the plain port's sniffing waits as long).
-    let sniffMillis = 2000
     /// Connections being handshaken or pumped (each holds a thread).
     private let open = Atomic<Int>(0)
 

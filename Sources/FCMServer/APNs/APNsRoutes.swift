@@ -56,7 +56,8 @@ struct APNsRoutes: Sendable {
             }
             let payload = try APNsPayload.check(&sent, pushType: headers.pushType)
             let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
-            let device = try Self.recipient(known, environment: env, bundleID: bundle, now: engine.clock.nowMillis())
+            let now = engine.clock.nowMillis()
+            let device = try Self.recipient(known, environment: env, bundleID: bundle, now: now)
             let delayMillis: Int64?
             switch fault(r, device: device, token: token, apnsID: apnsID) {
             case .answer(let answer): return answer
@@ -64,7 +65,6 @@ struct APNsRoutes: Sendable {
             case .none: delayMillis = nil
             }
             let uniqueID = env == .sandbox ? newUUID() : nil
-            let now = engine.clock.nowMillis()
             let req = Self.request(to: device, headers: headers, payload: payload ?? JSONObject(), now: now)
             let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? JSONObject(),
                                               authorizedBy: auth.recorded, environment: env, now: now)

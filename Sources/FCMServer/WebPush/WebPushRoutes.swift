@@ -44,7 +44,7 @@ struct WebPushRoutes: Sendable {
             case .failure(let e): throw e
             }
             let delayMillis: Int64?
-            switch fault(r, device: device, topic: headers.topic) {
+            switch fault(r, device: device) {
             case .answer(let answer): return answer
             case .delay(let ms): delayMillis = ms
             case .none: delayMillis = nil
@@ -80,8 +80,7 @@ struct WebPushRoutes: Sendable {
         guard r.method == "DELETE" else {
             return responder.send(Self.response(WebPushError(.methodNotAllowed, "\(r.method) on a message: it takes DELETE only")))
         }
-        let text = Self.percentDecoded(p["id"].map(String.init) ?? "")
-        guard let id = MessageID(text) else {
+        guard let text = FormBody.percentDecode((p["id"] ?? "").utf8, plusIsSpace: false), let id = MessageID(text) else {
             return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id")))
         }
         do {
@@ -107,7 +106,7 @@ struct WebPushRoutes: Sendable {
     /// Fires the first request-level fault that matches a push to `device`: a status answers
     /// in the push service's shape (`Retry-After` kept), a dropped connection answers nothing;
     /// both are recorded as refused with the fault.
-    func fault(_ r: HTTPRequest, device: Device, topic: String?) -> FaultOutcome {
+    func fault(_ r: HTTPRequest, device: Device) -> FaultOutcome {
         guard let f = engine.fireRequestFault(transport: .webpush, path: r.path, senderID: device.senderID, tokens: [device.token],
                                               topic: nil)
         else { return .none }
@@ -220,24 +219,6 @@ struct WebPushRoutes: Sendable {
     /// A refusal: its status and exactly autopush's JSON body.
     static func response(_ e: WebPushError) -> HTTPResponse {
         HTTPResponse(status: e.status, contentType: "application/json", body: e.body)
-    }
-
-    /// `%XX` escapes decoded (a message id's `%` arrives as `%25`); a bad escape is kept as is.
-    static func percentDecoded(_ s: String) -> String {
-        let b = Array(s.utf8)
-        guard b.contains(UInt8(ascii: "%")) else { return s }
-        var out: [UInt8] = []
-        var i = 0
-        while i < b.count {
-            if b[i] == UInt8(ascii: "%"), i + 2 < b.count, let v = UInt8(String(decoding: b[(i + 1)...(i + 2)], as: UTF8.self), radix: 16) {
-                out.append(v)
-                i += 3
-            } else {
-                out.append(b[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
