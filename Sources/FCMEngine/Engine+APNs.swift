@@ -137,16 +137,23 @@ extension Engine {
         return state.withLock { s in s.apnsIndex[key].flatMap { s.devices[$0] } }
     }
 
-    /// With `--unknown-tokens register`, the device an unknown well-formed APNs token becomes:
-    /// a new online iOS device of `bundleID` (in the first project that has it as an iOS app), in
-    /// `environment`. Nil when the policy is `reject` or no project has the app.
-    public func registerAPNsDevice(token: String, bundleID: String, environment: APNsEnvironment) -> Device? {
+    /// With `--unknown-tokens register`, the project an unknown well-formed APNs token of
+    /// `bundleID` would become a device of: the first that has the app as an iOS app. Nil when
+    /// the policy is `reject` or no project has the app (the send is then `BadDeviceToken`).
+    /// Asked at the device step of the contract's order; the device is made only once the send
+    /// passed its body and size rules (`registerAPNsDevice`).
+    public func apnsRegistrationProject(bundleID: String) -> String? {
         guard unknownTokens == .register else { return nil }
-        let sender: String? = state.withLock { s in
+        return state.withLock { s in
             s.projectOrder.first { id in s.projects[id]?.apps.contains { $0.app == bundleID && $0.platform == .ios } == true }
         }
-        guard let sender else { return nil }
-        let spec = DeviceSpec(token: nil, senderID: sender, app: bundleID, platform: .ios, online: true, apnsToken: token,
+    }
+
+    /// The device an unknown APNs token becomes in project `senderID`
+    /// (`apnsRegistrationProject`): a new online iOS device of `bundleID` in `environment`.
+    /// Nil when the project was removed in between.
+    public func registerAPNsDevice(token: String, senderID: String, bundleID: String, environment: APNsEnvironment) -> Device? {
+        let spec = DeviceSpec(token: nil, senderID: senderID, app: bundleID, platform: .ios, online: true, apnsToken: token,
                               apnsEnvironment: environment)
         // Two first sends of one token at once: the second finds the device the first made.
         return (try? createDevice(spec)) ?? device(apnsToken: token)

@@ -90,6 +90,7 @@ final class APNsTests: XCTestCase {
 
     func testEveryHeaderAndBodyReasonThroughTheServer() throws {
         let t = topic
+        let known = "/3/device/\(try apnsToken(of: "demo-ios-1"))"
         let rows: [(String, Answer)] = [
             ("BadPath", try send(path: "/3/devices/\(device)")),
             ("BadPath", try send(path: "/3/device/\(device)/more")),
@@ -107,7 +108,7 @@ final class APNsTests: XCTestCase {
             ("MissingDeviceToken", try send(path: "/3/device/")),
             ("BadDeviceToken", try send(path: "/3/device/xyz")),
             ("TopicDisallowed", try send(headers: [("apns-topic", "com.other.app")])),
-            ("PayloadEmpty", try send(body: nil)),
+            ("PayloadEmpty", try send(path: known, body: nil)),
             ("BadDeviceToken", try send()),
         ]
         let status = ["BadPath": 404, "MethodNotAllowed": 405, "MissingProviderToken": 403]
@@ -115,7 +116,7 @@ final class APNsTests: XCTestCase {
             assertReason(answer, status[reason] ?? 400, reason)
         }
         let large = #"{"aps":{"alert":""# + String(repeating: "x", count: 4097) + #""}}"#
-        assertReason(try send(body: large), 413, "PayloadTooLarge")
+        assertReason(try send(path: known, body: large), 413, "PayloadTooLarge")
     }
 
     func testPayloadLimitsAtTheirEdgesForAlertAndVoIP() throws {
@@ -123,12 +124,54 @@ final class APNsTests: XCTestCase {
             let head = #"{"aps":{"alert":""#, tail = #""}}"#
             return head + String(repeating: "x", count: n - head.utf8.count - tail.utf8.count) + tail
         }
-        // Within the limit the request passes the size check and reaches the device step.
-        assertReason(try send(body: payload(4096)), 400, "BadDeviceToken")
-        assertReason(try send(body: payload(4097)), 413, "PayloadTooLarge")
+        let known = "/3/device/\(try apnsToken(of: "demo-ios-1"))"
+        XCTAssertEqual(try send(path: known, body: payload(4096)).status, 200)
+        assertReason(try send(path: known, body: payload(4097)), 413, "PayloadTooLarge")
         let voip = [("apns-topic", topic + ".voip"), ("apns-push-type", "voip")]
-        assertReason(try send(headers: voip, body: payload(5120)), 400, "BadDeviceToken")
-        assertReason(try send(headers: voip, body: payload(5121)), 413, "PayloadTooLarge")
+        XCTAssertEqual(try send(path: known, headers: voip, body: payload(5120)).status, 200)
+        assertReason(try send(path: known, headers: voip, body: payload(5121)), 413, "PayloadTooLarge")
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices/demo-ios-1/messages")).count, 2, "the two within their limits")
+    }
+
+    /// The contract's order: the topic is checked against the device (its environment and app,
+    /// an unknown token) before the body and its size, and those before the device's state. An
+    /// unknown token becomes a device only for a send that passed the body and size rules.
+    func testTheDeviceStepComesBeforeTheBodyAndTheBodyBeforeTheDevicesState() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        let large = #"{"aps":{"alert":""# + String(repeating: "x", count: 4097) + #""}}"#
+        XCTAssertEqual(try server.client().request("PUT", "/api/v1/apns/teams/\(team)", headers: [("Content-Type", "application/json")],
+                                                   body: Array(#"{"bundle_ids":["\#(topic)","com.example.other"]}"#.utf8)).status, 200)
+        for body in [nil, large] {
+            assertReason(try send(path: "/3/device/\(token)", headers: [("apns-topic", "com.example.other")], body: body),
+                         400, "DeviceTokenNotForTopic")
+            assertReason(try send(path: "/3/device/\(token)", headers: [("apns-topic", topic), ("host", "api.push.apple.com")], body: body),
+                         400, "BadDeviceToken")
+            // Unknown, with unknown tokens refused.
+            assertReason(try send(body: body), 400, "BadDeviceToken")
+        }
+        // Uninstalled: the body's rules come first, then 410.
+        XCTAssertEqual(try server.client().post("/api/v1/devices/demo-ios-1:unregister").status, 200)
+        assertReason(try send(path: "/3/device/\(token)", body: nil), 400, "PayloadEmpty")
+        assertReason(try send(path: "/3/device/\(token)", body: large), 413, "PayloadTooLarge")
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 410)
+
+        // Unknown tokens registered: a refused body makes no device; an accepted send does.
+        server.stop()
+        try start(unknownTokens: "register")
+        let fresh = String(repeating: "3c", count: 32)
+        assertReason(try send(path: "/3/device/\(fresh)", body: nil), 400, "PayloadEmpty")
+        assertReason(try send(path: "/3/device/\(fresh)", body: large), 413, "PayloadTooLarge")
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices?apns_token=\(fresh)")).count, 0, "no device for a refused send")
+        XCTAssertEqual(try send(path: "/3/device/\(fresh)").status, 200)
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices?apns_token=\(fresh)")).count, 1)
+        // No project has the app: refused at the device step, before the body.
+        XCTAssertEqual(try server.client().request("PUT", "/api/v1/apns/teams/\(team)", headers: [("Content-Type", "application/json")],
+                                                   body: Array(#"{"bundle_ids":["com.nobody"]}"#.utf8)).status, 200)
+        let refused = try send(path: "/3/device/\(String(repeating: "77", count: 32))", headers: [("apns-topic", "com.nobody")], body: nil)
+        assertReason(refused, 400, "BadDeviceToken")
+        let record = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&limit=1")).first)
+        XCTAssertEqual(record["error_detail"]?.stringValue,
+                       "no device has this APNs token, and no project has com.nobody as an iOS app to register it in")
     }
 
     func testProviderTokenRules() throws {

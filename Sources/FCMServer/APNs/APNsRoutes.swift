@@ -7,7 +7,9 @@ import Platform
 /// HTTP/2, answered in Apple's shape (`{"reason":…}` with the reason's status, `apns-id` echoed
 /// or made). Checks run in the contract's order: path, method, authentication (provider token or
 /// client certificate), headers, device token, topic against the key's team or the certificate,
-/// body, size, device.
+/// topic against the device (its environment and app; an unknown token is refused here unless it
+/// can be registered), body, size, the device's state. A device is registered for an unknown
+/// token only once the send passed its body and size.
 struct APNsRoutes: Sendable {
     let engine: Engine
     /// `--apns-environment`: the environment of a request to a host that is not Apple's.
@@ -51,13 +53,18 @@ struct APNsRoutes: Sendable {
             let headers = try auth.headers(of: r, body: &sent)
             try APNsDeviceToken.check(token)
             let bundle = try auth.app(of: headers, engine: engine)
+            // Topic against device: a known token's environment and app; an unknown one is
+            // refused unless it can be registered, which waits until the body and size passed.
+            let known = engine.device(apnsToken: token)
+            if let known { try Self.check(known, environment: env, bundleID: bundle) }
+            let project = known == nil ? try Self.registrationProject(engine, bundleID: bundle) : nil
             if r.bodyTooLarge {
                 throw APNsError(.payloadTooLarge, "the payload is over the server's body limit")
             }
             let payload = try APNsPayload.check(&sent, pushType: headers.pushType)
-            let known = engine.device(apnsToken: token) ?? engine.registerAPNsDevice(token: token, bundleID: bundle, environment: env)
             let now = engine.clock.nowMillis()
-            let device = try Self.recipient(known, environment: env, bundleID: bundle, now: now)
+            let device = try Self.recipient(known ?? project.flatMap { engine.registerAPNsDevice(token: token, senderID: $0, bundleID: bundle, environment: env) },
+                                            environment: env, bundleID: bundle, now: now)
             let delayMillis: Int64?
             switch fault(r, device: device, token: token, apnsID: apnsID) {
             case .answer(let answer): return answer
@@ -146,18 +153,35 @@ struct APNsRoutes: Sendable {
         return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
     }
 
-    /// The device a send goes to, or why not: none has the token, or it is of the other
-    /// environment (`BadDeviceToken`); of another app than the topic's (`DeviceTokenNotForTopic`);
-    /// uninstalled or its token replaced (410 `Unregistered`, with when it was last seen); its
-    /// APNs token expired by `now` on the mock's clock (410 `ExpiredToken`).
-    static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String, now: Int64) throws(APNsError) -> Device {
-        guard let device else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
+    /// Whether `device` is one a send to `environment` for `bundleID` may reach: of the other
+    /// environment, `BadDeviceToken`; of another app than the topic's, `DeviceTokenNotForTopic`.
+    static func check(_ device: Device, environment: APNsEnvironment, bundleID: String) throws(APNsError) {
         guard environment == device.apnsEnvironment else {
             throw APNsError(.badDeviceToken, "the token is a \(device.apnsEnvironment.rawValue) token; this request reached \(environment.rawValue)")
         }
         guard device.app == bundleID else {
             throw APNsError(.deviceTokenNotForTopic, "the device belongs to \(device.app), not \(bundleID)")
         }
+    }
+
+    /// The project an unknown token becomes a device of (`--unknown-tokens register` and a project
+    /// with the app), or `BadDeviceToken`.
+    static func registrationProject(_ engine: Engine, bundleID: String) throws(APNsError) -> String {
+        guard let project = engine.apnsRegistrationProject(bundleID: bundleID) else {
+            throw APNsError(.badDeviceToken, engine.unknownTokens == .register
+                ? "no device has this APNs token, and no project has \(bundleID) as an iOS app to register it in"
+                : "no device has this APNs token")
+        }
+        return project
+    }
+
+    /// The device a send goes to, or why not: none has the token, or it is not one `check`
+    /// lets through (a device registered by a send of another app in the meantime); uninstalled
+    /// or its token replaced (410 `Unregistered`, with when it was last seen); its APNs token
+    /// expired by `now` on the mock's clock (410 `ExpiredToken`).
+    static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String, now: Int64) throws(APNsError) -> Device {
+        guard let device else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
+        try check(device, environment: environment, bundleID: bundleID)
         guard device.state == .registered else {
             throw APNsError(.unregistered, "the device is \(device.state.rawValue)", timestamp: device.lastSeenAt)
         }
