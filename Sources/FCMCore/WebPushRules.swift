@@ -188,10 +188,25 @@ public enum VAPIDClaims {
         guard let aud = jwt.claims["aud"]?.stringValue else {
             throw WebPushError(.unauthorized, "the VAPID JWT has no aud: it must be the push service's origin, \(audience)")
         }
+        try checkTimely(aud: aud, exp: jwt.seconds("exp"), audience: audience, now: now)
+        guard let sub = jwt.claims["sub"]?.stringValue, !sub.isEmpty else {
+            throw WebPushError(.unauthorized, "the VAPID JWT has no sub: a mailto: or https: contact is required")
+        }
+        guard hasPrefixIgnoringCase(sub.utf8, "mailto:") || hasPrefixIgnoringCase(sub.utf8, "https:") else {
+            throw WebPushError(.unauthorized, "the VAPID JWT's sub \(quoted(sub)) is neither a mailto: nor an https: URI")
+        }
+        return sub
+    }
+
+    /// The checks that depend on the push and the clock, not on the token alone: `aud` is
+    /// `audience` (by `origin`), `exp` is there, after `now` and at most 24 hours ahead (seconds
+    /// on the mock's clock). `check` runs them on a new JWT, and the engine again on every push
+    /// with a JWT it verified before.
+    public static func checkTimely(aud: String, exp: Int64?, audience: String, now: Int64) throws(WebPushError) {
         guard origin(aud) == origin(audience) else {
             throw WebPushError(.unauthorized, "the VAPID JWT's aud \(quoted(aud)) is not the endpoint's origin \(audience)")
         }
-        guard let exp = jwt.seconds("exp") else {
+        guard let exp else {
             throw WebPushError(.unauthorized, "the VAPID JWT has no exp of whole seconds")
         }
         if exp <= now {
@@ -200,13 +215,6 @@ public enum VAPIDClaims {
         if exp - now > maxLifetimeSeconds {
             throw WebPushError(.unauthorized, "the VAPID JWT's exp is \(exp - now) s ahead: at most 24 hours (86400 s)")
         }
-        guard let sub = jwt.claims["sub"]?.stringValue, !sub.isEmpty else {
-            throw WebPushError(.unauthorized, "the VAPID JWT has no sub: a mailto: or https: contact is required")
-        }
-        guard hasPrefixIgnoringCase(sub.utf8, "mailto:") || hasPrefixIgnoringCase(sub.utf8, "https:") else {
-            throw WebPushError(.unauthorized, "the VAPID JWT's sub \(quoted(sub)) is neither a mailto: nor an https: URI")
-        }
-        return sub
     }
 
     /// An origin compared as RFC 6454 does for these: scheme and host without case, no final

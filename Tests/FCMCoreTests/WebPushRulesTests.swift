@@ -179,6 +179,37 @@ final class WebPushRulesTests: XCTestCase {
         }
     }
 
+    /// The one rule for `aud` and `exp`, which a new JWT and a remembered one both go through:
+    /// each boundary, and the exact message of each refusal.
+    func testTimelyClaims() {
+        let now: Int64 = 1_700_000_000
+        let site = "http://127.0.0.1:8080"
+        let long = "https://" + String(repeating: "a", count: 80) + ".example"
+        let rows: [(aud: String, exp: Int64?, audience: String, refusal: String?)] = [
+            (site, now + 1, site, nil),
+            (site, now + 86_400, site, nil),
+            ("HTTP://127.0.0.1:8080/", now + 60, site, nil),
+            ("https://fcm.googleapis.com", now + 60, "https://fcm.googleapis.com:443", nil),
+            (site, now, site, "the VAPID JWT expired 0 s ago on the mock's clock"),
+            (site, now - 90, site, "the VAPID JWT expired 90 s ago on the mock's clock"),
+            (site, now + 86_401, site, "the VAPID JWT's exp is 86401 s ahead: at most 24 hours (86400 s)"),
+            (site, nil, site, "the VAPID JWT has no exp of whole seconds"),
+            // `aud` is judged first: a wrong one with no `exp` is refused for its `aud`.
+            ("https://fcm.googleapis.com", nil, site,
+             #"the VAPID JWT's aud "https://fcm.googleapis.com" is not the endpoint's origin http://127.0.0.1:8080"#),
+            (long, now + 60, site,
+             #"the VAPID JWT's aud ""# + long.prefix(64) + #"…" is not the endpoint's origin http://127.0.0.1:8080"#),
+        ]
+        for row in rows {
+            do throws(WebPushError) {
+                try VAPIDClaims.checkTimely(aud: row.aud, exp: row.exp, audience: row.audience, now: now)
+                XCTAssertNil(row.refusal, "accepted \(row)")
+            } catch {
+                XCTAssertEqual(error, WebPushError(.unauthorized, row.refusal ?? "(none)"), "\(row)")
+            }
+        }
+    }
+
     func testSubscriptionIDs() {
         let id = WebPushSubscriptionID.generate()
         XCTAssertEqual(id.count, 86)
