@@ -56,15 +56,15 @@ struct WebPushRoutes: Sendable {
             }
             let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted)
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
-                if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
+                if let e = result.results.first?.error { return Self.response(Self.refusal(e), allow: Self.pushMethods) }
                 return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
             }
             engine.send(req, senderID: device.senderID, transport: .webpush, path: r.path, exchange: exchange, commitNow: !r.inBatch) {
                 outcome in
                 switch outcome {
-                case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
+                case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed"), allow: Self.pushMethods))
                 case .success(let result):
-                    let answer = result.response as? HTTPResponse ?? Self.response(WebPushError.fault(status: 500, "the send made no answer"))
+                    let answer = result.response as? HTTPResponse ?? Self.response(WebPushError.fault(status: 500, "the send made no answer"), allow: Self.pushMethods)
                     if let delayMillis { responder.send(answer, afterMillis: Int(delayMillis)) } else { responder.send(answer) }
                 }
             }
@@ -78,19 +78,21 @@ struct WebPushRoutes: Sendable {
     /// when none is held under that id. Other methods: 405.
     func message(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
         guard r.method == "DELETE" else {
-            return responder.send(Self.response(WebPushError(.methodNotAllowed, "\(r.method) on a message: it takes DELETE only")))
+            return responder.send(Self.response(WebPushError(.methodNotAllowed, "\(r.method) on a message: it takes DELETE only"),
+                                                allow: Self.messageMethods))
         }
         guard let text = FormBody.percentDecode((p["id"] ?? "").utf8, plusIsSpace: false), let id = MessageID(text) else {
-            return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id")))
+            return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id"), allow: Self.messageMethods))
         }
         do {
             if try engine.deletePending(id) {
                 responder.send(HTTPResponse(status: 204))
             } else {
-                responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)")))
+                responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)"),
+                                             allow: Self.messageMethods))
             }
         } catch {
-            responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
+            responder.send(Self.response(WebPushError.fault(status: 500, "the store failed"), allow: Self.messageMethods))
         }
     }
 
@@ -113,7 +115,7 @@ struct WebPushRoutes: Sendable {
         let status: Int, answer: HTTPResponse
         switch f.action {
         case .status(let code, let retry):
-            var a = Self.response(WebPushError.fault(status: code, "fault \(f.id) answered HTTP \(code)"))
+            var a = Self.response(WebPushError.fault(status: code, "fault \(f.id) answered HTTP \(code)"), allow: Self.pushMethods)
             if let retry { a.headers.append(("Retry-After", String(retry))) }
             (status, answer) = (code, a)
         case .closeConnection:
@@ -135,8 +137,7 @@ struct WebPushRoutes: Sendable {
     /// refusal's kind as `error`, its message as `error_detail`) under the subscription's project
     /// when there is one. A refusal the store cannot record is answered all the same.
     func recorded(_ e: WebPushError, _ r: HTTPRequest, senderID: String?) -> HTTPResponse {
-        var answer = Self.response(e)
-        if e.kind == .methodNotAllowed { answer.headers.append(("Allow", "POST")) }
+        let answer = Self.response(e, allow: Self.pushMethods)
         let id = try? engine.recordRejectedID(senderID: senderID, transport: .webpush, format: .json, httpStatus: e.status,
                                               error: e.kind.rawValue, detail: e.message, raw: nil)
         return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
@@ -216,9 +217,17 @@ struct WebPushRoutes: Sendable {
         HTTPResponse(status: 201, headers: [("Location", origin + "/m/" + messageID.replacingPercent()), ("TTL", String(ttl))])
     }
 
-    /// A refusal: its status and exactly autopush's JSON body.
-    static func response(_ e: WebPushError) -> HTTPResponse {
-        HTTPResponse(status: e.status, contentType: "application/json", body: e.body)
+    /// The methods a push endpoint takes, as a 405 names them in `Allow`.
+    static let pushMethods = "POST"
+    /// The methods a message's `Location` (`/m/{id}`) takes.
+    static let messageMethods = "DELETE"
+
+    /// A refusal: its status and exactly autopush's JSON body; a 405 (the method, or a fault's
+    /// status) also says in `Allow` what the path takes (`allow`), as RFC 9110 §15.5.6 requires.
+    static func response(_ e: WebPushError, allow: String) -> HTTPResponse {
+        var answer = HTTPResponse(status: e.status, contentType: "application/json", body: e.body)
+        if e.status == 405 { answer.headers.append(("Allow", allow)) }
+        return answer
     }
 }
 
