@@ -317,7 +317,8 @@ extension Engine {
                 if g.members.isEmpty { s.remove(group: key); emptied.append(key) } else { s.insert(g); changedGroups.append(g) }
             }
             let (regroup, drop) = (changedGroups, emptied)
-            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup) + [Writes.deleteDevice(id, token: token, deliveries: deliveries)]))
+            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup) + [Writes.deleteDevice(id, token: token, deliveries: deliveries)]
+                                   + s.deleteWebPush(device: id)))
         }
         try commitControl(try result.get())
     }

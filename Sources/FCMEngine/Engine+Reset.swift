@@ -27,6 +27,7 @@ extension Engine {
                 back.online = f.online
                 if back != d { changed.append(back) }
             }
+            let webPushReset = s.resetWebPush(removed: removed.map(\.id))
             for d in removed {
                 s.remove(d)
                 s.fixtureDevices[d.id] = nil
@@ -68,7 +69,7 @@ extension Engine {
             return submit([store.resetHistory(),
                            Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
                                         restored: changed.map { ($0.id, $0.state.rawValue, $0.online) })]
-                          + deviceWrites(created, state: s))
+                          + webPushReset + deviceWrites(created, state: s))
         }
         try commitControl(ticket)
         afterwards?()

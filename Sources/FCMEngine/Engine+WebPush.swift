@@ -132,7 +132,7 @@ extension Engine {
     func newWebPushSubscription(device id: Int64, applicationServerKey: String?, state s: EngineState) -> WebPushSubscription? {
         guard let pair = signatures.webPush.newKeyPair() else { return nil }
         var pushID = WebPushSubscriptionID.generate()
-        while s.webPushIndex[pushID] != nil { pushID = WebPushSubscriptionID.generate() }
+        while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
         var rng = SystemRandomNumberGenerator()
         let auth = (0..<Self.webPushAuthBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
         return WebPushSubscription(id: pushID, device: id, publicKey: pair.publicKey, privateKey: pair.privateKey, auth: auth,
@@ -160,8 +160,8 @@ extension Engine {
     public func webPushTarget(_ id: String) -> WebPushTarget {
         guard WebPushSubscriptionID.isWellFormed(id) else { return .unknown }
         return state.withLock { s in
-            guard let deviceID = s.webPushIndex[id], let sub = s.webPush[deviceID] else { return .unknown }
-            guard let d = s.devices[deviceID] else {
+            guard let deviceID = s.webPushIndex[id], let sub = s.webPush[deviceID], let d = s.devices[deviceID] else {
+                guard s.webPushDeleted.contains(id) else { return .unknown }
                 return .gone(WebPushError(.unregistered, "the subscription's device was deleted"), senderID: nil)
             }
             if sub.expired {
@@ -215,5 +215,42 @@ extension EngineState {
         webPush[sub.device] = sub
         webPushIndex[sub.id] = sub.device
         return true
+    }
+
+    /// The subscription of device `id`, being deleted: forgotten but for its id, so its
+    /// endpoint answers 410 (also after a restart); the write that keeps that, if it had one.
+    mutating func deleteWebPush(device id: Int64) -> [WriteOp] {
+        guard let sub = webPush.removeValue(forKey: id) else { return [] }
+        webPushIndex[sub.id] = nil
+        webPushDeleted.insert(sub.id)
+        return [Writes.deleteWebPush(device: id, pushID: sub.id)]
+    }
+
+    /// A reset's part, before the `removed` devices go: their subscriptions and the ids of
+    /// deleted devices' ones are forgotten (their endpoints answer 404); a kept device whose
+    /// token was refreshed takes back the subscription that followed the new token; the kept
+    /// ones that were ended are live again (as a fixture's device is at start). Returns the
+    /// writes that do the same in the store.
+    mutating func resetWebPush(removed: [Int64]) -> [WriteOp] {
+        let gone = Set(removed)
+        var returned: [WebPushRow] = []
+        for d in devices.values where d.platform == .web && !gone.contains(d.id) && webPush[d.id] == nil {
+            let successor = current(d)
+            guard successor.id != d.id, gone.contains(successor.id), var sub = webPush.removeValue(forKey: successor.id) else { continue }
+            sub.device = d.id
+            sub.expired = false
+            _ = attachWebPush(sub)
+            returned.append(sub.row)
+        }
+        webPushDeleted.removeAll()
+        var forgotten: [Int64] = []
+        for id in removed {
+            guard let sub = webPush.removeValue(forKey: id) else { continue }
+            webPushIndex[sub.id] = nil
+            forgotten.append(id)
+        }
+        for (id, sub) in webPush where sub.expired { webPush[id]?.expired = false }
+        let reset = Writes.resetWebPush(removing: forgotten)
+        return returned.isEmpty ? [reset] : [reset, Writes.saveWebPush(returned)]
     }
 }

@@ -272,10 +272,12 @@ struct EngineState: Sendable {
     var upstreamOrder: [String] = []
     var deviceWindows = RateWindows()
     var topicWindows = RateWindows()
-    /// Web devices' push subscriptions by device id, and device ids by subscription id (kept
-    /// after a device is deleted, so its endpoint answers 410, not 404).
+    /// Web devices' push subscriptions by device id, and device ids by subscription id.
     var webPush: [Int64: WebPushSubscription] = [:]
     var webPushIndex: [String: Int64] = [:]
+    /// The subscription ids of deleted devices, whose endpoints answer 410, not 404 (by id,
+    /// since a device id can be given again after a restart).
+    var webPushDeleted: Set<String> = []
     /// Where endpoints point (`Engine.setWebPushEndpointBase`).
     var webPushBase = "http://127.0.0.1"
     var webPushCounts = WebPushCounts()
@@ -430,6 +432,7 @@ struct EngineState: Sendable {
                 guard s.devices[r.device]?.platform == .web else { return }
                 _ = s.attachWebPush(WebPushSubscription(r))
             }
+            try load.deletedWebPushIDs { s.webPushDeleted.insert($0) }
             var keys = HeldCollapseKeys()
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)

@@ -198,6 +198,15 @@ enum Migrations {
             application_server_key TEXT,
             expired INTEGER NOT NULL DEFAULT 0);
         """,
+        // 17: the subscription ids of deleted web devices, so their endpoints answer 410 after a
+        // restart too (a subscription row is keyed by its device id, which a restart can give
+        // again). Rows whose device is gone become such ids, their keys dropped.
+        """
+        CREATE TABLE web_push_deleted(push_id TEXT PRIMARY KEY) WITHOUT ROWID;
+        INSERT INTO web_push_deleted(push_id)
+            SELECT push_id FROM web_push_subscriptions WHERE device NOT IN (SELECT id FROM devices WHERE platform = 'web');
+        DELETE FROM web_push_subscriptions WHERE device NOT IN (SELECT id FROM devices WHERE platform = 'web');
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

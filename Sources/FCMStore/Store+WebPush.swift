@@ -43,6 +43,24 @@ extension Writes {
     public static func expireWebPush(device: Int64) -> WriteOp {
         { c in try c.run("UPDATE web_push_subscriptions SET expired = 1 WHERE device = ?", [.int(device)]) }
     }
+
+    /// The subscription of deleted device `device`: its keys go, its id `pushID` stays, so its
+    /// endpoint answers 410 whatever device gets the id next.
+    public static func deleteWebPush(device: Int64, pushID: String) -> WriteOp {
+        { c in
+            try c.run("DELETE FROM web_push_subscriptions WHERE device = ?", [.int(device)])
+            try c.run("INSERT OR IGNORE INTO web_push_deleted(push_id) VALUES (?)", [.text(pushID)])
+        }
+    }
+
+    /// A reset's part: the subscriptions of `devices` (removed by it) and the ids of deleted
+    /// devices' ones go; the ended ones left are live again.
+    public static func resetWebPush(removing devices: [Int64]) -> WriteOp {
+        { c in
+            try c.execute("DELETE FROM web_push_deleted; UPDATE web_push_subscriptions SET expired = 0 WHERE expired = 1")
+            try each(c, "DELETE FROM web_push_subscriptions WHERE device = ?", devices.lazy.map { [.int($0)] })
+        }
+    }
 }
 
 extension StoreLoader {
@@ -54,6 +72,13 @@ extension StoreLoader {
             """) { (r: Statement) throws(StoreError) in
             row(WebPushRow(device: r.int(0), pushID: r.text(1) ?? "", privateKey: r.blob(2), publicKey: r.blob(3), auth: r.blob(4),
                            applicationServerKey: r.text(5), expired: r.int(6) != 0))
+        }
+    }
+
+    /// The subscription ids of deleted devices.
+    public func deletedWebPushIDs(_ id: (String) -> Void) throws(StoreError) {
+        try c.query("SELECT push_id FROM web_push_deleted") { (r: Statement) throws(StoreError) in
+            if let pushID = r.text(0) { id(pushID) }
         }
     }
 }
