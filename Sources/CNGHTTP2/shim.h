@@ -22,6 +22,7 @@ static const uint32_t FCM_NGHTTP2_INTERNAL_ERROR = NGHTTP2_INTERNAL_ERROR;
 static const uint32_t FCM_NGHTTP2_ENHANCE_YOUR_CALM = NGHTTP2_ENHANCE_YOUR_CALM;
 static const uint32_t FCM_NGHTTP2_REFUSED_STREAM = NGHTTP2_REFUSED_STREAM;
 static const uint8_t FCM_NGHTTP2_NV_FLAG_NONE = NGHTTP2_NV_FLAG_NONE;
+static const uint8_t FCM_NGHTTP2_NV_FLAG_NO_INDEX = NGHTTP2_NV_FLAG_NO_INDEX;
 
 // A response whose body is read by `read_cb` with `ptr` as its source (NULL: no body).
 static inline int fcm_nghttp2_submit_response(nghttp2_session *s, int32_t stream_id, const nghttp2_nv *nva,

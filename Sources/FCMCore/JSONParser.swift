@@ -251,6 +251,13 @@ struct ByteParser {
 
     mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
         let start = index
+        try skipNumber()
+        return JSONNumber(text: String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self))
+    }
+
+    /// Moves `index` past the number starting there (RFC 8259's grammar: no leading zeros, a
+    /// digit after `.` and after the exponent's sign).
+    mutating func skipNumber() throws(JSONParseError) {
         if input[index] == UInt8(ascii: "-") {
             index += 1
         }
@@ -280,7 +287,6 @@ struct ByteParser {
             try requireDigit()
             skipDigits()
         }
-        return JSONNumber(text: String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self))
     }
 
     @inline(__always)

@@ -23,15 +23,39 @@ public struct APNsTokenAuthorization: Sendable, Equatable {
     public let teamID: String
 }
 
+/// An `authorization` header's text as the key of the verified tokens: equal by the whole
+/// text, hashed by its last 32 bytes only. Those are the end of an ES256 signature, which no two
+/// tokens share by chance, and hashing the ~200-byte header whole cost a send more than the rest
+/// of the cache's work (docs/performance.md, "APNs"). Only tokens whose signature verified are
+/// kept, so tails made alike on purpose would need the signing key.
+struct AuthorizationText: Hashable, Sendable {
+    let text: String
+
+    static let hashedBytes = 32
+
+    /// Equal byte for byte (not by `String`'s canonical equivalence, which the hash could not follow).
+    static func == (a: AuthorizationText, b: AuthorizationText) -> Bool {
+        sameUTF8(a.text, b.text)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        let done = text.utf8.withContiguousStorageIfAvailable { b -> Bool in
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: b.suffix(Self.hashedBytes))))
+            return true
+        }
+        if done == nil { Array(text.utf8.suffix(Self.hashedBytes)).withUnsafeBytes { hasher.combine(bytes: $0) } }
+    }
+}
+
 /// The APNs credentials, under their own lock: every APNs send reads them, and none waits for
 /// the send path's state lock to do so.
 struct APNsCredentials: Sendable {
     var teams: [String: APNsTeam] = [:]
     var keys: [String: APNsKey] = [:]
-    /// Provider tokens whose signature was checked, by their exact text, with their `iat`: a
-    /// client signs one token and sends it for up to an hour, and an ECDSA check per request
-    /// would cost more than the send.
-    var verified: [String: (key: String, team: String, issuedAt: Int64)] = [:]
+    /// Provider tokens whose signature was checked, by the exact text of the `authorization`
+    /// header that carried them, with their `iat`: a client signs one token and sends it for up
+    /// to an hour, and an ECDSA check per request would cost more than the send.
+    var verified: [AuthorizationText: (key: String, team: String, issuedAt: Int64)] = [:]
     /// The client certificates the mock issued, by serial (Engine+APNsCertificates.swift).
     var certificates: [String: APNsCertificate] = [:]
 
@@ -165,8 +189,8 @@ extension Engine {
     /// section 3), or the reason it is refused: `MissingProviderToken` without one;
     /// `InvalidProviderToken` for anything but an ES256 JWT with a known `kid`, the key's team as
     /// `iss`, an `iat` at most 60 s ahead and a good signature; `ExpiredProviderToken` when `iat`
-    /// is over an hour old on the mock's clock. A verified token is remembered by its text, so
-    /// only its age is checked again (and that its key was not revoked).
+    /// is over an hour old on the mock's clock. A verified token is remembered by its header's text,
+    /// so only its age is checked again (and that its key was not revoked).
     public func authorizeProviderToken(_ header: String?) -> Result<APNsTokenAuthorization, APNsError> {
         guard let header, !header.isEmpty else {
             return .failure(APNsError(.missingProviderToken, "no authorization header: token authentication needs a provider token"))
@@ -174,18 +198,20 @@ extension Engine {
         guard header.utf8.count > 7, hasPrefixIgnoringCase(header.utf8, "bearer ") else {
             return .failure(APNsError(.invalidProviderToken, "the authorization header is not 'bearer <JWT>'"))
         }
-        // When an ASCII byte follows (in every real header), the 7 bytes of "bearer " are its 7
-        // characters: dropped as bytes.
-        let rest = header.utf8.dropFirst(7)
-        let token = ((rest.first ?? 0) < 0x80 ? String(Substring(rest)) : String(header.dropFirst(7))).trimmingSpaces()
+        // A header seen with a verified token: its text is looked up as it is, with no copy.
+        let cacheKey = AuthorizationText(text: header)
         let now = clock.nowMillis() / 1000
         if let known = apnsCredentials.withLock({ s -> (key: String, team: String, issuedAt: Int64)? in
-            guard let v = s.verified[token], s.keys[v.key] != nil else { return nil }
+            guard let v = s.verified[cacheKey], s.keys[v.key] != nil else { return nil }
             return v
         }) {
             if let expired = Self.expiry(issuedAt: known.issuedAt, now: now) { return .failure(expired) }
             return .success(APNsTokenAuthorization(keyID: known.key, teamID: known.team))
         }
+        // When an ASCII byte follows (in every real header), the 7 bytes of "bearer " are its 7
+        // characters: dropped as bytes.
+        let rest = header.utf8.dropFirst(7)
+        let token = ((rest.first ?? 0) < 0x80 ? String(Substring(rest)) : String(header.dropFirst(7))).trimmingSpaces()
         let jwt: JWT
         do {
             jwt = try JWT.parse(token, algorithm: .es256)
@@ -208,7 +234,7 @@ extension Engine {
         apnsCredentials.withLock { s in
             // Bounded: a client signing a token per request only refills it.
             if s.verified.count >= Self.maxVerifiedProviderTokens { s.verified.removeAll(keepingCapacity: true) }
-            s.verified[token] = (key.keyID, key.teamID, iat)
+            s.verified[cacheKey] = (key.keyID, key.teamID, iat)
         }
         return .success(APNsTokenAuthorization(keyID: key.keyID, teamID: key.teamID))
     }

@@ -187,20 +187,21 @@ extension HTTP2Connection {
         // nghttp2 copies the fields while submitting: one buffer holds them for the call.
         var storage: [UInt8] = []
         storage.reserveCapacity(fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
-        var spans: [(Int, Int, Int, Int)] = []
+        var spans: [(Int, Int, Int, Int, UInt8)] = []
         spans.reserveCapacity(fields.count)
         for (k, v) in fields {
             let ks = storage.count
             storage.append(contentsOf: k.utf8)
             let vs = storage.count
             storage.append(contentsOf: v.utf8)
-            spans.append((ks, k.utf8.count, vs, v.utf8.count))
+            let once = !r.neverIndexed.isEmpty && r.neverIndexed.contains { equalIgnoringASCIICase($0, k) }
+            spans.append((ks, k.utf8.count, vs, v.utf8.count, once ? FCM_NGHTTP2_NV_FLAG_NO_INDEX : FCM_NGHTTP2_NV_FLAG_NONE))
         }
         if storage.isEmpty { storage.append(0) }
         storage.withUnsafeMutableBufferPointer { b in
             let base = b.baseAddress!
             var nva = spans.map {
-                nghttp2_nv(name: base + $0.0, value: base + $0.2, namelen: $0.1, valuelen: $0.3, flags: FCM_NGHTTP2_NV_FLAG_NONE)
+                nghttp2_nv(name: base + $0.0, value: base + $0.2, namelen: $0.1, valuelen: $0.3, flags: $0.4)
             }
             _ = fcm_nghttp2_submit_response(session, id, &nva, nva.count, hasBody ? readBodyCallback : nil, nil)
         }

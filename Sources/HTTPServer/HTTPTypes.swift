@@ -61,6 +61,10 @@ public struct HTTPResponse: Sendable {
     public var abort = false
     /// A body sent as it is written (server-sent events) instead of `body`.
     public var stream: HTTPStream?
+    /// Names (lower case) of headers whose values are made for this answer alone, as ids are:
+    /// HTTP/2 sends them as literals never indexed, so they neither cost HPACK's table upkeep
+    /// (an insertion and the evictions it causes, every answer) nor push out values that repeat.
+    public var neverIndexed: [String] = []
 
     /// A "response" that drops the connection without answering.
     public static var dropConnection: HTTPResponse {

@@ -35,7 +35,10 @@ final class APNsRecordBlockTests: XCTestCase {
         let payload = try XCTUnwrap(JSONParser.parse(bytes).objectValue, file: file, line: line)
         let now: Int64 = 1_796_000_123_456
         let apnsID = "0d9f8a4c-1b2e-4c3d-8e4f-5a6b7c8d9e0f"
-        let written = APNsRoutes.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload,
+        // The payload as the route keeps it: the body's compact text, not the parsed tree.
+        var sentBody = APNsBody(bytes)
+        let kept = try XCTUnwrap(sentBody.object()?.text, file: file, line: line)
+        let written = APNsRoutes.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: kept,
                                                authorizedBy: authorizedBy, environment: environment, now: now)
         let tree = treeForm(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload,
                             authorizedBy: authorizedBy, environment: environment, now: now)

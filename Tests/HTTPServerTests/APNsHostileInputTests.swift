@@ -95,6 +95,39 @@ final class APNsHostileInputTests: XCTestCase {
         XCTAssertTrue(isCanonicalUUID(a.headers.first { $0.0 == "apns-id" }?.1 ?? ""), what, line: line)
     }
 
+    /// The answer's ids are one of a kind: sent as literals never indexed, so HPACK's table keeps
+    /// what repeats (the status, the content type) and a client decodes every answer the same.
+    func testTheAnswersIdsAreNeverIndexedAndTheRestIs() throws {
+        let c = try H2RawClient(port: server.port)
+        let auth = ("authorization", "bearer " + (try token()))
+        var seen: [[(String, String, neverIndexed: Bool)]] = []
+        for (i, body) in [#"{"aps":{"alert":"hi"}}"#, "", #"{"aps":{"alert":"again"}}"#].enumerated() {
+            let stream = Int32(2 * i + 1)
+            Self.headerFrames(c, stream, H2RawClient.request("POST", "/3/device/\(device)", extra: [("apns-topic", topic), auth]),
+                              endStream: body.isEmpty)
+            if !body.isEmpty { c.frame(H2RawClient.data, H2RawClient.endStream, stream, Array(body.utf8)) }
+            while let f = c.readFrame() {
+                if f.type == H2RawClient.headers, f.stream == stream {
+                    seen.append(c.decodeNoting(f.payload))
+                    break
+                }
+            }
+        }
+        XCTAssertEqual(seen.count, 3)
+        for (i, fields) in seen.enumerated() {
+            let status = fields.first { $0.0 == ":status" }?.1
+            XCTAssertEqual(status, i == 1 ? "400" : "200", "\(fields)")
+            let ids = fields.filter { $0.0 == "apns-id" || $0.0 == "apns-unique-id" }
+            XCTAssertEqual(ids.count, i == 1 ? 1 : 2, "\(fields)")
+            for id in ids {
+                XCTAssertTrue(isCanonicalUUID(id.1), "\(id)")
+                XCTAssertTrue(id.neverIndexed, "\(id.0) is sent never indexed: \(fields)")
+            }
+            XCTAssertTrue(fields.filter { !$0.0.hasPrefix("apns-") }.allSatisfy { !$0.neverIndexed }, "\(fields)")
+        }
+        XCTAssertEqual(try recordCount(), 3)
+    }
+
     func testProviderTokensOfEveryBrokenShapeAreInvalidProviderToken() throws {
         let claims = Self.b64(#"{"iss":"\#(team)","iat":\#(Int64(Date().timeIntervalSince1970))}"#)
         let good = try token()

@@ -130,7 +130,12 @@ final class H2RawClient {
 
     /// Decodes a header block with the connection's HPACK state.
     func decode(_ block: [UInt8]) -> [(String, String)] {
-        var out: [(String, String)] = []
+        decodeNoting(block).map { ($0.0, $0.1) }
+    }
+
+    /// `decode`, each field with whether it came as a literal never indexed (RFC 7541 §6.2.3).
+    func decodeNoting(_ block: [UInt8]) -> [(String, String, neverIndexed: Bool)] {
+        var out: [(String, String, neverIndexed: Bool)] = []
         var rest = block[...]
         while true {
             var nv = nghttp2_nv()
@@ -142,7 +147,8 @@ final class H2RawClient {
             rest = rest.dropFirst(used)
             if flags & Int32(NGHTTP2_HD_INFLATE_EMIT.rawValue) != 0 {
                 out.append((String(decoding: UnsafeBufferPointer(start: nv.name, count: nv.namelen), as: UTF8.self),
-                            String(decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self)))
+                            String(decoding: UnsafeBufferPointer(start: nv.value, count: nv.valuelen), as: UTF8.self),
+                            nv.flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0))
             }
             if flags & Int32(NGHTTP2_HD_INFLATE_FINAL.rawValue) != 0 {
                 nghttp2_hd_inflate_end_headers(inflater)

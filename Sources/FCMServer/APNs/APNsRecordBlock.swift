@@ -8,42 +8,116 @@ extension APNsRoutes {
     /// (`apns-push-type`, `apns-priority`, `apns-topic` when known, `apns-expiration`,
     /// `apns-collapse-id` when given, `apns-id`); `expiration` is as given (null without one).
     ///
-    /// Written straight as bytes, in this order, with no tree built and serialized (nor a writer's
-    /// call per key): every APNs send writes one (docs/performance.md "APNs"). The payload is the
-    /// one parsed object, written compact as the record always kept it.
-    static func recordedBlock(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: JSONObject,
+    /// Written straight into the string's storage, in this order, with no tree built and
+    /// serialized, no array grown and no writer's call per key: every APNs send writes one
+    /// (docs/performance.md "APNs"). The payload is the body's compact text (`APNsBody`), copied in.
+    static func recordedBlock(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: [UInt8],
                               authorizedBy: (name: String, id: String), environment: APNsEnvironment, now: Int64) -> String {
-        // The keys are fixed: written as runs of literal text between the values, not key by key.
-        var out: [UInt8] = []
-        out.reserveCapacity(512)
-        func text(_ s: StaticString) {
-            out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+        let strings = [headers.topic, headers.collapseID, authorizedBy.name, authorizedBy.id, apnsID, uniqueID]
+        // The keys and punctuation (under 400 bytes), 20 for each of 5 numbers, each string at most 6 bytes a
+        // byte escaped (twice for those written twice), and the payload.
+        let bound = 400 + 5 * 20 + strings.reduce(0) { $0 + 12 * ($1?.utf8.count ?? 0) + 8 } + payload.count
+        return String(unsafeUninitializedCapacity: bound) { buffer in
+            var out = BlockWriter(buffer)
+            out.text(#"{"apns":{"push_type":""#); out.text(headers.pushType.rawValue); out.text(#"","topic":"#)
+            out.string(headers.topic)
+            out.text(#","priority":"#); out.number(Int64(headers.priority))
+            out.text(#","expiration":"#)
+            if let e = headers.expiration { out.number(e) } else { out.text("null") }
+            out.text(#","collapse_id":"#); out.string(headers.collapseID)
+            out.text(#","environment":""#); out.text(environment.rawValue)
+            out.text(#"","#); out.string(authorizedBy.name); out.text(":"); out.string(authorizedBy.id)
+            out.text(#","apns_id":"#); out.string(apnsID)
+            out.text(#","apns_unique_id":"#); out.string(uniqueID)
+            out.text(#","headers":{"apns-push-type":""#); out.text(headers.pushType.rawValue)
+            out.text(#"","apns-priority":""#); out.number(Int64(headers.priority))
+            if let topic = headers.topic { out.text(#"","apns-topic":"#); out.string(topic); out.text(#",""#) } else { out.text(#"",""#) }
+            out.text(#"apns-expiration":""#); out.number(expirationHeader(headers, now: now)); out.text(#"""#)
+            if let c = headers.collapseID { out.text(#","apns-collapse-id":"#); out.string(c) }
+            out.text(#","apns-id":"#); out.string(apnsID)
+            out.text(#"},"payload":"#); out.bytes(payload)
+            out.text("}}")
+            return out.count
         }
-        func value(_ s: String?) {
-            if let s { appendJSONString(s, to: &out) } else { text("null") }
+    }
+}
+
+/// Writes into a buffer sized beforehand (`recordedBlock`'s bound): literal text, JSON strings
+/// (copied whole when nothing in them needs escaping, as the ids and topics of real sends),
+/// numbers. Every write is inlined: a block is some 30 of them.
+private struct BlockWriter {
+    let start: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    private(set) var count = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        start = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    @inline(__always)
+    mutating func text(_ s: StaticString) {
+        raw(s.utf8Start, s.utf8CodeUnitCount)
+    }
+
+    @inline(__always)
+    mutating func text(_ s: String) {
+        if s.utf8.withContiguousStorageIfAvailable({ raw($0.baseAddress, $0.count) }) == nil { bytes(Array(s.utf8)) }
+    }
+
+    @inline(__always)
+    mutating func bytes(_ b: [UInt8]) {
+        b.withUnsafeBufferPointer { raw($0.baseAddress, $0.count) }
+    }
+
+    @inline(__always)
+    private mutating func raw(_ p: UnsafePointer<UInt8>?, _ n: Int) {
+        guard let p, n > 0 else { return }
+        precondition(count + n <= capacity, "the APNs record block outgrew its bound")
+        (start + count).update(from: p, count: n)
+        count += n
+    }
+
+    @inline(__always)
+    private mutating func byte(_ b: UInt8) {
+        precondition(count < capacity, "the APNs record block outgrew its bound")
+        start[count] = b
+        count += 1
+    }
+
+    /// A JSON string, or `null`.
+    mutating func string(_ s: String?) {
+        guard let s else { return text("null") }
+        let plain = s.utf8.withContiguousStorageIfAvailable { b -> Bool in
+            for c in b where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c == 0xEF { return false }
+            byte(UInt8(ascii: "\""))
+            raw(b.baseAddress, b.count)
+            byte(UInt8(ascii: "\""))
+            return true
         }
-        func number(_ n: Int64) {
-            var digits = String(n)
-            digits.withUTF8 { out.append(contentsOf: $0) }
+        if plain != true {
+            var escaped: [UInt8] = []
+            appendJSONString(s, to: &escaped)
+            bytes(escaped)
         }
-        text(#"{"apns":{"push_type":"#); value(headers.pushType.rawValue)
-        text(#","topic":"#); value(headers.topic)
-        text(#","priority":"#); number(Int64(headers.priority))
-        text(#","expiration":"#)
-        if let e = headers.expiration { number(e) } else { text("null") }
-        text(#","collapse_id":"#); value(headers.collapseID)
-        text(#","environment":"#); value(environment.rawValue)
-        text(","); value(authorizedBy.name); text(":"); value(authorizedBy.id)
-        text(#","apns_id":"#); value(apnsID)
-        text(#","apns_unique_id":"#); value(uniqueID)
-        text(#","headers":{"apns-push-type":"#); value(headers.pushType.rawValue)
-        text(#","apns-priority":""#); number(Int64(headers.priority)); text(#"""#)
-        if let topic = headers.topic { text(#","apns-topic":"#); value(topic) }
-        text(#","apns-expiration":""#); number(expirationHeader(headers, now: now)); text(#"""#)
-        if let c = headers.collapseID { text(#","apns-collapse-id":"#); value(c) }
-        text(#","apns-id":"#); value(apnsID)
-        text(#"},"payload":"#); appendJSONValue(.object(payload), to: &out)
-        text("}}")
-        return String(decoding: out, as: UTF8.self)
+    }
+
+    mutating func number(_ n: Int64) {
+        // Digits from the last, into a scratch word; at most 20 with the sign.
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var magnitude = n.magnitude
+        withUnsafeMutableBytes(of: &digits) { d in
+            var at = d.count
+            repeat {
+                at -= 1
+                d[at] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if n < 0 {
+                at -= 1
+                d[at] = UInt8(ascii: "-")
+            }
+            raw(d.baseAddress!.assumingMemoryBound(to: UInt8.self) + at, d.count - at)
+        }
     }
 }

@@ -18,7 +18,6 @@ struct APNsRoutes: Sendable {
     let certificates: APNsCertificateAuth
 
     static let devicePrefix = "/3/device/"
-    static let devicePrefixBytes = Array(devicePrefix.utf8)
 
     /// Everything under `/3/`.
     func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
@@ -72,8 +71,8 @@ struct APNsRoutes: Sendable {
             case .none: delayMillis = nil
             }
             let uniqueID = env == .sandbox ? newUUID() : nil
-            let req = Self.request(to: device, headers: headers, payload: payload ?? JSONObject(), now: now)
-            let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? JSONObject(),
+            let req = Self.request(to: device, headers: headers, now: now)
+            let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? Self.emptyObject,
                                               authorizedBy: auth.recorded, environment: env, now: now)
             let lastSeen = device.lastSeenAt
             // The answer is made as the send is decided and kept with its record.
@@ -191,12 +190,13 @@ struct APNsRoutes: Sendable {
         return device
     }
 
-    /// The engine's send of an APNs request to `device`: the headers with Apple's defaults filled
-    /// in and the payload as received, as an HTTP v1 message's `apns` block carries them (so the
-    /// iOS delivery rules read them as they do for FCM); the TTL from `apns-expiration` on the
-    /// mock's clock (30 days without one, 0 for 0 or a time passed). What the record keeps of
-    /// the request is written apart, straight as text (`recordedBlock`, APNsRecordBlock.swift).
-    static func request(to device: Device, headers: APNsHeaders, payload: JSONObject, now: Int64) -> SendRequest {
+    /// The engine's send of an APNs request to `device`: the headers the delivery rules read, as
+    /// an HTTP v1 message's `apns` block carries them (so the iOS rules read them as they do for
+    /// FCM); the TTL from `apns-expiration` on the mock's clock (30 days without one, 0 for 0 or
+    /// a time passed). The payload is not read on the way: what the record keeps of the request,
+    /// the payload included, is written apart, straight as text (`recordedBlock`,
+    /// APNsRecordBlock.swift), and the inbox reads it from there.
+    static func request(to device: Device, headers: APNsHeaders, now: Int64) -> SendRequest {
         var req = SendRequest(format: .json, target: .token(device.token))
         req.options.collapseKey = headers.collapseID
         req.options.priority = headers.priority == 10 ? .high : .normal
@@ -209,9 +209,12 @@ struct APNsRoutes: Sendable {
         var h = JSONObject()
         h["apns-expiration"] = .string(String(expirationHeader(headers, now: now)))
         if let c = headers.collapseID { h["apns-collapse-id"] = .string(c) }
-        req.platforms = PlatformConfigs(apns: JSONObject([("headers", .object(h)), ("payload", .object(payload))]))
+        req.platforms = PlatformConfigs(apns: JSONObject([("headers", .object(h))]))
         return req
     }
+
+    /// The payload a record keeps for a body that is not a JSON object.
+    static let emptyObject: [UInt8] = Array("{}".utf8)
 
     /// The `apns-expiration` a send goes with: as given, else `now` (ms) plus the default TTL, in seconds.
     static func expirationHeader(_ headers: APNsHeaders, now: Int64) -> Int64 {
@@ -239,12 +242,20 @@ struct APNsRoutes: Sendable {
         // An ASCII path (every well-formed one) is read as bytes in place: as characters, the
         // scan of a 64-digit token cost more than the rest of the route's rules together. Any
         // other is read as characters (a combining mark after a '/' makes it no '/').
-        let prefix = devicePrefix.utf8.count
+        let device: StaticString = "/3/device/"  // devicePrefix
+        let prefix = device.utf8CodeUnitCount
         let bytes = path.utf8.withContiguousStorageIfAvailable { b -> Bool? in
             var devicePath = b.count >= prefix
-            for (i, c) in b.enumerated() {
+            for i in 0..<min(prefix, b.count) {
+                if b[i] >= 0x80 { return nil }
+                if b[i] != device.utf8Start[i] { devicePath = false }
+            }
+            var i = prefix
+            while i < b.count {
+                let c = b[i]
                 if c >= 0x80 { return nil }
-                if i < prefix ? c != devicePrefixBytes[i] : c == UInt8(ascii: "/") { devicePath = false }
+                if c == UInt8(ascii: "/") { devicePath = false }
+                i += 1
             }
             return devicePath
         }
@@ -261,14 +272,21 @@ struct APNsRoutes: Sendable {
 
     /// Apple's answer to a refusal: its status, exactly `{"reason":…}`, and the `apns-id`.
     static func response(_ e: APNsError, apnsID: String) -> HTTPResponse {
-        HTTPResponse(status: e.status, contentType: "application/json", body: e.body, headers: [("apns-id", apnsID)])
+        var r = HTTPResponse(status: e.status, contentType: "application/json", body: e.body, headers: [("apns-id", apnsID)])
+        r.neverIndexed = idHeaders
+        return r
     }
+
+    /// The answer's headers that carry ids, one of a kind each: not indexed by HPACK.
+    static let idHeaders = ["apns-id", "apns-unique-id"]
 
     /// Apple's success: 200, no body, the `apns-id`, and in the sandbox an `apns-unique-id`.
     static func success(apnsID: String, uniqueID: String?) -> HTTPResponse {
         var headers = [("apns-id", apnsID)]
         if let uniqueID { headers.append(("apns-unique-id", uniqueID)) }
-        return HTTPResponse(status: 200, headers: headers)
+        var r = HTTPResponse(status: 200, headers: headers)
+        r.neverIndexed = idHeaders
+        return r
     }
 }
 
