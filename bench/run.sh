@@ -70,6 +70,11 @@ if [ ! -x "$out/ecdh" ] || [ "$here/ecdh.c" -nt "$out/ecdh" ]; then
     gcc -O2 -Wall -Wextra -o "$out/ecdh" "$here/ecdh.c" $(pkg-config --cflags --libs hogweed nettle) -lgmp
 fi
 
+# --- the APNs phase's HTTP/2 client for a body per request (h2load sends one body to all) ---------
+if [ ! -x "$out/h2send" ] || [ "$here/h2send.c" -nt "$out/h2send" ]; then
+    gcc -O2 -Wall -Wextra -o "$out/h2send" "$here/h2send.c" -lnghttp2
+fi
+
 # --- the mock ------------------------------------------------------------------------------------
 if [ -n "${FCM_MOCK_BIN:-}" ]; then
     mock="$FCM_MOCK_BIN"

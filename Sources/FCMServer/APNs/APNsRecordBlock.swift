@@ -13,10 +13,12 @@ extension APNsRoutes {
     /// (docs/performance.md "APNs"). The payload is the body's compact text (`APNsBody`), copied in.
     static func recordedBlock(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: [UInt8],
                               authorizedBy: (name: String, id: String), environment: APNsEnvironment, now: Int64) -> String {
-        let strings = [headers.topic, headers.collapseID, authorizedBy.name, authorizedBy.id, apnsID, uniqueID]
-        // The keys and punctuation (under 400 bytes), 20 for each of 5 numbers, each string at most 6 bytes a
-        // byte escaped (twice for those written twice), and the payload.
-        let bound = 400 + 5 * 20 + strings.reduce(0) { $0 + 12 * ($1?.utf8.count ?? 0) + 8 } + payload.count
+        // The keys and punctuation (under 400 bytes), 20 for each of 5 numbers, each string at
+        // most 6 bytes a byte escaped (twice for those written twice), and the payload.
+        let strings = (headers.topic?.utf8.count ?? 0) + (headers.collapseID?.utf8.count ?? 0) + authorizedBy.name.utf8.count
+            + authorizedBy.id.utf8.count + apnsID.utf8.count + (uniqueID?.utf8.count ?? 0)
+        let bound = 400 + 5 * 20 + 12 * strings + 6 * 8 + payload.count
+        // The ids are UUIDs (checked, or made here): hex digits and dashes, written as they are.
         return String(unsafeUninitializedCapacity: bound) { buffer in
             var out = BlockWriter(buffer)
             out.text(#"{"apns":{"push_type":""#); out.text(headers.pushType.rawValue); out.text(#"","topic":"#)
@@ -27,14 +29,14 @@ extension APNsRoutes {
             out.text(#","collapse_id":"#); out.string(headers.collapseID)
             out.text(#","environment":""#); out.text(environment.rawValue)
             out.text(#"","#); out.string(authorizedBy.name); out.text(":"); out.string(authorizedBy.id)
-            out.text(#","apns_id":"#); out.string(apnsID)
-            out.text(#","apns_unique_id":"#); out.string(uniqueID)
+            out.text(#","apns_id":""#); out.text(apnsID)
+            if let uniqueID { out.text(#"","apns_unique_id":""#); out.text(uniqueID); out.text(#"""#) } else { out.text(#"","apns_unique_id":null"#) }
             out.text(#","headers":{"apns-push-type":""#); out.text(headers.pushType.rawValue)
             out.text(#"","apns-priority":""#); out.number(Int64(headers.priority))
             if let topic = headers.topic { out.text(#"","apns-topic":"#); out.string(topic); out.text(#",""#) } else { out.text(#"",""#) }
             out.text(#"apns-expiration":""#); out.number(expirationHeader(headers, now: now)); out.text(#"""#)
             if let c = headers.collapseID { out.text(#","apns-collapse-id":"#); out.string(c) }
-            out.text(#","apns-id":"#); out.string(apnsID)
+            out.text(#","apns-id":""#); out.text(apnsID); out.text(#"""#)
             out.text(#"},"payload":"#); out.bytes(payload)
             out.text("}}")
             return out.count
