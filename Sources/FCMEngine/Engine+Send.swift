@@ -274,17 +274,20 @@ extension Engine {
         return MessageID(micros: id, suffix: messageIDSuffix(senderID: senderID ?? "")).description
     }
 
-    /// `recordRejected`, returning the record's own id.
+    /// `recordRejected`, returning the record's own id. `target`: what the refused request named,
+    /// when its transport reads that before refusing (an APNs send's device, by its FCM token or,
+    /// when no device has it, its APNs token: `apns_token`); none otherwise.
     public func recordRejectedID(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
                           error: String, detail: String, raw: String?, fault: String? = nil,
-                          clientMessageID: String? = nil) throws(StoreError) -> Int64 {
+                          clientMessageID: String? = nil, target: (kind: String, value: String)? = nil) throws(StoreError) -> Int64 {
         let now = clock.nowMillis()
         let suffix = messageIDSuffix(senderID: senderID ?? "")
         let (mid, ticket) = state.withLock { s in
             let mid = s.ids.reserve(1, nowMicros: clock.nowMicros())
             let row = MessageRow(
                 id: mid, suffix: suffix, multicastID: nil, senderID: senderID,
-                transport: transport.rawValue, format: format.rawValue, acceptedAt: now, targetKind: "token", targetValue: nil,
+                transport: transport.rawValue, format: format.rawValue, acceptedAt: now, targetKind: target?.kind ?? "token",
+                targetValue: target?.value,
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
                 data: nil, notification: nil, priority: Priority.normal.rawValue, status: "rejected", error: error,
                 errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
@@ -301,8 +304,14 @@ extension Engine {
             w.key("format"); w.value(format.rawValue)
             w.key("accepted_at"); w.value(rfc3339(millis: now))
             w.key("status"); w.value("rejected")
-            // The shape of every message event: no target was read, no recipient reached.
-            w.key("target"); w.null()
+            // The shape of every message event: the target the request named when it was read
+            // (else null), no recipient reached.
+            w.key("target")
+            if let target {
+                w.beginObject(); w.key("kind"); w.value(target.kind); w.key("value"); w.value(target.value); w.endObject()
+            } else {
+                w.null()
+            }
             w.key("recipients"); w.beginArray(); w.endArray()
             // As on the record: an XMPP message has its client's message_id, no HTTP status.
             if transport == .xmpp {

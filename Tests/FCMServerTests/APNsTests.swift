@@ -383,6 +383,23 @@ final class APNsTests: XCTestCase {
         XCTAssertEqual(r["http_status"], .number(JSONNumber(400)))
         XCTAssertEqual(r["sender_id"]?.stringValue, "123456789012", "the device's project")
         XCTAssertEqual(r["answer"]?.objectValue?["body"]?.stringValue, #"{"reason":"BadPriority"}"#, "\(r)")
+        // What it named and the Apple headers it came with are kept: the device (by its FCM
+        // token, as an accepted send's record), the apns-* headers as sent.
+        XCTAssertEqual(r["target"], .object(JSONObject([("kind", .string("token")), ("value", .string("demo-ios-1"))])), "\(r)")
+        let headers = try XCTUnwrap(r["headers"]?.objectValue, "\(r)")
+        XCTAssertEqual(headers["apns-topic"]?.stringValue, topic)
+        XCTAssertEqual(headers["apns-priority"]?.stringValue, "7")
+        XCTAssertEqual(headers["authorization"]?.stringValue.map { $0.hasPrefix("bearer ") && $0.hasSuffix("…") }, true, "masked: \(headers)")
+        // A token no device has, and one that is no token: kept as sent.
+        let unknown = String(repeating: "0f", count: 32)
+        assertReason(try send(path: "/3/device/\(unknown)", headers: [("apns-topic", topic), ("apns-push-type", "banner")]), 400, "InvalidPushType")
+        var last = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&limit=1")).first)
+        XCTAssertEqual(last["target"], .object(JSONObject([("kind", .string("apns_token")), ("value", .string(unknown))])), "\(last)")
+        XCTAssertEqual(last["headers"]?.objectValue?["apns-push-type"]?.stringValue, "banner", "\(last)")
+        assertReason(try send(path: "/3/device/xyz", headers: [("apns-topic", topic), ("apns-topic", topic)]), 400, "DuplicateHeaders")
+        last = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&limit=1")).first)
+        XCTAssertEqual(last["target"]?.objectValue?["value"]?.stringValue, "xyz", "\(last)")
+        XCTAssertEqual(last["headers"]?.objectValue?["apns-topic"]?.stringValue, "\(topic), \(topic)", "joined once: \(last)")
     }
 
     func testFaultsOfTheAPNsTransport() throws {

@@ -43,6 +43,10 @@ def short(text, n=40):
     return text if len(text) <= n else text[:math.ceil(n * 0.6)] + "…" + text[-math.floor(n * 0.4):]
 
 
+# An APNs token no device has.
+STRANGER = "5ca1ab1e" * 8
+
+
 def apns_post(client, mock, key, apns_token, headers, payload):
     """One send over h2c to `apns_token`, its provider token signed with `key`."""
     provider = jwt.encode({"iss": TEAM, "iat": int(time.time())}, key["private_key_pem"], algorithm="ES256",
@@ -75,12 +79,16 @@ def sent(mock):
         assert post({"apns-push-type": "background", "apns-priority": "5"}, {"aps": {"content-available": 1}, "sync": "inbox"}).status_code == 200
         refused = post({"apns-push-type": "banner"}, {"aps": {"alert": "never"}})
         assert (refused.status_code, refused.content) == (400, b'{"reason":"InvalidPushType"}')
+        # Refused at its headers, before a device is looked for: the token as sent is kept.
+        stranger = apns_post(client, mock, key, STRANGER, {"apns-push-type": "banner"}, {"aps": {"alert": "never"}})
+        assert stranger.status_code == 400
     assert send(mock, {"to": mock.create_device(), "notification": {"title": "From FCM", "body": "legacy"}}).status_code == 200
     records = mock.api("GET", "/api/v1/messages?transport=apns&limit=10")["items"]
-    assert [m["status"] for m in records] == ["rejected", "accepted", "accepted", "accepted", "accepted"]
+    assert [m["status"] for m in records] == ["rejected", "rejected", "accepted", "accepted", "accepted", "accepted"]
+    assert records[0]["target"] == {"kind": "apns_token", "value": STRANGER}
     ids = [m["message_id"] for m in records]
-    return {"key": key, "fcm": fcm, "apns_token": device["apns_token"], "goal_apns_id": goal_id,
-            "refused": ids[0], "silent": ids[1], "loc": ids[2], "string": ids[3], "goal": ids[4]}
+    return {"key": key, "fcm": fcm, "apns_token": device["apns_token"], "goal_apns_id": goal_id, "stranger": ids[0],
+            "refused": ids[1], "silent": ids[2], "loc": ids[3], "string": ids[4], "goal": ids[5]}
 
 
 @pytest.mark.parametrize("size,scheme", COMBOS)
@@ -88,8 +96,9 @@ def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
     set_scheme(page, scheme, SIZES[size])
     open_page(page, mock.base_url + "/")
     # The APNs token replaces the record's FCM token once the device is read.
-    page.wait_for(f"!!document.querySelector('#messages tr[data-id={js(sent['goal'])}] td.target[data-apns-token]')",
-                  what="the APNs token in the target cell")
+    for which in ("goal", "refused"):
+        page.wait_for(f"!!document.querySelector('#messages tr[data-id={js(sent[which])}] td.target[data-apns-token]')",
+                      what=f"the APNs token in the {which} send's target cell")
     got = {k: {n: v for n, v in r.items() if n != 'what_class'} for k, r in row_cells(page).items()}
     token = sent["apns_token"]
     assert got[sent["goal"]] == {"via": "APNs", "target": short(token), "full": token, "what": "Goal · Second half — 3-1",
@@ -98,7 +107,10 @@ def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
     assert got[sent["loc"]]["what"] == "loc GAME_PLAY(Ann)"
     assert got[sent["silent"]]["what"] == "silent (content-available)"
     refused = got[sent["refused"]]
-    assert (refused["via"], refused["mark"], refused["recip"], refused["target"]) == ("APNs", "✕", "InvalidPushType", "(token not kept)")
+    # A refused send names its device too (its record keeps the device's FCM token).
+    assert (refused["via"], refused["mark"], refused["recip"], refused["target"]) == ("APNs", "✕", "InvalidPushType", short(token))
+    stranger = got[sent["stranger"]]
+    assert (stranger["mark"], stranger["target"], stranger["full"]) == ("✕", short(STRANGER), STRANGER + " (no device has this APNs token)")
     assert [r["via"] for r in got.values()].count("legacy") == 1
     # One line each (two on a phone), no sideways scrolling, every text readable.
     assert_rows_fit(page, size == "phone")
@@ -108,7 +120,7 @@ def test_list_lines_of_apns_sends(mock, sent, page, size, scheme):
 def test_transport_apns_chip(mock, sent, page, size):
     set_scheme(page, "light", SIZES[size])
     open_page(page, mock.base_url + "/")
-    assert len(chip_finds_what_the_api_does(page, mock, "transport:apns", "transport", "apns")) == 5
+    assert len(chip_finds_what_the_api_does(page, mock, "transport:apns", "transport", "apns")) == 6
     assert set(page.eval("[...document.querySelectorAll('#messages td.via')].map(t => t.textContent)")) == {"APNs"}
     # Excluded: everything else.
     page.click("#chips li[data-name=transport] .chip-remove")

@@ -135,8 +135,8 @@ struct APNsRoutes: Sendable {
         }
         let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status) \(reason)"
         let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: status,
-                                              error: reason, detail: detail, raw: nil, fault: f.id)
-        return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r)))
+                                              error: reason, detail: detail, raw: nil, fault: f.id, target: ("token", device.token))
+        return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: Self.refusedHeaders(r)))
     }
 
     /// Apple's answer to a refused send, kept on a record of its own (`status: "rejected"`, the
@@ -145,11 +145,41 @@ struct APNsRoutes: Sendable {
     /// answered all the same.
     func recorded(_ e: APNsError, apnsID: String, _ r: HTTPRequest, token: String) -> HTTPResponse {
         let answer = Self.response(e, apnsID: apnsID)
-        let sender = token.isEmpty ? nil : engine.device(apnsToken: token)?.senderID
-        let id = try? engine.recordRejectedID(senderID: sender, transport: .apns, format: .json, httpStatus: e.status,
+        let device = token.isEmpty ? nil : engine.device(apnsToken: token)
+        let id = try? engine.recordRejectedID(senderID: device?.senderID, transport: .apns, format: .json, httpStatus: e.status,
                                               error: e.reason.rawValue, detail: e.detail,
-                                              raw: String(decoding: r.body.prefix(4096), as: UTF8.self))
-        return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
+                                              raw: String(decoding: r.body.prefix(4096), as: UTF8.self),
+                                              target: Self.target(named: token, device: device))
+        return engine.keeping(answer, record: id, headers: Self.refusedHeaders(r))
+    }
+
+    /// What a refused send's record names as its target: the device the path's token is
+    /// (`token`: its FCM token, as an accepted send's record), or, when no device has it, the
+    /// token itself as sent (`apns_token`, cut at 256 bytes); none for a path without one.
+    static func target(named token: String, device: Device?) -> (kind: String, value: String)? {
+        if let device { return ("token", device.token) }
+        return token.isEmpty ? nil : ("apns_token", token.utf8.count > 256 ? String(token.prefix(256)) : token)
+    }
+
+    /// The request headers a refused send's record keeps: those every record keeps, then its
+    /// `apns-*` headers as they came (a repeated one joined with ", ", each cut at 256 bytes), as
+    /// a refused send has no `apns` block to show them.
+    static func refusedHeaders(_ r: HTTPRequest) -> String {
+        var apns: [(name: String, value: String)] = []
+        for h in r.headers where h.name.utf8.count > 5 && hasPrefixIgnoringCase(h.name.utf8, "apns-") {
+            let name = h.name.lowercased()
+            if let i = apns.firstIndex(where: { $0.name == name }) { apns[i].value += ", " + h.value } else { apns.append((name, h.value)) }
+        }
+        let kept = RecordedExchange.headers(r)
+        guard !apns.isEmpty else { return kept }
+        var out = Array(kept.utf8)
+        for (name, value) in apns {
+            RecordedExchange.appendClean(name, into: &out)
+            out.append(9)
+            RecordedExchange.appendClean(value.utf8.count > 256 ? String(value.prefix(256)) : value, into: &out)
+            out.append(10)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Whether `device` is one a send to `environment` for `bundleID` may reach: of the other

@@ -61,14 +61,20 @@ async function apnsTokenOf(token) {
 function apnsTarget(m, td, n) {
   if (!m || m.transport !== "apns") return false;
   const t = m.target || {};
+  const show = apns => { td.textContent = fcm.short(apns, n); td.title = apns; td.dataset.apnsToken = apns; };
+  // A refused send to a token no device has keeps the token as it was sent.
+  if (t.kind === "apns_token" && t.value) {
+    show(t.value);
+    td.title = t.value + " (no device has this APNs token)";
+    return true;
+  }
   const token = t.kind === "token" && t.value ? t.value : (m.recipients && m.recipients[0] && m.recipients[0].token);
   if (!token) {
-    td.textContent = "(token not kept)";
-    td.title = "a refused APNs send keeps no device token";
+    td.textContent = "(no device token)";
+    td.title = "the request named no device token";
     td.classList.add("muted");
     return true;
   }
-  const show = apns => { td.textContent = fcm.short(apns, n); td.title = apns; td.dataset.apnsToken = apns; };
   const known = apnsTokens.get(token);
   if (typeof known === "string") { show(known); return true; }
   td.textContent = fcm.short(token, n);
