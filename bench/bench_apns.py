@@ -188,9 +188,9 @@ class Sides:
         with open(self.spread_lines["apns"], "w") as f:
             f.write("".join(f"/3/device/{apns_token_of(i)}\t{APNS_PAYLOAD}\n" for i in range(ios_devices)))
         with open(self.spread_lines["v1"], "w") as f:
+            # The h2load body's text (json.dumps' own spacing), each with its device's token.
             f.write("".join(self.v1_path + "\t" + json.dumps({"message": {"token": bench_token(i),
-                                                                           "data": {"score": "5x1", "time": "15:10"}}},
-                                                               separators=(",", ":")) + "\n"
+                                                                           "data": {"score": "5x1", "time": "15:10"}}}) + "\n"
                             for i in range(ios_devices)))
 
     def point_at(self, base):

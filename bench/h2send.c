@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <nghttp2/nghttp2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,8 @@ int main(int argc, char **argv) {
         fixed[nfixed++] = nv(h, v);
     }
 
+    /* A server that closes the connection makes a write fail, not kill the tool. */
+    signal(SIGPIPE, SIG_IGN);
     struct addrinfo hints = {0}, *ai;
     hints.ai_socktype = SOCK_STREAM;
     if (getaddrinfo(host, port, &hints, &ai) != 0) { fprintf(stderr, "cannot resolve %s\n", host); return 1; }
@@ -166,6 +169,7 @@ int main(int argc, char **argv) {
         }
         if (nghttp2_session_send(s) != 0) { fprintf(stderr, "send failed\n"); return 1; }
         ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) { fprintf(stderr, "the connection ended after %ld answers\n", completed); return 1; }
         if (nghttp2_session_mem_recv(s, buf, (size_t)n) < 0) { fprintf(stderr, "bad frames from the server\n"); return 1; }
     }

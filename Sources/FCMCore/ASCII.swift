@@ -29,25 +29,29 @@ extension StringProtocol {
 /// Whether two strings have the same UTF-8 bytes: eight at a time where both are contiguous
 /// (native and small strings are). Not `String`'s `==`, which compares by canonical equivalence
 /// and, for a string not known to be ASCII or NFC (as the header values nghttp2 hands over),
-/// costs tens of instructions a byte.
+/// costs tens of instructions a byte; JSON compares member names by code points, too.
 public func sameUTF8(_ a: String, _ b: String) -> Bool {
     guard a.utf8.count == b.utf8.count else { return false }
     let same = a.utf8.withContiguousStorageIfAvailable { x in
-        b.utf8.withContiguousStorageIfAvailable { y -> Bool in
-            let (p, q, n) = (UnsafeRawPointer(x.baseAddress), UnsafeRawPointer(y.baseAddress), x.count)
-            guard let p, let q else { return n == 0 }
-            var i = 0
-            while i &+ 8 <= n {
-                if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) != q.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
-                i &+= 8
-            }
-            while i < n {
-                if p.load(fromByteOffset: i, as: UInt8.self) != q.load(fromByteOffset: i, as: UInt8.self) { return false }
-                i &+= 1
-            }
-            return true
-        }
+        b.utf8.withContiguousStorageIfAvailable { y in sameBytes(x, y) }
     }
     if let same, let same { return same }
     return a.utf8.elementsEqual(b.utf8)
+}
+
+/// Whether two buffers hold the same bytes, compared eight at a time.
+public func sameBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard x.count == y.count else { return false }
+    guard let p = UnsafeRawPointer(x.baseAddress), let q = UnsafeRawPointer(y.baseAddress) else { return true }
+    let n = x.count
+    var i = 0
+    while i &+ 8 <= n {
+        if p.loadUnaligned(fromByteOffset: i, as: UInt64.self) != q.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+        i &+= 8
+    }
+    while i < n {
+        if p.load(fromByteOffset: i, as: UInt8.self) != q.load(fromByteOffset: i, as: UInt8.self) { return false }
+        i &+= 1
+    }
+    return true
 }

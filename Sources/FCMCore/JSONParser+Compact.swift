@@ -159,7 +159,7 @@ extension ByteParser {
 
     /// Whether the input's bytes `key` (a range of offsets) spell `name`.
     private func equals(_ key: (Int, Int), _ name: StaticString) -> Bool {
-        key.1 - key.0 == name.utf8CodeUnitCount && sameBytes(input.baseAddress! + key.0, name.utf8Start, key.1 - key.0)
+        sameBytes(UnsafeBufferPointer(rebasing: input[key.0..<key.1]), UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
     }
 
     /// Reads `"key" :` at `index`: the key's bytes (offsets, quotes excluded), remembered in
@@ -172,7 +172,7 @@ extension ByteParser {
         let key = (index + 1, stop - 1)
         for k in from..<keyCount {
             let (c, d) = keys[k]
-            if d - c == key.1 - key.0, sameBytes(input.baseAddress! + key.0, input.baseAddress! + c, d - c) { return nil }
+            if sameBytes(UnsafeBufferPointer(rebasing: input[key.0..<key.1]), UnsafeBufferPointer(rebasing: input[c..<d])) { return nil }
         }
         keys[keyCount] = key
         keyCount += 1
@@ -209,10 +209,4 @@ extension ByteParser {
             }
         }
     }
-}
-
-/// Whether the `n` bytes at `p` and at `q` are the same.
-private func sameBytes(_ p: UnsafePointer<UInt8>, _ q: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-    for i in 0..<n where p[i] != q[i] { return false }
-    return true
 }

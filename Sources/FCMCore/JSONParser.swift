@@ -43,7 +43,7 @@ private struct KeyBytes: Hashable {
     let key: String
 
     static func == (lhs: KeyBytes, rhs: KeyBytes) -> Bool {
-        utf8Equal(lhs.key, rhs.key)
+        sameUTF8(lhs.key, rhs.key)
     }
 
     func hash(into hasher: inout Hasher) {
@@ -81,7 +81,7 @@ private struct OpenContainer {
         if keySet != nil {
             return keySet?.insert(KeyBytes(key: key)).inserted == false
         }
-        for member in members where utf8Equal(member.key, key) {
+        for member in members where sameUTF8(member.key, key) {
             return true
         }
         if members.count >= Self.linearScanLimit {

@@ -157,7 +157,7 @@ public struct JSONObject: Sendable, Equatable {
 
     /// The position of `key` in `members`, if present.
     public func index(forKey key: String) -> Int? {
-        members.firstIndex { utf8Equal($0.key, key) }
+        members.firstIndex { sameUTF8($0.key, key) }
     }
 
     /// The keys in order.
@@ -176,23 +176,6 @@ public struct JSONObject: Sendable, Equatable {
 @inline(__always)
 func isDigit(_ byte: UInt8) -> Bool {
     byte &- UInt8(ascii: "0") < 10
-}
-
-/// JSON compares member names by code points; Swift's `==` on String uses canonical
-/// equivalence, which would merge distinct keys. Canonically different strings are never
-/// byte-equal, so the fast `==` (a memcmp for ASCII) rejects almost every pair first.
-@inline(__always)
-func utf8Equal(_ a: String, _ b: String) -> Bool {
-    guard a == b else { return false }
-    // Equal strings have the same bytes in all but rare cases: compared over contiguous UTF-8
-    // (native and small strings have it), not through the UTF8View's iterators.
-    let same = a.utf8.withContiguousStorageIfAvailable { x in
-        b.utf8.withContiguousStorageIfAvailable { y in
-            x.count == y.count && UnsafeRawBufferPointer(x).elementsEqual(UnsafeRawBufferPointer(y))
-        }
-    }
-    if let same, let same { return same }
-    return a.utf8.elementsEqual(b.utf8)
 }
 
 // MARK: - Accessors

@@ -23,27 +23,48 @@ public struct APNsTokenAuthorization: Sendable, Equatable {
     public let teamID: String
 }
 
-/// An `authorization` header's text as the key of the verified tokens: equal by the whole
-/// text, hashed by its last 32 bytes only. Those are the end of an ES256 signature, which no two
-/// tokens share by chance, and hashing the ~200-byte header whole cost a send more than the rest
-/// of the cache's work (docs/performance.md, "APNs"). Only tokens whose signature verified are
-/// kept, so tails made alike on purpose would need the signing key.
-struct AuthorizationText: Hashable, Sendable {
-    let text: String
+/// The provider token of an `authorization: bearer <JWT>` header as the key of the verified
+/// tokens, read in place in the header (no copy of the token cut out of it): the bytes after
+/// `bearer ` less the blanks around them. Equal when those bytes are, so `Bearer`, `bearer` and
+/// extra blanks share one entry, as the token's text did. Hashed by the token's length and its
+/// last 32 bytes only: those end its ES256 signature, which no two tokens share by chance, and
+/// hashing the ~200-byte header whole cost a send more than the rest of the cache's work
+/// (docs/performance.md, "APNs"). Only tokens whose signature verified are kept, so two with the
+/// same length and tail made on purpose would need the signing key.
+struct ProviderTokenKey: Hashable, Sendable {
+    /// The header, which starts with `bearer ` in any case (checked before a key is made).
+    let header: String
+    /// The token's UTF-8 bytes in `header`: `start..<end`.
+    let start: Int, end: Int
 
     static let hashedBytes = 32
 
+    init(header: String) {
+        self.header = header
+        (start, end) = Self.withBytes(of: header) { b in
+            var (s, e) = (min(7, b.count), b.count)
+            while s < e, b[s] == 0x20 || b[s] == 0x09 { s += 1 }
+            while e > s, b[e - 1] == 0x20 || b[e - 1] == 0x09 { e -= 1 }
+            return (s, e)
+        }
+    }
+
+    private static func withBytes<R>(of s: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        s.utf8.withContiguousStorageIfAvailable(body) ?? Array(s.utf8).withUnsafeBufferPointer(body)
+    }
+
+    private func withToken<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        Self.withBytes(of: header) { body(UnsafeBufferPointer(rebasing: $0[start..<end])) }
+    }
+
     /// Equal byte for byte (not by `String`'s canonical equivalence, which the hash could not follow).
-    static func == (a: AuthorizationText, b: AuthorizationText) -> Bool {
-        sameUTF8(a.text, b.text)
+    static func == (a: ProviderTokenKey, b: ProviderTokenKey) -> Bool {
+        a.end - a.start == b.end - b.start && a.withToken { x in b.withToken { y in sameBytes(x, y) } }
     }
 
     func hash(into hasher: inout Hasher) {
-        let done = text.utf8.withContiguousStorageIfAvailable { b -> Bool in
-            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: b.suffix(Self.hashedBytes))))
-            return true
-        }
-        if done == nil { Array(text.utf8.suffix(Self.hashedBytes)).withUnsafeBytes { hasher.combine(bytes: $0) } }
+        hasher.combine(end - start)
+        withToken { t in hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: t.suffix(Self.hashedBytes)))) }
     }
 }
 
@@ -52,10 +73,10 @@ struct AuthorizationText: Hashable, Sendable {
 struct APNsCredentials: Sendable {
     var teams: [String: APNsTeam] = [:]
     var keys: [String: APNsKey] = [:]
-    /// Provider tokens whose signature was checked, by the exact text of the `authorization`
-    /// header that carried them, with their `iat`: a client signs one token and sends it for up
+    /// Provider tokens whose signature was checked, by their exact text as their header carries
+    /// it (`ProviderTokenKey`), with their `iat`: a client signs one token and sends it for up
     /// to an hour, and an ECDSA check per request would cost more than the send.
-    var verified: [AuthorizationText: (key: String, team: String, issuedAt: Int64)] = [:]
+    var verified: [ProviderTokenKey: (key: String, team: String, issuedAt: Int64)] = [:]
     /// The client certificates the mock issued, by serial (Engine+APNsCertificates.swift).
     var certificates: [String: APNsCertificate] = [:]
 
@@ -189,8 +210,8 @@ extension Engine {
     /// section 3), or the reason it is refused: `MissingProviderToken` without one;
     /// `InvalidProviderToken` for anything but an ES256 JWT with a known `kid`, the key's team as
     /// `iss`, an `iat` at most 60 s ahead and a good signature; `ExpiredProviderToken` when `iat`
-    /// is over an hour old on the mock's clock. A verified token is remembered by its header's text,
-    /// so only its age is checked again (and that its key was not revoked).
+    /// is over an hour old on the mock's clock. A verified token is remembered by its text, so only
+    /// its age is checked again (and that its key was not revoked).
     public func authorizeProviderToken(_ header: String?) -> Result<APNsTokenAuthorization, APNsError> {
         guard let header, !header.isEmpty else {
             return .failure(APNsError(.missingProviderToken, "no authorization header: token authentication needs a provider token"))
@@ -198,8 +219,8 @@ extension Engine {
         guard header.utf8.count > 7, hasPrefixIgnoringCase(header.utf8, "bearer ") else {
             return .failure(APNsError(.invalidProviderToken, "the authorization header is not 'bearer <JWT>'"))
         }
-        // A header seen with a verified token: its text is looked up as it is, with no copy.
-        let cacheKey = AuthorizationText(text: header)
+        // A verified token is looked up in its header, with no copy.
+        let cacheKey = ProviderTokenKey(header: header)
         let now = clock.nowMillis() / 1000
         if let known = apnsCredentials.withLock({ s -> (key: String, team: String, issuedAt: Int64)? in
             guard let v = s.verified[cacheKey], s.keys[v.key] != nil else { return nil }

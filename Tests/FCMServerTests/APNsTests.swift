@@ -204,6 +204,29 @@ final class APNsTests: XCTestCase {
         XCTAssertEqual(try server.client().delete("/api/v1/apns/keys/\(keyID)").status, 404)
     }
 
+    /// The verified-token cache is keyed by the whole token (its hash reads only the length and
+    /// the signature's end): a cached token's signature on other claims, or on claims of the same
+    /// length, is checked afresh and refused; the same token with `Bearer` and extra blanks is
+    /// the same token.
+    func testTheTokenCacheMatchesWholeTokensOnly() throws {
+        let good = try token()
+        assertReason(try send(authorization: .some("bearer " + good)), 400, "BadDeviceToken")
+        let parts = good.split(separator: ".").map(String.init)
+        let now = Int64(Date().timeIntervalSince1970)
+        for claims in [#"{"iss":"\#(team)","iat":\#(now - 1)}"#, #"{"iss":"\#(team)","iat":\#(now)}  "#,
+                       #"{"iss":"OTHER12345","iat":\#(now)}"#] {
+            let forged = parts[0] + "." + base64URLEncode(Array(claims.utf8)) + "." + parts[2]
+            XCTAssertNotEqual(forged, good)
+            assertReason(try send(authorization: .some("bearer " + forged)), 403, "InvalidProviderToken")
+        }
+        for variant in ["Bearer " + good, "bearer   " + good, "BEARER \t" + good] {
+            assertReason(try send(authorization: .some(variant)), 400, "BadDeviceToken")
+        }
+        // Moved an hour on, every spelling of the cached token is expired alike.
+        XCTAssertEqual(try server.client().post("/api/v1/clock", #"{"advance_s":3601}"#).status, 200)
+        assertReason(try send(authorization: .some("Bearer  " + good)), 403, "ExpiredProviderToken")
+    }
+
     func testApnsIDIsEchoedOrMadeAndHTTP1GetsA505() throws {
         let id = "123E4567-E89B-12D3-A456-426614174000"
         let echoed = try send(headers: [("apns-topic", topic), ("apns-id", id)])

@@ -105,10 +105,9 @@ private struct BlockWriter {
     }
 
     mutating func number(_ n: Int64) {
-        // Digits from the last, into a scratch word; at most 20 with the sign.
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        // Digits from the last, into scratch bytes; at most 20 with the sign.
         var magnitude = n.magnitude
-        withUnsafeMutableBytes(of: &digits) { d in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { d in
             var at = d.count
             repeat {
                 at -= 1
@@ -119,7 +118,7 @@ private struct BlockWriter {
                 at -= 1
                 d[at] = UInt8(ascii: "-")
             }
-            raw(d.baseAddress!.assumingMemoryBound(to: UInt8.self) + at, d.count - at)
+            raw(d.baseAddress! + at, d.count - at)
         }
     }
 }
