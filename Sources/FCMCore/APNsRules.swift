@@ -395,11 +395,16 @@ extension SystemRandomNumberGenerator {
 /// either case.
 func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: String) -> Bool {
     guard name.count == lowercase.utf8.count else { return false }
-    var i = 0
-    for l in lowercase.utf8 {
+    return lowercase.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII(name, $0) }
+        ?? Array(lowercase.utf8).withUnsafeBufferPointer { equalsLowercaseASCII(name, $0) }
+}
+
+/// The comparison itself, over the bytes of both.
+private func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard name.count == lowercase.count else { return false }
+    for i in 0..<name.count {
         let b = name[i]
-        if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) != l { return false }
-        i += 1
+        if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) != lowercase[i] { return false }
     }
     return true
 }
@@ -407,17 +412,10 @@ func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: Strin
 /// Whether header name `name` is `lowercase` (no upper-case letters) in ASCII, either case:
 /// compared over the bytes of both, with no iteration of a `String`.
 func nameIs(_ name: String, _ lowercase: StaticString) -> Bool {
-    let n = lowercase.utf8CodeUnitCount
-    guard name.utf8.count == n else { return false }
-    let l = lowercase.utf8Start
-    let same = name.utf8.withContiguousStorageIfAvailable { b -> Bool in
-        for i in 0..<n {
-            let c = b[i]
-            if (c >= 0x41 && c <= 0x5A ? c | 0x20 : c) != l[i] { return false }
-        }
-        return true
-    }
-    return same ?? equalsLowercaseASCII(name, lowercase.description)
+    let l = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+    guard name.utf8.count == l.count else { return false }
+    return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, l) }
+        ?? Array(name.utf8).withUnsafeBufferPointer { equalsLowercaseASCII($0, l) }
 }
 
 /// `equalsLowercaseASCII` on a string's bytes (read in place when they are contiguous).
