@@ -50,6 +50,10 @@ public struct APNsHeaders: Sendable, Equatable {
     /// Most bytes an `apns-collapse-id` may have.
     public static let maxCollapseIDBytes = 64
 
+    /// How long a notification is kept for an offline device without `apns-expiration`, in
+    /// seconds (Apple says "a limited period"): 30 days.
+    public static let defaultTimeToLive: Int64 = 30 * 86_400
+
     /// The headers a send reads, in the order their rules run.
     static let names: [StaticString] = ["apns-push-type", "apns-id", "apns-expiration", "apns-priority", "apns-topic", "apns-collapse-id"]
 

@@ -115,3 +115,44 @@ extension EffectivePayload {
         return v
     }
 }
+
+extension EffectivePayload {
+    /// An APNs send's stored `apns` block with its `headers` put back: the record keeps Apple's
+    /// headers as the fields beside them (`push_type`, `priority`, `topic`, `expiration`,
+    /// `collapse_id`, `apns_id`), not a second time as an object, which made every APNs record
+    /// half as large again (docs/performance.md, "APNs"). Put back as they were written before:
+    /// `apns-push-type`, `apns-priority`, `apns-topic` (when given), `apns-expiration` (as given,
+    /// else the accept time plus APNs' default 30 days), `apns-collapse-id` (when given),
+    /// `apns-id`, just before `payload`. A block that has `headers` (a v1 message's, or a record
+    /// of an older store), or is no APNs send's (no `push_type`), is returned as it is.
+    public static func apnsBlockWithHeaders(_ block: JSONObject, acceptedAtMillis: Int64) -> JSONObject {
+        guard block["headers"] == nil, let pushType = block["push_type"]?.stringValue else { return block }
+        var headers: [(String, JSONValue)] = [("apns-push-type", .string(pushType))]
+        if let p = block["priority"], case .number(let n) = p { headers.append(("apns-priority", .string(n.text))) }
+        if let topic = block["topic"]?.stringValue { headers.append(("apns-topic", .string(topic))) }
+        let expiration: String
+        if case .number(let n)? = block["expiration"] {
+            expiration = n.text
+        } else {
+            expiration = String(floorSeconds(acceptedAtMillis) + APNsHeaders.defaultTimeToLive)
+        }
+        headers.append(("apns-expiration", .string(expiration)))
+        if let c = block["collapse_id"]?.stringValue { headers.append(("apns-collapse-id", .string(c))) }
+        if let id = block["apns_id"]?.stringValue { headers.append(("apns-id", .string(id))) }
+        var out: [(String, JSONValue)] = []
+        for m in block.members {
+            if m.key == "payload" { out.append(("headers", .object(JSONObject(headers)))) }
+            out.append((m.key, m.value))
+        }
+        if block["payload"] == nil { out.append(("headers", .object(JSONObject(headers)))) }
+        return JSONObject(out)
+    }
+
+    /// Stored platform blocks (`storedPlatforms`) with an APNs send's headers put back
+    /// (`apnsBlockWithHeaders`).
+    public static func storedPlatforms(_ json: String, acceptedAtMillis: Int64) -> PlatformConfigs? {
+        guard var p = storedPlatforms(json) else { return nil }
+        if let apns = p.apns { p.apns = apnsBlockWithHeaders(apns, acceptedAtMillis: acceptedAtMillis) }
+        return p
+    }
+}

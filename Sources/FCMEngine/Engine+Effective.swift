@@ -53,8 +53,10 @@ extension SendRequest {
     /// The request-side fields of a stored message, as the effective payload rules read them:
     /// data, notification, collapse key, TTL, option flags (`Engine.flags`), the priority as
     /// recorded (already defaulted) and a v1 message's platform blocks.
+    /// `acceptedAtMillis`: when the message was accepted (an APNs send's stored block has its
+    /// headers put back from it: `EffectivePayload.storedPlatforms(_:acceptedAtMillis:)`).
     static func stored(data: String?, notification: String?, collapseKey: String?, timeToLive: Int64, flags: Int64,
-                       priority: String?, platforms: String?) -> SendRequest {
+                       priority: String?, platforms: String?, acceptedAtMillis: Int64) -> SendRequest {
         var r = SendRequest(format: .json)
         if let data, case .object(let o)? = try? JSONParser.parse(data) { r.data = o }
         if let notification, case .object(let o)? = try? JSONParser.parse(notification) { r.notification = o }
@@ -63,7 +65,7 @@ extension SendRequest {
         r.options.contentAvailable = flags & 1 != 0
         r.options.mutableContent = flags & 2 != 0
         r.options.priority = priority.flatMap(Priority.init(rawValue:))
-        r.platforms = platforms.flatMap(EffectivePayload.storedPlatforms)
+        r.platforms = platforms.flatMap { EffectivePayload.storedPlatforms($0, acceptedAtMillis: acceptedAtMillis) }
         return r
     }
 }
@@ -82,7 +84,8 @@ struct HeldCollapseKeys {
             message = h.message
             request = SendRequest(format: .json)
             request.options.collapseKey = h.collapseKey
-            request.platforms = EffectivePayload.storedPlatforms(platforms)
+            // Only the collapse key is read here, which needs no accept time.
+            request.platforms = EffectivePayload.storedPlatforms(platforms, acceptedAtMillis: 0)
         }
         // The expiry is the delivery's own; only the key is wanted here.
         return EffectivePayload.deliveryOptions(request, for: platform.push, acceptedAtMillis: 0).collapseKey
@@ -95,7 +98,7 @@ extension Render {
     static func effective(_ r: InboxRow, platform: Platform) -> JSONValue {
         guard r.targetKind != "deleted_messages" else { return .null }
         let req = SendRequest.stored(data: r.data, notification: r.notification, collapseKey: r.collapseKey, timeToLive: r.timeToLive,
-                                     flags: r.flags, priority: r.priority, platforms: r.platforms)
+                                     flags: r.flags, priority: r.priority, platforms: r.platforms, acceptedAtMillis: r.acceptedAt)
         return .object(EffectivePayload.payload(req, for: platform.push, acceptedAtMillis: r.acceptedAt))
     }
 }

@@ -25,7 +25,7 @@ extension Render {
         if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue || m.transport == Transport.webpush.rawValue {
             // Parsed once for both: an APNs record's ids live in its stored `apns` block.
             let blocks = m.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue
-            platformBlocks(&w, blocks)
+            platformBlocks(&w, blocks, apnsAcceptedAt: m.transport == Transport.apns.rawValue ? m.acceptedAt : nil)
             if m.transport == Transport.apns.rawValue { apnsIDs(&w, blocks) }
         }
         w.key("status"); w.value(m.status)
@@ -69,10 +69,18 @@ extension Render {
 extension Render {
     /// A v1 record's `android`, `apns`, `webpush` and `fcm_options` as sent (null when absent),
     /// from the stored `{"android":…,…}`, parsed.
-    static func platformBlocks(_ w: inout JSONWriter, _ blocks: JSONObject?) {
+    /// An APNs send's (`apnsAcceptedAt`: when it was accepted) with its Apple headers put back
+    /// (`EffectivePayload.apnsBlockWithHeaders`).
+    static func platformBlocks(_ w: inout JSONWriter, _ blocks: JSONObject?, apnsAcceptedAt: Int64? = nil) {
         for name in ["android", "apns", "webpush", "fcm_options"] {
             w.key(name)
-            if let b = blocks?[name] { w.raw(b.serialized()) } else { w.null() }
+            if name == "apns", let at = apnsAcceptedAt, let b = blocks?[name]?.objectValue {
+                w.raw(JSONValue.object(EffectivePayload.apnsBlockWithHeaders(b, acceptedAtMillis: at)).serialized())
+            } else if let b = blocks?[name] {
+                w.raw(b.serialized())
+            } else {
+                w.null()
+            }
         }
     }
 

@@ -3,7 +3,8 @@ import FCMCore
 import XCTest
 
 /// The record's `apns` block, written straight as bytes (APNsRecordBlock.swift), against the
-/// form it had before: a tree of JSON values built in order and serialized compact.
+/// form it had before: a tree of JSON values built in order and serialized compact, which held
+/// the `headers` the stored block now leaves to be put back when read.
 final class APNsRecordBlockTests: XCTestCase {
     /// The block as it was built before, serialized as the engine serializes platform blocks.
     private func treeForm(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: JSONObject,
@@ -39,10 +40,23 @@ final class APNsRecordBlockTests: XCTestCase {
         var sentBody = APNsBody(bytes)
         let kept = try XCTUnwrap(sentBody.object()?.text, file: file, line: line)
         let written = APNsRoutes.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: kept,
-                                               authorizedBy: authorizedBy, environment: environment, now: now)
+                                               authorizedBy: authorizedBy, environment: environment)
         let tree = treeForm(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload,
                             authorizedBy: authorizedBy, environment: environment, now: now)
-        XCTAssertEqual(Array(written.utf8), Array(tree.utf8), file: file, line: line)
+        // Stored: the old form less its `headers`, which repeat the fields beside them.
+        let full = try XCTUnwrap(JSONParser.parse(Array(tree.utf8)).objectValue?["apns"]?.objectValue, file: file, line: line)
+        var stored = JSONObject()
+        for m in full.members where m.key != "headers" { stored[m.key] = m.value }
+        XCTAssertEqual(written, JSONValue.object(JSONObject([("apns", .object(stored))])).serialized(), file: file, line: line)
+        // Read back: the headers put back exactly where and as they were.
+        let back = try XCTUnwrap(JSONParser.parse(Array(written.utf8)).objectValue?["apns"]?.objectValue, file: file, line: line)
+        let restored = EffectivePayload.apnsBlockWithHeaders(back, acceptedAtMillis: now)
+        XCTAssertEqual(JSONValue.object(JSONObject([("apns", .object(restored))])).serialized(), tree, file: file, line: line)
+        // A block that has its headers (an older store's record, a v1 message's) is left alone.
+        XCTAssertEqual(EffectivePayload.apnsBlockWithHeaders(full, acceptedAtMillis: 0), full, file: file, line: line)
+        var v1 = JSONObject()
+        v1["headers"] = .object(JSONObject([("apns-priority", .string("5"))]))
+        XCTAssertEqual(EffectivePayload.apnsBlockWithHeaders(v1, acceptedAtMillis: now), v1, file: file, line: line)
     }
 
     func testEveryHeaderGiven() throws {

@@ -36,6 +36,11 @@ extension APNsTests {
         XCTAssertEqual(apns["collapse_id"]?.stringValue, "score")
         XCTAssertEqual(apns["environment"]?.stringValue, "sandbox")
         XCTAssertEqual(apns["key_id"]?.stringValue, keyID)
+        // Apple's headers as the send had them, defaults filled in, in this order, before the payload.
+        let id0 = try XCTUnwrap(a.headers["apns-id"])
+        XCTAssertEqual(apns["headers"]?.serialized(),
+                       #"{"apns-push-type":"alert","apns-priority":"10","apns-topic":"\#(topic)","apns-expiration":"1900000000","apns-collapse-id":"score","apns-id":"\#(id0)"}"#)
+        XCTAssertEqual(apns.members.map(\.key).suffix(2), ["headers", "payload"])
         // The one fetched by its id says the same.
         let id = try XCTUnwrap(record["message_id"]?.stringValue)
         let one = try XCTUnwrap(server.client().get("/api/v1/messages/\(pathEncode(id))").object)
@@ -47,6 +52,12 @@ extension APNsTests {
         XCTAssertEqual(background["priority"], .number(JSONNumber(5)))
         XCTAssertEqual(background["expiration"], .null)
         XCTAssertEqual(background["collapse_id"], .null)
+        // Without apns-expiration: kept 30 days from its acceptance, which its header says.
+        let latest = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns")).first)
+        let accepted = try XCTUnwrap(parseRFC3339(try XCTUnwrap(latest["accepted_at"]?.stringValue)))
+        let bgHeaders = try XCTUnwrap(background["headers"]?.objectValue)
+        XCTAssertEqual(bgHeaders["apns-expiration"]?.stringValue, String(accepted / 1000 + 30 * 86_400))
+        XCTAssertEqual(bgHeaders.members.map(\.key), ["apns-push-type", "apns-priority", "apns-topic", "apns-expiration", "apns-id"])
     }
 
     func testStatsCountAPNsSendsAsSends() throws {

@@ -4,15 +4,16 @@ extension APNsRoutes {
     /// What an APNs send's record keeps of its request, as the record's platform blocks:
     /// `{"apns":{"push_type":…,"topic":…,"priority":…,"expiration":…,"collapse_id":…,
     /// "environment":…,"key_id"|"certificate_id":…,"apns_id":…,"apns_unique_id":…,
-    /// "headers":{…},"payload":{…}}}`. The headers are Apple's defaults filled in
-    /// (`apns-push-type`, `apns-priority`, `apns-topic` when known, `apns-expiration`,
-    /// `apns-collapse-id` when given, `apns-id`); `expiration` is as given (null without one).
+    /// "payload":{…}}}`, Apple's defaults filled in; `expiration` is as given (null without one).
+    /// The `headers` object the control API and the inbox show is not stored: it repeats these
+    /// fields, and is put back from them when the record is read
+    /// (`EffectivePayload.apnsBlockWithHeaders`).
     ///
     /// Written straight into the string's storage, in this order, with no tree built and
     /// serialized, no array grown and no writer's call per key: every APNs send writes one
     /// (docs/performance.md "APNs"). The payload is the body's compact text (`APNsBody`), copied in.
     static func recordedBlock(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: [UInt8],
-                              authorizedBy: (name: String, id: String), environment: APNsEnvironment, now: Int64) -> String {
+                              authorizedBy: (name: String, id: String), environment: APNsEnvironment) -> String {
         // The keys and punctuation (under 400 bytes), 20 for each of 5 numbers, each string at
         // most 6 bytes a byte escaped (twice for those written twice), and the payload.
         let strings = (headers.topic?.utf8.count ?? 0) + (headers.collapseID?.utf8.count ?? 0) + authorizedBy.name.utf8.count
@@ -31,13 +32,7 @@ extension APNsRoutes {
             out.text(#"","#); out.string(authorizedBy.name); out.text(":"); out.string(authorizedBy.id)
             out.text(#","apns_id":""#); out.text(apnsID)
             if let uniqueID { out.text(#"","apns_unique_id":""#); out.text(uniqueID); out.text(#"""#) } else { out.text(#"","apns_unique_id":null"#) }
-            out.text(#","headers":{"apns-push-type":""#); out.text(headers.pushType.rawValue)
-            out.text(#"","apns-priority":""#); out.number(Int64(headers.priority))
-            if let topic = headers.topic { out.text(#"","apns-topic":"#); out.string(topic); out.text(#",""#) } else { out.text(#"",""#) }
-            out.text(#"apns-expiration":""#); out.number(expirationHeader(headers, now: now)); out.text(#"""#)
-            if let c = headers.collapseID { out.text(#","apns-collapse-id":"#); out.string(c) }
-            out.text(#","apns-id":""#); out.text(apnsID); out.text(#"""#)
-            out.text(#"},"payload":"#); out.bytes(payload)
+            out.text(#","payload":"#); out.bytes(payload)
             out.text("}}")
             return out.count
         }

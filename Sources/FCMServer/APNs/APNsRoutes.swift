@@ -73,7 +73,7 @@ struct APNsRoutes: Sendable {
             let uniqueID = env == .sandbox ? newUUID() : nil
             let req = Self.request(to: device, headers: headers, now: now)
             let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? Self.emptyObject,
-                                              authorizedBy: auth.recorded, environment: env, now: now)
+                                              authorizedBy: auth.recorded, environment: env)
             let lastSeen = device.lastSeenAt
             // The answer is made as the send is decided and kept with its record.
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
@@ -254,9 +254,8 @@ struct APNsRoutes: Sendable {
     /// Why a payload that is not a JSON object reaches no device.
     static let notAnObject = "undeliverable: payload is not a JSON object"
 
-    /// How long a notification is kept for an offline device without `apns-expiration` (Apple
-    /// says "a limited period").
-    static let defaultTimeToLive: Int64 = 30 * 86_400
+    /// How long a notification is kept for an offline device without `apns-expiration`.
+    static let defaultTimeToLive = APNsHeaders.defaultTimeToLive
 
     /// The APNs reason for a recipient the engine's send refused.
     static func refusal(_ e: FCMErrorCode, lastSeen: Int64) -> APNsError {
