@@ -53,6 +53,9 @@ struct ProviderTokenKey: Hashable, Sendable {
         s.utf8.withContiguousStorageIfAvailable(body) ?? Array(s.utf8).withUnsafeBufferPointer(body)
     }
 
+    /// The token's text.
+    var token: String { withToken { String(decoding: $0, as: UTF8.self) } }
+
     private func withToken<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         Self.withBytes(of: header) { body(UnsafeBufferPointer(rebasing: $0[start..<end])) }
     }
@@ -229,10 +232,8 @@ extension Engine {
             if let expired = Self.expiry(issuedAt: known.issuedAt, now: now) { return .failure(expired) }
             return .success(APNsTokenAuthorization(keyID: known.key, teamID: known.team))
         }
-        // When an ASCII byte follows (in every real header), the 7 bytes of "bearer " are its 7
-        // characters: dropped as bytes.
-        let rest = header.utf8.dropFirst(7)
-        let token = ((rest.first ?? 0) < 0x80 ? String(Substring(rest)) : String(header.dropFirst(7))).trimmingSpaces()
+        // The token verified is the one the cache keeps it under: the key's bytes.
+        let token = cacheKey.token
         let jwt: JWT
         do {
             jwt = try JWT.parse(token, algorithm: .es256)

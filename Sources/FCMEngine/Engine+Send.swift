@@ -111,13 +111,15 @@ extension Engine {
     /// delivery is `dropped`, the record keeps the reason as `error_detail` and the raw body.
     /// `platformsJSON`: the record's platform blocks already written (what `platformsJSON(_:)`
     /// would make of `req.platforms`, byte for byte), when the caller keeps more in them than
-    /// the rules read.
+    /// the rules read. `acceptedAt`: the mock clock's time (ms) the caller read when it decided
+    /// the send's options from it (an APNs send's expiration), taken as the send's accept time;
+    /// else the clock is read here.
     public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
                      requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
                      projectID: String? = nil, exchange: SendExchange? = nil, commitNow: Bool = true, undeliverable: String? = nil,
-                     platformsJSON recorded: String? = nil,
+                     platformsJSON recorded: String? = nil, acceptedAt: Int64? = nil,
                      completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
-        let now = clock.nowMillis()
+        let now = acceptedAt ?? clock.nowMillis()
         let dryRun = req.options.dryRun
         let tokens: [String]
         switch req.target {

@@ -59,6 +59,15 @@ final class APNsRecordBlockTests: XCTestCase {
         XCTAssertEqual(EffectivePayload.apnsBlockWithHeaders(v1, acceptedAtMillis: now), v1, file: file, line: line)
     }
 
+    /// A refused send's token and apns-* headers are kept up to 256 UTF-8 bytes, cut between
+    /// characters.
+    func testRefusedSendsKeepAtMost256BytesOfATokenOrHeader() {
+        XCTAssertEqual(APNsRoutes.clipped(String(repeating: "a", count: 300)), String(repeating: "a", count: 256))
+        XCTAssertEqual(APNsRoutes.clipped(String(repeating: "é", count: 300)), String(repeating: "é", count: 128))
+        XCTAssertEqual(APNsRoutes.clipped("a" + String(repeating: "😀", count: 100)).utf8.count, 253, "no half character")
+        XCTAssertEqual(APNsRoutes.clipped("short"), "short")
+    }
+
     func testEveryHeaderGiven() throws {
         try check([("apns-push-type", "alert"), ("apns-topic", "com.example.app"), ("apns-priority", "5"),
                    ("apns-expiration", "1796003600"), ("apns-collapse-id", "score \"x\"\\y")],

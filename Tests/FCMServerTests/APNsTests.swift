@@ -209,10 +209,11 @@ final class APNsTests: XCTestCase {
     /// length, is checked afresh and refused; the same token with `Bearer` and extra blanks is
     /// the same token.
     func testTheTokenCacheMatchesWholeTokensOnly() throws {
-        let good = try token()
+        // Signed with `now`, so the claims forged from `now` below are never the good token's.
+        let now = Int64(Date().timeIntervalSince1970)
+        let good = try token(iat: now)
         assertReason(try send(authorization: .some("bearer " + good)), 400, "BadDeviceToken")
         let parts = good.split(separator: ".").map(String.init)
-        let now = Int64(Date().timeIntervalSince1970)
         for claims in [#"{"iss":"\#(team)","iat":\#(now - 1)}"#, #"{"iss":"\#(team)","iat":\#(now)}  "#,
                        #"{"iss":"OTHER12345","iat":\#(now)}"#] {
             let forged = parts[0] + "." + base64URLEncode(Array(claims.utf8)) + "." + parts[2]

@@ -85,7 +85,7 @@ struct APNsRoutes: Sendable {
             let body = r.body
             engine.send(req, senderID: device.senderID, transport: .apns, path: r.path,
                         raw: { payload == nil ? String(decoding: body, as: UTF8.self) : nil }, exchange: exchange, commitNow: !r.inBatch,
-                        undeliverable: payload == nil ? Self.notAnObject : nil, platformsJSON: recorded) { outcome in
+                        undeliverable: payload == nil ? Self.notAnObject : nil, platformsJSON: recorded, acceptedAt: now) { outcome in
                 switch outcome {
                 case .failure: responder.send(Self.response(APNsError(.internalServerError, "the store failed"), apnsID: apnsID))
                 case .success(let result):
@@ -158,11 +158,23 @@ struct APNsRoutes: Sendable {
     /// token itself as sent (`apns_token`, cut at 256 bytes); none for a path without one.
     static func target(named token: String, device: Device?) -> (kind: String, value: String)? {
         if let device { return ("token", device.token) }
-        return token.isEmpty ? nil : ("apns_token", token.utf8.count > 256 ? String(token.prefix(256)) : token)
+        return token.isEmpty ? nil : ("apns_token", clipped(token))
+    }
+
+    /// `s` cut to at most 256 UTF-8 bytes, on a character's boundary.
+    static func clipped(_ s: String) -> String {
+        guard s.utf8.count > 256 else { return s }
+        var out = ""
+        for ch in s {
+            if out.utf8.count + ch.utf8.count > 256 { break }
+            out.append(ch)
+        }
+        return out
     }
 
     /// The request headers a refused send's record keeps: those every record keeps, then its
-    /// `apns-*` headers as they came (a repeated one joined with ", ", each cut at 256 bytes), as
+    /// `apns-*` headers as they came (a repeated one joined with ", ", names and values each cut at
+    /// 256 bytes), as
     /// a refused send has no `apns` block to show them.
     static func refusedHeaders(_ r: HTTPRequest) -> String {
         var apns: [(name: String, value: String)] = []
@@ -174,9 +186,9 @@ struct APNsRoutes: Sendable {
         guard !apns.isEmpty else { return kept }
         var out = Array(kept.utf8)
         for (name, value) in apns {
-            RecordedExchange.appendClean(name, into: &out)
+            RecordedExchange.appendClean(clipped(name), into: &out)
             out.append(9)
-            RecordedExchange.appendClean(value.utf8.count > 256 ? String(value.prefix(256)) : value, into: &out)
+            RecordedExchange.appendClean(clipped(value), into: &out)
             out.append(10)
         }
         return String(decoding: out, as: UTF8.self)
