@@ -1,5 +1,5 @@
 import Platform
-public import FCMCore
+import FCMCore
 
 /// An access token the token endpoint issued.
 public struct AccessToken: Sendable, Equatable {
