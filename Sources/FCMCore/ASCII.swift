@@ -13,6 +13,20 @@ public func hasPrefixIgnoringCase<C: Collection>(_ bytes: C, _ prefix: StaticStr
     return true
 }
 
+extension String {
+    /// The text cut to at most `maxBytes` UTF-8 bytes, between characters (the whole text when
+    /// it fits).
+    public func utf8Prefix(_ maxBytes: Int) -> String {
+        guard utf8.count > maxBytes else { return self }
+        var out = ""
+        for ch in self {
+            if out.utf8.count + ch.utf8.count > maxBytes { break }
+            out.append(ch)
+        }
+        return out
+    }
+}
+
 extension StringProtocol {
     /// The text without leading and trailing spaces and tabs.
     public func trimmingSpaces() -> String {

@@ -254,13 +254,7 @@ struct V1Decoder {
     }
 
     static func clip(_ s: String) -> String {
-        guard s.utf8.count > maxShownValue else { return s }
-        var out = ""
-        for ch in s {
-            if out.utf8.count + ch.utf8.count > maxShownValue { break }
-            out.append(ch)
-        }
-        return out + "…"
+        s.utf8.count > maxShownValue ? s.utf8Prefix(maxShownValue) + "…" : s
     }
 
     /// `fooBar` → `foo_bar`, as the proto converter prints an unknown name.

@@ -62,8 +62,11 @@ struct APNsRoutes: Sendable {
             }
             let payload = try APNsPayload.check(&sent, pushType: headers.pushType)
             let now = engine.clock.nowMillis()
-            let device = try Self.recipient(known ?? project.flatMap { engine.registerAPNsDevice(token: token, senderID: $0, bundleID: bundle, environment: env) },
-                                            environment: env, bundleID: bundle, now: now)
+            let device: Device
+            if let known { device = known } else {
+                device = try Self.registered(token, in: project, engine: engine, environment: env, bundleID: bundle)
+            }
+            try Self.checkState(of: device, now: now)
             let delayMillis: Int64?
             switch fault(r, device: device, token: token, apnsID: apnsID) {
             case .answer(let answer): return answer
@@ -161,21 +164,15 @@ struct APNsRoutes: Sendable {
         return token.isEmpty ? nil : ("apns_token", clipped(token))
     }
 
-    /// `s` cut to at most 256 UTF-8 bytes, on a character's boundary.
+    /// `s` cut to at most 256 UTF-8 bytes, on a character's boundary: what a refused send's
+    /// record keeps of a token or header.
     static func clipped(_ s: String) -> String {
-        guard s.utf8.count > 256 else { return s }
-        var out = ""
-        for ch in s {
-            if out.utf8.count + ch.utf8.count > 256 { break }
-            out.append(ch)
-        }
-        return out
+        s.utf8Prefix(256)
     }
 
     /// The request headers a refused send's record keeps: those every record keeps, then its
     /// `apns-*` headers as they came (a repeated one joined with ", ", names and values each cut at
-    /// 256 bytes), as
-    /// a refused send has no `apns` block to show them.
+    /// 256 bytes), as a refused send has no `apns` block to show them.
     static func refusedHeaders(_ r: HTTPRequest) -> String {
         var apns: [(name: String, value: String)] = []
         for h in r.headers where h.name.utf8.count > 5 && hasPrefixIgnoringCase(h.name.utf8, "apns-") {
@@ -216,20 +213,27 @@ struct APNsRoutes: Sendable {
         return project
     }
 
-    /// The device a send goes to, or why not: none has the token, or it is not one `check`
-    /// lets through (a device registered by a send of another app in the meantime); uninstalled
-    /// or its token replaced (410 `Unregistered`, with when it was last seen); its APNs token
-    /// expired by `now` on the mock's clock (410 `ExpiredToken`).
-    static func recipient(_ device: Device?, environment: APNsEnvironment, bundleID: String, now: Int64) throws(APNsError) -> Device {
-        guard let device else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
+    /// The device an unknown token becomes in `project` (`registrationProject`), checked as a
+    /// known one is: the project may have gone, or a send of another app or environment may
+    /// have registered the token in the meantime.
+    static func registered(_ token: String, in project: String?, engine: Engine, environment: APNsEnvironment,
+                           bundleID: String) throws(APNsError) -> Device {
+        guard let project, let device = engine.registerAPNsDevice(token: token, senderID: project, bundleID: bundleID, environment: environment)
+        else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
         try check(device, environment: environment, bundleID: bundleID)
+        return device
+    }
+
+    /// Why a device that is the send's may not receive it: uninstalled or its token replaced (410
+    /// `Unregistered`, with when it was last seen); its APNs token expired by `now` on the mock's
+    /// clock (410 `ExpiredToken`).
+    static func checkState(of device: Device, now: Int64) throws(APNsError) {
         guard device.state == .registered else {
             throw APNsError(.unregistered, "the device is \(device.state.rawValue)", timestamp: device.lastSeenAt)
         }
         if let expires = device.apnsExpiresAt, expires <= now {
             throw APNsError(.expiredToken, "the device's APNs token expired at \(rfc3339(millis: expires)) on the mock's clock")
         }
-        return device
     }
 
     /// The engine's send of an APNs request to `device`: the headers the delivery rules read, as
