@@ -56,15 +56,15 @@ struct WebPushRoutes: Sendable {
             }
             let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted)
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
-                if let e = result.results.first?.error { return Self.response(Self.refusal(e), allow: Self.pushMethods) }
+                if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
                 return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
             }
             engine.send(req, senderID: device.senderID, transport: .webpush, path: r.path, exchange: exchange, commitNow: !r.inBatch) {
                 outcome in
                 switch outcome {
-                case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed"), allow: Self.pushMethods))
+                case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
                 case .success(let result):
-                    let answer = result.response as? HTTPResponse ?? Self.response(WebPushError.fault(status: 500, "the send made no answer"), allow: Self.pushMethods)
+                    let answer = result.response as? HTTPResponse ?? Self.response(WebPushError.fault(status: 500, "the send made no answer"))
                     if let delayMillis { responder.send(answer, afterMillis: Int(delayMillis)) } else { responder.send(answer) }
                 }
             }
@@ -82,17 +82,16 @@ struct WebPushRoutes: Sendable {
                                                 allow: Self.messageMethods))
         }
         guard let text = FormBody.percentDecode((p["id"] ?? "").utf8, plusIsSpace: false), let id = MessageID(text) else {
-            return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id"), allow: Self.messageMethods))
+            return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id")))
         }
         do {
             if try engine.deletePending(id) {
                 responder.send(HTTPResponse(status: 204))
             } else {
-                responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)"),
-                                             allow: Self.messageMethods))
+                responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)")))
             }
         } catch {
-            responder.send(Self.response(WebPushError.fault(status: 500, "the store failed"), allow: Self.messageMethods))
+            responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
         }
     }
 
@@ -115,7 +114,7 @@ struct WebPushRoutes: Sendable {
         let status: Int, answer: HTTPResponse
         switch f.action {
         case .status(let code, let retry):
-            var a = Self.response(WebPushError.fault(status: code, "fault \(f.id) answered HTTP \(code)"), allow: Self.pushMethods)
+            var a = Self.response(WebPushError.fault(status: code, "fault \(f.id) answered HTTP \(code)"))
             if let retry { a.headers.append(("Retry-After", String(retry))) }
             (status, answer) = (code, a)
         case .closeConnection:
@@ -137,7 +136,7 @@ struct WebPushRoutes: Sendable {
     /// refusal's kind as `error`, its message as `error_detail`) under the subscription's project
     /// when there is one. A refusal the store cannot record is answered all the same.
     func recorded(_ e: WebPushError, _ r: HTTPRequest, senderID: String?) -> HTTPResponse {
-        let answer = Self.response(e, allow: Self.pushMethods)
+        let answer = Self.response(e)
         let id = try? engine.recordRejectedID(senderID: senderID, transport: .webpush, format: .json, httpStatus: e.status,
                                               error: e.kind.rawValue, detail: e.message, raw: nil)
         return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
@@ -223,8 +222,9 @@ struct WebPushRoutes: Sendable {
     static let messageMethods = "DELETE"
 
     /// A refusal: its status and exactly autopush's JSON body; a 405 (the method, or a fault's
-    /// status) also says in `Allow` what the path takes (`allow`), as RFC 9110 §15.5.6 requires.
-    static func response(_ e: WebPushError, allow: String) -> HTTPResponse {
+    /// status) also says in `Allow` what the path takes (`allow`: a push endpoint's unless said),
+    /// as RFC 9110 §15.5.6 requires.
+    static func response(_ e: WebPushError, allow: String = pushMethods) -> HTTPResponse {
         var answer = HTTPResponse(status: e.status, contentType: "application/json", body: e.body)
         if e.status == 405 { answer.headers.append(("Allow", allow)) }
         return answer
