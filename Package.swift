@@ -56,14 +56,27 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CNGHTTP2", "Platform", "TLS"], swiftSettings: houseSettings),
         .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"], swiftSettings: houseSettings),
         .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
-        .target(name: "FCMServer", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "TLS", "XMPPServer"],
-                // Built into the binary: the web page's files and the default fixture (a link to
-                // fixtures/default.json), as `PackageResources.index_html`, `.default_fixture_json`, ….
-                resources: [.embedInCode("Resources/web"), .embedInCode("Resources/default-fixture.json")],
+        // What every HTTP room shares: the kept form of an exchange, the control API's call and
+        // error types, the log.
+        .target(name: "RoomKit", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform"], swiftSettings: houseSettings),
+        // A room per protocol: each owns its wire end to end and talks to the engine through its port.
+        .target(name: "FCMLegacy", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
+        .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "CCS", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "Platform", "RoomKit", "XMPPServer"], swiftSettings: houseSettings),
+        .target(name: "APNs", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
+                // Built into the binary: the web page's files, as `PackageResources.index_html`, ….
+                resources: [.embedInCode("Resources/web")],
                 swiftSettings: houseSettings),
-        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "TLS", "XMPPServer"], swiftSettings: houseSettings),
-        .target(name: "FCMCommand", dependencies: ["FCMCore", "FCMServer", "HTTPServer", "Platform", "TLS"], swiftSettings: houseSettings),
-        .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMServer", "Platform"], swiftSettings: houseSettings),
+        .target(name: "FCMServer", dependencies: ["APNs", "CCS", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
+                                                  "HTTPServer", "Platform", "RoomKit", "TLS", "WebPush", "XMPPServer"],
+                // Built into the binary: the default fixture (a link to fixtures/default.json).
+                resources: [.embedInCode("Resources/default-fixture.json")],
+                swiftSettings: houseSettings),
+        .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "RoomKit", "TLS", "XMPPServer"], swiftSettings: houseSettings),
+        .target(name: "FCMCommand", dependencies: ["FCMCore", "FCMServer", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"], swiftSettings: houseSettings),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: houseSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"], swiftSettings: houseSettings),
@@ -71,7 +84,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
-                    dependencies: ["FCMTesting", "FCMServer", "FCMEngine", "FCMCommand", "FCMStore", "FCMCore", "Platform", "TLS"],
+                    dependencies: ["APNs", "CCS", "Control", "FCMTesting", "FCMServer", "FCMEngine", "FCMCommand", "FCMLegacy", "FCMStore",
+                                   "FCMCore", "FCMV1", "Platform", "RoomKit", "TLS", "WebPush"],
                     swiftSettings: houseSettings),
     ],
     swiftLanguageModes: [.v6]

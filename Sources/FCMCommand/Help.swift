@@ -1,3 +1,4 @@
+import RoomKit
 import FCMServer
 import FCMEngine
 /// `fcm-mock --help`, `fcm-mock help COMMAND` and `fcm-mock COMMAND --help`. The option lists

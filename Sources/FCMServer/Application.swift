@@ -1,3 +1,6 @@
+import CCS
+import Control
+public import RoomKit
 public import FCMEngine
 import FCMCore
 import FCMStore

@@ -1,3 +1,4 @@
+import RoomKit
 public import FCMEngine
 public import FCMCore
 /// Everything `fcm-mock serve` can be told, after flags, environment and defaults are merged.

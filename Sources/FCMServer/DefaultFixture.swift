@@ -1,3 +1,4 @@
+import RoomKit
 import FCMEngine
 /// The bundled default fixture, built into the binary so `fcm-mock serve` works from any folder.
 /// Its one copy is `fixtures/default.json`; `Resources/default-fixture.json` is a symbolic link to

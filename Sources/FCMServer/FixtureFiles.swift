@@ -1,3 +1,5 @@
+import Control
+import RoomKit
 import FCMCore
 public import FCMEngine
 import Platform

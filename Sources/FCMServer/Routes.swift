@@ -1,5 +1,11 @@
+import APNs
+import Control
 import FCMEngine
+import FCMLegacy
+import FCMV1
 import HTTPServer
+import RoomKit
+import WebPush
 
 /// What answers a request once its route is found: the request, the `{name}` segments of the
 /// route's pattern, and the responder to answer through (now, or later for sends and long polls).
@@ -13,10 +19,11 @@ extension HTTPApp {
     /// theirs (a `*` route answers a wrong method itself, after the checks that come first),
     /// `iid` the body's size and the server key, `control` the body's size and the control
     /// token, `v1` the Bearer credential. A path nothing matches gets the plain-text `Not Found: PATH`.
-    static func router(send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
-                       control: ControlAPI, token: TokenRoute, apns: APNsRoutes) -> Router<RouteHandler> {
-        let v1 = V1Routes(engine: send.engine, maxBodyBytes: send.maxBodyBytes)
-        let webPush = WebPushRoutes(engine: send.engine)
+    static func router(engine: Engine, maxBodyBytes: Int, send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
+                       control: ControlAPI, token: TokenRoute, apns: APNsRoutes,
+                       apnsControl: APNsControl) -> Router<RouteHandler> {
+        let v1 = V1Routes(engine: engine, maxBodyBytes: maxBodyBytes)
+        let webPush = WebPushRoutes(engine: engine)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
             ("*",      "/gcm/send",                                send.handle),     // POST
@@ -47,7 +54,7 @@ extension HTTPApp {
             ("GET",    "/iid/info/{token?}",                       iid.info),
             ("*",      "/iid/...",                                 iid.notFound),    // {"error":"Not found: METHOD PATH"}
         ]
-        let controlAPI: [(String, String, ControlAPI.Handler)] = [
+        let controlAPI: [(String, String, ControlHandler)] = [
             ("GET",    "/api/v1/health",                           control.health),
             ("GET",    "/readyz",                                  control.readyz),
             ("GET",    "/livez",                                   control.livez),
@@ -92,14 +99,14 @@ extension HTTPApp {
             ("POST",   "/api/v1/faults",                           control.addFault),
             ("DELETE", "/api/v1/faults",                           control.deleteFaults),
             ("DELETE", "/api/v1/faults/{id}",                      control.deleteFault),
-            ("POST",   "/api/v1/apns/keys",                        control.createAPNsKey),
-            ("GET",    "/api/v1/apns/keys",                        control.apnsKeys),
-            ("DELETE", "/api/v1/apns/keys/{key_id}",               control.deleteAPNsKey),
-            ("POST",   "/api/v1/apns/certificates",                control.createAPNsCertificate),
-            ("GET",    "/api/v1/apns/certificates",                control.apnsCertificateList),
-            ("DELETE", "/api/v1/apns/certificates/{id}",           control.deleteAPNsCertificate),
-            ("GET",    "/api/v1/apns/teams",                       control.apnsTeams),
-            ("PUT",    "/api/v1/apns/teams/{team_id}",             control.putAPNsTeam),
+            ("POST",   "/api/v1/apns/keys",                        apnsControl.createAPNsKey),
+            ("GET",    "/api/v1/apns/keys",                        apnsControl.apnsKeys),
+            ("DELETE", "/api/v1/apns/keys/{key_id}",               apnsControl.deleteAPNsKey),
+            ("POST",   "/api/v1/apns/certificates",                apnsControl.createAPNsCertificate),
+            ("GET",    "/api/v1/apns/certificates",                apnsControl.apnsCertificateList),
+            ("DELETE", "/api/v1/apns/certificates/{id}",           apnsControl.deleteAPNsCertificate),
+            ("GET",    "/api/v1/apns/teams",                       apnsControl.apnsTeams),
+            ("PUT",    "/api/v1/apns/teams/{team_id}",             apnsControl.putAPNsTeam),
             ("GET",    "/api/v1/xmpp/connections",                 control.connections),
             ("POST",   "/api/v1/xmpp:drain",                       control.drainAll),
             ("POST",   "/api/v1/xmpp/connections/{id}:drain",      control.drain),

@@ -1,3 +1,4 @@
+import RoomKit
 public import HTTPServer
 import FCMEngine
 import FCMCore

@@ -1,3 +1,4 @@
+import RoomKit
 import FCMEngine
 import FCMCommand
 import FCMServer

@@ -1,3 +1,4 @@
+@testable import APNs
 import FCMCore
 @testable import FCMServer
 import FCMTesting

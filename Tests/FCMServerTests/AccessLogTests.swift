@@ -1,3 +1,4 @@
+@testable import RoomKit
 import HTTPServer
 import FCMCore
 @testable import FCMEngine

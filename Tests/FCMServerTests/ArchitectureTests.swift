@@ -73,6 +73,26 @@ final class ArchitectureTests: XCTestCase {
                 XCTAssertFalse(reached.contains(upper), "\(lower) reaches \(upper)")
             }
         }
+        // A room per protocol: each stands on the engine, never on another room; only the
+        // assembly (FCMServer) imports them all, and nothing below the rooms reaches one.
+        let rooms = ["FCMLegacy", "FCMV1", "CCS", "APNs", "WebPush", "Control"]
+        for room in rooms {
+            XCTAssertNotNil(g[room], "no target \(room)")
+            XCTAssertTrue(g[room]?.contains("FCMEngine") == true, "\(room) does not stand on the engine")
+            let reached = Self.reach(room, g)
+            for other in rooms where other != room {
+                XCTAssertFalse(reached.contains(other), "the room \(room) reaches the room \(other)")
+            }
+            XCTAssertTrue(g["FCMServer"]?.contains(room) == true, "the assembly does not import \(room)")
+        }
+        for (name, deps) in g where !["FCMServer"].contains(name) {
+            let importsEveryRoom = rooms.allSatisfy { deps.contains($0) }
+            XCTAssertFalse(importsEveryRoom, "\(name) imports every room: only the assembly does")
+        }
+        for lower in ["FCMEngine", "FCMCore", "FCMStore", "RoomKit", "HTTPServer", "XMPPServer", "TLS", "Platform"] {
+            let reached = Self.reach(lower, g)
+            for room in rooms { XCTAssertFalse(reached.contains(room), "\(lower) reaches the room \(room)") }
+        }
         // Nothing but the command line, the executable and the test support stands on the server.
         for (name, deps) in g where deps.contains("FCMServer") {
             XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")

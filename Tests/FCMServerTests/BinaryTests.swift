@@ -1,3 +1,4 @@
+@testable import RoomKit
 import FCMCore
 @testable import FCMEngine
 import FCMServer

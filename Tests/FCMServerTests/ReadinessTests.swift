@@ -1,3 +1,5 @@
+@testable import RoomKit
+@testable import Control
 import FCMCore
 @testable import FCMServer
 import FCMTesting

@@ -1,3 +1,4 @@
+@testable import RoomKit
 import XCTest
 
 @testable import FCMEngine

@@ -1,5 +1,6 @@
 import HTTPServer
 import FCMCore
+@testable import FCMV1
 @testable import FCMEngine
 @testable import FCMServer
 import XCTest

@@ -1,3 +1,4 @@
+@testable import Control
 import HTTPServer
 import FCMCore
 @testable import FCMEngine
@@ -32,7 +33,7 @@ final class WebPageTests: XCTestCase {
     /// in place of the link or script element that names it, and nothing else changed.
     func testServedPageIsIndexHTMLWithItsStyleAndScriptsInline() throws {
         let web = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/FCMServer/Resources/web")
+            .deletingLastPathComponent().appendingPathComponent("Sources/Control/Resources/web")
         func source(_ name: String) throws -> String {
             try String(contentsOf: web.appendingPathComponent(name), encoding: .utf8)
         }

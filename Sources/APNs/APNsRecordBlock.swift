@@ -1,0 +1,120 @@
+import RoomKit
+import FCMCore
+
+extension APNsRoutes {
+    /// What an APNs send's record keeps of its request, as the record's platform blocks:
+    /// `{"apns":{"push_type":…,"topic":…,"priority":…,"expiration":…,"collapse_id":…,
+    /// "environment":…,"key_id"|"certificate_id":…,"apns_id":…,"apns_unique_id":…,
+    /// "payload":{…}}}`, Apple's defaults filled in; `expiration` is as given (null without one).
+    /// The `headers` object the control API and the inbox show is not stored: it repeats these
+    /// fields, and is put back from them when the record is read
+    /// (`EffectivePayload.apnsBlockWithHeaders`).
+    ///
+    /// Written straight into the string's storage, in this order, with no tree built and
+    /// serialized, no array grown and no writer's call per key: every APNs send writes one
+    /// (docs/performance.md "APNs"). The payload is the body's compact text (`APNsBody`), copied in.
+    static func recordedBlock(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: [UInt8],
+                              authorizedBy: (name: String, id: String), environment: APNsEnvironment) -> String {
+        // The keys and punctuation (under 400 bytes), 20 for each of 5 numbers, each string at
+        // most 6 bytes a byte escaped (twice for those written twice), and the payload.
+        let strings = (headers.topic?.utf8.count ?? 0) + (headers.collapseID?.utf8.count ?? 0) + authorizedBy.name.utf8.count
+            + authorizedBy.id.utf8.count + apnsID.utf8.count + (uniqueID?.utf8.count ?? 0)
+        let bound = 400 + 5 * 20 + 12 * strings + 6 * 8 + payload.count
+        // The ids are UUIDs (checked, or made here): hex digits and dashes, written as they are.
+        return String(unsafeUninitializedCapacity: bound) { buffer in
+            var out = BlockWriter(buffer)
+            out.text(#"{"apns":{"push_type":""#); out.text(headers.pushType.rawValue); out.text(#"","topic":"#)
+            out.string(headers.topic)
+            out.text(#","priority":"#); out.number(Int64(headers.priority))
+            out.text(#","expiration":"#)
+            if let e = headers.expiration { out.number(e) } else { out.text("null") }
+            out.text(#","collapse_id":"#); out.string(headers.collapseID)
+            out.text(#","environment":""#); out.text(environment.rawValue)
+            out.text(#"","#); out.string(authorizedBy.name); out.text(":"); out.string(authorizedBy.id)
+            out.text(#","apns_id":""#); out.text(apnsID)
+            if let uniqueID { out.text(#"","apns_unique_id":""#); out.text(uniqueID); out.text(#"""#) } else { out.text(#"","apns_unique_id":null"#) }
+            out.text(#","payload":"#); out.bytes(payload)
+            out.text("}}")
+            return out.count
+        }
+    }
+}
+
+/// Writes into a buffer sized beforehand (`recordedBlock`'s bound): literal text, JSON strings
+/// (copied whole when nothing in them needs escaping, as the ids and topics of real sends),
+/// numbers. Every write is inlined: a block is some 30 of them.
+private struct BlockWriter {
+    let start: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    private(set) var count = 0
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        start = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    @inline(__always)
+    mutating func text(_ s: StaticString) {
+        raw(s.utf8Start, s.utf8CodeUnitCount)
+    }
+
+    @inline(__always)
+    mutating func text(_ s: String) {
+        if s.utf8.withContiguousStorageIfAvailable({ raw($0.baseAddress, $0.count) }) == nil { bytes(Array(s.utf8)) }
+    }
+
+    @inline(__always)
+    mutating func bytes(_ b: [UInt8]) {
+        b.withUnsafeBufferPointer { raw($0.baseAddress, $0.count) }
+    }
+
+    @inline(__always)
+    private mutating func raw(_ p: UnsafePointer<UInt8>?, _ n: Int) {
+        guard let p, n > 0 else { return }
+        precondition(count + n <= capacity, "the APNs record block outgrew its bound")
+        (start + count).update(from: p, count: n)
+        count += n
+    }
+
+    @inline(__always)
+    private mutating func byte(_ b: UInt8) {
+        precondition(count < capacity, "the APNs record block outgrew its bound")
+        start[count] = b
+        count += 1
+    }
+
+    /// A JSON string, or `null`.
+    mutating func string(_ s: String?) {
+        guard let s else { return text("null") }
+        let plain = s.utf8.withContiguousStorageIfAvailable { b -> Bool in
+            for c in b where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c == 0xEF { return false }
+            byte(UInt8(ascii: "\""))
+            raw(b.baseAddress, b.count)
+            byte(UInt8(ascii: "\""))
+            return true
+        }
+        if plain != true {
+            var escaped: [UInt8] = []
+            appendJSONString(s, to: &escaped)
+            bytes(escaped)
+        }
+    }
+
+    mutating func number(_ n: Int64) {
+        // Digits from the last, into scratch bytes; at most 20 with the sign.
+        var magnitude = n.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { d in
+            var at = d.count
+            repeat {
+                at -= 1
+                d[at] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if n < 0 {
+                at -= 1
+                d[at] = UInt8(ascii: "-")
+            }
+            raw(d.baseAddress! + at, d.count - at)
+        }
+    }
+}

@@ -1,0 +1,273 @@
+import RoomKit
+import Platform
+import FCMEngine
+import Dispatch
+import FCMCore
+import FCMStore
+import Synchronization
+public import XMPPServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// What arrives on a CCS connection (downstream messages, acks and nacks of what the server sent)
+// and how it is answered.
+extension CCS {
+    public func received(_ message: XMLElement, on c: XMPPConnection) {
+        guard let sender = c.account else { return }
+        guard let gcm = message.child("gcm") else {
+            stanzaLog("in", c, [("stanza", "message"), ("ignored", "no gcm element")])
+            return
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(gcm.text)
+        } catch {
+            return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : \(error.message)")
+        }
+        guard let o = value.objectValue else {
+            return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : the payload is not a JSON object")
+        }
+        guard let messageID = o["message_id"]?.stringValue, !messageID.isEmpty else {
+            return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id")
+        }
+        if let type = o["message_type"]?.stringValue, type == "ack" || type == "nack" {
+            // No answer goes back, so the stanza is logged here; a downstream message is logged
+            // once, with its ack or nack, in `reply`.
+            stanzaLog("in", c, [("message_type", type), ("message_id", messageID)])
+            // The app server answers an upstream message or a receipt.
+            // An upstream message's ack names the device that sent it in `to` (seeds Table 6); a
+            // wrong or missing one is a BAD_ACK and the message still waits for its ack.
+            let to = o["to"]?.stringValue
+            let taken = links.withLock { ls -> (Outbound?, String?) in
+                guard let known = ls[c.id]?.outstanding[messageID] else {
+                    return (nil, "no upstream message or receipt with this message_id is waiting for an ack")
+                }
+                if case .upstream(_, let token) = known, to != token {
+                    return (nil, to == nil ? "the ack of an upstream message needs to: the registration token of the device that sent it"
+                        : "to is not the registration token of the device that sent this upstream message")
+                }
+                ls[c.id]?.outstanding[messageID] = nil
+                return (known, nil)
+            }
+            guard let known = taken.0 else {
+                reply(c, ["message_type": .string("nack"), "from": .optionalString(to), "message_id": .string(messageID),
+                          "error": .string("BAD_ACK"), "error_description": .string(taken.1 ?? "")])
+                return
+            }
+            if case .upstream(let id, _) = known { engine.upstreamAcked(id, nacked: type == "nack") }
+            finishDrainIfIdle(c)
+            return
+        }
+        // Every nack names the message's `to` when it has one (seeds: `from` is required).
+        let to = o["to"]?.stringValue
+        // Flow control and draining: a refused message is nacked, never silently dropped.
+        enum Admission { case taken, draining, windowFull, noLink }
+        let admission = links.withLock { ls -> Admission in
+            guard var l = ls[c.id] else { return .noLink }
+            if l.draining { return .draining }
+            if l.inFlight >= Self.window { return .windowFull }
+            l.inFlight += 1
+            l.unanswered += 1
+            ls[c.id] = l
+            return .taken
+        }
+        switch admission {
+        case .taken:
+            break
+        case .noLink:
+            // Refused at opening (over the per-sender limit) and closing: what it sent
+            // meanwhile is not taken.
+            return
+        case .draining:
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "CONNECTION_DRAINING",
+                          description: "the connection is draining: open another")
+        case .windowFull:
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "SERVICE_UNAVAILABLE",
+                          description: "more than \(Self.window) messages waiting for an ack on this connection")
+        }
+        var settled = false
+        defer {
+            if !settled {
+                release(c)
+                answered(c)
+            }
+        }
+        if o["registration_ids"] != nil {
+            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
+        }
+        let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
+        let receipt = o["delivery_receipt_requested"]
+        var context = AdmissionContext(transport: .xmpp, path: "", format: .json, raw: { gcm.text }, clientMessageID: messageID) { _ in
+            receipt.map { $0.boolValue == nil } == true ? "delivery_receipt_requested must be true or false" : nil
+        }
+        var recordID: Int64?
+        context.recorded = { recordID = $0 }
+        // An XMPP admission never fails on the store (its record is best effort).
+        guard let admission = try? engine.admit(outcome, senderID: sender, context) else { return }
+        let refusedID = recordID
+        let req: SendRequest
+        var lateBy: Int64 = 0
+        var delayFault: String?
+        switch admission {
+        case .unauthorized:
+            return
+        case .refused(let refusal, _):
+            // The message's `to` names it, or, for a request that parsed, its target.
+            var from = to
+            if case .invalidForTransport = refusal, case .request(let r) = outcome { from = r.target.value }
+            return nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail, keeping: refusedID)
+        case .faultStatus(_, _, let fault):
+            return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)", keeping: refusedID)
+        case .dropConnection:
+            return c.drop()
+        case .proceed(let r, _, let delay):
+            req = r
+            lateBy = delay?.ms ?? 0
+            delayFault = delay?.fault
+        }
+        let target = req.target.value
+        let wantsReceipt = receipt?.boolValue ?? false
+        let delayMs = lateBy
+        settled = true
+        engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault, clientMessageID: messageID) { [self] result in
+            let sentID = (try? result.get())?.topicMessageID
+            let answer: @Sendable () -> Void
+            switch result {
+            case .failure:
+                answer = { self.nack(c, messageID, from: target, code: "INTERNAL_SERVER_ERROR", description: "the store failed", keeping: sentID) }
+            case .success(let r):
+                if let e = r.topicError {
+                    answer = { self.nack(c, messageID, from: target, code: e.xmppCode, description: e.rawValue, keeping: sentID) }
+                } else if r.group != nil || r.results.isEmpty {
+                    answer = { self.reply(c, ["message_type": .string("ack"), "from": .optionalString(target), "message_id": .string(messageID)], keeping: sentID) }
+                } else if let e = r.results[0].error {
+                    let code = e == .missingRegistration ? "INVALID_JSON" : e.xmppCode
+                    answer = { self.nack(c, messageID, from: target, code: code, description: e.rawValue, keeping: sentID) }
+                } else {
+                    var fields: [(String, JSONValue)] = [("message_type", .string("ack")), ("from", .optionalString(target)),
+                                                         ("message_id", .string(messageID))]
+                    if let canonical = r.results[0].canonicalToken { fields.append(("registration_id", .string(canonical))) }
+                    let ack = fields
+                    let first = r.results[0]
+                    let receipt: Receipt?
+                    if wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !req.options.dryRun {
+                        let category = (try? engine.device(token).app) ?? "unknown.app"
+                        if first.deliveryStatus == "delivered" {
+                            receipt = Self.receipt(messageID: messageID, token: token, category: category, at: engine.clock.nowMillis())
+                        } else {
+                            if first.deliveryStatus == "pending" {
+                                let later = PendingReceipt(sender: sender, messageID: messageID, token: token, category: category)
+                                awaitingDelivery.withLock { $0[deliveryID] = later }
+                            }
+                            receipt = nil
+                        }
+                    } else {
+                        receipt = nil
+                    }
+                    answer = {
+                        self.reply(c, ack, keeping: sentID)
+                        if let receipt { self.sendReceipt(receipt, sender: sender) }
+                    }
+                }
+            }
+            // The window opens before the answer leaves: a client that sends its next message
+            // the moment it reads this ack must find room for it.
+            if delayMs > 0 {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delayMs))) {
+                    self.release(c)
+                    answer()
+                    self.answered(c)
+                }
+            } else {
+                release(c)
+                answer()
+                answered(c)
+            }
+        }
+    }
+
+    /// One downstream message of `c` is about to be answered: its slot in the window opens.
+    func release(_ c: XMPPConnection) {
+        links.withLock { ls in
+            if var l = ls[c.id] {
+                l.inFlight = max(0, l.inFlight - 1)
+                ls[c.id] = l
+            }
+        }
+    }
+
+    /// One downstream message of `c` has been answered: a draining or ended connection may close.
+    func answered(_ c: XMPPConnection) {
+        let idle = links.withLock { ls -> Bool in
+            guard var l = ls[c.id] else { return false }
+            l.unanswered = max(0, l.unanswered - 1)
+            ls[c.id] = l
+            return Self.closable(l)
+        }
+        if idle { c.close() }
+    }
+
+    /// The target a parsed message names (a nack's `from`).
+    func targetValue(_ outcome: SendParseOutcome) -> String? {
+        if case .request(let r) = outcome { return r.target.value }
+        return nil
+    }
+
+    /// A downstream message refused by the connection itself (draining, a full window, a field
+    /// XMPP does not take) before `Engine.admit` saw it: kept as a rejected record, as every
+    /// refusal is, then nacked.
+    func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String) {
+        let id = try? engine.recordRejectedID(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
+                                              detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID)
+        nack(c, messageID, from: from, code: code, description: description, keeping: id)
+    }
+
+
+    /// A nack; see `reply` for `keeping`.
+    func nack(_ c: XMPPConnection, _ messageID: String, from: String?, code: String, description: String, keeping recordID: Int64?) {
+        reply(c, [("message_type", .string("nack")), ("from", .optionalString(from)), ("message_id", .string(messageID)),
+                  ("error", .string(code)), ("error_description", .string(description))], keeping: recordID)
+    }
+
+    func reply(_ c: XMPPConnection, _ fields: KeyValuePairs<String, JSONValue>, keeping recordID: Int64? = nil) {
+        reply(c, fields.map { ($0.key, $0.value) }, keeping: recordID)
+    }
+
+    /// `<message><data:gcm xmlns:data="google:mobile:data">{…}</data:gcm></message>`, without the
+    /// fields that are null. An ack or nack is kept on its record (`keeping`) before it leaves,
+    /// so a client that reads it and then asks the control API finds it there.
+    func reply(_ c: XMPPConnection, _ fields: [(String, JSONValue)], keeping recordID: Int64? = nil) {
+        let json = JSONValue.object(JSONObject(fields.filter { !$0.1.isNull })).serialized()
+        if let recordID {
+            engine.keepAnswer(record: recordID, answer: RecordedExchange.answer(status: nil, contentType: "xmpp", body: Array(json.utf8)),
+                              headers: nil)
+        }
+        stanzaLog("in", c, Self.answerLog(fields))
+        c.send("<message><data:gcm xmlns:data=\"\(Self.namespace)\">\(xmlEscapeText(json))</data:gcm></message>")
+    }
+
+    /// The log fields of a downstream message answered with `fields` (an ack, a nack, or a
+    /// control message).
+    private static func answerLog(_ fields: [(String, JSONValue)]) -> [(String, String)] {
+        func field(_ k: String) -> String? { fields.first { $0.0 == k }?.1.stringValue }
+        let type = field("message_type") ?? "-"
+        guard type == "ack" || type == "nack" else { return [("message_type", type), ("control_type", field("control_type") ?? "-")] }
+        var out = [("message_type", "downstream"), ("message_id", field("message_id") ?? "-"), ("to", field("from") ?? "-"), ("result", type)]
+        if let e = field("error") { out.append(("error", e)) }
+        return out
+    }
+
+    /// A stanza that cannot be answered by message id: echoed with `type="error"`.
+    func errorEcho(_ message: XMLElement, _ c: XMPPConnection, _ text: String) {
+        var echo = message
+        echo.attributes["type"] = "error"
+        echo.children.append(XMLElement(name: "error", attributes: ["code": "400", "type": "modify"], children: [
+            XMLElement(name: "bad-request", attributes: ["xmlns": "urn:ietf:params:xml:ns:xmpp-stanzas"]),
+            XMLElement(name: "text", attributes: ["xmlns": "urn:ietf:params:xml:ns:xmpp-stanzas"], text: text),
+        ]))
+        stanzaLog("out", c, [("stanza", "message"), ("type", "error"), ("text", text)])
+        c.send(echo.xml)
+    }
+}

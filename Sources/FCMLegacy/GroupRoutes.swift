@@ -1,0 +1,59 @@
+import RoomKit
+public import FCMEngine
+import FCMCore
+public import HTTPServer
+
+/// `/fcm/notification` and `/gcm/notification`: device group management (seeds Table 10).
+public struct GroupRoutes: Sendable {
+    let engine: Engine
+
+    public init(engine: Engine) { self.engine = engine }
+
+    public func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
+        responder.send(r.bodyTooLarge ? bodyTooLargeResponse : answer(r))
+    }
+
+    private func answer(_ r: HTTPRequest) -> HTTPResponse {
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
+            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
+        }
+        guard let project = r.header("project_id")?.trimmingSpaces(), !project.isEmpty else {
+            return error(400, "project_id header is missing")
+        }
+        guard project == sender else { return error(401, "project_id does not match the project of the server key") }
+        switch r.method {
+        case "GET":
+            let q = (try? Query(r.rawQuery))
+            guard let name = q?["notification_key_name"] else { return error(400, "notification_key_name is missing") }
+            guard let key = engine.groupKey(name: name, senderID: sender) else { return error(400, "notification_key not found") }
+            return keyAnswer(key)
+        case "POST":
+            guard let body = try? JSONParser.parse(r.body), let o = body.objectValue else {
+                return error(400, "the body must be a JSON object")
+            }
+            guard let op = o["operation"]?.stringValue else { return error(400, "operation is missing") }
+            guard let ids = o["registration_ids"]?.arrayValue else { return error(400, "registration_ids must be a JSON array") }
+            let tokens = ids.compactMap(\.stringValue)
+            guard tokens.count == ids.count else { return error(400, "registration_ids must be strings") }
+            do {
+                let key = try engine.groupOperation(op, name: o["notification_key_name"]?.stringValue,
+                                                    key: o["notification_key"]?.stringValue, tokens: tokens, senderID: sender)
+                return keyAnswer(key)
+            } catch {
+                return self.error(error.status, error.message)
+            }
+        default:
+            return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed\n", headers: [("Allow", "GET, POST")])
+        }
+    }
+
+    private func keyAnswer(_ key: String) -> HTTPResponse {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("notification_key"); w.value(key)
+        w.endObject()
+        return HTTPResponse(status: 200, contentType: ContentType.json, body: w.string)
+    }
+
+    private func error(_ status: Int, _ message: String) -> HTTPResponse { jsonError(status, message) }
+}

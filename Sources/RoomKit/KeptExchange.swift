@@ -1,0 +1,88 @@
+import FCMCore
+public import FCMEngine
+public import HTTPServer
+import Platform
+import TLS
+
+extension RecordedExchange {
+    /// The headers of `r` that `headerNames` lists, in that order, in one pass over the request's
+    /// fields (a repeated field is joined with ", ", as `HTTPRequest.header` does).
+    public static func headers(_ r: HTTPRequest) -> String {
+        // Every send keeps these: one pass over the fields, names compared as bytes, nothing
+        // built for the fields not kept.
+        var found: [(Int, String)] = []
+        found.reserveCapacity(headerNames.count)
+        for h in r.headers {
+            guard let i = headerIndex(h.name) else { continue }
+            if let j = found.firstIndex(where: { $0.0 == i }) {
+                found[j].1 += ", " + h.value
+            } else {
+                found.append((i, h.value))
+            }
+        }
+        if found.isEmpty { return "" }
+        found.sort { $0.0 < $1.0 }
+        // Written as bytes, one string at the end.
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        for (i, value) in found {
+            out.append(contentsOf: headerBytes[i])
+            out.append(9)
+            if i == 1 {
+                appendClean(mask(value), into: &out)
+            } else if value.utf8.count > 256 {
+                appendClean(String(value.prefix(256)), into: &out)
+            } else {
+                appendClean(value, into: &out)
+            }
+            out.append(10)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// An HTTP answer in the stored form.
+    public static func answer(_ response: HTTPResponse) -> String {
+        var type: String?
+        for (name, value) in response.headers where name.utf8.count == 12 && hasPrefixIgnoringCase(name.utf8, "content-type") {
+            type = value
+        }
+        return answer(status: response.status, contentType: type, body: response.body)
+    }
+}
+
+extension HTTPResponse: KeptAnswer {
+    /// The answer in the stored form its record keeps.
+    public var storedForm: String { RecordedExchange.answer(self) }
+}
+
+extension Engine {
+    /// `answer`, kept first on the record (when one was made) with the request's `headers`: how
+    /// the send routes answer a refused request.
+    public func keeping(_ answer: HTTPResponse, record id: Int64?, headers: String?) -> HTTPResponse {
+        keepAnswer(record: id, answer: RecordedExchange.answer(answer), headers: headers)
+        return answer
+    }
+}
+
+
+extension HTTPRequest {
+    /// The header `access_token_auth: true`, with which a Bearer token stands for a server key
+    /// (firebase-admin's form).
+    public var accessTokenAuth: Bool { header("access_token_auth")?.lowercased() == "true" }
+}
+
+/// Content types of the protocol's answers.
+public enum ContentType {
+    public static let json = "application/json; charset=UTF-8"
+    public static let text = "text/plain; charset=UTF-8"
+    public static let html = "text/html; charset=UTF-8"
+    /// The header list of a JSON answer, shared (every send's answer has it).
+    public static let jsonHeaders = [("Content-Type", json)]
+}
+
+
+extension HTTPResponse {
+    /// 405 for a path that takes only POST (`/fcm/send`, the token endpoint).
+    public static let postOnly = HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed: use POST\n",
+                                       headers: [("Allow", "POST")])
+}

@@ -1,0 +1,243 @@
+import RoomKit
+import FCMCore
+public import FCMEngine
+public import HTTPServer
+import Platform
+
+/// The Web Push protocol (docs/spec/webpush.md, RFC 8030/8291/8292): `POST /wp/{id}` (and
+/// `/fcm/send/{id}`, older Chrome endpoints) on every port and HTTP version, `DELETE /m/{id}`.
+/// Refusals answer autopush's `{"code","errno","error","message"}`. Checks run in this order:
+/// the subscription (404, 410), the method (405), the body's size (413), the headers (400),
+/// VAPID (401, 403), faults; then the body is decrypted with the subscription's keys and the
+/// push goes through the engine's send path as `transport: "webpush"`: 201 with `Location` and
+/// `TTL`, also when the body does not decrypt (its delivery settles `undecryptable`).
+public struct WebPushRoutes: Sendable {
+    let engine: Engine
+
+    public init(engine: Engine) { self.engine = engine }
+
+    /// `POST /wp/{id}`, `POST /fcm/send/{id}`.
+    public func push(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
+        if let answer = answer(r, id: p["id"].map(String.init) ?? "", responder) { responder.send(answer) }
+    }
+
+    /// Answers at once, or returns nil after starting a send that answers `responder` once its
+    /// rows are committed.
+    func answer(_ r: HTTPRequest, id: String, _ responder: HTTPResponder) -> HTTPResponse? {
+        let origin = Self.origin(r)
+        let device: Device, sub: WebPushSubscription
+        switch engine.webPushTarget(id) {
+        case .unknown:
+            return recorded(WebPushError(.unknownSubscription, "no subscription has this endpoint"), r, senderID: nil)
+        case .gone(let e, let sender):
+            return recorded(e, r, senderID: sender)
+        case .active(let d, let s):
+            (device, sub) = (d, s)
+        }
+        do throws(WebPushError) {
+            guard r.method == "POST" else {
+                throw WebPushError(.methodNotAllowed, "\(r.method) on a push endpoint: it takes POST only")
+            }
+            try WebPushHeaders.checkSize(r.body.count, overServerLimit: r.bodyTooLarge)
+            let headers = try WebPushHeaders.parse(r.headers, bodyBytes: r.body.count)
+            let credential = try VAPIDCredential.parse(authorization: headers.authorization, cryptoKey: headers.cryptoKey)
+            let identity: VAPIDIdentity?
+            switch engine.authorizeVAPID(credential, audience: origin, subscription: sub) {
+            case .success(let i): identity = i
+            case .failure(let e): throw e
+            }
+            let delayMillis: Int64?
+            switch fault(r, device: device) {
+            case .answer(let answer): return answer
+            case .delay(let ms): delayMillis = ms
+            case .none: delayMillis = nil
+            }
+            var decrypted: Result<[UInt8], WebPushDecryptFailure>?
+            if let encoding = headers.encoding {
+                decrypted = engine.decryptWebPush(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
+                                                              cryptoKey: headers.cryptoKey), for: sub)
+            }
+            let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted)
+            let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
+                if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
+                return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
+            }
+            engine.send(req, senderID: device.senderID, transport: .webpush, path: r.path, exchange: exchange, commitNow: !r.inBatch) {
+                outcome in
+                switch outcome {
+                case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
+                case .success(let result):
+                    let answer = result.response as? HTTPResponse ?? Self.response(WebPushError.fault(status: 500, "the send made no answer"))
+                    if let delayMillis { responder.send(answer, afterMillis: Int(delayMillis)) } else { responder.send(answer) }
+                }
+            }
+            return nil
+        } catch {
+            return recorded(error, r, senderID: device.senderID)
+        }
+    }
+
+    /// `DELETE /m/{message-id}`: removes a message not yet delivered (RFC 8030 §6.2): 204; 404
+    /// when none is held under that id. Other methods: 405.
+    public func message(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
+        guard r.method == "DELETE" else {
+            return responder.send(Self.response(WebPushError(.methodNotAllowed, "\(r.method) on a message: it takes DELETE only"),
+                                                allow: Self.messageMethods))
+        }
+        guard let text = FormBody.percentDecode((p["id"] ?? "").utf8, plusIsSpace: false), let id = MessageID(text) else {
+            return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id")))
+        }
+        do {
+            if try engine.deletePending(id) {
+                responder.send(HTTPResponse(status: 204))
+            } else {
+                responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)")))
+            }
+        } catch {
+            responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
+        }
+    }
+
+    /// What a request-level fault (`when.transport: "webpush"` or any) does to a push.
+    enum FaultOutcome {
+        /// Answered (a status, recorded) or dropped by the fault.
+        case answer(HTTPResponse)
+        /// Sent, and answered this many milliseconds late.
+        case delay(Int64)
+        case none
+    }
+
+    /// Fires the first request-level fault that matches a push to `device`: a status answers
+    /// in the push service's shape (`Retry-After` kept), a dropped connection answers nothing;
+    /// both are recorded as refused with the fault.
+    func fault(_ r: HTTPRequest, device: Device) -> FaultOutcome {
+        guard let f = engine.fireRequestFault(transport: .webpush, path: r.path, senderID: device.senderID, tokens: [device.token],
+                                              topic: nil)
+        else { return .none }
+        let status: Int, answer: HTTPResponse
+        switch f.action {
+        case .status(let code, let retry):
+            var a = Self.response(WebPushError.fault(status: code, "fault \(f.id) answered HTTP \(code)"))
+            if let retry { a.headers.append(("Retry-After", String(retry))) }
+            (status, answer) = (code, a)
+        case .closeConnection:
+            (status, answer) = (0, .dropConnection)
+        case .delay(let ms):
+            return .delay(ms)
+        case .error, .apnsReason:
+            // Recipient errors fire in the send path; Apple's reasons are for APNs faults only.
+            return .none
+        }
+        let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status)"
+        let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .webpush, format: .json, httpStatus: status,
+                                              error: status == 0 ? "ConnectionClosed" : WebPushErrorKind.fault.rawValue, detail: detail,
+                                              raw: nil, fault: f.id)
+        return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r)))
+    }
+
+    /// The answer to a refused push, kept on a record of its own (`status: "rejected"`, the
+    /// refusal's kind as `error`, its message as `error_detail`) under the subscription's project
+    /// when there is one. A refusal the store cannot record is answered all the same.
+    func recorded(_ e: WebPushError, _ r: HTTPRequest, senderID: String?) -> HTTPResponse {
+        let answer = Self.response(e)
+        let id = try? engine.recordRejectedID(senderID: senderID, transport: .webpush, format: .json, httpStatus: e.status,
+                                              error: e.kind.rawValue, detail: e.message, raw: nil)
+        return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
+    }
+
+    /// The engine's send of a push to `device`: the headers kept (`TTL` as kept, `Urgency` as
+    /// recorded, `Topic` when sent), the VAPID identity, the coding, the ciphertext's size and the
+    /// plaintext (text when UTF-8, else base64url) or why it does not decrypt (and the ciphertext
+    /// itself, base64url), as a `webpush`
+    /// block, so the web delivery rules read `TTL` and `Topic` from it as they do for an FCM
+    /// send's webpush block. A plaintext that is a JSON object with `title` or `body` is also its
+    /// `notification` (the page's browser-notification preview).
+    static func request(to device: Device, headers: WebPushHeaders, identity: VAPIDIdentity?, body: [UInt8],
+                        decrypted: Result<[UInt8], WebPushDecryptFailure>?) -> SendRequest {
+        var req = SendRequest(format: .json, target: .token(device.token))
+        req.options.timeToLive = headers.ttl
+        req.options.collapseKey = headers.topic
+        req.options.priority = headers.urgency == .high ? .high : .normal
+        var h = JSONObject()
+        h["TTL"] = .string(String(headers.ttl))
+        h["Urgency"] = .string(headers.urgency.rawValue)
+        if let topic = headers.topic { h["Topic"] = .string(topic) }
+        var block = JSONObject([("headers", .object(h))])
+        if let identity {
+            block["vapid"] = .object(JSONObject([("subject", .string(identity.subject)), ("key", .string(identity.key)),
+                                                 ("scheme", .string(identity.scheme.rawValue))]))
+        } else {
+            block["vapid"] = .null
+        }
+        block["content_encoding"] = headers.encoding.map { .string($0.rawValue) } ?? .null
+        block["ciphertext_bytes"] = .number(JSONNumber(Int64(body.count)))
+        switch decrypted {
+        case .success(let plain)?:
+            if let text = String(validating: plain, as: UTF8.self) {
+                block["plaintext"] = .string(text)
+                if let o = try? JSONParser.parse(plain).objectValue, o["title"] != nil || o["body"] != nil {
+                    block["notification"] = .object(o)
+                }
+            } else {
+                block["plaintext"] = .null
+                block["plaintext_base64"] = .string(base64URLEncode(plain))
+            }
+            block["decrypt_error"] = .null
+        case .failure(let f)?:
+            block["plaintext"] = .null
+            block["decrypt_error"] = .string(f.reason)
+            // What would not decrypt, kept to be taken apart (a decrypted body keeps its size only).
+            block["ciphertext_base64"] = .string(base64URLEncode(body))
+        case nil:
+            // No body: a push with nothing to decrypt (the service worker gets a null `data`).
+            block["plaintext"] = .null
+            block["decrypt_error"] = .null
+        }
+        req.platforms = PlatformConfigs(webpush: block)
+        return req
+    }
+
+    /// The push service's answer to a recipient the engine's send refused.
+    static func refusal(_ e: FCMErrorCode) -> WebPushError {
+        switch e {
+        case .notRegistered: return WebPushError(.unregistered, "the subscription's device is no longer registered")
+        case .deviceMessageRateExceeded: return WebPushError.fault(status: 429, "over the per-device rate (--device-rate)")
+        case .unavailable: return WebPushError.fault(status: 503, "the push service is unavailable (a fault)")
+        default: return WebPushError.fault(status: 500, "the push failed: \(e.rawValue)")
+        }
+    }
+
+    /// The origin a request came in on: the scheme of its connection and its `Host` (HTTP/2's
+    /// `:authority`). VAPID's `aud` must be it, and `Location` points at it.
+    static func origin(_ r: HTTPRequest) -> String {
+        (r.isSecure ? "https://" : "http://") + (r.header("host") ?? "127.0.0.1")
+    }
+
+    /// 201 Created: `Location: {origin}/m/{message-id}` (the id's `%` written `%25`, so the
+    /// URL means the id) and the `TTL` kept.
+    static func created(origin: String, messageID: String, ttl: Int64) -> HTTPResponse {
+        HTTPResponse(status: 201, headers: [("Location", origin + "/m/" + messageID.replacingPercent()), ("TTL", String(ttl))])
+    }
+
+    /// The methods a push endpoint takes, as a 405 names them in `Allow`.
+    static let pushMethods = "POST"
+    /// The methods a message's `Location` (`/m/{id}`) takes.
+    static let messageMethods = "DELETE"
+
+    /// A refusal: its status and exactly autopush's JSON body; a 405 (the method, or a fault's
+    /// status) also says in `Allow` what the path takes (`allow`: a push endpoint's unless said),
+    /// as RFC 9110 §15.5.6 requires.
+    static func response(_ e: WebPushError, allow: String = pushMethods) -> HTTPResponse {
+        var answer = HTTPResponse(status: e.status, contentType: "application/json", body: e.body)
+        if e.status == 405 { answer.headers.append(("Allow", allow)) }
+        return answer
+    }
+}
+
+extension String {
+    /// With every `%` written `%25`.
+    fileprivate func replacingPercent() -> String {
+        guard contains("%") else { return self }
+        return split(separator: "%", omittingEmptySubsequences: false).joined(separator: "%25")
+    }
+}
