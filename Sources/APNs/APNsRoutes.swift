@@ -74,12 +74,10 @@ public struct APNsRoutes: Sendable {
                 device = try Self.registered(token, in: project, engine: engine, environment: env, bundleID: bundle)
             }
             try Self.checkState(of: device, now: now)
-            let delayMillis: Int64?
-            switch fault(r, device: device, token: token, apnsID: apnsID) {
-            case .answer(let answer): return answer
-            case .delay(let ms): delayMillis = ms
-            case .none: delayMillis = nil
-            }
+            let fault = engine.requestFault(transport: .apns, path: r.path, senderID: device.senderID,
+                                       tokens: [device.token, APNsDeviceToken.lowercased(token)], topic: nil)
+            if let f = fault, f.isAnswered { return answer(f, r, device: device, apnsID: apnsID) }
+            let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
             let uniqueID = env == .sandbox ? newUUID() : nil
             let req = Self.request(to: device, headers: headers, now: now)
             let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? Self.emptyObject,
@@ -92,10 +90,16 @@ public struct APNsRoutes: Sendable {
             }
             // Apple does not parse the payload: one that is not a JSON object is accepted, and the
             // phone drops it (recorded so, with the body as received).
-            let body = r.body
-            engine.send(req, senderID: device.senderID, transport: .apns, path: r.path,
-                        raw: { payload == nil ? String(decoding: body, as: UTF8.self) : nil }, exchange: exchange, commitNow: !r.inBatch,
-                        undeliverable: payload == nil ? Self.notAnObject : nil, platformsJSON: recorded, acceptedAt: now) { outcome in
+            var submission = Submission(req, sender: device.senderID, transport: .apns, faultKey: r.path)
+            submission.recordBlock = recorded
+            submission.exchange = exchange
+            if payload == nil {
+                submission.body = r.body[...]
+                submission.undeliverable = Self.notAnObject
+            }
+            submission.acceptedAt = now
+            submission.commitNow = !r.inBatch
+            engine.submit(submission) { outcome in
                 switch outcome {
                 case .failure: responder.send(Self.response(APNsError(.internalServerError, "the store failed"), apnsID: apnsID))
                 case .success(let result):
@@ -110,43 +114,29 @@ public struct APNsRoutes: Sendable {
         }
     }
 
-    /// What a request-level fault (`when.transport: "apns"` or any) does to a send.
-    enum FaultOutcome {
-        /// Answered (a status, recorded) or dropped by the fault.
-        case answer(HTTPResponse)
-        /// Sent, and answered this many milliseconds late.
-        case delay(Int64)
-        case none
-    }
-
-    /// Fires the first request-level fault that matches a send to `device`: a status answers the
-    /// reason Apple uses for it (`Retry-After` kept), a dropped connection answers nothing; both
-    /// are recorded as refused with the fault.
-    func fault(_ r: HTTPRequest, device: Device, token: String, apnsID: String) -> FaultOutcome {
-        guard let f = engine.fireRequestFault(transport: .apns, path: r.path, senderID: device.senderID,
-                                              tokens: [device.token, APNsDeviceToken.lowercased(token)], topic: nil)
-        else { return .none }
+    /// The answer to a request fault that answers a send to `device` (`when.transport: "apns"`
+    /// or any): a status answers the reason Apple uses for it (`Retry-After` kept), a reason of
+    /// Apple's its own status, a dropped connection nothing; each recorded as refused with the
+    /// fault.
+    func answer(_ f: RequestFault, _ r: HTTPRequest, device: Device, apnsID: String) -> HTTPResponse {
         let status: Int, reason: String, answer: HTTPResponse
-        switch f.action {
-        case .status(let code, let retry):
+        switch f {
+        case .status(let code, let retry, _):
             var a = Self.response(APNsError(APNsReason.forStatus(code), ""), apnsID: apnsID)
             a.status = code
             if let retry { a.headers.append(("Retry-After", String(retry))) }
             (status, reason, answer) = (code, APNsReason.forStatus(code).rawValue, a)
-        case .closeConnection:
-            (status, reason, answer) = (0, "ConnectionClosed", .dropConnection)
-        case .delay(let ms):
-            return .delay(ms)
-        case .apnsReason(let apple):
+        case .protocolError(let name, _):
+            let apple = APNsReason(rawValue: name) ?? .internalServerError
             let e = APNsError(apple, "", timestamp: apple == .unregistered ? device.lastSeenAt : nil)
             (status, reason, answer) = (e.status, apple.rawValue, Self.response(e, apnsID: apnsID))
-        case .error:
-            return .none
+        case .drop, .delay:
+            (status, reason, answer) = (0, RequestFault.closedConnection, .dropConnection)
         }
-        let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status) \(reason)"
+        let detail = status == 0 ? f.detail() : "fault \(f.fault) answered HTTP \(status) \(reason)"
         let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: status,
-                                              error: reason, detail: detail, raw: nil, fault: f.id, target: ("token", device.token))
-        return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: Self.refusedHeaders(r)))
+                                              error: reason, detail: detail, raw: nil, fault: f.fault, target: ("token", device.token))
+        return status == 0 ? answer : engine.keeping(answer, record: id, headers: Self.refusedHeaders(r))
     }
 
     /// Apple's answer to a refused send, kept on a record of its own (`status: "rejected"`, the

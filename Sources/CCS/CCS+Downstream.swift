@@ -14,6 +14,12 @@ public import XMPPServer
 // What arrives on a CCS connection (downstream messages, acks and nacks of what the server sent)
 // and how it is answered.
 extension CCS {
+    /// How CCS's records name what the engine refuses: nack codes, with no HTTP status.
+    static let refusalNames = RefusalNames(fault: { f in
+        if case .drop = f { return (RequestFault.closedConnection, f.detail()) }
+        return ("SERVICE_UNAVAILABLE", "fault \(f.fault)")
+    }, refusal: { _ in "INVALID_JSON" }, hasStatus: false)
+
     public func received(_ message: XMLElement, on c: XMPPConnection) {
         guard let sender = c.account else { return }
         guard let gcm = message.child("gcm") else {
@@ -99,7 +105,8 @@ extension CCS {
         }
         let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
         let receipt = o["delivery_receipt_requested"]
-        var context = AdmissionContext(transport: .xmpp, path: "", format: .json, raw: { gcm.text }, clientMessageID: messageID) { _ in
+        var context = AdmissionContext(transport: .xmpp, path: "", format: .json, names: Self.refusalNames, raw: { gcm.text },
+                                       clientMessageID: messageID) { _ in
             receipt.map { $0.boolValue == nil } == true ? "delivery_receipt_requested must be true or false" : nil
         }
         var recordID: Int64?
@@ -111,16 +118,14 @@ extension CCS {
         var lateBy: Int64 = 0
         var delayFault: String?
         switch admission {
-        case .unauthorized:
-            return
         case .refused(let refusal, _):
             // The message's `to` names it, or, for a request that parsed, its target.
             var from = to
             if case .invalidForTransport = refusal, case .request(let r) = outcome { from = r.target.value }
             return nack(c, messageID, from: from, code: "INVALID_JSON", description: refusal.detail, keeping: refusedID)
-        case .faultStatus(_, _, let fault):
+        case .faulted(.status(_, _, let fault)):
             return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)", keeping: refusedID)
-        case .dropConnection:
+        case .faulted:
             return c.drop()
         case .proceed(let r, _, let delay):
             req = r
@@ -131,7 +136,10 @@ extension CCS {
         let wantsReceipt = receipt?.boolValue ?? false
         let delayMs = lateBy
         settled = true
-        engine.send(req, senderID: sender, transport: .xmpp, path: "", requestFault: delayFault, clientMessageID: messageID) { [self] result in
+        var submission = Submission(req, sender: sender, transport: .xmpp, faultKey: "")
+        submission.firedFault = delayFault
+        submission.clientMessageID = messageID
+        engine.submit(submission) { [self] result in
             let sentID = (try? result.get())?.topicMessageID
             let answer: @Sendable () -> Void
             switch result {

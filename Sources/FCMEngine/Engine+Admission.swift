@@ -6,16 +6,13 @@ public import FCMStore
 /// transport asks the same question (`Engine.admit`) and only turns the answer into its own wire
 /// form (HTTP status and body, an XMPP nack); the refused ones are already recorded.
 public enum Admission: Sendable {
-    /// No valid credential (HTTP only: an XMPP session authenticated at login).
-    case unauthorized
     /// The request itself is wrong: `invalidParameters` carries an unknown parameter's detail,
     /// `invalidJSON` every other reason (syntax, types, the target). To be answered after
     /// `delay` when a delay fault fired.
     case refused(Refusal, delay: DelayFault?)
-    /// A status fault answers the whole request.
-    case faultStatus(code: Int, retryAfter: Int64?, fault: String)
-    /// A close-connection fault: no answer at all.
-    case dropConnection(fault: String)
+    /// A request fault answers the whole request (`.status`) or closes its connection (`.drop`);
+    /// the refusal is recorded already.
+    case faulted(RequestFault)
     /// Send it as `senderID`, answering after `delay` when a delay fault fired.
     case proceed(SendRequest, senderID: String, delay: DelayFault?)
 
@@ -23,17 +20,11 @@ public enum Admission: Sendable {
     public enum Refusal: Sendable {
         case invalidJSON(String)
         case invalidParameters(String)
-        /// The transport's own check (`AdmissionContext.validate`) failed.
+        /// The room's own rules refused it (`AdmissionContext.validate`, or its own parser).
         case invalidForTransport(String)
-        /// An HTTP v1 body refused by its parser: Google's message and the fields at fault;
-        /// `payload` when the body is not the Message JSON at all (no FcmError detail then).
-        case v1(message: String, violations: [FieldViolation], payload: Bool)
-
         public var detail: String {
             switch self {
             case .invalidJSON(let d), .invalidParameters(let d), .invalidForTransport(let d): return d
-            case .v1(let message, let violations, _):
-                return violations.isEmpty ? message : message + " (" + violations.map { "\($0.field): \($0.description)" }.joined(separator: "; ") + ")"
             }
         }
     }
@@ -68,11 +59,33 @@ public struct DelayFault: Sendable {
     public var ms: Int64
 }
 
+/// How a room names, on its records, the refusals the engine decides for it: its wire's words
+/// (legacy's `InvalidJson`, HTTP v1's `INVALID_ARGUMENT`, XMPP's `INVALID_JSON`), so the
+/// engine never spells one.
+public struct RefusalNames: Sendable {
+    /// A request fault that answered or closed the request: the record's error and detail.
+    public var fault: @Sendable (RequestFault) -> (error: String, detail: String)
+    /// A request the room's parser refused.
+    public var refusal: @Sendable (Admission.Refusal) -> String
+    /// Whether the room's refusals are answered with an HTTP status (kept on the record) or, as
+    /// over XMPP, with none (recorded as 0).
+    public var hasStatus: Bool
+
+    public init(fault: @escaping @Sendable (RequestFault) -> (error: String, detail: String),
+                refusal: @escaping @Sendable (Admission.Refusal) -> String, hasStatus: Bool = true) {
+        self.fault = fault
+        self.refusal = refusal
+        self.hasStatus = hasStatus
+    }
+}
+
 /// What the rejection record of a refused request is made of.
 public struct AdmissionContext {
     public var transport: Transport
     public var path: String
     public var format: BodyFormat
+    /// The room's words for what it refuses.
+    public var names: RefusalNames
     /// The body (or the stanza's JSON), for `raw_body`; read only when a record needs it.
     public var raw: () -> String
     /// The `message_id` an XMPP client gave the message.
@@ -83,9 +96,10 @@ public struct AdmissionContext {
     /// Told the id of the rejection record it made, so the transport can keep its answer on it.
     public var recorded: (Int64) -> Void = { _ in }
 
-    public init(transport: Transport, path: String, format: BodyFormat, raw: @escaping () -> String, clientMessageID: String? = nil,
-                validate: @escaping (SendRequest) -> String? = { _ in nil }) {
+    public init(transport: Transport, path: String, format: BodyFormat, names: RefusalNames, raw: @escaping () -> String,
+                clientMessageID: String? = nil, validate: @escaping (SendRequest) -> String? = { _ in nil }) {
         self.transport = transport
+        self.names = names
         self.path = path
         self.format = format
         self.raw = raw
@@ -104,14 +118,7 @@ extension Engine {
     /// A rejection record the store cannot write fails an HTTP request (answered 500 by its
     /// caller) but not an XMPP message, whose nack goes out all the same; a 401 is answered
     /// whatever the store says.
-    public func admit(_ outcome: SendParseOutcome, senderID: String?, _ context: AdmissionContext) throws(StoreError) -> Admission {
-        guard let senderID else {
-            if let id = try? recordRejectedID(senderID: nil, transport: context.transport, format: context.format, httpStatus: 401,
-                                              error: "Unauthorized", detail: "missing or unknown server key", raw: context.raw()) {
-                context.recorded(id)
-            }
-            return .unauthorized
-        }
+    public func admit(_ outcome: SendParseOutcome, senderID: String, _ context: AdmissionContext) throws(StoreError) -> Admission {
         var request: SendRequest?
         var refusal: Admission.Refusal?
         switch outcome {
@@ -142,66 +149,34 @@ extension Engine {
         return try admit(request, refusal, target: target, senderID: senderID, context)
     }
 
-    /// The same question for an HTTP v1 message (its credential was checked by its route, which
-    /// records a refused one itself): the parser's refusals are `Refusal.v1`; the message's
-    /// target was checked by the parser, with v1's rules.
-    public func admit(_ outcome: V1ParseOutcome, senderID: String, _ context: AdmissionContext) throws(StoreError) -> Admission {
-        switch outcome {
-        case .send(let s):
-            return try admit(s.request, nil, target: s.request.target, senderID: senderID, context)
-        case .invalidArgument(let message, let violations):
-            return try admit(nil, .v1(message: message, violations: violations, payload: false), target: .missing, senderID: senderID,
-                             context)
-        case .invalidPayload(let message, let violations):
-            return try admit(nil, .v1(message: message, violations: violations, payload: true), target: .missing, senderID: senderID,
-                             context)
-        }
-    }
-
-    /// What every transport shares: the faults and the record of a refusal, given the request
-    /// that parsed or why it did not.
-    private func admit(_ request: SendRequest?, _ refusal: Admission.Refusal?, target: SendTarget, senderID: String,
-                       _ context: AdmissionContext) throws(StoreError) -> Admission {
-        let isHTTP = context.transport != .xmpp
-        if !isHTTP, let refusal {
-            try record(context, senderID: senderID, httpStatus: 0, error: "INVALID_JSON", detail: refusal.detail, fault: nil)
+    /// What every room shares: the faults and the record of a refusal, given the request that
+    /// its parser made or why it made none (HTTP v1's message parser, which checks the target by
+    /// v1's rules itself, asks this directly).
+    public func admit(_ request: SendRequest?, _ refusal: Admission.Refusal?, target: SendTarget, senderID: String,
+                      _ context: AdmissionContext) throws(StoreError) -> Admission {
+        let hasStatus = context.names.hasStatus
+        if !hasStatus, let refusal {
+            try record(context, senderID: senderID, httpStatus: 0, error: context.names.refusal(refusal), detail: refusal.detail, fault: nil)
             return .refused(refusal, delay: nil)
         }
-        let v1 = context.transport == .httpV1
         var delay: DelayFault?
-        if mayHaveFaults,
-            let f = fireRequestFault(transport: context.transport, path: context.path, senderID: senderID, tokens: target.tokens,
-                                     topic: target.topicName)
-        {
-            switch f.action {
-            case .status(let code, let retry):
-                if v1 {
-                    try record(context, senderID: senderID, httpStatus: code, error: V1Error.fault(status: code, retryAfter: retry).recordedError,
-                               detail: "fault \(f.id) answered HTTP \(code)", fault: f.id)
-                } else if isHTTP {
-                    try record(context, senderID: senderID, httpStatus: code, error: "Fault", detail: "fault \(f.id) answered HTTP \(code)", fault: f.id)
-                } else {
-                    try record(context, senderID: senderID, httpStatus: 0, error: "SERVICE_UNAVAILABLE", detail: "fault \(f.id)", fault: f.id)
-                }
-                return .faultStatus(code: code, retryAfter: retry, fault: f.id)
-            case .closeConnection:
-                try record(context, senderID: senderID, httpStatus: 0, error: "ConnectionClosed",
-                       detail: "fault \(f.id) closed the connection without an answer", fault: f.id)
-                return .dropConnection(fault: f.id)
-            case .delay(let ms):
-                delay = DelayFault(fault: f.id, ms: ms)
-            case .error, .apnsReason:
-                break
-            }
+        switch requestFault(transport: context.transport, path: context.path, senderID: senderID, tokens: target.tokens,
+                            topic: target.topicName) {
+        case .delay(let ms, let fault)?:
+            delay = DelayFault(fault: fault, ms: ms)
+        case let f? where f.isAnswered:
+            // The record names the fault's outcome as the room's wire does (`context.names`).
+            var status = 0
+            if case .status(let code, _, _) = f, hasStatus { status = code }
+            let (error, detail) = context.names.fault(f)
+            try record(context, senderID: senderID, httpStatus: status, error: error, detail: detail, fault: f.fault)
+            return .faulted(f)
+        default:
+            break
         }
         if let refusal {
-            let error: String
-            switch refusal {
-            case .invalidParameters: error = "InvalidParameters"
-            case .v1: error = "INVALID_ARGUMENT"
-            default: error = "InvalidJson"
-            }
-            try record(context, senderID: senderID, httpStatus: 400, error: error, detail: refusal.detail, fault: delay?.fault)
+            try record(context, senderID: senderID, httpStatus: 400, error: context.names.refusal(refusal), detail: refusal.detail,
+                       fault: delay?.fault)
             return .refused(refusal, delay: delay)
         }
         guard let request else { preconditionFailure("a request without a refusal parsed") }

@@ -41,9 +41,65 @@ extension Engine {
         if !found { throw .notFound("fault '\(id ?? "")' does not exist") }
     }
 
-    /// The first request-level fault (status, delay, close) that matches, counted as fired.
-    public func fireRequestFault(transport: Transport, path: String, senderID: String?, tokens: [String], topic: String?) -> Fault? {
+    /// The first request-level fault (status, protocol error, delay, close) that matches a
+    /// request, counted as fired, as the one outcome every room turns into its wire: `tokens`
+    /// are the recipients a `when.token` may name, `topic` the topic a `when.topic` may.
+    public func requestFault(transport: Transport, path: String, senderID: String?, tokens: [String],
+                             topic: String?) -> RequestFault? {
         guard mayHaveFaults else { return nil }
-        return state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
+        let f = state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
+        return f.flatMap(RequestFault.init)
+    }
+}
+
+/// What a request-level fault does to a request, decided once by the engine (`requestFault`)
+/// for every room, which answers it in its own wire form.
+public enum RequestFault: Sendable, Equatable {
+    /// Answer the whole request with this status, and a retry time when the fault gives one.
+    case status(Int, retryAfter: Int64?, fault: String)
+    /// Answer with the protocol's own error that the fault names (an APNs reason).
+    case protocolError(String, fault: String)
+    /// Close the connection without an answer.
+    case drop(fault: String)
+    /// Go on, and answer this many milliseconds late.
+    case delay(ms: Int64, fault: String)
+
+    /// The fault's id, kept on the record of what it did.
+    public var fault: String {
+        switch self {
+        case .status(_, _, let f), .protocolError(_, let f), .drop(let f), .delay(_, let f): f
+        }
+    }
+
+    /// Whether it answers the request itself (a status, an error, a closed connection), rather
+    /// than only delaying it.
+    public var isAnswered: Bool {
+        if case .delay = self { return false }
+        return true
+    }
+
+    /// What a refusal's record says the fault did, in the mock's words: a status and, when the
+    /// room names it, the error it answered (`name`).
+    public func detail(answering name: String? = nil) -> String {
+        switch self {
+        case .status(let code, _, let f): "fault \(f) answered HTTP \(code)" + (name.map { " " + $0 } ?? "")
+        case .protocolError(let e, let f): "fault \(f) answered \(name ?? e)"
+        case .drop(let f): "fault \(f) closed the connection without an answer"
+        case .delay(_, let f): "fault \(f)"
+        }
+    }
+
+    /// The error a refusal's record names for a closed connection, whatever the room.
+    public static let closedConnection = "ConnectionClosed"
+
+    init?(_ f: Fault) {
+        switch f.action {
+        case .status(let code, let retry): self = .status(code, retryAfter: retry, fault: f.id)
+        case .apnsReason(let reason): self = .protocolError(reason.rawValue, fault: f.id)
+        case .closeConnection: self = .drop(fault: f.id)
+        case .delay(let ms): self = .delay(ms: ms, fault: f.id)
+        // Recipient errors fire in the send path, one recipient at a time.
+        case .error: return nil
+        }
     }
 }

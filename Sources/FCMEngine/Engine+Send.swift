@@ -88,38 +88,20 @@ extension Device {
 }
 
 extension Engine {
-    /// Sends `req` as `senderID`: resolves every recipient against the fake devices, places a
-    /// delivery for each by the device rules, queues the message and its deliveries for the
-    /// store, and calls `completion` once they are committed (on the store's writer thread; at
-    /// once for a dry run, which is validated the same way and stores nothing). Each step is a
-    /// function below; all of them run under the state lock, so the store applies sends in the
-    /// order they were decided.
-    ///
-    /// `path` is what error faults match on; `requestFault` is the id of a request-level fault
-    /// (a delay) that already fired for this request, kept on the record. `byFID`: an HTTP v1
-    /// send whose `.token` target is a Firebase installation id (its device's current token gets
-    /// it; an unknown one is `NotRegistered`, never registered on first use).
-    ///
-    /// With `exchange`, the answer is made from the result as the send is decided and written
-    /// with its record (its request headers too), so the record and its answer are committed
-    /// together, with no second write; the completion's result carries it as `response`.
-    /// An HTTP v1 send gives its project's id (`projectID`), which its `name` carries; without
-    /// it, the sender's project is looked up. With `commitNow` false the writes stay queued for
-    /// the caller's next `store.commitQueued()` (an HTTP/2 connection's, once per read: one
-    /// commit for the read's sends), or for a commit already running. `undeliverable`: why the
-    /// accepted send cannot reach a device (an APNs payload that is not a JSON object): each
-    /// delivery is `dropped`, the record keeps the reason as `error_detail` and the raw body.
-    /// `platformsJSON`: the record's platform blocks already written (what `platformsJSON(_:)`
-    /// would make of `req.platforms`, byte for byte), when the caller keeps more in them than
-    /// the rules read. `acceptedAt`: the mock clock's time (ms) the caller read when it decided
-    /// the send's options from it (an APNs send's expiration), taken as the send's accept time;
-    /// else the clock is read here.
-    public func send(_ req: SendRequest, senderID: String, transport: Transport, path: String = "/fcm/send",
-                     requestFault: String? = nil, clientMessageID: String? = nil, byFID: Bool = false, raw: () -> String? = { nil },
-                     projectID: String? = nil, exchange: SendExchange? = nil, commitNow: Bool = true, undeliverable: String? = nil,
-                     platformsJSON recorded: String? = nil, acceptedAt: Int64? = nil,
-                     completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
-        let now = acceptedAt ?? clock.nowMillis()
+    /// Sends `submission`: resolves every recipient against the fake devices, places a delivery
+    /// for each by the device rules, queues the message and its deliveries for the store, and
+    /// calls `completion` once they are committed (on the store's writer thread; at once for a
+    /// dry run, which is validated the same way and stores nothing). Each step is a function
+    /// below; all of them run under the state lock, so the store applies sends in the order they
+    /// were decided. With an `exchange`, the answer is made from the result as the send is
+    /// decided and written with its record; the completion's result carries it as `response`.
+    public func submit(_ submission: Submission, completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
+        let req = submission.request, senderID = submission.sender, transport = submission.transport
+        let path = submission.faultKey, byFID = submission.byInstallationID, undeliverable = submission.undeliverable
+        let requestFault = submission.firedFault, clientMessageID = submission.clientMessageID
+        let projectID = submission.projectID, exchange = submission.exchange, recorded = submission.recordBlock
+        let raw = { submission.bodyText }
+        let now = submission.acceptedAt ?? clock.nowMillis()
         let dryRun = req.options.dryRun
         let tokens: [String]
         switch req.target {
@@ -198,7 +180,7 @@ extension Engine {
         }
         if let dryResult { return completion(.success(dryResult)) }
         // On this thread, unless a commit is running: a send answered without a thread switch.
-        if commitNow { store.commitQueued() }
+        if submission.commitNow { store.commitQueued() }
     }
 
     /// What a send is, for the steps that place and record it.

@@ -64,28 +64,32 @@ public struct FCMSendRoute: Sendable {
         // firebase-admin sends) or in the JSON body.
         var inBody = false
         if case .request(let req) = outcome { inBody = req.accessTokenAuth }
-        let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody)
+        // The record keeps the answer its sender got and the headers it sent.
+        let headers = RecordedExchange.headers(r)
+        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
+            // Recorded when the store can; answered all the same.
+            let id = try? engine.recordRejectedID(senderID: nil, transport: .http, format: format, httpStatus: 401, error: "Unauthorized",
+                                                  detail: "missing or unknown server key", raw: raw)
+            return engine.keeping(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML), record: id,
+                                  headers: headers)
+        }
         let admission: Admission
         var recordID: Int64?
-        var context = AdmissionContext(transport: .http, path: r.path, format: format, raw: { raw })
+        var context = AdmissionContext(transport: .http, path: r.path, format: format, names: Self.refusalNames, raw: { raw })
         context.recorded = { recordID = $0 }
         do {
             admission = try engine.admit(outcome, senderID: sender, context)
         } catch {
             return HTTPResponse(status: 500, contentType: ContentType.text, body: "Internal Server Error\n")
         }
-        // The record keeps the answer its sender got and the headers it sent.
-        let headers = RecordedExchange.headers(r)
         // A local function, not a closure: nothing is allocated for the sends that never use it.
         func kept(_ answer: HTTPResponse) -> HTTPResponse { engine.keeping(answer, record: recordID, headers: headers) }
         switch admission {
-        case .unauthorized:
-            return kept(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))
-        case .faultStatus(let code, let retry, _):
+        case .faulted(.status(let code, let retry, _)):
             var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
             if let retry { answer.headers.append(("Retry-After", String(retry))) }
             return kept(answer)
-        case .dropConnection:
+        case .faulted:
             return .dropConnection
         case .refused(let refusal, let delay):
             // A refused request is answered like any other: after a delay fault's delay.
@@ -115,8 +119,12 @@ public struct FCMSendRoute: Sendable {
             }
             // The answer is made as the send is decided and kept with its record.
             // An HTTP/2 read's sends are committed together, after the read (`afterBatch`).
-            engine.send(req, senderID: sender, transport: .http, path: r.path, requestFault: delay?.fault, raw: { raw },
-                        exchange: SendExchange(headers: headers, answer: makeAnswer), commitNow: !r.inBatch) { outcome in
+            var submission = Submission(req, sender: sender, transport: .http, faultKey: r.path)
+            submission.firedFault = delay?.fault
+            submission.body = r.body.prefix(4096)
+            submission.exchange = SendExchange(headers: headers, answer: makeAnswer)
+            submission.commitNow = !r.inBatch
+            engine.submit(submission) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
                 case .success(let result): answer = (result.response as? HTTPResponse) ?? makeAnswer(result)
@@ -127,6 +135,16 @@ public struct FCMSendRoute: Sendable {
             return nil
         }
     }
+
+    /// How the legacy protocol's records name what the engine refuses: a status fault `Fault`,
+    /// a body refused `InvalidParameters` (an unknown parameter) or `InvalidJson`.
+    static let refusalNames = RefusalNames(fault: { f in
+        if case .drop = f { return (RequestFault.closedConnection, f.detail()) }
+        return ("Fault", f.detail())
+    }, refusal: { refusal in
+        if case .invalidParameters = refusal { return FCMErrorCode.invalidParameters.rawValue }
+        return "InvalidJson"
+    })
 
     static func statusText(_ code: Int) -> String {
         switch code {

@@ -48,15 +48,23 @@ public struct V1Routes: Sendable {
                                                   error: e.recordedError, detail: e.recordedDetail, raw: raw)
             return engine.keeping(e.response, record: id, headers: RecordedExchange.headers(r))
         }
+        // The parser checked the message's target by v1's rules; its refusals are v1's own.
         let outcome = V1Parser.parse(r.body)
-        let byFID: Bool
-        if case .send(let s) = outcome { byFID = s.byFID } else { byFID = false }
+        var byFID = false, request: SendRequest?, parserError: V1Error?, parserDetail = ""
+        switch outcome {
+        case .send(let s): (byFID, request) = (s.byFID, s.request)
+        case .invalidArgument(let message, let violations):
+            (parserError, parserDetail) = (.invalidArgument(message, violations), Self.detail(message, violations))
+        case .invalidPayload(let message, let violations):
+            (parserError, parserDetail) = (.invalidPayload(message, violations), Self.detail(message, violations))
+        }
         let admission: Admission
         var recordID: Int64?
-        var context = AdmissionContext(transport: .httpV1, path: r.path, format: .json, raw: { raw })
+        var context = AdmissionContext(transport: .httpV1, path: r.path, format: .json, names: Self.refusalNames, raw: { raw })
         context.recorded = { recordID = $0 }
         do {
-            admission = try engine.admit(outcome, senderID: project.senderID, context)
+            admission = try engine.admit(request, parserError.map { _ in .invalidForTransport(parserDetail) },
+                                         target: request?.target ?? .missing, senderID: project.senderID, context)
         } catch {
             return V1Error.internalError.response
         }
@@ -65,24 +73,27 @@ public struct V1Routes: Sendable {
         // A local function, not a closure: nothing is allocated for the sends that never use it.
         func kept(_ answer: HTTPResponse) -> HTTPResponse { engine.keeping(answer, record: recordID, headers: headers) }
         switch admission {
-        case .unauthorized:
-            return kept(V1Error.unauthenticated.response)
-        case .faultStatus(let code, let retry, _):
+        case .faulted(.status(let code, let retry, _)):
             return kept(V1Error.fault(status: code, retryAfter: retry).response)
-        case .dropConnection:
+        case .faulted:
             return .dropConnection
-        case .refused(let refusal, let delay):
-            let answer = kept(Self.refusal(refusal).response)
+        case .refused(_, let delay):
+            let answer = kept((parserError ?? .invalidArgument("", [])).response)
             guard let delay else { return answer }
             responder.send(answer, afterMillis: Int(delay.ms))
             return nil
         case .proceed(let req, let sender, let delay):
-            let projectID = project.projectID
+            let projectID = project.projectID, byFID = byFID
             let makeAnswer: @Sendable (SendResult) -> HTTPResponse = { Self.answer($0, req, projectID: projectID, byFID: byFID) }
             // The answer is made as the send is decided and kept with its record.
-            engine.send(req, senderID: sender, transport: .httpV1, path: r.path, requestFault: delay?.fault, byFID: byFID,
-                        raw: { raw }, projectID: projectID, exchange: SendExchange(headers: headers, answer: makeAnswer),
-                        commitNow: !r.inBatch) { outcome in
+            var submission = Submission(req, sender: sender, transport: .httpV1, faultKey: r.path)
+            submission.firedFault = delay?.fault
+            submission.byInstallationID = byFID
+            submission.body = r.body.prefix(4096)
+            submission.projectID = projectID
+            submission.exchange = SendExchange(headers: headers, answer: makeAnswer)
+            submission.commitNow = !r.inBatch
+            engine.submit(submission) { outcome in
                 let answer: HTTPResponse
                 switch outcome {
                 case .success(let result): answer = (result.response as? HTTPResponse) ?? makeAnswer(result)
@@ -94,14 +105,16 @@ public struct V1Routes: Sendable {
         }
     }
 
-    /// The v1 form of a refusal by `Engine.admit` (the parser's, for this transport).
-    static func refusal(_ refusal: Admission.Refusal) -> V1Error {
-        switch refusal {
-        case .v1(let message, let violations, let payload):
-            return payload ? .invalidPayload(message, violations) : .invalidArgument(message, violations)
-        default:
-            return .invalidArgument(refusal.detail, [])
-        }
+    /// How HTTP v1's records name what the engine refuses: a status fault by the `FcmError`
+    /// code Google answers with it, a message its parser refused `INVALID_ARGUMENT`.
+    static let refusalNames = RefusalNames(fault: { f in
+        if case .status(let code, let retry, _) = f { return (V1Error.fault(status: code, retryAfter: retry).recordedError, f.detail()) }
+        return (RequestFault.closedConnection, f.detail())
+    }, refusal: { _ in "INVALID_ARGUMENT" })
+
+    /// A refused message's detail on its record: Google's message and the fields at fault.
+    static func detail(_ message: String, _ violations: [FieldViolation]) -> String {
+        violations.isEmpty ? message : message + " (" + violations.map { "\($0.field): \($0.description)" }.joined(separator: "; ") + ")"
     }
 
     /// A send's answer: `{"name":"projects/{project_id}/messages/{id}"}` (a token send's id is

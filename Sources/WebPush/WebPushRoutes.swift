@@ -46,12 +46,9 @@ public struct WebPushRoutes: Sendable {
             case .success(let i): identity = i
             case .failure(let e): throw e
             }
-            let delayMillis: Int64?
-            switch fault(r, device: device) {
-            case .answer(let answer): return answer
-            case .delay(let ms): delayMillis = ms
-            case .none: delayMillis = nil
-            }
+            let fault = engine.requestFault(transport: .webpush, path: r.path, senderID: device.senderID, tokens: [device.token], topic: nil)
+            if let f = fault, f.isAnswered { return answer(f, r, device: device) }
+            let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
             var decrypted: Result<[UInt8], WebPushDecryptFailure>?
             if let encoding = headers.encoding {
                 decrypted = engine.decryptWebPush(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
@@ -62,8 +59,10 @@ public struct WebPushRoutes: Sendable {
                 if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
                 return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
             }
-            engine.send(req, senderID: device.senderID, transport: .webpush, path: r.path, exchange: exchange, commitNow: !r.inBatch) {
-                outcome in
+            var submission = Submission(req, sender: device.senderID, transport: .webpush, faultKey: r.path)
+            submission.exchange = exchange
+            submission.commitNow = !r.inBatch
+            engine.submit(submission) { outcome in
                 switch outcome {
                 case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
                 case .success(let result):
@@ -98,41 +97,24 @@ public struct WebPushRoutes: Sendable {
         }
     }
 
-    /// What a request-level fault (`when.transport: "webpush"` or any) does to a push.
-    enum FaultOutcome {
-        /// Answered (a status, recorded) or dropped by the fault.
-        case answer(HTTPResponse)
-        /// Sent, and answered this many milliseconds late.
-        case delay(Int64)
-        case none
-    }
-
-    /// Fires the first request-level fault that matches a push to `device`: a status answers
-    /// in the push service's shape (`Retry-After` kept), a dropped connection answers nothing;
-    /// both are recorded as refused with the fault.
-    func fault(_ r: HTTPRequest, device: Device) -> FaultOutcome {
-        guard let f = engine.fireRequestFault(transport: .webpush, path: r.path, senderID: device.senderID, tokens: [device.token],
-                                              topic: nil)
-        else { return .none }
+    /// The answer to a request fault that answers a push to `device` (`when.transport: "webpush"`
+    /// or any): a status in the push service's shape (`Retry-After` kept), a dropped connection
+    /// nothing; both recorded as refused with the fault.
+    func answer(_ f: RequestFault, _ r: HTTPRequest, device: Device) -> HTTPResponse {
         let status: Int, answer: HTTPResponse
-        switch f.action {
-        case .status(let code, let retry):
-            var a = Self.response(WebPushError.fault(status: code, "fault \(f.id) answered HTTP \(code)"))
+        switch f {
+        case .status(let code, let retry, _):
+            var a = Self.response(WebPushError.fault(status: code, f.detail()))
             if let retry { a.headers.append(("Retry-After", String(retry))) }
             (status, answer) = (code, a)
-        case .closeConnection:
+        default:
+            // A dropped connection (an APNs reason never matches a push).
             (status, answer) = (0, .dropConnection)
-        case .delay(let ms):
-            return .delay(ms)
-        case .error, .apnsReason:
-            // Recipient errors fire in the send path; Apple's reasons are for APNs faults only.
-            return .none
         }
-        let detail = status == 0 ? "fault \(f.id) closed the connection without an answer" : "fault \(f.id) answered HTTP \(status)"
         let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .webpush, format: .json, httpStatus: status,
-                                              error: status == 0 ? "ConnectionClosed" : WebPushErrorKind.fault.rawValue, detail: detail,
-                                              raw: nil, fault: f.id)
-        return .answer(status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r)))
+                                              error: status == 0 ? RequestFault.closedConnection : WebPushErrorKind.fault.rawValue,
+                                              detail: f.detail(), raw: nil, fault: f.fault)
+        return status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
     }
 
     /// The answer to a refused push, kept on a record of its own (`status: "rejected"`, the

@@ -32,7 +32,7 @@ final class EffectiveV1EngineTests: XCTestCase {
     func send(_ req: SendRequest, file: StaticString = #filePath, line: UInt = #line) throws {
         let outcome = Locked<Result<SendResult, StoreError>?>(nil)
         let done = expectation(description: "committed")
-        server.app.engine.send(req, senderID: "111", transport: .httpV1, path: "/v1/projects/111/messages:send") { r in
+        server.app.engine.submit(Submission(req, sender: "111", transport: .httpV1, faultKey: "/v1/projects/111/messages:send")) { r in
             outcome.withLock { $0 = r }
             done.fulfill()
         }

@@ -1,0 +1,57 @@
+public import FCMCore
+
+/// One send as a protocol's room hands it to the engine (`Engine.submit`): everything the engine
+/// needs to place, store and record it, in the engine's terms. A room reads its wire (headers,
+/// body, credentials), checks its own rules, builds a `Submission` and turns the `SendResult`
+/// back into its wire answer; the engine never sees a header, a status or a path's meaning.
+public struct Submission: Sendable {
+    /// What is sent, to which target, with which delivery options.
+    public var request: SendRequest
+    /// The verified sender: the sender id of the project the credential speaks for.
+    public var sender: String
+    /// The room that took the send, as records, events, statistics and faults name it.
+    public var transport: Transport
+    /// What request and recipient faults match on (`when.path`): the request's path as sent, or
+    /// empty where the protocol has none (XMPP).
+    public var faultKey: String
+    /// A request fault that fired already (a delay the room waits out), kept on the record.
+    public var firedFault: String?
+    /// The room's own record block, a JSON object's text (an APNs request's headers, payload and
+    /// credential; a Web Push request's headers and plaintext), kept on the record as it is and
+    /// read back by the room. Nil: made from `request.platforms` (an HTTP v1 message's blocks).
+    public var recordBlock: String?
+    /// The request headers the record keeps and how the room's answer is made from the result:
+    /// the answer is written with its record, in one commit.
+    public var exchange: SendExchange?
+    /// The body as received, kept on the record where the send's rows need it (a plain-text
+    /// body, or one the device cannot read): a slice of the request's own bytes, copied only
+    /// then.
+    public var body: ArraySlice<UInt8>?
+    /// The message id an XMPP client gave the message.
+    public var clientMessageID: String?
+    /// HTTP v1: the one token is a Firebase installation id (its device's current token gets
+    /// it; an unknown one is `NotRegistered`, never registered on first use).
+    public var byInstallationID = false
+    /// HTTP v1: the project id the send named (its answer's `name` carries it); without it the
+    /// sender's project is looked up.
+    public var projectID: String?
+    /// Why an accepted send cannot reach a device: each delivery is `dropped`, the record keeps
+    /// the reason as `error_detail` and the body as received.
+    public var undeliverable: String?
+    /// The mock clock's time (ms) the room decided the send's options from (an APNs send's
+    /// expiration), taken as its accept time; nil: read when the engine takes it.
+    public var acceptedAt: Int64?
+    /// False: the writes stay queued for the caller's next `commitQueued()` (an HTTP/2 read's
+    /// sends commit together), or for a commit already running.
+    public var commitNow = true
+
+    public init(_ request: SendRequest, sender: String, transport: Transport, faultKey: String) {
+        self.request = request
+        self.sender = sender
+        self.transport = transport
+        self.faultKey = faultKey
+    }
+
+    /// The kept body as text (what a record's `raw_body` shows).
+    var bodyText: String? { body.map { String(decoding: $0, as: UTF8.self) } }
+}
