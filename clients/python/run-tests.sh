@@ -59,4 +59,9 @@ export no_proxy="$NO_PROXY"
   || { echo "client-tests: mypy --strict found type errors in clients/python/src" >&2; exit 1; }
 # From a folder outside the checkout, so the installed package (not ./src) is what is tested.
 cd "$here/tests"
-"$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/tests" "$here/examples"
+# firebase-admin 7.7 deprecates sends by registration token for installation ids (fid=): this
+# package's tests and examples use none, and a new one fails.
+"$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  -W "error:Message.token is deprecated:DeprecationWarning" \
+  -W "error:MulticastMessage.tokens is deprecated:DeprecationWarning" \
+  "$here/tests" "$here/examples"
