@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from py_vapid import Vapid
 from pywebpush import webpush
 
-from fcm_mock import ApnsCertificate, ApnsKey, FcmMock, Message
+from fcm_mock import ApnsCertificate, ApnsKey, FcmMock, FcmMockError, Message
 
 TEAM = "ABCDE12345"
 IOS_APP = "com.example.demo.ios"
@@ -178,15 +178,26 @@ def test_https_port_and_routings_in_any_order(mock):
 
 # --- Web Push ------------------------------------------------------------------------------------
 
-@pytest.fixture(params=["https", "plain"])
+@pytest.fixture(params=["https", "plain", "google-origin"])
 def any_mock(request, mock):
-    """The mock with a TLS listener (endpoints on https://fcm.googleapis.com, or its own https
-    origin), and one without (endpoints on its plain port)."""
+    """The mock with a TLS listener (endpoints on https://fcm.googleapis.com, or on newer
+    servers its own origin), one without (endpoints on its plain port), and one whose endpoints
+    are on Google's host (`--web-push-origin`, or a server older than that flag with HTTPS)."""
     if request.param == "https":
         yield mock
-    else:
+    elif request.param == "plain":
         with FcmMock.start() as plain:
             yield plain
+    else:
+        try:
+            google = FcmMock.start(https=True, web_push_origin="https://fcm.googleapis.com")
+        except FcmMockError as e:
+            assert "web-push-origin" in str(e), e
+            google = FcmMock.start(https=True)
+        with google:
+            endpoint = google.create_device(platform="web").web_push["endpoint"]
+            assert endpoint.startswith("https://fcm.googleapis.com/wp/"), endpoint
+            yield google
 
 
 def test_pywebpush_to_a_web_device(any_mock):
@@ -269,6 +280,15 @@ def test_failing_assertions_show_the_payloads(mock):
     text = str(e.value)
     assert f"no message over 'apns' matching {{'kind': 'goodbye'}} delivered to device {phone.token[:20]}" in text
     assert "delivered apns 0:" in text and "payload={'aps': {'alert': 'hi'}, 'kind': 'welcome'}" in text
+    # With a transport, the messages shown are of it, however many others came after them.
+    for i in range(6):
+        legacy(mock, phone.token, {"n": str(i)})
+    mock.wait_for_messages(phone.token, 7)
+    with pytest.raises(AssertionError) as e:
+        mock.wait_for_messages(phone.token, 2, 0.2, transport="apns")
+    lines = str(e.value).splitlines()
+    assert lines[1] == f"newest apns messages of device {phone.token[:20]}… (newest first):"
+    assert len(lines) == 3 and "payload={'aps': {'alert': 'hi'}, 'kind': 'welcome'}" in lines[2]
 
     vapid = new_vapid()
     browser = mock.create_device(platform="web")

@@ -110,6 +110,7 @@ def test_wait_for_messages_long_polls(mock, send):
     assert isinstance(m, Message)
     assert (m.status, m.transport, m.target, m.data) == ("delivered", "http", "token", {"score": "3x1"})
     assert m.effective["platform"] == "android" and m.message_id.startswith("0:")
+    assert (m.apns, m.webpush, m.fields) == (None, None, {"score": "3x1"})
 
 
 def test_wait_for_messages_counts_and_times_out_with_the_inbox(mock, send):

@@ -520,7 +520,7 @@ class FcmMock:
         if len(got) < count:
             what = "".join(f" with {k} {v}" for k, v in (("status", status), ("transport", transport)) if v)
             raise AssertionError(f"device {_short(token)} has {len(got)} message(s){what} after"
-                                 f" {timeout} s, {count} expected\n{self._recent(token)}")
+                                 f" {timeout} s, {count} expected\n{self._recent(token, transport)}")
         return got
 
     def assert_delivered(self, token: str, where: Where = None, timeout: float = 5.0, *,
@@ -535,7 +535,7 @@ class FcmMock:
         if not got:
             what = "".join(f" {k} {v!r}" for k, v in (("over", transport), ("matching", where)) if v is not None)
             raise AssertionError(f"no message{what} delivered to device {_short(token)} within"
-                                 f" {timeout} s\n{self._recent(token)}")
+                                 f" {timeout} s\n{self._recent(token, transport)}")
         return got[0]
 
     def assert_no_messages(self, token: str, within: float = 0.5) -> None:
@@ -591,17 +591,21 @@ class FcmMock:
             if len(items) >= count or time.monotonic() >= deadline:
                 return [Message.from_json(e) for e in items]
 
-    def _recent(self, token: str) -> str:
-        """The device's newest messages, for an assertion's message."""
+    def _recent(self, token: str, transport: Optional[str] = None) -> str:
+        """The device's newest messages (of `transport`, when given), for an assertion's
+        message."""
+        kinds = TRANSPORTS.get(transport or "")
         try:
             page = self.api("GET", f"/api/v1/devices/{_seg(token)}/messages",
-                            params={"order": "newest", "limit": SHOWN_MESSAGES})
+                            params={"order": "newest", "limit": 1000 if kinds else SHOWN_MESSAGES})
         except ControlAPIError as e:
             return f"(its messages could not be read: {e})"
-        entries = [Message.from_json(e) for e in page["items"]]
+        entries = [m for m in map(Message.from_json, page["items"])
+                   if kinds is None or m.transport in kinds][:SHOWN_MESSAGES]
+        which = f"{transport} messages" if kinds else "messages"
         if not entries:
-            return f"device {_short(token)} has no messages"
-        lines = [f"newest messages of device {_short(token)} (newest first):"]
+            return f"device {_short(token)} has no {which}"
+        lines = [f"newest {which} of device {_short(token)} (newest first):"]
         lines += [f"  {m.summary()}" for m in entries]
         return "\n".join(lines)
 
