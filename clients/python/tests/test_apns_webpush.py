@@ -263,6 +263,9 @@ def test_wait_for_messages_by_transport_long_polls_past_other_messages(mock):
     assert [x.data for x in mock.wait_for_messages(phone.token, transport="fcm")] == [{"via": "fcm"}]
     assert [x.transport for x in mock.wait_for_messages(phone.token, 2)] == ["http", "apns"]
     assert mock.assert_delivered(phone.token, where={"via": "apns"}).transport == "apns"
+    mock.assert_no_messages(phone.token, within=0.2, transport="webpush")
+    with pytest.raises(AssertionError, match="received 1 message\\(s\\) over apns, none expected"):
+        mock.assert_no_messages(phone.token, transport="apns")
     with pytest.raises(ValueError, match="none of http, http_v1, xmpp, apns, webpush, fcm"):
         mock.wait_for_messages(phone.token, transport="gcm")
     with pytest.raises(AssertionError, match="has 1 message\\(s\\) with transport apns after 0.2 s, 2 expected"):

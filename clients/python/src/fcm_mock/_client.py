@@ -538,13 +538,15 @@ class FcmMock:
                                  f" {timeout} s\n{self._recent(token, transport)}")
         return got[0]
 
-    def assert_no_messages(self, token: str, within: float = 0.5) -> None:
-        """Fails when the device receives anything (any status) within `within` seconds, or
-        holds something already."""
-        got = self._poll(token, 1, within, None)
+    def assert_no_messages(self, token: str, within: float = 0.5, *,
+                           transport: Optional[str] = None) -> None:
+        """Fails when the device receives anything (any status; of `transport`, when given)
+        within `within` seconds, or holds something already."""
+        got, _ = self._wait(token, 1, within, None, _accept(transport, None))
         if got:
-            raise AssertionError(f"device {_short(token)} received {len(got)} message(s), none"
-                                 f" expected\n{self._recent(token)}")
+            over = f" over {transport}" if transport else ""
+            raise AssertionError(f"device {_short(token)} received {len(got)} message(s){over}, none"
+                                 f" expected\n{self._recent(token, transport)}")
 
     def _wait(self, token: str, count: int, wait: float, status: Optional[str],
               accept: Callable[[Message], bool]) -> "tuple[List[Message], List[Message]]":
