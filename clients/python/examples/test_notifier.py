@@ -7,7 +7,8 @@ from notifier import notify_order_shipped
 
 def test_order_shipped_reaches_the_phone(fcm_mock):
     app = fcm_mock.firebase_app()
-    name = notify_order_shipped(app, "demo-android-1", "A-1001")
+    phone = fcm_mock.device("demo-android-1")
+    name = notify_order_shipped(app, phone.fid, "A-1001")
 
     [message] = fcm_mock.wait_for_messages(token="demo-android-1", count=1, timeout=5)
     assert name.endswith(message.message_id)
@@ -18,6 +19,6 @@ def test_order_shipped_reaches_the_phone(fcm_mock):
 
 
 def test_nothing_reaches_another_phone(fcm_mock):
-    notify_order_shipped(fcm_mock.firebase_app(), "demo-android-1", "A-1002")
+    notify_order_shipped(fcm_mock.firebase_app(), fcm_mock.device("demo-android-1").fid, "A-1002")
     fcm_mock.assert_delivered("demo-android-1", where={"order_id": "A-1002"})
     fcm_mock.assert_no_messages("demo-android-2", within=0.2)

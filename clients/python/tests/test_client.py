@@ -110,6 +110,7 @@ def test_wait_for_messages_long_polls(mock, send):
     assert isinstance(m, Message)
     assert (m.status, m.transport, m.target, m.data) == ("delivered", "http", "token", {"score": "3x1"})
     assert m.effective["platform"] == "android" and m.message_id.startswith("0:")
+    assert (m.apns, m.webpush, m.fields) == (None, None, {"score": "3x1"})
 
 
 def test_wait_for_messages_counts_and_times_out_with_the_inbox(mock, send):
@@ -195,7 +196,7 @@ def test_service_account_file(mock):
 
 def test_firebase_app_pointed(mock):
     app = mock.firebase_app()
-    message_id = messaging.send(messaging.Message(token="demo-android-1", data={"k": "v"},
+    message_id = messaging.send(messaging.Message(fid=mock.device("demo-android-1").fid, data={"k": "v"},
                                                   notification=messaging.Notification(title="Hi")), app=app)
     assert message_id.startswith("projects/demo-project/messages/")
     [m] = mock.wait_for_messages("demo-android-1")
@@ -213,7 +214,7 @@ def test_firebase_app_unmodified_is_scoped_and_undone():
         # Nothing in the SDK points elsewhere: the service account and the send URL are Google's.
         service = messaging._get_messaging_service(app)
         assert service._fcm_url.startswith("https://fcm.googleapis.com/")
-        messaging.send(messaging.Message(token="demo-ios-1", data={"via": "google-names"}), app=app)
+        messaging.send(messaging.Message(fid=mock.device("demo-ios-1").fid, data={"via": "google-names"}), app=app)
         [m] = mock.wait_for_messages("demo-ios-1")
         assert (m.transport, m.data) == ("http_v1", {"via": "google-names"})
         assert m.effective["platform"] == "ios"

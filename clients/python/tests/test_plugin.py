@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
 
@@ -97,6 +99,46 @@ def test_never_runs(fcm_mock):
     result.stdout.fnmatch_lines(["*FcmMockError: no fcm-mock executable at */missing*"])
 
 
+def test_not_found_outside_a_checkout_names_the_options(pytester, monkeypatch):
+    monkeypatch.delenv("FCM_MOCK_BIN")
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
+    pytester.makepyfile('''
+def test_never_runs(fcm_mock):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*FcmMockError: fcm-mock not found: give pytest --fcm-mock-bin PATH*"
+                                 "--fcm-mock-url URL*"])
+
+
+def test_https_option_gives_the_port_and_apple_hosts(pytester):
+    pytester.makepyfile('''
+import socket
+
+def test_tls(fcm_mock):
+    assert fcm_mock.https_url == f"https://127.0.0.1:{fcm_mock.https_port}"
+    with fcm_mock.apple_hosts():
+        assert socket.getaddrinfo("api.push.apple.com", 443)[0][4][0].startswith("127.0.42.")
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fcm-mock-https")
+    result.assert_outcomes(passed=1)
+
+
+def test_https_url_option_names_a_running_servers_tls_listener(pytester):
+    with FcmMock.start(https=True) as outside:
+        pytester.makepyfile(f'''
+def test_same_server(fcm_mock):
+    assert (fcm_mock.base_url, fcm_mock.https_port) == ("{outside.base_url}", {outside.https_port})
+    assert fcm_mock.apns_certificate("com.example.demo.ios").environments == ["sandbox"]
+''')
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fcm-mock-url", outside.base_url,
+                                               "--fcm-mock-https-url", outside.https_url)
+        result.assert_outcomes(passed=1)
+
+
 def test_help_lists_the_options(pytester):
     result = pytester.runpytest_subprocess("--help")
-    result.stdout.fnmatch_lines(["*--fcm-mock-bin=PATH*", "*--fcm-mock-url=URL*", "*--fcm-mock-fixtures=FILE_OR_DIR*"])
+    result.stdout.fnmatch_lines(["*--fcm-mock-bin=PATH*", "*--fcm-mock-url=URL*", "*reset before every test*",
+                                 "*--fcm-mock-https-url=URL*", "*--fcm-mock-fixtures=FILE_OR_DIR*",
+                                 "*--fcm-mock-https*"])

@@ -1,5 +1,6 @@
-"""fcm-mock from Python: start or connect to the mock, set up devices and faults, send through
-firebase-admin, and assert on what devices received, waiting with the server's long polls.
+"""fcm-mock from Python: start or connect to the mock, set up devices, faults and APNs
+credentials, send through firebase-admin, an APNs client or a Web Push library, and assert on
+what devices received, waiting with the server's long polls.
 
     from fcm_mock import FcmMock
 
@@ -13,8 +14,9 @@ and `fcm_mock_server` (one server for the session).
 """
 
 from ._client import FcmMock, find_binary
-from ._records import Device, Fault, Message
+from ._records import ApnsCertificate, ApnsKey, ApnsMessage, Device, Fault, Message, WebPushMessage
 from .errors import ControlAPIError, FcmMockError
 
-__all__ = ["FcmMock", "find_binary", "Device", "Fault", "Message", "ControlAPIError", "FcmMockError"]
+__all__ = ["FcmMock", "find_binary", "Device", "Fault", "Message", "ApnsMessage", "WebPushMessage",
+           "ApnsKey", "ApnsCertificate", "ControlAPIError", "FcmMockError"]
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -17,13 +18,18 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import requests
 
-from ._records import Device, Fault, Message
+from ._records import ApnsCertificate, ApnsKey, Device, Fault, Message
+from ._routing import APPLE, GOOGLE, HostSet, Routing
 from .errors import ControlAPIError, FcmMockError
 
 #: How many of a device's newest messages a failing assertion shows.
 SHOWN_MESSAGES = 5
 
 Where = Union[Mapping[str, Any], Callable[[Message], bool], None]
+
+#: What a message's `transport` may be; `fcm` stands for the three FCM ones.
+TRANSPORTS = {"http": ("http",), "http_v1": ("http_v1",), "xmpp": ("xmpp",), "apns": ("apns",),
+              "webpush": ("webpush",), "fcm": ("http", "http_v1", "xmpp")}
 
 _LISTENING = re.compile(r"^listening http=(?P<http>\S+) xmpp=(?P<xmpp>\S+)(?: https=(?P<https>\S+))?$")
 
@@ -78,7 +84,9 @@ class FcmMock:
         if control_token:
             self._http.headers["Authorization"] = f"Bearer {control_token}"
         self._apps: List[Any] = []
-        self._routing: Optional[Any] = None
+        self._routings: List[Routing] = []
+        self._google: Optional[Routing] = None
+        self._ca_path: Optional[str] = None
 
     # --- start, connect, stop --------------------------------------------------------------------
 
@@ -197,9 +205,10 @@ class FcmMock:
                 with contextlib.suppress(ValueError):
                     firebase_admin.delete_app(app)
             self._apps.clear()
-        if self._routing is not None:
-            self._routing.uninstall()
-            self._routing = None
+        for routing in self._routings:
+            routing.uninstall()
+        self._routings.clear()
+        self._google = None
         self._http.close()
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -216,6 +225,14 @@ class FcmMock:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def https_port(self) -> Optional[int]:
+        """The port of the TLS listener (`https=True`, `--fcm-mock-https`, or `https_url`
+        given to `connect`); None without one."""
+        if not self.https_url:
+            return None
+        return urllib.parse.urlsplit(self.https_url).port or 443
 
     @property
     def stderr(self) -> str:
@@ -269,22 +286,43 @@ class FcmMock:
 
     def create_device(self, sender_id: Optional[str] = None, *, app: Optional[str] = None,
                       platform: str = "android", online: bool = True, token: Optional[str] = None,
-                      fid: Optional[str] = None) -> Device:
+                      fid: Optional[str] = None,
+                      application_server_key: Union[str, bytes, None] = None,
+                      apns_token: Optional[str] = None,
+                      apns_environment: Optional[str] = None) -> Device:
         """A new device of the project `sender_id` (the first project's when None); a token is
-        generated unless given."""
-        if sender_id is None:
-            projects = self.api("GET", "/api/v1/projects")["items"]
-            if not projects:
-                raise FcmMockError("the mock has no project: give sender_id or load a fixture")
-            sender_id = projects[0]["sender_id"]
-            if app is None:
-                apps = [a for a in projects[0].get("apps", []) if a.get("platform") == platform]
-                app = apps[0]["app"] if apps else None
+        generated unless given. `platform` is `android`, `ios` or `web`; the app, unless given,
+        is the project's first app of that platform, else named as the fixtures name them (the
+        Android app's id with `.ios` or `.web`). An `ios` device has an APNs token
+        (`apns_token`, derived unless given; `apns_environment` `sandbox` unless said); a `web`
+        device a push subscription (`Device.web_push`), bound to the VAPID public key
+        `application_server_key` when given (base64url, or the 65 raw bytes of the point)."""
+        if app is None:
+            project = self._project(sender_id)
+            sender_id = str(project["sender_id"])
+            app = _default_app(project.get("apps") or [], platform)
+        elif sender_id is None:
+            sender_id = str(self._project(None)["sender_id"])
+        if isinstance(application_server_key, bytes):
+            application_server_key = base64.urlsafe_b64encode(application_server_key).decode("ascii").rstrip("=")
         body: Dict[str, Any] = {"sender_id": sender_id, "platform": platform, "online": online}
-        for key, value in (("app", app), ("token", token), ("fid", fid)):
+        for key, value in (("app", app), ("token", token), ("fid", fid),
+                           ("application_server_key", application_server_key),
+                           ("apns_token", apns_token), ("apns_environment", apns_environment)):
             if value is not None:
                 body[key] = value
         return Device.from_json(self.api("POST", "/api/v1/devices", json_body=body))
+
+    def _project(self, sender_id: Optional[str]) -> Dict[str, Any]:
+        """The project `sender_id` (a sender id or project id), or the first one."""
+        if sender_id is not None:
+            project: Dict[str, Any] = self.api("GET", "/api/v1/projects/" + _seg(sender_id))
+            return project
+        projects = self.api("GET", "/api/v1/projects")["items"]
+        if not projects:
+            raise FcmMockError("the mock has no project: give sender_id or load a fixture")
+        first: Dict[str, Any] = projects[0]
+        return first
 
     def subscribe(self, token: str, topic: str) -> Device:
         """Subscribes the device to `topic` as the client SDK would."""
@@ -342,17 +380,111 @@ class FcmMock:
         return self._write_service_account(sa)
 
     def _write_service_account(self, sa: Mapping[str, Any]) -> Path:
-        path = Path(self._workdir) / f"service-account-{sa['private_key_id']}.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds a private key
+        return self._write_secret(f"service-account-{sa['private_key_id']}.json", json.dumps(sa))
+
+    def _write_secret(self, name: str, text: str) -> Path:
+        """`text` written to `name` in this FcmMock's own folder (mode 0700, removed by
+        `close()`), as a file of mode 0600: it holds a private key."""
+        path = Path(self._workdir) / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(sa, f)
+            f.write(text)
         return path
 
+    # --- APNs credentials and the real services' host names ------------------------------------
+
+    def apns_key(self, team_id: str, bundle_ids: Optional[Sequence[str]] = None, *,
+                 key_id: Optional[str] = None) -> ApnsKey:
+        """A new APNs signing key of the team `team_id` (10 uppercase letters or digits; made if
+        new), made by the mock (`POST /api/v1/apns/keys`): its key id, and its `.p8` written to
+        `path` (mode 0600) for a client that takes a file. `bundle_ids` are added to the team's
+        apps; None adds every iOS app of the mock's projects, so the key may send to them."""
+        if bundle_ids is None:
+            bundle_ids = [a["app"] for p in self._all("/api/v1/projects") for a in p.get("apps") or []
+                          if a.get("platform") == "ios"]
+        body: Dict[str, Any] = {"team_id": team_id, "bundle_ids": list(bundle_ids)}
+        if key_id is not None:
+            body["key_id"] = key_id
+        made = self.api("POST", "/api/v1/apns/keys", json_body=body)
+        pem = str(made["private_key_pem"])
+        return ApnsKey(key_id=str(made["key_id"]), team_id=str(made["team_id"]), pem=pem,
+                       path=self._write_secret(f"AuthKey_{made['key_id']}.p8", pem))
+
+    def apns_certificate(self, bundle_id: str, environment: str = "sandbox", *,
+                         bundle_ids: Optional[Sequence[str]] = None,
+                         days: Optional[int] = None) -> ApnsCertificate:
+        """A new APNs client certificate for the app `bundle_id` (and `bundle_ids`), good for
+        `environment` (`sandbox`, `production` or `both`), issued by the mock's CA
+        (`POST /api/v1/apns/certificates`; the server needs its TLS listener). Its PEM files:
+        `path` (certificate and key, for aioapns' `client_cert`), `cert_path`, `key_path`."""
+        body: Dict[str, Any] = {"bundle_id": bundle_id, "environment": environment}
+        if bundle_ids is not None:
+            body["bundle_ids"] = list(bundle_ids)
+        if days is not None:
+            body["days"] = days
+        made = self.api("POST", "/api/v1/apns/certificates", json_body=body)
+        cert, key = str(made["certificate_pem"]), str(made["private_key_pem"])
+        name = f"apns-{made['id']}"
+        return ApnsCertificate(
+            id=str(made["id"]), bundle_id=str(made["bundle_id"]), topics=list(made.get("topics") or []),
+            environments=list(made.get("environments") or []), expires_at=made.get("expires_at"),
+            certificate_pem=cert, private_key_pem=key,
+            path=self._write_secret(name + ".pem", cert.rstrip("\n") + "\n" + key),
+            cert_path=self._write_secret(name + "-cert.pem", cert),
+            key_path=self._write_secret(name + "-key.pem", key))
+
+    def ca_path(self) -> Path:
+        """The mock's local CA certificate (`GET /api/v1/tls/ca.pem`), written once to this
+        FcmMock's folder: what a client trusts to reach the TLS listener (`ssl_context`,
+        `verify=`)."""
+        if self._ca_path is None:
+            ca = self._http.get(self.base_url + "/api/v1/tls/ca.pem", timeout=self.timeout)
+            if ca.status_code != 200:
+                raise FcmMockError(f"the mock serves no local CA (GET /api/v1/tls/ca.pem -> {ca.status_code}):"
+                                   " started with --tls-cert? Trust that certificate's CA yourself")
+            self._ca_path = str(self._write_secret("ca.pem", ca.content.decode("ascii")))
+        return Path(self._ca_path)
+
+    def _routing(self, hosts: HostSet, what: str) -> Routing:
+        """A routing of `hosts` to this mock's TLS listener (installed by the caller), undone by
+        `close()` at the latest."""
+        if not self.https_url:
+            raise FcmMockError(f"{what} needs the mock's TLS listener: FcmMock.start(https=True), "
+                               "pytest --fcm-mock-https, or FcmMock.connect(url, https_url=...)")
+        parts = urllib.parse.urlsplit(self.https_url)
+        routing = Routing(hosts, (parts.hostname or "127.0.0.1", parts.port or 443), str(self.ca_path()))
+        self._routings.append(routing)
+        return routing
+
+    @contextlib.contextmanager
+    def _routed(self, hosts: HostSet, what: str) -> Iterator[Path]:
+        routing = self._routing(hosts, what)
+        routing.install()
+        try:
+            yield Path(routing.ca_path)
+        finally:
+            routing.uninstall()
+            with contextlib.suppress(ValueError):
+                self._routings.remove(routing)
+
+    def apple_hosts(self) -> "contextlib.AbstractContextManager[Path]":
+        """For the block, inside this process, Apple's APNs hosts (api.push.apple.com,
+        api.sandbox.push.apple.com, api.development.push.apple.com) on ports 443 and 2197 reach
+        the mock's TLS listener, and its CA is the one trusted (REQUESTS_CA_BUNDLE,
+        SSL_CERT_FILE: an `ssl.create_default_context()` made in the block trusts it); other
+        names under push.apple.com do not resolve. An APNs client (aioapns) runs unmodified.
+        Yields the CA's path. The same mechanism as `google_hosts()`."""
+        return self._routed(APPLE, "apple_hosts()")
+
+    def google_hosts(self) -> "contextlib.AbstractContextManager[Path]":
+        """For the block, inside this process, Google's FCM, OAuth and IID hosts on port 443
+        reach the mock's TLS listener, its CA trusted as `apple_hosts()` does, and other Google
+        names do not resolve: for a Web Push endpoint on https://fcm.googleapis.com
+        (`serve --web-push-origin`), or firebase-admin set up by hand. Yields the CA's path."""
+        return self._routed(GOOGLE, "google_hosts()")
+
     def _first_project_id(self) -> str:
-        projects = self.api("GET", "/api/v1/projects")["items"]
-        if not projects:
-            raise FcmMockError("the mock has no project: give one or load a fixture")
-        return str(projects[0]["project_id"])
+        return str(self._project(None)["project_id"])
 
     def firebase_app(self, project: Optional[str] = None, *, unmodified: bool = False,
                      name: Optional[str] = None) -> Any:
@@ -377,41 +509,58 @@ class FcmMock:
                 self._all(f"/api/v1/devices/{_seg(token)}/messages", params)]
 
     def wait_for_messages(self, token: str, count: int = 1, timeout: float = 5.0, *,
-                          status: Optional[str] = None) -> List[Message]:
-        """Waits (a long poll, not a sleep) until the device's inbox holds at least `count`
-        entries (of `status`, when given) and returns them all, oldest first. Raises
-        AssertionError, showing the device's newest messages, when `timeout` passes first."""
-        got = self._poll(token, count, timeout, status)
+                          status: Optional[str] = None,
+                          transport: Optional[str] = None) -> List[Message]:
+        """Waits (the server's long poll, not a sleep) until the device's inbox holds at least
+        `count` entries (of `status`, and of `transport`: `http`, `http_v1`, `xmpp`, `apns`,
+        `webpush`, or `fcm` for the three FCM ones, when given) and returns them all, oldest
+        first. Raises AssertionError, showing the device's newest messages, when `timeout`
+        passes first."""
+        got, _ = self._wait(token, count, timeout, status, _accept(transport, None))
         if len(got) < count:
-            raise AssertionError(f"device {_short(token)} has {len(got)} message(s)"
-                                 f"{' with status ' + status if status else ''} after {timeout} s,"
-                                 f" {count} expected\n{self._recent(token)}")
+            what = "".join(f" with {k} {v}" for k, v in (("status", status), ("transport", transport)) if v)
+            raise AssertionError(f"device {_short(token)} has {len(got)} message(s){what} after"
+                                 f" {timeout} s, {count} expected\n{self._recent(token, transport)}")
         return got
 
-    def assert_delivered(self, token: str, where: Where = None, timeout: float = 5.0) -> Message:
-        """Waits until the device has a delivered message matching `where`: a mapping that the
-        message's `data` must contain (every key with its value), or a function of the Message.
-        Returns the first match; AssertionError with the device's newest messages otherwise."""
-        deadline = time.monotonic() + timeout
-        seen = 0
-        while True:
-            got = self._poll(token, seen + 1, max(0.0, deadline - time.monotonic()), "delivered")
-            for m in got:
-                if _matches(m, where):
-                    return m
-            seen = len(got)
-            if time.monotonic() >= deadline:
-                what = f" matching {where!r}" if where is not None else ""
-                raise AssertionError(f"no message{what} delivered to device {_short(token)} within"
-                                     f" {timeout} s\n{self._recent(token)}")
+    def assert_delivered(self, token: str, where: Where = None, timeout: float = 5.0, *,
+                         transport: Optional[str] = None) -> Message:
+        """Waits until the device has a delivered message (of `transport`, when given) matching
+        `where`: a mapping whose every key the message holds with that value (a mapping as a
+        value matches a sub-mapping), read from `Message.fields`: an FCM message's `data`, an
+        APNs payload's keys (the custom ones beside `aps`, and those inside `aps`), a Web Push
+        plaintext that is a JSON object; or a function of the Message. Returns the first match;
+        AssertionError showing the device's newest messages and their payloads otherwise."""
+        got, _ = self._wait(token, 1, timeout, "delivered", _accept(transport, where))
+        if not got:
+            what = "".join(f" {k} {v!r}" for k, v in (("over", transport), ("matching", where)) if v is not None)
+            raise AssertionError(f"no message{what} delivered to device {_short(token)} within"
+                                 f" {timeout} s\n{self._recent(token, transport)}")
+        return got[0]
 
-    def assert_no_messages(self, token: str, within: float = 0.5) -> None:
-        """Fails when the device receives anything (any status) within `within` seconds, or
-        holds something already."""
-        got = self._poll(token, 1, within, None)
+    def assert_no_messages(self, token: str, within: float = 0.5, *,
+                           transport: Optional[str] = None) -> None:
+        """Fails when the device receives anything (any status; of `transport`, when given)
+        within `within` seconds, or holds something already."""
+        got, _ = self._wait(token, 1, within, None, _accept(transport, None))
         if got:
-            raise AssertionError(f"device {_short(token)} received {len(got)} message(s), none"
-                                 f" expected\n{self._recent(token)}")
+            over = f" over {transport}" if transport else ""
+            raise AssertionError(f"device {_short(token)} received {len(got)} message(s){over}, none"
+                                 f" expected\n{self._recent(token, transport)}")
+
+    def _wait(self, token: str, count: int, wait: float, status: Optional[str],
+              accept: Callable[[Message], bool]) -> "tuple[List[Message], List[Message]]":
+        """The inbox's entries (of `status`) that `accept` takes, once there are `count` of
+        them or `wait` seconds passed, and every entry seen: long polls for one entry more than
+        seen each time, so the server answers as soon as anything new arrives."""
+        deadline = time.monotonic() + wait
+        need = count
+        while True:
+            seen = self._poll(token, need, max(0.0, deadline - time.monotonic()), status)
+            taken = [m for m in seen if accept(m)]
+            if len(taken) >= count or time.monotonic() >= deadline:
+                return taken, seen
+            need = len(seen) + count - len(taken)
 
     def _poll(self, token: str, count: int, wait: float, status: Optional[str]) -> List[Message]:
         """The device's inbox (of `status`) once it holds `count` entries, or at the end of
@@ -444,17 +593,21 @@ class FcmMock:
             if len(items) >= count or time.monotonic() >= deadline:
                 return [Message.from_json(e) for e in items]
 
-    def _recent(self, token: str) -> str:
-        """The device's newest messages, for an assertion's message."""
+    def _recent(self, token: str, transport: Optional[str] = None) -> str:
+        """The device's newest messages (of `transport`, when given), for an assertion's
+        message."""
+        kinds = TRANSPORTS.get(transport or "")
         try:
             page = self.api("GET", f"/api/v1/devices/{_seg(token)}/messages",
-                            params={"order": "newest", "limit": SHOWN_MESSAGES})
+                            params={"order": "newest", "limit": 1000 if kinds else SHOWN_MESSAGES})
         except ControlAPIError as e:
             return f"(its messages could not be read: {e})"
-        entries = [Message.from_json(e) for e in page["items"]]
+        entries = [m for m in map(Message.from_json, page["items"])
+                   if kinds is None or m.transport in kinds][:SHOWN_MESSAGES]
+        which = f"{transport} messages" if kinds else "messages"
         if not entries:
-            return f"device {_short(token)} has no messages"
-        lines = [f"newest messages of device {_short(token)} (newest first):"]
+            return f"device {_short(token)} has no {which}"
+        lines = [f"newest {which} of device {_short(token)} (newest first):"]
         lines += [f"  {m.summary()}" for m in entries]
         return "\n".join(lines)
 
@@ -479,10 +632,45 @@ def _short(token: str) -> str:
     return token if len(token) <= 24 else token[:20] + "…"
 
 
+def _default_app(apps: Sequence[Mapping[str, Any]], platform: str) -> Optional[str]:
+    """The project's first app of `platform`; else, as the fixtures name them, the Android app's
+    id (the first app's) with `.ios` or `.web`; None for a project without apps."""
+    for a in apps:
+        if a.get("platform") == platform:
+            return str(a["app"])
+    base = next((a for a in apps if a.get("platform") == "android"), apps[0] if apps else None)
+    if base is None:
+        return None
+    return str(base["app"]) if platform == "android" else f"{base['app']}.{platform}"
+
+
+def _accept(transport: Optional[str], where: Where) -> Callable[[Message], bool]:
+    """The test an entry must pass: of `transport` (TRANSPORTS' names) and matching `where`."""
+    kinds: Optional[Sequence[str]] = None
+    if transport is not None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport {transport!r} is none of {', '.join(TRANSPORTS)}")
+        kinds = TRANSPORTS[transport]
+    return lambda m: (kinds is None or m.transport in kinds) and _matches(m, where)
+
+
 def _matches(m: Message, where: Where) -> bool:
     if where is None:
         return True
     if callable(where):
         return bool(where(m))
-    data = m.data or {}
-    return all(key in data and data[key] == value for key, value in where.items())
+    return _holds(m.fields, where)
+
+
+def _holds(have: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
+    """Every key of `want` is in `have` with its value; a mapping value, as a sub-mapping."""
+    for key, value in want.items():
+        if key not in have:
+            return False
+        got = have[key]
+        if isinstance(value, Mapping) and isinstance(got, Mapping):
+            if not _holds(got, value):
+                return False
+        elif got != value:
+            return False
+    return True
