@@ -78,6 +78,7 @@ let package = Package(
         .target(name: "FCMCommand", dependencies: ["FCMCore", "FCMServer", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"], swiftSettings: houseSettings),
+        .testTarget(name: "FCMV1Tests", dependencies: ["FCMCore", "FCMV1"], swiftSettings: houseSettings),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: houseSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"], swiftSettings: houseSettings),
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore"], swiftSettings: houseSettings),

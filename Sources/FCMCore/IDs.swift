@@ -213,3 +213,11 @@ private func parseHex32<S: Sequence>(_ s: S) -> UInt32? where S.Element == UInt8
     }
     return n == 8 ? v : nil
 }
+
+/// An installation id (FID): 22 characters of base64url, the first `c`, `d`, `e` or `f` (the
+/// FID's top bits are fixed at `0111`, so its first base64url character is one of those).
+public func isWellFormedInstallationID(_ fid: String) -> Bool {
+    let bytes = Array(fid.utf8)
+    guard bytes.count == 22, (UInt8(ascii: "c")...UInt8(ascii: "f")).contains(bytes[0]) else { return false }
+    return bytes.allSatisfy { base64URL.contains($0) }
+}

@@ -132,7 +132,7 @@ public struct JSONObject: Sendable, Equatable {
     }
 
     /// The parser has already proven the keys unique, so it skips the re-check.
-    init(uniqueMembers: [Member]) {
+    public init(uniqueMembers: [Member]) {
         members = uniqueMembers
     }
 
@@ -174,7 +174,7 @@ public struct JSONObject: Sendable, Equatable {
 // MARK: - Byte helpers (shared with the parser)
 
 @inline(__always)
-func isDigit(_ byte: UInt8) -> Bool {
+public func isDigit(_ byte: UInt8) -> Bool {
     byte &- UInt8(ascii: "0") < 10
 }
 

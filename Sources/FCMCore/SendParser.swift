@@ -251,7 +251,7 @@ public enum SendParser {
     /// The same words compared as bytes, not as Swift characters (a combining mark after
     /// `google` does not hide the prefix), and with `orNotification` also `notification`, which
     /// HTTP v1 reserves too.
-    static func isReservedDataKey(_ key: String, orNotification: Bool) -> Bool {
+    public static func isReservedDataKey(_ key: String, orNotification: Bool) -> Bool {
         var key = key
         return key.withUTF8 { k in
             switch k.first {
@@ -395,7 +395,7 @@ public enum FormBody {
         return String(validating: out, as: UTF8.self)
     }
 
-    static func hexValue(_ b: UInt8) -> UInt8? {
+    public static func hexValue(_ b: UInt8) -> UInt8? {
         switch b {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - 48
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - 87

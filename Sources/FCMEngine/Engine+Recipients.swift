@@ -17,11 +17,11 @@ extension Engine {
 
     /// Step 1: the recipients of a topic, condition or device-group send, or nil for tokens.
     func resolveFanOut(_ req: SendRequest, senderID: String, transport: Transport, path: String, condition: Condition?,
-                               now: Int64, state s: inout EngineState) -> FanOut {
+                       groupsByToken: Bool, now: Int64, state s: inout EngineState) -> FanOut {
         var fan = FanOut()
         switch req.target {
-        // (Not over HTTP v1, which has no device groups: the key is no registration token there.)
-        case .token(let t) where !s.groups.isEmpty && s.groups[t]?.senderID == senderID && transport != .httpV1:
+        // (Not where the room's protocol has no device groups, as HTTP v1.)
+        case .token(let t) where groupsByToken && !s.groups.isEmpty && s.groups[t]?.senderID == senderID:
             // `to` a notification key of this project: every member of the group.
             fan.groupKey = t
             fan.devices = []

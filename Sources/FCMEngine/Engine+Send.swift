@@ -99,7 +99,7 @@ extension Engine {
         let req = submission.request, senderID = submission.sender, transport = submission.transport
         let path = submission.faultKey, byFID = submission.byInstallationID, undeliverable = submission.undeliverable
         let requestFault = submission.firedFault, clientMessageID = submission.clientMessageID
-        let projectID = submission.projectID, exchange = submission.exchange, recorded = submission.recordBlock
+        let exchange = submission.exchange, recorded = submission.recordBlock, rules = submission.targetRules
         let raw = { submission.bodyText }
         let now = submission.acceptedAt ?? clock.nowMillis()
         let dryRun = req.options.dryRun
@@ -110,29 +110,27 @@ extension Engine {
         }
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
-                              wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable)
+                              wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable,
+                              groupsByToken: rules.groupsByToken, namePrefix: submission.namePrefix, errorNames: submission.errorNames)
         // A Web Push body that would not decrypt is taken (201) and settles `undecryptable`.
         ctx.undecryptable = transport == .webpush && req.platforms?.webpush?["decrypt_error"].map { !$0.isNull } == true
-        if transport == .httpV1, let projectID { ctx.v1NamePrefix = "projects/" + projectID + "/messages/" }
         let multicastID = newMulticastID()
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }
         let notificationJSON = dryRun ? nil : req.notification.map { JSONValue.object($0).serialized() }
         // `recorded`: the blocks as the caller wrote them (an APNs send's, straight as bytes).
         let platformsJSON = dryRun ? nil : recorded ?? req.platforms.map(Self.platformsJSON)
-        // A v1 message's one token (or fid) passed V1Rules' check already.
-        let wellFormed = transport == .httpV1 ? ctx.tokens.map { _ in true } : ctx.tokens.map(isWellFormedToken)
+        // Tokens the room's parser checked (HTTP v1's one token or fid) are well formed.
+        let wellFormed = rules.tokensChecked ? ctx.tokens.map { _ in true } : ctx.tokens.map(isWellFormedToken)
         var condition: Condition?
         if case .condition(let text) = req.target {
-            // v1's parser checked the condition by v1's rule (at most five topics).
-            condition = Condition.parse(text, maxOperators: transport == .httpV1 ? Self.v1MaxConditionOperators : maxConditionOperators)
+            // The room's rule where it has one (HTTP v1's: at most five topics).
+            condition = Condition.parse(text, maxOperators: rules.maxConditionOperators ?? maxConditionOperators)
         }
 
         let dryResult: SendResult? = state.withLock { s in
-            if transport == .httpV1, ctx.v1NamePrefix == nil, let id = s.projects[senderID]?.projectID {
-                ctx.v1NamePrefix = "projects/" + id + "/messages/"
-            }
-            let fan = resolveFanOut(req, senderID: senderID, transport: transport, path: path, condition: condition, now: now, state: &s)
+            let fan = resolveFanOut(req, senderID: senderID, transport: transport, path: path, condition: condition,
+                                   groupsByToken: rules.groupsByToken, now: now, state: &s)
             let count = fan.devices.map { max($0.count, 1) } ?? max(ctx.tokens.count, 1)
             // Stamps are taken under the lock, so id order is acceptance order.
             ctx.firstMid = s.ids.reserve(count, nowMicros: clock.nowMicros())
@@ -155,14 +153,8 @@ extension Engine {
             for n in placed.notices where s.addToInbox(device: n.device.id, id: n.id) { chunkFull.append(n.device.id) }
             var message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
                                  requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
-            if transport == .httpV1 {
-                v1Fields(&message, result, ctx, platforms: platformsJSON)
-                result.v1Name = message.v1Name
-            } else if transport == .apns || transport == .webpush {
-                // The APNs request's headers, payload and authorization, as an `apns` block; a
-                // Web Push request's headers, VAPID identity and plaintext, as a `webpush` one.
-                message.platforms = platformsJSON
-            }
+            roomFields(&message, result, ctx, platforms: platformsJSON)
+            result.v1Name = message.v1Name
             if transport == .webpush {
                 s.webPushCounts.pushes += 1
                 if ctx.undecryptable { s.webPushCounts.undecryptable += 1 }
@@ -203,31 +195,35 @@ extension Engine {
         var byFID = false
         /// Why an accepted send reaches no device (its deliveries `dropped`).
         var undeliverable: String?
-        /// HTTP v1: `projects/{project_id}/messages/`, the answered `name` before the message's id.
-        var v1NamePrefix: String?
+        /// A device group's notification key may stand for a token.
+        var groupsByToken = true
+        /// The start of the record's `name`, before the message's id.
+        var namePrefix: String?
+        /// The room's names for FCM's errors.
+        var errorNames: (@Sendable (FCMErrorCode) -> String)?
         /// Web Push: the body would not decrypt in the browser.
         var undecryptable = false
         var dryRun: Bool { req.options.dryRun }
 
-        /// An error as records and events name it: v1 sends by their FcmError code.
+        /// An error as records and events name it: by the room's names (HTTP v1's FcmError
+        /// codes), else FCM's own.
         func errorName(_ e: FCMErrorCode) -> String {
-            transport == .httpV1 ? V1Error(e).recordedError : e.rawValue
+            errorNames?(e) ?? e.rawValue
         }
     }
 
-    /// Most `&&`/`||` a v1 condition has: five topics, each named once.
-    static let v1MaxConditionOperators = 4
-
-    /// A v1 record's additions: the target kind `fid`, the platform blocks, the `name` answered
-    /// for an accepted send, and the FcmError code of a refused one.
-    private func v1Fields(_ m: inout MessageRow, _ result: SendResult, _ ctx: SendContext, platforms: String?) {
+    /// What a room adds to its records: its record block (an APNs request's headers, payload and
+    /// credential as an `apns` block; a Web Push request's headers, VAPID identity and plaintext
+    /// as a `webpush` one; an HTTP v1 message's platform blocks), the target kind `fid`, the
+    /// `name` answered for an accepted send, and its own name of a refused one's error.
+    private func roomFields(_ m: inout MessageRow, _ result: SendResult, _ ctx: SendContext, platforms: String?) {
         m.platforms = platforms
         if ctx.byFID {
             m.targetKind = "fid"
             m.targetValue = ctx.tokens.first
         }
-        if let e = m.error, let code = FCMErrorCode(rawValue: e) { m.error = ctx.errorName(code) }
-        guard m.status == "accepted", let prefix = ctx.v1NamePrefix else { return }
+        if ctx.errorNames != nil, let e = m.error, let code = FCMErrorCode(rawValue: e) { m.error = ctx.errorName(code) }
+        guard m.status == "accepted", let prefix = ctx.namePrefix else { return }
         m.v1Name = prefix + (ctx.req.target.isTopicOrCondition
             ? String(result.topicMessageID) : result.results.first?.messageID ?? "")
     }

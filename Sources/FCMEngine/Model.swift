@@ -145,7 +145,7 @@ enum InstallationID {
     }
 
     /// Whether `s` is shaped like an fid (the v1 parser's rule).
-    static func isWellFormed(_ s: String) -> Bool { V1Rules.isValidFID(s) }
+    static func isWellFormed(_ s: String) -> Bool { isWellFormedInstallationID(s) }
 
     static let malformedMessage = "fid must be 22 characters of base64url (A-Z a-z 0-9 - _) starting with c, d, e or f"
 }

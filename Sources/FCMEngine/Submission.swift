@@ -29,12 +29,17 @@ public struct Submission: Sendable {
     public var body: ArraySlice<UInt8>?
     /// The message id an XMPP client gave the message.
     public var clientMessageID: String?
-    /// HTTP v1: the one token is a Firebase installation id (its device's current token gets
-    /// it; an unknown one is `NotRegistered`, never registered on first use).
+    /// The one token is a Firebase installation id (HTTP v1's `message.fid`): its device's
+    /// current token gets it; an unknown one is `NotRegistered`, never registered on first use.
     public var byInstallationID = false
-    /// HTTP v1: the project id the send named (its answer's `name` carries it); without it the
-    /// sender's project is looked up.
-    public var projectID: String?
+    /// What the room's protocol says about the target where protocols differ.
+    public var targetRules = TargetRules()
+    /// The start of the `name` the record keeps for an accepted send, the message's id after it
+    /// (HTTP v1's `projects/{project_id}/messages/`); nil: the record has none.
+    public var namePrefix: String?
+    /// How the room's records and events name FCM's errors (HTTP v1's FcmError codes); nil:
+    /// by FCM's own names (`NotRegistered`).
+    public var errorNames: (@Sendable (FCMErrorCode) -> String)?
     /// Why an accepted send cannot reach a device: each delivery is `dropped`, the record keeps
     /// the reason as `error_detail` and the body as received.
     public var undeliverable: String?
@@ -54,4 +59,21 @@ public struct Submission: Sendable {
 
     /// The kept body as text (what a record's `raw_body` shows).
     var bodyText: String? { body.map { String(decoding: $0, as: UTF8.self) } }
+}
+
+/// What a room's protocol says about a send's target, where the protocols differ.
+public struct TargetRules: Sendable {
+    /// The room's parser checked the tokens already (HTTP v1's): they are taken as well formed.
+    public var tokensChecked = false
+    /// A token may be a device group's notification key (the legacy protocols; HTTP v1 has no
+    /// device groups).
+    public var groupsByToken = true
+    /// Most `&&`/`||` a condition may have; nil: the server's `--max-condition-operators`.
+    public var maxConditionOperators: Int?
+
+    public init(tokensChecked: Bool = false, groupsByToken: Bool = true, maxConditionOperators: Int? = nil) {
+        self.tokensChecked = tokensChecked
+        self.groupsByToken = groupsByToken
+        self.maxConditionOperators = maxConditionOperators
+    }
 }

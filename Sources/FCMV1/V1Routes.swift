@@ -90,7 +90,10 @@ public struct V1Routes: Sendable {
             submission.firedFault = delay?.fault
             submission.byInstallationID = byFID
             submission.body = r.body.prefix(4096)
-            submission.projectID = projectID
+            // The parser checked the token and the condition by v1's rules; v1 has no device groups.
+            submission.targetRules = TargetRules(tokensChecked: true, groupsByToken: false, maxConditionOperators: Self.maxConditionOperators)
+            submission.namePrefix = "projects/" + projectID + "/messages/"
+            submission.errorNames = Self.errorName
             submission.exchange = SendExchange(headers: headers, answer: makeAnswer)
             submission.commitNow = !r.inBatch
             engine.submit(submission) { outcome in
@@ -104,6 +107,12 @@ public struct V1Routes: Sendable {
             return nil
         }
     }
+
+    /// Most `&&`/`||` a v1 condition has: five topics, each named once.
+    static let maxConditionOperators = 4
+
+    /// An FCM error as v1's records and events name it: its FcmError code.
+    @Sendable static func errorName(_ e: FCMErrorCode) -> String { V1Error(e).recordedError }
 
     /// How HTTP v1's records name what the engine refuses: a status fault by the `FcmError`
     /// code Google answers with it, a message its parser refused `INVALID_ARGUMENT`.

@@ -1,3 +1,4 @@
+public import FCMCore
 
 /// An HTTP v1 error answer: Google's `google.rpc.Status` (docs/spec/fcm-v1.md section 2),
 /// `{"error":{"code":N,"message":"…","status":"…","details":[…]}}`, with an FcmError detail

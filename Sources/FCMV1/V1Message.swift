@@ -1,30 +1,7 @@
+public import FCMCore
 // What the HTTP v1 API adds to a message (docs/spec/fcm-v1.md sections 1, 2 and 5): the platform
 // blocks, the outcome of decoding a `messages:send` body, and the field violations its errors name.
 // V1Parser.swift decodes and validates a body into these types.
-
-/// The platform blocks of a v1 message, as sent but normalized by V1Parser: every field name in
-/// snake_case (`restrictedPackageName` becomes `restricted_package_name`); enum values as their
-/// proto name lower-cased, whatever was sent (`HIGH`, `1` → `high`; `PRIORITY_MAX` →
-/// `priority_max`; `if-priority-lowered` → `if_priority_lowered`); booleans as `true`/`false`
-/// (also when sent as `1`/`0` or strings); `int32` fields as JSON numbers; durations and times as
-/// the text sent (already checked); `null` members dropped. `google.protobuf.Struct` blocks
-/// (`apns.payload`, `webpush.notification`) and map keys are kept exactly as sent.
-/// Nil for a legacy send; a v1 send always has one (a block sent as `{}` stays an empty object).
-public struct PlatformConfigs: Sendable, Equatable {
-    public var android: JSONObject?
-    public var apns: JSONObject?
-    public var webpush: JSONObject?
-    /// The message-level `fcm_options`.
-    public var fcmOptions: JSONObject?
-
-    public init(android: JSONObject? = nil, apns: JSONObject? = nil, webpush: JSONObject? = nil,
-                fcmOptions: JSONObject? = nil) {
-        self.android = android
-        self.apns = apns
-        self.webpush = webpush
-        self.fcmOptions = fcmOptions
-    }
-}
 
 /// One `google.rpc.BadRequest` field violation: the field's path (`message.android.ttl`) and why.
 public struct FieldViolation: Sendable, Equatable {

@@ -1,3 +1,4 @@
+public import FCMCore
 // Decodes and validates an HTTP v1 `messages:send` body (docs/spec/fcm-v1.md sections 1 and 2)
 // into a `V1Send`: proto3 JSON decoding in V1Decoder.swift, the message rules in V1Rules.swift.
 

@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import FCMCore
+@testable import FCMV1
 
 /// Whole bodies as the SDKs send them: firebase-admin-python's encoder (snake_case, booleans as
 /// 1/0, enums upper-cased, `'{seconds}.{nanos:09}s'` durations, `isoformat() + 'Z'` times) and

@@ -1,3 +1,4 @@
+public import FCMCore
 // The rules a decoded v1 message must keep (docs/spec/fcm-v1.md section 1), each broken rule a
 // 400 INVALID_ARGUMENT naming the field. Messages are Google's where known ("Recipient of the
 // message is not set.", "The registration token is not a valid FCM registration token",
@@ -109,13 +110,8 @@ public enum V1Rules {
         throw V1RuleError("Recipient of the message is not set.", field: "message")
     }
 
-    /// An installation id: 22 characters of base64url, the first `c`, `d`, `e` or `f` (the
-    /// FID's top bits are fixed at `0111`, so its first base64url character is one of those).
-    public static func isValidFID(_ fid: String) -> Bool {
-        let bytes = Array(fid.utf8)
-        guard bytes.count == 22, (UInt8(ascii: "c")...UInt8(ascii: "f")).contains(bytes[0]) else { return false }
-        return bytes.allSatisfy { base64URL.contains($0) }
-    }
+    /// An installation id as v1's parser reads one (`isWellFormedInstallationID`).
+    public static func isValidFID(_ fid: String) -> Bool { isWellFormedInstallationID(fid) }
 
     static func checkCondition(_ text: String) throws(V1RuleError) {
         func fail(_ description: String) -> V1RuleError {

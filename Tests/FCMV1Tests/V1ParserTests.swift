@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import FCMCore
+@testable import FCMV1
 
 /// Shared checks for the v1 parser tests: each asserts the whole outcome, message and violations.
 class V1ParserTestCase: XCTestCase {

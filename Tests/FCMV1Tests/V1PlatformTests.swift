@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import FCMCore
+@testable import FCMV1
 
 /// The platform blocks, proto3 JSON spellings and values, the size limit, and real SDK bodies.
 final class V1PlatformTests: V1ParserTestCase {
