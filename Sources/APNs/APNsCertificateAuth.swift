@@ -22,16 +22,17 @@ public final class APNsCertificateAuth: Sendable {
     let authority: LocalCertificateAuthority?
     /// The CA's certificate, read once.
     let issuer: CertificateIssuer?
-    /// Certificates that carry the CA's signature, by the SHA-256 of their DER: their serial.
-    private let verified = Locked<[[UInt8]: String]>([:])
-    /// Most certificates remembered (a full table is emptied: a client presents one certificate
-    /// for as long as its connection lasts).
-    static let maxVerified = 1000
+    /// Certificates that carry the CA's signature, by the SHA-256 of their DER: their serial (a
+    /// client presents one certificate for as long as its connection lasts).
+    private let verified = BoundedCache<[UInt8], String>(capacity: 1000)
+    /// Provider tokens, for the requests that bring no certificate.
+    let tokens: ProviderTokens
 
     public init(engine: Engine, authority: LocalCertificateAuthority?) {
         self.engine = engine
         self.authority = authority
         issuer = authority.flatMap { try? CertificateIssuer($0) }
+        tokens = ProviderTokens(engine: engine)
     }
 
     /// Issues a certificate for `bundleID` (and `others`) good for `environments`, records it,
@@ -70,29 +71,38 @@ public final class APNsCertificateAuth: Sendable {
     /// provider token (`MissingProviderToken` when there is none).
     func authorize(_ r: HTTPRequest, environment: APNsEnvironment) throws(APNsError) -> APNsAuthorization {
         if let der = r.clientCertificate { return .certificate(try check(der, environment: environment)) }
-        switch engine.authorizeProviderToken(r.header("authorization")) {
-        case .success(let a): return .token(a)
-        case .failure(let e): throw e
-        }
+        return .token(try tokens.authorize(r.header("authorization")))
     }
 
     /// The mock's certificate `der` is, as good for `environment`.
     func check(_ der: [UInt8], environment: APNsEnvironment) throws(APNsError) -> APNsCertificate {
-        let digest = SHA256.digest(der)
-        var serial = verified.withLock { $0[digest] }
-        // The validity period is the engine's to check, on the mock's clock.
-        if serial == nil, issuer?.hasIssued(der, checkingTime: false) == true, let read = try? APNsClientCertificate(der: der) {
-            serial = read.serial
-            verified.withLock { v in
-                if v.count >= Self.maxVerified { v.removeAll(keepingCapacity: true) }
-                v[digest] = read.serial
-            }
+        // The validity period is checked below, on the mock's clock, not by the CA's check.
+        let serial = verified.value(for: SHA256.digest(der)) {
+            guard issuer?.hasIssued(der, checkingTime: false) == true else { return nil }
+            return (try? APNsClientCertificate(der: der))?.serial
         }
         guard let serial else { throw APNsError(.badCertificate, "the client certificate was not issued by this mock's CA") }
-        switch engine.authorizeCertificate(id: serial, environment: environment) {
-        case .success(let c): return c
-        case .failure(let e): throw e
+        return try Self.authorized(engine.apnsCertificate(id: serial), serial: serial, environment: environment,
+                                   now: engine.clock.nowMillis())
+    }
+
+    /// The certificate of serial `id` as it authorizes a request reaching `environment` at
+    /// `now`, or Apple's refusal: `BadCertificate` when the mock has no such certificate (never
+    /// issued by it, or revoked) or it has expired on the mock's clock;
+    /// `BadCertificateEnvironment` when it is not good for `environment`.
+    static func authorized(_ c: APNsCertificate?, serial id: String, environment: APNsEnvironment,
+                           now: Int64) throws(APNsError) -> APNsCertificate {
+        guard let c else {
+            throw APNsError(.badCertificate, "the client certificate (serial \(id)) was not issued by this mock, or was revoked")
         }
+        guard now < c.expiresAt else {
+            throw APNsError(.badCertificate, "the client certificate \(id) expired at \(rfc3339(millis: c.expiresAt)) on the mock's clock")
+        }
+        guard c.environments.contains(environment) else {
+            throw APNsError(.badCertificateEnvironment,
+                            "the client certificate \(id) is for \(c.environments.map(\.rawValue).joined(separator: " and ")); this request reached \(environment.rawValue)")
+        }
+        return c
     }
 }
 

@@ -1,5 +1,6 @@
 import RoomKit
-import FCMCore
+public import FCMCore
+public import FCMEngine
 
 extension APNsRoutes {
     /// What an APNs send's record keeps of its request, as the record's platform blocks:
@@ -8,7 +9,7 @@ extension APNsRoutes {
     /// "payload":{…}}}`, Apple's defaults filled in; `expiration` is as given (null without one).
     /// The `headers` object the control API and the inbox show is not stored: it repeats these
     /// fields, and is put back from them when the record is read
-    /// (`EffectivePayload.apnsBlockWithHeaders`).
+    /// (`APNsRecordBlock.withHeaders`).
     ///
     /// Written straight into the string's storage, in this order, with no tree built and
     /// serialized, no array grown and no writer's call per key: every APNs send writes one
@@ -116,5 +117,43 @@ private struct BlockWriter {
             }
             raw(d.baseAddress! + at, d.count - at)
         }
+    }
+}
+
+/// An APNs send's record block, written (`APNsRoutes.recordedBlock`) and read back
+/// (`withHeaders`, which the engine calls through `RecordBlocks`) in this one file.
+public enum APNsRecordBlock {
+    /// The reader the assembly gives the engine for the `apns` block.
+    public static let readers: [String: RecordBlocks.Reader] = ["apns": withHeaders]
+
+    /// An APNs send's stored `apns` block with its `headers` put back: the record keeps Apple's
+    /// headers as the fields beside them (`push_type`, `priority`, `topic`, `expiration`,
+    /// `collapse_id`, `apns_id`), not a second time as an object, which made every APNs record
+    /// half as large again (docs/performance.md, "APNs"). Put back as they were written before:
+    /// `apns-push-type`, `apns-priority`, `apns-topic` (when given), `apns-expiration` (as given,
+    /// else the accept time plus APNs' default 30 days), `apns-collapse-id` (when given),
+    /// `apns-id`, just before `payload`. A block that has `headers` (a v1 message's, or a record
+    /// of an older store), or is no APNs send's (no `push_type`), is returned as it is.
+    @Sendable static func withHeaders(_ block: JSONObject, acceptedAtMillis: Int64) -> JSONObject {
+        guard block["headers"] == nil, let pushType = block["push_type"]?.stringValue else { return block }
+        var headers: [(String, JSONValue)] = [("apns-push-type", .string(pushType))]
+        if let p = block["priority"], case .number(let n) = p { headers.append(("apns-priority", .string(n.text))) }
+        if let topic = block["topic"]?.stringValue { headers.append(("apns-topic", .string(topic))) }
+        let expiration: String
+        if case .number(let n)? = block["expiration"] {
+            expiration = n.text
+        } else {
+            expiration = String(EffectivePayload.floorSeconds(acceptedAtMillis) + APNsHeaders.defaultTimeToLive)
+        }
+        headers.append(("apns-expiration", .string(expiration)))
+        if let c = block["collapse_id"]?.stringValue { headers.append(("apns-collapse-id", .string(c))) }
+        if let id = block["apns_id"]?.stringValue { headers.append(("apns-id", .string(id))) }
+        var out: [(String, JSONValue)] = []
+        for m in block.members {
+            if m.key == "payload" { out.append(("headers", .object(JSONObject(headers)))) }
+            out.append((m.key, m.value))
+        }
+        if block["payload"] == nil { out.append(("headers", .object(JSONObject(headers)))) }
+        return JSONObject(out)
     }
 }

@@ -69,3 +69,58 @@ public func sameBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<
     }
     return true
 }
+
+/// Whether the bytes `name` spell `lowercase` (which has no upper-case letters) in ASCII,
+/// either case.
+public func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: String) -> Bool {
+    guard name.count == lowercase.utf8.count else { return false }
+    return lowercase.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII(name, $0) }
+        ?? Array(lowercase.utf8).withUnsafeBufferPointer { equalsLowercaseASCII(name, $0) }
+}
+
+/// The comparison itself, over the bytes of both.
+private func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard name.count == lowercase.count else { return false }
+    for i in 0..<name.count {
+        let b = name[i]
+        if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) != lowercase[i] { return false }
+    }
+    return true
+}
+
+/// Whether header name `name` is `lowercase` (no upper-case letters) in ASCII, either case:
+/// compared over the bytes of both, with no iteration of a `String`.
+public func nameIs(_ name: String, _ lowercase: StaticString) -> Bool {
+    let l = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+    guard name.utf8.count == l.count else { return false }
+    return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, l) }
+        ?? Array(name.utf8).withUnsafeBufferPointer { equalsLowercaseASCII($0, l) }
+}
+
+/// `equalsLowercaseASCII` on a string's bytes (read in place when they are contiguous).
+public func equalsLowercaseASCII(_ name: String, _ lowercase: String) -> Bool {
+    guard name.utf8.count == lowercase.utf8.count else { return false }
+    return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, lowercase) }
+        ?? Array(name.utf8).withUnsafeBufferPointer { equalsLowercaseASCII($0, lowercase) }
+}
+
+/// `s.lowercased()`, without a copy when `s` has no upper-case ASCII letter and no non-ASCII byte.
+public func lowercasedIfNeeded(_ s: String) -> String {
+    let lower = s.utf8.withContiguousStorageIfAvailable { !$0.contains { ($0 >= 0x41 && $0 <= 0x5A) || $0 >= 0x80 } }
+    return lower == true ? s : s.lowercased()
+}
+
+/// Whether every byte is ASCII.
+public func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    for b in bytes where b >= 0x80 { return false }
+    return true
+}
+
+public func isHexDigit(_ c: UInt8) -> Bool {
+    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
+}
+
+/// A header value quoted for a message, cut at 64 characters (APNs and Web Push refusals).
+public func quoted(_ s: String) -> String {
+    "\"" + (s.count > 64 ? String(s.prefix(64)) + "…" : s) + "\""
+}

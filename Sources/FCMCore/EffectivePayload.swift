@@ -126,7 +126,7 @@ public enum EffectivePayload {
     }
 
     /// Whole seconds of a time in milliseconds (rounded down, also before 1970).
-    static func floorSeconds(_ millis: Int64) -> Int64 {
+    public static func floorSeconds(_ millis: Int64) -> Int64 {
         millis >= 0 ? millis / 1000 : -((-millis + 999) / 1000)
     }
 }

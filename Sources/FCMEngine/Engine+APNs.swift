@@ -17,69 +17,11 @@ public struct APNsKey: Sendable, Equatable {
     public let createdAt: Int64
 }
 
-/// Who a verified provider token speaks for.
-public struct APNsTokenAuthorization: Sendable, Equatable {
-    public let keyID: String
-    public let teamID: String
-}
-
-/// The provider token of an `authorization: bearer <JWT>` header as the key of the verified
-/// tokens, read in place in the header (no copy of the token cut out of it): the bytes after
-/// `bearer ` less the blanks around them. Equal when those bytes are, so `Bearer`, `bearer` and
-/// extra blanks share one entry, as the token's text did. Hashed by the token's length and its
-/// last 32 bytes only: those end its ES256 signature, which no two tokens share by chance, and
-/// hashing the ~200-byte header whole cost a send more than the rest of the cache's work
-/// (docs/performance.md, "APNs"). Only tokens whose signature verified are kept, so two with the
-/// same length and tail made on purpose would need the signing key.
-struct ProviderTokenKey: Hashable, Sendable {
-    /// The header, which starts with `bearer ` in any case (checked before a key is made).
-    let header: String
-    /// The token's UTF-8 bytes in `header`: `start..<end`.
-    let start: Int, end: Int
-
-    static let hashedBytes = 32
-
-    init(header: String) {
-        self.header = header
-        (start, end) = Self.withBytes(of: header) { b in
-            var (s, e) = (min(7, b.count), b.count)
-            while s < e, b[s] == 0x20 || b[s] == 0x09 { s += 1 }
-            while e > s, b[e - 1] == 0x20 || b[e - 1] == 0x09 { e -= 1 }
-            return (s, e)
-        }
-    }
-
-    private static func withBytes<R>(of s: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        s.utf8.withContiguousStorageIfAvailable(body) ?? Array(s.utf8).withUnsafeBufferPointer(body)
-    }
-
-    /// The token's text.
-    var token: String { withToken { String(decoding: $0, as: UTF8.self) } }
-
-    private func withToken<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        Self.withBytes(of: header) { body(UnsafeBufferPointer(rebasing: $0[start..<end])) }
-    }
-
-    /// Equal byte for byte (not by `String`'s canonical equivalence, which the hash could not follow).
-    static func == (a: ProviderTokenKey, b: ProviderTokenKey) -> Bool {
-        a.end - a.start == b.end - b.start && a.withToken { x in b.withToken { y in sameBytes(x, y) } }
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(end - start)
-        withToken { t in hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: t.suffix(Self.hashedBytes)))) }
-    }
-}
-
 /// The APNs credentials, under their own lock: every APNs send reads them, and none waits for
 /// the send path's state lock to do so.
 struct APNsCredentials: Sendable {
     var teams: [String: APNsTeam] = [:]
     var keys: [String: APNsKey] = [:]
-    /// Provider tokens whose signature was checked, by their exact text as their header carries
-    /// it (`ProviderTokenKey`), with their `iat`: a client signs one token and sends it for up
-    /// to an hour, and an ECDSA check per request would cost more than the send.
-    var verified: [ProviderTokenKey: (key: String, team: String, issuedAt: Int64)] = [:]
     /// The client certificates the mock issued, by serial (Engine+APNsCertificates.swift).
     var certificates: [String: APNsCertificate] = [:]
 
@@ -101,11 +43,6 @@ struct APNsCredentials: Sendable {
 }
 
 extension Engine {
-    /// A provider token is good for an hour after its `iat` (Apple: "no older than one hour").
-    public static let providerTokenSeconds: Int64 = 3600
-    /// How far a provider token's `iat` may be ahead of the mock's clock.
-    public static let providerTokenSkewSeconds: Int64 = 60
-    static let maxVerifiedProviderTokens = 1000
 
     // MARK: Teams and keys
 
@@ -165,7 +102,6 @@ extension Engine {
     public func revokeAPNsKey(_ keyID: String) throws(EngineError) {
         let ticket: Store.Ticket? = apnsCredentials.withLock { s in
             guard s.keys.removeValue(forKey: keyID) != nil else { return nil }
-            s.verified = s.verified.filter { $0.value.key != keyID }
             return submit([Writes.deleteAPNsKey(keyID)])
         }
         guard let ticket else { throw .notFound("APNs key '\(keyID)' does not exist") }
@@ -207,69 +143,11 @@ extension Engine {
         return (try? createDevice(spec)) ?? device(apnsToken: token)
     }
 
-    // MARK: Provider tokens
+    // MARK: Keys
 
-    /// The key and team an `authorization: bearer <JWT>` header speaks for (docs/spec/apns.md
-    /// section 3), or the reason it is refused: `MissingProviderToken` without one;
-    /// `InvalidProviderToken` for anything but an ES256 JWT with a known `kid`, the key's team as
-    /// `iss`, an `iat` at most 60 s ahead and a good signature; `ExpiredProviderToken` when `iat`
-    /// is over an hour old on the mock's clock. A verified token is remembered by its text, so only
-    /// its age is checked again (and that its key was not revoked).
-    public func authorizeProviderToken(_ header: String?) -> Result<APNsTokenAuthorization, APNsError> {
-        guard let header, !header.isEmpty else {
-            return .failure(APNsError(.missingProviderToken, "no authorization header: token authentication needs a provider token"))
-        }
-        guard header.utf8.count > 7, hasPrefixIgnoringCase(header.utf8, "bearer ") else {
-            return .failure(APNsError(.invalidProviderToken, "the authorization header is not 'bearer <JWT>'"))
-        }
-        // A verified token is looked up in its header, with no copy.
-        let cacheKey = ProviderTokenKey(header: header)
-        let now = clock.nowMillis() / 1000
-        if let known = apnsCredentials.withLock({ s -> (key: String, team: String, issuedAt: Int64)? in
-            guard let v = s.verified[cacheKey], s.keys[v.key] != nil else { return nil }
-            return v
-        }) {
-            if let expired = Self.expiry(issuedAt: known.issuedAt, now: now) { return .failure(expired) }
-            return .success(APNsTokenAuthorization(keyID: known.key, teamID: known.team))
-        }
-        // The token verified is the one the cache keeps it under: the key's bytes.
-        let token = cacheKey.token
-        let jwt: JWT
-        do {
-            jwt = try JWT.parse(token, algorithm: .es256)
-        } catch {
-            return .failure(APNsError(.invalidProviderToken, "the provider token is not an ES256 JWT with a kid: \(error)"))
-        }
-        guard let key = apnsCredentials.withLock({ $0.keys[jwt.keyID] }) else {
-            return .failure(APNsError(.invalidProviderToken, "no key has the id '\(jwt.keyID)' (never made, or revoked)"))
-        }
-        guard let iss = jwt.claims["iss"]?.stringValue, iss == key.teamID else {
-            return .failure(APNsError(.invalidProviderToken, "iss is not the team of key \(key.keyID) (\(key.teamID))"))
-        }
-        guard let iat = jwt.seconds("iat") else {
-            return .failure(APNsError(.invalidProviderToken, "the provider token has no iat of whole seconds"))
-        }
-        guard signatures.es256(key.publicKeyPEM, jwt.signingInput, jwt.signature) else {
-            return .failure(APNsError(.invalidProviderToken, "the signature does not verify with key \(key.keyID)"))
-        }
-        if let refused = Self.expiry(issuedAt: iat, now: now) { return .failure(refused) }
-        apnsCredentials.withLock { s in
-            // Bounded: a client signing a token per request only refills it.
-            if s.verified.count >= Self.maxVerifiedProviderTokens { s.verified.removeAll(keepingCapacity: true) }
-            s.verified[cacheKey] = (key.keyID, key.teamID, iat)
-        }
-        return .success(APNsTokenAuthorization(keyID: key.keyID, teamID: key.teamID))
-    }
-
-    /// The refusal of a token issued at `issuedAt` at `now` (seconds): from the future, or too old.
-    static func expiry(issuedAt: Int64, now: Int64) -> APNsError? {
-        if issuedAt > now + providerTokenSkewSeconds {
-            return APNsError(.invalidProviderToken, "iat is \(issuedAt - now) s ahead of the mock's clock (at most \(providerTokenSkewSeconds))")
-        }
-        if now - issuedAt > providerTokenSeconds {
-            return APNsError(.expiredProviderToken, "the provider token was issued \(now - issuedAt) s ago: over an hour on the mock's clock")
-        }
-        return nil
+    /// The signing key with this id (nil: never made, or revoked).
+    public func apnsKey(_ keyID: String) -> APNsKey? {
+        apnsCredentials.withLock { $0.keys[keyID] }
     }
 
     // MARK: Names

@@ -103,23 +103,9 @@ extension Engine {
         try commitControl(ticket)
     }
 
-    /// The certificate of serial `id` as it authorizes a request reaching `environment`, or
-    /// Apple's refusal: `BadCertificate` when the mock has no such certificate (never issued by
-    /// it, or revoked) or it has expired on the mock's clock; `BadCertificateEnvironment` when it
-    /// is not good for `environment`. The caller has checked it carries the CA's signature.
-    public func authorizeCertificate(id: String, environment: APNsEnvironment) -> Result<APNsCertificate, APNsError> {
-        guard let c = apnsCredentials.withLock({ $0.certificates[id] }) else {
-            return .failure(APNsError(.badCertificate, "the client certificate (serial \(id)) was not issued by this mock, or was revoked"))
-        }
-        let now = clock.nowMillis()
-        guard now < c.expiresAt else {
-            return .failure(APNsError(.badCertificate, "the client certificate \(id) expired at \(rfc3339(millis: c.expiresAt)) on the mock's clock"))
-        }
-        guard c.environments.contains(environment) else {
-            return .failure(APNsError(.badCertificateEnvironment,
-                                      "the client certificate \(id) is for \(c.environments.map(\.rawValue).joined(separator: " and ")); this request reached \(environment.rawValue)"))
-        }
-        return .success(c)
+    /// The certificate the mock issued with serial `id` (nil: never issued by it, or revoked).
+    public func apnsCertificate(id: String) -> APNsCertificate? {
+        apnsCredentials.withLock { $0.certificates[id] }
     }
 
     /// Refuses bundle ids that are not 1 to 255 printable ASCII characters without spaces or '/'.

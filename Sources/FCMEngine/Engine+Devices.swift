@@ -120,7 +120,7 @@ extension Engine {
         }
         let apnsToken = spec.apnsToken?.lowercased()
         if let apnsToken {
-            do throws(APNsError) { try APNsDeviceToken.check(apnsToken) } catch {
+            guard APNsDeviceToken.isWellFormed(apnsToken) else {
                 return .failure(.badRequest("apns_token must be 64 to 200 hexadecimal characters, an even number"))
             }
             if let holder = s.apnsIndex[apnsToken].flatMap({ s.devices[$0] }) {

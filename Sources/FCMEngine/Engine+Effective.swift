@@ -54,9 +54,9 @@ extension SendRequest {
     /// data, notification, collapse key, TTL, option flags (`Engine.flags`), the priority as
     /// recorded (already defaulted) and a v1 message's platform blocks.
     /// `acceptedAtMillis`: when the message was accepted (an APNs send's stored block has its
-    /// headers put back from it: `EffectivePayload.storedPlatforms(_:acceptedAtMillis:)`).
+    /// headers put back from it by its room's reader: `RecordBlocks`).
     static func stored(data: String?, notification: String?, collapseKey: String?, timeToLive: Int64, flags: Int64,
-                       priority: String?, platforms: String?, acceptedAtMillis: Int64) -> SendRequest {
+                       priority: String?, platforms: String?, acceptedAtMillis: Int64, blocks: RecordBlocks) -> SendRequest {
         var r = SendRequest(format: .json)
         if let data, case .object(let o)? = try? JSONParser.parse(data) { r.data = o }
         if let notification, case .object(let o)? = try? JSONParser.parse(notification) { r.notification = o }
@@ -65,7 +65,7 @@ extension SendRequest {
         r.options.contentAvailable = flags & 1 != 0
         r.options.mutableContent = flags & 2 != 0
         r.options.priority = priority.flatMap(Priority.init(rawValue:))
-        r.platforms = platforms.flatMap { EffectivePayload.storedPlatforms($0, acceptedAtMillis: acceptedAtMillis) }
+        r.platforms = platforms.flatMap { blocks.platforms($0, acceptedAtMillis: acceptedAtMillis) }
         return r
     }
 }
@@ -74,7 +74,12 @@ extension SendRequest {
 /// platform. The platform blocks of the last message seen are kept, since the deliveries of a
 /// fan-out come one after another.
 struct HeldCollapseKeys {
+    /// How the rooms' blocks read back (an APNs send's collapse id is one of its headers).
+    let blocks: RecordBlocks
     private var message: Int64 = -1
+
+    init(blocks: RecordBlocks) { self.blocks = blocks }
+
     private var request = SendRequest(format: .json)
 
     /// The collapse key `h` is held under on a device of `platform`.
@@ -85,7 +90,7 @@ struct HeldCollapseKeys {
             request = SendRequest(format: .json)
             request.options.collapseKey = h.collapseKey
             // Only the collapse key is read here, which needs no accept time.
-            request.platforms = EffectivePayload.storedPlatforms(platforms, acceptedAtMillis: 0)
+            request.platforms = blocks.platforms(platforms, acceptedAtMillis: 0)
         }
         // The expiry is the delivery's own; only the key is wanted here.
         return EffectivePayload.deliveryOptions(request, for: platform.push, acceptedAtMillis: 0).collapseKey
@@ -95,10 +100,11 @@ struct HeldCollapseKeys {
 extension Render {
     /// What the device received (`effective` of an inbox entry): the send's payload in its
     /// platform's form; null for a `deleted_messages` notice, which carries none.
-    static func effective(_ r: InboxRow, platform: Platform) -> JSONValue {
+    static func effective(_ r: InboxRow, platform: Platform, blocks: RecordBlocks) -> JSONValue {
         guard r.targetKind != "deleted_messages" else { return .null }
         let req = SendRequest.stored(data: r.data, notification: r.notification, collapseKey: r.collapseKey, timeToLive: r.timeToLive,
-                                     flags: r.flags, priority: r.priority, platforms: r.platforms, acceptedAtMillis: r.acceptedAt)
+                                     flags: r.flags, priority: r.priority, platforms: r.platforms, acceptedAtMillis: r.acceptedAt,
+                                     blocks: blocks)
         return .object(EffectivePayload.payload(req, for: platform.push, acceptedAtMillis: r.acceptedAt))
     }
 }

@@ -10,7 +10,7 @@ extension Engine {
     public func addFault(_ body: Body) throws(EngineError) -> Fault {
         let now = clock.nowMillis()
         return try state.withLock { (s: inout EngineState) throws(EngineError) -> Fault in
-            let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now)
+            let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now, protocolErrors: rooms.faultErrors)
             s.faults.nextID += 1
             s.faults.faults.append(f)
             faultsArmed.store(true, ordering: .relaxed)
@@ -95,7 +95,7 @@ public enum RequestFault: Sendable, Equatable {
     init?(_ f: Fault) {
         switch f.action {
         case .status(let code, let retry): self = .status(code, retryAfter: retry, fault: f.id)
-        case .apnsReason(let reason): self = .protocolError(reason.rawValue, fault: f.id)
+        case .protocolError(let name): self = .protocolError(name, fault: f.id)
         case .closeConnection: self = .drop(fault: f.id)
         case .delay(let ms): self = .delay(ms: ms, fault: f.id)
         // Recipient errors fire in the send path, one recipient at a time.

@@ -180,7 +180,7 @@ extension Engine {
                         return false
                     }
                     lastID = r.id
-                    items.append(InboxEntry(row: r, status: st, platform: platform))
+                    items.append(InboxEntry(row: r, status: st, platform: platform, blocks: rooms.recordBlocks))
                     return true
                 }
                 if newestFirst {
@@ -232,7 +232,7 @@ extension Engine {
                     }
                 }
                 guard held, let r = try c.inboxRow(id), r.suffix == wanted.suffix, let st = Self.inboxStatus(of: r, now: now) else { return nil }
-                return InboxEntry(row: r, status: st, platform: platform)
+                return InboxEntry(row: r, status: st, platform: platform, blocks: rooms.recordBlocks)
             }
         } catch {
             throw .internal(error.description)

@@ -47,6 +47,8 @@ public struct MessageRecord: Sendable {
     public let recipientsLimit: Int?
     /// Its recipients by status (`failed` for those with an error), when asked for.
     public var recipientCounts: [(String, Int64)]? = nil
+    /// How its room's block reads back.
+    let blocks: RecordBlocks
 }
 
 /// One inbox entry: the delivery and its message, and its status as of now (a held message past
@@ -56,6 +58,8 @@ public struct InboxEntry: Sendable {
     public let status: String
     /// The device's platform, whose form the entry's `effective` payload takes.
     public let platform: Platform
+    /// How its room's block reads back.
+    let blocks: RecordBlocks
 }
 
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").
@@ -174,7 +178,8 @@ extension Engine {
             recipients[i].status = "expired"
         }
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
-        var out = MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit)
+        var out = MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit,
+                                blocks: rooms.recordBlocks)
         if counts { out.recipientCounts = try c.recipientCounts(of: m, now: now) }
         return out
     }

@@ -43,7 +43,7 @@ extension Engine {
     /// and replaces the store's part of the state with what was just read back. Should the read
     /// fail too, memory stays as it is (the queued tickets fail all the same).
     func recover(after error: StoreError, failQueued: () -> Void) {
-        let loaded = try? EngineState.load(from: store)
+        let loaded = try? EngineState.load(from: store, blocks: rooms.recordBlocks)
         state.withLock { s in
             failQueued()
             guard let loaded else { return }

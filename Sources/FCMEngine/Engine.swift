@@ -103,14 +103,17 @@ public final class Engine: Sendable {
     public func keepStartFixtures(_ documents: [FixtureDocument]) {
         startFixtures.withLock { $0 = documents }
     }
+    /// What the rooms gave the engine at start: their record blocks' readers, their own fault errors.
+    public let rooms: RoomHooks
     /// Monotonic start time, for `uptime_s`.
     public let startedAt = monotonicNanos()
 
     /// Opens the engine over `store`, loading what the store already holds.
     public init(store: Store, signatures: SignatureChecks, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
                 acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil,
-                maxConditionOperators: Int = 2, eventKeepaliveMillis: Int = 15_000) throws(StoreError) {
+                maxConditionOperators: Int = 2, eventKeepaliveMillis: Int = 15_000, rooms: RoomHooks = RoomHooks()) throws(StoreError) {
         self.store = store
+        self.rooms = rooms
         self.signatures = signatures
         self.events = EventBus(keepaliveMillis: eventKeepaliveMillis)
         self.clock = clock
@@ -119,7 +122,7 @@ public final class Engine: Sendable {
         self.maxConditionOperators = maxConditionOperators
         self.deviceRate = deviceRate
         self.topicRate = topicRate
-        let loaded = try EngineState.load(from: store)
+        let loaded = try EngineState.load(from: store, blocks: rooms.recordBlocks)
         self.apnsCredentials = Locked(try APNsCredentials.load(from: store))
         var state = loaded.state
         state.stats = SendStats(floor: loaded.maxMid)
@@ -404,7 +407,7 @@ struct EngineState: Sendable {
         return given
     }
 
-    static func load(from store: Store) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
+    static func load(from store: Store, blocks: RecordBlocks) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
         try store.read { (c: StoreReader) throws(StoreError) -> (EngineState, Int64) in
             var s = EngineState()
             let load = c.loader
@@ -433,7 +436,7 @@ struct EngineState: Sendable {
                 _ = s.attachWebPush(WebPushSubscription(r))
             }
             try load.deletedWebPushIDs { s.webPushDeleted.insert($0) }
-            var keys = HeldCollapseKeys()
+            var keys = HeldCollapseKeys(blocks: blocks)
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
                 s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,

@@ -8,8 +8,8 @@ public struct Fault: Sendable {
         case status(Int, retryAfter: Int64?)
         /// Fail the matching recipients with this error inside a normal answer.
         case error(FCMErrorCode)
-        /// APNs only: answer the send with this reason of Apple's, and its status.
-        case apnsReason(APNsReason)
+        /// Answer with this error of the room's own (an APNs reason: `FaultErrors`).
+        case protocolError(String)
         /// Answer normally, this many milliseconds late.
         case delay(Int64)
         /// Drop the connection without an answer.
@@ -56,7 +56,7 @@ public struct Fault: Sendable {
             w.key("status"); w.value(code)
             if let retry { w.key("retry_after_s"); w.value(retry) }
         case .error(let e): w.key("error"); w.value(e.rawValue)
-        case .apnsReason(let r): w.key("error"); w.value(r.rawValue)
+        case .protocolError(let name): w.key("error"); w.value(name)
         case .delay(let ms): w.key("delay_ms"); w.value(ms)
         case .closeConnection: w.key("close_connection"); w.value(true)
         }
@@ -69,7 +69,7 @@ public struct Fault: Sendable {
     }
 
     /// Parses the body of `POST /api/v1/faults`; errors name the field.
-    static func parse(_ b: Body, id: String, now: Int64) throws(EngineError) -> Fault {
+    static func parse(_ b: Body, id: String, now: Int64, protocolErrors: [FaultErrors]) throws(EngineError) -> Fault {
         try b.allow(["when", "then", "times"])
         var f = Fault(id: id, action: .closeConnection, createdAt: now)
         if let v = b.object["when"], !v.isNull {
@@ -104,19 +104,21 @@ public struct Fault: Sendable {
             f.action = .status(Int(code), retryAfter: retry)
         case "error":
             let name = try t.string("error")
-            // Apple's reasons are answered as they are over APNs (InternalServerError, a name
-            // both have, included); another FCM error name keeps its meaning and its mapping to
-            // Apple's reasons.
-            if let name, let reason = APNsReason(rawValue: name), f.transport == "apns" || FCMErrorCode(rawValue: name) == nil {
-                guard f.transport == "apns" else {
-                    throw .badRequest("then.error \(name) is an APNs reason: set when.transport to apns")
+            // A room's own errors are answered as the room does (Apple's reasons over APNs,
+            // InternalServerError, a name both have, included); another FCM error name keeps its
+            // meaning and its room's mapping.
+            if let name, let own = protocolErrors.first(where: { $0.names.contains(name) }),
+                f.transport == own.transport || FCMErrorCode(rawValue: name) == nil {
+                guard f.transport == own.transport else {
+                    throw .badRequest("then.error \(name) is \(own.kind): set when.transport to \(own.transport)")
                 }
-                f.action = .apnsReason(reason)
+                f.action = .protocolError(name)
                 break
             }
             guard let name, let code = FCMErrorCode(rawValue: name) else {
-                throw .badRequest("then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", ")), "
-                    + "or with when.transport apns one of Apple's reasons (\(APNsReason.allCases.map(\.rawValue).joined(separator: ", ")))")
+                let others = protocolErrors.map { "or with when.transport \($0.transport) one of \($0.listName) (\($0.names.joined(separator: ", ")))" }
+                throw .badRequest((["then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", "))"] + others)
+                    .joined(separator: ", "))
             }
             if code.isXMPPOnly && f.transport != "xmpp" {
                 throw .badRequest("then.error \(name) exists only over XMPP: set when.transport to xmpp")

@@ -25,7 +25,7 @@ extension Render {
         if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue || m.transport == Transport.webpush.rawValue {
             // Parsed once for both: an APNs record's ids live in its stored `apns` block.
             let blocks = m.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue
-            platformBlocks(&w, blocks, apnsAcceptedAt: m.transport == Transport.apns.rawValue ? m.acceptedAt : nil)
+            platformBlocks(&w, blocks, read: record.blocks, acceptedAt: m.acceptedAt)
             if m.transport == Transport.apns.rawValue { apnsIDs(&w, blocks) }
         }
         w.key("status"); w.value(m.status)
@@ -67,15 +67,15 @@ extension Render {
 }
 
 extension Render {
-    /// A v1 record's `android`, `apns`, `webpush` and `fcm_options` as sent (null when absent),
-    /// from the stored `{"android":…,…}`, parsed.
-    /// An APNs send's (`apnsAcceptedAt`: when it was accepted) with its Apple headers put back
-    /// (`EffectivePayload.apnsBlockWithHeaders`).
-    static func platformBlocks(_ w: inout JSONWriter, _ blocks: JSONObject?, apnsAcceptedAt: Int64? = nil) {
+    /// A record's `android`, `apns`, `webpush` and `fcm_options` as sent (null when absent),
+    /// from the stored `{"android":…,…}`, parsed; a room's own block as its reader shows it
+    /// (`RecordBlocks`: an APNs send's with its Apple headers put back), given when it was
+    /// accepted.
+    static func platformBlocks(_ w: inout JSONWriter, _ blocks: JSONObject?, read: RecordBlocks, acceptedAt: Int64) {
         for name in ["android", "apns", "webpush", "fcm_options"] {
             w.key(name)
-            if name == "apns", let at = apnsAcceptedAt, let b = blocks?[name]?.objectValue {
-                w.raw(JSONValue.object(EffectivePayload.apnsBlockWithHeaders(b, acceptedAtMillis: at)).serialized())
+            if let b = blocks?[name]?.objectValue {
+                w.raw(JSONValue.object(read.read(name, b, acceptedAtMillis: acceptedAt)).serialized())
             } else if let b = blocks?[name] {
                 w.raw(b.serialized())
             } else {
@@ -138,7 +138,7 @@ extension Render {
         w.key("data"); if let d = r.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
         // What the device received, in its platform's form (docs/effective-payloads.md).
-        w.key("effective"); w.value(effective(r, platform: e.platform))
+        w.key("effective"); w.value(effective(r, platform: e.platform, blocks: e.blocks))
         if r.transport == Transport.webpush.rawValue {
             // A Web Push request as the push service saw it: headers, VAPID, the plaintext.
             w.key("transport"); w.value(r.transport)

@@ -1,3 +1,4 @@
+import APNs
 import CCS
 import Control
 public import RoomKit
@@ -95,7 +96,8 @@ public final class Application: Sendable {
         do {
             engine = try Engine(store: store, signatures: .tls, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
-                                eventKeepaliveMillis: c.eventKeepaliveMillis)
+                                eventKeepaliveMillis: c.eventKeepaliveMillis,
+                                rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks), faultErrors: [APNsRoom.faultErrors]))
             // The one count of the whole table, before any request: later passes add what is new.
             try store.refreshHistory()
         } catch {
@@ -176,7 +178,7 @@ public final class Application: Sendable {
             }
             var http2Limits = HTTP2Limits()
             http2Limits.idleSeconds = c.http2IdleSeconds
-            http2Limits.idleNotice = Array(APNsError(.idleTimeout, "").body.utf8)
+            http2Limits.idleNotice = APNsRoom.idleNotice
             do {
                 http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
                                       https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) }, http2Limits: http2Limits,
@@ -261,7 +263,7 @@ public final class Application: Sendable {
         // New HTTP requests get 503; those already taken get their own answers (a stored send
         // is never answered 503), then the listener stops.
         // HTTP/2 clients get GOAWAY with Apple's notice (APNs clients log it; others ignore it).
-        http.refuseNewRequests(notice: Array(APNsError(.shutdown, "").body.utf8))
+        http.refuseNewRequests(notice: APNsRoom.shutdownNotice)
         engine.beginShutdown()
         pruner.stop()
         engine.store.drain()

@@ -1,4 +1,5 @@
 import FCMCore
+@testable import APNs
 import FCMTesting
 import Foundation
 import HTTPServer

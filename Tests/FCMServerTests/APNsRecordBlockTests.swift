@@ -51,13 +51,13 @@ final class APNsRecordBlockTests: XCTestCase {
         XCTAssertEqual(written, JSONValue.object(JSONObject([("apns", .object(stored))])).serialized(), file: file, line: line)
         // Read back: the headers put back exactly where and as they were.
         let back = try XCTUnwrap(JSONParser.parse(Array(written.utf8)).objectValue?["apns"]?.objectValue, file: file, line: line)
-        let restored = EffectivePayload.apnsBlockWithHeaders(back, acceptedAtMillis: now)
+        let restored = APNsRecordBlock.withHeaders(back, acceptedAtMillis: now)
         XCTAssertEqual(JSONValue.object(JSONObject([("apns", .object(restored))])).serialized(), tree, file: file, line: line)
         // A block that has its headers (an older store's record, a v1 message's) is left alone.
-        XCTAssertEqual(EffectivePayload.apnsBlockWithHeaders(full, acceptedAtMillis: 0), full, file: file, line: line)
+        XCTAssertEqual(APNsRecordBlock.withHeaders(full, acceptedAtMillis: 0), full, file: file, line: line)
         var v1 = JSONObject()
         v1["headers"] = .object(JSONObject([("apns-priority", .string("5"))]))
-        XCTAssertEqual(EffectivePayload.apnsBlockWithHeaders(v1, acceptedAtMillis: now), v1, file: file, line: line)
+        XCTAssertEqual(APNsRecordBlock.withHeaders(v1, acceptedAtMillis: now), v1, file: file, line: line)
     }
 
     /// A refused send's token and apns-* headers are kept up to 256 UTF-8 bytes, cut between

@@ -1,3 +1,4 @@
+import APNs
 import HTTPServer
 import FCMCore
 import FCMStore
@@ -100,10 +101,11 @@ final class EffectiveV1EngineTests: XCTestCase {
     func testStoredColumnsGiveTheSameAnswers() throws {
         let platforms = #"{"android":{"collapse_key":"a"},"apns":{"headers":{"apns-collapse-id":"i","apns-expiration":"1700000060"}},"webpush":{"headers":{"Topic":"w"}},"fcm_options":null}"#
         let req = SendRequest.stored(data: #"{"k":"v"}"#, notification: #"{"title":"T"}"#, collapseKey: "a", timeToLive: 2_419_200,
-                                     flags: 2, priority: "high", platforms: platforms, acceptedAtMillis: 1_700_000_000_500)
+                                     flags: 2, priority: "high", platforms: platforms, acceptedAtMillis: 1_700_000_000_500,
+                                     blocks: RecordBlocks(APNsRoom.recordBlocks))
         XCTAssertEqual(JSONValue.object(EffectivePayload.payload(req, for: .ios, acceptedAtMillis: 1_700_000_000_500)).serialized(),
                        #"{"platform":"ios","apns":{"headers":{"apns-priority":"10","apns-expiration":"1700000060","apns-collapse-id":"i","apns-push-type":"alert"},"payload":{"aps":{"alert":{"title":"T"},"mutable-content":1},"k":"v"}}}"#)
-        var keys = HeldCollapseKeys()
+        var keys = HeldCollapseKeys(blocks: RecordBlocks(APNsRoom.recordBlocks))
         let held = HeldDelivery(id: 1, device: 1, message: 1, collapseKey: "a", expiresAt: 0, isNotice: false, platforms: platforms)
         XCTAssertEqual(keys.key(held, platform: .ios), "i")
         XCTAssertEqual(keys.key(held, platform: .web), "w")

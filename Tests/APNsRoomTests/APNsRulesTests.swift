@@ -1,4 +1,5 @@
 import FCMCore
+@testable import APNs
 import XCTest
 
 /// The APNs request rules and reasons (docs/spec/apns.md section 2), table by table.

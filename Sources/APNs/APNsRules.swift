@@ -1,3 +1,4 @@
+public import FCMCore
 // The rules of an APNs send request (docs/spec/apns.md section 2) with no I/O: the headers, the
 // device token in the path, the payload. The route applies them in the contract's order (path,
 // method, authentication, headers, device token, topic against key and device, body, size),
@@ -237,52 +238,6 @@ public struct APNsBody: Sendable {
     }
 }
 
-/// The device token of `/3/device/{token}`: hexadecimal, an even number of characters, 64 to 200.
-public enum APNsDeviceToken {
-    public static let minLength = 64
-    public static let maxLength = 200
-
-    /// `MissingDeviceToken` when empty, `BadDeviceToken` when not of the form.
-    public static func check(_ token: String) throws(APNsError) {
-        let n = token.utf8.count
-        if n == 0 { throw APNsError(.missingDeviceToken, "the path names no device token") }
-        guard n >= minLength, n <= maxLength, n % 2 == 0,
-              token.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(isHexDigit) }) ?? token.utf8.allSatisfy(isHexDigit)
-        else {
-            throw APNsError(.badDeviceToken, "a device token is 64 to 200 hexadecimal characters, an even number")
-        }
-    }
-
-    /// `token` in lower case, the way devices are found by it: the same string when it has no
-    /// letter to lower (as clients send them), with no copy.
-    public static func lowercased(_ token: String) -> String {
-        lowercasedIfNeeded(token)
-    }
-
-    /// A new token: 64 lowercase hexadecimal characters.
-    public static func generate() -> String {
-        randomString(64, from: Array("0123456789abcdef".utf8))
-    }
-
-    /// The APNs token of the iOS device whose FCM token is `fcmToken`: 64 lowercase hex digits,
-    /// the same on every run (four FNV-1a 64-bit hashes of the token, each seeded apart), so it
-    /// needs no column of its own and a restart keeps it.
-    public static func derived(from fcmToken: String) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for seed in UInt64(1)...4 {
-            var h: UInt64 = 0xcbf2_9ce4_8422_2325 ^ (seed &* 0x9e37_79b9_7f4a_7c15)
-            for b in fcmToken.utf8 {
-                h ^= UInt64(b)
-                h = h &* 0x0000_0100_0000_01b3
-            }
-            for shift in stride(from: 60, through: 0, by: -4) { out.append(hex[Int(h >> UInt64(shift) & 15)]) }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
 /// The payload's rules: not empty, at most the push type's limit. A body that is not a JSON
 /// object is accepted (Apple does not parse it) and the result says so.
 public enum APNsPayload {
@@ -305,10 +260,17 @@ public enum APNsPayload {
     }
 }
 
-/// Which of Apple's environments a request reached.
-public enum APNsEnvironment: String, Sendable, CaseIterable {
-    case production, sandbox
+extension APNsDeviceToken {
+    /// `MissingDeviceToken` when empty, `BadDeviceToken` when not of the form.
+    static func check(_ token: String) throws(APNsError) {
+        if token.isEmpty { throw APNsError(.missingDeviceToken, "the path names no device token") }
+        guard isWellFormed(token) else {
+            throw APNsError(.badDeviceToken, "a device token is 64 to 200 hexadecimal characters, an even number")
+        }
+    }
+}
 
+extension APNsEnvironment {
     /// Apple's host names and the environment each serves.
     public static let hosts: [(String, APNsEnvironment)] = [
         ("api.push.apple.com", .production),
@@ -337,57 +299,3 @@ public enum APNsEnvironment: String, Sendable, CaseIterable {
     }
 }
 
-/// Whether the bytes `name` spell `lowercase` (which has no upper-case letters) in ASCII,
-/// either case.
-func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: String) -> Bool {
-    guard name.count == lowercase.utf8.count else { return false }
-    return lowercase.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII(name, $0) }
-        ?? Array(lowercase.utf8).withUnsafeBufferPointer { equalsLowercaseASCII(name, $0) }
-}
-
-/// The comparison itself, over the bytes of both.
-private func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: UnsafeBufferPointer<UInt8>) -> Bool {
-    guard name.count == lowercase.count else { return false }
-    for i in 0..<name.count {
-        let b = name[i]
-        if (b >= 0x41 && b <= 0x5A ? b | 0x20 : b) != lowercase[i] { return false }
-    }
-    return true
-}
-
-/// Whether header name `name` is `lowercase` (no upper-case letters) in ASCII, either case:
-/// compared over the bytes of both, with no iteration of a `String`.
-func nameIs(_ name: String, _ lowercase: StaticString) -> Bool {
-    let l = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
-    guard name.utf8.count == l.count else { return false }
-    return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, l) }
-        ?? Array(name.utf8).withUnsafeBufferPointer { equalsLowercaseASCII($0, l) }
-}
-
-/// `equalsLowercaseASCII` on a string's bytes (read in place when they are contiguous).
-func equalsLowercaseASCII(_ name: String, _ lowercase: String) -> Bool {
-    guard name.utf8.count == lowercase.utf8.count else { return false }
-    return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, lowercase) }
-        ?? Array(name.utf8).withUnsafeBufferPointer { equalsLowercaseASCII($0, lowercase) }
-}
-
-/// `s.lowercased()`, without a copy when `s` has no upper-case ASCII letter and no non-ASCII byte.
-func lowercasedIfNeeded(_ s: String) -> String {
-    let lower = s.utf8.withContiguousStorageIfAvailable { !$0.contains { ($0 >= 0x41 && $0 <= 0x5A) || $0 >= 0x80 } }
-    return lower == true ? s : s.lowercased()
-}
-
-/// Whether every byte is ASCII.
-func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    for b in bytes where b >= 0x80 { return false }
-    return true
-}
-
-func isHexDigit(_ c: UInt8) -> Bool {
-    (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
-}
-
-/// A header value quoted for a message, cut at 64 characters (APNs and Web Push refusals).
-func quoted(_ s: String) -> String {
-    "\"" + (s.count > 64 ? String(s.prefix(64)) + "…" : s) + "\""
-}

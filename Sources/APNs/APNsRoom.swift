@@ -1,0 +1,16 @@
+public import FCMEngine
+
+/// What the APNs room gives the rest of the server: the engine's hooks (its record block's
+/// reader, Apple's reasons as fault errors) and the GOAWAY notices APNs clients log.
+public enum APNsRoom {
+    /// How an `apns` record block reads back, and the reasons a fault with `when.transport`
+    /// `apns` may answer with.
+    public static let recordBlocks = APNsRecordBlock.readers
+    public static let faultErrors = FaultErrors(transport: Transport.apns.rawValue, kind: "an APNs reason",
+                                                listName: "Apple's reasons", names: APNsReason.allCases.map(\.rawValue))
+
+    /// The GOAWAY debug data of an idle HTTP/2 connection closed by the server (`{"reason":"IdleTimeout"}`).
+    public static let idleNotice = Array(APNsError(.idleTimeout, "").body.utf8)
+    /// The GOAWAY debug data of a server shutting down (`{"reason":"Shutdown"}`).
+    public static let shutdownNotice = Array(APNsError(.shutdown, "").body.utf8)
+}

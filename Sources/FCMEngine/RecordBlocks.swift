@@ -1,0 +1,65 @@
+public import FCMCore
+
+/// How the rooms' record blocks read back. A room that keeps more on its records than the
+/// fields every record has writes a block of its own (APNs's `apns` block: Apple's request as
+/// received, written straight as bytes by its room) and gives the engine, at start, the function
+/// that shows that block as sent (APNs/APNsRecordBlock.swift): so a block is written and read
+/// back in its room, and the control API, the inbox and a restart's collapse keys read it through
+/// here. A block no reader claims is shown as stored.
+public struct RecordBlocks: Sendable {
+    /// A stored block (`{"apns": {…}}`'s object) as shown, given when its send was accepted (ms).
+    public typealias Reader = @Sendable (_ block: JSONObject, _ acceptedAtMillis: Int64) -> JSONObject
+
+    private let readers: [String: Reader]
+
+    /// `readers` by the block's name in the record's platform blocks (`apns`).
+    public init(_ readers: [String: Reader] = [:]) {
+        self.readers = readers
+    }
+
+    /// Block `name` of a record accepted at `acceptedAtMillis`, as shown.
+    func read(_ name: String, _ block: JSONObject, acceptedAtMillis: Int64) -> JSONObject {
+        readers[name].map { $0(block, acceptedAtMillis) } ?? block
+    }
+
+    /// A record's stored platform blocks (`EffectivePayload.storedPlatforms`), each as shown.
+    func platforms(_ json: String, acceptedAtMillis: Int64) -> PlatformConfigs? {
+        guard var p = EffectivePayload.storedPlatforms(json) else { return nil }
+        if let b = p.android { p.android = read("android", b, acceptedAtMillis: acceptedAtMillis) }
+        if let b = p.apns { p.apns = read("apns", b, acceptedAtMillis: acceptedAtMillis) }
+        if let b = p.webpush { p.webpush = read("webpush", b, acceptedAtMillis: acceptedAtMillis) }
+        return p
+    }
+}
+
+/// Errors of a room's own that a fault may answer with (`then.error` with `when.transport` set
+/// to the room's): APNs's reasons, which its room answers as Apple does.
+public struct FaultErrors: Sendable {
+    /// The transport whose faults may name them (`apns`).
+    public var transport: String
+    /// One of them, in words (`an APNs reason`).
+    public var kind: String
+    /// All of them, in words (`Apple's reasons`).
+    public var listName: String
+    /// Their names, in the order an error message lists them.
+    public var names: [String]
+
+    public init(transport: String, kind: String, listName: String, names: [String]) {
+        self.transport = transport
+        self.kind = kind
+        self.listName = listName
+        self.names = names
+    }
+}
+
+/// What the rooms give the engine at start, so it needs none of their wire: how their record
+/// blocks read back, and the errors of their own a fault may answer with.
+public struct RoomHooks: Sendable {
+    public var recordBlocks: RecordBlocks
+    public var faultErrors: [FaultErrors]
+
+    public init(recordBlocks: RecordBlocks = RecordBlocks(), faultErrors: [FaultErrors] = []) {
+        self.recordBlocks = recordBlocks
+        self.faultErrors = faultErrors
+    }
+}
