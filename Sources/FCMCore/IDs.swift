@@ -221,3 +221,25 @@ public func isWellFormedInstallationID(_ fid: String) -> Bool {
     guard bytes.count == 22, (UInt8(ascii: "c")...UInt8(ascii: "f")).contains(bytes[0]) else { return false }
     return bytes.allSatisfy { base64URL.contains($0) }
 }
+
+/// Web Push subscription ids: the opaque part of an endpoint (`{origin}/wp/{id}`).
+public enum WebPushSubscriptionID {
+    /// Length of a new id: 86 characters of base64url (64 random bytes), over the contract's 64.
+    public static let length = 86
+
+    /// A new opaque id.
+    public static func generate() -> String {
+        randomString(length, from: RandomAlphabet.base64URL)
+    }
+
+    /// Whether `s` could be an id (base64url, 64 to 512 characters): anything else is unknown.
+    public static func isWellFormed(_ s: String) -> Bool {
+        let n = s.utf8.count
+        return n >= 64 && n <= 512 && s.utf8.allSatisfy(isBase64URL)
+    }
+}
+
+/// Whether `c` is a base64url character (RFC 4648 §5: A-Z a-z 0-9 - _).
+public func isBase64URL(_ c: UInt8) -> Bool {
+    (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+}

@@ -2,55 +2,23 @@ public import FCMCore
 import FCMStore
 import Platform
 
-/// The cryptography Web Push needs, made by the layer that links it (TLS) and handed in, so the
-/// engine itself links no crypto library (as `SignatureChecks`).
+/// The keys a web device's subscription is made with, made by the layer that links the
+/// cryptography (TLS) and handed in, so the engine itself links no crypto library. Verifying
+/// VAPID and decrypting pushes are the Web Push room's.
 public struct WebPushKeyOps: Sendable {
     /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
     public var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
     /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
     public var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
-    /// Whether `signature` (r and s, 32 bytes each) is an ES256 signature of `input` by the
-    /// uncompressed point `publicKey`.
-    public var verifyES256: @Sendable (_ publicKey: [UInt8], _ input: [UInt8], _ signature: [UInt8]) -> Bool
-    /// The plaintext of a push's body for the subscription's private scalar and auth secret, or
-    /// why it does not decrypt (in words, for `decrypt_error`).
-    public var decrypt: @Sendable (_ body: WebPushBody, _ privateKey: [UInt8], _ auth: [UInt8]) -> Result<[UInt8], WebPushDecryptFailure>
 
     public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
-                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool,
-                verifyES256: @escaping @Sendable (_ publicKey: [UInt8], _ input: [UInt8], _ signature: [UInt8]) -> Bool,
-                decrypt: @escaping @Sendable (_ body: WebPushBody, _ privateKey: [UInt8], _ auth: [UInt8]) -> Result<[UInt8], WebPushDecryptFailure>) {
+                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
         self.newKeyPair = newKeyPair
         self.isPublicKey = isPublicKey
-        self.verifyES256 = verifyES256
-        self.decrypt = decrypt
     }
 
-    /// No cryptography: web devices get no subscription, every signature fails.
-    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false }, verifyES256: { _, _, _ in false },
-                                                  decrypt: { _, _, _ in .failure(WebPushDecryptFailure("no Web Push cryptography")) })
-}
-
-/// A push's encrypted body with what its coding needs beside it.
-public struct WebPushBody: Sendable {
-    public var encoding: WebPushEncoding
-    public var bytes: [UInt8]
-    /// `aesgcm`: the `Encryption` and `Crypto-Key` headers as sent.
-    public var encryption: String?
-    public var cryptoKey: String?
-
-    public init(encoding: WebPushEncoding, bytes: [UInt8], encryption: String?, cryptoKey: String?) {
-        self.encoding = encoding
-        self.bytes = bytes
-        self.encryption = encryption
-        self.cryptoKey = cryptoKey
-    }
-}
-
-/// Why a body does not decrypt, in words.
-public struct WebPushDecryptFailure: Error, Sendable, Equatable {
-    public let reason: String
-    public init(_ reason: String) { self.reason = reason }
+    /// No cryptography: web devices get no subscription.
+    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
 }
 
 /// A web device's push subscription: what `PushSubscription.toJSON()` shows, and the private
@@ -62,7 +30,8 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// The uncompressed P-256 public point (`p256dh`).
     public var publicKey: [UInt8]
     /// The private scalar: never rendered, never logged.
-    var privateKey: [UInt8]
+    /// The private scalar: only the Web Push room, decrypting, reads it (never shown).
+    public internal(set) var privateKey: [UInt8]
     public var auth: [UInt8]
     /// The VAPID key (base64url) every push must be signed with, when the subscription was
     /// made with one.
@@ -110,9 +79,18 @@ public enum WebPushTarget: Sendable {
     case active(Device, WebPushSubscription)
     /// 404: no subscription has this id.
     case unknown
-    /// 410: the subscription was ended, or its device uninstalled, replaced or deleted (the
-    /// error says which).
-    case gone(WebPushError, senderID: String?)
+    /// 410: the subscription was ended, or its device uninstalled, replaced or deleted.
+    case gone(WebPushGone, senderID: String?)
+}
+
+/// Why a subscription takes no more pushes.
+public enum WebPushGone: Sendable, Equatable {
+    /// Its device was deleted.
+    case deviceDeleted
+    /// The subscription was ended (the user revoked the permission).
+    case ended
+    /// Its device is uninstalled or its token replaced (the device's state).
+    case device(DeviceState)
 }
 
 extension Engine {
@@ -162,14 +140,13 @@ extension Engine {
         return state.withLock { s in
             guard let deviceID = s.webPushIndex[id], let sub = s.webPush[deviceID], let d = s.devices[deviceID] else {
                 guard s.webPushDeleted.contains(id) else { return .unknown }
-                return .gone(WebPushError(.unregistered, "the subscription's device was deleted"), senderID: nil)
+                return .gone(.deviceDeleted, senderID: nil)
             }
             if sub.expired {
-                return .gone(WebPushError(.expiredSubscription, "the subscription was ended (the user revoked the permission)"),
-                             senderID: d.senderID)
+                return .gone(.ended, senderID: d.senderID)
             }
             guard d.state == .registered else {
-                return .gone(WebPushError(.unregistered, "the subscription's device is \(d.state.rawValue)"), senderID: d.senderID)
+                return .gone(.device(d.state), senderID: d.senderID)
             }
             return .active(d, sub)
         }

@@ -73,8 +73,6 @@ public final class Engine: Sendable {
     /// Self-signed JWTs already verified (see `senderID(bearer:)`): an SDK signs one an hour and
     /// sends it with every request, and an RSA check per request would cost more than the send.
     let verifiedJWTs = Locked<[String: VerifiedJWT]>([:])
-    /// VAPID JWTs already verified, by their text and key (`Engine+WebPushDelivery.swift`).
-    let verifiedVAPID = Locked<[String: VerifiedVAPID]>([:])
     /// Called with a sender id when upstream messages of that sender wait for a connection.
     public let upstreamDispatch = Locked<Handler<String, Void>?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).

@@ -13,8 +13,14 @@ import Platform
 /// `TTL`, also when the body does not decrypt (its delivery settles `undecryptable`).
 public struct WebPushRoutes: Sendable {
     let engine: Engine
+    /// VAPID tokens verified, and subscriptions' private keys parsed: what pushes reuse.
+    let vapid: VAPID
+    let decryption = WebPushDecryption()
 
-    public init(engine: Engine) { self.engine = engine }
+    public init(engine: Engine) {
+        self.engine = engine
+        vapid = VAPID(clock: engine.clock)
+    }
 
     /// `POST /wp/{id}`, `POST /fcm/send/{id}`.
     public func push(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
@@ -29,8 +35,8 @@ public struct WebPushRoutes: Sendable {
         switch engine.webPushTarget(id) {
         case .unknown:
             return recorded(WebPushError(.unknownSubscription, "no subscription has this endpoint"), r, senderID: nil)
-        case .gone(let e, let sender):
-            return recorded(e, r, senderID: sender)
+        case .gone(let why, let sender):
+            return recorded(Self.gone(why), r, senderID: sender)
         case .active(let d, let s):
             (device, sub) = (d, s)
         }
@@ -41,18 +47,14 @@ public struct WebPushRoutes: Sendable {
             try WebPushHeaders.checkSize(r.body.count, overServerLimit: r.bodyTooLarge)
             let headers = try WebPushHeaders.parse(r.headers, bodyBytes: r.body.count)
             let credential = try VAPIDCredential.parse(authorization: headers.authorization, cryptoKey: headers.cryptoKey)
-            let identity: VAPIDIdentity?
-            switch engine.authorizeVAPID(credential, audience: origin, subscription: sub) {
-            case .success(let i): identity = i
-            case .failure(let e): throw e
-            }
+            let identity = try vapid.authorize(credential, audience: origin, subscription: sub)
             let fault = engine.requestFault(transport: .webpush, path: r.path, senderID: device.senderID, tokens: [device.token], topic: nil)
             if let f = fault, f.isAnswered { return answer(f, r, device: device) }
             let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
             var decrypted: Result<[UInt8], WebPushDecryptFailure>?
             if let encoding = headers.encoding {
-                decrypted = engine.decryptWebPush(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
-                                                              cryptoKey: headers.cryptoKey), for: sub)
+                decrypted = decryption.decrypt(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
+                                                           cryptoKey: headers.cryptoKey), for: sub)
             }
             let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted)
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
@@ -73,6 +75,15 @@ public struct WebPushRoutes: Sendable {
             return nil
         } catch {
             return recorded(error, r, senderID: device.senderID)
+        }
+    }
+
+    /// The push service's 410 for a subscription that takes no more pushes.
+    static func gone(_ why: WebPushGone) -> WebPushError {
+        switch why {
+        case .deviceDeleted: WebPushError(.unregistered, "the subscription's device was deleted")
+        case .ended: WebPushError(.expiredSubscription, "the subscription was ended (the user revoked the permission)")
+        case .device(let state): WebPushError(.unregistered, "the subscription's device is \(state.rawValue)")
         }
     }
 

@@ -1,4 +1,5 @@
 import FCMCore
+@testable import WebPush
 import FCMServer
 import FCMTesting
 import Foundation

@@ -1,3 +1,4 @@
+public import FCMCore
 // The rules of a Web Push request (docs/spec/webpush.md sections 2 and 3) with no I/O: the
 // headers of `POST /wp/{id}` (RFC 8030 §5), the size limit, the two spellings of VAPID's
 // `Authorization` (RFC 8292 §3 and the older draft's `WebPush` + `Crypto-Key: p256ecdsa=`) and
@@ -227,27 +228,4 @@ public enum VAPIDClaims {
         if o.hasPrefix("http://"), o.hasSuffix(":80") { o.removeLast(3) }
         return o
     }
-}
-
-/// Subscription ids and endpoints.
-public enum WebPushSubscriptionID {
-    /// Length of a new id: 86 characters of base64url (64 random bytes), over the contract's 64.
-    public static let length = 86
-
-    /// A new opaque id.
-    public static func generate() -> String {
-        randomString(length, from: RandomAlphabet.base64URL)
-    }
-
-    /// Whether `s` could be an id (base64url, 64 to 512 characters): anything else is unknown.
-    public static func isWellFormed(_ s: String) -> Bool {
-        let n = s.utf8.count
-        return n >= 64 && n <= 512 && s.utf8.allSatisfy(isBase64URL)
-    }
-}
-
-
-
-private func isBase64URL(_ c: UInt8) -> Bool {
-    (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
 }

@@ -1,4 +1,5 @@
 import FCMCore
+@testable import WebPush
 import XCTest
 
 /// The Web Push request rules and error table (docs/spec/webpush.md sections 2 and 3), table by table.
