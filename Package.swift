@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
         // What every HTTP room shares: the kept form of an exchange, the control API's call and
         // error types, the log.
-        .target(name: "RoomKit", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform"], swiftSettings: houseSettings),
+        .target(name: "RoomKit", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "TLS"], swiftSettings: houseSettings),
         // A room per protocol: each owns its wire end to end and talks to the engine through its port.
         .target(name: "FCMLegacy", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
         .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),

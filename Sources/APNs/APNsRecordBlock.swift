@@ -1,5 +1,5 @@
 import RoomKit
-public import FCMCore
+import FCMCore
 public import FCMEngine
 
 extension APNsRoutes {

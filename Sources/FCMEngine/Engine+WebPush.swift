@@ -108,7 +108,7 @@ extension Engine {
     /// A new subscription for device `id` (a fresh key pair and auth secret), bound to
     /// `applicationServerKey` when given; nil when no key pair can be made.
     func newWebPushSubscription(device id: Int64, applicationServerKey: String?, state s: EngineState) -> WebPushSubscription? {
-        guard let pair = signatures.webPush.newKeyPair() else { return nil }
+        guard let pair = webPushKeys.newKeyPair() else { return nil }
         var pushID = WebPushSubscriptionID.generate()
         while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
         var rng = SystemRandomNumberGenerator()
@@ -121,7 +121,7 @@ extension Engine {
     /// P-256 point (padding forgiven). Returns the key without padding.
     func checkApplicationServerKey(_ key: String) throws(EngineError) -> String {
         let trimmed = String(key.prefix { $0 != "=" })
-        guard let bytes = base64URLDecode(Array(key.utf8)), bytes.count == 65, bytes[0] == 4, signatures.webPush.isPublicKey(bytes) else {
+        guard let bytes = base64URLDecode(Array(key.utf8)), bytes.count == 65, bytes[0] == 4, webPushKeys.isPublicKey(bytes) else {
             throw .badRequest("application_server_key must be the base64url of an uncompressed P-256 public key (65 bytes starting with 0x04)")
         }
         return trimmed

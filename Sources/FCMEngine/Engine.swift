@@ -6,28 +6,6 @@ public import FCMStore
 public import Platform
 import Synchronization
 
-/// The signature checks the engine's credentials need, made by the layer that holds the keys'
-/// cryptography (TLS) and handed in, so the engine itself links no crypto library.
-public struct SignatureChecks: Sendable {
-    /// Whether `signature` is a valid RS256 (RSA PKCS #1 v1.5, SHA-256) signature of `input` by
-    /// the public key in `publicKeyPEM`.
-    public var rs256: @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool
-    /// Whether `signature` (r and s, 32 bytes each) is a valid ES256 (ECDSA P-256, SHA-256)
-    /// signature of `input` by the public key in `publicKeyPEM`: APNs provider tokens.
-    public var es256: @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool
-
-    /// Web Push: subscription keys, VAPID signatures, decryption (`Engine+WebPush.swift`).
-    public var webPush: WebPushKeyOps
-
-    public init(rs256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool,
-                es256: @escaping @Sendable (_ publicKeyPEM: String, _ input: [UInt8], _ signature: [UInt8]) -> Bool,
-                webPush: WebPushKeyOps = .unavailable) {
-        self.rs256 = rs256
-        self.es256 = es256
-        self.webPush = webPush
-    }
-}
-
 /// What authenticating a request needs (see `Engine.credentials`).
 ///
 /// Bearer checks live here too, so checking a request's credential never waits for the send
@@ -70,9 +48,6 @@ public final class Engine: Sendable {
     let faultsArmed = Atomic<Bool>(false)
     /// Live events (`GET /api/v1/events`).
     public let events: EventBus
-    /// Self-signed JWTs already verified (see `senderID(bearer:)`): an SDK signs one an hour and
-    /// sends it with every request, and an RSA check per request would cost more than the send.
-    let verifiedJWTs = Locked<[String: VerifiedJWT]>([:])
     /// Called with a sender id when upstream messages of that sender wait for a connection.
     public let upstreamDispatch = Locked<Handler<String, Void>?>(nil)
     /// Called with the delivery ids that reached their device later (an offline device came back).
@@ -84,7 +59,8 @@ public final class Engine: Sendable {
     /// upstream messages it holds. It returns what to do once the lock is released.
     public let resetListeners = Locked<Handler<Void, @Sendable () -> Void>?>(nil)
     /// The signature checks of service-account JWTs.
-    let signatures: SignatureChecks
+    /// Makes web devices' subscription keys (the TLS layer's, handed in: the engine links no crypto).
+    let webPushKeys: WebPushKeyOps
     /// Where `notice` sends what a tester should read in the log (`onNotice`): nil, nothing.
     let noticeSink = Locked<(@Sendable (EngineNotice) -> Void)?>(nil)
     public let unknownTokens: UnknownTokenPolicy
@@ -107,12 +83,12 @@ public final class Engine: Sendable {
     public let startedAt = monotonicNanos()
 
     /// Opens the engine over `store`, loading what the store already holds.
-    public init(store: Store, signatures: SignatureChecks, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
+    public init(store: Store, webPushKeys: WebPushKeyOps = .unavailable, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
                 acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil,
                 maxConditionOperators: Int = 2, eventKeepaliveMillis: Int = 15_000, rooms: RoomHooks = RoomHooks()) throws(StoreError) {
         self.store = store
         self.rooms = rooms
-        self.signatures = signatures
+        self.webPushKeys = webPushKeys
         self.events = EventBus(keepaliveMillis: eventKeepaliveMillis)
         self.clock = clock
         self.unknownTokens = unknownTokens
@@ -143,42 +119,6 @@ public final class Engine: Sendable {
             if acceptAnyKey, !key.isEmpty { return c.firstProject }
             return nil
         }
-    }
-
-    /// The sender id an `Authorization` header names: `key=<server key>`, or, where the request
-    /// allows it (`access_token_auth`), a Bearer credential (an issued access token or a
-    /// self-signed JWT: `senderID(bearer:)`), which maps to its project; with `--accept-any-key`,
-    /// any other non-empty Bearer token maps to the first project. `bearerAllowed` is only asked
-    /// for a Bearer header (a key, the common case, costs no look at other headers or the body).
-    public func senderID(authorization header: String?, bearerAllowed: @autoclosure () -> Bool) -> String? {
-        guard let header else { return nil }
-        let value = header.drop { $0 == " " }
-        if hasPrefixIgnoringCase(value.utf8, "key=") {
-            return senderID(forServerKey: String(value.dropFirst(4)).trimmingSpaces())
-        }
-        if let token = Self.bearerToken(header), bearerAllowed() {
-            return senderID(bearer: token) ?? (acceptAnyKey ? firstProjectID() : nil)
-        }
-        return nil
-    }
-
-    /// The credential of `Authorization: Bearer <token>` (the scheme in any case), or nil.
-    static func bearerToken(_ header: String?) -> String? {
-        // On the UTF-8 bytes: every request with a Bearer token comes here.
-        guard let header else { return nil }
-        let u = header.utf8
-        var start = u.startIndex
-        while start != u.endIndex && u[start] == UInt8(ascii: " ") { start = u.index(after: start) }
-        guard hasPrefixIgnoringCase(u[start...], "bearer ") else { return nil }
-        start = u.index(start, offsetBy: 7)
-        var end = u.endIndex
-        while start != end && (u[start] == UInt8(ascii: " ") || u[start] == UInt8(ascii: "\t")) { start = u.index(after: start) }
-        while start != end {
-            let last = u.index(before: end)
-            guard u[last] == UInt8(ascii: " ") || u[last] == UInt8(ascii: "\t") else { break }
-            end = last
-        }
-        return start == end ? nil : String(header[start..<end])
     }
 
     /// The first configured project (Bearer-token sends map to it).

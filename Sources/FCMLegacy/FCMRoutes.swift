@@ -1,4 +1,4 @@
-import RoomKit
+public import RoomKit
 public import FCMEngine
 import FCMCore
 import FCMStore
@@ -33,10 +33,12 @@ let unauthorizedHTML = """
 /// `POST /fcm/send` and `/gcm/send`: the legacy HTTP protocol.
 public struct FCMSendRoute: Sendable {
     let engine: Engine
+    let credentials: GoogleCredentials
     let maxBodyBytes: Int
 
-    public init(engine: Engine, maxBodyBytes: Int) {
+    public init(engine: Engine, credentials: GoogleCredentials, maxBodyBytes: Int) {
         self.engine = engine
+        self.credentials = credentials
         self.maxBodyBytes = maxBodyBytes
     }
 
@@ -66,7 +68,7 @@ public struct FCMSendRoute: Sendable {
         if case .request(let req) = outcome { inBody = req.accessTokenAuth }
         // The record keeps the answer its sender got and the headers it sent.
         let headers = RecordedExchange.headers(r)
-        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
+        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
             // Recorded when the store can; answered all the same.
             let id = try? engine.recordRejectedID(senderID: nil, transport: .http, format: format, httpStatus: 401, error: "Unauthorized",
                                                   detail: "missing or unknown server key", raw: raw)

@@ -1,4 +1,4 @@
-import RoomKit
+public import RoomKit
 public import FCMEngine
 import FCMCore
 public import HTTPServer
@@ -6,15 +6,19 @@ public import HTTPServer
 /// `/fcm/notification` and `/gcm/notification`: device group management (seeds Table 10).
 public struct GroupRoutes: Sendable {
     let engine: Engine
+    let credentials: GoogleCredentials
 
-    public init(engine: Engine) { self.engine = engine }
+    public init(engine: Engine, credentials: GoogleCredentials) {
+        self.engine = engine
+        self.credentials = credentials
+    }
 
     public func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
         responder.send(r.bodyTooLarge ? bodyTooLargeResponse : answer(r))
     }
 
     private func answer(_ r: HTTPRequest) -> HTTPResponse {
-        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
+        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
             return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
         }
         guard let project = r.header("project_id")?.trimmingSpaces(), !project.isEmpty else {

@@ -6,8 +6,12 @@ public import HTTPServer
 /// The Instance ID API's topic paths (docs/spec/fcm-legacy.md section 4): app servers subscribe devices.
 public struct IIDRoutes: Sendable {
     let engine: Engine
+    let credentials: GoogleCredentials
 
-    public init(engine: Engine) { self.engine = engine }
+    public init(engine: Engine, credentials: GoogleCredentials) {
+        self.engine = engine
+        self.credentials = credentials
+    }
     static let maxBatch = 1000
 
     /// What answers one Instance ID route: the request, its decoded path parameters, and the
@@ -20,7 +24,7 @@ public struct IIDRoutes: Sendable {
     public func run(_ handler: Handler, _ r: HTTPRequest, _ params: PathParams, _ responder: HTTPResponder) {
         if r.bodyTooLarge { return responder.send(bodyTooLargeResponse) }
         // A Bearer token counts only with the header `access_token_auth: true`.
-        guard let sender = engine.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth) else {
+        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth) else {
             return responder.send(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))
         }
         do throws(ControlError) {

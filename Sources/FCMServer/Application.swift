@@ -1,5 +1,6 @@
 import APNs
 import CCS
+import WebPush
 import Control
 public import RoomKit
 public import FCMEngine
@@ -94,7 +95,7 @@ public final class Application: Sendable {
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
-            engine = try Engine(store: store, signatures: .tls, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
+            engine = try Engine(store: store, webPushKeys: .tls, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
                                 rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks), faultErrors: [APNsRoom.faultErrors]))

@@ -25,10 +25,13 @@ public struct HTTPApp: Sendable {
                                  tlsCA: tlsCA, readiness: readiness)
         control.apnsEnvironment = apnsEnvironment
         control.apnsTLS = apnsTLS
-        router = Self.router(engine: engine, maxBodyBytes: maxBodyBytes, send: FCMSendRoute(engine: engine, maxBodyBytes: maxBodyBytes),
-                             groups: GroupRoutes(engine: engine),
+        // One for every FCM room, so a verified self-signed JWT is remembered for all of them.
+        let google = GoogleCredentials(engine: engine)
+        router = Self.router(engine: engine, maxBodyBytes: maxBodyBytes, credentials: google,
+                             send: FCMSendRoute(engine: engine, credentials: google, maxBodyBytes: maxBodyBytes),
+                             groups: GroupRoutes(engine: engine, credentials: google),
                              page: WebPageRoute(controlToken: controlToken),
-                             iid: IIDRoutes(engine: engine),
+                             iid: IIDRoutes(engine: engine, credentials: google),
                              control: control,
                              token: TokenRoute(engine: engine),
                              apns: APNsRoutes(engine: engine, environment: apnsEnvironment, certificates: certificates),

@@ -19,10 +19,10 @@ extension HTTPApp {
     /// theirs (a `*` route answers a wrong method itself, after the checks that come first),
     /// `iid` the body's size and the server key, `control` the body's size and the control
     /// token, `v1` the Bearer credential. A path nothing matches gets the plain-text `Not Found: PATH`.
-    static func router(engine: Engine, maxBodyBytes: Int, send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
+    static func router(engine: Engine, maxBodyBytes: Int, credentials: GoogleCredentials, send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
                        control: ControlAPI, token: TokenRoute, apns: APNsRoutes,
                        apnsControl: APNsControl) -> Router<RouteHandler> {
-        let v1 = V1Routes(engine: engine, maxBodyBytes: maxBodyBytes)
+        let v1 = V1Routes(engine: engine, credentials: credentials, maxBodyBytes: maxBodyBytes)
         let webPush = WebPushRoutes(engine: engine)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST

@@ -8,8 +8,12 @@ public import HTTPServer
 /// (`grant_type=…&assertion=JWT`), or the same fields as JSON.
 public struct TokenRoute: Sendable {
     let engine: Engine
+    let tokens: OAuthTokens
 
-    public init(engine: Engine) { self.engine = engine }
+    public init(engine: Engine) {
+        self.engine = engine
+        tokens = OAuthTokens(engine: engine)
+    }
 
     public func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
         responder.send(answer(r))
@@ -22,7 +26,7 @@ public struct TokenRoute: Sendable {
         if r.bodyTooLarge { return Self.error(413, "invalid_request", "Request body too large") }
         guard let fields = Self.fields(r) else { return Self.error(400, "invalid_request", "The body is not a form or JSON object.") }
         do {
-            let t = try engine.issueAccessToken(grantType: fields["grant_type"], assertion: fields["assertion"]) {
+            let t = try tokens.issue(grantType: fields["grant_type"], assertion: fields["assertion"]) {
                 Self.isTokenURI($0, for: r)
             }
             var w = JSONWriter()

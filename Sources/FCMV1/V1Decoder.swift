@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 // Proto3 JSON decoding of a v1 body against V1Schema, with Google's error texts (the ESF proto
 // converter's: `Unknown name "foo" at 'message.android': Cannot find field.`,
 // `Invalid value at 'message.data[0].value' (TYPE_STRING), 1`, …). The output is the same JSON

@@ -16,7 +16,7 @@ extension V1Error {
 extension V1Error {
     /// Google's answer to a credential that does not reach the path's project, with the
     /// engine's reason kept for the record.
-    init(_ refusal: Engine.ProjectAccessRefusal) {
+    init(_ refusal: ProjectAccessRefusal) {
         switch refusal {
         case .unauthenticated(let why): self = V1Error.unauthenticated.because(why)
         case .unknownProject(let why): self = V1Error.notFound.because(why)

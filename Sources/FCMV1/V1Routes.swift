@@ -1,4 +1,4 @@
-import RoomKit
+public import RoomKit
 public import FCMEngine
 import FCMCore
 import FCMStore
@@ -10,10 +10,12 @@ public import HTTPServer
 /// `access_token_auth`) are accepted and ignored.
 public struct V1Routes: Sendable {
     let engine: Engine
+    let credentials: GoogleCredentials
     let maxBodyBytes: Int
 
-    public init(engine: Engine, maxBodyBytes: Int) {
+    public init(engine: Engine, credentials: GoogleCredentials, maxBodyBytes: Int) {
         self.engine = engine
+        self.credentials = credentials
         self.maxBodyBytes = maxBodyBytes
     }
 
@@ -208,11 +210,11 @@ public struct V1Routes: Sendable {
         responder.send(V1Error.notFound.response)
     }
 
-    /// The credential and the project the path names (see `Engine.v1Project`); a refusal is
+    /// The credential and the project the path names (see `GoogleCredentials.v1Project`); a refusal is
     /// logged with why (its answer is Google's one text for many causes).
     private func authorize(_ r: HTTPRequest, _ p: PathParams) -> Result<Project, V1Error> {
         guard let name = p["project"], let project = try? decode(name) else { return .failure(.notFound) }
-        let result = engine.v1Project(authorization: r.header("authorization"), project: project).mapError(V1Error.init)
+        let result = credentials.v1Project(authorization: r.header("authorization"), project: project).mapError(V1Error.init)
         if case .failure(let e) = result {
             engine.notice("v1 request refused", [("http.path", r.path), ("status", String(e.code)), ("error", e.recordedError),
                                                  ("reason", e.recordedDetail), ("auth", Log.maskCredential(r.header("authorization")))])

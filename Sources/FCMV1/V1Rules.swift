@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 // The rules a decoded v1 message must keep (docs/spec/fcm-v1.md section 1), each broken rule a
 // 400 INVALID_ARGUMENT naming the field. Messages are Google's where known ("Recipient of the
 // message is not set.", "The registration token is not a valid FCM registration token",

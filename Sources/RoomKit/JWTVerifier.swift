@@ -50,15 +50,23 @@ public final class JWTVerifier<CacheKey: Hashable & Sendable, Verified: Sendable
             try rule.recheck(known)
             return known
         }
-        let jwt: JWT
-        do {
-            jwt = try JWT.parse(token(), algorithm: rule.algorithm, requiringKeyID: rule.requiresKeyID)
-        } catch {
-            throw rule.malformed(error)
-        }
-        let verified = try rule.verify(jwt, with: try rule.key(for: jwt))
-        try rule.recheck(verified)
+        let verified = try verifyJWT(token(), by: rule)
         remembered.insert(verified, for: cacheKey)
         return verified
     }
+}
+
+/// The path itself, for a token used once (an OAuth assertion), so nothing is remembered:
+/// parsed for the rule's algorithm, its key found, its signature and claims checked by the rule,
+/// then what the rule judges on every use.
+public func verifyJWT<Rule: JWTRule>(_ token: String, by rule: Rule) throws(Rule.Failure) -> Rule.Verified {
+    let jwt: JWT
+    do {
+        jwt = try JWT.parse(token, algorithm: rule.algorithm, requiringKeyID: rule.requiresKeyID)
+    } catch {
+        throw rule.malformed(error)
+    }
+    let verified = try rule.verify(jwt, with: try rule.key(for: jwt))
+    try rule.recheck(verified)
+    return verified
 }
