@@ -98,6 +98,8 @@ public struct APNsRoutes: Sendable {
                 submission.undeliverable = Self.notAnObject
             }
             submission.acceptedAt = now
+            // The record's status: 200, as every accepted HTTP send's.
+            submission.answeredStatus = 200
             submission.commitNow = !r.inBatch
             engine.submit(submission) { outcome in
                 switch outcome {

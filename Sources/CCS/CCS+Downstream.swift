@@ -18,7 +18,7 @@ extension CCS {
     static let refusalNames = RefusalNames(fault: { f in
         if case .drop = f { return (RequestFault.closedConnection, f.detail()) }
         return ("SERVICE_UNAVAILABLE", "fault \(f.fault)")
-    }, refusal: { _ in "INVALID_JSON" }, hasStatus: false)
+    }, refusal: { _ in "INVALID_JSON" }, refusedStatus: nil)
 
     public func received(_ message: XMLElement, on c: XMPPConnection) {
         guard let sender = c.account else { return }

@@ -67,15 +67,15 @@ public struct RefusalNames: Sendable {
     public var fault: @Sendable (RequestFault) -> (error: String, detail: String)
     /// A request the room's parser refused.
     public var refusal: @Sendable (Admission.Refusal) -> String
-    /// Whether the room's refusals are answered with an HTTP status (kept on the record) or, as
-    /// over XMPP, with none (recorded as 0).
-    public var hasStatus: Bool
+    /// The status the room answers a refused request with (kept on the record); nil where its
+    /// answers have none, as XMPP's nacks (recorded as 0, and so is a status fault's).
+    public var refusedStatus: Int?
 
     public init(fault: @escaping @Sendable (RequestFault) -> (error: String, detail: String),
-                refusal: @escaping @Sendable (Admission.Refusal) -> String, hasStatus: Bool = true) {
+                refusal: @escaping @Sendable (Admission.Refusal) -> String, refusedStatus: Int?) {
         self.fault = fault
         self.refusal = refusal
-        self.hasStatus = hasStatus
+        self.refusedStatus = refusedStatus
     }
 }
 
@@ -154,9 +154,9 @@ extension Engine {
     /// v1's rules itself, asks this directly).
     public func admit(_ request: SendRequest?, _ refusal: Admission.Refusal?, target: SendTarget, senderID: String,
                       _ context: AdmissionContext) throws(StoreError) -> Admission {
-        let hasStatus = context.names.hasStatus
+        let hasStatus = context.names.refusedStatus != nil
         if !hasStatus, let refusal {
-            try record(context, senderID: senderID, httpStatus: 0, error: context.names.refusal(refusal), detail: refusal.detail, fault: nil)
+            try record(context, senderID: senderID, httpStatus: context.names.refusedStatus ?? 0, error: context.names.refusal(refusal), detail: refusal.detail, fault: nil)
             return .refused(refusal, delay: nil)
         }
         var delay: DelayFault?
@@ -175,7 +175,8 @@ extension Engine {
             break
         }
         if let refusal {
-            try record(context, senderID: senderID, httpStatus: 400, error: context.names.refusal(refusal), detail: refusal.detail,
+            try record(context, senderID: senderID, httpStatus: context.names.refusedStatus ?? 0, error: context.names.refusal(refusal),
+                       detail: refusal.detail,
                        fault: delay?.fault)
             return .refused(refusal, delay: delay)
         }

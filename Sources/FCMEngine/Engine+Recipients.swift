@@ -213,7 +213,7 @@ extension Engine {
             error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail ?? ctx.undeliverable,
             // A plain-text body is kept even when accepted (the form fields are the request as
             // sent), and so is one the device cannot read.
-            httpStatus: 200, raw: accepted && req.format != .plain && ctx.undeliverable == nil ? nil : raw(), recipients: p.rows.count,
+            httpStatus: ctx.answeredStatus, raw: accepted && req.format != .plain && ctx.undeliverable == nil ? nil : raw(), recipients: p.rows.count,
             fault: requestFault ?? fan.fault ?? p.rows.lazy.compactMap(\.fault).first, clientMessageID: clientMessageID)
     }
 
@@ -221,7 +221,7 @@ extension Engine {
     func writeAndPublish(_ message: MessageRow, _ p: Placement, _ ctx: SendContext, result: SendResult, state s: EngineState,
                                  completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let ops = [Writes.send(newDevices: p.newDevices.map(\.row), message: message, deliveries: p.rows,
-                               notices: p.notices.map { $0.rows(transport: ctx.transport, now: ctx.now) },
+                               notices: p.notices.map { $0.rows(transport: ctx.transport, answeredStatus: ctx.answeredStatus, now: ctx.now) },
                                statusChanges: p.changes.map { ($0.deliveryID, $0.status) }, changedAt: ctx.now)]
         var published: [(String, String)] = []
         if ctx.wantEvents {

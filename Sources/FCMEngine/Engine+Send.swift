@@ -65,13 +65,13 @@ struct Notice: Sendable {
     var expiresAt: Int64
 
     /// Its record and its one delivery, as stored.
-    func rows(transport: Transport, now: Int64) -> (MessageRow, DeliveryRow) {
+    func rows(transport: Transport, answeredStatus: Int, now: Int64) -> (MessageRow, DeliveryRow) {
         let m = MessageRow(
             id: id, suffix: messageIDSuffix(senderID: device.senderID), multicastID: nil, senderID: device.senderID,
             transport: transport.rawValue, format: BodyFormat.json.rawValue, acceptedAt: now, targetKind: "deleted_messages",
             targetValue: String(total), collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil,
             flags: 0, data: nil, notification: nil, priority: Priority.normal.rawValue, status: "accepted", error: nil,
-            errorDetail: nil, httpStatus: 200, raw: nil, recipients: 1)
+            errorDetail: nil, httpStatus: answeredStatus, raw: nil, recipients: 1)
         return (m, DeliveryRow(id: id, message: id, device: device.id, token: nil, status: "pending", error: nil, canonical: nil,
                                deliveredAt: nil, expiresAt: expiresAt))
     }
@@ -111,7 +111,8 @@ extension Engine {
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
                               wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable,
-                              groupsByToken: rules.groupsByToken, namePrefix: submission.namePrefix, errorNames: submission.errorNames)
+                              groupsByToken: rules.groupsByToken, namePrefix: submission.namePrefix, errorNames: submission.errorNames,
+                              answeredStatus: submission.answeredStatus ?? 0)
         // A Web Push body that would not decrypt is taken (201) and settles `undecryptable`.
         ctx.undecryptable = transport == .webpush && req.platforms?.webpush?["decrypt_error"].map { !$0.isNull } == true
         let multicastID = newMulticastID()
@@ -201,6 +202,8 @@ extension Engine {
         var namePrefix: String?
         /// The room's names for FCM's errors.
         var errorNames: (@Sendable (FCMErrorCode) -> String)?
+        /// The status the record of an accepted send keeps (0: none).
+        var answeredStatus = 0
         /// Web Push: the body would not decrypt in the browser.
         var undecryptable = false
         var dryRun: Bool { req.options.dryRun }

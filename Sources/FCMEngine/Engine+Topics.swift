@@ -2,12 +2,27 @@ import Platform
 import FCMCore
 import FCMStore
 
-/// The outcome for one token of an Instance ID batch (seeds: `{}` or `{"error":"NOT_FOUND"}`).
-public enum BatchOutcome: String, Sendable {
-    case ok = ""
-    case notFound = "NOT_FOUND"
-    case invalidArgument = "INVALID_ARGUMENT"
-    case tooManyTopics = "TOO_MANY_TOPICS"
+/// The outcome for one token of a batch subscription change (the Instance ID room words them).
+public enum BatchOutcome: Sendable, Equatable {
+    case ok
+    /// No device has the token (or it is not the sender's).
+    case notFound
+    /// The token or topic is malformed.
+    case invalidArgument
+    /// The device is subscribed to as many topics as a device may be.
+    case tooManyTopics
+}
+
+extension BatchOutcome {
+    /// Why a token was not subscribed, in the mock's words (a fixture's error).
+    var reason: String {
+        switch self {
+        case .ok: "subscribed"
+        case .notFound: "no device has this token"
+        case .invalidArgument: "the token or topic is malformed"
+        case .tooManyTopics: "the device has as many topics as it may"
+        }
+    }
 }
 
 /// What a v1 topic subscription change came to.

@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 import FCMStore
 import Platform
 

@@ -97,7 +97,7 @@ public enum Fixtures {
                 throw d.failure(path, error.message)
             }
             if let i = outcomes.firstIndex(where: { $0 != .ok }) {
-                throw d.failure("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].rawValue)")
+                throw d.failure("\(path)[\(i)]", "cannot subscribe '\(tokens[i])': \(outcomes[i].reason)")
             }
         }
         for (i, g) in d.groups.enumerated() {

@@ -46,6 +46,9 @@ public struct Submission: Sendable {
     /// The mock clock's time (ms) the room decided the send's options from (an APNs send's
     /// expiration), taken as its accept time; nil: read when the engine takes it.
     public var acceptedAt: Int64?
+    /// The status the room answers an accepted send with, kept on its record (`http_status`);
+    /// nil where the room's answers have none (an XMPP ack).
+    public var answeredStatus: Int?
     /// False: the writes stay queued for the caller's next `commitQueued()` (an HTTP/2 read's
     /// sends commit together), or for a commit already running.
     public var commitNow = true

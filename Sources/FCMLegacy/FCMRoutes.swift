@@ -125,6 +125,7 @@ public struct FCMSendRoute: Sendable {
             submission.firedFault = delay?.fault
             submission.body = r.body.prefix(4096)
             submission.exchange = SendExchange(headers: headers, answer: makeAnswer)
+            submission.answeredStatus = 200
             submission.commitNow = !r.inBatch
             engine.submit(submission) { outcome in
                 let answer: HTTPResponse
@@ -146,7 +147,7 @@ public struct FCMSendRoute: Sendable {
     }, refusal: { refusal in
         if case .invalidParameters = refusal { return FCMErrorCode.invalidParameters.rawValue }
         return "InvalidJson"
-    })
+    }, refusedStatus: 400)
 
     static func statusText(_ code: Int) -> String {
         switch code {

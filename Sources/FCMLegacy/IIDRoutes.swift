@@ -16,6 +16,16 @@ public struct IIDRoutes: Sendable {
 
     /// What answers one Instance ID route: the request, its decoded path parameters, and the
     /// sender the server key belongs to.
+    /// A batch outcome as the Instance ID API names it (seeds: `{}` or `{"error":"NOT_FOUND"}`).
+    static func errorName(_ o: BatchOutcome) -> String {
+        switch o {
+        case .ok: ""
+        case .notFound: "NOT_FOUND"
+        case .invalidArgument: "INVALID_ARGUMENT"
+        case .tooManyTopics: "TOO_MANY_TOPICS"
+        }
+    }
+
     public typealias Handler = @Sendable (HTTPRequest, PathArguments, _ sender: String) throws(ControlError) -> HTTPResponse
 
     /// Runs `handler` behind the checks every `/iid/` path makes, in order: the body's size
@@ -49,8 +59,8 @@ public struct IIDRoutes: Sendable {
         // The batch's outcome codes, as the Instance ID API answers them.
         switch try engine.batch([p["token"]], topic: topic, subscribe: true, senderID: sender).first ?? .notFound {
         case .ok: return json(200, "{}")
-        case .notFound: return error(404, BatchOutcome.notFound.rawValue)
-        case let code: return error(400, code.rawValue)
+        case .notFound: return error(404, Self.errorName(.notFound))
+        case let code: return error(400, Self.errorName(code))
         }
     }
 
@@ -81,7 +91,7 @@ public struct IIDRoutes: Sendable {
         w.key("results"); w.beginArray()
         for o in outcomes {
             w.beginObject()
-            if o != .ok { w.key("error"); w.value(o.rawValue) }
+            if o != .ok { w.key("error"); w.value(Self.errorName(o)) }
             w.endObject()
         }
         w.endArray()

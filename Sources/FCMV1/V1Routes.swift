@@ -97,6 +97,7 @@ public struct V1Routes: Sendable {
             submission.namePrefix = "projects/" + projectID + "/messages/"
             submission.errorNames = Self.errorName
             submission.exchange = SendExchange(headers: headers, answer: makeAnswer)
+            submission.answeredStatus = 200
             submission.commitNow = !r.inBatch
             engine.submit(submission) { outcome in
                 let answer: HTTPResponse
@@ -121,7 +122,7 @@ public struct V1Routes: Sendable {
     static let refusalNames = RefusalNames(fault: { f in
         if case .status(let code, let retry, _) = f { return (V1Error.fault(status: code, retryAfter: retry).recordedError, f.detail()) }
         return (RequestFault.closedConnection, f.detail())
-    }, refusal: { _ in "INVALID_ARGUMENT" })
+    }, refusal: { _ in "INVALID_ARGUMENT" }, refusedStatus: 400)
 
     /// A refused message's detail on its record: Google's message and the fields at fault.
     static func detail(_ message: String, _ violations: [FieldViolation]) -> String {

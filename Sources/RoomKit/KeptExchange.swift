@@ -5,6 +5,50 @@ import Platform
 import TLS
 
 extension RecordedExchange {
+    /// The request headers a tester asks about, in this order, by the name they are shown with.
+    public static let headerNames = ["content-type", "authorization", "user-agent", "x-firebase-client", "x-goog-api-client",
+                              "x-goog-user-project", "access_token_auth"]
+
+    /// `headerNames` as bytes, for `headerIndex`.
+    public static let headerBytes: [[UInt8]] = headerNames.map { Array($0.utf8) }
+
+    /// Which of `headerNames` a field name is (any case), without building a lower-cased copy.
+    public static func headerIndex(_ name: String) -> Int? {
+        var name = name
+        return name.withUTF8 { bytes -> Int? in
+            for (i, wanted) in headerBytes.enumerated() where wanted.count == bytes.count {
+                var same = true
+                for k in 0..<bytes.count {
+                    let b = bytes[k]
+                    if (b >= 65 && b <= 90 ? b | 0x20 : b) != wanted[k] {
+                        same = false
+                        break
+                    }
+                }
+                if same { return i }
+            }
+            return nil
+        }
+    }
+
+    /// A credential with only its scheme and first characters left: `key=AIzaSy…`, `Bearer eyJhbG…`.
+    public static func mask(_ credential: String) -> String {
+        // On the bytes: the scheme up to its first space or `=`, then six characters (whole
+        // UTF-8 sequences) of the secret.
+        // Read in place: a Bearer token is long, and only its first bytes are kept.
+        var credential = credential
+        return credential.withUTF8 { u in
+            var end = (u.firstIndex { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "=") }).map { $0 + 1 } ?? 0
+            var kept = 0
+            while end < u.count && kept < 6 {
+                end += 1
+                while end < u.count && u[end] & 0xC0 == 0x80 { end += 1 }
+                kept += 1
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: u[..<end]), as: UTF8.self) + (end < u.count ? "…" : "")
+        }
+    }
+
     /// The headers of `r` that `headerNames` lists, in that order, in one pass over the request's
     /// fields (a repeated field is joined with ", ", as `HTTPRequest.header` does).
     public static func headers(_ r: HTTPRequest) -> String {

@@ -63,6 +63,8 @@ public struct WebPushRoutes: Sendable {
             }
             var submission = Submission(req, sender: device.senderID, transport: .webpush, faultKey: r.path)
             submission.exchange = exchange
+            // The record's status: 200, as every accepted HTTP send's.
+            submission.answeredStatus = 200
             submission.commitNow = !r.inBatch
             engine.submit(submission) { outcome in
                 switch outcome {
