@@ -20,6 +20,9 @@ extension CCS {
         return ("SERVICE_UNAVAILABLE", "fault \(f.fault)")
     }, refusal: { _ in "INVALID_JSON" }, refusedStatus: nil)
 
+    /// A message stanza from the app server: an ack or nack of what the server sent
+    /// (`acknowledged`), or a downstream message (`downstream`). A stanza that is no CCS message
+    /// is echoed as an error.
     public func received(_ message: XMLElement, on c: XMPPConnection) {
         guard let sender = c.account else { return }
         guard let gcm = message.child("gcm") else {
@@ -39,38 +42,44 @@ extension CCS {
             return errorEcho(message, c, "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id")
         }
         if let type = o["message_type"]?.stringValue, type == "ack" || type == "nack" {
-            // No answer goes back, so the stanza is logged here; a downstream message is logged
-            // once, with its ack or nack, in `reply`.
-            stanzaLog("in", c, [("message_type", type), ("message_id", messageID)])
-            // The app server answers an upstream message or a receipt.
-            // An upstream message's ack names the device that sent it in `to` (seeds Table 6); a
-            // wrong or missing one is a BAD_ACK and the message still waits for its ack.
-            let to = o["to"]?.stringValue
-            let taken = links.withLock { ls -> (Outbound?, String?) in
-                guard let known = ls[c.id]?.outstanding[messageID] else {
-                    return (nil, "no upstream message or receipt with this message_id is waiting for an ack")
-                }
-                if case .upstream(_, let token) = known, to != token {
-                    return (nil, to == nil ? "the ack of an upstream message needs to: the registration token of the device that sent it"
-                        : "to is not the registration token of the device that sent this upstream message")
-                }
-                ls[c.id]?.outstanding[messageID] = nil
-                return (known, nil)
+            return acknowledged(o, type: type, messageID: messageID, on: c)
+        }
+        downstream(o, value, text: gcm.text, messageID: messageID, from: sender, on: c)
+    }
+
+    /// The app server's ack or nack of an upstream message or a receipt. An upstream message's
+    /// ack names the device that sent it in `to` (seeds Table 6); a wrong or missing one is a
+    /// `BAD_ACK` and the message still waits for its ack.
+    private func acknowledged(_ o: JSONObject, type: String, messageID: String, on c: XMPPConnection) {
+        // No answer goes back, so the stanza is logged here; a downstream message is logged
+        // once, with its ack or nack, in `reply`.
+        stanzaLog("in", c, [("message_type", type), ("message_id", messageID)])
+        let to = o["to"]?.stringValue
+        let taken = links.withLock { ls -> (Outbound?, String?) in
+            guard let known = ls[c.id]?.outstanding[messageID] else {
+                return (nil, "no upstream message or receipt with this message_id is waiting for an ack")
             }
-            guard let known = taken.0 else {
-                reply(c, ["message_type": .string("nack"), "from": .optionalString(to), "message_id": .string(messageID),
-                          "error": .string("BAD_ACK"), "error_description": .string(taken.1 ?? "")])
-                return
+            if case .upstream(_, let token) = known, to != token {
+                return (nil, to == nil ? "the ack of an upstream message needs to: the registration token of the device that sent it"
+                    : "to is not the registration token of the device that sent this upstream message")
             }
-            if case .upstream(let id, _) = known { engine.upstreamAcked(id, nacked: type == "nack") }
-            finishDrainIfIdle(c)
+            ls[c.id]?.outstanding[messageID] = nil
+            return (known, nil)
+        }
+        guard let known = taken.0 else {
+            reply(c, ["message_type": .string("nack"), "from": .optionalString(to), "message_id": .string(messageID),
+                      "error": .string("BAD_ACK"), "error_description": .string(taken.1 ?? "")])
             return
         }
-        // Every nack names the message's `to` when it has one (seeds: `from` is required).
-        let to = o["to"]?.stringValue
-        // Flow control and draining: a refused message is nacked, never silently dropped.
-        enum Admission { case taken, draining, windowFull, noLink }
-        let admission = links.withLock { ls -> Admission in
+        if case .upstream(let id, _) = known { engine.upstreamAcked(id, nacked: type == "nack") }
+        finishDrainIfIdle(c)
+    }
+
+    /// Whether connection `c` takes one more downstream message: flow control and draining.
+    private enum Slot { case taken, draining, windowFull, noLink }
+
+    private func takeSlot(_ c: XMPPConnection) -> Slot {
+        links.withLock { ls -> Slot in
             guard var l = ls[c.id] else { return .noLink }
             if l.draining { return .draining }
             if l.inFlight >= Self.window { return .windowFull }
@@ -79,7 +88,16 @@ extension CCS {
             ls[c.id] = l
             return .taken
         }
-        switch admission {
+    }
+
+    /// A downstream message: a slot in the connection's window, then the engine's admission
+    /// (faults, the parser's refusals), then the send, answered with an ack or nack once its rows
+    /// are committed (`answer`). A refused message is nacked, never silently dropped.
+    private func downstream(_ o: JSONObject, _ value: JSONValue, text: String, messageID: String, from sender: String,
+                            on c: XMPPConnection) {
+        // Every nack names the message's `to` when it has one (seeds: `from` is required).
+        let to = o["to"]?.stringValue
+        switch takeSlot(c) {
         case .taken:
             break
         case .noLink:
@@ -87,10 +105,10 @@ extension CCS {
             // meanwhile is not taken.
             return
         case .draining:
-            return refuse(c, messageID, raw: gcm.text, from: to, code: "CONNECTION_DRAINING",
+            return refuse(c, messageID, raw: text, from: to, code: "CONNECTION_DRAINING",
                           description: "the connection is draining: open another")
         case .windowFull:
-            return refuse(c, messageID, raw: gcm.text, from: to, code: "SERVICE_UNAVAILABLE",
+            return refuse(c, messageID, raw: text, from: to, code: "SERVICE_UNAVAILABLE",
                           description: "more than \(Self.window) messages waiting for an ack on this connection")
         }
         var settled = false
@@ -101,11 +119,11 @@ extension CCS {
             }
         }
         if o["registration_ids"] != nil {
-            return refuse(c, messageID, raw: gcm.text, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
+            return refuse(c, messageID, raw: text, from: to, code: "INVALID_JSON", description: "registration_ids is not supported over XMPP: use to")
         }
         let outcome = SendParser.parseJSON(value, extraFields: ["message_id", "delivery_receipt_requested", "message_type"])
         let receipt = o["delivery_receipt_requested"]
-        var context = AdmissionContext(transport: .xmpp, path: "", format: .json, names: Self.refusalNames, raw: { gcm.text },
+        var context = AdmissionContext(transport: .xmpp, path: "", format: .json, names: Self.refusalNames, raw: { text },
                                        clientMessageID: messageID) { _ in
             receipt.map { $0.boolValue == nil } == true ? "delivery_receipt_requested must be true or false" : nil
         }
@@ -114,9 +132,7 @@ extension CCS {
         // An XMPP admission never fails on the store (its record is best effort).
         guard let admission = try? engine.admit(outcome, senderID: sender, context) else { return }
         let refusedID = recordID
-        let req: SendRequest
-        var lateBy: Int64 = 0
-        var delayFault: String?
+        let req: SendRequest, delay: DelayFault?
         switch admission {
         case .refused(let refusal, _):
             // The message's `to` names it, or, for a request that parsed, its target.
@@ -127,59 +143,17 @@ extension CCS {
             return nack(c, messageID, from: targetValue(outcome), code: "SERVICE_UNAVAILABLE", description: "fault \(fault)", keeping: refusedID)
         case .faulted:
             return c.drop()
-        case .proceed(let r, _, let delay):
-            req = r
-            lateBy = delay?.ms ?? 0
-            delayFault = delay?.fault
+        case .proceed(let r, _, let d):
+            (req, delay) = (r, d)
         }
-        let target = req.target.value
-        let wantsReceipt = receipt?.boolValue ?? false
-        let delayMs = lateBy
         settled = true
         var submission = Submission(req, sender: sender, transport: .xmpp, faultKey: "")
-        submission.firedFault = delayFault
+        submission.firedFault = delay?.fault
         submission.clientMessageID = messageID
+        let sent = Sent(connection: c, messageID: messageID, sender: sender, request: req, wantsReceipt: receipt?.boolValue ?? false)
+        let delayMs = delay?.ms ?? 0
         engine.submit(submission) { [self] result in
-            let sentID = (try? result.get())?.topicMessageID
-            let answer: @Sendable () -> Void
-            switch result {
-            case .failure:
-                answer = { self.nack(c, messageID, from: target, code: "INTERNAL_SERVER_ERROR", description: "the store failed", keeping: sentID) }
-            case .success(let r):
-                if let e = r.topicError {
-                    answer = { self.nack(c, messageID, from: target, code: e.xmppCode, description: e.rawValue, keeping: sentID) }
-                } else if r.group != nil || r.results.isEmpty {
-                    answer = { self.reply(c, ["message_type": .string("ack"), "from": .optionalString(target), "message_id": .string(messageID)], keeping: sentID) }
-                } else if let e = r.results[0].error {
-                    let code = e == .missingRegistration ? "INVALID_JSON" : e.xmppCode
-                    answer = { self.nack(c, messageID, from: target, code: code, description: e.rawValue, keeping: sentID) }
-                } else {
-                    var fields: [(String, JSONValue)] = [("message_type", .string("ack")), ("from", .optionalString(target)),
-                                                         ("message_id", .string(messageID))]
-                    if let canonical = r.results[0].canonicalToken { fields.append(("registration_id", .string(canonical))) }
-                    let ack = fields
-                    let first = r.results[0]
-                    let receipt: Receipt?
-                    if wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !req.options.dryRun {
-                        let category = (try? engine.device(token).app) ?? "unknown.app"
-                        if first.deliveryStatus == "delivered" {
-                            receipt = Self.receipt(messageID: messageID, token: token, category: category, at: engine.clock.nowMillis())
-                        } else {
-                            if first.deliveryStatus == "pending" {
-                                let later = PendingReceipt(sender: sender, messageID: messageID, token: token, category: category)
-                                awaitingDelivery.withLock { $0[deliveryID] = later }
-                            }
-                            receipt = nil
-                        }
-                    } else {
-                        receipt = nil
-                    }
-                    answer = {
-                        self.reply(c, ack, keeping: sentID)
-                        if let receipt { self.sendReceipt(receipt, sender: sender) }
-                    }
-                }
-            }
+            let answer = answer(result, to: sent)
             // The window opens before the answer leaves: a client that sends its next message
             // the moment it reads this ack must find room for it.
             if delayMs > 0 {
@@ -194,6 +168,67 @@ extension CCS {
                 answered(c)
             }
         }
+    }
+
+    /// A downstream message the engine took, as its answer needs it.
+    private struct Sent: Sendable {
+        let connection: XMPPConnection
+        let messageID: String
+        let sender: String
+        let request: SendRequest
+        let wantsReceipt: Bool
+        var target: String? { request.target.value }
+    }
+
+    /// The ack or nack of a committed send (and its delivery receipt, when asked for and the
+    /// device has it): made now, sent by the caller once the window is open again.
+    private func answer(_ result: Result<SendResult, StoreError>, to sent: Sent) -> @Sendable () -> Void {
+        let (c, messageID, target) = (sent.connection, sent.messageID, sent.target)
+        let sentID = (try? result.get())?.topicMessageID
+        let r: SendResult
+        switch result {
+        case .failure:
+            return { self.nack(c, messageID, from: target, code: "INTERNAL_SERVER_ERROR", description: "the store failed", keeping: sentID) }
+        case .success(let s):
+            r = s
+        }
+        if let e = r.topicError {
+            return { self.nack(c, messageID, from: target, code: e.xmppCode, description: e.rawValue, keeping: sentID) }
+        }
+        if r.group != nil || r.results.isEmpty {
+            return { self.reply(c, ["message_type": .string("ack"), "from": .optionalString(target), "message_id": .string(messageID)], keeping: sentID) }
+        }
+        let first = r.results[0]
+        if let e = first.error {
+            let code = e == .missingRegistration ? "INVALID_JSON" : e.xmppCode
+            return { self.nack(c, messageID, from: target, code: code, description: e.rawValue, keeping: sentID) }
+        }
+        var fields: [(String, JSONValue)] = [("message_type", .string("ack")), ("from", .optionalString(target)),
+                                             ("message_id", .string(messageID))]
+        if let canonical = first.canonicalToken { fields.append(("registration_id", .string(canonical))) }
+        let ack = fields
+        let receipt = receipt(for: first, of: sent)
+        return {
+            self.reply(c, ack, keeping: sentID)
+            if let receipt { self.sendReceipt(receipt, sender: sent.sender) }
+        }
+    }
+
+    /// The delivery receipt of a message that asked for one: now when its device got it, later
+    /// (`awaitingDelivery`) when it holds it; none for a dry run or a message that reached no
+    /// device.
+    private func receipt(for first: RecipientResult, of sent: Sent) -> Receipt? {
+        guard sent.wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !sent.request.options.dryRun
+        else { return nil }
+        let category = (try? engine.device(token).app) ?? "unknown.app"
+        if first.deliveryStatus == "delivered" {
+            return Self.receipt(messageID: sent.messageID, token: token, category: category, at: engine.clock.nowMillis())
+        }
+        if first.deliveryStatus == "pending" {
+            let later = PendingReceipt(sender: sent.sender, messageID: sent.messageID, token: token, category: category)
+            awaitingDelivery.withLock { $0[deliveryID] = later }
+        }
+        return nil
     }
 
     /// One downstream message of `c` is about to be answered: its slot in the window opens.
