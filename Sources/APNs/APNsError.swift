@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 /// Apple's APNs reasons (docs/spec/apns.md, "Handling notification responses from APNs"): each
 /// answers with one fixed HTTP status and the body `{"reason":"<Reason>"}`, plus `timestamp`
 /// (milliseconds since the epoch) on a 410 `Unregistered`.

@@ -20,6 +20,9 @@ public struct APNsRoutes: Sendable {
 
     static let devicePrefix = "/3/device/"
 
+    /// A new random UUID (version 4), lowercase, as APNs generates `apns-id`.
+    static func newUUID() -> String { uuidString(high: RandomBits.next(), low: RandomBits.next()) }
+
     public init(engine: Engine, environment: APNsEnvironment, certificates: APNsCertificateAuth) {
         self.engine = engine
         self.environment = environment
@@ -40,7 +43,7 @@ public struct APNsRoutes: Sendable {
         }
         // The sender's id when it is one; a new one otherwise (a malformed one too: it is refused).
         let given = r.header("apns-id")
-        let apnsID = given.flatMap { isCanonicalUUID($0) ? $0 : nil } ?? newUUID()
+        let apnsID = given.flatMap { isCanonicalUUID($0) ? $0 : nil } ?? Self.newUUID()
         let token: String
         do throws(APNsError) {
             token = try Self.deviceToken(path: r.path)
@@ -78,7 +81,7 @@ public struct APNsRoutes: Sendable {
                                        tokens: [device.token, APNsDeviceToken.lowercased(token)], topic: nil)
             if let f = fault, f.isAnswered { return answer(f, r, device: device, apnsID: apnsID) }
             let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
-            let uniqueID = env == .sandbox ? newUUID() : nil
+            let uniqueID = env == .sandbox ? Self.newUUID() : nil
             let req = Self.request(to: device, headers: headers, now: now)
             let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? Self.emptyObject,
                                               authorizedBy: auth.recorded, environment: env)

@@ -1,7 +1,5 @@
-import Synchronization
-
-// UUIDs in canonical text form: checking a sender's (`apns-id`) and making the mock's own
-// (`apns-id` when none was sent, `apns-unique-id`).
+// UUIDs in canonical text form: checking a sender's (`apns-id`) and writing the mock's own
+// (`apns-id` when none was sent, `apns-unique-id`) from random bits the caller draws.
 
 /// Whether `s` is a UUID in canonical text form, 8-4-4-4-12 hexadecimal digits, either case.
 public func isCanonicalUUID(_ s: String) -> Bool {
@@ -17,11 +15,13 @@ public func isCanonicalUUID(_ s: String) -> Bool {
     return true
 }
 
-/// A new random UUID (version 4), lowercase, as APNs generates `apns-id`.
-public func newUUID() -> String {
-    // The version (4) and variant (10) bits set, as RFC 9562 has them.
-    let high = nextUUIDBits() & ~0xF000 | 0x4000
-    let low = nextUUIDBits() & ~(0xC << 60) | (0x8 << 60)
+/// The canonical text of a version-4 UUID (lowercase, as APNs generates `apns-id`) made of 128
+/// random bits, `high` then `low`: the version (4) and variant (10) bits are set over them, as
+/// RFC 9562 has them. The bits come from the caller (Platform's `RandomBits`): this module
+/// keeps no state.
+public func uuidString(high: UInt64, low: UInt64) -> String {
+    let high = high & ~0xF000 | 0x4000
+    let low = low & ~(0xC << 60) | (0x8 << 60)
     return String(unsafeUninitializedCapacity: 36) { out in
         let hex: StaticString = "0123456789abcdef"
         var at = 0
@@ -36,25 +36,5 @@ public func newUUID() -> String {
             at += 2
         }
         return at
-    }
-}
-
-/// `newUUID`'s generator: SplitMix64, a counter from a start drawn from the system's generator,
-/// each step mixed by a bijection. A send makes two ids (`apns-id`, `apns-unique-id`): drawn from
-/// the system's generator they cost four `getrandom` calls a send. These ids name messages and
-/// guard nothing (no token or key is made from them), and no two made by one process are alike.
-private let uuidState = Atomic<UInt64>(SystemRandomNumberGenerator.seed())
-
-private func nextUUIDBits() -> UInt64 {
-    var z = uuidState.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-}
-
-extension SystemRandomNumberGenerator {
-    fileprivate static func seed() -> UInt64 {
-        var rng = SystemRandomNumberGenerator()
-        return rng.next()
     }
 }

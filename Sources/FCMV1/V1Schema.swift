@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 // The shape of an HTTP v1 `messages:send` body (docs/spec/fcm-v1.md section 1): the message
 // types firebase-admin 7.7 encodes, as a table the proto3 JSON decoder (V1Decoder.swift) walks.
 // Field names are the proto names (snake_case); the lowerCamelCase spelling is derived.

@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 // The Web Push endpoint's refusals (docs/spec/webpush.md section 2): each answers a JSON body
 // `{"code","errno","error","message"}`, the shape Mozilla's autopush uses and libraries print as
 // the failure text. The errno values are autopush's own (its docs/src/errors.md and

@@ -245,7 +245,7 @@ final class APNsRulesTests: XCTestCase {
     }
 
     func testUUIDs() {
-        let made = (0..<10_000).map { _ in newUUID() }
+        let made = (0..<10_000).map { _ in APNsRoutes.newUUID() }
         XCTAssertEqual(Set(made).count, 10_000)
         for u in made {
             XCTAssertTrue(isCanonicalUUID(u))

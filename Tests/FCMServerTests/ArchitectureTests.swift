@@ -93,12 +93,30 @@ final class ArchitectureTests: XCTestCase {
             let reached = Self.reach(lower, g)
             for room in rooms { XCTAssertFalse(reached.contains(room), "\(lower) reaches the room \(room)") }
         }
+        let engine = Self.root.appendingPathComponent("Sources/FCMEngine")
+        // The shared rules import nothing: no lock, no clock, no file (random bits and times come
+        // in from the caller, as `uuidString(high:low:)` takes Platform's).
+        let core = Self.root.appendingPathComponent("Sources/FCMCore")
+        for f in try FileManager.default.contentsOfDirectory(atPath: core.path) where f.hasSuffix(".swift") {
+            let text = try String(contentsOf: core.appendingPathComponent(f), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("public import ") {
+                XCTFail("FCMCore/\(f) imports a module: \(line)")
+            }
+        }
+        // The engine names no wire: no header, HTTP status, path or vendor error text.
+        let wire = try NSRegularExpression(pattern: #""apns-|"[Bb]earer|"[Aa]uthorization"|httpStatus: *[0-9]|"/fcm/send"|[Rr]etry-[Aa]fter|INVALID_ARGUMENT"#)
+        for f in try FileManager.default.contentsOfDirectory(atPath: engine.path) where f.hasSuffix(".swift") {
+            let text = try String(contentsOf: engine.appendingPathComponent(f), encoding: .utf8)
+            for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                let l = String(line)
+                XCTAssertNil(wire.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)), "FCMEngine/\(f) names a wire: \(l)")
+            }
+        }
         // Nothing but the command line, the executable and the test support stands on the server.
         for (name, deps) in g where deps.contains("FCMServer") {
             XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")
         }
         // The engine reads typed rows (StoreReader), never the SQL connection.
-        let engine = Self.root.appendingPathComponent("Sources/FCMEngine")
         for f in try FileManager.default.contentsOfDirectory(atPath: engine.path) where f.hasSuffix(".swift") {
             let text = try String(contentsOf: engine.appendingPathComponent(f), encoding: .utf8)
             XCTAssertFalse(text.contains("SQLiteConnection"), "FCMEngine/\(f) names SQLiteConnection")
