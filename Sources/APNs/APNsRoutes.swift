@@ -78,7 +78,7 @@ public struct APNsRoutes: Sendable {
             }
             try Self.checkState(of: device, now: now)
             let fault = engine.requestFault(transport: .apns, path: r.path, senderID: device.senderID,
-                                       tokens: [device.token, APNsDeviceToken.lowercased(token)], topic: nil)
+                                            tokens: [device.token, APNsDeviceToken.lowercased(token)], topic: nil)
             if let f = fault, f.isAnswered { return answer(f, r, device: device, apnsID: apnsID) }
             let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
             let uniqueID = env == .sandbox ? Self.newUUID() : nil

@@ -131,4 +131,24 @@ final class ArchitectureTests: XCTestCase {
                           "\(name) is built without the upcoming-feature settings")
         }
     }
+
+    /// docs/adding-a-protocol.md quotes the APNs room: every line of its Swift blocks is a line of
+    /// Sources/APNs (leading blanks aside), so the walk-through cannot drift from the code.
+    func testTheWalkThroughQuotesTheAPNsRoom() throws {
+        let doc = try String(contentsOf: Self.root.appendingPathComponent("docs/adding-a-protocol.md"), encoding: .utf8)
+        let room = Self.root.appendingPathComponent("Sources/APNs")
+        var lines = Set<String>()
+        for f in try FileManager.default.contentsOfDirectory(atPath: room.path) where f.hasSuffix(".swift") {
+            let text = try String(contentsOf: room.appendingPathComponent(f), encoding: .utf8)
+            for l in text.split(separator: "\n") { lines.insert(l.trimmingCharacters(in: .whitespaces)) }
+        }
+        let blocks = doc.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "\n```")[0] }
+        XCTAssertGreaterThanOrEqual(blocks.count, 2, "the walk-through has its Swift excerpts")
+        for block in blocks {
+            for l in block.split(separator: "\n") where !l.trimmingCharacters(in: .whitespaces).isEmpty {
+                let line = l.trimmingCharacters(in: .whitespaces)
+                XCTAssertTrue(lines.contains(line), "docs/adding-a-protocol.md quotes a line Sources/APNs does not have: \(line)")
+            }
+        }
+    }
 }
