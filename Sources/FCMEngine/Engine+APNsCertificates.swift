@@ -36,7 +36,7 @@ public struct APNsCertificate: Sendable, Equatable {
 
     /// The apps of a topic extension as the mock issues it: each app followed by its `.voip`
     /// and `.complication` topics (so `com.a` and `com.a.voip` issued together are two apps).
-    public static func apps(topics: [String]) -> [String] {
+    static func apps(topics: [String]) -> [String] {
         var apps: [String] = []
         var i = 0
         while i < topics.count {
@@ -49,7 +49,7 @@ public struct APNsCertificate: Sendable, Equatable {
     }
 
     /// Most apps one certificate names besides its first (the TLS layer's bound).
-    public static let maxOtherApps = 63
+    static let maxOtherApps = 63
 
     /// The other apps of a certificate for `bundleID` as asked (`bundle_ids`): each once, in
     /// order, without `bundleID`; all checked; at most `maxOtherApps`.
@@ -109,7 +109,7 @@ extension Engine {
     }
 
     /// Refuses bundle ids that are not 1 to 255 printable ASCII characters without spaces or '/'.
-    public static func checkBundleIDs(_ list: [String]) throws(EngineError) {
+    static func checkBundleIDs(_ list: [String]) throws(EngineError) {
         for b in list { try checkBundleID(b) }
     }
 

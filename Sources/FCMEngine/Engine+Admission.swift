@@ -64,12 +64,12 @@ public struct DelayFault: Sendable {
 /// engine never spells one.
 public struct RefusalNames: Sendable {
     /// A request fault that answered or closed the request: the record's error and detail.
-    public var fault: @Sendable (RequestFault) -> (error: String, detail: String)
+    var fault: @Sendable (RequestFault) -> (error: String, detail: String)
     /// A request the room's parser refused.
-    public var refusal: @Sendable (Admission.Refusal) -> String
+    var refusal: @Sendable (Admission.Refusal) -> String
     /// The status the room answers a refused request with (kept on the record); nil where its
     /// answers have none, as XMPP's nacks (recorded as 0, and so is a status fault's).
-    public var refusedStatus: Int?
+    var refusedStatus: Int?
 
     public init(fault: @escaping @Sendable (RequestFault) -> (error: String, detail: String),
                 refusal: @escaping @Sendable (Admission.Refusal) -> String, refusedStatus: Int?) {
@@ -81,18 +81,18 @@ public struct RefusalNames: Sendable {
 
 /// What the rejection record of a refused request is made of.
 public struct AdmissionContext {
-    public var transport: Transport
-    public var path: String
-    public var format: BodyFormat
+    var transport: Transport
+    var path: String
+    var format: BodyFormat
     /// The room's words for what it refuses.
-    public var names: RefusalNames
+    var names: RefusalNames
     /// The body (or the stanza's JSON), for `raw_body`; read only when a record needs it.
-    public var raw: () -> String
+    var raw: () -> String
     /// The `message_id` an XMPP client gave the message.
-    public var clientMessageID: String?
+    var clientMessageID: String?
     /// A transport's own check of a request the protocol parsed (XMPP's
     /// `delivery_receipt_requested`), after the target's.
-    public var validate: (SendRequest) -> String? = { _ in nil }
+    var validate: (SendRequest) -> String? = { _ in nil }
     /// Told the id of the rejection record it made, so the transport can keep its answer on it.
     public var recorded: (Int64) -> Void = { _ in }
 

@@ -8,15 +8,15 @@ public struct DeviceSpec: Sendable, Equatable {
     public var senderID: String
     public var app: String?
     public var platform: Platform
-    public var online: Bool
+    var online: Bool
     /// The Firebase installation id; generated when not given.
-    public var fid: String?
+    var fid: String?
     /// An iOS device's APNs token (64 to 200 hex digits); derived from its FCM token when not given.
-    public var apnsToken: String?
+    var apnsToken: String?
     /// An iOS device's APNs environment; sandbox when not given.
-    public var apnsEnvironment: APNsEnvironment?
+    var apnsEnvironment: APNsEnvironment?
     /// A web device's VAPID key (base64url P-256 point): its subscription takes pushes signed by it only.
-    public var applicationServerKey: String?
+    var applicationServerKey: String?
 
     public init(token: String?, senderID: String, app: String?, platform: Platform, online: Bool, fid: String? = nil,
                 apnsToken: String? = nil, apnsEnvironment: APNsEnvironment? = nil, applicationServerKey: String? = nil) {
@@ -159,7 +159,7 @@ extension Engine {
     }
 
     /// Devices matching the filters, ordered by creation, after `afterID`.
-    public func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String? = nil, afterID: Int64,
+    func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String? = nil, afterID: Int64,
                         limit: Int) -> [Device] {
         devices(senderID: senderID, app: app, state: wanted, topic: topic, containing: nil, afterID: afterID, limit: limit).items
     }

@@ -4,14 +4,14 @@ import FCMStore
 
 /// A device group (`/fcm/notification`): a named set of at most 20 tokens of one project,
 /// addressed by its notification key.
-public struct DeviceGroup: Sendable, Equatable {
+struct DeviceGroup: Sendable, Equatable {
     /// Most members a group may have.
-    public static let maxMembers = 20
-    public var key: String
-    public var name: String
-    public var senderID: String
-    public var members: [Int64]
-    public var createdAt: Int64
+    static let maxMembers = 20
+    var key: String
+    var name: String
+    var senderID: String
+    var members: [Int64]
+    var createdAt: Int64
 }
 
 /// A device-group operation's failure, answered as HTTP 400 `{"error": message}` (or 401/404).
@@ -127,8 +127,8 @@ extension Engine {
 
 /// A device group with its members' tokens, as read under the state lock.
 public struct GroupView: Sendable {
-    public let group: DeviceGroup
-    public let memberTokens: [String?]
+    let group: DeviceGroup
+    let memberTokens: [String?]
 
     init(_ g: DeviceGroup, _ s: EngineState) {
         group = g

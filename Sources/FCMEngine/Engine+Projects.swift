@@ -135,7 +135,7 @@ extension Engine {
 
 extension EngineState {
     /// A project by its sender id or its project id (what `{project}` in a path may be).
-    public func project(named name: String) -> Project? {
+    func project(named name: String) -> Project? {
         projects[name] ?? projects.values.first { $0.projectID == name }
     }
 }

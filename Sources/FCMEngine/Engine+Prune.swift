@@ -9,9 +9,9 @@ import Platform
 /// How much history the store keeps (`--max-messages`, `--max-age`; docs/storage.md).
 public struct StorageLimits: Sendable, Equatable {
     /// The most message records kept; nil: no limit.
-    public var maxMessages: Int?
+    var maxMessages: Int?
     /// Records accepted longer ago than this (mock clock) go; nil: no limit.
-    public var maxAgeSeconds: Int64?
+    var maxAgeSeconds: Int64?
 
     public init(maxMessages: Int? = nil, maxAgeSeconds: Int64? = nil) {
         self.maxMessages = maxMessages
@@ -19,7 +19,7 @@ public struct StorageLimits: Sendable, Equatable {
     }
 
     /// Neither limit is set: the store keeps everything until a reset.
-    public var isUnlimited: Bool { maxMessages == nil && maxAgeSeconds == nil }
+    var isUnlimited: Bool { maxMessages == nil && maxAgeSeconds == nil }
 
     /// The limits in words, for the start-up line.
     public var description: String {

@@ -41,12 +41,12 @@ public struct MessageFilter: Sendable {
 /// A message record as the store holds it: its row, its recipients (the first
 /// `recipientsLimit` when given) with the tokens of the devices they name.
 public struct MessageRecord: Sendable {
-    public let row: MessageRow
-    public let recipients: [RecipientRow]
-    public let tokens: [Int64: String]
-    public let recipientsLimit: Int?
+    let row: MessageRow
+    let recipients: [RecipientRow]
+    let tokens: [Int64: String]
+    let recipientsLimit: Int?
     /// Its recipients by status (`failed` for those with an error), when asked for.
-    public var recipientCounts: [(String, Int64)]? = nil
+    var recipientCounts: [(String, Int64)]? = nil
     /// How its room's block reads back.
     let blocks: RecordBlocks
 }
@@ -54,10 +54,10 @@ public struct MessageRecord: Sendable {
 /// One inbox entry: the delivery and its message, and its status as of now (a held message past
 /// its TTL reads as expired before the sweep writes it so).
 public struct InboxEntry: Sendable {
-    public let row: InboxRow
-    public let status: String
+    let row: InboxRow
+    let status: String
     /// The device's platform, whose form the entry's `effective` payload takes.
-    public let platform: Platform
+    let platform: Platform
     /// How its room's block reads back.
     let blocks: RecordBlocks
 }

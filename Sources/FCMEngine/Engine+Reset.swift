@@ -9,7 +9,7 @@ extension Engine {
     /// their ids and creation times, put back to what the fixture says (registered, its online
     /// flag), and made again where they are gone, all under one lock: a reset writes only what
     /// changed, not a whole fixture's rows, and no send sees the store without them.
-    public func reset(fixtures: [DeviceSpec]?) throws(EngineError) {
+    func reset(fixtures: [DeviceSpec]?) throws(EngineError) {
         let hook = resetListeners.withLock { $0 }?.call
         var afterwards: (@Sendable () -> Void)?
         let now = clock.nowMillis()

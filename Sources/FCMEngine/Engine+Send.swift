@@ -47,8 +47,8 @@ public protocol KeptAnswer: Sendable {
 /// What a send's record keeps of its exchange: the request headers (in their stored form) and
 /// how the transport's answer is made from the result.
 public struct SendExchange: Sendable {
-    public var headers: String?
-    public var answer: @Sendable (SendResult) -> any KeptAnswer
+    var headers: String?
+    var answer: @Sendable (SendResult) -> any KeptAnswer
 
     public init(headers: String?, answer: @escaping @Sendable (SendResult) -> any KeptAnswer) {
         self.headers = headers
@@ -249,7 +249,7 @@ extension Engine {
     /// Records a send that was refused as a whole (HTTP 400 or 401, a status or close fault), so
     /// testers can see why.
     @discardableResult
-    public func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
+    func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
                                error: String, detail: String, raw: String?, fault: String? = nil,
                                clientMessageID: String? = nil) throws(StoreError) -> String {
         let id = try recordRejectedID(senderID: senderID, transport: transport, format: format, httpStatus: httpStatus, error: error,

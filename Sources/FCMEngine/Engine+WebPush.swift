@@ -7,9 +7,9 @@ import Platform
 /// VAPID and decrypting pushes are the Web Push room's.
 public struct WebPushKeyOps: Sendable {
     /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
-    public var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
+    var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
     /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
-    public var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
+    var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
 
     public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
                 isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
@@ -25,10 +25,10 @@ public struct WebPushKeyOps: Sendable {
 /// half that only decryption reads.
 public struct WebPushSubscription: Sendable, Equatable {
     /// The opaque id of the endpoint (`{base}/wp/{id}`).
-    public var id: String
-    public var device: Int64
+    var id: String
+    var device: Int64
     /// The uncompressed P-256 public point (`p256dh`).
-    public var publicKey: [UInt8]
+    var publicKey: [UInt8]
     /// The private scalar: never rendered, never logged.
     /// The private scalar: only the Web Push room, decrypting, reads it (never shown).
     public internal(set) var privateKey: [UInt8]
@@ -37,7 +37,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// made with one.
     public var applicationServerKey: String?
     /// Ended through the control API: pushes answer 410.
-    public var expired: Bool
+    var expired: Bool
 
     var row: WebPushRow {
         WebPushRow(device: device, pushID: id, privateKey: privateKey, publicKey: publicKey, auth: auth,

@@ -66,10 +66,10 @@ public final class Engine: Sendable {
     public let unknownTokens: UnknownTokenPolicy
     public let acceptAnyKey: Bool
     /// `--device-rate` and `--topic-rate` (nil: no limit).
-    public let deviceRate: RateLimit?
-    public let topicRate: RateLimit?
+    let deviceRate: RateLimit?
+    let topicRate: RateLimit?
     /// Most `&&`/`||` operators a condition may have (the seeds: two).
-    public let maxConditionOperators: Int
+    let maxConditionOperators: Int
     /// The fixture documents loaded at start, which a reset applies again.
     public let startFixtures = Locked<[FixtureDocument]>([])
 
@@ -78,7 +78,7 @@ public final class Engine: Sendable {
         startFixtures.withLock { $0 = documents }
     }
     /// What the rooms gave the engine at start: their record blocks' readers, their own fault errors.
-    public let rooms: RoomHooks
+    let rooms: RoomHooks
     /// Monotonic start time, for `uptime_s`.
     public let startedAt = monotonicNanos()
 

@@ -15,7 +15,7 @@ public struct EngineError: Error, Sendable, Equatable {
     public var code: Code
     public var message: String
 
-    public init(code: Code, message: String) {
+    init(code: Code, message: String) {
         self.code = code
         self.message = message
     }
@@ -23,7 +23,7 @@ public struct EngineError: Error, Sendable, Equatable {
     public static func badRequest(_ m: String) -> EngineError { EngineError(code: .badRequest, message: m) }
     public static func unauthorized(_ m: String) -> EngineError { EngineError(code: .unauthorized, message: m) }
     public static func notFound(_ m: String) -> EngineError { EngineError(code: .notFound, message: m) }
-    public static func conflict(_ m: String) -> EngineError { EngineError(code: .conflict, message: m) }
+    static func conflict(_ m: String) -> EngineError { EngineError(code: .conflict, message: m) }
     public static func payloadTooLarge(_ m: String) -> EngineError { EngineError(code: .payloadTooLarge, message: m) }
     public static func `internal`(_ m: String) -> EngineError { EngineError(code: .internal, message: m) }
 }

@@ -23,20 +23,20 @@ public final class EventBus: Sendable {
     private let readers = Locked<[ObjectIdentifier: any EventReader]>([:])
     private let count = Atomic<Int>(0)
     /// How far a reader may fall behind before it is dropped.
-    public let maxBehindBytes: Int
+    let maxBehindBytes: Int
     /// How often a comment line goes to every reader while any is connected.
-    public let keepaliveMillis: Int
+    let keepaliveMillis: Int
     /// Sends the comment; started with the first reader, stopped by `closeAll()`.
     private let keepalive = Mutex<(task: PeriodicTask?, closed: Bool)>((nil, false))
 
     /// A bus dropping readers that fall `maxBehindBytes` behind.
-    public init(maxBehindBytes: Int = 4 << 20, keepaliveMillis: Int = 15_000) {
+    init(maxBehindBytes: Int = 4 << 20, keepaliveMillis: Int = 15_000) {
         self.maxBehindBytes = maxBehindBytes
         self.keepaliveMillis = keepaliveMillis
     }
 
     /// Whether anyone listens (publishers skip building events when not).
-    public var hasReaders: Bool { count.load(ordering: .relaxed) > 0 }
+    var hasReaders: Bool { count.load(ordering: .relaxed) > 0 }
 
     /// How many readers are connected.
     public var readerCount: Int { count.load(ordering: .relaxed) }
@@ -90,7 +90,7 @@ public final class EventBus: Sendable {
     }
 
     /// Ends every stream (at shutdown).
-    public func closeAll() {
+    func closeAll() {
         let task = keepalive.withLock { k in
             k.closed = true
             defer { k.task = nil }

@@ -3,7 +3,7 @@ public import FCMCore
 /// A fault injected through `POST /api/v1/faults`: FCM misbehaving on purpose.
 public struct Fault: Sendable {
     /// What a fault does when it fires.
-    public enum Action: Sendable, Equatable {
+    enum Action: Sendable, Equatable {
         /// Answer the whole request with this HTTP status (and `Retry-After` when given).
         case status(Int, retryAfter: Int64?)
         /// Fail the matching recipients with this error inside a normal answer.
@@ -16,17 +16,17 @@ public struct Fault: Sendable {
         case closeConnection
     }
 
-    public var id: String
-    public var transport: String?
-    public var path: String?
-    public var senderID: String?
-    public var token: String?
-    public var topic: String?
-    public var action: Action
+    var id: String
+    var transport: String?
+    var path: String?
+    var senderID: String?
+    var token: String?
+    var topic: String?
+    var action: Action
     /// How many more times it fires; nil: until deleted.
-    public var remaining: Int64?
-    public var fired: Int64 = 0
-    public var createdAt: Int64
+    var remaining: Int64?
+    var fired: Int64 = 0
+    var createdAt: Int64
 
     /// The request-level part of `when`: transport, path, sender and topic (the token is checked
     /// per recipient, or against any recipient for request-level actions).

@@ -2,11 +2,11 @@ public import FCMCore
 
 /// An app of a project (`apps[]` of `POST /api/v1/projects`).
 public struct AppConfig: Sendable, Equatable {
-    public var app: String
-    public var platform: Platform
+    var app: String
+    var platform: Platform
     /// `valid` | `missing` | `expired`: sends reaching an iOS device of an app whose credential is
     /// not valid fail with `InvalidApnsCredential`.
-    public var apnsCredential: String
+    var apnsCredential: String
 
     public init(app: String, platform: Platform, apnsCredential: String) {
         self.app = app
@@ -23,9 +23,9 @@ public enum Platform: String, Sendable, Equatable {
 /// A Firebase project as the mock knows it: a sender id, its server keys and its apps.
 public struct Project: Sendable, Equatable {
     public var senderID: String
-    public var serverKeys: [String]
-    public var apps: [AppConfig]
-    public var createdAt: Int64
+    var serverKeys: [String]
+    var apps: [AppConfig]
+    var createdAt: Int64
     /// The Firebase project id HTTP v1 paths name (`projects/{project_id}/messages:send`);
     /// `project-{sender_id}` unless given.
     public var projectID: String
@@ -55,7 +55,7 @@ public struct ServiceAccount: Sendable, Equatable {
     public var clientEmail: String
     public var clientID: String
     public var publicKeyPEM: String
-    public var createdAt: Int64
+    var createdAt: Int64
 
     public init(privateKeyID: String, clientEmail: String, clientID: String, publicKeyPEM: String, createdAt: Int64) {
         self.privateKeyID = privateKeyID
@@ -79,20 +79,20 @@ public struct Device: Sendable, Equatable {
     public var token: String
     /// The Firebase installation id HTTP v1 may address it by (`fid`). A refreshed token's
     /// device and the device that replaced it share one: the installation is the same.
-    public var fid: String
+    var fid: String
     public var senderID: String
     public var app: String
     public var platform: Platform
     public var state: DeviceState
     /// For a refreshed token: the device that replaced it.
-    public var canonicalID: Int64?
-    public var online: Bool
-    public var createdAt: Int64
+    var canonicalID: Int64?
+    var online: Bool
+    var createdAt: Int64
     public var lastSeenAt: Int64
     // What it holds while offline lives in `EngineState.stored` only; the rendered `pending`
     // count is derived from there (`EngineState.render`), so it can never disagree with it.
     /// An iOS device's APNs token when one was given (lowercase); nil: derived (`apnsToken`).
-    public var givenAPNsToken: String? = nil
+    var givenAPNsToken: String? = nil
     /// An iOS device's APNs environment.
     public var apnsEnvironment: APNsEnvironment = .sandbox
     /// When an iOS device's APNs token expires (mock clock, ms; nil: never): then `ExpiredToken`.
@@ -102,7 +102,7 @@ public struct Device: Sendable, Equatable {
 extension Device {
     /// An iOS device's APNs device token: the one given, else derived from its FCM token; nil
     /// on other platforms.
-    public var apnsToken: String? {
+    var apnsToken: String? {
         guard platform == .ios else { return nil }
         return givenAPNsToken ?? APNsDeviceToken.derived(from: token)
     }

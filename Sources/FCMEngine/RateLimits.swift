@@ -2,8 +2,8 @@ import FCMCore
 
 /// `--device-rate N/PERIOD`, `--topic-rate N/PERIOD`: at most N messages per PERIOD.
 public struct RateLimit: Sendable, Equatable {
-    public var count: Int
-    public var periodMillis: Int64
+    var count: Int
+    var periodMillis: Int64
 
     /// Parses `N/PERIOD`, PERIOD being `500ms`, `10s`, `1m`, `1h` or plain seconds (`N/60`).
     public static func parse(_ text: String) -> RateLimit? {

@@ -36,13 +36,13 @@ public struct RecordBlocks: Sendable {
 /// to the room's): APNs's reasons, which its room answers as Apple does.
 public struct FaultErrors: Sendable {
     /// The transport whose faults may name them (`apns`).
-    public var transport: String
+    var transport: String
     /// One of them, in words (`an APNs reason`).
-    public var kind: String
+    var kind: String
     /// All of them, in words (`Apple's reasons`).
-    public var listName: String
+    var listName: String
     /// Their names, in the order an error message lists them.
-    public var names: [String]
+    var names: [String]
 
     public init(transport: String, kind: String, listName: String, names: [String]) {
         self.transport = transport
@@ -55,8 +55,8 @@ public struct FaultErrors: Sendable {
 /// What the rooms give the engine at start, so it needs none of their wire: how their record
 /// blocks read back, and the errors of their own a fault may answer with.
 public struct RoomHooks: Sendable {
-    public var recordBlocks: RecordBlocks
-    public var faultErrors: [FaultErrors]
+    var recordBlocks: RecordBlocks
+    var faultErrors: [FaultErrors]
 
     public init(recordBlocks: RecordBlocks = RecordBlocks(), faultErrors: [FaultErrors] = []) {
         self.recordBlocks = recordBlocks

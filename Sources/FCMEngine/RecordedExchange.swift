@@ -10,7 +10,7 @@ import FCMStore
 /// control API turns them into JSON when a record is read (`json(answer:)`, `json(headers:)`).
 public enum RecordedExchange {
     /// An answer's body is kept up to this many bytes (a multicast's results can be long).
-    public static let maxBodyBytes = 4096
+    static let maxBodyBytes = 4096
 
     /// A header value with the separators of the stored form (tab, line breaks) as spaces,
     /// appended as bytes: every tab, CR and LF is one space, except CR LF (one character), which
@@ -55,7 +55,7 @@ public enum RecordedExchange {
 
     /// `{"status":N,"content_type":"…","body":"…"}` (and `"body_truncated":true` when cut) of a
     /// stored answer.
-    public static func json(answer stored: String) -> String {
+    static func json(answer stored: String) -> String {
         let lines = stored.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
         let head = lines[0].split(separator: "\t", omittingEmptySubsequences: false)
         var w = JSONWriter()
@@ -71,7 +71,7 @@ public enum RecordedExchange {
     }
 
     /// `{"content-type":"…","authorization":"key=AIza12…",…}` of stored header lines.
-    public static func json(headers stored: String) -> String {
+    static func json(headers stored: String) -> String {
         var w = JSONWriter()
         w.beginObject()
         for line in stored.split(separator: "\n") {
