@@ -15,7 +15,8 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     init(_ what: String, _ rc: Int32) {
         description = "\(what): \(String(cString: gnutls_strerror(rc)))"
     }
-    init(_ what: String) { description = what }
+    /// A failure in the caller's words (a refused argument, for example).
+    public init(_ what: String) { description = what }
 }
 
 /// A server certificate and key loaded into GnuTLS credentials, shared by every session.

@@ -246,9 +246,9 @@ private func minimal(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
 }
 
 /// base64url (RFC 4648 §5) by nettle, for keys handed to and taken from users.
-enum Base64URL {
+public enum Base64URL {
     /// `bytes` in base64url without padding.
-    static func encode(_ bytes: [UInt8]) -> String {
+    public static func encode(_ bytes: [UInt8]) -> String {
         var ctx = base64_encode_ctx()
         nettle_base64url_encode_init(&ctx)
         var out = [CChar](repeating: 0, count: bytes.count / 3 * 4 + 8)
@@ -261,7 +261,7 @@ enum Base64URL {
 
     /// The bytes of base64url `text` (with or without padding), or nil: nettle's decoder skips
     /// white space, so only the alphabet is let through to it.
-    static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: String) -> [UInt8]? {
         var chars = Array(text.utf8)
         var padding = 0
         while chars.last == UInt8(ascii: "=") {

@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import Platform
 @testable import TLS
+@testable import WebPush
 import XCTest
 
 /// The Web Push endpoint through the real server (docs/spec/webpush.md sections 2 to 4): bodies

@@ -1,10 +1,11 @@
 // Web Push message encryption, both directions: RFC 8291 over RFC 8188's `aes128gcm` content
 // coding, and the older `aesgcm` draft (draft-ietf-webpush-encryption-04 over
 // draft-ietf-httpbis-encryption-encoding-03, with `Encryption: salt=` and `Crypto-Key: dh=`
-// headers). The primitives are GnuTLS's and nettle's (P256Keys.swift, Symmetric.swift); this file
-// is only the key schedule and the record layout.
+// headers). The primitives are GnuTLS's and nettle's, through the TLS layer (P256 keys and ECDH,
+// HKDF, AES-128-GCM, random bytes); this file is only the key schedule and the record layout.
 
-import CGnuTLS
+import FCMCore
+public import TLS
 
 /// Web Push encryption (RFC 8291, RFC 8188 and the `aesgcm` draft).
 public enum WebPushCrypto {
@@ -346,14 +347,6 @@ extension Optional where Wrapped == [UInt8] {
         if let self { return self }
         return try randomBytes(16)
     }
-}
-
-/// `count` random bytes from GnuTLS's generator.
-func randomBytes(_ count: Int) throws(TLSError) -> [UInt8] {
-    var out = [UInt8](repeating: 0, count: count)
-    let rc = gnutls_rnd(GNUTLS_RND_RANDOM, &out, count)
-    guard rc >= 0 else { throw TLSError("no random bytes", rc) }
-    return out
 }
 
 extension Substring {

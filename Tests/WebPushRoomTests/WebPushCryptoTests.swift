@@ -1,7 +1,8 @@
 import FCMCore
 import XCTest
 
-@testable import TLS
+import TLS
+@testable import WebPush
 
 /// Web Push encryption against the RFCs' own examples, both directions, and every reason a body
 /// does not decrypt; hostile bodies never crash.
