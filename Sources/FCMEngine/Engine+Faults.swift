@@ -44,9 +44,11 @@ extension Engine {
     /// The first request-level fault (status, protocol error, delay, close) that matches a
     /// request, counted as fired, as the one outcome every room turns into its wire: `tokens`
     /// are the recipients a `when.token` may name, `topic` the topic a `when.topic` may.
-    public func requestFault(transport: Transport, path: String, senderID: String?, tokens: [String],
-                             topic: String?) -> RequestFault? {
+    /// `tokens` and `topic` are worked out only while a fault is in force (every send asks).
+    public func requestFault(transport: Transport, path: String, senderID: String?, tokens: @autoclosure () -> [String],
+                             topic: @autoclosure () -> String?) -> RequestFault? {
         guard mayHaveFaults else { return nil }
+        let (tokens, topic) = (tokens(), topic())
         let f = state.withLock { $0.faults.fireRequestFault(transport: transport, path: path, senderID: senderID, tokens: tokens, topic: topic) }
         return f.flatMap(RequestFault.init)
     }

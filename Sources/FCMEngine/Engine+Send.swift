@@ -100,7 +100,8 @@ extension Engine {
         let path = submission.faultKey, byFID = submission.byInstallationID, undeliverable = submission.undeliverable
         let requestFault = submission.firedFault, clientMessageID = submission.clientMessageID
         let exchange = submission.exchange, recorded = submission.recordBlock, rules = submission.targetRules
-        let raw = { submission.bodyText }
+        // The kept body only, not the whole submission, in the closure the record reads it through.
+        let body = submission.body
         let now = submission.acceptedAt ?? clock.nowMillis()
         let dryRun = req.options.dryRun
         let tokens: [String]
@@ -111,7 +112,7 @@ extension Engine {
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
                               suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
                               wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable,
-                              groupsByToken: rules.groupsByToken, namePrefix: submission.namePrefix, errorNames: submission.errorNames,
+                              namePrefix: submission.namePrefix, errorNames: submission.errorNames,
                               answeredStatus: submission.answeredStatus ?? 0)
         // A Web Push body that would not decrypt is taken (201) and settles `undecryptable`.
         ctx.undecryptable = transport == .webpush && req.platforms?.webpush?["decrypt_error"].map { !$0.isNull } == true
@@ -153,7 +154,8 @@ extension Engine {
             }
             for n in placed.notices where s.addToInbox(device: n.device.id, id: n.id) { chunkFull.append(n.device.id) }
             var message = messageRow(fan, placed, ctx, multicastID: multicastID, data: dataJSON, notification: notificationJSON,
-                                 requestFault: requestFault, clientMessageID: clientMessageID, raw: raw)
+                                 requestFault: requestFault, clientMessageID: clientMessageID,
+                                 raw: { body.map { String(decoding: $0, as: UTF8.self) } })
             roomFields(&message, result, ctx, platforms: platformsJSON)
             result.v1Name = message.v1Name
             if transport == .webpush {
@@ -196,8 +198,6 @@ extension Engine {
         var byFID = false
         /// Why an accepted send reaches no device (its deliveries `dropped`).
         var undeliverable: String?
-        /// A device group's notification key may stand for a token.
-        var groupsByToken = true
         /// The start of the record's `name`, before the message's id.
         var namePrefix: String?
         /// The room's names for FCM's errors.

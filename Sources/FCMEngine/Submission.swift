@@ -59,9 +59,6 @@ public struct Submission: Sendable {
         self.transport = transport
         self.faultKey = faultKey
     }
-
-    /// The kept body as text (what a record's `raw_body` shows).
-    var bodyText: String? { body.map { String(decoding: $0, as: UTF8.self) } }
 }
 
 /// What a room's protocol says about a send's target, where the protocols differ.
