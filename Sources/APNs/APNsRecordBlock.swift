@@ -6,7 +6,8 @@ extension APNsRoutes {
     /// What an APNs send's record keeps of its request, as the record's platform blocks:
     /// `{"apns":{"push_type":…,"topic":…,"priority":…,"expiration":…,"collapse_id":…,
     /// "environment":…,"key_id"|"certificate_id":…,"apns_id":…,"apns_unique_id":…,
-    /// "payload":{…}}}`, Apple's defaults filled in; `expiration` is as given (null without one).
+    /// "payload":{…}}}`, Apple's defaults filled in (a body that is no JSON object: `"payload":null`
+    /// and the body as it came, `raw_body` or `body_base64`: `asSent`); `expiration` is as given (null without one).
     /// The `headers` object the control API and the inbox show is not stored: it repeats these
     /// fields, and is put back from them when the record is read
     /// (`APNsRecordBlock.withHeaders`).
@@ -15,12 +16,13 @@ extension APNsRoutes {
     /// serialized, no array grown and no writer's call per key: every APNs send writes one
     /// (docs/performance.md "APNs"). The payload is the body's compact text (`APNsBody`), copied in.
     static func recordedBlock(headers: APNsHeaders, apnsID: String, uniqueID: String?, payload: [UInt8],
-                              authorizedBy: (name: String, id: String), environment: APNsEnvironment) -> String {
+                              authorizedBy: (name: String, id: String), environment: APNsEnvironment,
+                              asSent: [UInt8] = []) -> String {
         // The keys and punctuation (under 400 bytes), 20 for each of 5 numbers, each string at
         // most 6 bytes a byte escaped (twice for those written twice), and the payload.
         let strings = (headers.topic?.utf8.count ?? 0) + (headers.collapseID?.utf8.count ?? 0) + authorizedBy.name.utf8.count
             + authorizedBy.id.utf8.count + apnsID.utf8.count + (uniqueID?.utf8.count ?? 0)
-        let bound = 400 + 5 * 20 + 12 * strings + 6 * 8 + payload.count
+        let bound = 400 + 5 * 20 + 12 * strings + 6 * 8 + payload.count + asSent.count
         // The ids are UUIDs (checked, or made here): hex digits and dashes, written as they are.
         return String(unsafeUninitializedCapacity: bound) { buffer in
             var out = BlockWriter(buffer)
@@ -35,6 +37,7 @@ extension APNsRoutes {
             out.text(#","apns_id":""#); out.text(apnsID)
             if let uniqueID { out.text(#"","apns_unique_id":""#); out.text(uniqueID); out.text(#"""#) } else { out.text(#"","apns_unique_id":null"#) }
             out.text(#","payload":"#); out.bytes(payload)
+            out.bytes(asSent)
             out.text("}}")
             return out.count
         }

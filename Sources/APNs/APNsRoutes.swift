@@ -83,8 +83,10 @@ public struct APNsRoutes: Sendable {
             let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
             let uniqueID = env == .sandbox ? Self.newUUID() : nil
             let req = Self.request(to: device, headers: headers, now: now)
-            let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? Self.emptyObject,
-                                              authorizedBy: auth.recorded, environment: env)
+            // A body that is no JSON object: no payload, and the body as it came.
+            let asSent = payload == nil ? Self.asSent(r.body) : nil
+            let recorded = Self.recordedBlock(headers: headers, apnsID: apnsID, uniqueID: uniqueID, payload: payload ?? Self.null,
+                                              authorizedBy: auth.recorded, environment: env, asSent: asSent?.member ?? [])
             let lastSeen = device.lastSeenAt
             // The answer is made as the send is decided and kept with its record.
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
@@ -92,12 +94,13 @@ public struct APNsRoutes: Sendable {
                 return Self.success(apnsID: apnsID, uniqueID: uniqueID)
             }
             // Apple does not parse the payload: one that is not a JSON object is accepted, and the
-            // phone drops it (recorded so, with the body as received).
+            // phone cannot take it (recorded so, undeliverable, with the body as received: the
+            // record's `raw_body` when it is text, and its `apns` block's either way).
             var submission = Submission(req, sender: device.senderID, transport: .apns, faultKey: r.path)
             submission.recordBlock = recorded
             submission.exchange = exchange
-            if payload == nil {
-                submission.body = r.body[...]
+            if let asSent {
+                if asSent.isText { submission.body = r.body[...] }
                 submission.undeliverable = Self.notAnObject
             }
             submission.acceptedAt = now
@@ -261,8 +264,32 @@ public struct APNsRoutes: Sendable {
         return req
     }
 
-    /// The payload a record keeps for a body that is not a JSON object.
-    static let emptyObject: [UInt8] = Array("{}".utf8)
+    /// The payload a record keeps for a body that is not a JSON object: none.
+    static let null: [UInt8] = Array("null".utf8)
+
+    /// A body that is not a JSON object as the record's `apns` block keeps it, after its
+    /// `payload`: `,"raw_body":"…"` when it is UTF-8 text, else `,"body_base64":"…"` (RFC 4648
+    /// base64 with padding).
+    static func asSent(_ body: [UInt8]) -> (member: [UInt8], isText: Bool) {
+        var out = Array(",".utf8)
+        if let text = String(validating: body, as: UTF8.self) {
+            appendJSONString("raw_body", to: &out)
+            out.append(UInt8(ascii: ":"))
+            appendJSONString(text, to: &out)
+            return (out, true)
+        }
+        appendJSONString("body_base64", to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendJSONString(base64(body), to: &out)
+        return (out, false)
+    }
+
+    /// Standard base64 (`+`, `/`, `=` padding), from the project's base64url.
+    static func base64(_ bytes: [UInt8]) -> String {
+        var s = String(base64URLEncode(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        while s.utf8.count % 4 != 0 { s += "=" }
+        return s
+    }
 
     /// The `apns-expiration` a send goes with: as given, else `now` (ms) plus the default TTL, in seconds.
     static func expirationHeader(_ headers: APNsHeaders, now: Int64) -> Int64 {

@@ -54,6 +54,10 @@ struct VerifiedProviderToken: Sendable {
     let keyID: String
     let teamID: String
     let issuedAt: Int64
+    /// The public key it verified with: a key registered again under the same id (revoked and
+    /// imported, a fixture's put back) must be the same key for the token to stand. Compared
+    /// as the key's own string, which is found equal without reading its bytes while unchanged.
+    let publicKeyPEM: String
 }
 
 /// Apple's rule for a provider token, at `now` (seconds on the mock's clock).
@@ -83,13 +87,16 @@ struct ProviderTokenRule: JWTRule {
         guard (try? P256PublicKey(pem: key.publicKeyPEM))?.verifiesES256(jwt.signingInput, signature: jwt.signature) == true else {
             throw APNsError(.invalidProviderToken, "the signature does not verify with key \(key.keyID)")
         }
-        return VerifiedProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: iat)
+        return VerifiedProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: iat, publicKeyPEM: key.publicKeyPEM)
     }
 
-    /// Its key still there (a revoked key's tokens are refused at once), and its age: not from
-    /// the future, not over an hour.
+    /// Its key still there and the same (a revoked key's tokens are refused at once), and its
+    /// age: not from the future, not over an hour.
     func recheck(_ v: VerifiedProviderToken) throws(APNsError) {
-        guard engine.apnsKey(v.keyID) != nil else { throw unknownKey(v.keyID) }
+        guard let key = engine.apnsKey(v.keyID) else { throw unknownKey(v.keyID) }
+        guard key.publicKeyPEM == v.publicKeyPEM, key.teamID == v.teamID else {
+            throw APNsError(.invalidProviderToken, "key \(v.keyID) is another key than the one this token was verified with")
+        }
         if v.issuedAt > now + ProviderTokens.skewSeconds {
             throw APNsError(.invalidProviderToken, "iat is \(v.issuedAt - now) s ahead of the mock's clock (at most \(ProviderTokens.skewSeconds))")
         }

@@ -100,8 +100,8 @@ extension ControlAPI {
         }
         try each("status") { (x: inout MessageFilter, v: String) throws(ControlError) in
             guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped", "replaced",
-                   "undecryptable", "deleted"].contains(v) else {
-                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced, undecryptable, deleted")
+                   "undecryptable", "undeliverable", "deleted"].contains(v) else {
+                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced, undecryptable, undeliverable, deleted")
             }
             x.status = v
         }

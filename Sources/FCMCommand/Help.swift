@@ -17,7 +17,8 @@ public enum Help {
             "commands:",
         ]
         let all = [("serve", "runs the server (the default command)")] + CLI.commands
-            + [("cert", "writes a local CA and a server certificate for Google's FCM host names"),
+            + [("apns-token", "prints an APNs provider token signed with a .p8 (no server needed), for curl"),
+               ("cert", "writes a local CA and a server certificate for Google's FCM host names"),
                ("version", "prints the version (also --version)"),
                ("help", "prints this, or a command's help: fcm-mock help serve")]
         for (name, summary) in all { lines.append("  " + name.padding(10) + summary) }
@@ -64,6 +65,8 @@ public enum Help {
                 ? "exit codes: 0 healthy; 1 anything else, bad options included (a Docker HEALTHCHECK reserves 2)."
                 : "exit codes: 0 done; 1 the server is unreachable or answered an error; 2 bad options."]
             return lines.joined(separator: "\n")
+        case "apns-token":
+            return CLI.apnsTokenHelp
         case "cert":
             return ([
                 "usage: fcm-mock cert --out DIR [--host NAME]...",

@@ -9,7 +9,9 @@ public struct APNsTeam: Sendable, Equatable {
     public let createdAt: Int64
 }
 
-/// An APNs signing key the mock made: its public half (the private one was shown once).
+/// An APNs signing key: its public half. The mock made it (the private one was shown once), or
+/// it was imported (`POST /api/v1/apns/keys` with `public_key_pem`, a fixture's `apns.teams`):
+/// its private half is the sender's.
 public struct APNsKey: Sendable, Equatable {
     public let keyID: String
     public let teamID: String
@@ -98,6 +100,21 @@ extension Engine {
         return key
     }
 
+    /// A fixture's key (`apns.teams[].keys[]`): registered under `teamID` (which must exist), or
+    /// put back as the fixture says when a key of that id is another one or was revoked (a
+    /// restart and a reset apply the fixtures again); nothing is written when it is as declared.
+    public func putFixtureAPNsKey(teamID: String, keyID: String, publicKeyPEM: String) throws(EngineError) {
+        try Self.checkAppleID(keyID, what: "key_id")
+        try Self.checkAppleID(teamID, what: "team_id")
+        let now = clock.nowMillis()
+        let ticket: Store.Ticket? = apnsCredentials.withLock { s in
+            if let k = s.keys[keyID], k.teamID == teamID, k.publicKeyPEM == publicKeyPEM { return nil }
+            s.keys[keyID] = APNsKey(keyID: keyID, teamID: teamID, publicKeyPEM: publicKeyPEM, createdAt: now)
+            return submit([Writes.saveAPNsKey(keyID: keyID, teamID: teamID, publicKey: publicKeyPEM, createdAt: now)])
+        }
+        if let ticket { try commitControl(ticket) }
+    }
+
     /// Revokes a key: its provider tokens are refused from the next request on.
     public func revokeAPNsKey(_ keyID: String) throws(EngineError) {
         let ticket: Store.Ticket? = apnsCredentials.withLock { s in
@@ -158,13 +175,14 @@ extension Engine {
     }
 
     /// Team and key ids are 10 uppercase letters or digits.
-    static func checkAppleID(_ id: String, what: String) throws(EngineError) {
+    public static func checkAppleID(_ id: String, what: String) throws(EngineError) {
         guard id.utf8.count == 10, id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) else {
             throw .badRequest("\(what) must be 10 uppercase letters or digits, as Apple's are")
         }
     }
 
-    static func checkBundleID(_ b: String) throws(EngineError) {
+    /// A bundle id: 1 to 255 printable ASCII characters, no space, '/' or '"'.
+    public static func checkBundleID(_ b: String) throws(EngineError) {
         guard !b.isEmpty, b.utf8.count <= 255,
             b.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\"") })
         else { throw .badRequest("a bundle id is 1 to 255 printable ASCII characters without spaces or '/'") }

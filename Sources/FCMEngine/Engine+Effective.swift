@@ -105,6 +105,14 @@ extension Render {
         let req = SendRequest.stored(data: r.data, notification: r.notification, collapseKey: r.collapseKey, timeToLive: r.timeToLive,
                                      flags: r.flags, priority: r.priority, platforms: r.platforms, acceptedAtMillis: r.acceptedAt,
                                      blocks: blocks)
-        return .object(EffectivePayload.payload(req, for: platform.push, acceptedAtMillis: r.acceptedAt))
+        var payload = EffectivePayload.payload(req, for: platform.push, acceptedAtMillis: r.acceptedAt)
+        if let apns = req.platforms?.apns, apns["payload"]?.isNull == true, case .object(var shown)? = payload["apns"] {
+            // A body that is no JSON object (an APNs send's): no payload, and the body as it
+            // came (`raw_body` as text, else `body_base64`), not one made up from nothing.
+            shown["payload"] = .null
+            for k in ["raw_body", "body_base64"] { if let v = apns[k] { shown[k] = v } }
+            payload["apns"] = .object(shown)
+        }
+        return .object(payload)
     }
 }

@@ -151,8 +151,9 @@ extension Engine {
             return
         }
         if ctx.undeliverable != nil {
-            // Accepted, but the device drops it (Apple cannot tell the sender; the record can).
-            row.status = "dropped"
+            // Accepted, but the device cannot take it (Apple cannot tell the sender; the record
+            // and the inbox can).
+            row.status = "undeliverable"
             return
         }
         if target.online {

@@ -123,6 +123,7 @@ enum EventJSON {
         case "dropped": return "message.dropped"
         case "replaced": return "message.replaced"
         case "undecryptable": return "message.undecryptable"
+        case "undeliverable": return "message.undeliverable"
         case "deleted": return "message.deleted"
         default: return nil
         }

@@ -12,8 +12,25 @@ public struct FixtureDocument: Sendable {
     public var devices: [DeviceSpec] = []
     public var subscriptions: [(topic: String, tokens: [String])] = []
     public var groups: [(name: String, senderID: String, members: [String])] = []
+    /// `apns.teams`: APNs teams, their apps and the public keys their provider tokens are signed
+    /// with (checked when the file was read: ids, PEMs, no key id twice).
+    public var apnsTeams: [APNsFixtureTeam] = []
 
     public init(name: String) { self.name = name }
+}
+
+/// A fixture's APNs team (`apns.teams[i]`): its apps (added to those it has) and its keys.
+public struct APNsFixtureTeam: Sendable {
+    public let teamID: String
+    public let bundleIDs: [String]
+    /// The keys by id, each its public key as PEM (SubjectPublicKeyInfo, as the reader wrote it).
+    public let keys: [(keyID: String, publicKeyPEM: String)]
+
+    public init(teamID: String, bundleIDs: [String], keys: [(keyID: String, publicKeyPEM: String)]) {
+        self.teamID = teamID
+        self.bundleIDs = bundleIDs
+        self.keys = keys
+    }
 }
 
 /// Loads fixture files (docs/spec/control-api.md "Fixtures file") through the same engine calls the control
@@ -42,6 +59,7 @@ public enum Fixtures {
             }
             try commit(tickets, of: d, engine)
             if let refused { throw refused }
+            try applyAPNs(d, into: engine)
             // Subscriptions and groups name devices, so they come after the devices' commit.
             try applyLinks(d, into: engine)
         }
@@ -52,7 +70,12 @@ public enum Fixtures {
     /// devices, then their subscriptions and groups. No documents: a reset keeping no device.
     public static func reset(_ documents: [FixtureDocument], _ engine: Engine) throws(EngineError) {
         do {
-            for d in documents { try commit(try queueProjects(d, into: engine), of: d, engine) }
+            for d in documents {
+                try commit(try queueProjects(d, into: engine), of: d, engine)
+                // A fixture's APNs keys come back (one revoked since included); teams get their
+                // apps back. Keys made since are kept, as they are by a reset.
+                try applyAPNs(d, into: engine)
+            }
         } catch {
             throw .internal("re-applying the fixtures failed: \(error.description)")
         }
@@ -82,6 +105,25 @@ public enum Fixtures {
                 try engine.commit(t)
             } catch {
                 throw d.failure("$", "the store failed while loading: \(error.description)")
+            }
+        }
+    }
+
+    /// A document's APNs teams (made, or their apps added) and keys (registered, or put back as
+    /// declared).
+    private static func applyAPNs(_ d: FixtureDocument, into engine: Engine) throws(ConfigurationError) {
+        for (i, t) in d.apnsTeams.enumerated() {
+            do {
+                try engine.putAPNsTeam(t.teamID, bundleIDs: t.bundleIDs, adding: true)
+            } catch {
+                throw d.failure("$.apns.teams[\(i)]", error.message)
+            }
+            for (j, k) in t.keys.enumerated() {
+                do {
+                    try engine.putFixtureAPNsKey(teamID: t.teamID, keyID: k.keyID, publicKeyPEM: k.publicKeyPEM)
+                } catch {
+                    throw d.failure("$.apns.teams[\(i)].keys[\(j)]", error.message)
+                }
             }
         }
     }

@@ -120,6 +120,8 @@ extension Render {
         }
         w.key("message_id"); w.value(MessageID(micros: r.id, suffix: r.suffix).description)
         w.key("status"); w.value(status)
+        // Why an accepted send never reached the device (an APNs body that is no JSON object).
+        if status == "undeliverable" { w.key("error_detail"); w.value(r.errorDetail) }
         w.key("accepted_at"); w.value(rfc3339(millis: r.acceptedAt))
         w.key("delivered_at"); w.value(r.deliveredAt.map { rfc3339(millis: $0) })
         w.key("expires_at"); w.value(rfc3339(millis: r.expiresAt))

@@ -40,8 +40,9 @@ public struct Submission: Sendable {
     /// How the room's records and events name FCM's errors (HTTP v1's FcmError codes); nil:
     /// by FCM's own names (`NotRegistered`).
     public var errorNames: (@Sendable (FCMErrorCode) -> String)?
-    /// Why an accepted send cannot reach a device: each delivery is `dropped`, the record keeps
-    /// the reason as `error_detail` and the body as received.
+    /// Why an accepted send cannot reach a device: each delivery is `undeliverable`, the record
+    /// (and each inbox entry) keeps the reason as `error_detail`, and the record the body as
+    /// received (`body`, when it is text; the room's block keeps it otherwise).
     public var undeliverable: String?
     /// The mock clock's time (ms) the room decided the send's options from (an APNs send's
     /// expiration), taken as its accept time; nil: read when the engine takes it.

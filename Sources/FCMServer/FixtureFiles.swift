@@ -1,3 +1,4 @@
+import APNs
 import Control
 import RoomKit
 import FCMCore
@@ -17,9 +18,19 @@ extension Fixtures {
         var documents: [FixtureDocument] = []
         // Each document is applied before the next is read: a later file may name a project an
         // earlier one declared.
+        // Each APNs key id once across the files: a second declaration would replace the first.
+        var keyIDs: [String: String] = [:]
         for path in try files(paths) {
             // Parsed (and the file's bytes and JSON tree let go) before anything is applied.
             let d = try parse(path.bytes(), name: path.name, now: now)
+            for (i, t) in d.apnsTeams.enumerated() {
+                for (j, k) in t.keys.enumerated() {
+                    if let other = keyIDs[k.keyID] {
+                        throw d.failure("$.apns.teams[\(i)].keys[\(j)].key_id", "key '\(k.keyID)' is declared in \(other) too")
+                    }
+                    keyIDs[k.keyID] = d.name
+                }
+            }
             try Fixtures.apply([d], into: engine)
             documents.append(d)
         }
@@ -64,8 +75,16 @@ extension Fixtures {
             throw fail("$", "invalid JSON: \(error.message)")
         }
         guard let obj = root.objectValue else { throw fail("$", "the document must be a JSON object") }
-        for k in obj.keys where !["projects", "devices", "subscriptions", "groups"].contains(k) {
-            throw fail("$.\(k)", "unknown key; allowed: projects, devices, subscriptions, groups")
+        for k in obj.keys where !["projects", "devices", "subscriptions", "groups", "apns"].contains(k) {
+            throw fail("$.\(k)", "unknown key; allowed: projects, devices, subscriptions, groups, apns")
+        }
+        if let v = obj["apns"] {
+            // APNs teams and the public keys of their provider tokens (docs/apns.md, "Keys you bring").
+            do {
+                d.apnsTeams = try APNsControl.fixtureTeams(v)
+            } catch {
+                throw fail(error.path, error.message)
+            }
         }
         if let v = obj["projects"] {
             guard let items = v.arrayValue else { throw fail("$.projects", "must be an array") }

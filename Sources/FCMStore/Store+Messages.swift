@@ -182,6 +182,9 @@ public struct InboxRow: Sendable {
     public var timeToLive: Int64 = 0
     public var flags: Int64 = 0
     public var platforms: String?
+    /// The record's `error_detail`: why an accepted send could not reach the device (an
+    /// `undeliverable` entry says so).
+    public var errorDetail: String? = nil
 }
 
 extension SQLiteConnection {
@@ -315,13 +318,14 @@ extension SQLiteConnection {
         var row: InboxRow?
         try query("""
             SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
-              m.transport, m.target_kind, m.data, m.notification, m.target_value, m.time_to_live, m.flags, m.platforms
+              m.transport, m.target_kind, m.data, m.notification, m.target_value, m.time_to_live, m.flags, m.platforms,
+              m.error_detail
             FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
             """, [.int(deliveryID)]) { (r: Statement) throws(StoreError) in
             row = InboxRow(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), status: r.text(2) ?? "", acceptedAt: r.int(3),
                            deliveredAt: r.optionalInt(4), expiresAt: r.int(5), collapseKey: r.text(6), priority: r.text(7),
                            transport: r.text(8), targetKind: r.text(9), data: r.text(10), notification: r.text(11), targetValue: r.text(12),
-                           timeToLive: r.int(13), flags: r.int(14), platforms: r.text(15))
+                           timeToLive: r.int(13), flags: r.int(14), platforms: r.text(15), errorDetail: r.text(16))
         }
         return row
     }

@@ -57,8 +57,10 @@ case "health", "devices", "messages", "send", "service-account", "apns-key", "ap
     exit(CLI.run(command, args, environment: processEnvironment()))
 case "cert":
     exit(CLI.cert(args))
+case "apns-token":
+    exit(CLI.apnsToken(args))
 default:
-    fail("unknown command '\(command)' (commands: serve, health, devices, messages, send, service-account, apns-key, apns-cert, cert, version; see fcm-mock --help)")
+    fail("unknown command '\(command)' (commands: serve, health, devices, messages, send, service-account, apns-key, apns-cert, apns-token, cert, version; see fcm-mock --help)")
 }
 
 // Block the stop signals before any thread exists, so every thread inherits the mask and the main

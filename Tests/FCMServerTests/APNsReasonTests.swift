@@ -11,19 +11,49 @@ import XCTest
 extension APNsTests {
     func testAPayloadThatIsNotAJSONObjectIsAcceptedAndRecordedAsUndeliverable() throws {
         let token = try apnsToken(of: "demo-ios-1")
+        let c = server.client()
         for body in ["not json at all", "[1,2,3]", #""a string""#] {
             let a = try send(path: "/3/device/\(token)", body: body)
             XCTAssertEqual(a.status, 200, a.body)
             XCTAssertEqual(a.body, "")
-            let record = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns&limit=1")).first)
+            let record = try XCTUnwrap(items(try c.get("/api/v1/messages?transport=apns&limit=1")).first)
             XCTAssertEqual(record["status"]?.stringValue, "accepted", "\(record)")
             XCTAssertEqual(record["raw_body"]?.stringValue, body, "the body as received: \(record)")
             XCTAssertEqual(record["error_detail"]?.stringValue, "undeliverable: payload is not a JSON object", "\(record)")
-            XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "dropped", "\(record)")
+            XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "undeliverable", "\(record)")
+            // No payload made up: the apns block keeps the body as sent.
+            let apns = try XCTUnwrap(record["apns"]?.objectValue)
+            XCTAssertEqual(apns["payload"], .null, "\(apns)")
+            XCTAssertEqual(apns["raw_body"]?.stringValue, body)
+            XCTAssertNil(apns["body_base64"])
         }
-        let inbox = items(try server.client().get("/api/v1/devices/demo-ios-1/messages"))
-        XCTAssertEqual(inbox.compactMap { $0["status"]?.stringValue }, ["dropped", "dropped", "dropped"])
-        XCTAssertEqual(items(try server.client().get("/api/v1/messages?transport=apns")).count, 3, "each recorded once")
+        let inbox = items(try c.get("/api/v1/devices/demo-ios-1/messages"))
+        XCTAssertEqual(inbox.compactMap { $0["status"]?.stringValue }, ["undeliverable", "undeliverable", "undeliverable"])
+        let entry = try XCTUnwrap(inbox.first)
+        XCTAssertEqual(entry["error_detail"]?.stringValue, "undeliverable: payload is not a JSON object", "\(entry)")
+        let effective = try XCTUnwrap(entry["effective"]?.objectValue?["apns"]?.objectValue)
+        XCTAssertEqual(effective["payload"], .null, "\(effective)")
+        XCTAssertEqual(effective["raw_body"]?.stringValue, "not json at all")
+        XCTAssertEqual(effective["headers"]?.objectValue?["apns-topic"]?.stringValue, topic)
+        XCTAssertEqual(items(try c.get("/api/v1/devices/demo-ios-1/messages?status=undeliverable")).count, 3)
+        XCTAssertEqual(items(try c.get("/api/v1/messages?transport=apns")).count, 3, "each recorded once")
+        XCTAssertEqual(items(try c.get("/api/v1/messages?status=undeliverable")).count, 3)
+
+        // Bytes that are not UTF-8: kept as base64, and no text made of them.
+        let file = NSTemporaryDirectory() + "apns-binary-\(UUID().uuidString)"
+        try Data([0x61, 0x62, 0xFF, 0xFE, 0x00, 0x7B]).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let r = try runProcess(try HTTP2Tests.tool("curl"), [
+            "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http2-prior-knowledge", "-H", "authorization: bearer \(try self.token())",
+            "-H", "apns-topic: \(topic)", "--data-binary", "@\(file)", "http://127.0.0.1:\(server.port)/3/device/\(token)"])
+        XCTAssertEqual(r.stdout, "200", r.stderr)
+        let record = try XCTUnwrap(items(try c.get("/api/v1/messages?transport=apns&limit=1")).first)
+        XCTAssertNil(record["raw_body"], "\(record)")
+        XCTAssertEqual(record["apns"]?.objectValue?["body_base64"]?.stringValue, "YWL//gB7")
+        XCTAssertEqual(record["apns"]?.objectValue?["payload"], .null)
+        XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "undeliverable")
+        let newest = try XCTUnwrap(items(try c.get("/api/v1/devices/demo-ios-1/messages?order=newest&limit=1")).first)
+        XCTAssertEqual(newest["effective"]?.objectValue?["apns"]?.objectValue?["body_base64"]?.stringValue, "YWL//gB7")
     }
 
     func testEveryAppleReasonIsAFaultsError() throws {

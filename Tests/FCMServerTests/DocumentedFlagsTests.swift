@@ -11,7 +11,7 @@ final class DocumentedFlagsTests: XCTestCase {
 
     /// The commands and the flags each accepts, read from their help, which is generated from the
     /// tables their parsers use (`Configuration.options`, `CLI.options`; `cert`'s two).
-    static let commands = ["serve", "health", "devices", "messages", "send", "service-account", "apns-key", "apns-cert", "cert"]
+    static let commands = ["serve", "health", "devices", "messages", "send", "service-account", "apns-key", "apns-cert", "apns-token", "cert"]
 
     static func accepted(by command: String) -> Set<String> {
         var flags: Set<String> = ["--help", "-h"]
@@ -53,7 +53,7 @@ final class DocumentedFlagsTests: XCTestCase {
         let any = byCommand.values.reduce(Set<String>(["--version"])) { $0.union($1) }
         let flag = try NSRegularExpression(pattern: #"(?<![A-Za-z0-9_-])--[a-z][a-z0-9-]*"#)
         let invocation = try NSRegularExpression(
-            pattern: #"fcm-mock(?: (serve|health|devices|messages|send|service-account|apns-key|apns-cert|cert))?(?= --| |$)|make run ARGS="#)
+            pattern: #"fcm-mock(?: (serve|health|devices|messages|send|service-account|apns-key|apns-cert|apns-token|cert))?(?= --| |$)|make run ARGS="#)
         var checked = 0
         var problems: [String] = []
         for file in files {

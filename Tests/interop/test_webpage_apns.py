@@ -230,3 +230,38 @@ def test_a_send_authorized_by_a_client_certificate(mock_https, page, tmp_path):
     set_scheme(page, "light", DESKTOP)
     open_detail(page, mock.base_url, record["message_id"])
     assert dict(facts(page, "Summary"))["authorized by"] == "client certificate " + cert["id"]
+
+
+def test_a_payload_that_is_not_a_json_object(mock, sent, page):
+    """Accepted (200, as Apple does) and undeliverable: the list line says why, the Request tab
+    shows the body as sent (markup kept as text), Previews and the device view a card saying so."""
+    body = "<b>not json</b> at all"
+    provider = jwt.encode({"iss": TEAM, "iat": int(time.time())}, sent["key"]["private_key_pem"], algorithm="ES256",
+                          headers={"kid": sent["key"]["key_id"]})
+    with httpx.Client(http1=False, http2=True, trust_env=False, timeout=20) as client:
+        r = client.post(f"{mock.base_url}/3/device/{sent['apns_token']}", content=body.encode(),
+                        headers={"authorization": "bearer " + provider, "apns-topic": APP_A_IOS})
+    assert (r.status_code, r.content) == (200, b""), r.text
+    record = mock.api("GET", "/api/v1/messages?transport=apns&limit=1")["items"][0]
+    assert record["error_detail"] == "undeliverable: payload is not a JSON object"
+    assert [p["status"] for p in record["recipients"]] == ["undeliverable"]
+    assert (record["apns"]["payload"], record["apns"]["raw_body"]) == (None, body)
+    entry = mock.api("GET", f"/api/v1/devices/{sent['fcm']}/messages?order=newest&limit=1")["items"][0]
+    assert (entry["status"], entry["error_detail"]) == ("undeliverable", record["error_detail"])
+    assert (entry["effective"]["apns"]["payload"], entry["effective"]["apns"]["raw_body"]) == (None, body)
+
+    set_scheme(page, "light", DESKTOP)
+    open_page(page, mock.base_url + "/")
+    page.wait_for(f"!!document.querySelector('#messages tr[data-id={js(record['message_id'])}]')", what="the send's line")
+    line = row_cells(page)[record["message_id"]]
+    assert (line["what"], line["mark"], line["recip"]) == (record["error_detail"], "!", "1 undeliverable"), line
+    open_detail(page, mock.base_url, record["message_id"])
+    page.click("#detail .detail-tabs button[data-tab=Request]")
+    assert "payload as sent (not a JSON object: undeliverable)" in \
+        page.eval("document.querySelector('#detail .tab-panel[data-tab=Request]').textContent")
+    assert page.eval("document.querySelector('#detail .tab-panel[data-tab=Request] pre.body').textContent") == body
+    page.click("#detail .detail-tabs button[data-tab=Previews]")
+    page.wait_for("!!document.querySelector('#detail .pv-card.pv-kind-undeliverable')", what="the undeliverable card")
+    assert page.eval("document.querySelector('#detail .pv-card.pv-kind-undeliverable .pv-body').textContent") == body
+    assert page.eval("document.querySelectorAll('#detail b, #messages b').length") == 0
+    assert_readable(page)

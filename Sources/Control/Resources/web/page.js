@@ -78,7 +78,7 @@ function gist(m) {
   return { text: "(empty)", cls: "muted" };
 }
 // The recipients summed up: "118 delivered · 12 pending · 2 failed".
-const ORDER = ["delivered", "pending", "failed", "undecryptable", "expired", "collapsed", "replaced", "dropped", "deleted"];
+const ORDER = ["delivered", "pending", "failed", "undecryptable", "undeliverable", "expired", "collapsed", "replaced", "dropped", "deleted"];
 function recipientSummary(m) {
   let counts = m.recipient_counts;
   if (!counts) {
@@ -92,6 +92,7 @@ function mark(m, parts) {
   if (m.status === "rejected") return ["✕", "bad", "rejected"];
   if (parts.some(p => p.status === "failed")) return ["!", "bad", "some recipients failed"];
   if (parts.some(p => p.status === "undecryptable")) return ["!", "bad", "would not decrypt"];
+  if (parts.some(p => p.status === "undeliverable")) return ["!", "bad", "undeliverable"];
   if (parts.some(p => p.status === "pending")) return ["◷", "warn", "pending"];
   if (parts.some(p => p.status === "expired" || p.status === "dropped")) return ["!", "bad", "not delivered"];
   return ["✓", "good", "accepted"];

@@ -6,7 +6,7 @@
   const fcm = window.fcm = window.fcm || {};
   // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
   const SVG = "http://www.w3.org/2000/svg";
-  const STATUSES = ["delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "deleted"];
+  const STATUSES = ["delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
 
   const el = fcm.el;
   const str = fcm.str;
@@ -207,6 +207,17 @@
     return card;
   }
 
+  // An APNs body that is no JSON object: the phone cannot show it; the card says why and shows
+  // the body as it came (the entry's `effective.apns.raw_body`, or `body_base64`).
+  function undeliverableCard(a, info, entry) {
+    const { card, head } = shell("ios", "undeliverable", info, entry);
+    head.append(el("span", "undeliverable", "pv-kind-label"), el("span", info.app || "iOS app", "pv-app"));
+    headTail(head, info, entry);
+    card.append(el("div", str(entry.error_detail || "undeliverable: payload is not a JSON object"), "pv-title"),
+                el("div", typeof a.raw_body === "string" ? a.raw_body : "base64: " + str(a.body_base64), "pv-body"));
+    return card;
+  }
+
   function dataCard(platform, data, info, entry, label) {
     const { card, head } = shell(platform, "data", info, entry);
     head.append(el("span", label || "data message", "pv-kind-label"), el("span", info.app || platform, "pv-app"));
@@ -249,6 +260,7 @@
     }
     const w = isObject(entry.webpush) ? entry.webpush : null;
     if (w && w.decrypt_error) return undecryptableCard(w, i, entry);
+    if (isObject(eff.apns) && eff.apns.payload === null) return undeliverableCard(eff.apns, i, entry);
     const s = shown(eff);
     // A push whose plaintext is no notification: the service worker gets the text.
     if (!s.visible && w && typeof w.plaintext === "string") return dataCard("web", { plaintext: w.plaintext }, i, entry, "push message");

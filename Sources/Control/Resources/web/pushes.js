@@ -27,6 +27,7 @@ function alertText(alert, key, locKey) {
 function apnsGist(m) {
   const a = apnsBlock(m);
   if (!a) return null;
+  if (a.payload === null) return { text: str(m.error_detail || "undeliverable: payload is not a JSON object"), cls: "undeliverable" };
   const payload = isObject(a.payload) ? a.payload : {};
   const aps = isObject(payload.aps) ? payload.aps : {};
   const alert = typeof aps.alert === "string" ? { body: aps.alert } : isObject(aps.alert) ? aps.alert : {};
@@ -134,7 +135,11 @@ function apnsRequest(m, box, pretty) {
     box.append(el("h4", "other headers"));
     facts(box, Object.entries(m.headers));
   }
-  if (a && a.payload !== undefined) {
+  if (a && a.payload === null) {
+    // No JSON object: the body as it came, text or base64 (undeliverable).
+    box.append(el("h4", "payload as sent (not a JSON object: undeliverable)"));
+    box.append(el("pre", typeof a.raw_body === "string" ? a.raw_body : "base64: " + str(a.body_base64), "body"));
+  } else if (a && a.payload !== undefined) {
     box.append(el("h4", "payload"));
     box.append(el("pre", JSON.stringify(a.payload, null, 2), "body"));
   } else if (m.raw_body) {

@@ -16,7 +16,7 @@ const LABELS = { device: "token", topic: "topic", status: "status", error: "erro
 // Names that can be excluded, and the control API's name for each.
 const NEGATABLE = ["device", "topic", "status", "error", "transport", "app", "project", "text"];
 const API = { device: "token", project: "sender_id", v1_name: "v1_name" };
-const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "deleted"];
+const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
 const TRANSPORTS = { legacy: "http", http: "http", v1: "http_v1", http_v1: "http_v1", xmpp: "xmpp", apns: "apns", webpush: "webpush" };
 // Every name the URL may carry for the message list (`q`: text typed but not yet made chips).
 const NAMES = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until", "app", "text", "v1_name"]
