@@ -1,5 +1,5 @@
 import FCMCore
-public import FCMStore
+import FCMStore
 import Platform
 
 /// Filters of `GET /api/v1/messages`.

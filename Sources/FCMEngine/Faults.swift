@@ -1,4 +1,4 @@
-public import FCMCore
+import FCMCore
 
 /// A fault injected through `POST /api/v1/faults`: FCM misbehaving on purpose.
 public struct Fault: Sendable {
