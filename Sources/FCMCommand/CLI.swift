@@ -104,100 +104,10 @@ public enum CLI {
         guard let endpoint = Endpoint(server) else { return bad("--server must be http://HOST:PORT or https://HOST:PORT, got '\(server)'") }
         let client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
         switch command {
-        case "health":
-            // Readiness first (every listener up, the store writing): what the image's
-            // HEALTHCHECK runs, so a server still starting is not yet healthy.
-            guard let ready = client.request("GET", "/readyz") else {
-                print("unhealthy: no healthy answer from \(server)")
-                return 1
-            }
-            if ready.status == 503, let reason = ready.object?["reason"]?.stringValue {
-                print("unhealthy: fcm-mock at \(server): \(reason)")
-                return 1
-            }
-            let answer = client.request("GET", "/api/v1/health")
-            guard let r = answer, r.status == 200, let o = r.object, o["status"]?.stringValue == "ok" else {
-                // A server that answers 503 because it cannot write says why (`failing: <reason>`).
-                if let store = answer?.object?["store"]?.stringValue, store != "ok" {
-                    print("unhealthy: fcm-mock at \(server): store \(store)")
-                } else {
-                    print("unhealthy: no healthy answer from \(server)")
-                }
-                return 1
-            }
-            if json { print(r.text) } else {
-                print("ok: fcm-mock \(o["version"]?.stringValue ?? "?") at \(server), up \(o["uptime_s"]?.numberValue?.text ?? "?") s")
-            }
-            return 0
-        case "devices":
-            // Every device: the pages are followed to the end.
-            var devices: [JSONObject] = []
-            var cursor: String?
-            repeat {
-                let page = "/api/v1/devices?limit=1000" + (cursor.map { "&cursor=\(FormBody.percentEncode($0))" } ?? "")
-                guard let r = client.expectOK("GET", page) else { return 1 }
-                devices += rows(r)
-                cursor = r.object?["next"]?.stringValue
-            } while cursor != nil
-            if json {
-                print(JSONValue.object(JSONObject([("items", .array(devices.map { .object($0) })), ("next", .null)])).serialized())
-                return 0
-            }
-            table(["TOKEN", "SENDER", "APP", "PLATFORM", "STATE", "ONLINE", "PENDING", "TOPICS"], devices.map { d in
-                [short(d["token"]?.stringValue), d["sender_id"]?.stringValue ?? "", d["app"]?.stringValue ?? "",
-                 d["platform"]?.stringValue ?? "", d["state"]?.stringValue ?? "", d["online"]?.boolValue == true ? "yes" : "no",
-                 d["pending"]?.numberValue?.text ?? "0",
-                 (d["topics"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",")]
-            })
-            return 0
-        case "messages":
-            var path: String
-            if let t = options["--token"]?.last {
-                path = "/api/v1/devices/\(FormBody.percentEncode(t))/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "1000"))"
-                if let w = options["--wait"]?.last { path += "&wait=\(FormBody.percentEncode(w))&min=1" }
-            } else {
-                path = "/api/v1/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "100"))"
-            }
-            if let s = options["--status"]?.last { path += "&status=\(FormBody.percentEncode(s))" }
-            guard let r = client.expectOK("GET", path) else { return 1 }
-            if json { print(r.text); return 0 }
-            if options["--token"] != nil {
-                table(["MESSAGE_ID", "STATUS", "ACCEPTED", "VIA", "DATA"], rows(r).map { m in
-                    [m["message_id"]?.stringValue ?? "", m["status"]?.stringValue ?? "", m["accepted_at"]?.stringValue ?? "",
-                     "\(m["via"]?.objectValue?["transport"]?.stringValue ?? "")/\(m["via"]?.objectValue?["target"]?.stringValue ?? "")",
-                     m["data"]?.serialized() ?? "null"]
-                })
-            } else {
-                table(["MESSAGE_ID", "STATUS", "TRANSPORT", "TARGET", "ERROR", "RECIPIENTS"], rows(r).map { m in
-                    [m["message_id"]?.stringValue ?? "", m["status"]?.stringValue ?? "", m["transport"]?.stringValue ?? "",
-                     short(m["target"]?.objectValue?["value"]?.stringValue), m["error"]?.stringValue ?? "",
-                     String(m["recipients"]?.arrayValue?.count ?? 0)]
-                })
-            }
-            return 0
-        case "send":
-            guard let to = options["--to"]?.last else { return usage("send needs --to TOKEN (or /topics/NAME)") }
-            var data = JSONObject()
-            for kv in options["--data"] ?? [] {
-                guard let eq = kv.firstIndex(of: "=") else { return usage("--data takes key=value, got '\(kv)'") }
-                data[String(kv[..<eq])] = .string(String(kv[kv.index(after: eq)...]))
-            }
-            var key = options["--key"]?.last
-            if key == nil {
-                // The first project's first key, as the demo fixture has it.
-                guard let p = client.expectOK("GET", "/api/v1/projects") else { return 1 }
-                key = rows(p).first?["server_keys"]?.arrayValue?.first?.stringValue
-            }
-            guard let key else { print("fcm-mock: no project with a server key: give --key"); return 1 }
-            let body = JSONValue.object(JSONObject([("to", .string(to)), ("data", .object(data))])).serialized()
-            guard let r = client.request("POST", "/fcm/send", headers: [("Content-Type", "application/json"), ("Authorization", "key=\(key)")],
-                                         body: Array(body.utf8))
-            else {
-                print("fcm-mock: cannot reach \(server)")
-                return 1
-            }
-            print(json ? r.text : "HTTP \(r.status): \(r.text)")
-            return r.status == 200 ? 0 : 1
+        case "health": return health(client, server: server, json: json)
+        case "devices": return devices(client, json: json)
+        case "messages": return messages(client, options: options, json: json)
+        case "send": return send(client, server: server, options: options, json: json)
         case "service-account":
             return serviceAccount(client, server: server, options: options)
         case "apns-key":
@@ -207,6 +117,111 @@ public enum CLI {
         default:
             return usage("unknown command '\(command)'")
         }
+    }
+
+    /// `health`: readiness first (every listener up, the store writing: what the image's
+    /// HEALTHCHECK runs, so a server still starting is not yet healthy), then the health call.
+    static func health(_ client: Client, server: String, json: Bool) -> Int32 {
+        guard let ready = client.request("GET", "/readyz") else {
+            print("unhealthy: no healthy answer from \(server)")
+            return 1
+        }
+        if ready.status == 503, let reason = ready.object?["reason"]?.stringValue {
+            print("unhealthy: fcm-mock at \(server): \(reason)")
+            return 1
+        }
+        let answer = client.request("GET", "/api/v1/health")
+        guard let r = answer, r.status == 200, let o = r.object, o["status"]?.stringValue == "ok" else {
+            // A server that answers 503 because it cannot write says why (`failing: <reason>`).
+            if let store = answer?.object?["store"]?.stringValue, store != "ok" {
+                print("unhealthy: fcm-mock at \(server): store \(store)")
+            } else {
+                print("unhealthy: no healthy answer from \(server)")
+            }
+            return 1
+        }
+        if json { print(r.text) } else {
+            print("ok: fcm-mock \(o["version"]?.stringValue ?? "?") at \(server), up \(o["uptime_s"]?.numberValue?.text ?? "?") s")
+        }
+        return 0
+    }
+
+    /// `devices`: every device, the pages followed to the end.
+    static func devices(_ client: Client, json: Bool) -> Int32 {
+        // Every device: the pages are followed to the end.
+        var devices: [JSONObject] = []
+        var cursor: String?
+        repeat {
+            let page = "/api/v1/devices?limit=1000" + (cursor.map { "&cursor=\(FormBody.percentEncode($0))" } ?? "")
+            guard let r = client.expectOK("GET", page) else { return 1 }
+            devices += rows(r)
+            cursor = r.object?["next"]?.stringValue
+        } while cursor != nil
+        if json {
+            print(JSONValue.object(JSONObject([("items", .array(devices.map { .object($0) })), ("next", .null)])).serialized())
+            return 0
+        }
+        table(["TOKEN", "SENDER", "APP", "PLATFORM", "STATE", "ONLINE", "PENDING", "TOPICS"], devices.map { d in
+            [short(d["token"]?.stringValue), d["sender_id"]?.stringValue ?? "", d["app"]?.stringValue ?? "",
+             d["platform"]?.stringValue ?? "", d["state"]?.stringValue ?? "", d["online"]?.boolValue == true ? "yes" : "no",
+             d["pending"]?.numberValue?.text ?? "0",
+             (d["topics"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ",")]
+        })
+        return 0
+    }
+
+    /// `messages`: a device's inbox (`--token`, long-polling with `--wait`) or the records.
+    static func messages(_ client: Client, options: [String: [String]], json: Bool) -> Int32 {
+        var path: String
+        if let t = options["--token"]?.last {
+            path = "/api/v1/devices/\(FormBody.percentEncode(t))/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "1000"))"
+            if let w = options["--wait"]?.last { path += "&wait=\(FormBody.percentEncode(w))&min=1" }
+        } else {
+            path = "/api/v1/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "100"))"
+        }
+        if let s = options["--status"]?.last { path += "&status=\(FormBody.percentEncode(s))" }
+        guard let r = client.expectOK("GET", path) else { return 1 }
+        if json { print(r.text); return 0 }
+        if options["--token"] != nil {
+            table(["MESSAGE_ID", "STATUS", "ACCEPTED", "VIA", "DATA"], rows(r).map { m in
+                [m["message_id"]?.stringValue ?? "", m["status"]?.stringValue ?? "", m["accepted_at"]?.stringValue ?? "",
+                 "\(m["via"]?.objectValue?["transport"]?.stringValue ?? "")/\(m["via"]?.objectValue?["target"]?.stringValue ?? "")",
+                 m["data"]?.serialized() ?? "null"]
+            })
+        } else {
+            table(["MESSAGE_ID", "STATUS", "TRANSPORT", "TARGET", "ERROR", "RECIPIENTS"], rows(r).map { m in
+                [m["message_id"]?.stringValue ?? "", m["status"]?.stringValue ?? "", m["transport"]?.stringValue ?? "",
+                 short(m["target"]?.objectValue?["value"]?.stringValue), m["error"]?.stringValue ?? "",
+                 String(m["recipients"]?.arrayValue?.count ?? 0)]
+            })
+        }
+        return 0
+    }
+
+    /// `send`: a legacy send with the given (or the first project's) server key.
+    static func send(_ client: Client, server: String, options: [String: [String]], json: Bool) -> Int32 {
+        guard let to = options["--to"]?.last else { return usage("send needs --to TOKEN (or /topics/NAME)") }
+        var data = JSONObject()
+        for kv in options["--data"] ?? [] {
+            guard let eq = kv.firstIndex(of: "=") else { return usage("--data takes key=value, got '\(kv)'") }
+            data[String(kv[..<eq])] = .string(String(kv[kv.index(after: eq)...]))
+        }
+        var key = options["--key"]?.last
+        if key == nil {
+            // The first project's first key, as the demo fixture has it.
+            guard let p = client.expectOK("GET", "/api/v1/projects") else { return 1 }
+            key = rows(p).first?["server_keys"]?.arrayValue?.first?.stringValue
+        }
+        guard let key else { print("fcm-mock: no project with a server key: give --key"); return 1 }
+        let body = JSONValue.object(JSONObject([("to", .string(to)), ("data", .object(data))])).serialized()
+        guard let r = client.request("POST", "/fcm/send", headers: [("Content-Type", "application/json"), ("Authorization", "key=\(key)")],
+                                     body: Array(body.utf8))
+        else {
+            print("fcm-mock: cannot reach \(server)")
+            return 1
+        }
+        print(json ? r.text : "HTTP \(r.status): \(r.text)")
+        return r.status == 200 ? 0 : 1
     }
 
     static func usage(_ message: String) -> Int32 {
