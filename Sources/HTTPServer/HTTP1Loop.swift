@@ -90,6 +90,8 @@ final class HTTP1Loop: @unchecked Sendable {
         case adopt(Int32, secure: Bool)
         case answer(HTTP1Connection, UInt64, HTTPResponse)
         case resume(HTTP1Connection)
+        /// Work handed back to the loop (`HTTPResponder.continueOnConnection`).
+        case run(@Sendable (_ inBatch: Bool) -> Void)
         case stop
     }
 
@@ -181,6 +183,7 @@ final class HTTP1Loop: @unchecked Sendable {
             close(fd)
             open.value.subtract(1, ordering: .relaxed)
         case .answer(_, _, let r): r.stream?.released()
+        case .run(let body): body(false)
         case .resume, .stop: break
         }
     }
@@ -278,6 +281,7 @@ final class HTTP1Loop: @unchecked Sendable {
             for c in readable { c.readAvailable(into: &scratch) }
             endBatch()
             drainInbox(&stopDeadline)
+            endBatch()  // work handed back to the loop since (`.run`)
             flushDirty(&scratch)
             let now = monotonicNanos()
             if let d = stopDeadline {
@@ -309,6 +313,9 @@ final class HTTP1Loop: @unchecked Sendable {
             case .adopt(let fd, let secure): adopt(fd, secure: secure)
             case .answer(let c, let seq, let r): c.answered(seq, r)
             case .resume(let c): markDirty(c)
+            case .run(let body):
+                body(core.afterBatch != nil)
+                batchPending = true
             case .stop:
                 guard !isStopping else { continue }
                 isStopping = true
