@@ -253,7 +253,8 @@ final class HTTP1Loop: @unchecked Sendable {
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
         var lastSweep = monotonicNanos()
         var stopDeadline: UInt64?
-        var readable: [HTTP1Connection] = []
+        /// Connections to read, and whether their event said the client's input ended.
+        var readable: [(HTTP1Connection, ended: Bool)] = []
         while true {
             // Connections left dirty by `flushDirty`'s bound are served again at once.
             let untilLateHead = stopDeadline == nil ? endLateHeads(now: monotonicNanos(), cap: 1000) : 20
@@ -274,11 +275,11 @@ final class HTTP1Loop: @unchecked Sendable {
                     c.abandon()
                     continue
                 }
-                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP) != 0 { readable.append(c) }
+                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP) != 0 { readable.append((c, ev & FCM_EPOLLRDHUP != 0)) }
                 if ev & FCM_EPOLLOUT != 0 { markDirty(c) }
             }
             drainInbox(&stopDeadline)
-            for c in readable { c.readAvailable(into: &scratch) }
+            for (c, ended) in readable { c.readAvailable(into: &scratch, shortReadDrains: !ended) }
             endBatch()
             drainInbox(&stopDeadline)
             endBatch()  // work handed back to the loop since (`.run`)
