@@ -17,6 +17,8 @@
 //     openssl_derive      the same with only the on-curve check (enough on P-256, as nettle's)
 //     openssl_decode_derive  the peer's EVP_PKEY made from its 65 bytes each time
 //                         (EVP_PKEY_fromdata), then openssl_derive: what a push would need
+//     openssl_set_encoded_derive  the same with the 65 bytes set on a key that has the group
+//                         already (EVP_PKEY_copy_parameters, EVP_PKEY_set1_encoded_public_key)
 //
 // Build: gcc -O2 ecdh.c $(pkg-config --cflags --libs hogweed nettle libcrypto) -lgmp
 #define OPENSSL_SUPPRESS_DEPRECATED
@@ -160,6 +162,16 @@ static int openssl_part(int count) {
         EVP_PKEY_free(q);
     }
     report("openssl_decode_derive", a, count);
+    // The peer's key decoded into a key that already has the group (EVP_PKEY_copy_parameters
+    // from the subscription's key), instead of built up from parameters.
+    a = cpu_us();
+    for (int i = 0; i < count; i++) {
+        EVP_PKEY *q = EVP_PKEY_new();
+        if (!q || EVP_PKEY_copy_parameters(q, priv) <= 0 || EVP_PKEY_set1_encoded_public_key(q, pub, pub_len) <= 0
+            || !derive(priv, q, secret, 0)) return 2;
+        EVP_PKEY_free(q);
+    }
+    report("openssl_set_encoded_derive", a, count);
     if (memcmp(secret, check, 32) != 0) return 2;
     OPENSSL_free(pub);
     EVP_PKEY_free(peer);

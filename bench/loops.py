@@ -1,6 +1,6 @@
 """Every core (issue 38): the HTTP/1.1 loops, side by side with the ceiling and the Go peer.
 
-`bash bench/run.sh --loops` runs it. Legacy single-token sends (bench/single.lua), `wrk -t1 -c32
+`bash bench/run.sh loops` runs it. Legacy single-token sends (bench/single.lua), `wrk -t1 -c32
 -d5s`, each side a fresh server per round, the sides interleaved within each round, so the
 machine's neighbours hit all of them alike; req/s, the server's CPU per request, each round's
 ratio to the same round's ceiling, and the p50 of one connection sending one request at a time
@@ -174,13 +174,20 @@ def main():
 
     scaling = []
     if "scaling" not in skip:
-        scaling = [Side(f"{name} on {pin}", cmd, pin) for pin in ("0", "0,1")
-                   for name, cmd in (("ceiling", ceiling), ("mock", mock(mock_bin)))]
-        log("scaling: the ceiling and the mock pinned to core 0, then cores 0,1")
+        # On one core the default is one loop; on two, one loop and the default (two) apart.
+        for pin in ("0", "0,1"):
+            scaling.append(Side(f"ceiling on {pin}", ceiling, pin))
+            if peer_bin:
+                scaling.append(Side(f"peer on {pin}", lambda d, tag: [peer_bin, tokens, SERVER_KEY], pin))
+            if pin != "0":
+                scaling.append(Side(f"mock-1 on {pin}", mock(mock_bin, "--http-loops", "1"), pin))
+            scaling.append(Side(f"mock on {pin}", mock(mock_bin), pin))
+        log("scaling: the sides pinned to core 0, then cores 0,1")
         rounds(scaling, run_dir, tokens, n_rounds, seconds, single=False)
-        # Each pin's ratio is to the same round's ceiling on the same cores.
-        for i in range(0, len(scaling), 2):
-            scaling[i + 1].ratios = [m / c for m, c in zip(scaling[i + 1].rps, scaling[i].rps)]
+        # Each side's ratio is to the same round's ceiling on the same cores.
+        for s in scaling:
+            c = next(x for x in scaling if x.name == "ceiling on " + s.pin)
+            s.ratios = [m / r for m, r in zip(s.rps, c.rps)]
 
     binaries = ([("base", base_bin, mock(base_bin))] if base_bin else []) + [("mock", mock_bin, mock(mock_bin))]
     per_binary = {}
@@ -216,11 +223,10 @@ def main():
                              f"(rounds {', '.join(f'{x:.2f}' for x in ratios)}), CPU per request "
                              f"{s.cpu_us / peer.cpu_us:.2f}x the peer's")
     if scaling:
-        lines += ["", "| pinned (taskset -c) | req/s (median) | mock ÷ ceiling on the same cores | CPU µs/request |",
+        lines += ["", "| pinned (taskset -c; the client is not) | req/s (median) | ÷ ceiling on the same cores | CPU µs/request |",
                   "|---|---:|---:|---:|"]
         for s in scaling:
-            ratio = f"{statistics.median(s.ratios):.3f}" if s.name.startswith("mock") else ""
-            lines.append(f"| {s.name} | {statistics.median(s.rps):,.0f} | {ratio} | {s.cpu_us:.1f} |")
+            lines.append(f"| {s.name} | {statistics.median(s.rps):,.0f} | {statistics.median(s.ratios):.3f} | {s.cpu_us:.1f} |")
     if per_binary:
         lines += ["", "| binary | instructions per legacy send | RSS after 100,000 messages, MB | start-up ms (median of 10) |",
                   "|---|---:|---:|---:|"]

@@ -4,10 +4,10 @@
 #   bash bench/run.sh                        builds the mock (make release) and measures
 #   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
 #   bash bench/run.sh --webpush              only the Web Push phase (bench/bench_webpush.py)
-#   bash bench/run.sh --loops                only the HTTP/1.1 loops' phase (bench/loops.py): the
+#   bash bench/run.sh loops                  only the HTTP/1.1 loops' phase (bench/loops.py): the
 #                                            ceiling, the Go peer (BENCH_PEER_SRC), main's binary
 #                                            (BENCH_BASE_BIN), one loop and the default, taskset
-#   bash bench/run.sh --ecdh                 only P-256 ECDH: nettle against OpenSSL's libcrypto
+#   bash bench/run.sh ecdh [COUNT]           only P-256 ECDH: nettle against OpenSSL's libcrypto
 #
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
 # nghttp2-client, openssl, valgrind, python3-cryptography) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
@@ -82,7 +82,7 @@ if [ ! -x "$out/ecdh" ] || [ "$here/ecdh.c" -nt "$out/ecdh" ]; then
     # shellcheck disable=SC2046
     gcc -O2 -Wall -Wextra -o "$out/ecdh" "$here/ecdh.c" $(pkg-config --cflags --libs hogweed nettle libcrypto) -lgmp
 fi
-if [ "${1:-}" = "--ecdh" ]; then
+if [ "${1:-}" = "ecdh" ] || [ "${1:-}" = "--ecdh" ]; then
     exec "$out/ecdh" "${2:-2000}" all
 fi
 
@@ -110,7 +110,7 @@ if [ ! -x "$mock" ]; then
     exit 2
 fi
 
-if [ "${1:-}" = "--loops" ]; then
+if [ "${1:-}" = "loops" ] || [ "${1:-}" = "--loops" ]; then
     exec python3 "$here/loops.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
 fi
 if [ "${1:-}" = "--webpush" ]; then
