@@ -4,6 +4,7 @@
 #   bash bench/run.sh                        builds the mock (make release) and measures
 #   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
 #   bash bench/run.sh --webpush              only the Web Push phase (bench/bench_webpush.py)
+#   BENCH_PEER_SRC=dir bash bench/run.sh     the whole bench, then the loops' phase below
 #   bash bench/run.sh loops                  only the HTTP/1.1 loops' phase (bench/loops.py): the
 #                                            ceiling, the Go peer (BENCH_PEER_SRC), main's binary
 #                                            (BENCH_BASE_BIN), one loop and the default, taskset
@@ -116,4 +117,11 @@ fi
 if [ "${1:-}" = "--webpush" ]; then
     exec python3 "$here/bench_webpush.py" --mock "$mock" --work "$out"
 fi
-exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
+if [ -z "${BENCH_PEER_SRC:-}" ]; then
+    exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
+fi
+# With the Go peer's source at hand, the loops' phase follows (it prints; it gates nothing).
+rc=0
+python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out" || rc=$?
+python3 "$here/loops.py" --mock "$mock" --ceiling "$ceiling" --work "$out" || { [ "$rc" -ne 0 ] || rc=2; }
+exit "$rc"
