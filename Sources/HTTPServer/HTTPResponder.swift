@@ -13,8 +13,8 @@ import Synchronization
 /// immutable and Sendable.
 public final class HTTPResponder: @unchecked Sendable {
     private let lock = Mutex<State>(State())
-    let stream: HTTP2StreamTarget?
-    let http1: HTTP1Target?
+    private let stream: HTTP2StreamTarget?
+    private let http1: HTTP1Target?
 
     struct State {
         var answered = false
@@ -81,8 +81,6 @@ extension HTTPResponder {
             http1.connection.loop.post(.run(body))
         } else if let stream {
             stream.connection.post(.run(body))
-        } else {
-            body(false)
         }
     }
 }
