@@ -227,7 +227,7 @@ def main():
                   "|---|---:|---:|---:|"]
         for s in scaling:
             lines.append(f"| {s.name} | {statistics.median(s.rps):,.0f} | {statistics.median(s.ratios):.3f} | {s.cpu_us:.1f} |")
-    if per_binary:
+    if any(per_binary.values()):
         lines += ["", "| binary | instructions per legacy send | RSS after 100,000 messages, MB | start-up ms (median of 10) |",
                   "|---|---:|---:|---:|"]
         for name, got in per_binary.items():
