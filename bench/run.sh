@@ -4,6 +4,11 @@
 #   bash bench/run.sh                        builds the mock (make release) and measures
 #   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
 #   bash bench/run.sh --webpush              only the Web Push phase (bench/bench_webpush.py)
+#   BENCH_PEER_SRC=dir bash bench/run.sh     the whole bench, then the loops' phase below
+#   bash bench/run.sh loops                  only the HTTP/1.1 loops' phase (bench/loops.py): the
+#                                            ceiling, the Go peer (BENCH_PEER_SRC), main's binary
+#                                            (BENCH_BASE_BIN), one loop and the default, taskset
+#   bash bench/run.sh ecdh [COUNT]           only P-256 ECDH: nettle against OpenSSL's libcrypto
 #
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
 # nghttp2-client, openssl, valgrind, python3-cryptography) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
@@ -36,6 +41,14 @@ python3 -c 'import cryptography' >/dev/null 2>&1 || missing+=(python3-cryptograp
 if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libmicrohttpd; then
     missing+=(libmicrohttpd-dev)
 fi
+# bench/ecdh.c measures OpenSSL's P-256 beside nettle's.
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists libcrypto; then
+    missing+=(libssl-dev)
+fi
+# The loops' phase builds the Go peer when BENCH_PEER_SRC names its source.
+if [ -n "${BENCH_PEER_SRC:-}" ] && ! command -v go >/dev/null 2>&1; then
+    missing+=(golang-go)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     sudo=()
     [ "$(id -u)" -eq 0 ] || sudo=(sudo)
@@ -64,10 +77,14 @@ for tool in xmpp_load echo; do
     fi
 done
 
-# --- the Web Push floor: one P-256 ECDH with nettle, as the mock makes once per push ---------------
+# --- the Web Push floor: one P-256 ECDH with nettle, as the mock makes once per push, and the same
+# with OpenSSL's libcrypto ---------------------------------------------------------------------------
 if [ ! -x "$out/ecdh" ] || [ "$here/ecdh.c" -nt "$out/ecdh" ]; then
     # shellcheck disable=SC2046
-    gcc -O2 -Wall -Wextra -o "$out/ecdh" "$here/ecdh.c" $(pkg-config --cflags --libs hogweed nettle) -lgmp
+    gcc -O2 -Wall -Wextra -o "$out/ecdh" "$here/ecdh.c" $(pkg-config --cflags --libs hogweed nettle libcrypto) -lgmp
+fi
+if [ "${1:-}" = "ecdh" ] || [ "${1:-}" = "--ecdh" ]; then
+    exec "$out/ecdh" "${2:-2000}" all
 fi
 
 # --- the APNs phase's HTTP/2 client for a body per request (h2load sends one body to all) ---------
@@ -94,7 +111,17 @@ if [ ! -x "$mock" ]; then
     exit 2
 fi
 
+if [ "${1:-}" = "loops" ] || [ "${1:-}" = "--loops" ]; then
+    exec python3 "$here/loops.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
+fi
 if [ "${1:-}" = "--webpush" ]; then
     exec python3 "$here/bench_webpush.py" --mock "$mock" --work "$out"
 fi
-exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
+if [ -z "${BENCH_PEER_SRC:-}" ]; then
+    exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
+fi
+# With the Go peer's source at hand, the loops' phase follows (it prints; it gates nothing).
+rc=0
+python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out" || rc=$?
+python3 "$here/loops.py" --mock "$mock" --ceiling "$ceiling" --work "$out" || { [ "$rc" -ne 0 ] || rc=2; }
+exit "$rc"

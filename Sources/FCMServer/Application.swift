@@ -181,7 +181,7 @@ public final class Application: Sendable {
             http2Limits.idleSeconds = c.http2IdleSeconds
             http2Limits.idleNotice = APNsRoom.idleNotice
             do {
-                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, tls: httpTLS,
+                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, http1Loops: c.httpLoops, tls: httpTLS,
                                       https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) }, http2Limits: http2Limits,
                                       accessLog: accessLog, afterBatch: { [engine] in engine.store.commitQueued() },
                                       handler: app.handle)

@@ -33,6 +33,9 @@ public struct Configuration: Sendable {
     public var xmppTLS = false
     /// `--http-tls`: the HTTP port speaks HTTPS.
     public var httpTLS = false
+    /// `--http-loops`: the threads serving HTTP/1.1 (both ports); nil: one per core the process
+    /// may use.
+    public var httpLoops: Int?
     /// `--https-port`: a TLS port (ALPN h2 and http/1.1) for every HTTP path; nil: none.
     public var httpsPort: Int?
     /// `--tls-dir`: where the local CA of `--https-port` lives (nil: beside the store, see
@@ -232,6 +235,11 @@ extension Configuration {
         ServeOption(flag: "--http-tls", value: nil, environment: "FCM_MOCK_HTTP_TLS", defaultText: "false",
                     help: "the HTTP port speaks HTTPS") { c, v, n throws(ConfigurationError) in
             c.httpTLS = try bool(v, n)
+        },
+        ServeOption(flag: "--http-loops", value: "N", environment: "FCM_MOCK_HTTP_LOOPS", defaultText: "one per core the process may use",
+                    help: "threads serving HTTP/1.1 on both ports (1-256); each connection stays on one") { c, v, n throws(ConfigurationError) in
+            guard let k = Int(v), (1...256).contains(k) else { throw ConfigurationError("\(n) must be a number from 1 to 256, got '\(v)'") }
+            c.httpLoops = k
         },
         ServeOption(flag: "--xmpp-tls", value: nil, environment: "FCM_MOCK_XMPP_TLS", defaultText: "false",
                     help: "the XMPP port speaks TLS from the first byte, as Google's port 5235 did") { c, v, n throws(ConfigurationError) in

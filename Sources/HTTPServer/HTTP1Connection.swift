@@ -107,7 +107,11 @@ final class HTTP1Connection: @unchecked Sendable {
     // MARK: reading
 
     /// Reads everything the socket has (edge-triggered), handing complete requests over.
-    func readAvailable(into scratch: inout [UInt8]) {
+    /// `shortReadDrains`: a read that fills less than `scratch` took all there was, so no read
+    /// follows to hear `EAGAIN` (one system call less per request). Bytes that arrive later raise
+    /// a new edge; only the end of input, when it came with this event (`EPOLLRDHUP`), would not
+    /// be reported again, so the caller passes false then, and wherever no event prompted the read.
+    func readAvailable(into scratch: inout [UInt8], shortReadDrains: Bool = false) {
         if lingerUntil != nil { return drainLingering(&scratch) }
         defer { updateHeadClock() }
         while !closed && !peerDone {
@@ -133,6 +137,7 @@ final class HTTP1Connection: @unchecked Sendable {
                 }
                 input.append(contentsOf: scratch[0..<n])
                 parse()
+                if shortReadDrains && n < scratch.count { return }
                 continue
             }
             if n < 0 && errno == EINTR { continue }

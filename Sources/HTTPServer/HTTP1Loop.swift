@@ -90,6 +90,8 @@ final class HTTP1Loop: @unchecked Sendable {
         case adopt(Int32, secure: Bool)
         case answer(HTTP1Connection, UInt64, HTTPResponse)
         case resume(HTTP1Connection)
+        /// Work handed back to the loop (`HTTPResponder.continueOnConnection`).
+        case run(@Sendable (_ inBatch: Bool) -> Void)
         case stop
     }
 
@@ -181,6 +183,7 @@ final class HTTP1Loop: @unchecked Sendable {
             close(fd)
             open.value.subtract(1, ordering: .relaxed)
         case .answer(_, _, let r): r.stream?.released()
+        case .run(let body): body(false)
         case .resume, .stop: break
         }
     }
@@ -250,7 +253,8 @@ final class HTTP1Loop: @unchecked Sendable {
         var scratch = [UInt8](repeating: 0, count: 64 * 1024)
         var lastSweep = monotonicNanos()
         var stopDeadline: UInt64?
-        var readable: [HTTP1Connection] = []
+        /// Connections to read, and whether their event said the client's input ended.
+        var readable: [(HTTP1Connection, ended: Bool)] = []
         while true {
             // Connections left dirty by `flushDirty`'s bound are served again at once.
             let untilLateHead = stopDeadline == nil ? endLateHeads(now: monotonicNanos(), cap: 1000) : 20
@@ -271,13 +275,14 @@ final class HTTP1Loop: @unchecked Sendable {
                     c.abandon()
                     continue
                 }
-                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP) != 0 { readable.append(c) }
+                if ev & (FCM_EPOLLIN | FCM_EPOLLRDHUP) != 0 { readable.append((c, ev & FCM_EPOLLRDHUP != 0)) }
                 if ev & FCM_EPOLLOUT != 0 { markDirty(c) }
             }
             drainInbox(&stopDeadline)
-            for c in readable { c.readAvailable(into: &scratch) }
+            for (c, ended) in readable { c.readAvailable(into: &scratch, shortReadDrains: !ended) }
             endBatch()
             drainInbox(&stopDeadline)
+            endBatch()  // work handed back to the loop since (`.run`)
             flushDirty(&scratch)
             let now = monotonicNanos()
             if let d = stopDeadline {
@@ -309,6 +314,9 @@ final class HTTP1Loop: @unchecked Sendable {
             case .adopt(let fd, let secure): adopt(fd, secure: secure)
             case .answer(let c, let seq, let r): c.answered(seq, r)
             case .resume(let c): markDirty(c)
+            case .run(let body):
+                body(core.afterBatch != nil)
+                batchPending = true
             case .stop:
                 guard !isStopping else { continue }
                 isStopping = true

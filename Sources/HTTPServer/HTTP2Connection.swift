@@ -50,6 +50,8 @@ final class HTTP2Connection: @unchecked Sendable {
     enum Message {
         case answer(Int32, HTTPResponse)
         case resume(Int32)
+        /// Work handed back to the connection's thread (`HTTPResponder.continueOnConnection`).
+        case run(@Sendable (_ inBatch: Bool) -> Void)
         case goAway
         case stop
     }
@@ -107,14 +109,22 @@ final class HTTP2Connection: @unchecked Sendable {
 
     /// Hands a message to the connection's thread (from any thread).
     func post(_ m: Message) {
-        inbox.withLock { q in
-            guard !q.ended else { return }
+        let dropped = inbox.withLock { q -> Message? in
+            guard !q.ended else { return m }
             q.messages.append(m)
             if q.messages.count == 1 {
                 var one: UInt8 = 1
                 _ = Glibc.write(wake.1, &one, 1)
             }
+            return nil
         }
+        if let dropped { Self.discard([dropped]) }
+    }
+
+    /// Messages the ended connection will never handle: work handed back runs where it is (it
+    /// may still have to answer or commit); the rest has nothing left to reach.
+    private static func discard(_ messages: [Message]) {
+        for case .run(let body) in messages { body(false) }
     }
 
     /// The answer to stream `id` (any thread).
@@ -158,12 +168,14 @@ final class HTTP2Connection: @unchecked Sendable {
             if let session { nghttp2_session_del(session) }
             session = nil
             transport.close()
-            inbox.withLock { q in
+            let left = inbox.withLock { q -> [Message] in
                 q.ended = true
-                q.messages = []
+                defer { q.messages = [] }
                 Glibc.close(wake.0)
                 Glibc.close(wake.1)
+                return q.messages
             }
+            Self.discard(left)
             onEnd(self)
         }
         guard startSession() else { return }
@@ -172,6 +184,12 @@ final class HTTP2Connection: @unchecked Sendable {
         while true {
             endBatch()
             drainInbox()
+            if batchPending {
+                // Work handed back to this thread (`.run`) queued sends: commit them, then take
+                // the answers that commit posted.
+                endBatch()
+                drainInbox()
+            }
             if let code = fatal {
                 nghttp2_session_terminate_session(session, code)
                 _ = flush()
@@ -281,6 +299,9 @@ final class HTTP2Connection: @unchecked Sendable {
                     postedBytes.subtract(r.body.count, ordering: .relaxed)
                     submit(r, to: id)
                 case .resume(let id): if streams[id] != nil { nghttp2_session_resume_data(session, id) }
+                case .run(let body):
+                    body(core.afterBatch != nil)
+                    batchPending = true
                 case .goAway: goAway()
                 case .stop: stopNow()
                 }

@@ -64,6 +64,27 @@ public final class HTTPResponder: @unchecked Sendable {
     }
 }
 
+extension HTTPResponder {
+    /// Runs `body` on the thread that serves this request's connection (its HTTP/1.1 loop, or its
+    /// HTTP/2 connection's thread) in that thread's next round, followed there by the server's
+    /// `afterBatch`, from any thread. For work done off the loop (a Web Push body decrypted on a
+    /// pool of threads) whose end must be finished where the request came in: what `body` leaves
+    /// pending (a send queued for the store) is committed with that round's sends, by the loop's
+    /// one commit a round, and `body` answers through this responder as a handler does.
+    ///
+    /// `body`'s argument is what `HTTPRequest.inBatch` says for a handler: true on that thread
+    /// when the server has an `afterBatch`; false when the connection has ended (or its loop
+    /// stopped) before the work came back, and `body` then runs on the calling thread, so it
+    /// must commit what it queues itself.
+    public func continueOnConnection(_ body: @escaping @Sendable (_ inBatch: Bool) -> Void) {
+        if let http1 {
+            http1.connection.loop.post(.run(body))
+        } else if let stream {
+            stream.connection.post(.run(body))
+        }
+    }
+}
+
 /// An HTTP/2 stream a responder answers: its connection and its id.
 struct HTTP2StreamTarget: Sendable {
     let connection: HTTP2Connection

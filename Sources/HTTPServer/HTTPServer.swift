@@ -10,16 +10,17 @@ public import TLS
 /// An HTTP server that knows nothing of FCM: HTTP/1.1 and h2c on the plain port (or HTTP/1.1 over
 /// TLS there, `tls`), and HTTP/2 and HTTP/1.1 over TLS with ALPN on the HTTPS port.
 ///
-/// Threading: every HTTP/1.1 connection, on either port, is served by an epoll loop of our own
-/// (one by default, `HTTP1Loops`): a TLS connection's thread decrypts into a socket pair whose
-/// other end the loop serves, as it serves a plain client; each HTTP/2 connection by a thread.
+/// Threading: every HTTP/1.1 connection, on either port, is served by one of the server's epoll
+/// loops (`HTTP1Loops`; by default as many as the cores the process may use), where it stays: a
+/// TLS connection's thread decrypts into a socket pair whose other end a loop serves, as it
+/// serves a plain client; each HTTP/2 connection by a thread.
 /// A handler answers through an `HTTPResponder`,
 /// at once or later from any thread; until it answers, the request costs no thread. So a send
 /// waiting for its group commit, or a long poll waiting a minute, holds no thread and never
 /// makes one sleep and wake per request (which, on two cores, cost more than the request
 /// itself). A handler that does block (a control call reading SQLite) stalls its loop's
-/// connections (with one loop, all of the plain port's HTTP/1.1) for milliseconds; requests with
-/// large bodies are handled off the loop.
+/// connections (the ones that loop serves) for milliseconds; requests with large bodies are
+/// handled off the loop.
 public final class HTTPServer: Sendable {
     /// The address actually bound (the port is the real one when 0 was asked for).
     public let host: String
@@ -29,7 +30,8 @@ public final class HTTPServer: Sendable {
     let core: ServerCore
     private let listenFD: Int32
     let stopped = Atomic<Bool>(false)
-    private let http1Loops: Int
+    /// How many HTTP/1.1 loops serve both ports.
+    public let http1Loops: Int
     private let tls: TLSCredentials?
     private let http1Limits: HTTP1Limits
     let http2Limits: HTTP2Limits
@@ -45,10 +47,10 @@ public final class HTTPServer: Sendable {
     /// anything starts), without accepting connections until `start()`.
     /// With `tls`, the port speaks HTTP/1.1 over TLS (ALPN `http/1.1`); without it, HTTP/1.1 and
     /// h2c (HTTP/2 with prior knowledge). With `https`, a second port speaks TLS with ALPN `h2`
-    /// and `http/1.1`. `http1Loops` is how many HTTP/1.1 loops serve both ports. One by default: it serves the bench's 32 connections at the same req/s as
-    /// four, at 20-30% less CPU per send, since its round's sends are committed on it with no
-    /// other committer to wait for or hand over to (docs/performance.md); a handler that blocks
-    /// delays the other HTTP/1.1 connections for that long.
+    /// and `http/1.1`. `http1Loops` is how many HTTP/1.1 loops serve both ports; nil: one per
+    /// core the process may use (`availableCores`). New connections are dealt to the loops in
+    /// turn; each loop commits its own round's sends (docs/performance.md, "Every core"). A
+    /// handler that blocks delays the other connections of its loop for that long.
     /// `accessLog` is called once per answered request, on the thread that sends the answer.
     /// `afterBatch`, when given, is called on an HTTP/1.1 loop's or an HTTP/2 connection's thread
     /// after it has handed `handler` every request it read in one go (those requests are marked
@@ -57,7 +59,7 @@ public final class HTTPServer: Sendable {
     /// The HTTPS port asks each client for a certificate without requiring one (APNs
     /// certificate authentication: `HTTPRequest.clientCertificate`), and serves a client that
     /// offered no ALPN as HTTP/2 when its first bytes are the HTTP/2 preface.
-    public init(host: String, port: Int, maxBodyBytes: Int, http1Loops: Int = 1, tls: TLSCredentials? = nil,
+    public init(host: String, port: Int, maxBodyBytes: Int, http1Loops: Int? = nil, tls: TLSCredentials? = nil,
                 https: HTTPSListenerOptions? = nil, http1Limits: HTTP1Limits = HTTP1Limits(), http2Limits: HTTP2Limits = HTTP2Limits(),
                 accessLog: (@Sendable (HTTPAccess) -> Void)? = nil, afterBatch: (@Sendable () -> Void)? = nil,
                 handler: @escaping HTTPHandler) throws(SocketError) {
@@ -79,10 +81,22 @@ public final class HTTPServer: Sendable {
         self.listenFD = fd
         self.host = host
         self.port = boundPort
-        self.http1Loops = max(1, http1Loops)
+        self.http1Loops = max(1, http1Loops ?? Self.availableCores)
         self.http1Limits = http1Limits
         self.http2Limits = http2Limits
         self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog, afterBatch: afterBatch)
+    }
+
+    /// The cores this process may run on (its affinity: `taskset`, a container's cpuset), at
+    /// least 1: the default number of HTTP/1.1 loops.
+    public static var availableCores: Int {
+        // glibc declares sched_getaffinity only with _GNU_SOURCE, so Swift's Glibc leaves it out.
+        typealias GetAffinity = @convention(c) (pid_t, Int, UnsafeMutableRawPointer) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sched_getaffinity") else { return 1 }
+        var mask = [UInt64](repeating: 0, count: 16)  // up to 1024 CPUs
+        let rc = mask.withUnsafeMutableBytes { unsafeBitCast(symbol, to: GetAffinity.self)(0, $0.count, $0.baseAddress!) }
+        guard rc == 0 else { return 1 }
+        return max(1, mask.reduce(0) { $0 + $1.nonzeroBitCount })
     }
 
     /// How many connections may be open at once: select's FD_SETSIZE (1020, a common default)
