@@ -95,7 +95,7 @@ extension Engine {
     /// below; all of them run under the state lock, so the store applies sends in the order they
     /// were decided. With an `exchange`, the answer is made from the result as the send is
     /// decided and written with its record; the completion's result carries it as `response`.
-    public func submit(_ submission: Submission, completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
+    public func submit(_ submission: consuming Submission, completion: @escaping @Sendable (Result<SendResult, StoreError>) -> Void) {
         let req = submission.request, senderID = submission.sender, transport = submission.transport
         let path = submission.faultKey, byFID = submission.byInstallationID, undeliverable = submission.undeliverable
         let requestFault = submission.firedFault, clientMessageID = submission.clientMessageID
