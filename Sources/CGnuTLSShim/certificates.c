@@ -163,26 +163,21 @@ static int fcm_gnutls_load_ca(const char *cert_path, const char *key_path, gnutl
 }
 
 // Apple's environment markers carry an ASN.1 NULL.
-static const unsigned char fcm_asn1_null[] = {0x05, 0x00};
-
-// Declared, and described, in CGnuTLSShim.h.
-int fcm_gnutls_apns_client(const char *ca_cert_path, const char *ca_key_path, const char *bundle_id,
-        const unsigned char *topics_der, unsigned topics_size, int environments, long now, long days,
-        unsigned char **cert_pem, unsigned *cert_size, unsigned char **key_pem, unsigned *key_size) {
+int fcm_gnutls_client_cert(const char *ca_cert_path, const char *ca_key_path, const char *common_name, const char *uid,
+        const char *const *ext_oids, const unsigned char *const *ext_values, const unsigned *ext_sizes, unsigned ext_count,
+        long now, long days, unsigned char **cert_pem, unsigned *cert_size, unsigned char **key_pem, unsigned *key_size) {
     gnutls_x509_privkey_t ca_key = NULL, key = NULL;
     gnutls_x509_crt_t ca = NULL, crt = NULL;
     gnutls_datum_t cert_out = {NULL, 0}, key_out = {NULL, 0};
-    char cn[320];
     int rc;
     *cert_pem = *key_pem = NULL;
     *cert_size = *key_size = 0;
-    if (strlen(bundle_id) > 255) return GNUTLS_E_INVALID_REQUEST;
-    snprintf(cn, sizeof cn, "Apple Push Services: %s", bundle_id);
+    if (strlen(uid) > 255 || strlen(common_name) > 320) return GNUTLS_E_INVALID_REQUEST;
     if ((rc = fcm_gnutls_load_ca(ca_cert_path, ca_key_path, &ca, &ca_key)) < 0) goto done;
     if ((rc = gnutls_x509_privkey_init(&key)) < 0) goto done;
     if ((rc = gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, p256_bits(), 0)) < 0) goto done;
     if ((rc = gnutls_x509_crt_init(&crt)) < 0) goto done;
-    if ((rc = fcm_gnutls_skeleton(crt, key, cn, now, 3, days)) < 0) goto done;
+    if ((rc = fcm_gnutls_skeleton(crt, key, common_name, now, 3, days)) < 0) goto done;
     {
         // Random, so two certificates made in the same second differ (revocation goes by serial).
         unsigned char serial[16];
@@ -190,15 +185,13 @@ int fcm_gnutls_apns_client(const char *ca_cert_path, const char *ca_key_path, co
         serial[0] = (serial[0] & 0x7f) | 0x01;
         if ((rc = gnutls_x509_crt_set_serial(crt, serial, sizeof serial)) < 0) goto done;
     }
-    if ((rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_LDAP_UID, 0, bundle_id, (unsigned)strlen(bundle_id))) < 0) goto done;
+    if ((rc = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_LDAP_UID, 0, uid, (unsigned)strlen(uid))) < 0) goto done;
     gnutls_x509_crt_set_basic_constraints(crt, 0, -1);
     gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE);
     if ((rc = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_CLIENT, 0)) < 0) goto done;
-    if ((rc = gnutls_x509_crt_set_extension_by_oid(crt, "1.2.840.113635.100.6.3.6", topics_der, topics_size, 0)) < 0) goto done;
-    if ((environments & 1) &&
-        (rc = gnutls_x509_crt_set_extension_by_oid(crt, "1.2.840.113635.100.6.3.1", fcm_asn1_null, sizeof fcm_asn1_null, 0)) < 0) goto done;
-    if ((environments & 2) &&
-        (rc = gnutls_x509_crt_set_extension_by_oid(crt, "1.2.840.113635.100.6.3.2", fcm_asn1_null, sizeof fcm_asn1_null, 0)) < 0) goto done;
+    for (unsigned i = 0; i < ext_count; i++) {
+        if ((rc = gnutls_x509_crt_set_extension_by_oid(crt, ext_oids[i], ext_values[i], ext_sizes[i], 0)) < 0) goto done;
+    }
     {
         unsigned char id[64];
         size_t id_size = sizeof id;

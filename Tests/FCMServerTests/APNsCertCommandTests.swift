@@ -1,3 +1,4 @@
+import APNs
 import FCMCore
 import FCMTesting
 import Foundation

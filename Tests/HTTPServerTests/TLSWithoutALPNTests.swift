@@ -197,9 +197,10 @@ final class TLSWithoutALPNTests: XCTestCase {
     func testAClientCertificateReachesEveryRequestOfItsConnection() throws {
         let s = try server()
         let port = try XCTUnwrap(s.httpsPort)
-        let issued = try ca.issueAPNsClientCertificate(bundleID: "com.example.demo.ios", environments: [.sandbox])
-        let der = try APNsClientCertificate(pem: issued.certificatePEM)
-        XCTAssertEqual(der.bundleID, "com.example.demo.ios")
+        let issued = try ca.issueClientCertificate(commonName: "Test Client: com.example.demo.ios", uid: "com.example.demo.ios",
+                                                   extensions: [])
+        let der = try ClientCertificate(pem: issued.certificatePEM)
+        XCTAssertEqual(der.uid, "com.example.demo.ios")
         let c = H2RawClient(fd: try connect(port, certificate: (issued.certificatePEM, issued.privateKeyPEM)))
         c.sendRequest(1, "GET", "/one")
         c.sendRequest(3, "GET", "/two")

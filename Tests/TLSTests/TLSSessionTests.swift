@@ -143,20 +143,25 @@ final class TLSSessionTests: XCTestCase {
         XCTAssertNoThrow(try lax.server.get())
     }
 
-    /// APNs certificate authentication: the server asks for a client certificate, reads Apple's
-    /// topics and environment from it after the handshake, and still takes a client without one.
-    func testTheServerRequestsAClientCertificateAndReadsItsTopics() throws {
-        let issued = try ca.issueAPNsClientCertificate(bundleID: "com.example.demo.ios", environments: .sandbox)
+    /// An extension of the test's own (a DER UTF8String under a private OID), as the APNs room
+    /// puts Apple's topics and environment markers in its certificates.
+    static let testOID = "1.3.6.1.4.1.55555.1.1"
+    static let testValue: [UInt8] = [0x0C, 0x05] + Array("hello".utf8)
+
+    /// Client-certificate authentication: the server asks for a client certificate, reads its UID
+    /// and extensions after the handshake, and still takes a client without one.
+    func testTheServerRequestsAClientCertificateAndReadsItsExtensions() throws {
+        let issued = try ca.issueClientCertificate(commonName: "Test Client: com.example.demo.ios", uid: "com.example.demo.ios",
+                                                   extensions: [(Self.testOID, Self.testValue)])
         let withCert = handshake(clientProtocols: ["h2"], requestingClientCertificate: true,
                                  clientCertificate: (issued.certificatePEM, issued.privateKeyPEM))
         defer { close(withCert) }
         let server = try withCert.server.get()
         let der = try XCTUnwrap(server.peerCertificate, "the client's certificate reached the server")
         XCTAssertTrue(ca.hasIssued(der))
-        let read = try APNsClientCertificate(der: der)
-        XCTAssertEqual(read.bundleID, "com.example.demo.ios")
-        XCTAssertEqual(read.topics, ["com.example.demo.ios", "com.example.demo.ios.voip", "com.example.demo.ios.complication"])
-        XCTAssertEqual(read.environments, .sandbox)
+        let read = try ClientCertificate(der: der, extensions: [Self.testOID, "1.3.6.1.4.1.55555.1.2"])
+        XCTAssertEqual(read.uid, "com.example.demo.ios")
+        XCTAssertEqual(read.extensions, [Self.testOID: Self.testValue], "the extension asked for and present, byte for byte; no other")
         XCTAssertEqual(read.serial, issued.serial)
         XCTAssertNotNil(try withCert.client.get().peerCertificate, "the client sees the server's certificate")
 
@@ -174,12 +179,13 @@ final class TLSSessionTests: XCTestCase {
     /// or checks), and `hasIssued` tells it apart.
     func testACertificateOfAnotherAuthorityIsSeenButNotIssuedHere() throws {
         let other = try LocalCertificateAuthority.create(names: ["localhost"], directory: dir + "/other")
-        let foreign = try other.issueAPNsClientCertificate(bundleID: "com.example.demo.ios", environments: .production)
+        let foreign = try other.issueClientCertificate(commonName: "Test Client", uid: "com.example.demo.ios",
+                                                       extensions: [(Self.testOID, Self.testValue)])
         let ends = handshake(requestingClientCertificate: true, clientCertificate: (foreign.certificatePEM, foreign.privateKeyPEM))
         defer { close(ends) }
         let der = try XCTUnwrap(try ends.server.get().peerCertificate)
         XCTAssertFalse(ca.hasIssued(der))
         XCTAssertTrue(other.hasIssued(der))
-        XCTAssertEqual(try APNsClientCertificate(der: der).environments, .production)
+        XCTAssertEqual(try ClientCertificate(der: der, extensions: [Self.testOID]).extensions[Self.testOID], Self.testValue)
     }
 }

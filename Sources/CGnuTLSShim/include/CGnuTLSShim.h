@@ -17,17 +17,17 @@ int fcm_gnutls_self_signed(const char *names, int count, const char *cert_path, 
 int fcm_gnutls_ca_and_server(const char *names, int count, const char *ca_cert_path, const char *ca_key_path,
                              const char *cert_path, const char *key_path, long now);
 
-// An APNs client certificate signed by the CA in `ca_cert_path`/`ca_key_path` (PEM files): a new
-// ECDSA P-256 key, a random 16-byte serial, subject UID `bundle_id` and common name "Apple Push
-// Services: <bundle_id>", client-authentication usage, valid from an hour ago for `days`, and
-// Apple's extensions: the topics (`topics_der`, the DER value of 1.2.840.113635.100.6.3.6) and the
-// environment markers (`environments`: bit 0 development 1.2.840.113635.100.6.3.1, bit 1
-// production 1.2.840.113635.100.6.3.2). The certificate and its PKCS #8 key come back as PEM in
-// buffers the caller frees with `gnutls_free`. Returns 0 or a GnuTLS error code.
-int fcm_gnutls_apns_client(const char *ca_cert_path, const char *ca_key_path, const char *bundle_id,
-                           const unsigned char *topics_der, unsigned topics_size, int environments, long now,
-                           long days, unsigned char **cert_pem, unsigned *cert_size, unsigned char **key_pem,
-                           unsigned *key_size);
+// A client certificate signed by the CA in `ca_cert_path`/`ca_key_path` (PEM files): a new ECDSA
+// P-256 key, a random 16-byte serial, subject UID `uid` and common name `common_name`,
+// client-authentication usage, valid from an hour ago for `days`, and `ext_count` extensions
+// (`ext_oids[i]` with the DER value `ext_values[i]` of `ext_sizes[i]` bytes, in that order: the
+// APNs room's topic extension and environment markers). The certificate and its PKCS #8 key
+// come back as PEM in buffers the caller frees with `gnutls_free`. Returns 0 or a GnuTLS error
+// code.
+int fcm_gnutls_client_cert(const char *ca_cert_path, const char *ca_key_path, const char *common_name, const char *uid,
+                           const char *const *ext_oids, const unsigned char *const *ext_values, const unsigned *ext_sizes,
+                           unsigned ext_count, long now, long days, unsigned char **cert_pem, unsigned *cert_size,
+                           unsigned char **key_pem, unsigned *key_size);
 
 // 1 if `point` (65 bytes: 0x04 || x || y) is a point of P-256, else 0.
 int fcm_p256_point_valid(const unsigned char *point);

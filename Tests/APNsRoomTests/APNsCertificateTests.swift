@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 
 @testable import TLS
+@testable import APNs
 
 /// APNs client certificates issued by the local certificate authority, read back as a server
 /// reads a peer's; Apple's topic extension byte for byte.
