@@ -316,8 +316,8 @@ extension Configuration {
         return p
     }
 
-    /// An absolute `http` or `https` origin (`--web-push-origin`): a host, a port when not the
-    /// scheme's default, nothing after it (a final `/` is dropped). Endpoints are `{origin}/wp/{id}`,
+    /// An absolute `http` or `https` origin (`--web-push-origin`): a host name or IP literal,
+    /// perhaps a port, nothing after it (a final `/` is dropped). Endpoints are `{origin}/wp/{id}`,
     /// so a path would make them point elsewhere than the push endpoint.
     static func origin(_ s: String, _ name: String) throws(ConfigurationError) -> String {
         let refusal = ConfigurationError("\(name) must be an http:// or https:// origin with no path, such as "
