@@ -28,7 +28,7 @@ INSTALL_BIN = $(BIN_RELEASE)
 # Symbols are kept: a crash backtrace then names the functions. `make install-strip` drops them.
 INSTALL_STRIP =
 
-.PHONY: deps test-deps build release run install install-strip uninstall test unit-test interop docker-test \
+.PHONY: deps test-deps build release run install install-strip uninstall test test-steps unit-test interop docker-test \
         bench bench-webpush soak bench-bounded clean format
 
 # Another apt-get running (an unattended upgrade, a second checkout's make) is waited for, not an error.
@@ -104,7 +104,13 @@ uninstall:
 # podman (docker-test). Tests/summarize.sh prints a line per suite, failures in full and the
 # runners' closing lines, and keeps every line (one per test) in .build/test-logs/STEP.log;
 # pytest runs with -v (-vv against the scripts' -q) so that log has a line per test too.
+# The last line is the verdict, `N passed, N failed`: the tests the steps counted (XCTest's and
+# pytest's), printed also when a step fails (make stops at that step).
 test: test-deps
+	@bash Tests/summarize.sh --reset
+	@$(MAKE) --no-print-directory test-steps; status=$$?; bash Tests/summarize.sh --verdict; exit $$status
+
+test-steps:
 	bash Tests/summarize.sh build $(SWIFT) build --build-tests
 	bash docker/check-runtime.sh $(BIN_DEBUG)
 	bash docker/check-dockerfile.sh $(BIN_DEBUG)

@@ -5,22 +5,41 @@
 # reads. Everything the step printed, a line per test included, goes to .build/test-logs/STEP.log,
 # named in the first line. Exits with the step's exit code.
 #
+# The step's test counts (passed, failed) go to .build/test-logs/STEP.counts; `--verdict` sums
+# every step's into the one line `make test` ends with, `N passed, N failed`, and `--reset`
+# forgets them (the first thing `make test` does).
+#
 #   bash Tests/summarize.sh STEP COMMAND [ARGS...]
+#   bash Tests/summarize.sh --verdict
+#   bash Tests/summarize.sh --reset
 set -uo pipefail
 
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+logs="$root/.build/test-logs"
+case "${1:-}" in
+--reset)
+    rm -f "$logs"/*.counts
+    exit 0
+    ;;
+--verdict)
+    cat "$logs"/*.counts 2>/dev/null | awk '{ p += $1; f += $2 } END { printf "%d passed, %d failed\n", p, f }'
+    exit 0
+    ;;
+esac
 if [ $# -lt 2 ]; then
-    echo "usage: bash Tests/summarize.sh STEP COMMAND [ARGS...]" >&2
+    echo "usage: bash Tests/summarize.sh STEP COMMAND [ARGS...] | --verdict | --reset" >&2
     exit 2
 fi
 step="$1"
 shift
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-mkdir -p "$root/.build/test-logs"
-log="$root/.build/test-logs/$step.log"
+mkdir -p "$logs"
+log="$logs/$step.log"
+counts="$logs/$step.counts"
+rm -f "$counts"
 echo "$step: $* (every line: ${log#"$root"/})"
 
 # The filter reads the step's output as it comes, so a long step shows its suites as they end.
-"$@" 2>&1 | tee "$log" | awk -v step="$step" '
+"$@" 2>&1 | tee "$log" | awk -v step="$step" -v counts="$counts" '
     function flush_failure() { in_failure = 0 }
     function flush_file() {
         if (pyfile == "") return
@@ -47,7 +66,12 @@ echo "$step: $* (every line: ${log#"$root"/})"
     }
     awaiting_counts && /^[ \t]*Executed [0-9]+ tests?, with / {
         awaiting_counts = 0
-        if (closing != "") { print closing; print; next }
+        if (closing != "") {
+            n = $0; sub(/^[ \t]*Executed /, "", n); sub(/ tests?, with .*/, "", n)
+            f = $0; sub(/.*, with /, "", f); sub(/ failures?.*/, "", f)
+            total_passed += n - f; total_failed += f
+            print closing; print; next
+        }
         if (suite ~ /\.xctest$/) next
         n = $0; sub(/^[ \t]*Executed /, "", n); sub(/ tests?, with .*/, "", n)
         f = $0; sub(/.*, with /, "", f); sub(/ failures?.*/, "", f)
@@ -65,14 +89,28 @@ echo "$step: $* (every line: ${log#"$root"/})"
 
     # pytest with -v: "path.py::test PASSED [ 40%]", a line per test (kept in the log), becomes
     # a line per file with its counts, printed when the next file starts or a section begins.
-    /^[^ ]+\.py::[^ ]+ (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)( |$)/ {
+    # A parametrized id may hold spaces ("test[Topic=not base64url] PASSED"): the outcome is the
+    # first field after the file that is one.
+    /^[^ ]+\.py::.* (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)( |$)/ {
         file = $1; sub(/::.*/, "", file)
         if (file != pyfile) { flush_file(); pyfile = file }
-        if ($2 == "PASSED" || $2 == "XPASS") py_passed++
-        else if ($2 == "FAILED") py_failed++
-        else if ($2 == "ERROR") py_errors++
+        for (i = 2; i <= NF; i++) if ($i ~ /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)$/) break
+        if ($i == "PASSED" || $i == "XPASS") py_passed++
+        else if ($i == "FAILED") py_failed++
+        else if ($i == "ERROR") py_errors++
         else py_skipped++
         next
+    }
+    # The closing line of pytest: "==== 223 passed, 1 failed, 10 warnings in 78.36s ====", or without
+    # the rules under -q; every run of the step adds to its counts.
+    /^(=+ )?[0-9]+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?)(, [0-9]+ [a-z]+)* in [0-9.]+s/ {
+        line = $0; sub(/^=+ /, "", line); sub(/ in [0-9.]+s.*/, "", line)
+        k = split(line, parts, ", ")
+        for (j = 1; j <= k; j++) {
+            split(parts[j], nw, " ")
+            if (nw[2] == "passed" || nw[2] == "xpassed") total_passed += nw[1]
+            else if (nw[2] == "failed" || nw[2] == "error" || nw[2] == "errors") total_failed += nw[1]
+        }
     }
     /^=/ { flush_file() }
     /^[.sxXEF]+ *(\[ *[0-9]+%\])?$/ { next }
@@ -80,12 +118,19 @@ echo "$step: $* (every line: ${log#"$root"/})"
     /^=+ (FAILURES|ERRORS) =+$/ { saw_failure = 1 }
     NF == 0 { next }
     { print }
-    END { flush_file(); exit (saw_failure ? 3 : 0) }
+    END {
+        flush_file()
+        printf "%d %d\n", total_passed, total_failed > counts
+        exit (saw_failure ? 3 : 0)
+    }
 '
 statuses=("${PIPESTATUS[@]}")
 status=${statuses[0]}
 printed_failure=$(( statuses[2] == 3 ))
 if [ "$status" -ne 0 ]; then
+    # A step that failed with no failing test counted (a crash, a build error) counts as one.
+    read -r passed failed <"$counts" 2>/dev/null || { passed=0; failed=0; }
+    [ "$failed" -gt 0 ] || echo "$passed 1" >"$counts"
     if [ "$printed_failure" -eq 0 ]; then
         # Nothing above says why (a crash, a script error): the end of the step's output does.
         echo "$step: the last 40 lines of ${log#"$root"/}:"

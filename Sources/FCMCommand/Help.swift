@@ -8,9 +8,9 @@ public enum Help {
     /// The overview: every command in one line.
     public static var overview: String {
         var lines = [
-            "fcm-mock \(fcmMockVersion): a stand-in for Firebase Cloud Messaging: HTTP v1 (OAuth 2.0 service accounts,",
-            "HTTPS and HTTP/2 on Google's host names) and the legacy HTTP and XMPP protocols, with fake devices",
-            "and a control API that shows what each one received.",
+            "fcm-mock \(fcmMockVersion): a mock push server for tests: Firebase Cloud Messaging (HTTP v1, legacy HTTP",
+            "and XMPP), Apple's APNs and Web Push, with fake Android, iOS and web devices and a control API that",
+            "shows what each one received; HTTPS and HTTP/2 under Google's and Apple's host names.",
             "",
             "usage: fcm-mock [COMMAND] [OPTIONS]      (no command: serve)",
             "",
@@ -33,10 +33,15 @@ public enum Help {
             var lines = [
                 "usage: fcm-mock serve [OPTIONS]",
                 "",
-                "Serves FCM's HTTP v1 API (/v1/projects/P/messages:send, topic subscriptions) and its OAuth 2.0 token",
-                "endpoint (/token), the legacy HTTP protocol (/fcm/send, /fcm/notification, Instance ID), XMPP (CCS),",
-                "the control API (/api/v1) and the web page (/); with --https-port, the same over HTTPS (HTTP/2 and",
-                "HTTP/1.1) under Google's host names. Prints 'listening http=HOST:PORT xmpp=HOST:PORT' (then",
+                "Serves:",
+                "  FCM HTTP v1   POST /v1/projects/{project}/messages:send, and its OAuth 2.0 token endpoint /token",
+                "  FCM legacy    POST /fcm/send, /fcm/notification (device groups), Instance ID (/iid/...)",
+                "  FCM XMPP      the XMPP connection server (CCS), on the XMPP port",
+                "  APNs          POST /3/device/{token}, HTTP/2 only (h2c on the HTTP port, TLS on --https-port)",
+                "  Web Push      POST /wp/{id}, the endpoints of web devices' subscriptions (RFC 8030, VAPID)",
+                "  control API   /api/v1 (devices, inboxes, faults, clock) and the web page at /",
+                "Every HTTP path is on the HTTP port; with --https-port, on HTTPS too (HTTP/2 and HTTP/1.1) under",
+                "Google's and Apple's host names. Prints 'listening http=HOST:PORT xmpp=HOST:PORT' (then",
                 "' https=HOST:PORT' with --https-port) on stdout once it accepts connections; SIGTERM or SIGINT stops",
                 "it cleanly. Flags win over environment variables.",
                 "",

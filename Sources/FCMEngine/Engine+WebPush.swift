@@ -99,8 +99,8 @@ extension Engine {
 
     // MARK: Subscriptions
 
-    /// Where endpoints point: `https://fcm.googleapis.com` when an HTTPS port runs, else the
-    /// plain port's origin. Set once the listeners are up (their ports known).
+    /// Where endpoints point: the server's own origin, or `--web-push-origin`'s (the server
+    /// decides). Set once the listeners are up (their ports known).
     public func setWebPushEndpointBase(_ base: String) {
         state.withLock { $0.webPushBase = base }
     }

@@ -239,12 +239,16 @@ public final class Application: Sendable {
         engine.startCountingStoredSends()
     }
 
-    /// Where Web Push endpoints point: Google's push service when an HTTPS port runs (the local
-    /// CA names that host), else the plain port's origin (a wildcard address as loopback).
+    /// Where Web Push endpoints point: `--web-push-origin` when given (Google's host, for an
+    /// unmodified library), else the mock itself, so a test posting to a subscription never
+    /// leaves the machine unless told to: the plain port's origin, or, when no port speaks plain
+    /// HTTP (`--http-tls`), the HTTPS port's (`--https-port`'s, whose local CA names 127.0.0.1,
+    /// else the HTTP port's). A wildcard address is shown as loopback.
     var webPushEndpointBase: String {
-        if httpsPort != nil { return "https://fcm.googleapis.com" }
+        if let origin = configuration.webPushOrigin { return origin }
         let host = ["0.0.0.0", "::", ""].contains(configuration.host) ? "127.0.0.1" : hostForDisplay
-        return (configuration.httpTLS ? "https://" : "http://") + host + ":" + String(httpPort)
+        guard configuration.httpTLS else { return "http://" + host + ":" + String(httpPort) }
+        return "https://" + host + ":" + String(httpsPort ?? httpPort)
     }
 
     /// The machine-readable line tests wait for.

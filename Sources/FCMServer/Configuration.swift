@@ -44,6 +44,11 @@ public struct Configuration: Sendable {
     /// `--tls-cert` / `--tls-key` (PEM); absent with TLS asked for: a self-signed pair is made.
     public var tlsCert: String?
     public var tlsKey: String?
+    /// `--web-push-origin`: the origin of every Web Push endpoint (`https://fcm.googleapis.com`
+    /// for a library that must post to Google's host); nil: the mock's own origin, so a test
+    /// posting to a subscription never leaves the machine unless told to (see
+    /// `Application.webPushEndpointBase`).
+    public var webPushOrigin: String?
     /// Largest request body; bigger ones get 413.
     public var maxBodyBytes = 1 << 20
     /// Most XMPP connections one sender id may hold at once (CCS allowed 1000); no flag sets it,
@@ -232,6 +237,12 @@ extension Configuration {
                     help: "the private key of --tls-cert") { c, v, _ throws(ConfigurationError) in
             c.tlsKey = v
         },
+        ServeOption(flag: "--web-push-origin", value: "ORIGIN", environment: "FCM_MOCK_WEB_PUSH_ORIGIN",
+                    defaultText: "the mock's own: http://HOST:HTTP_PORT (https://HOST:PORT when only HTTPS is served)",
+                    help: "origin of Web Push subscriptions' endpoints, such as https://fcm.googleapis.com (Google's push service, reached through the local CA of --https-port); an http:// or https:// origin, no path") {
+            c, v, n throws(ConfigurationError) in
+            c.webPushOrigin = try origin(v, n)
+        },
         ServeOption(flag: "--http-tls", value: nil, environment: "FCM_MOCK_HTTP_TLS", defaultText: "false",
                     help: "the HTTP port speaks HTTPS") { c, v, n throws(ConfigurationError) in
             c.httpTLS = try bool(v, n)
@@ -311,6 +322,39 @@ extension Configuration {
     private static func port(_ s: String, _ name: String) throws(ConfigurationError) -> Int {
         guard let p = Int(s), (0...65535).contains(p) else { throw ConfigurationError("\(name) must be a port number 0-65535, got '\(s)'") }
         return p
+    }
+
+    /// An absolute `http` or `https` origin (`--web-push-origin`): a host name or IP literal,
+    /// perhaps a port, nothing after it (a final `/` is dropped). Endpoints are `{origin}/wp/{id}`,
+    /// so a path would make them point elsewhere than the push endpoint.
+    static func origin(_ s: String, _ name: String) throws(ConfigurationError) -> String {
+        let refusal = ConfigurationError("\(name) must be an http:// or https:// origin with no path, such as "
+                                         + "https://fcm.googleapis.com or http://127.0.0.1:8080, got '\(s)'")
+        var o = s
+        if o.hasSuffix("/") { o.removeLast() }
+        let lower = o.lowercased()
+        guard o.utf8.count <= 256, let scheme = ["https://", "http://"].first(where: { lower.hasPrefix($0) }) else { throw refusal }
+        let authority = o.dropFirst(scheme.count)
+        // The host, and what follows it: nothing, or `:` and a port.
+        let host: Substring, rest: Substring
+        if authority.hasPrefix("[") {
+            // An IPv6 literal: [::1] or [::1]:8443.
+            guard let close = authority.firstIndex(of: "]") else { throw refusal }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            rest = authority[authority.index(after: close)...]
+            guard !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else { throw refusal }
+        } else {
+            let colon = authority.firstIndex(of: ":") ?? authority.endIndex
+            host = authority[..<colon]
+            rest = authority[colon...]
+            guard !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }) else { throw refusal }
+        }
+        if !rest.isEmpty {
+            let port = rest.dropFirst()
+            guard rest.hasPrefix(":"), (1...5).contains(port.count), port.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let n = Int(port), n <= 65535 else { throw refusal }
+        }
+        return scheme + authority
     }
 
     private static func bool(_ s: String, _ name: String) throws(ConfigurationError) -> Bool {

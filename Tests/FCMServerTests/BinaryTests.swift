@@ -21,7 +21,7 @@ final class BinaryTests: XCTestCase {
         let c = s.client()
         let r = try c.sendJSON(#"{"to":"demo-android-1","data":{"score":"3x1"}}"#, key: DemoProject.serverKey)
         XCTAssertNil(singleError(r))
-        XCTAssertEqual(items(try c.get("/api/v1/devices?sender_id=\(DemoProject.senderID)")).count, 4)
+        XCTAssertEqual(items(try c.get("/api/v1/devices?sender_id=\(DemoProject.senderID)")).count, 5)
         c.disconnect()
         XCTAssertEqual(s.stop(signal: SIGTERM), 0)
         let s2 = try BinaryServer(arguments: ["--db", ":memory:"])

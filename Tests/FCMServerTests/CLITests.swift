@@ -16,7 +16,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(devices.status, 0)
         XCTAssertTrue(devices.stdout.hasPrefix("TOKEN") && devices.stdout.contains("demo-android-offline"), devices.stdout)
         let json = try runBinary(["devices", "--server", url, "--json"])
-        XCTAssertEqual((try JSONParser.parse(json.stdout)).objectValue?["items"]?.arrayValue?.count, 4)
+        XCTAssertEqual((try JSONParser.parse(json.stdout)).objectValue?["items"]?.arrayValue?.count, 5)
         let sent = try runBinary(["send", "--server", url, "--to", "demo-android-1", "--data", "k=v", "--data", "n=1"])
         XCTAssertEqual(sent.status, 0, sent.stdout)
         XCTAssertTrue(sent.stdout.contains("\"success\":1"), sent.stdout)

@@ -74,15 +74,21 @@ final class DiagnosticsBinaryTests: XCTestCase {
                        + "--http-port N, or --http-port 0 --xmpp-port 0 to pick free ports\n")
     }
 
-    /// The overview and serve's help name HTTP v1, OAuth and HTTPS, not only the legacy protocols.
-    func testHelpKnowsV1AndHTTPS() throws {
+    /// The overview's first lines name the three protocols, and serve's help the path of each.
+    func testHelpNamesEveryProtocolAndItsPath() throws {
         let overview = try runBinary(["--help"])
         XCTAssertEqual(overview.status, 0)
-        XCTAssertTrue(overview.stdout.contains("HTTP v1 (OAuth 2.0 service accounts,\nHTTPS and HTTP/2 on Google's host names)"),
-                      overview.stdout)
+        let first = overview.stdout.split(separator: "\n").prefix(2).joined(separator: " ")
+        for name in ["Firebase Cloud Messaging", "HTTP v1", "XMPP", "APNs", "Web Push"] {
+            XCTAssertTrue(first.contains(name), "\(name) in: \(first)")
+        }
+        XCTAssertTrue(overview.stdout.contains("HTTPS and HTTP/2 under Google's and Apple's host names"), overview.stdout)
         let serve = try runBinary(["serve", "--help"])
-        XCTAssertTrue(serve.stdout.contains("Serves FCM's HTTP v1 API (/v1/projects/P/messages:send"), serve.stdout)
-        XCTAssertTrue(serve.stdout.contains("with --https-port, the same over HTTPS"), serve.stdout)
+        for path in ["/v1/projects/{project}/messages:send", "/token", "/fcm/send", "XMPP connection server (CCS)",
+                     "/3/device/{token}", "/wp/{id}", "/api/v1"] {
+            XCTAssertTrue(serve.stdout.contains(path), "\(path) in: \(serve.stdout)")
+        }
+        XCTAssertTrue(serve.stdout.contains("with --https-port, on HTTPS too"), serve.stdout)
         XCTAssertTrue(serve.stdout.contains("(2 KiB each;"), "the store's page size")
     }
 

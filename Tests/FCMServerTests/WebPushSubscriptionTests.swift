@@ -62,7 +62,7 @@ final class WebPushSubscriptionTests: XCTestCase {
         XCTAssertNil(try server.client().request("GET", "/api/v1/devices/demo-android-1").object?["web_push"])
     }
 
-    func testEndpointBaseOnTheReadAndGooglesHostWithAnHTTPSPort() throws {
+    func testEndpointBaseOnTheReadAndGooglesHostOnlyWhenAsked() throws {
         server = try TestServer()
         let d = try Self.createWebDevice(server.client())
         let token = try XCTUnwrap(d["token"]?.stringValue)
@@ -79,9 +79,17 @@ final class WebPushSubscriptionTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "fcm-mock-wp-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        // An HTTPS port alone keeps endpoints on the mock (the plain port); Google's host only
+        // with --web-push-origin.
         server = try TestServer(db: dir + "/db.sqlite", extraArguments: ["--https-port", "0"])
         let secure = try Self.createWebDevice(server.client())
-        XCTAssertTrue(try XCTUnwrap(secure["web_push"]?.objectValue?["endpoint"]?.stringValue).hasPrefix("https://fcm.googleapis.com/wp/"))
+        XCTAssertTrue(try XCTUnwrap(secure["web_push"]?.objectValue?["endpoint"]?.stringValue)
+            .hasPrefix("http://127.0.0.1:\(server.port)/wp/"))
+        server.stop()
+        server = try TestServer(db: dir + "/db2.sqlite",
+                                extraArguments: ["--https-port", "0", "--web-push-origin", "https://fcm.googleapis.com"])
+        let google = try Self.createWebDevice(server.client())
+        XCTAssertTrue(try XCTUnwrap(google["web_push"]?.objectValue?["endpoint"]?.stringValue).hasPrefix("https://fcm.googleapis.com/wp/"))
     }
 
     func testApplicationServerKeyIsValidatedAndShown() throws {

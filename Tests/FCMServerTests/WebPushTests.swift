@@ -469,7 +469,8 @@ final class WebPushTests: XCTestCase {
 
     // MARK: HTTPS
 
-    /// An unmodified client: the endpoint on `https://fcm.googleapis.com` reached through the
+    /// An unmodified client (`--web-push-origin https://fcm.googleapis.com`): the endpoint on
+    /// Google's host reached through the
     /// local CA (curl `--connect-to`, the URL, `Host` and SNI Google's), over h2 (ALPN) and
     /// HTTP/1.1; VAPID's `aud` is Google's origin and `Location` points there.
     func testUnmodifiedClientOnGooglesHostThroughTheLocalCA() throws {
@@ -477,7 +478,8 @@ final class WebPushTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "fcm-mock-wp-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        server = try TestServer(db: dir + "/db.sqlite", extraArguments: ["--https-port", "0"])
+        server = try TestServer(db: dir + "/db.sqlite",
+                                extraArguments: ["--https-port", "0", "--web-push-origin", "https://fcm.googleapis.com"])
         let httpsPort = try XCTUnwrap(server.app.httpsPort)
         let ca = try XCTUnwrap(get("/api/v1/health")["tls_ca"]?.stringValue)
         let s = try subscribe(boundTo: vapidKey)

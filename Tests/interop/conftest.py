@@ -144,6 +144,14 @@ def mock_https(tmp_path_factory):
     yield from _serve(tmp_path_factory, ("--https-port", "0"))
 
 
+@pytest.fixture(scope="module")
+def mock_google_origin(tmp_path_factory):
+    """`mock_https` whose Web Push endpoints are on Google's host (`--web-push-origin
+    https://fcm.googleapis.com`; by default they are on the mock's own port): for libraries sent
+    unmodified to https://fcm.googleapis.com through the local CA."""
+    yield from _serve(tmp_path_factory, ("--https-port", "0", "--web-push-origin", "https://fcm.googleapis.com"))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Keeps each phase's report on the test, so fixtures can tell a failed test at teardown."""

@@ -54,11 +54,11 @@ from firebase_admin import credentials, messaging
 app = firebase_admin.initialize_app(credentials.Certificate(os.environ["SERVICE_ACCOUNT"]))
 service = messaging._get_messaging_service(app)
 assert service._fcm_url.startswith("https://fcm.googleapis.com/"), service._fcm_url
-token = os.environ["DEVICE_TOKEN"]
-out = {"send": messaging.send(messaging.Message(token=token, data={"call": "send"}))}
-batch = messaging.send_each([messaging.Message(token=token, data={"call": "send_each"})])
+fid = os.environ["DEVICE_FID"]
+out = {"send": messaging.send(messaging.Message(fid=fid, data={"call": "send"}))}
+batch = messaging.send_each([messaging.Message(fid=fid, data={"call": "send_each"})])
 out["send_each"] = [r.message_id if r.success else repr(r.exception) for r in batch.responses]
-batch = asyncio.run(messaging.send_each_async([messaging.Message(token=token, data={"call": "send_each_async"})]))
+batch = asyncio.run(messaging.send_each_async([messaging.Message(fid=fid, data={"call": "send_each_async"})]))
 out["send_each_async"] = [r.message_id if r.success else repr(r.exception) for r in batch.responses]
 print(json.dumps(out))
 '''
@@ -80,8 +80,9 @@ def test_python_in_process_mapping_from_the_docs(mock_https, tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "curl_ca_bundle")}
     env.update(REQUESTS_CA_BUNDLE=ca, SSL_CERT_FILE=ca, MOCK_HTTPS_PORT=str(mock_https.https_port),
-               SERVICE_ACCOUNT=str(sa_path), DEVICE_TOKEN=token)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+               SERVICE_ACCOUNT=str(sa_path), DEVICE_FID=mock_https.device(token)["fid"])
+    done = subprocess.run([sys.executable, "-W", "error:Message.token is deprecated:DeprecationWarning", str(script)],
+                          capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr[-4000:]}"
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -109,7 +110,7 @@ assert open("/etc/hosts").read().split() == ["127.0.0.1", "fcm.googleapis.com",
                                              "oauth2.googleapis.com", "iid.googleapis.com"]
 app = firebase_admin.initialize_app()    # GOOGLE_APPLICATION_CREDENTIALS
 sa = json.load(open(os.environ["GOOGLE_APPLICATION_CREDENTIALS"]))
-name = messaging.send(messaging.Message(token="demo-android-1", data={"via": "namespace"}))
+name = messaging.send(messaging.Message(fid="cDemoAndroid1_fid_0001", data={"via": "namespace"}))  # demo-android-1
 inbox = requests.get("http://127.0.0.1:8080/api/v1/devices/demo-android-1/messages",
                      params={"wait": 5}, timeout=30).json()["items"]
 print(json.dumps({"name": name, "token_uri": sa["token_uri"], "inbox": inbox}))

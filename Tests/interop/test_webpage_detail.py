@@ -290,15 +290,14 @@ def test_phone_width_has_no_horizontal_scroll_and_dark_mode_follows_the_os(mock,
     assert browser.eval(fits)
 
 
-# firebase-admin 7.x deprecates Message.token for Message.fid; app servers still send to tokens.
-@pytest.mark.filterwarnings("ignore:.*token.* is deprecated:DeprecationWarning")
 def test_v1_send_by_firebase_admin_in_a_transport_link_and_its_detail(mock, browser, tmp_path):
     from firebase_admin import messaging
     from v1support import pointed
 
     with pointed(mock, tmp_path) as sdk:
         token = mock.create_device()
-        name = messaging.send(messaging.Message(token=token, data={"html": HOSTILE_SCRIPT},
+        # By installation id, as firebase-admin 7.7 asks (token= is deprecated).
+        name = messaging.send(messaging.Message(fid=mock.device(token)["fid"], data={"html": HOSTILE_SCRIPT},
                                                 android=messaging.AndroidConfig(priority="high", notification=messaging.AndroidNotification(
                                                     title=HOSTILE_IMG, channel_id="news"))), app=sdk.app)
         record = mock.messages(v1_name=name)[0]

@@ -5,8 +5,8 @@ A `web` device made through the control API hands its `web_push` subscription JS
 `pywebpush.webpush()` as it is. Two set-ups:
 - pointed: the mock without an HTTPS port, so the endpoint is on its plain port
   (`http://127.0.0.1:PORT/wp/…`);
-- unmodified: the mock with an HTTPS port, so the endpoint is Google's
-  (`https://fcm.googleapis.com/wp/…`); this process resolves that one name to the mock's TLS port
+- unmodified: the mock with an HTTPS port and `--web-push-origin https://fcm.googleapis.com`, so
+  the endpoint is Google's (`https://fcm.googleapis.com/wp/…`); this process resolves that one name to the mock's TLS port
   (a patch of `socket.getaddrinfo`, which every client here resolves through) and trusts the
   mock's local CA, so the library sends to the URL exactly as the subscription gives it, TLS
   checking Google's name.
@@ -93,7 +93,7 @@ def side(request, monkeypatch):
         mock = request.getfixturevalue("mock")
         yield Side("pointed", mock, session, mock.base_url)
     else:
-        mock = request.getfixturevalue("mock_https")
+        mock = request.getfixturevalue("mock_google_origin")
         session.verify = mock.api("GET", "/api/v1/health")["tls_ca"]
         resolve_google_to(monkeypatch, mock.https_port)
         yield Side("unmodified", mock, session, "https://" + GOOGLE)
@@ -504,12 +504,12 @@ def test_a_remembered_token_expires_on_the_mocks_clock(pointed):
         pointed.mock.api("POST", "/api/v1/clock", json={"reset": True})
 
 
-def test_push_over_http2_to_googles_name(mock_https, monkeypatch):
+def test_push_over_http2_to_googles_name(mock_google_origin, monkeypatch):
     """The same push with httpx over h2 (ALPN) to https://fcm.googleapis.com, as a client on
     HTTP/2 reaches the real service."""
-    resolve_google_to(monkeypatch, mock_https.https_port)
-    ca = mock_https.api("GET", "/api/v1/health")["tls_ca"]
-    side = Side("unmodified", mock_https, None, "https://" + GOOGLE)
+    resolve_google_to(monkeypatch, mock_google_origin.https_port)
+    ca = mock_google_origin.api("GET", "/api/v1/health")["tls_ca"]
+    side = Side("unmodified", mock_google_origin, None, "https://" + GOOGLE)
     token, sub = side.device()
     key = ec.generate_private_key(ec.SECP256R1())
     body = encrypt_aes128gcm(b"over h2", sub["keys"]["p256dh"], sub["keys"]["auth"])
@@ -523,6 +523,15 @@ def test_push_over_http2_to_googles_name(mock_https, monkeypatch):
     assert r.headers["location"].startswith("https://" + GOOGLE + "/m/")
     assert web(received(side, token)[0])["plaintext"] == "over h2"
 
+
+
+def test_endpoints_stay_on_the_mock_with_a_tls_listener(mock_https):
+    """Without `--web-push-origin` a TLS listener changes nothing: endpoints are on the plain
+    port, so a library posting to one never reaches Google's real service."""
+    dev = mock_https.api("POST", "/api/v1/devices", expect=201,
+                         json={"sender_id": SENDER_A, "app": WEB_APP, "platform": "web"})
+    assert dev["web_push"]["endpoint"].startswith(mock_https.base_url + "/wp/"), dev
+    assert mock_https.api("GET", "/api/v1/health")["webpush"]["endpoint_base"] == mock_https.base_url
 
 def test_delete_takes_back_only_web_pushes(pointed):
     """`DELETE /m/{id}` is the push service's: it takes back a held Web Push message, and neither

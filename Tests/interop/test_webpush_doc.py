@@ -51,11 +51,11 @@ def test_pointed_recipe(mock, tmp_path):
     assert plaintext == PLAINTEXT
 
 
-def test_unmodified_recipe(mock_https, tmp_path):
+def test_unmodified_recipe(mock_google_origin, tmp_path):
     mapping = python_block("socket.getaddrinfo = getaddrinfo")
     assert "MOCK_HTTPS_PORT = 8443" in mapping
-    mapping = mapping.replace("MOCK_HTTPS_PORT = 8443", f"MOCK_HTTPS_PORT = {mock_https.https_port}")
-    ca = mock_https.api("GET", "/api/v1/health")["tls_ca"]
-    status, plaintext = run(tmp_path, GUARD + mapping + pointed_block(mock_https), {"REQUESTS_CA_BUNDLE": ca})
+    mapping = mapping.replace("MOCK_HTTPS_PORT = 8443", f"MOCK_HTTPS_PORT = {mock_google_origin.https_port}")
+    ca = mock_google_origin.api("GET", "/api/v1/health")["tls_ca"]
+    status, plaintext = run(tmp_path, GUARD + mapping + pointed_block(mock_google_origin), {"REQUESTS_CA_BUNDLE": ca})
     assert re.fullmatch(r"201 https://fcm\.googleapis\.com/m/\S+", status), status
     assert plaintext == PLAINTEXT

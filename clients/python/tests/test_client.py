@@ -76,7 +76,7 @@ def test_connect_times_out_on_nothing():
 
 def test_devices_and_their_state(mock):
     tokens = [d.token for d in mock.devices]
-    assert tokens == ["demo-android-1", "demo-android-2", "demo-ios-1", "demo-android-offline"]
+    assert tokens == ["demo-android-1", "demo-android-2", "demo-ios-1", "demo-web-1", "demo-android-offline"]
     d = mock.create_device()
     assert d.sender_id == "123456789012" and d.app == "com.example.demo" and len(d.token) == 152
     ios = mock.create_device(platform="ios", token="my-ios-token", online=False)

@@ -42,9 +42,8 @@ def options(code: str) -> list:
     return first.split()[2:] if first.startswith("# pytest ") else []
 
 
-# README.md's block sends with firebase-admin's deprecated Message.token; this page's blocks must
-# not (they send by fid).
-WARNINGS = {"README.md": ["-W", "ignore::DeprecationWarning"],
+# The blocks send by fid: firebase-admin's deprecated Message.token fails them.
+WARNINGS = {"README.md": ["-W", "error:Message.token is deprecated:DeprecationWarning"],
             "docs/testing.md": ["-W", "error:Message.token is deprecated:DeprecationWarning"]}
 
 
