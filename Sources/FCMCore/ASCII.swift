@@ -72,6 +72,8 @@ public func sameBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<
 
 /// Whether the bytes `name` spell `lowercase` (which has no upper-case letters) in ASCII,
 /// either case.
+// Inlinable: called on every request from the rooms, across a module boundary.
+@inlinable
 public func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: String) -> Bool {
     guard name.count == lowercase.utf8.count else { return false }
     return lowercase.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII(name, $0) }
@@ -79,7 +81,8 @@ public func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase
 }
 
 /// The comparison itself, over the bytes of both.
-private func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: UnsafeBufferPointer<UInt8>) -> Bool {
+@usableFromInline
+func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: UnsafeBufferPointer<UInt8>) -> Bool {
     guard name.count == lowercase.count else { return false }
     for i in 0..<name.count {
         let b = name[i]
@@ -90,6 +93,8 @@ private func equalsLowercaseASCII(_ name: UnsafeBufferPointer<UInt8>, _ lowercas
 
 /// Whether header name `name` is `lowercase` (no upper-case letters) in ASCII, either case:
 /// compared over the bytes of both, with no iteration of a `String`.
+// Inlinable: called on every request from the rooms, across a module boundary.
+@inlinable
 public func nameIs(_ name: String, _ lowercase: StaticString) -> Bool {
     let l = UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
     guard name.utf8.count == l.count else { return false }
@@ -98,6 +103,8 @@ public func nameIs(_ name: String, _ lowercase: StaticString) -> Bool {
 }
 
 /// `equalsLowercaseASCII` on a string's bytes (read in place when they are contiguous).
+// Inlinable: called on every request from the rooms, across a module boundary.
+@inlinable
 public func equalsLowercaseASCII(_ name: String, _ lowercase: String) -> Bool {
     guard name.utf8.count == lowercase.utf8.count else { return false }
     return name.utf8.withContiguousStorageIfAvailable { equalsLowercaseASCII($0, lowercase) }
@@ -105,17 +112,23 @@ public func equalsLowercaseASCII(_ name: String, _ lowercase: String) -> Bool {
 }
 
 /// `s.lowercased()`, without a copy when `s` has no upper-case ASCII letter and no non-ASCII byte.
+// Inlinable: called on every request from the rooms, across a module boundary.
+@inlinable
 public func lowercasedIfNeeded(_ s: String) -> String {
     let lower = s.utf8.withContiguousStorageIfAvailable { !$0.contains { ($0 >= 0x41 && $0 <= 0x5A) || $0 >= 0x80 } }
     return lower == true ? s : s.lowercased()
 }
 
 /// Whether every byte is ASCII.
+// Inlinable: called on every request from the rooms, across a module boundary.
+@inlinable
 public func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     for b in bytes where b >= 0x80 { return false }
     return true
 }
 
+// Inlinable: called on every request from the rooms, across a module boundary.
+@inlinable
 public func isHexDigit(_ c: UInt8) -> Bool {
     (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46)
 }

@@ -240,6 +240,7 @@ public enum WebPushSubscriptionID {
 }
 
 /// Whether `c` is a base64url character (RFC 4648 §5: A-Z a-z 0-9 - _).
+@inlinable
 public func isBase64URL(_ c: UInt8) -> Bool {
     (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
 }

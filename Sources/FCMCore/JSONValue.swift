@@ -174,6 +174,7 @@ public struct JSONObject: Sendable, Equatable {
 // MARK: - Byte helpers (shared with the parser)
 
 @inline(__always)
+@inlinable
 public func isDigit(_ byte: UInt8) -> Bool {
     byte &- UInt8(ascii: "0") < 10
 }

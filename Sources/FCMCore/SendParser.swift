@@ -251,6 +251,7 @@ public enum SendParser {
     /// The same words compared as bytes, not as Swift characters (a combining mark after
     /// `google` does not hide the prefix), and with `orNotification` also `notification`, which
     /// HTTP v1 reserves too.
+    @inlinable
     public static func isReservedDataKey(_ key: String, orNotification: Bool) -> Bool {
         var key = key
         return key.withUTF8 { k in
@@ -395,6 +396,7 @@ public enum FormBody {
         return String(validating: out, as: UTF8.self)
     }
 
+    @inlinable
     public static func hexValue(_ b: UInt8) -> UInt8? {
         switch b {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - 48

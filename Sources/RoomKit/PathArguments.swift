@@ -1,5 +1,5 @@
 public import FCMEngine
-import FCMCore
+public import FCMCore
 public import HTTPServer
 
 extension PathParams {
@@ -26,7 +26,9 @@ public struct PathArguments: Sendable {
     }
 }
 
-/// One percent-encoded segment of a request path, decoded (`+` stays a plus).
+/// One percent-encoded segment of a request path, decoded (`+` stays a plus). Inlinable: a
+/// generic called from every room, which would otherwise run unspecialized.
+@inlinable
 public func decode<S: StringProtocol>(_ s: S) throws(ControlError) -> String {
     // Most path values have no escape at all: copied as they are.
     let escaped = s.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "%")) } ?? s.utf8.contains(UInt8(ascii: "%"))
