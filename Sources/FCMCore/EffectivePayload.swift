@@ -1,7 +1,7 @@
 // What a device of each platform receives for a send (docs/spec/fcm-v1.md section 5,
 // docs/effective-payloads.md): the payload it sees and the collapse key and TTL its offline
 // storage applies. Pure rules on a `SendRequest`, for legacy sends (top-level fields only) and v1
-// sends (`platforms` set) alike. The APNs form is in EffectivePayload+APNs.swift, the Web Push
+// sends (`platforms` set) alike. The iOS (APNs) form is in EffectivePayload+iOS.swift, the Web Push
 // form in EffectivePayload+Web.swift.
 
 /// A device's platform as the delivery rules see it.

@@ -1,4 +1,6 @@
-// The APNs request an iOS device's message becomes (docs/effective-payloads.md "iOS").
+// FCM's iOS form: the APNs request an iOS device's FCM message becomes (docs/effective-payloads.md
+// "iOS"), beside the web form (EffectivePayload+Web.swift). A rule of FCM's, which every room's
+// sends to an iOS device share; what the APNs room keeps of its own sends is APNs/APNsRecordBlock.swift.
 
 extension EffectivePayload {
     /// Header names the iOS form always sets, in the order it shows them.
