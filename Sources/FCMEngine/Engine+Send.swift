@@ -131,6 +131,9 @@ extension Engine {
         }
 
         let dryResult: SendResult? = state.withLock { s in
+            // One copy of the context for the steps below (passing the captured one to each step
+            // would copy it each time).
+            var ctx = ctx
             let fan = resolveFanOut(req, senderID: senderID, transport: transport, path: path, condition: condition,
                                    groupsByToken: rules.groupsByToken, now: now, state: &s)
             let count = fan.devices.map { max($0.count, 1) } ?? max(ctx.tokens.count, 1)
