@@ -158,6 +158,10 @@ public struct APNsRoutes: Sendable {
                                               error: e.reason.rawValue, detail: e.detail,
                                               raw: String(decoding: r.body.prefix(4096), as: UTF8.self),
                                               target: Self.target(named: token, device: device))
+        // Apple's answer names only the reason; the log says why, as for HTTP v1's refusals.
+        engine.notice("apns request refused", [("http.path", String(r.path.utf8Prefix(256))), ("status", String(e.status)),
+                                               ("reason", e.reason.rawValue), ("detail", e.detail),
+                                               ("auth", Log.maskCredential(r.header("authorization")))])
         return engine.keeping(answer, record: id, headers: Self.refusedHeaders(r))
     }
 

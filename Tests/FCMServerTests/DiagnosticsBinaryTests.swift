@@ -50,6 +50,24 @@ final class DiagnosticsBinaryTests: XCTestCase {
         XCTAssertTrue(hint.contains(" hint=the body is JSON but was read as a form: add the header Content-Type: application/json\n"), hint)
     }
 
+    /// An APNs refusal logs why (Apple's answer names only the reason), with the credential masked.
+    func testAnAPNsRefusalIsLoggedWithItsReason() throws {
+        let s = try BinaryServer(arguments: ["--db", ":memory:"])
+        defer { s.stop() }
+        _ = s.takeStderr()
+        let r = try runProcess("/usr/bin/env", ["curl", "-sS", "--max-time", "20", "--http2-prior-knowledge", "-o", "/dev/null",
+                                                "-w", "%{http_code}", "-X", "POST", "-H", "apns-topic: com.example.demo.ios",
+                                                "-H", "authorization: bearer not.a.token", "-d", "{}",
+                                                "http://127.0.0.1:\(s.httpPort)/3/device/\(String(repeating: "ab", count: 32))"])
+        XCTAssertNotEqual(r.status, 127, "curl is not installed (make deps installs it)")
+        XCTAssertEqual(r.stdout, "403", r.stderr)
+        let line = stderr(of: s, until: "apns request refused")
+        XCTAssertTrue(line.contains(" info apns request refused http.path=/3/device/\(String(repeating: "ab", count: 32)) status=403 "
+                                    + "reason=InvalidProviderToken detail=the provider token is not an ES256 JWT with a kid: "), line)
+        XCTAssertTrue(line.contains(" auth=bearer ***"), line)
+        XCTAssertFalse(line.contains("not.a.token"), "the credential is never logged")
+    }
+
     /// The start-up line names the HTTPS port, or says it is off.
     func testStartedLineNamesTheHTTPSPort() throws {
         let dir = try temporaryDirectory("https-started")
