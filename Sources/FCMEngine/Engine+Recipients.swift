@@ -232,7 +232,7 @@ extension Engine {
             published += p.events
         }
         let eventsToPublish = published
-        // Committed by the sender once it leaves the state lock (`Engine.send`).
+        // Committed by the sender once it leaves the state lock (`Engine.submit`).
         submit(ops, wakeWriter: false) { [self] error in
             if error == nil { events.publish(eventsToPublish) }
             notifyChanged()

@@ -40,7 +40,7 @@ public final class Engine: Sendable {
     /// Server keys and the first project, as of the last change of projects: every send reads
     /// them, and under their own lock they do not wait for the send path's `state` lock.
     let credentials = Locked<Credentials>(Credentials())
-    /// APNs teams, signing keys and verified provider tokens (`Engine+APNs.swift`).
+    /// APNs teams, signing keys and client certificates, as data (`Engine+APNs.swift`; the APNs room verifies).
     let apnsCredentials: Locked<APNsCredentials>
     /// Who counts the store's sends from before start (`Engine+Stats.swift`).
     let storedSendCount = StoredSendCount()
