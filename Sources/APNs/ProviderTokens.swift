@@ -78,31 +78,43 @@ struct ProviderTokenRule: JWTRule {
     }
 
     func verify(_ jwt: JWT, with key: APNsKey) throws(APNsError) -> VerifiedProviderToken {
-        guard let iss = jwt.claims["iss"]?.stringValue, iss == key.teamID else {
-            throw APNsError(.invalidProviderToken, "iss is not the team of key \(key.keyID) (\(key.teamID))")
-        }
+        guard let iss = jwt.claims["iss"]?.stringValue, iss == key.teamID else { throw otherTeam(key) }
         guard let iat = jwt.seconds("iat") else {
             throw APNsError(.invalidProviderToken, "the provider token has no iat of whole seconds")
         }
         guard (try? P256PublicKey(pem: key.publicKeyPEM))?.verifiesES256(jwt.signingInput, signature: jwt.signature) == true else {
-            throw APNsError(.invalidProviderToken, "the signature does not verify with key \(key.keyID)")
+            throw badSignature(key.keyID)
         }
+        try checkAge(issuedAt: iat)
         return VerifiedProviderToken(keyID: key.keyID, teamID: key.teamID, issuedAt: iat, publicKeyPEM: key.publicKeyPEM)
     }
 
-    /// Its key still there and the same (a revoked key's tokens are refused at once), and its
-    /// age: not from the future, not over an hour.
+    /// A remembered token: its key still there and the same (a revoked key's tokens are refused
+    /// at once; one imported again under its id with another team or public key refuses the
+    /// token as a fresh check would, by `iss` or by the signature), and its age.
     func recheck(_ v: VerifiedProviderToken) throws(APNsError) {
         guard let key = engine.apnsKey(v.keyID) else { throw unknownKey(v.keyID) }
-        guard key.publicKeyPEM == v.publicKeyPEM, key.teamID == v.teamID else {
-            throw APNsError(.invalidProviderToken, "key \(v.keyID) is another key than the one this token was verified with")
+        guard key.teamID == v.teamID else { throw otherTeam(key) }
+        guard key.publicKeyPEM == v.publicKeyPEM else { throw badSignature(v.keyID) }
+        try checkAge(issuedAt: v.issuedAt)
+    }
+
+    /// Not from the future, not over an hour, on the mock's clock.
+    private func checkAge(issuedAt iat: Int64) throws(APNsError) {
+        if iat > now + ProviderTokens.skewSeconds {
+            throw APNsError(.invalidProviderToken, "iat is \(iat - now) s ahead of the mock's clock (at most \(ProviderTokens.skewSeconds))")
         }
-        if v.issuedAt > now + ProviderTokens.skewSeconds {
-            throw APNsError(.invalidProviderToken, "iat is \(v.issuedAt - now) s ahead of the mock's clock (at most \(ProviderTokens.skewSeconds))")
+        if now - iat > ProviderTokens.lifetimeSeconds {
+            throw APNsError(.expiredProviderToken, "the provider token was issued \(now - iat) s ago: over an hour on the mock's clock")
         }
-        if now - v.issuedAt > ProviderTokens.lifetimeSeconds {
-            throw APNsError(.expiredProviderToken, "the provider token was issued \(now - v.issuedAt) s ago: over an hour on the mock's clock")
-        }
+    }
+
+    private func badSignature(_ id: String) -> APNsError {
+        APNsError(.invalidProviderToken, "the signature does not verify with key \(id)")
+    }
+
+    private func otherTeam(_ key: APNsKey) -> APNsError {
+        APNsError(.invalidProviderToken, "iss is not the team of key \(key.keyID) (\(key.teamID))")
     }
 
     private func unknownKey(_ id: String) -> APNsError {

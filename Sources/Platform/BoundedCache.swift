@@ -4,7 +4,8 @@
 /// client certificates, subscriptions' private keys): a client reuses one credential for as long
 /// as it lives, so a full table only means a client that makes a new one per request, which
 /// then only refills it; an emptied table costs each live credential one check again. No entry
-/// is ever evicted but by `clear`, `removeAll(where:)` or a full table.
+/// is ever evicted but by a full table: what can go stale (a revoked key, an expired token) is
+/// judged again by the caller on every use.
 ///
 /// Its own lock: reading it never waits for the engine's state.
 public final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
@@ -37,16 +38,6 @@ public final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Send
         guard let made = make() else { return nil }
         insert(made, for: key)
         return made
-    }
-
-    /// Forgets the entries `drop` picks (a revoked key's tokens).
-    public func removeAll(where drop: (Key, Value) -> Bool) {
-        table.withLock { t in t = t.filter { !drop($0.key, $0.value) } }
-    }
-
-    /// Forgets everything.
-    public func clear() {
-        table.withLock { $0.removeAll(keepingCapacity: true) }
     }
 
     /// How many entries it holds.

@@ -220,7 +220,7 @@ struct SelfSignedJWTRule: JWTRule {
         let (account, project) = key
         guard jwt.claims["iss"]?.stringValue == account.clientEmail,
             let aud = jwt.claims["aud"]?.stringValue, GoogleCredentials.jwtAudiences.contains(aud),
-            let exp = jwt.seconds("exp"), (jwt.seconds("iat") ?? now) <= now + GoogleCredentials.allowedSkewSeconds,
+            let exp = jwt.seconds("exp"), exp > now, (jwt.seconds("iat") ?? now) <= now + GoogleCredentials.allowedSkewSeconds,
             GoogleCredentials.verifiesRS256(account.publicKeyPEM, jwt.signingInput, jwt.signature)
         else { throw Refused() }
         return VerifiedJWT(keyID: jwt.keyID, senderID: project.senderID, expiresAt: exp)

@@ -22,10 +22,12 @@ public protocol JWTRule {
     func malformed(_ failure: JWT.Failure) -> Failure
     /// The key that must have signed `jwt`, or why there is none.
     func key(for jwt: JWT) throws(Failure) -> Key
-    /// The signature and the protocol's claims, in the order its contract checks them.
+    /// The signature and every claim of a new token (its times on the mock's clock included),
+    /// in the order its contract checks them.
     func verify(_ jwt: JWT, with key: Key) throws(Failure) -> Verified
-    /// What is judged again on every use, of a new token and a remembered one alike: its times
-    /// on the mock's clock, that its key still exists, what the request it came with demands.
+    /// What is judged again each time a remembered token is used, by the same rule `verify`
+    /// applied: its times on the mock's clock, that its key still exists, what the request it
+    /// came with demands.
     func recheck(_ verified: Verified) throws(Failure)
 }
 
@@ -56,9 +58,9 @@ public final class JWTVerifier<CacheKey: Hashable & Sendable, Verified: Sendable
     }
 }
 
-/// The path itself, for a token used once (an OAuth assertion), so nothing is remembered:
-/// parsed for the rule's algorithm, its key found, its signature and claims checked by the rule,
-/// then what the rule judges on every use.
+/// The path itself, for a new token (and for a token used once, an OAuth assertion, so nothing
+/// is remembered): parsed for the rule's algorithm, its key found, its signature and claims
+/// checked by the rule.
 public func verifyJWT<Rule: JWTRule>(_ token: String, by rule: Rule) throws(Rule.Failure) -> Rule.Verified {
     let jwt: JWT
     do {
@@ -66,7 +68,5 @@ public func verifyJWT<Rule: JWTRule>(_ token: String, by rule: Rule) throws(Rule
     } catch {
         throw rule.malformed(error)
     }
-    let verified = try rule.verify(jwt, with: try rule.key(for: jwt))
-    try rule.recheck(verified)
-    return verified
+    return try rule.verify(jwt, with: try rule.key(for: jwt))
 }

@@ -87,7 +87,8 @@ struct VAPIDRule: JWTRule {
                              keyBytes: key)
     }
 
-    /// What depends on the push or the clock, by the same rule for a new JWT and a remembered one.
+    /// A remembered JWT: what depends on the push or the clock, by the rule `VAPIDClaims.check`
+    /// applied to it when it was new.
     func recheck(_ v: VerifiedVAPID) throws(WebPushError) {
         try VAPIDClaims.checkTimely(aud: v.audience, exp: v.expiresAt, audience: audience, now: now)
     }

@@ -85,6 +85,33 @@ extension APNsTests {
         assertReason(try send(path: path, authorization: try fixtureToken(first)), 403, "InvalidProviderToken")
     }
 
+    /// A key imported again under its id with another public key: a token the mock remembered
+    /// from the old key is refused as a token it never saw is, with the same detail on its record.
+    func testARememberedTokenOfAReplacedKeyIsRefusedAsAFreshOneIs() throws {
+        let (old, new) = (try P256PrivateKey(), try P256PrivateKey())
+        let c = server.client()
+        func importKey(_ k: P256PrivateKey) throws -> Int {
+            let pem = JSONValue.string(k.publicKey.pem).serialized()
+            return try c.post("/api/v1/apns/keys", #"{"team_id":"IMPTEAM001","bundle_ids":["\#(topic)"],"key_id":"IMPKEY0001","public_key_pem":\#(pem)}"#).status
+        }
+        XCTAssertEqual(try importKey(old), 201)
+        let path = "/3/device/\(try apnsToken(of: "demo-ios-1"))"
+        let now = Int64(Date().timeIntervalSince1970)
+        let remembered: String?? = .some("bearer " + (try token(kid: "IMPKEY0001", iss: "IMPTEAM001", iat: now, signer: old)))
+        XCTAssertEqual(try send(path: path, authorization: remembered).status, 200)
+        XCTAssertEqual(try c.delete("/api/v1/apns/keys/IMPKEY0001").status, 204)
+        XCTAssertEqual(try importKey(new), 201)
+        func lastDetail() throws -> String? {
+            items(try c.get("/api/v1/messages?transport=apns&limit=1")).first?["error_detail"]?.stringValue
+        }
+        assertReason(try send(path: path, authorization: remembered), 403, "InvalidProviderToken")
+        let cached = try lastDetail()
+        let fresh: String?? = .some("bearer " + (try token(kid: "IMPKEY0001", iss: "IMPTEAM001", iat: now - 1, signer: old)))
+        assertReason(try send(path: path, authorization: fresh), 403, "InvalidProviderToken")
+        XCTAssertEqual(cached, "the signature does not verify with key IMPKEY0001")
+        XCTAssertEqual(try lastDetail(), cached, "the same refusal, remembered or not")
+    }
+
     func testBadFixtureEntriesAreRefusedWithTheirPath() throws {
         let pem = try P256PrivateKey().publicKey.pem
         let quoted = JSONValue.string(pem).serialized()

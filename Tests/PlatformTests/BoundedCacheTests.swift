@@ -28,17 +28,6 @@ final class BoundedCacheTests: XCTestCase {
         XCTAssertEqual(calls, 2)
     }
 
-    func testRemoveWhereAndClear() {
-        let cache = BoundedCache<Int, String>(capacity: 10)
-        for i in 0..<6 { cache.insert(i % 2 == 0 ? "even" : "odd", for: i) }
-        cache.removeAll { _, v in v == "odd" }
-        XCTAssertEqual(cache.count, 3)
-        XCTAssertNil(cache[1])
-        XCTAssertEqual(cache[2], "even")
-        cache.clear()
-        XCTAssertEqual(cache.count, 0)
-    }
-
     func testConcurrentInsertsNeverExceedTheCapacity() {
         let cache = BoundedCache<Int, Int>(capacity: 64)
         DispatchQueue.concurrentPerform(iterations: 8) { t in
