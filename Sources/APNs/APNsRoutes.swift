@@ -141,7 +141,7 @@ public struct APNsRoutes: Sendable {
         case .drop, .delay:
             (status, reason, answer) = (0, RequestFault.closedConnection, .dropConnection)
         }
-        let detail = status == 0 ? f.detail() : "fault \(f.fault) answered HTTP \(status) \(reason)"
+        let detail = status == 0 ? f.detail : RequestFault.status(status, retryAfter: nil, fault: f.fault).detail + " " + reason
         let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: status,
                                               error: reason, detail: detail, raw: nil, fault: f.fault, target: ("token", device.token))
         return status == 0 ? answer : engine.keeping(answer, record: id, headers: Self.refusedHeaders(r))

@@ -16,7 +16,7 @@ public import XMPPServer
 extension CCS {
     /// How CCS's records name what the engine refuses: nack codes, with no HTTP status.
     static let refusalNames = RefusalNames(fault: { f in
-        if case .drop = f { return (RequestFault.closedConnection, f.detail()) }
+        if case .drop = f { return (RequestFault.closedConnection, f.detail) }
         return ("SERVICE_UNAVAILABLE", "fault \(f.fault)")
     }, refusal: { _ in "INVALID_JSON" }, refusedStatus: nil)
 

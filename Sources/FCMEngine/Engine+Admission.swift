@@ -71,6 +71,9 @@ public struct RefusalNames: Sendable {
     /// answers have none, as XMPP's nacks (recorded as 0, and so is a status fault's).
     var refusedStatus: Int?
 
+    /// The status a refused request's record keeps: `refusedStatus`, or 0 where there is none.
+    var recordedStatus: Int { refusedStatus ?? 0 }
+
     public init(fault: @escaping @Sendable (RequestFault) -> (error: String, detail: String),
                 refusal: @escaping @Sendable (Admission.Refusal) -> String, refusedStatus: Int?) {
         self.fault = fault
@@ -156,7 +159,8 @@ extension Engine {
                       _ context: AdmissionContext) throws(StoreError) -> Admission {
         let hasStatus = context.names.refusedStatus != nil
         if !hasStatus, let refusal {
-            try record(context, senderID: senderID, httpStatus: context.names.refusedStatus ?? 0, error: context.names.refusal(refusal), detail: refusal.detail, fault: nil)
+            try record(context, senderID: senderID, httpStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
+                       detail: refusal.detail, fault: nil)
             return .refused(refusal, delay: nil)
         }
         var delay: DelayFault?
@@ -175,7 +179,7 @@ extension Engine {
             break
         }
         if let refusal {
-            try record(context, senderID: senderID, httpStatus: context.names.refusedStatus ?? 0, error: context.names.refusal(refusal),
+            try record(context, senderID: senderID, httpStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
                        detail: refusal.detail,
                        fault: delay?.fault)
             return .refused(refusal, delay: delay)

@@ -80,12 +80,12 @@ public enum RequestFault: Sendable, Equatable {
         return true
     }
 
-    /// What a refusal's record says the fault did, in the mock's words: a status and, when the
-    /// room names it, the error it answered (`name`).
-    public func detail(answering name: String? = nil) -> String {
+    /// What a refusal's record says the fault did, in the mock's words (a room that answers a
+    /// status with an error of its own adds that error's name, as APNs's reasons).
+    public var detail: String {
         switch self {
-        case .status(let code, _, let f): "fault \(f) answered HTTP \(code)" + (name.map { " " + $0 } ?? "")
-        case .protocolError(let e, let f): "fault \(f) answered \(name ?? e)"
+        case .status(let code, _, let f): "fault \(f) answered HTTP \(code)"
+        case .protocolError(let e, let f): "fault \(f) answered \(e)"
         case .drop(let f): "fault \(f) closed the connection without an answer"
         case .delay(_, let f): "fault \(f)"
         }

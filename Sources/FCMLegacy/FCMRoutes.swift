@@ -142,8 +142,8 @@ public struct FCMSendRoute: Sendable {
     /// How the legacy protocol's records name what the engine refuses: a status fault `Fault`,
     /// a body refused `InvalidParameters` (an unknown parameter) or `InvalidJson`.
     static let refusalNames = RefusalNames(fault: { f in
-        if case .drop = f { return (RequestFault.closedConnection, f.detail()) }
-        return ("Fault", f.detail())
+        if case .drop = f { return (RequestFault.closedConnection, f.detail) }
+        return ("Fault", f.detail)
     }, refusal: { refusal in
         if case .invalidParameters = refusal { return FCMErrorCode.invalidParameters.rawValue }
         return "InvalidJson"

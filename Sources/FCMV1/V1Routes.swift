@@ -120,8 +120,8 @@ public struct V1Routes: Sendable {
     /// How HTTP v1's records name what the engine refuses: a status fault by the `FcmError`
     /// code Google answers with it, a message its parser refused `INVALID_ARGUMENT`.
     static let refusalNames = RefusalNames(fault: { f in
-        if case .status(let code, let retry, _) = f { return (V1Error.fault(status: code, retryAfter: retry).recordedError, f.detail()) }
-        return (RequestFault.closedConnection, f.detail())
+        if case .status(let code, let retry, _) = f { return (V1Error.fault(status: code, retryAfter: retry).recordedError, f.detail) }
+        return (RequestFault.closedConnection, f.detail)
     }, refusal: { _ in "INVALID_ARGUMENT" }, refusedStatus: 400)
 
     /// A refused message's detail on its record: Google's message and the fields at fault.

@@ -34,8 +34,8 @@ public protocol JWTRule {
 /// The one path every JWT a room accepts goes through: parsed for the rule's algorithm, its key
 /// found, its signature and claims checked by the rule, remembered (a `BoundedCache` keyed as
 /// the room chooses: by the token's text, or its bytes read in place) so that a client sending
-/// one token for an hour pays for one signature check; what can change is judged again on every
-/// use (`JWTRule.recheck`). Only tokens whose signature verified are remembered.
+/// one token for an hour pays for one signature check; what can change is judged again each time
+/// a remembered token is used (`JWTRule.recheck`). Only tokens that passed are remembered.
 public final class JWTVerifier<CacheKey: Hashable & Sendable, Verified: Sendable>: Sendable {
     /// The tokens verified, by the room's key.
     public let remembered: BoundedCache<CacheKey, Verified>

@@ -117,7 +117,7 @@ public struct WebPushRoutes: Sendable {
         let status: Int, answer: HTTPResponse
         switch f {
         case .status(let code, let retry, _):
-            var a = Self.response(WebPushError.fault(status: code, f.detail()))
+            var a = Self.response(WebPushError.fault(status: code, f.detail))
             if let retry { a.headers.append(("Retry-After", String(retry))) }
             (status, answer) = (code, a)
         default:
@@ -126,7 +126,7 @@ public struct WebPushRoutes: Sendable {
         }
         let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .webpush, format: .json, httpStatus: status,
                                               error: status == 0 ? RequestFault.closedConnection : WebPushErrorKind.fault.rawValue,
-                                              detail: f.detail(), raw: nil, fault: f.fault)
+                                              detail: f.detail, raw: nil, fault: f.fault)
         return status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
     }
 
