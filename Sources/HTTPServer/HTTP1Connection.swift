@@ -27,6 +27,9 @@ final class HTTP1Connection: @unchecked Sendable {
         let isHead: Bool
         let keepAlive: Bool
         let chunkedOK: Bool
+        /// The request asks for a WebSocket: nothing behind it is read as HTTP until its answer
+        /// says whether the connection is upgraded.
+        var upgrade = false
         // For the access log (set only when it is on).
         var method = ""
         var path = ""
@@ -47,9 +50,11 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Requests with a larger body are handled on a worker thread, not on the loop.
     static let offLoopBodyBytes = 16 * 1024
 
-    private var input: [UInt8] = []
+    // (Internal rather than private where HTTP1Connection+WebSocket.swift, the connection's
+    // WebSocket half, uses them.)
+    var input: [UInt8] = []
     /// Bytes of `input` already taken; where the search for the head's end resumes.
-    private var taken = 0
+    var taken = 0
     private var scanned = 0
     private var phase = Phase.head
     private var head = HTTP1Head()
@@ -63,19 +68,23 @@ final class HTTP1Connection: @unchecked Sendable {
     private var firstSeq: UInt64 = 0
     private var nextSeq: UInt64 = 0
 
-    private var output: [UInt8] = []
-    private var sent = 0
+    var output: [UInt8] = []
+    var sent = 0
     /// The answer streaming now (server-sent events), and whether its body is chunked (an
     /// HTTP/1.0 client's ends with the connection, which `closeWhenDone` then says).
     private var streaming: (stream: HTTPStream, chunked: Bool)?
     /// No more requests are read (a refusal, `Connection: close`, HTTP/1.0, end of input).
-    private var noMoreRequests = false
+    var noMoreRequests = false
     /// Close once everything queued is written.
-    private var closeWhenDone = false
-    private var peerDone = false
+    var closeWhenDone = false
+    var peerDone = false
     /// Reading stopped with bytes possibly left in the socket (too many requests waiting): with
     /// edge-triggered epoll nothing says so again, so `flush` reads once answers made room.
-    private var readBlocked = false
+    var readBlocked = false
+    /// A request asking for a WebSocket waits for its answer (see `Slot.upgrade`).
+    var upgradePending = false
+    /// Set once the connection is upgraded: it speaks WebSocket from then on.
+    var webSocket: WebSocketSession?
     private(set) var closed = false
     /// Closed for answers, our side shut, the client's last bytes being read and dropped until
     /// it closes or this moment passes (see `closeNow(lingering:)`).
@@ -88,16 +97,20 @@ final class HTTP1Connection: @unchecked Sendable {
     weak var waitingPrevious: HTTP1Connection?
     var waitingNext: HTTP1Connection?
 
-    init(fd: Int32, loop: HTTP1Loop, secure: Bool) {
+    init(fd: Int32, loop: HTTP1Loop, secure: Bool, remote: String? = nil) {
         self.fd = fd
         self.loop = loop
         self.secure = secure
+        self.remote = remote
     }
 
     /// The client's bytes came over TLS (a socket pair a TLS connection's thread pumps).
     let secure: Bool
+    /// The client's address when `fd` is not its socket (the TLS client behind a socket pair).
+    let remote: String?
 
-    var isIdle: Bool { slots.isEmpty && streaming == nil && sent == output.count }
+    /// Nothing owed and nothing open: an upgraded connection never is, until it closes.
+    var isIdle: Bool { webSocket == nil && slots.isEmpty && streaming == nil && sent == output.count }
     /// Answers wait in `output` for a client that does not read them.
     var isStalled: Bool { sent < output.count }
     /// Unsent answer bytes past which no more requests are read (a client that sends without
@@ -113,6 +126,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// be reported again, so the caller passes false then, and wherever no event prompted the read.
     func readAvailable(into scratch: inout [UInt8], shortReadDrains: Bool = false) {
         if lingerUntil != nil { return drainLingering(&scratch) }
+        if webSocket != nil { return readWebSocket(&scratch, shortReadDrains: shortReadDrains) }
         defer { updateHeadClock() }
         while !closed && !peerDone {
             if noMoreRequests { return }
@@ -153,7 +167,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Takes complete requests out of `input`.
     private func parse() {
-        while !noMoreRequests && !closed && slots.count < Self.maxInFlight {
+        while !noMoreRequests && !closed && !upgradePending && slots.count < Self.maxInFlight {
             switch phase {
             case .head:
                 let end: Int? = input.withUnsafeBufferPointer { HTTP1Parser.headEnd($0, from: Swift.max(taken, scanned - 2)) }
@@ -275,6 +289,7 @@ final class HTTP1Connection: @unchecked Sendable {
                                   body: body, bodyTooLarge: tooLarge)
         request.inBatch = loop.core.afterBatch != nil
         request.isSecure = secure
+        request.isHTTP10 = head.minorVersion == 0
         let keepAlive = head.keepAlive
         let isHead = head.isHead
         let chunkedOK = head.minorVersion == 1
@@ -289,6 +304,11 @@ final class HTTP1Connection: @unchecked Sendable {
         nextSeq += 1
         let responder = HTTPResponder(http1: HTTP1Target(connection: self, seq: seq))
         var slot = Slot(responder: responder, isHead: isHead, keepAlive: keepAlive, chunkedOK: chunkedOK)
+        if request.method == "GET" && WebSocketUpgrade.isUpgrade(request) {
+            // What follows may be the first frames: read as HTTP only if the answer is no 101.
+            slot.upgrade = true
+            upgradePending = true
+        }
         let core = loop.core
         if core.accessLog != nil {
             slot.method = request.method
@@ -346,6 +366,7 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Every slot still waiting gets what a stopping server sends (its decided answer, else 503).
     func answerWaitingWhileStopping() {
+        if let ws = webSocket { return closeWebSocketWhileStopping(ws) }
         for s in slots where s.response == nil {
             if let r = s.responder { r.send(r.answerWhileStopping) }
         }
@@ -354,6 +375,7 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Writes the answers that are ready, in order, and whatever a stream has; closes when done.
     func flush(date: [UInt8]) {
         guard !closed else { return }
+        if let ws = webSocket { return flushWebSocket(ws) }
         // The last answer out starts the clock of a head already (partly) read behind it.
         defer { updateHeadClock() }
         var progressed = true
@@ -389,7 +411,8 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     /// Queues one answer's bytes; false when the connection was closed instead.
-    private func write(_ r: HTTPResponse, for slot: Slot, date: [UInt8]) -> Bool {
+    func write(_ r: HTTPResponse, for slot: Slot, date: [UInt8]) -> Bool {
+        if slot.upgrade || r.webSocket != nil { return writeUpgradeAnswer(r, for: slot, date: date) }
         if let log = loop.core.accessLog, slot.responder != nil {
             log(HTTPAccess(method: slot.method, path: slot.path, status: r.abort ? 0 : r.status,
                            bytes: r.stream == nil ? r.body.count : -1, authorization: slot.authorization,
@@ -457,7 +480,7 @@ final class HTTP1Connection: @unchecked Sendable {
     }
 
     /// Writes `output`; false when the connection failed (and was closed).
-    private func send() -> Bool {
+    func send() -> Bool {
         while sent < output.count {
             let n = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
             if n > 0 {
@@ -497,6 +520,11 @@ final class HTTP1Connection: @unchecked Sendable {
     func closeNow(lingering: Bool = false) {
         guard !closed else { return }
         closed = true
+        if let ws = webSocket {
+            // However it ends, the room hears of it once (nothing if it heard already).
+            webSocketEnded(ws, code: 1006, reason: "connection lost")
+            webSocket = nil
+        }
         if headSince != nil {
             headSince = nil
             loop.stopWaiting(self)

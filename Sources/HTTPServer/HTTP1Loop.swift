@@ -21,6 +21,9 @@ public struct HTTP1Limits: Sendable {
     /// One more closes the one that has waited longest, so clients that hold connections open
     /// without sending a head cannot lock new clients out.
     public var maxWaitingForHead = 4096
+    /// WebSocket connections open at once (over both ports): an upgrade past it is answered 503
+    /// with `Retry-After` (see `WebSocketUpgrade.accept`).
+    public var maxWebSockets = 1024
 
     public init() {}
 }
@@ -58,14 +61,14 @@ final class HTTP1Loops: Sendable {
 
     /// Takes an accepted connection (its first bytes may still be unread); closes it past the
     /// connection limit.
-    func adopt(_ fd: Int32, secure: Bool) {
+    func adopt(_ fd: Int32, secure: Bool, remote: String?) {
         guard open.value.load(ordering: .relaxed) < maxConnections else {
             close(fd)
             return
         }
         open.value.add(1, ordering: .relaxed)
         let i = next.add(1, ordering: .relaxed).newValue
-        loops[i % loops.count].post(.adopt(fd, secure: secure))
+        loops[i % loops.count].post(.adopt(fd, secure: secure, remote: remote))
     }
 
     /// Answers every waiting request (its decided answer, else 503), writes what can be written
@@ -87,7 +90,8 @@ final class HTTP1Loops: Sendable {
 /// and an eventfd) and the atomics; everything else is the loop thread's alone.
 final class HTTP1Loop: @unchecked Sendable {
     enum Message {
-        case adopt(Int32, secure: Bool)
+        /// `remote`: the client's address when `fd` is a socket pair's end (TLS).
+        case adopt(Int32, secure: Bool, remote: String?)
         case answer(HTTP1Connection, UInt64, HTTPResponse)
         case resume(HTTP1Connection)
         /// Work handed back to the loop (`HTTPResponder.continueOnConnection`).
@@ -179,7 +183,7 @@ final class HTTP1Loop: @unchecked Sendable {
     /// stream's producer learns its reader is gone.
     private func discard(_ m: Message) {
         switch m {
-        case .adopt(let fd, _):
+        case .adopt(let fd, _, _):
             close(fd)
             open.value.subtract(1, ordering: .relaxed)
         case .answer(_, _, let r): r.stream?.released()
@@ -195,6 +199,15 @@ final class HTTP1Loop: @unchecked Sendable {
             c.answered(seq, r)
         } else {
             post(.answer(c, seq, r))
+        }
+    }
+
+    /// Asks the loop to flush `c` soon, from any thread (at once on the loop's own).
+    func wake(_ c: HTTP1Connection) {
+        if pthread_equal(pthread_self(), pthread_t(thread.load(ordering: .acquiring))) != 0 {
+            markDirty(c)
+        } else {
+            post(.resume(c))
         }
     }
 
@@ -311,7 +324,7 @@ final class HTTP1Loop: @unchecked Sendable {
         }
         for m in messages {
             switch m {
-            case .adopt(let fd, let secure): adopt(fd, secure: secure)
+            case .adopt(let fd, let secure, let remote): adopt(fd, secure: secure, remote: remote)
             case .answer(let c, let seq, let r): c.answered(seq, r)
             case .resume(let c): markDirty(c)
             case .run(let body):
@@ -326,7 +339,7 @@ final class HTTP1Loop: @unchecked Sendable {
         }
     }
 
-    private func adopt(_ fd: Int32, secure: Bool) {
+    private func adopt(_ fd: Int32, secure: Bool, remote: String?) {
         guard !isStopping else {
             close(fd)
             open.value.subtract(1, ordering: .relaxed)
@@ -335,7 +348,7 @@ final class HTTP1Loop: @unchecked Sendable {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        let c = HTTP1Connection(fd: fd, loop: self, secure: secure)
+        let c = HTTP1Connection(fd: fd, loop: self, secure: secure, remote: remote)
         if Int(fd) >= connections.count { connections += Array(repeating: nil, count: Int(fd) + 1 - connections.count) }
         connections[Int(fd)] = c
         // Its first request's head is on the clock from now.
@@ -369,11 +382,14 @@ final class HTTP1Loop: @unchecked Sendable {
     }
 
     /// Closes connections idle, or not reading their answers, for longer than libmicrohttpd's
-    /// time-out was (300 s), and ends lingering closes whose time is up.
+    /// time-out was (300 s), and ends lingering closes whose time is up. An upgraded connection
+    /// has its own deadlines instead (idle, first message, the closing handshake).
     private func sweepIdle(_ now: UInt64) {
         for case let c? in connections {
             if let until = c.lingerUntil {
                 if now > until { c.abandon() }
+            } else if let ws = c.webSocket {
+                c.sweepWebSocket(ws, now: now)
             } else if (c.isIdle || c.isStalled) && now &- c.lastActivity > 300 * 1_000_000_000 {
                 c.closeNow()
             }

@@ -349,9 +349,10 @@ enum HTTP1Answer {
         for (name, value) in headers {
             // The framing is ours to write; a handler's own would contradict it. (Names starting
             // otherwise, the usual case, are not compared further.)
+            // A handler's `Connection: Upgrade` passes (a WebSocket handshake's 101 and 426).
             if let f = name.utf8.first, f | 0x20 == 99 || f | 0x20 == 116,
                equalIgnoringASCIICase(name, "Content-Length") || equalIgnoringASCIICase(name, "Transfer-Encoding")
-                || equalIgnoringASCIICase(name, "Connection") { continue }
+                || (equalIgnoringASCIICase(name, "Connection") && !equalIgnoringASCIICase(value, "Upgrade")) { continue }
             appendClean(name, into: &out)
             out.append(contentsOf: ": ".utf8)
             appendClean(value, into: &out)

@@ -16,12 +16,51 @@ struct AcceptedSocket {
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
 }
 
+/// `address` as "ip:port" ("[ip]:port" for IPv6); "unknown" for another family.
+func addressText(_ address: sockaddr_storage) -> String {
+    var a = address
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    return withUnsafePointer(to: &a) { p -> String in
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 -> String in
+                var addr = v4.pointee.sin_addr
+                inet_ntop(AF_INET, &addr, &text, socklen_t(text.count))
+                return "\(cText(text)):\(UInt16(bigEndian: v4.pointee.sin_port))"
+            }
+        case AF_INET6:
+            return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 -> String in
+                var addr = v6.pointee.sin6_addr
+                inet_ntop(AF_INET6, &addr, &text, socklen_t(text.count))
+                return "[\(cText(text))]:\(UInt16(bigEndian: v6.pointee.sin6_port))"
+            }
+        default:
+            return "unknown"
+        }
+    }
+}
+
+/// A NUL-terminated buffer's text.
+private func cText(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// The peer of connected socket `fd` as `addressText` writes it.
+func peerAddress(of fd: Int32) -> String {
+    var address = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let rc = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+    }
+    return rc == 0 ? addressText(address) : "unknown"
+}
+
 /// Where accepted connections go: the HTTP/1.1 loops or an HTTP/2 connection thread.
 protocol ConnectionSink: AnyObject, Sendable {
     /// Hands `fd` to an HTTP/1.1 loop, which owns it from now on; `secure`: its bytes came over
     /// TLS (the socket is one end of a pair a TLS connection's thread pumps), which each of its
-    /// requests then says.
-    func addHTTP1(_ fd: Int32, secure: Bool)
+    /// requests then says. `remote`: the client's "ip:port" when `fd` is not its socket.
+    func addHTTP1(_ fd: Int32, secure: Bool, remote: String?)
     /// Serves `transport` as HTTP/2 on the calling thread until the connection ends.
     func runHTTP2(_ transport: any HTTP2Transport)
     /// Serves `transport` as HTTP/2 on a new thread.
@@ -145,11 +184,11 @@ final class PlainAcceptor: Acceptor, @unchecked Sendable {
                 if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
                     close(p.socket.fd)  // gone before saying anything
                 } else if n > 0 && peek[0..<n] != http2Preface[0..<n] {
-                    sink.addHTTP1(p.socket.fd, secure: false)
+                    sink.addHTTP1(p.socket.fd, secure: false, remote: nil)
                 } else if n == http2Preface.count {
                     sink.startHTTP2(PlainTransport(fd: p.socket.fd))
                 } else if after >= p.deadline {
-                    sink.addHTTP1(p.socket.fd, secure: false)
+                    sink.addHTTP1(p.socket.fd, secure: false, remote: nil)
                 } else {
                     p.partial = n > 0
                     keep.append(p)
@@ -158,7 +197,7 @@ final class PlainAcceptor: Acceptor, @unchecked Sendable {
             pending = keep
             if fds[1].revents != 0 {
                 for s in acceptAll(nonBlocking: true) {
-                    if pending.count >= maxPending { sink.addHTTP1(pending.removeFirst().socket.fd, secure: false) }
+                    if pending.count >= maxPending { sink.addHTTP1(pending.removeFirst().socket.fd, secure: false, remote: nil) }
                     pending.append(Pending(socket: s, deadline: monotonicNanos() + UInt64(sniffMillis) * 1_000_000))
                 }
             }
@@ -258,7 +297,8 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
             tls.close()
             return
         }
-        sink.addHTTP1(pair[1], secure: true)
+        // The loop sees a socket pair: the client's address travels with it (a WebSocket's `remote`).
+        sink.addHTTP1(pair[1], secure: true, remote: addressText(s.address))
         pump(tls, pair[0])
     }
 

@@ -59,7 +59,8 @@ public final class HTTPResponder: @unchecked Sendable {
         if let http1 {
             http1.connection.loop.answer(http1.connection, http1.seq, response)
         } else if let stream {
-            stream.connection.answer(stream.id, response)
+            // A WebSocket's 101 cannot be served on an HTTP/2 stream (routes refuse first).
+            stream.connection.answer(stream.id, response.webSocket == nil ? response : WebSocketUpgrade.notUpgradable)
         }
     }
 }

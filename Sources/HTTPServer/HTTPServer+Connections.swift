@@ -9,12 +9,12 @@ public import TLS
 // Where the accept loops hand connections: the HTTP/1.1 loops, or an `HTTP2Connection` for
 // HTTP/2.
 extension HTTPServer: ConnectionSink {
-    func addHTTP1(_ fd: Int32, secure: Bool) {
+    func addHTTP1(_ fd: Int32, secure: Bool, remote: String?) {
         guard let loops = http1.withLock({ $0 }) else {
             close(fd)
             return
         }
-        loops.adopt(fd, secure: secure)
+        loops.adopt(fd, secure: secure, remote: remote)
     }
 
     func runHTTP2(_ transport: any HTTP2Transport) {

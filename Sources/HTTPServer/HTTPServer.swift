@@ -84,7 +84,8 @@ public final class HTTPServer: Sendable {
         self.http1Loops = max(1, http1Loops ?? Self.availableCores)
         self.http1Limits = http1Limits
         self.http2Limits = http2Limits
-        self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog, afterBatch: afterBatch)
+        self.core = ServerCore(handler: handler, maxBodyBytes: maxBodyBytes, accessLog: accessLog, afterBatch: afterBatch,
+                               maxWebSockets: http1Limits.maxWebSockets)
     }
 
     /// The cores this process may run on (its affinity: `taskset`, a container's cpuset), at
@@ -114,6 +115,10 @@ public final class HTTPServer: Sendable {
         }
         return max(1020, min(Int(rl.rlim_cur) / 2, 32768))
     }
+
+    /// WebSocket connections open now, on both ports (each counted from its 101 until the room
+    /// is told it closed).
+    public var openWebSockets: Int { core.webSockets.load(ordering: .relaxed) }
 
     /// Starts accepting connections.
     public func start() throws(SocketError) {
@@ -247,9 +252,13 @@ final class ServerCore: @unchecked Sendable {
     let goAwayNotice = Locked<[UInt8]>([])
     /// Loop threads between their check of `refusing` and the end of the handler's call.
     let handing = Atomic<Int>(0)
+    /// WebSocket connections open (`HTTPServer.openWebSockets`), and how many may be.
+    let webSockets = Atomic<Int>(0)
+    let maxWebSockets: Int
 
     init(handler: @escaping HTTPHandler, maxBodyBytes: Int, accessLog: (@Sendable (HTTPAccess) -> Void)?,
-         afterBatch: (@Sendable () -> Void)? = nil) {
+         afterBatch: (@Sendable () -> Void)? = nil, maxWebSockets: Int = 1024) {
+        self.maxWebSockets = maxWebSockets
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         self.accessLog = accessLog

@@ -25,6 +25,8 @@ public struct HTTPRequest: Sendable {
     /// the HTTPS port, which asks for one without requiring it (APNs certificate authentication);
     /// nil without one, and on every other connection.
     public var clientCertificate: [UInt8]?
+    /// The request came over HTTP/1.0 (which cannot upgrade to a WebSocket).
+    var isHTTP10 = false
 
     /// A request built by hand (tests, in-process calls).
     public init(method: String, path: String, rawQuery: [(String, String?)] = [], headers: [(name: String, value: String)] = [],
@@ -65,6 +67,9 @@ public struct HTTPResponse: Sendable {
     /// HTTP/2 sends them as literals never indexed, so they neither cost HPACK's table upkeep
     /// (an insertion and the evictions it causes, every answer) nor push out values that repeat.
     public var neverIndexed: [String] = []
+    /// A WebSocket handshake's 101 (`WebSocketUpgrade.accept`): the connection is handed to this
+    /// handler once the answer is written.
+    var webSocket: WebSocketAccept?
 
     /// A "response" that drops the connection without answering.
     public static var dropConnection: HTTPResponse {
