@@ -212,7 +212,7 @@ final class RawWebSocket: @unchecked Sendable {
 }
 
 /// A test handler: echoes every text message; `close me CODE REASON` closes with that code and
-/// reason; `send N` sends N numbered messages from another thread. It records what it was told.
+/// reason; `send N` sends N numbered messages from another thread, `big N` N of 60,000 bytes. It records what it was told.
 final class EchoWebSocketHandler: WebSocketHandler {
     struct Record {
         var opened: [UInt64] = []
@@ -236,6 +236,11 @@ final class EchoWebSocketHandler: WebSocketHandler {
         if text.hasPrefix("close me ") {
             let parts = text.split(separator: " ", maxSplits: 3)
             ws.close(code: UInt16(parts[2]) ?? 1000, reason: parts.count > 3 ? String(parts[3]) : "")
+        } else if text.hasPrefix("big "), let n = Int(text.dropFirst(4)) {
+            let big = String(repeating: "b", count: 60_000)
+            spawnThread {
+                for _ in 0..<n { ws.send(text: big) }
+            }
         } else if text.hasPrefix("send "), let n = Int(text.dropFirst(5)) {
             spawnThread {
                 for i in 0..<n { ws.send(text: "message \(i)") }

@@ -442,6 +442,20 @@ final class WebSocketTests: XCTestCase {
         XCTAssertTrue(h.wait { $0.closed.count == 1 })
     }
 
+    func testAClientThatReadsNothingOfWhatTheRoomSendsIsDroppedPast4MiB() throws {
+        let h = EchoWebSocketHandler()
+        let server = try webSocketServer(h)
+        let c = try open(server)
+        var small: Int32 = 64 * 1024
+        setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        c.write(WSFrame.text("big 400"))  // 24 MB, never read
+        XCTAssertTrue(h.wait(seconds: 10) { !$0.closed.isEmpty })
+        XCTAssertEqual(h.record.withLock { "\($0.closed[0].code) \($0.closed[0].reason)" }, "1006 client does not read")
+        XCTAssertTrue(waitFor { server.openWebSockets == 0 })
+        let other = try open(server)
+        assertEcho(other, "still serving")
+    }
+
     // MARK: wss
 
     func testWSSThroughTheHTTPSListener() throws {
