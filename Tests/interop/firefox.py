@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -28,8 +29,12 @@ import time
 import urllib.parse
 
 import pytest
-from websockets.exceptions import WebSocketException
+from py_vapid import Vapid02
+from pywebpush import WebPushException, webpush
+from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect
+
+from webpush_crypto import b64u, raw_public
 
 BIDI_RE = re.compile(r"WebDriver BiDi listening on (ws://\S+)")
 STARTUP_TIMEOUT_S = float(os.environ.get("FIREFOX_STARTUP_TIMEOUT", "60"))
@@ -139,7 +144,7 @@ class Firefox:
         url = self._wait_bidi_url(start_offset, time.monotonic() + STARTUP_TIMEOUT_S)
         try:
             self.ws = connect(url + "/session", open_timeout=COMMAND_TIMEOUT_S, max_size=None,
-                              proxy=None)
+                              proxy=None, legacy=True)
         except (OSError, WebSocketException) as e:
             self._fail(f"could not open the BiDi session at {url}/session: {e!r}")
         self.next_id = 0
@@ -306,6 +311,27 @@ class Firefox:
             if time.monotonic() > deadline:
                 self._fail(f"no dom.push.userAgentID in {path} within {timeout}s")
             time.sleep(0.1)
+
+
+def require_autopush(url, ca_pem=None):
+    """Fails at once, with what the server answered, unless `url` upgrades to an autopush
+    WebSocket: without it Firefox's subscribe() would only time out (AbortError) after
+    dom.push.requestTimeout."""
+    ssl_context = None
+    if url.startswith("wss://"):
+        ssl_context = ssl.create_default_context(cafile=ca_pem)
+    try:
+        ws = connect(url, subprotocols=["push-notification"], open_timeout=10, close_timeout=2,
+                     proxy=None, ssl=ssl_context, legacy=True)
+    except InvalidStatus as e:
+        why = (f"the upgrade was answered {e.response.status_code} "
+               f"{bytes(e.response.body[:200])!r}")
+    except (OSError, WebSocketException, TimeoutError) as e:
+        why = repr(e)
+    else:
+        ws.close()
+        return
+    pytest.fail(f"the mock serves no autopush WebSocket at {url}: {why}", pytrace=False)
 
 
 def bidi_value(remote):
@@ -542,3 +568,70 @@ class EventStream:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# -- a subscription in Firefox, and pushes to it ---------------------------------------------------
+
+VAPID_SUB = "mailto:interop@example.com"
+
+
+def new_vapid():
+    v = Vapid02()
+    v.generate_keys()
+    return v
+
+
+def vapid_key(v):
+    """A py-vapid key's public half as `applicationServerKey` (base64url, unpadded)."""
+    return b64u(raw_public(v.public_key))
+
+
+class Subscribed:
+    """One scope's subscription in Firefox: the page's `toJSON()`, its VAPID key and its device."""
+
+    def __init__(self, mock, firefox, page, session, scope, vapid):
+        self.mock, self.firefox, self.page, self.session = mock, firefox, page, session
+        self.scope, self.vapid = scope, vapid
+        self.sub = subscribe(firefox, page, scope, vapid_key(vapid))
+        self.device = device_for(mock, self.sub["endpoint"])
+        self.token = self.device["token"]
+
+    def push(self, text, vapid=None, subscription=None, **kwargs):
+        """pywebpush's call; the 201 answer (a failure raises WebPushException)."""
+        kwargs.setdefault("ttl", 600)
+        return webpush(subscription or self.sub, data=text, vapid_private_key=vapid or self.vapid,
+                       vapid_claims={"sub": VAPID_SUB}, requests_session=self.session, timeout=20,
+                       **kwargs)
+
+    def refused(self, text, **kwargs):
+        with pytest.raises(WebPushException) as failed:
+            self.push(text, **kwargs)
+        assert failed.value.response is not None, failed.value
+        return failed.value.response
+
+    def delivered(self, text, **kwargs):
+        """Pushes `text`, waits for the worker's report and for the entry to be `delivered`."""
+        resp = self.push(text, **kwargs)
+        assert resp.status_code == 201, (resp.status_code, resp.text)
+        message_id = location_id(resp)
+        self.page.wait_report(self.scope, text, firefox=self.firefox)
+        return wait_entry(self.mock, self.token, message_id, "delivered", firefox=self.firefox)
+
+    def reports(self):
+        return self.page.reports_for(self.scope)
+
+
+def assert_delivered_by_ack(entry, message_id=None):
+    """A relayed push Firefox acknowledged with code 100 (real-clients.md §2.4, §4.2)."""
+    cd = entry["client_delivery"]
+    assert entry["status"] == "delivered", entry
+    assert cd["kind"] == "autopush", cd
+    assert cd["ack"]["by"] == "ack" and cd["ack"]["code"] == 100, cd
+    assert cd["rejection"] is None, cd
+    if message_id is not None:
+        assert cd["version"] == message_id, cd
+    assert entry["delivered_at"], entry
+    wp = entry["webpush"]
+    assert wp["relayed"] is True, wp
+    assert wp["plaintext"] is None and wp["decrypt_error"] is None, wp
+    assert wp["ciphertext_base64"], wp
