@@ -8,9 +8,9 @@ TOOL_APT_WHY = python3-venv makes the interop suite's virtual environment; curl 
 # Only `make test` needs these: the HTTP/2 tests drive nghttp and h2load against the server.
 TEST_APT_DEPS = nghttp2-client iproute2
 TEST_APT_WHY = the HTTP/2 tests drive nghttp and h2load; the test of docs/v1.md's namespace route brings its loopback up with ip
-# Only `make test` needs these: the browser test of the web page drives headless Chromium.
-BROWSER_APT_DEPS = chromium fonts-liberation
-BROWSER_APT_WHY = the web page test drives headless Chromium
+# Only `make test` needs these: the browser tests drive headless Chromium and Firefox ESR.
+BROWSER_APT_DEPS = chromium fonts-liberation firefox-esr libnss3-tools
+BROWSER_APT_WHY = the web page test drives headless Chromium; the Web Push receiver tests drive headless Firefox ESR over the mock's autopush WebSocket, certutil imports the mock's CA into its profile for wss://
 comma := ,
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN_DEBUG = .build/debug/fcm-mock
@@ -60,7 +60,7 @@ deps:
 # Installs the test-only packages too (without recommended extras).
 test-deps: deps
 	$(call apt_install,$(TEST_APT_DEPS),the HTTP/2 test clients,$(TEST_APT_WHY),--no-install-recommends)
-	$(call apt_install,$(BROWSER_APT_DEPS),the browser test's packages,$(BROWSER_APT_WHY) (about 360 MB$(comma) once),--no-install-recommends)
+	$(call apt_install,$(BROWSER_APT_DEPS),the browser test's packages,$(BROWSER_APT_WHY) (about 660 MB$(comma) once),--no-install-recommends)
 
 build: deps
 	$(SWIFT) build

@@ -186,3 +186,53 @@ def page_shots(request, page):
     """After a test that failed, the module's page as .build/interop-screenshots/TEST.png."""
     yield
     page.screenshot_if_failed(request)
+
+
+@pytest.fixture(scope="module")
+def push_page():
+    """The Firefox tests' site: a page and service worker at http://localhost:P/ (firefox.py)."""
+    from firefox import PushPage
+    page = PushPage()
+    yield page
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def push_session():
+    """A requests session for pywebpush's sends (no proxy from the environment)."""
+    import requests
+    s = requests.Session()
+    s.trust_env = False
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def firefox(mock):
+    """Headless Firefox ESR for a whole module, its push service on the mock's
+    ws://127.0.0.1:H/autopush (the profile is removed at the end)."""
+    from firefox import Firefox, require_autopush
+    url = mock.base_url.replace("http://", "ws://", 1) + "/autopush"
+    require_autopush(url)
+    ff = Firefox(url)
+    try:
+        ff.start()
+        yield ff
+    finally:
+        ff.close()
+
+
+@pytest.fixture(scope="module")
+def firefox_tls(mock_https):
+    """Headless Firefox ESR whose push service is the mock's wss://localhost:S/autopush, the
+    mock's local CA imported into its profile with certutil."""
+    from firefox import Firefox, require_autopush
+    ca = mock_https.api("GET", "/api/v1/health")["tls_ca"]
+    url = f"wss://localhost:{mock_https.https_port}/autopush"
+    require_autopush(url, ca)
+    ff = Firefox(url, ca_pem=ca)
+    try:
+        ff.start()
+        yield ff
+    finally:
+        ff.close()
