@@ -65,11 +65,13 @@ let package = Package(
         .target(name: "CCS", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "Platform", "RoomKit", "XMPPServer"], swiftSettings: houseSettings),
         .target(name: "APNs", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        // Firefox's push service: Mozilla's autopush protocol over WebSocket (docs/real-clients.md).
+        .target(name: "Autopush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
         .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
                 // Built into the binary: the web page's files, as `PackageResources.index_html`, ….
                 resources: [.embedInCode("Resources/web")],
                 swiftSettings: houseSettings),
-        .target(name: "FCMServer", dependencies: ["APNs", "CCS", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
+        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
                                                   "HTTPServer", "Platform", "RoomKit", "TLS", "WebPush", "XMPPServer"],
                 // Built into the binary: the default fixture (a link to fixtures/default.json).
                 resources: [.embedInCode("Resources/default-fixture.json")],

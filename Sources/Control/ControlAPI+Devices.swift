@@ -29,7 +29,7 @@ extension ControlAPI {
             throw .badRequest("q must be at most \(Self.maxSearchBytes) bytes")
         }
         let found = engine.devices(senderID: q["sender_id"], app: q["app"], state: state, topic: q["topic"],
-                                   containing: q["q"], afterID: try q.cursor() ?? 0, limit: limit + 1)
+                                   containing: q["q"], afterID: try q.cursor() ?? 0, limit: limit + 1, client: try Self.clientFilter(q))
         let page = Array(found.items.prefix(limit))
         let next = found.items.count > limit ? page.last?.id : nil
         let list = Render.list(page.map(render), next: next)
@@ -37,9 +37,33 @@ extension ControlAPI {
         return ok(try Self.flag(q, "total") ? Render.withTotal(list, total: found.total, cap: Int.max) : list)
     }
 
+    /// `?client_kind=`, `?client_id=`, `?connected=`: real clients' devices (docs/real-clients.md).
+    static func clientFilter(_ q: Query) throws(ControlError) -> ClientFilter? {
+        var kind: ClientKind?
+        if let k = q["client_kind"] {
+            guard let known = ClientKind(rawValue: k) else {
+                throw .badRequest("client_kind must be one of \(ClientKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            kind = known
+        }
+        var connected: Bool?
+        switch q["connected"] {
+        case nil: break
+        case "true": connected = true
+        case "false": connected = false
+        case let v?: throw .badRequest("connected must be true or false, got '\(v)'")
+        }
+        guard kind != nil || q["client_id"] != nil || connected != nil else { return nil }
+        return ClientFilter(kind: kind, id: q["client_id"], connected: connected)
+    }
+
     /// `POST /api/v1/devices`.
     public func createDevice(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        let d = try engine.createDevice(try Self.deviceSpec(try c.jsonBody()))
+        let body = try c.jsonBody()
+        if body.object["client"] != nil {
+            throw .badRequest("client: a real client's device is made by the client itself (docs/real-clients.md), not through the control API")
+        }
+        let d = try engine.createDevice(try Self.deviceSpec(body))
         return ok(render(d), status: 201)
     }
 

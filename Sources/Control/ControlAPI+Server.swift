@@ -33,6 +33,18 @@ extension ControlAPI {
         w.key("pushes"); w.value(webPush.counts.pushes)
         w.key("undecryptable"); w.value(webPush.counts.undecryptable)
         w.endObject()
+        // Real receiving clients (docs/real-clients.md).
+        let clients = engine.clientCounts()
+        w.key("clients"); w.beginObject()
+        w.key("autopush_connections"); w.value(clients.connections[.autopush] ?? 0)
+        w.key("mcs"); w.beginObject()
+        w.key("listening"); w.null()
+        w.key("connections"); w.value(0)
+        w.endObject()
+        w.key("checkins"); w.value(0)
+        w.key("uaids"); w.value(clients.clients[.autopush] ?? 0)
+        w.key("installations"); w.value(0)
+        w.endObject()
         w.endObject()
         return ok(w.string, status: failure == nil ? 200 : 503)
     }
@@ -91,15 +103,21 @@ extension ControlAPI {
     }
 
     /// `POST /api/v1/reset`: back to the state right after start; the fixtures loaded then are
-    /// applied again (`?fixtures=false` leaves the store empty but for the projects).
+    /// applied again (`?fixtures=false` leaves the store empty but for the projects). Real
+    /// clients keep their devices and connections (`?clients=false` forgets them).
     public func reset(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        let fixtures: Bool
+        let fixtures: Bool, clients: Bool
         switch c.query["fixtures"] {
         case nil, "true": fixtures = true
         case "false": fixtures = false
         case let v?: throw .badRequest("fixtures must be true or false, got '\(v)'")
         }
-        try Fixtures.reset(fixtures ? engine.startFixtures.withLock { $0 } : [], engine)
+        switch c.query["clients"] {
+        case nil, "true": clients = true
+        case "false": clients = false
+        case let v?: throw .badRequest("clients must be true or false, got '\(v)'")
+        }
+        try Fixtures.reset(fixtures ? engine.startFixtures.withLock { $0 } : [], engine, keepClients: clients)
         return Self.noContent
     }
 

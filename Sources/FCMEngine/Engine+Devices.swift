@@ -101,7 +101,9 @@ extension Engine {
 
     /// Adds the device `spec` asks for to `s` (a generated token when it gives none); the one
     /// that has that token already, with false, when there is one.
-    func placeDevice(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil) -> Result<(Device, Bool), EngineError> {
+    /// `relayed`: a real browser's device, whose subscription's keys are the browser's (none made here).
+    func placeDevice(_ spec: DeviceSpec, in s: inout EngineState, now: Int64, id: Int64? = nil,
+                     relayed: Bool = false) -> Result<(Device, Bool), EngineError> {
         guard let project = s.projects[spec.senderID] else {
             return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
         }
@@ -133,7 +135,8 @@ extension Engine {
         let d = Device(id: id ?? s.nextDeviceID, token: token, fid: spec.fid ?? s.newInstallationID(), senderID: spec.senderID,
                        app: app, platform: spec.platform, state: .registered, canonicalID: nil, online: spec.online,
                        createdAt: now, lastSeenAt: now, givenAPNsToken: apnsToken, apnsEnvironment: spec.apnsEnvironment ?? .sandbox)
-        if d.platform == .web, !s.attachWebPush(newWebPushSubscription(device: d.id, applicationServerKey: serverKey, state: s)) {
+        if d.platform == .web, !s.attachWebPush(relayed ? relayedWebPushSubscription(device: d.id, state: s)
+                                                   : newWebPushSubscription(device: d.id, applicationServerKey: serverKey, state: s)) {
             return .failure(.internal("no key pair could be made for the web device's push subscription"))
         }
         if id == nil { s.nextDeviceID += 1 }
@@ -166,13 +169,15 @@ extension Engine {
 
     /// Devices matching the filters, ordered by creation, after `afterID`; `containing`: whose token,
     /// fid, app or sender id holds that text, ignoring case; `total`: how many match in all.
+    /// `client`: real clients' devices only, of that kind, client and connection state.
     public func devices(senderID: String?, app: String?, state wanted: DeviceState?, topic: String?, containing: String?,
-                        afterID: Int64, limit: Int) -> (items: [Device], total: Int) {
+                        afterID: Int64, limit: Int, client: ClientFilter? = nil) -> (items: [Device], total: Int) {
         let needle = containing?.lowercased()
         return state.withLock { s in
             let matching = s.devices.values
                 .filter { d in
-                    (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
+                    (client == nil || client!.matches(d, state: s))
+                        && (senderID == nil || d.senderID == senderID) && (app == nil || d.app == app)
                         && (wanted == nil || d.state == wanted)
                         && (topic == nil || s.topicSubscribers[Topics.key(topic!)]?.contains(d.id) == true)
                         && (needle == nil || [d.token, d.fid, d.app, d.senderID].contains { $0.lowercased().contains(needle!) })
@@ -194,6 +199,7 @@ extension Engine {
     /// Takes a device offline or brings it back; back online, everything it stored that has not
     /// expired is delivered in acceptance order.
     public func setOnline(_ token: String, _ online: Bool) throws(EngineError) -> Device {
+        if state.withLock({ $0.device(token: token)?.client != nil }) { return try setClientDeviceOnline(token, online) }
         let now = clock.nowMillis()
         var pendingEvents: [(String, String)] = []
         var deliveredIDs: [Int64] = []
@@ -307,6 +313,11 @@ extension Engine {
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             s.remove(d)
             let id = d.id
+            if let link = d.client {
+                s.realClients[link.id]?.devices.removeAll { $0 == id }
+                if let channel = link.channelID { s.clientChannels[channel] = nil }
+                for e in s.stored[id] ?? [] { s.forgetClientDelivery(e.deliveryID) }
+            }
             let deliveries = s.inbox.removeValue(forKey: id)?.recent ?? []
             s.stored[id] = nil
             s.unsubscribeAll(device: id)

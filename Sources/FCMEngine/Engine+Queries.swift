@@ -63,7 +63,7 @@ public struct InboxEntry: Sendable {
 }
 
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").
-let inboxStatuses: Set<String> = ["delivered", "pending", "expired", "collapsed", "dropped", "replaced", "undecryptable", "undeliverable", "deleted"]
+let inboxStatuses: Set<String> = ["delivered", "sent", "client_rejected", "pending", "expired", "collapsed", "dropped", "replaced", "undecryptable", "undeliverable", "deleted"]
 
 extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page;

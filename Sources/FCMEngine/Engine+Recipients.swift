@@ -1,6 +1,7 @@
 import Platform
 import FCMCore
 import FCMStore
+import Synchronization
 
 // The steps of a send (Engine+Send.swift): who it reaches, what each recipient gets, the record, the write.
 extension Engine {
@@ -69,6 +70,8 @@ extension Engine {
         var changes: [StatusChange] = []
         var notices: [Notice] = []
         var events: [(String, String)] = []
+        /// Writes to real clients' connections, made once the send is committed.
+        var clientOrders = ClientOrders()
 
         init(capacity: Int) {
             results.reserveCapacity(capacity)
@@ -156,7 +159,30 @@ extension Engine {
             row.status = "undeliverable"
             return
         }
-        if target.online {
+        if let link = target.client {
+            // A real client: written on its connection at once when it can take it, else held.
+            if !ctx.dryRun, let payload = ctx.relay { s.clientPayloads[mid] = payload }
+            if !ctx.dryRun, target.online, let conn = s.realClients[link.id]?.connection,
+               conn.unacked.count < maxUnackedPerConnection, s.stored[target.id]?.isEmpty ?? true {
+                let fault = faultsArmed.load(ordering: .relaxed)
+                    ? s.faults.fireClientFault(transport: .autopush, senderID: target.senderID, token: target.token)?.action : nil
+                if fault == .closeConnection {
+                    // The fault closes the connection instead: the push stays held for the next one.
+                    p.clientOrders.close.append(ClientClose(clientID: link.id, connectionID: conn.info.id, reason: "a fault (close_connection)"))
+                } else {
+                    let entry = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
+                                            isWebPush: ctx.transport == .webpush)
+                    var delay: Int64?
+                    if case .delay(let ms)? = fault { delay = ms }
+                    let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: link.id, now: now,
+                                                   delay: delay, state: &s)
+                    row.status = "sent"
+                    row.clientDelivery = update.json
+                    p.clientOrders.writes.append(write)
+                    return
+                }
+            }
+        } else if target.online {
             row.status = "delivered"
             row.deliveredAt = now
             if ctx.transport == .apns { showAPNs(mid, on: target, ctx, &p, state: &s) }
@@ -233,8 +259,12 @@ extension Engine {
         }
         let eventsToPublish = published
         // Committed by the sender once it leaves the state lock (`Engine.submit`).
+        let orders = p.clientOrders
         submit(ops, wakeWriter: false) { [self] error in
-            if error == nil { events.publish(eventsToPublish) }
+            if error == nil {
+                events.publish(eventsToPublish)
+                dispatch(orders)
+            }
             notifyChanged()
             completion(error.map { .failure($0) } ?? .success(result))
         }

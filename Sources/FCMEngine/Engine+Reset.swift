@@ -9,14 +9,32 @@ extension Engine {
     /// their ids and creation times, put back to what the fixture says (registered, its online
     /// flag), and made again where they are gone, all under one lock: a reset writes only what
     /// changed, not a whole fixture's rows, and no send sees the store without them.
-    func reset(fixtures: [DeviceSpec]?) throws(EngineError) {
+    /// Real clients (`keepClients`) keep their devices, registered again, and their
+    /// connections; without, they are forgotten and their connections closed.
+    func reset(fixtures: [DeviceSpec]?, keepClients: Bool = true) throws(EngineError) {
         let hook = resetListeners.withLock { $0 }?.call
         var afterwards: (@Sendable () -> Void)?
         let now = clock.nowMillis()
+        var orders = ClientOrders()
         let ticket = state.withLock { s in
             var removed: [Device] = []
             var changed: [Device] = []
+            var clientWrites: [WriteOp] = []
             for d in s.devices.values {
+                if keepClients, var link = d.client {
+                    var back = d
+                    back.state = .registered
+                    back.canonicalID = nil
+                    link.held = false
+                    link.unregisterCode = nil
+                    back.client = link
+                    back.online = s.realClients[link.id]?.connection != nil
+                    if back != d {
+                        changed.append(back)
+                        clientWrites.append(Writes.setDeviceClient(device: d.id, link.stored))
+                    }
+                    continue
+                }
                 guard fixtures != nil, let f = s.fixtureDevices[d.id], f.matches(d) else {
                     removed.append(d)
                     continue
@@ -49,6 +67,17 @@ extension Engine {
             }
             s.inbox.removeAll()
             s.stored.removeAll()
+            s.clientDeliveries.removeAll()
+            s.clientDeliveryDevice.removeAll()
+            s.clientPayloads.removeAll()
+            s.acknowledged.removeAll()
+            for id in s.realClients.keys { s.realClients[id]?.connection?.unacked.removeAll() }
+            if !keepClients {
+                for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(clientID: c.row.id, connectionID: conn.info.id, forgotten: true, reason: "reset: the client was forgotten")) } }
+                clientWrites.append(Writes.deleteClients(Array(s.realClients.keys)))
+                s.realClients.removeAll()
+                s.clientChannels.removeAll()
+            }
             s.apnsShown.removeAll()
             s.stats = SendStats()
             s.faults = FaultTable()
@@ -69,10 +98,11 @@ extension Engine {
             return submit([store.resetHistory(),
                            Writes.reset(keepsAny: s.devices.count > created.count, removed: removed.map(\.id),
                                         restored: changed.map { ($0.id, $0.state.rawValue, $0.online) })]
-                          + webPushReset + deviceWrites(created, state: s))
+                          + webPushReset + deviceWrites(created, state: s) + clientWrites)
         }
         try commitControl(ticket)
         afterwards?()
+        dispatch(orders)
     }
 
     /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was

@@ -83,7 +83,7 @@ extension Device {
         DeviceRow(id: id, token: token, senderID: senderID, app: app, platform: platform.rawValue, state: state.rawValue,
                   canonicalID: canonicalID, online: online, createdAt: createdAt, lastSeenAt: lastSeenAt, fid: fid,
                   apnsToken: givenAPNsToken, apnsEnvironment: platform == .ios ? apnsEnvironment.rawValue : nil,
-                  apnsExpiresAt: apnsExpiresAt)
+                  apnsExpiresAt: apnsExpiresAt, client: client?.stored)
     }
 }
 
@@ -114,6 +114,7 @@ extension Engine {
                               wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable,
                               namePrefix: submission.namePrefix, errorNames: submission.errorNames,
                               answeredStatus: submission.answeredStatus ?? 0)
+        ctx.relay = submission.relay
         // A Web Push body that would not decrypt is taken (201) and settles `undecryptable`.
         ctx.undecryptable = transport == .webpush && req.platforms?.webpush?["decrypt_error"].map { !$0.isNull } == true
         let multicastID = newMulticastID()
@@ -209,6 +210,8 @@ extension Engine {
         var answeredStatus = 0
         /// Web Push: the body would not decrypt in the browser.
         var undecryptable = false
+        /// What a real client is sent (a relayed push), kept until it acknowledges it.
+        var relay: ClientPayload?
         var dryRun: Bool { req.options.dryRun }
 
         /// An error as records and events name it: by the room's names (HTTP v1's FcmError

@@ -38,6 +38,10 @@ public struct WebPushSubscription: Sendable, Equatable {
     public var applicationServerKey: String?
     /// Ended through the control API: pushes answer 410.
     var expired: Bool
+    /// A real browser's subscription (its keys never leave the browser: none here, pushes are
+    /// relayed unread), and the endpoint the browser was given (on the origin it came in on).
+    public var relayedEndpoint: String?
+    public var isRelayed: Bool { relayedEndpoint != nil }
 
     var row: WebPushRow {
         WebPushRow(device: device, pushID: id, privateKey: privateKey, publicKey: publicKey, auth: auth,
@@ -63,8 +67,13 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// `PushSubscription.toJSON()`, with the endpoint on `base`.
     func write(_ w: inout JSONWriter, base: String) {
         w.beginObject()
-        w.key("endpoint"); w.value(base + "/wp/" + id)
+        w.key("endpoint"); w.value(relayedEndpoint ?? base + "/wp/" + id)
         w.key("expirationTime"); w.null()
+        if isRelayed {
+            w.key("keys"); w.null()
+            w.endObject()
+            return
+        }
         w.key("keys"); w.beginObject()
         w.key("p256dh"); w.value(base64URLEncode(publicKey))
         w.key("auth"); w.value(base64URLEncode(auth))
@@ -115,6 +124,16 @@ extension Engine {
         let auth = (0..<Self.webPushAuthBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
         return WebPushSubscription(id: pushID, device: id, publicKey: pair.publicKey, privateKey: pair.privateKey, auth: auth,
                                    applicationServerKey: applicationServerKey, expired: false)
+    }
+
+    /// A real browser's subscription for device `id`: a new id, no keys (the browser holds them);
+    /// its endpoint is set by the room that made it.
+    func relayedWebPushSubscription(device id: Int64, state s: EngineState) -> WebPushSubscription {
+        var pushID = WebPushSubscriptionID.generate()
+        while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
+        var sub = WebPushSubscription(id: pushID, device: id, publicKey: [], privateKey: [], auth: [], applicationServerKey: nil, expired: false)
+        sub.relayedEndpoint = ""
+        return sub
     }
 
     /// `application_server_key` as given at device creation: base64url of a 65-byte uncompressed

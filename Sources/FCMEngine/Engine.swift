@@ -77,6 +77,8 @@ public final class Engine: Sendable {
     public func keepStartFixtures(_ documents: [FixtureDocument]) {
         startFixtures.withLock { $0 = documents }
     }
+    /// How each client room reaches its clients (`setClientRoom`).
+    let clientRooms = Locked<[ClientKind: @Sendable (ClientOrders) -> Void]>([:])
     /// What the rooms gave the engine at start: their record blocks' readers, their own fault errors.
     let rooms: RoomHooks
     /// Monotonic start time, for `uptime_s`.
@@ -222,6 +224,16 @@ struct EngineState: Sendable {
     /// Where endpoints point (`Engine.setWebPushEndpointBase`).
     var webPushBase = "http://127.0.0.1"
     var webPushCounts = WebPushCounts()
+    /// Real clients by id (`RealClients.swift`); the life of each delivery written on a client's
+    /// connection and not settled; what relayed pushes carry until their client acknowledges them.
+    var realClients: [String: RealClient] = [:]
+    var clientDeliveries: [Int64: ClientDelivery] = [:]
+    var clientPayloads: [Int64: ClientPayload] = [:]
+    /// The device of each delivery in `clientDeliveries`; real clients' devices by channel; the
+    /// deliveries each client acknowledged lately (a nack may follow an ack).
+    var clientDeliveryDevice: [Int64: Int64] = [:]
+    var clientChannels: [String: Int64] = [:]
+    var acknowledged: [String: [Int64]] = [:]
 
     func device(token: String) -> Device? {
         tokenIndex[token].flatMap { devices[$0] }
@@ -249,7 +261,9 @@ struct EngineState: Sendable {
     func render(_ d: Device, now: Int64, endpointBase: String? = nil) -> String {
         Render.device(d, canonicalToken: d.canonicalID.flatMap { devices[$0]?.token }, topics: topics(of: d.id).map(\.name),
                       pending: DeviceStorage.count(stored[d.id] ?? [], now: now), webPush: webPush[d.id],
-                      endpointBase: endpointBase ?? webPushBase)
+                      endpointBase: endpointBase ?? webPushBase, client: { w in
+                          if let link = d.client { writeClient(&w, link) } else { w.null() }
+                      })
     }
 
     /// A topic by its key: its name as first subscribed, and its subscribers' tokens in id order.
@@ -365,13 +379,23 @@ struct EngineState: Sendable {
                                 canonicalID: r.canonicalID, online: r.online, createdAt: r.createdAt, lastSeenAt: r.lastSeenAt,
                                 givenAPNsToken: r.apnsToken,
                                 apnsEnvironment: r.apnsEnvironment.flatMap(APNsEnvironment.init(rawValue:)) ?? .sandbox,
-                                apnsExpiresAt: r.apnsExpiresAt))
+                                apnsExpiresAt: r.apnsExpiresAt, client: DeviceClient(stored: r.client)))
+            }
+            try load.realClients { r in s.realClients[r.id] = RealClient(row: r) }
+            for id in s.devices.keys.sorted() {
+                // No connection survives a restart: a real client's device is offline until it says hello.
+                guard let link = s.devices[id]?.client else { continue }
+                s.devices[id]?.online = false
+                s.realClients[link.id]?.devices.append(id)
+                if let channel = link.channelID { s.clientChannels[channel] = id }
             }
             s.fidIndex[""] = nil
             try load.webPushSubscriptions { r in
                 // A row of a device id reused after a reset belongs to a web device only.
-                guard s.devices[r.device]?.platform == .web else { return }
-                _ = s.attachWebPush(WebPushSubscription(r))
+                guard let d = s.devices[r.device], d.platform == .web else { return }
+                var sub = WebPushSubscription(r)
+                sub.relayedEndpoint = d.client?.endpoint
+                _ = s.attachWebPush(sub)
             }
             try load.deletedWebPushIDs { s.webPushDeleted.insert($0) }
             var keys = HeldCollapseKeys(blocks: blocks)

@@ -103,13 +103,16 @@ public final class EventBus: Sendable {
 
 /// Builders of event payloads.
 enum EventJSON {
-    static func delivery(messageID: String, token: String?, status: String, at: Int64) -> String {
+    /// `more`: members after `at` (a real client's delivery's `client_delivery`).
+    static func delivery(messageID: String, token: String?, status: String, at: Int64,
+                         more: (inout JSONWriter) -> Void = { _ in }) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("message_id"); w.value(messageID)
         w.key("token"); w.value(token)
         w.key("status"); w.value(status)
         w.key("at"); w.value(rfc3339(millis: at))
+        more(&w)
         w.endObject()
         return w.string
     }
@@ -118,6 +121,8 @@ enum EventJSON {
     static func name(forStatus status: String) -> String? {
         switch status {
         case "delivered": return "message.delivered"
+        case "sent": return "message.sent"
+        case "client_rejected": return "message.client_rejected"
         case "expired": return "message.expired"
         case "collapsed": return "message.collapsed"
         case "dropped": return "message.dropped"

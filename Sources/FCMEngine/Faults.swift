@@ -77,8 +77,8 @@ public struct Fault: Sendable {
             let w = Body(o, path: "when.")
             try w.allow(["transport", "path", "sender_id", "token", "topic"])
             f.transport = try w.string("transport")
-            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "webpush", "any"].contains(t) {
-                throw .badRequest("when.transport must be http, http_v1, xmpp, apns, webpush or any")
+            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "webpush", "autopush", "any"].contains(t) {
+                throw .badRequest("when.transport must be http, http_v1, xmpp, apns, webpush, autopush or any")
             }
             f.path = try w.string("path")
             f.senderID = try w.string("sender_id")
@@ -133,6 +133,12 @@ public struct Fault: Sendable {
             guard try t.bool("close_connection") == true else { throw .badRequest("then.close_connection must be true") }
             f.action = .closeConnection
         }
+        if f.transport == Transport.autopush.rawValue {
+            switch f.action {
+            case .closeConnection, .delay: break
+            default: throw .badRequest("a fault with when.transport autopush takes then.close_connection or then.delay_ms (it acts on the write to the browser, not on a sender's answer)")
+            }
+        }
         if retryOnlyWithStatus(thenObject) { throw .badRequest("then.retry_after_s goes with then.status") }
         if let times = try b.int("times") {
             guard times >= 1 else { throw .badRequest("times must be 1 or more (leave it out for a fault that stays)") }
@@ -167,6 +173,18 @@ struct FaultTable: Sendable {
             }
             guard f.matches(transport: transport, path: path, senderID: senderID, topic: topic) else { continue }
             if let t = f.token, !tokens.contains(t) { continue }
+            return fire(i)
+        }
+        return nil
+    }
+
+    /// The first fault on the writes to a real client (`when.transport` naming the client's
+    /// protocol exactly; `any` is for senders' requests) matching this device, fired.
+    mutating func fireClientFault(transport: Transport, senderID: String, token: String) -> Fault? {
+        for i in faults.indices where faults[i].transport == transport.rawValue {
+            let f = faults[i]
+            if let s = f.senderID, s != senderID { continue }
+            if let t = f.token, t != token { continue }
             return fire(i)
         }
         return nil

@@ -68,7 +68,7 @@ public enum Fixtures {
     /// `POST /api/v1/reset`: the documents' projects again (a reset keeps projects; one deleted
     /// since comes back), then the engine's reset, which keeps, puts back or makes again their
     /// devices, then their subscriptions and groups. No documents: a reset keeping no device.
-    public static func reset(_ documents: [FixtureDocument], _ engine: Engine) throws(EngineError) {
+    public static func reset(_ documents: [FixtureDocument], _ engine: Engine, keepClients: Bool = true) throws(EngineError) {
         do {
             for d in documents {
                 try commit(try queueProjects(d, into: engine), of: d, engine)
@@ -79,7 +79,7 @@ public enum Fixtures {
         } catch {
             throw .internal("re-applying the fixtures failed: \(error.description)")
         }
-        try engine.reset(fixtures: documents.isEmpty ? nil : documents.flatMap(\.devices))
+        try engine.reset(fixtures: documents.isEmpty ? nil : documents.flatMap(\.devices), keepClients: keepClients)
         do {
             for d in documents { try applyLinks(d, into: engine) }
         } catch {

@@ -97,6 +97,9 @@ public struct Device: Sendable, Equatable {
     public var apnsEnvironment: APNsEnvironment = .sandbox
     /// When an iOS device's APNs token expires (mock clock, ms; nil: never): then `ExpiredToken`.
     public var apnsExpiresAt: Int64? = nil
+    /// A real client's device (docs/real-clients.md): which client made it; nil for a fake one.
+    /// Its `online` is then derived: connected, and not held by the control API.
+    public var client: DeviceClient? = nil
 }
 
 extension Device {
@@ -117,6 +120,9 @@ public enum Transport: String, Sendable {
     case apns
     /// The Web Push protocol (`POST /wp/{id}`, RFC 8030).
     case webpush
+    /// The write of a delivery on a Firefox's autopush connection: faults only (`when.transport`);
+    /// no send is made through it.
+    case autopush
 }
 
 /// What a send does with a well-formed token nobody registered (`--unknown-tokens`).

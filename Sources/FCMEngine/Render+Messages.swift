@@ -52,6 +52,8 @@ extension Render {
             if let f = r.fault { w.key("fault"); w.value(f) }
             if let t = r.deliveredAt { w.key("delivered_at"); w.value(rfc3339(millis: t)) }
             if let t = r.settledAt { w.key("settled_at"); w.value(rfc3339(millis: t)) }
+            // A real client's delivery: its life on the connection.
+            if let cd = r.clientDelivery { w.key("client_delivery"); w.raw(cd) }
             w.endObject()
         }
         w.endArray()
@@ -125,6 +127,7 @@ extension Render {
         w.key("accepted_at"); w.value(rfc3339(millis: r.acceptedAt))
         w.key("delivered_at"); w.value(r.deliveredAt.map { rfc3339(millis: $0) })
         w.key("expires_at"); w.value(rfc3339(millis: r.expiresAt))
+        if let cd = r.clientDelivery { w.key("client_delivery"); w.raw(cd) }
         w.key("collapse_key"); w.value(r.collapseKey)
         w.key("priority"); w.value(r.priority)
         w.key("via"); w.beginObject()

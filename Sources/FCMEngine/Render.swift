@@ -3,7 +3,7 @@ public import FCMCore
 /// JSON forms of the control API's objects.
 public enum Render {
     static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int, webPush: WebPushSubscription? = nil,
-                       endpointBase: String = "") -> String {
+                       endpointBase: String = "", client: (inout JSONWriter) -> Void = { $0.null() }) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
@@ -20,6 +20,8 @@ public enum Render {
         w.key("pending"); w.value(pending)
         w.key("created_at"); w.value(rfc3339(millis: d.createdAt))
         w.key("last_seen_at"); w.value(rfc3339(millis: d.lastSeenAt))
+        // A real client's (docs/real-clients.md); null for a fake device.
+        w.key("client"); client(&w)
         if let apns = d.apnsToken {
             w.key("apns_token"); w.value(apns)
             w.key("apns_environment"); w.value(d.apnsEnvironment.rawValue)

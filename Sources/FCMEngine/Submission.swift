@@ -50,6 +50,9 @@ public struct Submission: Sendable {
     /// The status the room answers an accepted send with, kept on its record (`http_status`);
     /// nil where the room's answers have none (an XMPP ack).
     public var answeredStatus: Int?
+    /// What a real client's connection is sent for this push (a relayed Web Push body and its
+    /// coding), in the client room's terms; the engine keeps it until the client acknowledges.
+    public var relay: ClientPayload?
     /// False: the writes stay queued for the caller's next `commitQueued()` (an HTTP/2 read's
     /// sends commit together), or for a commit already running.
     public var commitNow = true

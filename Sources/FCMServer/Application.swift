@@ -1,3 +1,4 @@
+import Autopush
 import APNs
 import CCS
 import WebPush
@@ -166,7 +167,7 @@ public final class Application: Sendable {
             }
             self.xmpp = xmpp
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
-                              readiness: readiness,
+                              readiness: readiness, autopush: AutopushRoom(engine: engine, log: log, idleSeconds: c.autopushIdleSeconds),
                               apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority, apnsTLS: c.httpsPort != nil,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })

@@ -65,6 +65,9 @@ public struct Configuration: Sendable {
     /// Seconds an HTTP/2 connection may stay idle (real time) before GOAWAY with Apple's
     /// `{"reason":"IdleTimeout"}` (Apple: one hour); no flag sets it, tests lower it.
     public var http2IdleSeconds = 3600
+    /// Seconds an autopush connection may stay silent before it is closed (1000): twice
+    /// Firefox's default ping interval. No flag: tests set it.
+    public var autopushIdleSeconds = 3600
 
     /// Defaults.
     public init() {}

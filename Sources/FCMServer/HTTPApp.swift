@@ -1,3 +1,4 @@
+public import Autopush
 import RoomKit
 import APNs
 public import Control
@@ -16,7 +17,7 @@ public struct HTTPApp: Sendable {
     /// The application over `engine`. `apnsAuthority` issues and recognizes APNs client
     /// certificates (the local CA of `--https-port`).
     public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
-                readiness: Readiness = Readiness(ready: true), apnsEnvironment: APNsEnvironment = .sandbox,
+                readiness: Readiness = Readiness(ready: true), autopush: AutopushRoom? = nil, apnsEnvironment: APNsEnvironment = .sandbox,
                 apnsAuthority: LocalCertificateAuthority? = nil, apnsTLS: Bool = false,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
                 xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
@@ -35,7 +36,8 @@ public struct HTTPApp: Sendable {
                              control: control,
                              token: TokenRoute(engine: engine),
                              apns: APNsRoutes(engine: engine, environment: apnsEnvironment, certificates: certificates),
-                             apnsControl: APNsControl(engine: engine, certificates: certificates))
+                             apnsControl: APNsControl(engine: engine, certificates: certificates),
+                             autopush: autopush ?? AutopushRoom(engine: engine, log: Log()))
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).

@@ -1,4 +1,5 @@
 import APNs
+import Autopush
 import Control
 import FCMEngine
 import FCMLegacy
@@ -21,7 +22,7 @@ extension HTTPApp {
     /// token, `v1` the Bearer credential. A path nothing matches gets the plain-text `Not Found: PATH`.
     static func router(engine: Engine, maxBodyBytes: Int, credentials: GoogleCredentials, send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
                        control: ControlAPI, token: TokenRoute, apns: APNsRoutes,
-                       apnsControl: APNsControl) -> Router<RouteHandler> {
+                       apnsControl: APNsControl, autopush: AutopushRoom) -> Router<RouteHandler> {
         let v1 = V1Routes(engine: engine, credentials: credentials, maxBodyBytes: maxBodyBytes)
         let webPush = WebPushRoutes(engine: engine)
         let fcm: [(String, String, RouteHandler)] = [
@@ -29,7 +30,12 @@ extension HTTPApp {
             ("*",      "/gcm/send",                                send.handle),     // POST
             ("*",      "/fcm/notification",                        groups.handle),   // GET, POST
             ("*",      "/gcm/notification",                        groups.handle),   // GET, POST
-            ("*",      "/",                                        page.handle),     // GET, HEAD
+            // `GET /` upgraded with the subprotocol push-notification is Firefox's default server URL.
+            ("*",      "/",                                        { r, p, responder in
+                if AutopushRoom.isAutopushUpgrade(r) { autopush.upgrade(r, p, responder) } else { page.handle(r, p, responder) }
+            }),                                                                      // GET, HEAD
+            // Firefox's push service: the autopush WebSocket (Autopush/AutopushRoom.swift).
+            ("*",      "/autopush",                                autopush.upgrade), // GET, an upgrade
             ("*",      "/index.html",                              page.handle),     // GET, HEAD
             ("*",      "/token",                                   token.handle),    // POST: OAuth 2.0
             ("*",      "/oauth2/v4/token",                         token.handle),    // POST
@@ -45,6 +51,7 @@ extension HTTPApp {
             // `/fcm/send` itself (no segment after it) is the legacy send above.
             ("*",      "/wp/{id}",                                 webPush.push),    // POST
             ("*",      "/fcm/send/{id}",                           webPush.push),    // POST
+            ("*",      "/wpush/v2/{id}",                           webPush.push),    // POST: Mozilla's endpoint form
             ("*",      "/m/{id}",                                  webPush.message), // DELETE
         ]
         let instanceID: [(String, String, IIDRoutes.Handler)] = [
@@ -107,6 +114,10 @@ extension HTTPApp {
             ("DELETE", "/api/v1/apns/certificates/{id}",           apnsControl.deleteAPNsCertificate),
             ("GET",    "/api/v1/apns/teams",                       apnsControl.apnsTeams),
             ("PUT",    "/api/v1/apns/teams/{team_id}",             apnsControl.putAPNsTeam),
+            ("GET",    "/api/v1/clients",                          control.clients),
+            ("GET",    "/api/v1/clients/{id}",                     control.client),
+            ("DELETE", "/api/v1/clients/{id}",                     control.deleteClient),
+            ("POST",   "/api/v1/clients/{id}:disconnect",          control.disconnectClient),
             ("GET",    "/api/v1/xmpp/connections",                 control.connections),
             ("POST",   "/api/v1/xmpp:drain",                       control.drainAll),
             ("POST",   "/api/v1/xmpp/connections/{id}:drain",      control.drain),

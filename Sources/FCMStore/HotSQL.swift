@@ -36,7 +36,7 @@ extension SQLiteConnection {
             let s = try statement(.insertDelivery)
             try s.bind(1, d.id); try s.bind(2, d.message); try s.bind(3, d.device); try s.bind(4, d.token)
             try s.bind(5, d.status); try s.bind(6, d.error); try s.bind(7, d.canonical); try s.bind(8, d.deliveredAt)
-            try s.bind(9, d.expiresAt); try s.bind(10, d.fault)
+            try s.bind(9, d.expiresAt); try s.bind(10, d.fault); try s.bind(11, d.clientDelivery)
             while try s.step() {}
         }
     }

@@ -207,6 +207,22 @@ enum Migrations {
             SELECT push_id FROM web_push_subscriptions WHERE device NOT IN (SELECT id FROM devices WHERE platform = 'web');
         DELETE FROM web_push_subscriptions WHERE device NOT IN (SELECT id FROM devices WHERE platform = 'web');
         """,
+        // 18: real receiving clients (docs/real-clients.md): a client (an autopush uaid) and what it
+        // said of itself; a device's link to its client (JSON: kind, id, channel_id,
+        // unregister_code; NULL for a fake device); a delivery's life on a client's connection
+        // (JSON: the connection, sends, the ack and the rejection).
+        """
+        CREATE TABLE real_clients(
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            user_agent TEXT,
+            client_version TEXT,
+            created_at INTEGER NOT NULL,
+            last_connected_at INTEGER);
+        ALTER TABLE devices ADD COLUMN client TEXT;
+        ALTER TABLE deliveries ADD COLUMN client_delivery TEXT;
+        CREATE INDEX deliveries_sent ON deliveries(device) WHERE status = 'sent';
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

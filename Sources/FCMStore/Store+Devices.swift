@@ -22,26 +22,29 @@ public struct DeviceRow: Sendable {
     public var apnsEnvironment: String?
     /// When an iOS device's APNs token expires (ms; NULL: never).
     public var apnsExpiresAt: Int64?
+    /// A real client's device: its link to the client (JSON; NULL for a fake device).
+    public var client: String?
 
     public init(id: Int64, token: String, senderID: String, app: String, platform: String, state: String, canonicalID: Int64?,
                 online: Bool, createdAt: Int64, lastSeenAt: Int64, fid: String? = nil, apnsToken: String? = nil,
-                apnsEnvironment: String? = nil, apnsExpiresAt: Int64? = nil) {
+                apnsEnvironment: String? = nil, apnsExpiresAt: Int64? = nil, client: String? = nil) {
         self.id = id; self.token = token; self.senderID = senderID; self.app = app; self.platform = platform
         self.state = state; self.canonicalID = canonicalID; self.online = online; self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt; self.fid = fid; self.apnsToken = apnsToken; self.apnsEnvironment = apnsEnvironment
         self.apnsExpiresAt = apnsExpiresAt
+        self.client = client
     }
 
     static let insertSQL = """
         INSERT INTO devices(id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid,
-                            apns_token, apns_environment, apns_expires_at)
-        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                            apns_token, apns_environment, apns_expires_at, client)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
         """
 
     var values: [SQLValue] {
         [.int(id), .text(token), .text(senderID), .text(app), .text(platform), .text(state),
          .optional(canonicalID), .int(online ? 1 : 0), .int(createdAt), .int(lastSeenAt), .optional(fid),
-         .optional(apnsToken), .optional(apnsEnvironment), .optional(apnsExpiresAt)]
+         .optional(apnsToken), .optional(apnsEnvironment), .optional(apnsExpiresAt), .optional(client)]
     }
 }
 

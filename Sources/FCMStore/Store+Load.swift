@@ -25,21 +25,22 @@ public struct StoreLoader {
 
     /// Devices by id.
     public func devices(_ row: (DeviceRow) -> Void) throws(StoreError) {
-        try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid, apns_token, apns_environment, apns_expires_at FROM devices ORDER BY id") {
+        try c.query("SELECT id, token, sender_id, app, platform, state, canonical_id, online, created_at, last_seen_at, fid, apns_token, apns_environment, apns_expires_at, client FROM devices ORDER BY id") {
             (r: Statement) throws(StoreError) in
             row(DeviceRow(id: r.int(0), token: r.text(1) ?? "", senderID: r.text(2) ?? "", app: r.text(3) ?? "", platform: r.text(4) ?? "",
                           state: r.text(5) ?? "", canonicalID: r.optionalInt(6), online: r.int(7) != 0, createdAt: r.int(8),
                           lastSeenAt: r.int(9), fid: r.text(10), apnsToken: r.text(11), apnsEnvironment: r.text(12),
-                          apnsExpiresAt: r.optionalInt(13)))
+                          apnsExpiresAt: r.optionalInt(13), client: r.text(14)))
         }
     }
 
     /// Deliveries an offline device holds, in order, with what their collapse key is worked
-    /// out from.
+    /// out from; those a real client's connection had, unacknowledged, when the process stopped
+    /// are held again (`Writes.requeueSent`).
     public func heldDeliveries(_ row: (HeldDelivery) -> Void) throws(StoreError) {
         try c.query("""
             SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport FROM deliveries d
-            JOIN messages m ON m.id = d.message WHERE d.status = 'pending' AND d.device IS NOT NULL ORDER BY d.id
+            JOIN messages m ON m.id = d.message WHERE d.status IN ('pending', 'sent') AND d.device IS NOT NULL ORDER BY d.id
             """) { (r: Statement) throws(StoreError) in
             row(HeldDelivery(id: r.int(0), device: r.int(1), message: r.int(2), collapseKey: r.text(3), expiresAt: r.int(4),
                              isNotice: r.text(5) == "deleted_messages", platforms: r.text(6), transport: r.text(7)))

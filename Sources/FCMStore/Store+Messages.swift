@@ -97,6 +97,8 @@ public struct DeliveryRow: Sendable {
     public var expiresAt: Int64
     /// The error fault that failed this recipient, if one did.
     public var fault: String?
+    /// A real client's delivery written at once: its life on the connection (JSON).
+    public var clientDelivery: String?
 
     public init(id: Int64, message: Int64, device: Int64?, token: String?, status: String, error: String?, canonical: Int64?,
                 deliveredAt: Int64?, expiresAt: Int64, fault: String? = nil) {
@@ -105,8 +107,8 @@ public struct DeliveryRow: Sendable {
     }
 
     static let insertSQL = """
-        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at, fault)
-        VALUES (?,?,?,?,?,?,?,?,?,?)
+        INSERT INTO deliveries(id, message, device, token, status, error, canonical, delivered_at, expires_at, fault, client_delivery)
+        VALUES (?,?,?,?,?,?,?,?,?,?,?)
         """
 }
 
@@ -160,6 +162,8 @@ public struct RecipientRow: Sendable {
     public var deliveredAt: Int64?
     /// When the storage rules settled it (collapsed, dropped or expired; mock clock, ms).
     public var settledAt: Int64?
+    /// A real client's delivery: its life on the connection (JSON), else nil.
+    public var clientDelivery: String?
 }
 
 /// One inbox entry: a delivery with what its message says.
@@ -185,6 +189,8 @@ public struct InboxRow: Sendable {
     /// The record's `error_detail`: why an accepted send could not reach the device (an
     /// `undeliverable` entry says so).
     public var errorDetail: String? = nil
+    /// A real client's delivery: its life on the connection (JSON), else nil.
+    public var clientDelivery: String? = nil
 }
 
 extension SQLiteConnection {
@@ -304,11 +310,11 @@ extension SQLiteConnection {
     public func recipients(of m: MessageRow, limit: Int?) throws(StoreError) -> [RecipientRow] {
         var out: [RecipientRow] = []
         guard m.recipients > 0 else { return out }
-        try query("SELECT device, token, id, status, error, canonical, expires_at, fault, delivered_at, settled_at FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+        try query("SELECT device, token, id, status, error, canonical, expires_at, fault, delivered_at, settled_at, client_delivery FROM deliveries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
                   [.int(m.id), .int(m.id + Int64(m.recipients)), .int(Int64(limit ?? -1))]) { (r: Statement) throws(StoreError) in
             out.append(RecipientRow(device: r.optionalInt(0), token: r.text(1), id: r.int(2), status: r.text(3) ?? "", error: r.text(4),
                                     canonical: r.optionalInt(5), expiresAt: r.int(6), fault: r.text(7),
-                                    deliveredAt: r.optionalInt(8), settledAt: r.optionalInt(9)))
+                                    deliveredAt: r.optionalInt(8), settledAt: r.optionalInt(9), clientDelivery: r.text(10)))
         }
         return out
     }
@@ -319,13 +325,14 @@ extension SQLiteConnection {
         try query("""
             SELECT d.id, m.suffix, d.status, m.accepted_at, d.delivered_at, d.expires_at, m.collapse_key, m.priority,
               m.transport, m.target_kind, m.data, m.notification, m.target_value, m.time_to_live, m.flags, m.platforms,
-              m.error_detail
+              m.error_detail, d.client_delivery
             FROM deliveries d JOIN messages m ON m.id = d.message WHERE d.id = ?
             """, [.int(deliveryID)]) { (r: Statement) throws(StoreError) in
             row = InboxRow(id: r.int(0), suffix: UInt32(truncatingIfNeeded: r.int(1)), status: r.text(2) ?? "", acceptedAt: r.int(3),
                            deliveredAt: r.optionalInt(4), expiresAt: r.int(5), collapseKey: r.text(6), priority: r.text(7),
                            transport: r.text(8), targetKind: r.text(9), data: r.text(10), notification: r.text(11), targetValue: r.text(12),
-                           timeToLive: r.int(13), flags: r.int(14), platforms: r.text(15), errorDetail: r.text(16))
+                           timeToLive: r.int(13), flags: r.int(14), platforms: r.text(15), errorDetail: r.text(16),
+                           clientDelivery: r.text(17))
         }
         return row
     }

@@ -52,11 +52,14 @@ public struct WebPushRoutes: Sendable {
             if let f = fault, f.isAnswered { return answer(f, r, device: device) }
             let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
             var decrypted: Result<[UInt8], WebPushDecryptFailure>?
-            if let encoding = headers.encoding {
+            if sub.isRelayed {
+                // A real browser's subscription: its keys are the browser's, the body goes to it unread.
+            } else if let encoding = headers.encoding {
                 decrypted = decryption.decrypt(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
                                                            cryptoKey: headers.cryptoKey), for: sub)
             }
-            let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted)
+            let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted,
+                                   relayed: sub.isRelayed)
             let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
                 if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
                 return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
@@ -66,6 +69,7 @@ public struct WebPushRoutes: Sendable {
             // The record's status: 200, as every accepted HTTP send's.
             submission.answeredStatus = 200
             submission.commitNow = !r.inBatch
+            if sub.isRelayed { submission.relay = Self.relay(r.body, headers: headers) }
             engine.submit(submission) { outcome in
                 switch outcome {
                 case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
@@ -147,8 +151,11 @@ public struct WebPushRoutes: Sendable {
     /// block, so the web delivery rules read `TTL` and `Topic` from it as they do for an FCM
     /// send's webpush block. A plaintext that is a JSON object with `title` or `body` is also its
     /// `notification` (the page's browser-notification preview).
+    /// `relayed`: for a real browser, which holds the keys: the block says so and keeps the
+    /// ciphertext (and an `aesgcm` body's `Encryption` and `Crypto-Key`); only the browser can
+    /// say whether it decrypts.
     static func request(to device: Device, headers: WebPushHeaders, identity: VAPIDIdentity?, body: [UInt8],
-                        decrypted: Result<[UInt8], WebPushDecryptFailure>?) -> SendRequest {
+                        decrypted: Result<[UInt8], WebPushDecryptFailure>?, relayed: Bool = false) -> SendRequest {
         var req = SendRequest(format: .json, target: .token(device.token))
         req.options.timeToLive = headers.ttl
         req.options.collapseKey = headers.topic
@@ -166,6 +173,18 @@ public struct WebPushRoutes: Sendable {
         }
         block["content_encoding"] = headers.encoding.map { .string($0.rawValue) } ?? .null
         block["ciphertext_bytes"] = .number(JSONNumber(Int64(body.count)))
+        if relayed {
+            block["relayed"] = .bool(true)
+            block["plaintext"] = .null
+            block["decrypt_error"] = .null
+            block["ciphertext_base64"] = .string(base64URLEncode(body))
+            if headers.encoding == .aesgcm {
+                block["encryption"] = headers.encryption.map { .string($0) } ?? .null
+                block["crypto_key"] = headers.cryptoKey.map { .string($0) } ?? .null
+            }
+            req.platforms = PlatformConfigs(webpush: block)
+            return req
+        }
         switch decrypted {
         case .success(let plain)?:
             if let text = String(validating: plain, as: UTF8.self) {
@@ -190,6 +209,18 @@ public struct WebPushRoutes: Sendable {
         }
         req.platforms = PlatformConfigs(webpush: block)
         return req
+    }
+
+    /// What a browser's connection is sent for a relayed push: the body and its coding, as the
+    /// sender sent them (the client room writes them in its protocol's form).
+    static func relay(_ body: [UInt8], headers: WebPushHeaders) -> ClientPayload {
+        var fields: [(String, String)] = []
+        if let encoding = headers.encoding { fields.append(("encoding", encoding.rawValue)) }
+        if headers.encoding == .aesgcm {
+            if let e = headers.encryption { fields.append(("encryption", e)) }
+            if let k = headers.cryptoKey { fields.append(("crypto_key", k)) }
+        }
+        return ClientPayload(body: body.isEmpty ? nil : body, fields: fields)
     }
 
     /// The push service's answer to a recipient the engine's send refused.

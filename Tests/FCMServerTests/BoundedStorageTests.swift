@@ -146,7 +146,7 @@ final class BoundedStorageTests: XCTestCase {
         try eventually("store_bytes is the database and its log") { try health(c)["store_bytes"]?.numberValue?.int64 == files() }
         XCTAssertGreaterThan(files(), 0)
         let h = try health(c)
-        XCTAssertEqual(h.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush"])
+        XCTAssertEqual(h.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush", "clients"])
         XCTAssertEqual(try c.post("/api/v1/reset").status, 204)
         try eventually("a reset empties the count") { try storedCount(c) == 0 }
 

@@ -10,7 +10,7 @@ final class ControlAPITests: ServerTestCase {
         let r = try client.get("/api/v1/health")
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(r.headers["content-type"], jsonType)
-        XCTAssertEqual(r.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush"])
+        XCTAssertEqual(r.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush", "clients"])
         XCTAssertEqual(r.object?["status"]?.stringValue, "ok")
         XCTAssertEqual(r.object?["store"]?.stringValue, "ok")
         XCTAssertEqual(r.object?["store_messages"]?.numberValue?.int64, 0)
@@ -68,7 +68,7 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(created.status, 201)
         let d = try XCTUnwrap(created.object)
         XCTAssertEqual(d.keys, ["token", "fid", "sender_id", "app", "platform", "state", "canonical_token", "online", "topics",
-                                "pending", "created_at", "last_seen_at"])
+                                "pending", "created_at", "last_seen_at", "client"])
         let token = try XCTUnwrap(d["token"]?.stringValue)
         XCTAssertEqual(token.count, 152, "generated tokens are FCM-shaped")
         XCTAssertEqual(d["state"]?.stringValue, "registered")

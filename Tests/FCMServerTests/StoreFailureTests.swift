@@ -87,7 +87,7 @@ final class StoreFailureTests: XCTestCase {
         XCTAssertEqual(sick.status, 503, sick.text)
         XCTAssertEqual(sick.object?["status"]?.stringValue, "failing")
         XCTAssertEqual(sick.object?["store"]?.stringValue, "failing: database or disk is full")
-        XCTAssertEqual(sick.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush"])
+        XCTAssertEqual(sick.object?.keys, ["status", "store", "store_messages", "store_bytes", "version", "uptime_s", "event_readers", "tls_ca", "apns", "webpush", "clients"])
 
         // The CLI's health check fails and says why.
         let cli = try runBinary(["health", "--server", "http://127.0.0.1:\(s.httpPort)"])

@@ -1,0 +1,517 @@
+// Long because: a real client's life (hello, register, unregister, acknowledgements, the
+// connection's end) and the delivery rules it changes (written at once, held, re-sent) share the
+// state they move under one lock.
+public import FCMCore
+import FCMStore
+import Platform
+import Synchronization
+
+/// What a client's `hello` found and did.
+public struct ClientHello: Sendable {
+    public var clientID: String
+    /// The id asked for was unknown (or none was given): a new client.
+    public var isNew: Bool
+    /// The connection this one replaces (one connection per client), to be closed by the room.
+    public var replaced: String?
+    /// What was held or unacknowledged, to write after the answer, in acceptance order.
+    public var orders: ClientOrders
+}
+
+/// Why a client's registration was refused.
+public enum ClientRefusal: Error, Sendable, Equatable {
+    /// The channel belongs to another client.
+    case channelInUse
+    /// The key is no P-256 public key.
+    case invalidKey(String)
+    /// The client is unknown (it was forgotten meanwhile).
+    case unknownClient
+    /// The project is gone, or no device could be made.
+    case failed(String)
+}
+
+extension Engine {
+    /// A client room's way to reach its clients: called with the writes a send or a control
+    /// change decided, once they are committed.
+    public func setClientRoom(_ kind: ClientKind, _ deliver: @escaping @Sendable (ClientOrders) -> Void) {
+        clientRooms.withLock { $0[kind] = deliver }
+    }
+
+    func dispatch(_ orders: ClientOrders) {
+        guard !orders.isEmpty else { return }
+        let rooms = clientRooms.withLock { $0 }
+        // One kind today; each client's writes go to its own room.
+        for (_, deliver) in rooms { deliver(orders) }
+    }
+
+    // MARK: Hello
+
+    /// A client says who it is on a new connection: the client `id` names (a new one, made by
+    /// `newID`, when it names none the mock knows), its devices online (unless held), and what
+    /// they hold or had unacknowledged on a replaced connection, to write.
+    public func clientHello(kind: ClientKind, id: String?, connection: ClientConnectionInfo,
+                            newID: () -> String) throws(EngineError) -> ClientHello {
+        let now = clock.nowMillis()
+        var published: [(String, String)] = []
+        let (hello, ticket): (ClientHello, Store.Ticket) = state.withLock { s in
+            var isNew = false
+            var client: RealClient
+            if let id, let known = s.realClients[id], known.kind == kind {
+                client = known
+            } else {
+                isNew = true
+                var fresh = newID()
+                while s.realClients[fresh] != nil { fresh = newID() }
+                client = RealClient(row: RealClientRow(id: fresh, kind: kind.rawValue, userAgent: nil, clientVersion: nil, createdAt: now,
+                                                       lastConnectedAt: nil))
+            }
+            let replaced = client.connection?.info.id
+            let carried = client.connection?.unacked ?? []
+            client.connection = ClientConnection(info: connection, connectedAt: now)
+            client.row.lastConnectedAt = now
+            client.row.userAgent = connection.userAgent
+            s.realClients[client.row.id] = client
+            var writes: [WriteOp] = [Writes.saveClient(client.row)]
+            for deviceID in client.devices {
+                guard var d = s.devices[deviceID], let link = d.client else { continue }
+                let online = !link.held
+                if d.online != online {
+                    d.online = online
+                    d.lastSeenAt = now
+                    s.devices[deviceID] = d
+                    writes.append(Writes.setOnline(device: deviceID, online, at: now, flushHeld: false))
+                }
+            }
+            var orders = ClientOrders()
+            var updates: [ClientDeliveryUpdate] = []
+            var changes: [(Int64, String)] = []
+            // What the replaced connection had unacknowledged goes out again first (same version).
+            for deliveryID in carried { requeue(deliveryID, now: now, changes: &changes, state: &s) }
+            flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            published.insert(("client.connected", s.renderClient(client)), at: 0)
+            return (ClientHello(clientID: client.row.id, isNew: isNew, replaced: replaced, orders: orders), submit(writes))
+        }
+        try commitControl(ticket)
+        events.publish(published)
+        return hello
+    }
+
+    /// Puts a delivery written on a connection that is gone back where its device holds it
+    /// (`pending`), or `expired` when its time ran out. The record of its sends stays.
+    private func requeue(_ deliveryID: Int64, now: Int64, changes: inout [(Int64, String)], state s: inout EngineState) {
+        guard let cd = s.clientDeliveries[deliveryID], let deviceID = s.clientDeliveryDevice[deliveryID] else { return }
+        guard cd.ack == nil && cd.rejection == nil else { return }
+        if cd.entry.expiresAt <= now {
+            changes.append((deliveryID, "expired"))
+            s.clientDeliveries[deliveryID] = nil
+            s.clientDeliveryDevice[deliveryID] = nil
+            s.clientPayloads[deliveryID] = nil
+            return
+        }
+        var held = s.stored[deviceID] ?? []
+        let at = held.firstIndex { $0.deliveryID > deliveryID } ?? held.count
+        held.insert(cd.entry, at: at)
+        s.stored[deviceID] = held
+        changes.append((deliveryID, "pending"))
+    }
+
+    /// Writes what a client's online devices hold, oldest first, up to the connection's room
+    /// for unacknowledged deliveries; expires what ran out.
+    func flushHeld(of clientID: String, now: Int64, orders: inout ClientOrders, updates: inout [ClientDeliveryUpdate],
+                   changes: inout [(Int64, String)], events published: inout [(String, String)], state s: inout EngineState) {
+        guard let client = s.realClients[clientID], let conn = client.connection else { return }
+        var waiting: [(device: Device, entry: StoredEntry)] = []
+        for deviceID in client.devices {
+            guard let d = s.devices[deviceID], d.online, let held = s.stored[deviceID] else { continue }
+            for e in held { waiting.append((d, e)) }
+        }
+        waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
+        var room = maxUnackedPerConnection - conn.unacked.count
+        for (d, e) in waiting {
+            if e.expiresAt <= now || e.isNotice {
+                // A notice of deleted messages is FCM's, not autopush's: nothing to write.
+                changes.append((e.deliveryID, "expired"))
+                s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
+                published.append(("message.expired", EventJSON.delivery(
+                    messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
+                    token: d.token, status: "expired", at: now)))
+                continue
+            }
+            guard room > 0 else { break }
+            let fault = faultsArmed.load(ordering: .relaxed)
+                ? s.faults.fireClientFault(transport: .autopush, senderID: d.senderID, token: d.token)?.action : nil
+            if fault == .closeConnection {
+                // The fault closes the connection instead: what is held stays held.
+                orders.close.append(ClientClose(clientID: clientID, connectionID: conn.info.id, reason: "a fault (close_connection)"))
+                break
+            }
+            var delay: Int64?
+            if case .delay(let ms)? = fault { delay = ms }
+            room -= 1
+            s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
+            let (write, update) = markSent(e, device: d, connection: conn.info.id, clientID: clientID, now: now, delay: delay, state: &s)
+            orders.writes.append(write)
+            updates.append(update)
+            published.append(("message.sent", EventJSON.clientDelivery(messageID: write.version, token: d.token, status: "sent", at: now,
+                                                                         clientDelivery: update.json)))
+        }
+        for deviceID in client.devices where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
+    }
+
+    /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted.
+    func markSent(_ e: StoredEntry, device d: Device, connection connectionID: String, clientID: String, now: Int64,
+                  delay: Int64?, state s: inout EngineState) -> (ClientWrite, ClientDeliveryUpdate) {
+        let version = MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description
+        var cd = s.clientDeliveries[e.deliveryID]
+            ?? ClientDelivery(kind: d.client?.kind ?? .autopush, connectionID: connectionID, version: version, firstSentAt: now, sends: 0,
+                              entry: e)
+        cd.sends += 1
+        cd.connectionID = connectionID
+        s.clientDeliveries[e.deliveryID] = cd
+        s.clientDeliveryDevice[e.deliveryID] = d.id
+        s.realClients[clientID]?.connection?.unacked.append(e.deliveryID)
+        let write = ClientWrite(clientID: clientID, connectionID: connectionID, deliveryID: e.deliveryID, version: version, token: d.token,
+                                channelID: d.client?.channelID, payload: s.clientPayloads[e.deliveryID], delayMillis: delay)
+        return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, json: cd.json()))
+    }
+
+    // MARK: Registrations
+
+    /// A client registers a channel: a `web` device of the project `senderID`, app `app`, whose
+    /// subscription is the browser's (no keys here: pushes are relayed). `endpoint` makes the
+    /// push endpoint from the subscription's id. The same channel again answers its device.
+    public func clientRegister(clientID: String, channelID: String, key: String?, senderID: String, app: String,
+                               endpoint: (String) -> String) throws(ClientRefusal) -> Device {
+        let serverKey: String?
+        if let key {
+            do throws(EngineError) { serverKey = try checkApplicationServerKey(key) } catch {
+                throw .invalidKey("a P-256 public key is 65 bytes, 0x04 first, in base64url")
+            }
+        } else {
+            serverKey = nil
+        }
+        let now = clock.nowMillis()
+        let result: Result<(Device, Store.Ticket?), ClientRefusal> = state.withLock { s in
+            guard let client = s.realClients[clientID] else { return .failure(.unknownClient) }
+            if let holder = s.clientChannels[channelID].flatMap({ s.devices[$0] }) {
+                guard holder.client?.id == clientID else { return .failure(.channelInUse) }
+                return .success((holder, nil))
+            }
+            let spec = DeviceSpec(token: nil, senderID: senderID, app: app, platform: .web, online: client.connection != nil,
+                                  applicationServerKey: nil)
+            guard case .success((var d, true)) = placeDevice(spec, in: &s, now: now, relayed: true) else {
+                return .failure(.failed("no device could be made for project \(senderID)"))
+            }
+            guard var sub = s.webPush[d.id] else { return .failure(.failed("no subscription could be made")) }
+            sub.applicationServerKey = serverKey
+            sub.relayedEndpoint = endpoint(sub.id)
+            s.webPush[d.id] = sub
+            var link = DeviceClient(kind: client.kind, id: clientID, channelID: channelID)
+            link.endpoint = sub.relayedEndpoint
+            d.client = link
+            s.devices[d.id] = d
+            s.clientChannels[channelID] = d.id
+            s.realClients[clientID]?.devices.append(d.id)
+            return .success((d, submit(deviceWrites([d], state: s))))
+        }
+        let (device, ticket) = try result.get()
+        if let ticket {
+            do throws(EngineError) { try commitControl(ticket) } catch { throw .failed("the store failed") }
+            if events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
+        }
+        return device
+    }
+
+    /// A client unregisters a channel (`code`: why, as the client says): its device is
+    /// `unregistered` (pushes answer 410) and what it held is `dropped`. Nil for a channel the
+    /// client does not hold.
+    @discardableResult
+    public func clientUnregister(clientID: String, channelID: String, code: Int?) throws(EngineError) -> Device? {
+        let now = clock.nowMillis()
+        var published: [(String, String)] = []
+        let result: (Device, Store.Ticket)? = state.withLock { s in
+            guard let id = s.clientChannels[channelID], var d = s.devices[id], var link = d.client, link.id == clientID else { return nil }
+            link.unregisterCode = code ?? 200
+            d.client = link
+            d.state = .unregistered
+            s.devices[id] = d
+            var changes: [(Int64, String)] = []
+            for e in s.stored.removeValue(forKey: id) ?? [] {
+                changes.append((e.deliveryID, "dropped"))
+                s.clientPayloads[e.deliveryID] = nil
+                published.append(("message.dropped", EventJSON.delivery(
+                    messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
+                    token: d.token, status: "dropped", at: now)))
+            }
+            published.insert(("device.updated", s.render(d, now: now)), at: 0)
+            var writes = [Writes.unregister(device: id), Writes.setDeviceClient(device: id, link.stored)]
+            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            return (d, submit(writes))
+        }
+        guard let (device, ticket) = result else { return nil }
+        try commitControl(ticket)
+        events.publish(published)
+        return device
+    }
+
+    /// The client a channel belongs to, if any.
+    public func clientOwning(channel channelID: String) -> String? {
+        state.withLock { s in s.clientChannels[channelID].flatMap { s.devices[$0]?.client?.id } }
+    }
+
+    // MARK: Acknowledgements
+
+    /// The client acknowledged (or, `nack`, refused) the delivery it knows as `version` on
+    /// `connectionID`: `code` nil or 100 delivered; 101, 102 and a nack's 301 to 303 rejected.
+    /// False when that connection never sent it (the room logs it and moves on). What waited for
+    /// room on the connection is returned to write.
+    public func clientAcknowledged(clientID: String, connectionID: String, version: String, code: Int?, nack: Bool)
+        throws(EngineError) -> (known: Bool, orders: ClientOrders) {
+        guard let mid = MessageID(version) else { return (false, ClientOrders()) }
+        let deliveryID = mid.micros
+        let now = clock.nowMillis()
+        var published: [(String, String)] = []
+        let result: (ClientOrders, Store.Ticket)? = state.withLock { s in
+            guard var cd = s.clientDeliveries[deliveryID], cd.connectionID == connectionID, cd.version == version,
+                  let deviceID = s.clientDeliveryDevice[deliveryID], let d = s.devices[deviceID],
+                  s.realClients[clientID]?.connection?.info.id == connectionID else { return nil }
+            let wasSent = s.realClients[clientID]?.connection?.unacked.contains(deliveryID) ?? false
+            guard wasSent || (nack && cd.ack != nil && cd.rejection == nil) else { return nil }
+            var status: String
+            var deliveredAt: Int64?
+            if nack {
+                cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
+                status = "client_rejected"
+            } else if code == nil || code == 100 {
+                cd.ack = (code ?? 100, now)
+                status = "delivered"
+                deliveredAt = now
+            } else {
+                cd.ack = (code, now)
+                cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
+                status = "client_rejected"
+            }
+            s.clientDeliveries[deliveryID] = cd
+            s.clientPayloads[deliveryID] = nil
+            s.realClients[clientID]?.connection?.unacked.removeAll { $0 == deliveryID }
+            s.rememberAcknowledged(deliveryID, clientID: clientID)
+            let json = cd.json()
+            var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, json: json)]
+            if status == "delivered" {
+                published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: status, at: now,
+                                                                                  clientDelivery: json)))
+            } else {
+                published.append(("message.client_rejected", EventJSON.clientRejected(messageID: version, token: d.token, at: now,
+                                                                                        code: code ?? 0)))
+            }
+            var orders = ClientOrders()
+            var changes: [(Int64, String)] = []
+            if wasSent {
+                flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+            }
+            var writes = [Writes.setClientDeliveries(updates, settledAt: now)]
+            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            return (orders, submit(writes))
+        }
+        guard let (orders, ticket) = result else { return (false, ClientOrders()) }
+        try commitControl(ticket)
+        events.publish(published)
+        return (true, orders)
+    }
+
+    /// A frame came from the client (`heartbeat`: a ping of its protocol's own).
+    public func clientActive(clientID: String, connectionID: String, heartbeat: Bool) {
+        let now = clock.nowMillis()
+        state.withLock { s in
+            guard s.realClients[clientID]?.connection?.info.id == connectionID else { return }
+            s.realClients[clientID]?.connection?.lastFrameAt = now
+            if heartbeat { s.realClients[clientID]?.connection?.lastHeartbeatAt = now }
+        }
+    }
+
+    // MARK: The connection's end
+
+    /// Connection `connectionID` of a client closed (`reason`, as the room says): its devices go
+    /// offline, what it had unacknowledged is held again (or expired), `client.closed` is
+    /// published. Nothing when the client has another connection by now.
+    public func clientClosed(clientID: String, connectionID: String, code: Int, reason: String) {
+        let now = clock.nowMillis()
+        var published: [(String, String)] = []
+        let ticket: Store.Ticket? = state.withLock { s in
+            guard var client = s.realClients[clientID], let conn = client.connection, conn.info.id == connectionID else { return nil }
+            client.connection = nil
+            s.realClients[clientID] = client
+            var writes: [WriteOp] = []
+            var changes: [(Int64, String)] = []
+            for deliveryID in conn.unacked { requeue(deliveryID, now: now, changes: &changes, state: &s) }
+            s.forgetAcknowledged(clientID: clientID)
+            for deviceID in client.devices {
+                guard var d = s.devices[deviceID], d.online else { continue }
+                d.online = false
+                d.lastSeenAt = now
+                s.devices[deviceID] = d
+                writes.append(Writes.setOnline(device: deviceID, false, at: now, flushHeld: false))
+            }
+            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("client"); w.raw(s.renderClient(client))
+            w.key("connection_id"); w.value(connectionID)
+            w.key("code"); w.value(Int64(code))
+            w.key("reason"); w.value(reason)
+            w.key("at"); w.value(rfc3339(millis: now))
+            w.endObject()
+            published.append(("client.closed", w.string))
+            return writes.isEmpty ? nil : submit(writes)
+        }
+        if let ticket { try? commitControl(ticket) }
+        events.publish(published)
+    }
+
+    /// `PATCH {"online"}` on a real client's device: held offline while its client stays
+    /// connected (the client is not told), or released, what it held written at once.
+    func setClientDeviceOnline(_ token: String, _ online: Bool) throws(EngineError) -> Device {
+        let now = clock.nowMillis()
+        var published: [(String, String)] = []
+        var orders = ClientOrders()
+        let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
+            guard var d = s.device(token: token), var link = d.client else { return .failure(.notFound("device '\(token)' does not exist")) }
+            link.held = !online
+            d.client = link
+            let connected = s.realClients[link.id]?.connection != nil
+            d.online = online && connected
+            d.lastSeenAt = now
+            s.devices[d.id] = d
+            var writes = [Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false), Writes.setDeviceClient(device: d.id, link.stored)]
+            var updates: [ClientDeliveryUpdate] = []
+            var changes: [(Int64, String)] = []
+            if d.online {
+                flushHeld(of: link.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+            }
+            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            published.insert(("device.updated", s.render(d, now: now)), at: 0)
+            return .success((d, submit(writes)))
+        }
+        let (device, ticket) = try result.get()
+        try commitControl(ticket)
+        events.publish(published)
+        dispatch(orders)
+        return device
+    }
+
+    // MARK: Reading
+
+    /// The clients (`kind`, `connected` when given), oldest first, as the control API shows them.
+    public func clients(kind: ClientKind?, connected: Bool?) -> [String] {
+        state.withLock { s in
+            s.realClients.values
+                .filter { c in (kind == nil || c.kind == kind) && (connected == nil || (c.connection != nil) == connected) }
+                .sorted { ($0.row.createdAt, $0.row.id) < ($1.row.createdAt, $1.row.id) }
+                .map { s.renderClient($0) }
+        }
+    }
+
+    /// One client as the control API shows it.
+    public func client(_ id: String) throws(EngineError) -> String {
+        let found = state.withLock { s in s.realClients[id].map { s.renderClient($0) } }
+        guard let found else { throw .notFound("client '\(id)' does not exist") }
+        return found
+    }
+
+    /// A client's open connection's id, and its kind.
+    public func clientConnection(_ id: String) throws(EngineError) -> (kind: ClientKind, connectionID: String?) {
+        let found = state.withLock { s in s.realClients[id].map { ($0.kind, $0.connection?.info.id) } }
+        guard let found else { throw .notFound("client '\(id)' does not exist") }
+        return found
+    }
+
+    /// Closes a client's connection (`backoff`: tell it to stay away); false when it has none.
+    public func disconnectClient(_ id: String, backoff: Bool) throws(EngineError) -> Bool {
+        let (_, connection) = try clientConnection(id)
+        guard let connection else { return false }
+        dispatch(ClientOrders(close: [ClientClose(clientID: id, connectionID: connection, backoff: backoff,
+                                                  reason: backoff ? "disconnected by the control API, with back-off" : "disconnected by the control API")]))
+        return true
+    }
+
+    /// Forgets a client with its devices (their endpoints answer 410) and closes its connection.
+    @discardableResult
+    public func deleteClient(_ id: String) throws(EngineError) -> String? {
+        let (tokens, connection): ([String], String?) = try state.withLock { s throws(EngineError) in
+            guard let c = s.realClients[id] else { throw .notFound("client '\(id)' does not exist") }
+            return (c.devices.compactMap { s.devices[$0]?.token }, c.connection?.info.id)
+        }
+        for t in tokens { try deleteDevice(t) }
+        let ticket = state.withLock { s -> Store.Ticket in
+            if let c = s.realClients.removeValue(forKey: id), let conn = c.connection {
+                for d in conn.unacked { s.forgetClientDelivery(d) }
+            }
+            s.forgetAcknowledged(clientID: id)
+            return submit([Writes.deleteClients([id])])
+        }
+        try commitControl(ticket)
+        if let connection {
+            dispatch(ClientOrders(close: [ClientClose(clientID: id, connectionID: connection, forgotten: true, reason: "the client was deleted")]))
+        }
+        return connection
+    }
+
+    /// What a relayed push carries, read back from its record when memory no longer has it (after
+    /// a restart): the record's `webpush` block.
+    public func clientRecordBlock(of deliveryID: Int64) -> String? {
+        (try? store.read { (c: StoreReader) throws(StoreError) in try c.inboxRow(deliveryID) })??.platforms
+    }
+
+    /// Counts for health: open connections by kind, clients by kind.
+    public func clientCounts() -> (connections: [ClientKind: Int], clients: [ClientKind: Int]) {
+        state.withLock { s in
+            var connections: [ClientKind: Int] = [:], clients: [ClientKind: Int] = [:]
+            for c in s.realClients.values {
+                clients[c.kind, default: 0] += 1
+                if c.connection != nil { connections[c.kind, default: 0] += 1 }
+            }
+            return (connections, clients)
+        }
+    }
+}
+
+extension EngineState {
+    /// Keeps the last deliveries a client acknowledged, so a nack after an ack 100 finds them.
+    mutating func rememberAcknowledged(_ deliveryID: Int64, clientID: String) {
+        var list = acknowledged[clientID] ?? []
+        list.append(deliveryID)
+        if list.count > 2 * maxUnackedPerConnection {
+            let gone = list.removeFirst()
+            forgetClientDelivery(gone)
+        }
+        acknowledged[clientID] = list
+    }
+
+    mutating func forgetAcknowledged(clientID: String) {
+        for d in acknowledged.removeValue(forKey: clientID) ?? [] { forgetClientDelivery(d) }
+    }
+
+    mutating func forgetClientDelivery(_ deliveryID: Int64) {
+        clientDeliveries[deliveryID] = nil
+        clientDeliveryDevice[deliveryID] = nil
+        clientPayloads[deliveryID] = nil
+    }
+}
+
+extension EventJSON {
+    /// A delivery event of a real client's delivery: with its `client_delivery`.
+    static func clientDelivery(messageID: String, token: String?, status: String, at: Int64, clientDelivery: String) -> String {
+        delivery(messageID: messageID, token: token, status: status, at: at) { w in
+            w.key("client_delivery"); w.raw(clientDelivery)
+        }
+    }
+
+    /// `message.client_rejected`: the client's code.
+    static func clientRejected(messageID: String, token: String?, at: Int64, code: Int) -> String {
+        delivery(messageID: messageID, token: token, status: "client_rejected", at: at) { w in
+            w.key("client_code"); w.value(Int64(code))
+        }
+    }
+}

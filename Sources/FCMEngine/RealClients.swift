@@ -1,0 +1,284 @@
+public import FCMCore
+public import FCMStore
+
+// Real receiving clients (docs/real-clients.md) as the engine keeps them: a client (a Firefox
+// uaid), its devices' link to it, its connection while one is open, and each delivery's life on
+// that connection. The wire (WebSocket, autopush's JSON) is the room's; the engine keeps the
+// data and the delivery rules.
+
+/// Which protocol a real client speaks.
+public enum ClientKind: String, Sendable, Equatable, CaseIterable {
+    /// Firefox, over Mozilla's autopush WebSocket protocol.
+    case autopush
+}
+
+/// A real client's device's link to its client (`Device.client`).
+public struct DeviceClient: Sendable, Equatable {
+    public var kind: ClientKind
+    /// The client's id: an autopush uaid.
+    public var id: String
+    /// The autopush channel the device stands for.
+    public var channelID: String?
+    /// Why the client unregistered the channel (autopush's code), once it did.
+    public var unregisterCode: Int?
+    /// Held offline by the control API (`PATCH {"online":false}`) while connected.
+    var held = false
+    /// The push endpoint the client was given.
+    public var endpoint: String?
+
+    public init(kind: ClientKind, id: String, channelID: String?) {
+        self.kind = kind
+        self.id = id
+        self.channelID = channelID
+    }
+
+    /// The stored form (the `devices.client` column).
+    var stored: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("kind"); w.value(kind.rawValue)
+        w.key("id"); w.value(id)
+        w.key("channel_id"); w.value(channelID)
+        w.key("unregister_code"); w.value(unregisterCode.map { JSONValue.number(JSONNumber($0)) } ?? .null)
+        w.key("held"); w.value(held)
+        w.key("endpoint"); w.value(endpoint)
+        w.endObject()
+        return w.string
+    }
+
+    init?(stored: String?) {
+        guard let stored, let o = try? JSONParser.parse(stored).objectValue, let kind = o["kind"]?.stringValue.flatMap(ClientKind.init),
+              let id = o["id"]?.stringValue else { return nil }
+        self.init(kind: kind, id: id, channelID: o["channel_id"]?.stringValue)
+        unregisterCode = o["unregister_code"]?.numberValue?.int64.map(Int.init)
+        held = o["held"]?.boolValue ?? false
+        endpoint = o["endpoint"]?.stringValue
+    }
+}
+
+/// A connection as the room describes it when the client says who it is.
+public struct ClientConnectionInfo: Sendable {
+    /// The room's name for it (`ws3`), unique while the process runs.
+    public var id: String
+    /// The peer's `ip:port`.
+    public var remote: String
+    public var tls: Bool
+    /// The upgrade's `User-Agent`.
+    public var userAgent: String?
+
+    public init(id: String, remote: String, tls: Bool, userAgent: String?) {
+        self.id = id
+        self.remote = remote
+        self.tls = tls
+        self.userAgent = userAgent
+    }
+}
+
+/// A client's open connection (memory only: a restart closes it).
+struct ClientConnection: Sendable {
+    var info: ClientConnectionInfo
+    var connectedAt: Int64
+    var lastHeartbeatAt: Int64?
+    var lastFrameAt: Int64?
+    /// Deliveries written on it and not acknowledged, in the order written.
+    var unacked: [Int64] = []
+}
+
+/// A client the mock knows.
+struct RealClient: Sendable {
+    var row: RealClientRow
+    var connection: ClientConnection?
+    /// Its devices, oldest first.
+    var devices: [Int64] = []
+
+    var kind: ClientKind { ClientKind(rawValue: row.kind) ?? .autopush }
+}
+
+/// Most deliveries a connection has unacknowledged at once; more wait `pending` for room.
+let maxUnackedPerConnection = 100
+
+/// A delivery's life on a real client's connection (`client_delivery`).
+struct ClientDelivery: Sendable {
+    var kind: ClientKind
+    var connectionID: String
+    /// What the client acknowledges it by (autopush's `version`: the entry's message id).
+    var version: String
+    var firstSentAt: Int64
+    var sends = 1
+    var ack: (code: Int?, at: Int64)?
+    var rejection: (code: Int, reason: String, at: Int64)?
+    /// How its device held it, to hold it so again when its connection goes unacknowledged.
+    var entry: StoredEntry
+
+    func json() -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("kind"); w.value("autopush")
+        w.key("connection_id"); w.value(connectionID)
+        w.key("version"); w.value(version)
+        w.key("first_sent_at"); w.value(rfc3339(millis: firstSentAt))
+        w.key("sends"); w.value(Int64(sends))
+        w.key("ack")
+        if let ack {
+            w.beginObject()
+            w.key("by"); w.value("ack")
+            w.key("code"); w.value(ack.code.map { JSONValue.number(JSONNumber($0)) } ?? .null)
+            w.key("at"); w.value(rfc3339(millis: ack.at))
+            w.endObject()
+        } else {
+            w.null()
+        }
+        w.key("rejection")
+        if let r = rejection {
+            w.beginObject()
+            w.key("code"); w.value(Int64(r.code))
+            w.key("reason"); w.value(r.reason)
+            w.key("at"); w.value(rfc3339(millis: r.at))
+            w.endObject()
+        } else {
+            w.null()
+        }
+        w.key("via"); w.null()
+        w.key("encryption"); w.null()
+        w.key("plaintext"); w.null()
+        w.endObject()
+        return w.string
+    }
+
+    /// What a client's rejecting code means (docs/real-clients.md).
+    static func meaning(_ code: Int) -> String {
+        switch code {
+        case 101: "the browser could not decrypt it"
+        case 102: "no service worker took it (not delivered to an app)"
+        case 301: "the push handler threw"
+        case 302: "the push handler's promise rejected"
+        case 303: "the browser failed internally"
+        default: "rejected with code \(code)"
+        }
+    }
+}
+
+/// What a room hands the engine with a push for a real client: what the client is sent, in the
+/// room's terms (a relayed Web Push body and its coding headers), kept until it is acknowledged.
+public struct ClientPayload: Sendable {
+    public var body: [UInt8]?
+    public var fields: [(String, String)]
+
+    public init(body: [UInt8]?, fields: [(String, String)]) {
+        self.body = body
+        self.fields = fields
+    }
+}
+
+/// A delivery to write on a client's connection.
+public struct ClientWrite: Sendable {
+    public var clientID: String
+    public var connectionID: String
+    public var deliveryID: Int64
+    /// The message id the client acknowledges it by.
+    public var version: String
+    public var token: String
+    public var channelID: String?
+    /// What to write; nil after a restart (read it back with `Engine.clientPayload(of:)`).
+    public var payload: ClientPayload?
+    /// A fault's delay before the write.
+    public var delayMillis: Int64?
+}
+
+/// What the engine asks of a client room after a change: writes, and connections to close (a
+/// fault's `close_connection`).
+public struct ClientOrders: Sendable {
+    public var writes: [ClientWrite] = []
+    public var close: [ClientClose] = []
+    var isEmpty: Bool { writes.isEmpty && close.isEmpty }
+
+    public init(writes: [ClientWrite] = [], close: [ClientClose] = []) {
+        self.writes = writes
+        self.close = close
+    }
+}
+
+/// `GET /api/v1/devices?client_kind=&client_id=&connected=`: which real clients' devices.
+public struct ClientFilter: Sendable {
+    public var kind: ClientKind?
+    public var id: String?
+    public var connected: Bool?
+
+    public init(kind: ClientKind?, id: String?, connected: Bool?) {
+        self.kind = kind
+        self.id = id
+        self.connected = connected
+    }
+
+    func matches(_ d: Device, state s: EngineState) -> Bool {
+        guard let link = d.client else { return false }
+        if let kind, link.kind != kind { return false }
+        if let id, link.id != id { return false }
+        if let connected, (s.realClients[link.id]?.connection != nil) != connected { return false }
+        return true
+    }
+}
+
+/// A connection for a client room to close.
+public struct ClientClose: Sendable {
+    public var clientID: String
+    public var connectionID: String
+    /// Tell the client to stay away (autopush's back-off close code).
+    public var backoff = false
+    /// Forgotten by a reset (`?clients=false`) or deleted: the client must start afresh.
+    public var forgotten = false
+    /// Why, for the log and `client.closed`.
+    public var reason: String
+}
+
+/// A client as the control API shows it.
+extension EngineState {
+    func renderClient(_ c: RealClient) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("id"); w.value(c.row.id)
+        w.key("kind"); w.value(c.row.kind)
+        w.key("connected"); w.value(c.connection != nil)
+        w.key("connection")
+        if let conn = c.connection {
+            w.beginObject()
+            w.key("id"); w.value(conn.info.id)
+            w.key("connected_at"); w.value(rfc3339(millis: conn.connectedAt))
+            w.key("remote"); w.value(conn.info.remote)
+            w.key("tls"); w.value(conn.info.tls)
+            w.key("unacked"); w.value(Int64(conn.unacked.count))
+            w.key("last_heartbeat_at"); w.value(conn.lastHeartbeatAt.map { rfc3339(millis: $0) })
+            w.key("last_frame_at"); w.value(conn.lastFrameAt.map { rfc3339(millis: $0) })
+            w.endObject()
+        } else {
+            w.null()
+        }
+        w.key("user_agent"); w.value(c.row.userAgent)
+        w.key("client_version"); w.value(c.row.clientVersion)
+        w.key("checkin"); w.null()
+        w.key("created_at"); w.value(rfc3339(millis: c.row.createdAt))
+        w.key("last_connected_at"); w.value(c.row.lastConnectedAt.map { rfc3339(millis: $0) })
+        w.key("devices"); w.beginArray()
+        for id in c.devices { if let d = devices[id] { w.value(d.token) } }
+        w.endArray()
+        w.key("registrations"); w.beginArray(); w.endArray()
+        w.endObject()
+        return w.string
+    }
+
+    /// A device's `client` object.
+    func writeClient(_ w: inout JSONWriter, _ link: DeviceClient) {
+        let c = realClients[link.id]
+        w.beginObject()
+        w.key("kind"); w.value(link.kind.rawValue)
+        w.key("id"); w.value(link.id)
+        w.key("connected"); w.value(c?.connection != nil)
+        w.key("user_agent"); w.value(c?.row.userAgent)
+        w.key("client_version"); w.value(c?.row.clientVersion)
+        w.key("connected_at"); w.value(c?.connection.map { rfc3339(millis: $0.connectedAt) })
+        w.key("last_heartbeat_at"); w.value(c?.connection?.lastHeartbeatAt.map { rfc3339(millis: $0) })
+        w.key("channel_id"); w.value(link.channelID)
+        w.key("unregister_code"); w.value(link.unregisterCode.map { JSONValue.number(JSONNumber($0)) } ?? .null)
+        w.endObject()
+    }
+}
