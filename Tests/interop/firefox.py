@@ -19,6 +19,7 @@ import http.server
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import ssl
@@ -42,14 +43,9 @@ STOP_TIMEOUT_S = 15.0
 COMMAND_TIMEOUT_S = 30.0
 LOG_TAIL_CHARS = 4000
 
-# What the tests need of the push service (real-clients.md §5), and quiet for the rest: no update,
+# After the recipe's prefs (docs/real-clients.md): quiet for the rest: no update,
 # telemetry, safe browsing, captive portal or first-run page reaching for the network.
 BASE_PREFS = {
-    "dom.push.testing.allowInsecureServerURL": True,  # ws:// rather than wss://
-    "dom.push.connection.enabled": True,  # the remote agent's recommended prefs turn it off
-    "dom.push.testing.ignorePermission": True,  # no permission prompt for subscribe()
-    "dom.push.retryBaseInterval": 500,  # reconnect quickly after a drop (ms)
-    "dom.push.maxQuotaPerSubscription": 1000,  # pushes not shown spend a quota of 16
     "dom.push.requestTimeout": 10000,
     "dom.serviceWorkers.enabled": True,
     "dom.serviceWorkers.testing.enabled": True,
@@ -71,6 +67,36 @@ BASE_PREFS = {
     "extensions.update.enabled": False,
     "browser.newtabpage.enabled": False,
 }
+
+
+# docs/real-clients.md's recipe is what the tests run: its user.js block (the mock's address
+# swapped in), its command line (port 0 instead of 9222, the profile filled in) and its certutil
+# lines, each read from the page, so the page and the tests cannot drift apart.
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "real-clients.md")
+DOC_SERVER_URL = "ws://127.0.0.1:H/autopush"
+
+
+def doc_block(lang, containing):
+    with open(DOC) as f:
+        blocks = re.findall(r"^```" + lang + r"\n(.*?)^```$", f.read(), re.S | re.M)
+    found = [b for b in blocks if containing in b]
+    assert len(found) == 1, f"docs/real-clients.md has {len(found)} {lang} blocks with {containing!r}"
+    return found[0]
+
+
+def doc_user_js(server_url):
+    """The page's user.js, pointed at `server_url`."""
+    block = doc_block("js", "dom.push.serverURL")
+    assert DOC_SERVER_URL in block, f"the recipe's user.js names {DOC_SERVER_URL}"
+    return block.replace(DOC_SERVER_URL, server_url)
+
+
+def doc_command(binary, profile):
+    """The page's command line, with this run's binary and profile and a port Firefox picks."""
+    line = doc_block("sh", "firefox-esr --headless").strip()
+    args = shlex.split(line.replace('"$PROFILE"', shlex.quote(profile)))
+    assert args[0] == "firefox-esr" and "9222" in args, args
+    return [binary] + ["0" if a == "9222" else a for a in args[1:]]
 
 
 def find_firefox():
@@ -106,9 +132,9 @@ class Firefox:
         self.next_id = 0
         self.events = collections.deque(maxlen=200)  # BiDi events (console and page errors)
         all_prefs = dict(BASE_PREFS)
-        all_prefs["dom.push.serverURL"] = server_url
         all_prefs.update(prefs or {})
         with open(os.path.join(self.profile, "user.js"), "w") as f:
+            f.write(doc_user_js(server_url))
             f.writelines(pref_line(k, v) for k, v in all_prefs.items())
         if ca_pem is not None:
             self.trust_ca(ca_pem)
@@ -121,11 +147,10 @@ class Firefox:
         if certutil is None:
             pytest.fail("certutil is not installed (make test installs the Debian package "
                         "'libnss3-tools')", pytrace=False)
-        db = "sql:" + self.profile
-        for cmd in ([certutil, "-N", "-d", db, "--empty-password"],
-                    [certutil, "-A", "-d", db, "-n", "fcm-mock", "-t", "C,,", "-i", ca_pem]):
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-            assert r.returncode == 0, f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr}"
+        script = doc_block("sh", "certutil -A")
+        r = subprocess.run(["bash", "-euc", script], capture_output=True, text=True, timeout=30,
+                           env={**os.environ, "PROFILE": self.profile, "CA": ca_pem})
+        assert r.returncode == 0, f"the recipe's certutil lines failed ({r.returncode}): {r.stderr}"
 
     def start(self):
         """Starts Firefox on the profile and opens a BiDi session on its first tab."""
@@ -134,8 +159,7 @@ class Firefox:
         start_offset = log.tell()
         try:
             self.proc = subprocess.Popen(
-                [self.binary, "--headless", "--no-remote", "--profile", self.profile,
-                 "--remote-debugging-port", "0", "about:blank"],
+                doc_command(self.binary, self.profile),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env={**os.environ, "MOZ_CRASHREPORTER_DISABLE": "1"},
                 start_new_session=True)  # its own process group, so a kill takes its children
