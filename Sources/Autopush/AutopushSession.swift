@@ -107,7 +107,11 @@ final class AutopushSession: WebSocketHandler {
         let info = ClientConnectionInfo(id: conn, remote: ws.remote, tls: ws.isSecure, userAgent: userAgent)
         let hello: ClientHello
         do {
-            hello = try room.engine.clientHello(kind: .autopush, id: asked, connection: info, newID: AutopushRoom.newUAID)
+            // A new uaid is made whenever the one asked for is unknown: never nil.
+            guard let h = try room.engine.clientHello(kind: .autopush, id: asked, connection: info, newID: AutopushRoom.newUAID) else {
+                return end(ws, .policy("the server could not keep the hello"))
+            }
+            hello = h
         } catch {
             room.log.warning("autopush hello failed", [("conn", conn), ("error", String(describing: error))])
             return end(ws, .policy("the server could not keep the hello (the store failed)"))

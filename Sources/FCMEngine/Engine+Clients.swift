@@ -39,8 +39,11 @@ extension Engine {
     func dispatch(_ orders: ClientOrders) {
         guard !orders.isEmpty else { return }
         let rooms = clientRooms.withLock { $0 }
-        // One kind today; each client's writes go to its own room.
-        for (_, deliver) in rooms { deliver(orders) }
+        // Each connection's writes go to the room of its protocol.
+        for (kind, deliver) in rooms {
+            let mine = ClientOrders(writes: orders.writes.filter { $0.transport == kind }, close: orders.close.filter { $0.transport == kind })
+            if !mine.isEmpty { deliver(mine) }
+        }
     }
 
     // MARK: Hello
@@ -48,16 +51,20 @@ extension Engine {
     /// A client says who it is on a new connection: the client `id` names (a new one, made by
     /// `newID`, when it names none the mock knows), its devices online (unless held), and what
     /// they hold or had unacknowledged on a replaced connection, to write.
-    public func clientHello(kind: ClientKind, id: String?, connection: ClientConnectionInfo,
-                            newID: () -> String) throws(EngineError) -> ClientHello {
+    /// `newID` nil: only a known client may (an MCS login); nil is returned for another.
+    /// `received`: versions the client says it has (an MCS login's `received_persistent_id`):
+    /// acknowledged (`by: "login"`) before anything is written again.
+    public func clientHello(kind: ClientKind, id: String?, connection: ClientConnectionInfo, received: [String] = [],
+                            newID: (() -> String)?) throws(EngineError) -> ClientHello? {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
-        let (hello, ticket): (ClientHello, Store.Ticket) = state.withLock { s in
+        let result: (ClientHello, Store.Ticket)? = state.withLock { s in
             var isNew = false
             var client: RealClient
             if let id, let known = s.realClients[id], known.kind == kind {
                 client = known
             } else {
+                guard let newID else { return nil }
                 isNew = true
                 var fresh = newID()
                 while s.realClients[fresh] != nil { fresh = newID() }
@@ -71,7 +78,7 @@ extension Engine {
             client.row.userAgent = connection.userAgent
             s.realClients[client.row.id] = client
             var writes: [WriteOp] = [Writes.saveClient(client.row)]
-            for deviceID in client.devices {
+            for deviceID in s.carried(by: client) {
                 guard var d = s.devices[deviceID], let link = d.client else { continue }
                 let online = !link.held
                 if d.online != online {
@@ -84,14 +91,29 @@ extension Engine {
             var orders = ClientOrders()
             var updates: [ClientDeliveryUpdate] = []
             var changes: [(Int64, String)] = []
-            // What the replaced connection had unacknowledged goes out again first (same version).
+            // What the replaced connection had unacknowledged goes out again first (same version),
+            // but for what the client says it has.
             for deliveryID in carried { requeue(deliveryID, now: now, changes: &changes, state: &s) }
+            for version in received {
+                guard let mid = MessageID(version), let deviceID = s.clientDeliveryDevice[mid.micros],
+                      var cd = s.clientDeliveries[mid.micros], cd.version == version, cd.ack == nil,
+                      let d = s.devices[deviceID] else { continue }
+                cd.ack = ("login", nil, now)
+                s.clientDeliveries[mid.micros] = cd
+                s.stored[deviceID]?.removeAll { $0.deliveryID == mid.micros }
+                s.clientPayloads[mid.micros] = nil
+                updates.append(ClientDeliveryUpdate(id: mid.micros, status: "delivered", deliveredAt: now, json: cd.json()))
+                published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: "delivered",
+                                                                                  at: now, clientDelivery: cd.json())))
+                s.rememberAcknowledged(mid.micros, clientID: client.row.id)
+            }
             flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
             published.insert(("client.connected", s.renderClient(client)), at: 0)
             return (ClientHello(clientID: client.row.id, isNew: isNew, replaced: replaced, orders: orders), submit(writes))
         }
+        guard let (hello, ticket) = result else { return nil }
         try commitControl(ticket)
         events.publish(published)
         return hello
@@ -122,7 +144,7 @@ extension Engine {
                    changes: inout [(Int64, String)], events published: inout [(String, String)], state s: inout EngineState) {
         guard let client = s.realClients[clientID], let conn = client.connection else { return }
         var waiting: [(device: Device, entry: StoredEntry)] = []
-        for deviceID in client.devices {
+        for deviceID in s.carried(by: client) {
             guard let d = s.devices[deviceID], d.online, let held = s.stored[deviceID] else { continue }
             for e in held { waiting.append((d, e)) }
         }
@@ -140,10 +162,11 @@ extension Engine {
             }
             guard room > 0 else { break }
             let fault = faultsArmed.load(ordering: .relaxed)
-                ? s.faults.fireClientFault(transport: .autopush, senderID: d.senderID, token: d.token)?.action : nil
+                ? s.faults.fireClientFault(transport: client.kind.faultTransport, senderID: d.senderID, token: d.token)?.action : nil
             if fault == .closeConnection {
                 // The fault closes the connection instead: what is held stays held.
-                orders.close.append(ClientClose(clientID: clientID, connectionID: conn.info.id, reason: "a fault (close_connection)"))
+                orders.close.append(ClientClose(transport: client.kind, clientID: clientID, connectionID: conn.info.id,
+                                                reason: "a fault (close_connection)"))
                 break
             }
             var delay: Int64?
@@ -156,23 +179,27 @@ extension Engine {
             published.append(("message.sent", EventJSON.clientDelivery(messageID: write.version, token: d.token, status: "sent", at: now,
                                                                          clientDelivery: update.json)))
         }
-        for deviceID in client.devices where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
+        for deviceID in s.carried(by: client) where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
     }
 
     /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted.
     func markSent(_ e: StoredEntry, device d: Device, connection connectionID: String, clientID: String, now: Int64,
                   delay: Int64?, state s: inout EngineState) -> (ClientWrite, ClientDeliveryUpdate) {
         let version = MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description
+        let transport = s.realClients[clientID]?.kind ?? .autopush
         var cd = s.clientDeliveries[e.deliveryID]
-            ?? ClientDelivery(kind: d.client?.kind ?? .autopush, connectionID: connectionID, version: version, firstSentAt: now, sends: 0,
-                              entry: e)
+            ?? ClientDelivery(kind: transport, connectionID: connectionID, version: version, firstSentAt: now, sends: 0, entry: e)
         cd.sends += 1
         cd.connectionID = connectionID
         s.clientDeliveries[e.deliveryID] = cd
         s.clientDeliveryDevice[e.deliveryID] = d.id
         s.realClients[clientID]?.connection?.unacked.append(e.deliveryID)
-        let write = ClientWrite(clientID: clientID, connectionID: connectionID, deliveryID: e.deliveryID, version: version, token: d.token,
-                                channelID: d.client?.channelID, payload: s.clientPayloads[e.deliveryID], delayMillis: delay)
+        // An FCM registration's push travels on the registration its subscription is.
+        let carrier = d.client?.kind == .fcm ? d.client?.via.flatMap { s.devices[$0] } : d
+        let write = ClientWrite(transport: transport, clientID: clientID, connectionID: connectionID, deliveryID: e.deliveryID,
+                                version: version, token: carrier?.token ?? d.token, channelID: carrier?.client?.channelID,
+                                payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: d.client,
+                                registration: carrier?.client)
         return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, json: cd.json()))
     }
 
@@ -266,7 +293,8 @@ extension Engine {
     /// `connectionID`: `code` nil or 100 delivered; 101, 102 and a nack's 301 to 303 rejected.
     /// False when that connection never sent it (the room logs it and moves on). What waited for
     /// room on the connection is returned to write.
-    public func clientAcknowledged(clientID: String, connectionID: String, version: String, code: Int?, nack: Bool)
+    /// `by`: how (autopush's `ack`; MCS's `selective_ack`, `stream_ack`, `login`).
+    public func clientAcknowledged(clientID: String, connectionID: String, version: String, code: Int?, nack: Bool, by: String = "ack")
         throws(EngineError) -> (known: Bool, orders: ClientOrders) {
         guard let mid = MessageID(version) else { return (false, ClientOrders()) }
         let deliveryID = mid.micros
@@ -284,11 +312,11 @@ extension Engine {
                 cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
                 status = "client_rejected"
             } else if code == nil || code == 100 {
-                cd.ack = (code ?? 100, now)
+                cd.ack = (by, code ?? (by == "ack" ? 100 : nil), now)
                 status = "delivered"
                 deliveredAt = now
             } else {
-                cd.ack = (code, now)
+                cd.ack = (by, code, now)
                 cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
                 status = "client_rejected"
             }
@@ -346,7 +374,7 @@ extension Engine {
             var changes: [(Int64, String)] = []
             for deliveryID in conn.unacked { requeue(deliveryID, now: now, changes: &changes, state: &s) }
             s.forgetAcknowledged(clientID: clientID)
-            for deviceID in client.devices {
+            for deviceID in s.carried(by: client) {
                 guard var d = s.devices[deviceID], d.online else { continue }
                 d.online = false
                 d.lastSeenAt = now
@@ -431,7 +459,8 @@ extension Engine {
     public func disconnectClient(_ id: String, backoff: Bool) throws(EngineError) -> Bool {
         let (_, connection) = try clientConnection(id)
         guard let connection else { return false }
-        dispatch(ClientOrders(close: [ClientClose(clientID: id, connectionID: connection, backoff: backoff,
+        let kind = try clientConnection(id).kind
+        dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection, backoff: backoff,
                                                   reason: backoff ? "disconnected by the control API, with back-off" : "disconnected by the control API")]))
         return true
     }
@@ -439,9 +468,9 @@ extension Engine {
     /// Forgets a client with its devices (their endpoints answer 410) and closes its connection.
     @discardableResult
     public func deleteClient(_ id: String) throws(EngineError) -> String? {
-        let (tokens, connection): ([String], String?) = try state.withLock { s throws(EngineError) in
+        let (tokens, connection, kind): ([String], String?, ClientKind) = try state.withLock { s throws(EngineError) in
             guard let c = s.realClients[id] else { throw .notFound("client '\(id)' does not exist") }
-            return (c.devices.compactMap { s.devices[$0]?.token }, c.connection?.info.id)
+            return (c.devices.compactMap { s.devices[$0]?.token }, c.connection?.info.id, c.kind)
         }
         for t in tokens { try deleteDevice(t) }
         let ticket = state.withLock { s -> Store.Ticket in
@@ -453,7 +482,8 @@ extension Engine {
         }
         try commitControl(ticket)
         if let connection {
-            dispatch(ClientOrders(close: [ClientClose(clientID: id, connectionID: connection, forgotten: true, reason: "the client was deleted")]))
+            dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection, forgotten: true,
+                                                      reason: "the client was deleted")]))
         }
         return connection
     }
@@ -478,6 +508,14 @@ extension Engine {
 }
 
 extension EngineState {
+    /// The devices whose pushes `client`'s connection carries: its own, and the FCM
+    /// registrations made over them.
+    func carried(by client: RealClient) -> [Int64] {
+        var ids = client.devices
+        for d in client.devices { ids += fcmRiders[d] ?? [] }
+        return ids
+    }
+
     /// Keeps the last deliveries a client acknowledged, so a nack after an ack 100 finds them.
     mutating func rememberAcknowledged(_ deliveryID: Int64, clientID: String) {
         var list = acknowledged[clientID] ?? []

@@ -159,22 +159,24 @@ extension Engine {
             row.status = "undeliverable"
             return
         }
-        if let link = target.client {
+        if target.client != nil {
             // A real client: written on its connection at once when it can take it, else held.
             if !ctx.dryRun, let payload = ctx.relay { s.clientPayloads[mid] = payload }
-            if !ctx.dryRun, target.online, let conn = s.realClients[link.id]?.connection,
+            if !ctx.dryRun, target.online, let carrier = s.carrier(of: target), let conn = carrier.connection,
                conn.unacked.count < maxUnackedPerConnection, s.stored[target.id]?.isEmpty ?? true {
                 let fault = faultsArmed.load(ordering: .relaxed)
-                    ? s.faults.fireClientFault(transport: .autopush, senderID: target.senderID, token: target.token)?.action : nil
+                    ? s.faults.fireClientFault(transport: carrier.kind.faultTransport, senderID: target.senderID, token: target.token)?.action
+                    : nil
                 if fault == .closeConnection {
                     // The fault closes the connection instead: the push stays held for the next one.
-                    p.clientOrders.close.append(ClientClose(clientID: link.id, connectionID: conn.info.id, reason: "a fault (close_connection)"))
+                    p.clientOrders.close.append(ClientClose(transport: carrier.kind, clientID: carrier.row.id, connectionID: conn.info.id,
+                                                            reason: "a fault (close_connection)"))
                 } else {
                     let entry = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
                                             isWebPush: ctx.transport == .webpush)
                     var delay: Int64?
                     if case .delay(let ms)? = fault { delay = ms }
-                    let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: link.id, now: now,
+                    let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: carrier.row.id, now: now,
                                                    delay: delay, state: &s)
                     row.status = "sent"
                     row.clientDelivery = update.json

@@ -73,7 +73,8 @@ extension Engine {
             s.acknowledged.removeAll()
             for id in s.realClients.keys { s.realClients[id]?.connection?.unacked.removeAll() }
             if !keepClients {
-                for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(clientID: c.row.id, connectionID: conn.info.id, forgotten: true, reason: "reset: the client was forgotten")) } }
+                for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(transport: c.kind, clientID: c.row.id, connectionID: conn.info.id, forgotten: true,
+                                                                                              reason: "reset: the client was forgotten")) } }
                 clientWrites.append(Writes.deleteClients(Array(s.realClients.keys)))
                 s.realClients.removeAll()
                 s.clientChannels.removeAll()

@@ -233,6 +233,8 @@ struct EngineState: Sendable {
     /// deliveries each client acknowledged lately (a nack may follow an ack).
     var clientDeliveryDevice: [Int64: Int64] = [:]
     var clientChannels: [String: Int64] = [:]
+    /// FCM registrations by the device of the subscription they travel over.
+    var fcmRiders: [Int64: [Int64]] = [:]
     var acknowledged: [String: [Int64]] = [:]
 
     func device(token: String) -> Device? {

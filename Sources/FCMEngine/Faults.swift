@@ -77,8 +77,8 @@ public struct Fault: Sendable {
             let w = Body(o, path: "when.")
             try w.allow(["transport", "path", "sender_id", "token", "topic"])
             f.transport = try w.string("transport")
-            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "webpush", "autopush", "any"].contains(t) {
-                throw .badRequest("when.transport must be http, http_v1, xmpp, apns, webpush, autopush or any")
+            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "webpush", "autopush", "mcs", "any"].contains(t) {
+                throw .badRequest("when.transport must be http, http_v1, xmpp, apns, webpush, autopush, mcs or any")
             }
             f.path = try w.string("path")
             f.senderID = try w.string("sender_id")
@@ -133,10 +133,10 @@ public struct Fault: Sendable {
             guard try t.bool("close_connection") == true else { throw .badRequest("then.close_connection must be true") }
             f.action = .closeConnection
         }
-        if f.transport == Transport.autopush.rawValue {
+        if let t = f.transport, t == Transport.autopush.rawValue || t == Transport.mcs.rawValue {
             switch f.action {
             case .closeConnection, .delay: break
-            default: throw .badRequest("a fault with when.transport autopush takes then.close_connection or then.delay_ms (it acts on the write to the browser, not on a sender's answer)")
+            default: throw .badRequest("a fault with when.transport \(t) takes then.close_connection or then.delay_ms (it acts on the write to the client, not on a sender's answer)")
             }
         }
         if retryOnlyWithStatus(thenObject) { throw .badRequest("then.retry_after_s goes with then.status") }

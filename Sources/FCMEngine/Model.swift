@@ -123,6 +123,8 @@ public enum Transport: String, Sendable {
     /// The write of a delivery on a Firefox's autopush connection: faults only (`when.transport`);
     /// no send is made through it.
     case autopush
+    /// The write of a delivery on a GCM client's MCS connection: faults only.
+    case mcs
 }
 
 /// What a send does with a well-formed token nobody registered (`--unknown-tokens`).

@@ -10,12 +10,23 @@ public import FCMStore
 public enum ClientKind: String, Sendable, Equatable, CaseIterable {
     /// Firefox, over Mozilla's autopush WebSocket protocol.
     case autopush
+    /// Chromium's GCM driver and raw GCM clients: checkin, register3, MCS.
+    case gcm
+    /// An FCM registration (Firebase's web SDK, firebase-messaging), delivered over the Web Push
+    /// subscription its endpoint names.
+    case fcm
+
+    /// How its connection is named in `client_delivery.kind`.
+    var transport: String { self == .autopush ? "autopush" : "mcs" }
+    /// What faults on its writes name (`when.transport`).
+    var faultTransport: Transport { self == .autopush ? .autopush : .mcs }
 }
 
 /// A real client's device's link to its client (`Device.client`).
 public struct DeviceClient: Sendable, Equatable {
     public var kind: ClientKind
-    /// The client's id: an autopush uaid.
+    /// The client's id: an autopush uaid, a checked-in android id; for an FCM registration, its
+    /// installation's fid.
     public var id: String
     /// The autopush channel the device stands for.
     public var channelID: String?
@@ -23,8 +34,18 @@ public struct DeviceClient: Sendable, Equatable {
     public var unregisterCode: Int?
     /// Held offline by the control API (`PATCH {"online":false}`) while connected.
     var held = false
-    /// The push endpoint the client was given.
+    /// The push endpoint the client was given (autopush, a `wp:` registration, an FCM registration's).
     public var endpoint: String?
+    /// A register3 registration's `app`, `X-subtype`, `sender`, Instance ID `appid`, and the
+    /// checkin's channel when it was made.
+    public var app: String?
+    public var subtype: String?
+    public var sender: String?
+    public var instanceID: String?
+    public var channel: String?
+    /// An FCM registration's app id and the device of the subscription it travels over.
+    public var appID: String?
+    public var via: Int64?
 
     public init(kind: ClientKind, id: String, channelID: String?) {
         self.kind = kind
@@ -42,6 +63,13 @@ public struct DeviceClient: Sendable, Equatable {
         w.key("unregister_code"); w.value(unregisterCode.map { JSONValue.number(JSONNumber($0)) } ?? .null)
         w.key("held"); w.value(held)
         w.key("endpoint"); w.value(endpoint)
+        w.key("app"); w.value(app)
+        w.key("subtype"); w.value(subtype)
+        w.key("sender"); w.value(sender)
+        w.key("instance_id"); w.value(instanceID)
+        w.key("channel"); w.value(channel)
+        w.key("app_id"); w.value(appID)
+        w.key("via"); w.value(via.map { JSONValue.number(JSONNumber($0)) } ?? .null)
         w.endObject()
         return w.string
     }
@@ -53,6 +81,13 @@ public struct DeviceClient: Sendable, Equatable {
         unregisterCode = o["unregister_code"]?.numberValue?.int64.map(Int.init)
         held = o["held"]?.boolValue ?? false
         endpoint = o["endpoint"]?.stringValue
+        app = o["app"]?.stringValue
+        subtype = o["subtype"]?.stringValue
+        sender = o["sender"]?.stringValue
+        instanceID = o["instance_id"]?.stringValue
+        channel = o["channel"]?.stringValue
+        appID = o["app_id"]?.stringValue
+        via = o["via"]?.numberValue?.int64
     }
 }
 
@@ -105,23 +140,28 @@ struct ClientDelivery: Sendable {
     var version: String
     var firstSentAt: Int64
     var sends = 1
-    var ack: (code: Int?, at: Int64)?
+    var ack: (by: String, code: Int?, at: Int64)?
     var rejection: (code: Int, reason: String, at: Int64)?
     /// How its device held it, to hold it so again when its connection goes unacknowledged.
     var entry: StoredEntry
+    /// An FCM registration's: the token it travelled over, the coding the mock encrypted with,
+    /// and what it encrypted (JSON).
+    var via: String? = nil
+    var encryption: String? = nil
+    var plaintext: String? = nil
 
     func json() -> String {
         var w = JSONWriter()
         w.beginObject()
-        w.key("kind"); w.value("autopush")
+        w.key("kind"); w.value(kind.transport)
         w.key("connection_id"); w.value(connectionID)
-        w.key("version"); w.value(version)
+        w.key(kind == .autopush ? "version" : "persistent_id"); w.value(version)
         w.key("first_sent_at"); w.value(rfc3339(millis: firstSentAt))
         w.key("sends"); w.value(Int64(sends))
         w.key("ack")
         if let ack {
             w.beginObject()
-            w.key("by"); w.value("ack")
+            w.key("by"); w.value(ack.by)
             w.key("code"); w.value(ack.code.map { JSONValue.number(JSONNumber($0)) } ?? .null)
             w.key("at"); w.value(rfc3339(millis: ack.at))
             w.endObject()
@@ -138,9 +178,9 @@ struct ClientDelivery: Sendable {
         } else {
             w.null()
         }
-        w.key("via"); w.null()
-        w.key("encryption"); w.null()
-        w.key("plaintext"); w.null()
+        w.key("via"); w.value(via)
+        w.key("encryption"); w.value(encryption)
+        w.key("plaintext"); if let plaintext { w.raw(plaintext) } else { w.null() }
         w.endObject()
         return w.string
     }
@@ -172,6 +212,8 @@ public struct ClientPayload: Sendable {
 
 /// A delivery to write on a client's connection.
 public struct ClientWrite: Sendable {
+    /// The room that writes it (the connection's protocol).
+    public var transport: ClientKind
     public var clientID: String
     public var connectionID: String
     public var deliveryID: Int64
@@ -183,6 +225,11 @@ public struct ClientWrite: Sendable {
     public var payload: ClientPayload?
     /// A fault's delay before the write.
     public var delayMillis: Int64?
+    /// The device it is for (a register3 registration's, an FCM registration's).
+    public var device: DeviceClient?
+    /// The registration a push travels on over MCS: its `app` (the stanza's category), its
+    /// `X-subtype`, its `sender`.
+    public var registration: DeviceClient?
 }
 
 /// What the engine asks of a client room after a change: writes, and connections to close (a
@@ -213,14 +260,16 @@ public struct ClientFilter: Sendable {
     func matches(_ d: Device, state s: EngineState) -> Bool {
         guard let link = d.client else { return false }
         if let kind, link.kind != kind { return false }
-        if let id, link.id != id { return false }
-        if let connected, (s.realClients[link.id]?.connection != nil) != connected { return false }
+        let carrier = link.kind == .fcm ? link.via.flatMap { s.devices[$0]?.client?.id } : link.id
+        if let id, carrier != id, link.id != id { return false }
+        if let connected, (carrier.flatMap { s.realClients[$0]?.connection } != nil) != connected { return false }
         return true
     }
 }
 
 /// A connection for a client room to close.
 public struct ClientClose: Sendable {
+    public var transport: ClientKind = .autopush
     public var clientID: String
     public var connectionID: String
     /// Tell the client to stay away (autopush's back-off close code).
@@ -233,6 +282,14 @@ public struct ClientClose: Sendable {
 
 /// A client as the control API shows it.
 extension EngineState {
+    /// The client whose connection carries `d`'s pushes: its own, or for an FCM registration the
+    /// client of the subscription it travels over.
+    func carrier(of d: Device) -> RealClient? {
+        guard let link = d.client else { return nil }
+        if link.kind == .fcm { return link.via.flatMap { devices[$0]?.client }.flatMap { realClients[$0.id] } }
+        return realClients[link.id]
+    }
+
     func renderClient(_ c: RealClient) -> String {
         var w = JSONWriter()
         w.beginObject()
@@ -268,17 +325,32 @@ extension EngineState {
 
     /// A device's `client` object.
     func writeClient(_ w: inout JSONWriter, _ link: DeviceClient) {
-        let c = realClients[link.id]
+        let carrier = link.kind == .fcm ? link.via.flatMap { devices[$0]?.client } : link
+        let c = carrier.flatMap { realClients[$0.id] }
         w.beginObject()
         w.key("kind"); w.value(link.kind.rawValue)
-        w.key("id"); w.value(link.id)
+        w.key("id"); w.value(link.kind == .fcm ? c?.row.id : link.id)
         w.key("connected"); w.value(c?.connection != nil)
         w.key("user_agent"); w.value(c?.row.userAgent)
         w.key("client_version"); w.value(c?.row.clientVersion)
         w.key("connected_at"); w.value(c?.connection.map { rfc3339(millis: $0.connectedAt) })
         w.key("last_heartbeat_at"); w.value(c?.connection?.lastHeartbeatAt.map { rfc3339(millis: $0) })
-        w.key("channel_id"); w.value(link.channelID)
-        w.key("unregister_code"); w.value(link.unregisterCode.map { JSONValue.number(JSONNumber($0)) } ?? .null)
+        switch link.kind {
+        case .autopush:
+            w.key("channel_id"); w.value(link.channelID)
+            w.key("unregister_code"); w.value(link.unregisterCode.map { JSONValue.number(JSONNumber($0)) } ?? .null)
+        case .gcm:
+            w.key("app"); w.value(link.app)
+            w.key("subtype"); w.value(link.subtype)
+            w.key("sender"); w.value(link.sender)
+            w.key("instance_id"); w.value(link.instanceID)
+            w.key("channel"); w.value(link.channel)
+        case .fcm:
+            w.key("installation_fid"); w.value(link.id)
+            w.key("app_id"); w.value(link.appID)
+            w.key("endpoint"); w.value(link.endpoint)
+            w.key("via"); w.value(link.via.flatMap { devices[$0]?.token })
+        }
         w.endObject()
     }
 }

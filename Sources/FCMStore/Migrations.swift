@@ -223,6 +223,31 @@ enum Migrations {
         ALTER TABLE deliveries ADD COLUMN client_delivery TEXT;
         CREATE INDEX deliveries_sent ON deliveries(device) WHERE status = 'sent';
         """,
+        // 19: FCM's device side (docs/real-clients.md): a checked-in client's security token and
+        // what its checkin said; its registrations (register3: a token per android id, app,
+        // subtype, Instance ID app id and sender; a device when it reaches one); Firebase
+        // installations (a project's app instance, its refresh and auth tokens).
+        """
+        ALTER TABLE real_clients ADD COLUMN secret TEXT;
+        ALTER TABLE real_clients ADD COLUMN checkin TEXT;
+        CREATE TABLE gcm_registrations(
+            token TEXT PRIMARY KEY,
+            client TEXT NOT NULL,
+            app TEXT NOT NULL,
+            subtype TEXT,
+            sender TEXT NOT NULL,
+            instance_id TEXT,
+            device INTEGER,
+            created_at INTEGER NOT NULL);
+        CREATE TABLE installations(
+            fid TEXT PRIMARY KEY,
+            sender_id TEXT NOT NULL,
+            app_id TEXT NOT NULL,
+            refresh_token TEXT NOT NULL,
+            auth_token TEXT NOT NULL,
+            auth_expires_at INTEGER NOT NULL,
+            created_at INTEGER NOT NULL);
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {
