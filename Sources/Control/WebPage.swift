@@ -106,6 +106,8 @@ enum WebPage {
         "detail.js": PackageResources.detail_js,
         "search.css": PackageResources.search_css,
         "search.js": PackageResources.search_js,
+        "clients.css": PackageResources.clients_css,
+        "clients.js": PackageResources.clients_js,
     ]
 
     /// `template` with each stylesheet link (`<link rel="stylesheet" href="NAME.css">`) replaced by

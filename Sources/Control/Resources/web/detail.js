@@ -88,9 +88,20 @@ function timeline(m, r) {
     const li = el("li", null, cls || what);
     li.append(el("span", what, "what"), el("time", at || "time not recorded"));
     ol.append(li);
+    return li;
   };
   step("accepted", m.accepted_at, "accepted");
   if (r.error) { step("failed: " + r.error + (r.fault ? " (fault " + r.fault + ")" : ""), m.accepted_at, "failed"); return ol; }
+  // A real client's delivery: written on its connection, then its ack or its rejection (clients.js).
+  const client = fcm.clients && fcm.clients.steps(r);
+  if (client) {
+    for (const s of client) {
+      const li = step(s.what, s.at, s.cls);
+      if (!s.at) li.lastChild.remove();
+      if (s.title) li.title = s.title;
+    }
+    return ol;
+  }
   const ttl = m.options && typeof m.options.time_to_live === "number" ? m.options.time_to_live : null;
   const expiresAt = ttl !== null ? new Date(Date.parse(m.accepted_at) + ttl * 1000).toISOString() : null;
   if (r.status === "pending") { step("pending", m.accepted_at); step("expires", expiresAt, "upcoming"); return ol; }
@@ -352,7 +363,7 @@ window.addEventListener("popstate", syncWithURL);
 window.addEventListener("hashchange", syncWithURL);
 document.addEventListener("keydown", e => { if (e.key === "Escape" && !panel.hidden) { e.preventDefault(); closePanel(); } });
 // Follow the open message as its recipients change.
-for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped"]) {
+for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected"]) {
   fcm.on(kind, d => {
     if (d && openID && openRecipients.has(d.message_id)) fcm.soon("detail", () => { if (openID) show(openID); });
   });

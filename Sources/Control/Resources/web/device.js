@@ -93,6 +93,18 @@
       apns.append(el("span", "APNs " + str(device.apns_environment || ""), "pv-meta"), el("span", str(device.apns_token), "pv-token pv-apns-token"));
       info.append(apns);
     }
+    const client = device.client && typeof device.client === "object" ? device.client : null;
+    if (client && fcm.clients) {
+      // A real client's device: its badge and dot, its client, and what it said it is (as text).
+      const line = el("div", null, "pv-client");
+      line.append(fcm.clients.badge(client), " ", el("span", str(client.kind) + " " + str(client.id), "pv-meta mono"));
+      if (client.channel_id) line.append(el("span", " · channel " + str(client.channel_id), "pv-meta"));
+      const ua = el("div", "user agent: " + (client.user_agent ? str(client.user_agent) : "none sent"), "pv-meta pv-client-ua");
+      ua.title = fcm.clients.describe(client);
+      const beat = el("div", "last heartbeat: " + (client.last_heartbeat_at ? str(client.last_heartbeat_at) : "none yet") +
+        (client.unregister_code !== null && client.unregister_code !== undefined ? " · unregistered with code " + str(client.unregister_code) : ""), "pv-meta pv-client-beat");
+      info.append(line, ua, beat);
+    }
     info.append(el("div", state + (device.pending ? " · " + device.pending + " pending" : ""), "pv-state pv-state-" + state), subs, search);
     const t = enc(device.token);
     actions.append(
@@ -134,7 +146,12 @@
     screen.textContent = "";
     part("pv-phone").classList.toggle("pv-frame-desktop", d.platform === "web");
     if (entries.length === 0) screen.append(el("div", "no messages yet", "pv-empty"));
-    for (const entry of entries) screen.append(card(entry, { platform: d.platform, app: d.app, status: entry.status }));
+    for (const entry of entries) {
+      screen.append(card(entry, { platform: d.platform, app: d.app, status: entry.status }));
+      // A real client's delivery under its card: sent on ws3 · acked 100 after 41 ms (clients.js).
+      const said = fcm.clients ? fcm.clients.line(entry) : "";
+      if (said) screen.append(el("div", said, "pv-delivery"));
+    }
   }
   function reloadSoon() {
     if (reloadTimer) return;
@@ -148,13 +165,21 @@
     return Array.isArray(data.recipients) && data.recipients.some(r => r.token === current);
   }
   const KINDS = ["message.accepted", "message.delivered", "message.expired", "message.collapsed",
-    "message.dropped", "device.updated"];
+    "message.dropped", "device.updated", "message.sent", "message.client_rejected"];
   function onEvent(data) {
     if (concerns(data)) reloadSoon();
   }
+  // A real client connecting or going (the data is the client, or {client, …}): its devices' dots.
+  function onClient(data) {
+    const c = data && data.client && typeof data.client === "object" ? data.client : data;
+    if (current && c && (Array.isArray(c.devices) && c.devices.includes(current) || device && device.client && device.client.id === c.id)) reloadSoon();
+  }
   let subscribed = false;
   function listen() {
-    if (!subscribed) for (const k of KINDS) fcm.on(k, onEvent);
+    if (!subscribed) {
+      for (const k of KINDS) fcm.on(k, onEvent);
+      for (const k of ["client.connected", "client.closed"]) fcm.on(k, onClient);
+    }
     subscribed = true;
   }
 

@@ -78,7 +78,7 @@ function gist(m) {
   return { text: "(empty)", cls: "muted" };
 }
 // The recipients summed up: "118 delivered · 12 pending · 2 failed".
-const ORDER = ["delivered", "pending", "failed", "undecryptable", "undeliverable", "expired", "collapsed", "replaced", "dropped", "deleted"];
+const ORDER = ["delivered", "sent", "pending", "failed", "client_rejected", "undecryptable", "undeliverable", "expired", "collapsed", "replaced", "dropped", "deleted"];
 function recipientSummary(m) {
   let counts = m.recipient_counts;
   if (!counts) {
@@ -93,7 +93,9 @@ function mark(m, parts) {
   if (parts.some(p => p.status === "failed")) return ["!", "bad", "some recipients failed"];
   if (parts.some(p => p.status === "undecryptable")) return ["!", "bad", "would not decrypt"];
   if (parts.some(p => p.status === "undeliverable")) return ["!", "bad", "undeliverable"];
+  if (parts.some(p => p.status === "client_rejected")) return ["!", "bad", "a client rejected it"];
   if (parts.some(p => p.status === "pending")) return ["◷", "warn", "pending"];
+  if (parts.some(p => p.status === "sent")) return ["◷", "warn", "sent, not acknowledged yet"];
   if (parts.some(p => p.status === "expired" || p.status === "dropped")) return ["!", "bad", "not delivered"];
   return ["✓", "good", "accepted"];
 }
@@ -277,6 +279,8 @@ async function loadDevices(page) {
   const p = new URLSearchParams({ limit: String(DEVICE_PAGE), total: "true" });
   const q = document.getElementById("device-search").value.trim();
   if (q) p.set("q", q);
+  // The search's `client:` chip: real clients' devices (`any`: every kind clients.js knows).
+  if (filters.client) p.set("client_kind", filters.client === "any" ? ((fcm.clients && fcm.clients.KINDS) || ["autopush"])[0] : filters.client);
   if (deviceCursors[index]) p.set("cursor", deviceCursors[index]);
   let answer;
   try { answer = await api("/devices?" + p); } catch (e) { showError(e); return; }
@@ -291,7 +295,9 @@ async function loadDevices(page) {
   document.getElementById("devices-older").disabled = !deviceNext;
   document.getElementById("devices-newer").disabled = index === 0;
   const state = document.getElementById("devices-state");
-  state.textContent = items.length ? "" : (q ? "No devices match " + JSON.stringify(q) + "." : "No devices yet: create one below, or send to a new token.");
+  state.textContent = items.length ? "" : (q ? "No devices match " + JSON.stringify(q) + "." :
+    filters.client ? "No real client's device yet: a browser that subscribes through the mock shows here." :
+    "No devices yet: create one below, or send to a new token.");
   // The table is drawn again on every device event: focus stays on the same row or button.
   const focus = document.activeElement;
   const focusRow = focus && focus.closest ? focus.closest("#devices tbody tr[data-token]") : null;
@@ -333,7 +339,13 @@ async function loadDevices(page) {
     const topics = (d.topics || []).join(", ");
     const tc = cell("topics", topics, "topics");
     tc.title = topics;
-    tr.append(tok, cell("app", d.app, "app"), cell("state", state, d.online ? "delivered" : "pending"), tc, inboxCell, actions);
+    const app = cell("app", null, "app");
+    // A real client's device: its badge and connected dot (clients.js), the details on hover.
+    const badge = fcm.clients && fcm.clients.badge(d.client);
+    if (badge) app.append(badge, " ");
+    app.append(String(d.app === undefined || d.app === null ? "" : d.app));
+    app.title = badge ? badge.title : String(d.app || "");
+    tr.append(tok, app, cell("state", state, d.online ? "delivered" : "pending"), tc, inboxCell, actions);
     tbody.append(tr);
     if (keep && keep.token === d.token) (tr.querySelectorAll("button")[keep.button] || tr).focus();
   }
@@ -422,8 +434,14 @@ function showFilters() {
   }
 }
 function setFilters(f) {
+  const client = filters.client;
   filters = Object.assign({}, f);
   for (const k of Object.keys(filters)) if (!filters[k]) delete filters[k];
+  if (filters.client !== client) {
+    deviceCursors = [null];
+    loadDevices(0);
+    if (fcm.clients) fcm.clients.filter(filters.client);
+  }
   writeURL();
   showFilters();
   loadMessages(0);
@@ -446,7 +464,7 @@ fcm.offline = {
     document.getElementById("offline").hidden = !down;
     document.body.classList.toggle("stale", down);
     this.sync();
-    if (!down) { showError(null); loadMessages(pageIndex === 0 ? 0 : pageIndex); loadDevices(); loadTopics(); loadGroups(); loadXmpp(); }
+    if (!down) { showError(null); loadMessages(pageIndex === 0 ? 0 : pageIndex); loadDevices(); loadTopics(); loadGroups(); loadXmpp(); if (fcm.clients) fcm.clients.load(); }
   },
   // Buttons that act on the server, disabled while it is unreachable (the page's own controls stay).
   sync() {
@@ -476,10 +494,12 @@ function connect() {
   const parse = e => { try { return JSON.parse(e.data); } catch (x) { return null; } };
   es.addEventListener("message.accepted", e => liveMessage(parse(e)));
   es.addEventListener("message.rejected", e => liveMessage(parse(e)));
-  for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped"]) {
+  for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected"]) {
     es.addEventListener(kind, e => { const d = parse(e); if (d && d.message_id) soon("m:" + (owner.get(d.message_id) || d.message_id), () => refreshMessage(d.message_id)); soon("devices", loadDevices); });
   }
   es.addEventListener("device.created", () => soon("devices", loadDevices));
+  // A real client connecting or going: its devices' dots.
+  for (const kind of ["client.connected", "client.closed"]) es.addEventListener(kind, () => soon("devices", loadDevices));
   es.addEventListener("device.updated", () => { soon("devices", loadDevices); soon("topics", loadTopics); soon("groups", loadGroups); });
   for (const kind of ["xmpp.connected", "xmpp.closed", "upstream.sent", "upstream.acked"]) {
     es.addEventListener(kind, () => soon("xmpp", loadXmpp));
@@ -586,6 +606,7 @@ if (["project", "device", "topic", "status", "transport", "error", "since", "unt
   document.getElementById("filters").hidden = false;
 }
 showFilters();
+if (fcm.clients && filters.client) fcm.clients.filter(filters.client);
 loadMessages(0);
 loadDevices(0);
 loadTopics();

@@ -6,7 +6,7 @@
   const fcm = window.fcm = window.fcm || {};
   // The SVG namespace: a name, not an address the page loads (the CSP allows no other origin).
   const SVG = "http://www.w3.org/2000/svg";
-  const STATUSES = ["delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
+  const STATUSES = ["delivered", "pending", "sent", "client_rejected", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
 
   const el = fcm.el;
   const str = fcm.str;
@@ -207,6 +207,18 @@
     return card;
   }
 
+  // A push relayed to a real browser (autopush): the mock has no key to read it; the card says so
+  // with the ciphertext's size (the entry's `webpush.relayed`).
+  function relayedCard(w, info, entry) {
+    const { card, head } = shell("web", "relayed", info, entry);
+    head.append(el("span", "push message", "pv-kind-label"), el("span", info.app || "web app", "pv-app"));
+    headTail(head, info, entry);
+    const size = typeof w.ciphertext_bytes === "number" ? w.ciphertext_bytes + " bytes" : "";
+    card.append(el("div", "encrypted for the browser: relayed unread", "pv-title pv-relayed"),
+                el("div", (size ? size + " of " : "") + str(w.content_encoding || "no body") + ", decrypted by the browser alone", "pv-body"));
+    return card;
+  }
+
   // An APNs body that is no JSON object: the phone cannot show it; the card says why and shows
   // the body as it came (the entry's `effective.apns.raw_body`, or `body_base64`).
   function undeliverableCard(a, info, entry) {
@@ -260,6 +272,7 @@
     }
     const w = isObject(entry.webpush) ? entry.webpush : null;
     if (w && w.decrypt_error) return undecryptableCard(w, i, entry);
+    if (w && w.relayed) return relayedCard(w, i, entry);
     if (isObject(eff.apns) && eff.apns.payload === null) return undeliverableCard(eff.apns, i, entry);
     const s = shown(eff);
     // A push whose plaintext is no notification: the service worker gets the text.

@@ -178,6 +178,7 @@ function webpushGist(m) {
   const w = webpushBlock(m);
   if (!w) return null;
   if (w.decrypt_error) return { text: "undecryptable: " + str(w.decrypt_error), cls: "undecryptable" };
+  if (w.relayed) return { text: "encrypted for the browser: relayed unread", cls: "muted" };
   const n = isObject(w.notification) ? w.notification : plainObject(w) || {};
   const title = n.title ? str(n.title) : "", body = n.body ? str(n.body) : "";
   if (title || body) return { text: title && body ? title + " — " + body : title || body, cls: "" };
@@ -189,7 +190,7 @@ function webpushSummary(m) {
   const w = webpushBlock(m);
   if (!w) return [];
   const v = isObject(w.vapid) ? w.vapid : null;
-  return [["VAPID subject", v ? v.subject : "none: an unsigned push"], ["decrypted", w.decrypt_error ? "no: " + str(w.decrypt_error) : w.content_encoding ? "yes" : "no body"]];
+  return [["VAPID subject", v ? v.subject : "none: an unsigned push"], ["decrypted", w.relayed ? "no: relayed unread to the browser, which holds the key" : w.decrypt_error ? "no: " + str(w.decrypt_error) : w.content_encoding ? "yes" : "no body"]];
 }
 // The Request tab of a push: its headers (TTL as kept, Urgency, Topic), VAPID, the encoding, the
 // ciphertext's size, the other headers kept, and the plaintext (or why there is none). False for
@@ -215,7 +216,15 @@ function webpushRequest(m, box, pretty) {
     box.append(el("h4", "other headers"));
     facts(box, Object.entries(m.headers));
   }
-  if (w && w.decrypt_error) {
+  if (w && w.relayed) {
+    // Relayed to a real browser: the mock never reads it; the body as received.
+    box.append(el("h4", "plaintext"));
+    box.append(el("p", "encrypted for the browser: relayed unread", "muted relayed"));
+    if (w.ciphertext_base64) {
+      box.append(el("h4", "ciphertext (base64url)"));
+      box.append(el("pre", str(w.ciphertext_base64), "body ciphertext"));
+    }
+  } else if (w && w.decrypt_error) {
     box.append(el("h4", "plaintext"));
     box.append(el("p", "undecryptable: " + str(w.decrypt_error), "undecryptable"));
     // The body as received, to take apart.

@@ -10,17 +10,22 @@ const fcm = window.fcm = window.fcm || {};
 // prefix → URL name (the URL keeps the names the page has always used: `device` for a token,
 // `project` for a sender id, `since`/`until` for times).
 const PREFIXES = { token: "device", device: "device", topic: "topic", status: "status", error: "error",
-                   transport: "transport", app: "app", project: "project", after: "since", before: "until", v1: "v1_name" };
+                   transport: "transport", app: "app", project: "project", after: "since", before: "until", v1: "v1_name",
+                   client: "client" };
 const LABELS = { device: "token", topic: "topic", status: "status", error: "error", transport: "transport", app: "app",
-                 project: "project", since: "after", until: "before", v1_name: "v1", text: "" };
+                 project: "project", since: "after", until: "before", v1_name: "v1", client: "client", text: "" };
 // Names that can be excluded, and the control API's name for each.
 const NEGATABLE = ["device", "topic", "status", "error", "transport", "app", "project", "text"];
 const API = { device: "token", project: "sender_id", v1_name: "v1_name" };
-const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
+const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "sent", "client_rejected", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
 const TRANSPORTS = { legacy: "http", http: "http", v1: "http_v1", http_v1: "http_v1", xmpp: "xmpp", apns: "apns", webpush: "webpush" };
 // Every name the URL may carry for the message list (`q`: text typed but not yet made chips).
-const NAMES = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until", "app", "text", "v1_name"]
+const NAMES = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until", "app", "text", "v1_name", "client"]
   .concat(NEGATABLE.map(n => "not_" + n));
+
+// Names that narrow the page's other lists, not the messages (the control API's messages have no
+// such filter): `client` keeps the Devices and Clients lists to real clients (page.js, clients.js).
+const PAGE_ONLY = ["client"];
 
 // What only a registration token (or an fid-sized id) looks like: no word is that long.
 const TOKEN = /^[A-Za-z0-9_:-]{32,}$/;
@@ -41,6 +46,8 @@ function lex(text) {
       continue;
     }
     if (value === "") continue;
+    // `client:` alone: any real client.
+    if (!prefix && !quoted && value.toLowerCase() === "client:") { out.push({ neg: false, prefix: "client", value: "any", quoted }); continue; }
     // A registration token may start with "-": one typed whole is the token (`-token:T` excludes one).
     if (m[1] === "-" && !prefix && !quoted && TOKEN.test("-" + value)) { out.push({ neg: false, prefix, value: "-" + value, quoted }); continue; }
     out.push({ neg: m[1] === "-", prefix, value, quoted });
@@ -79,6 +86,13 @@ function resolve(term) {
     return [name, t];
   }
   if (name === "since" || name === "until") return [name, when(v)];
+  if (name === "client") {
+    // The kinds of real clients (clients.js), or `any`.
+    const kinds = (fcm.clients && fcm.clients.KINDS) || ["autopush"];
+    const k = v.toLowerCase();
+    if (k !== "any" && !kinds.includes(k)) throw new Error("client: takes any (or nothing), or a kind: " + kinds.join(", "));
+    return [name, k];
+  }
   if (name === "topic") return [name, v.replace(/^\/topics\//, "")];
   return [name, v];
 }
@@ -140,7 +154,7 @@ function params(filters, p) {
   let f = filters;
   if (f.q) { try { f = apply(without(f, "q"), f.q); } catch (e) { /* shown when Enter is pressed */ } }
   for (const name of NAMES) {
-    if (name === "q" || !f[name]) continue;
+    if (name === "q" || !f[name] || PAGE_ONLY.includes(name)) continue;
     const neg = name.startsWith("not_");
     const base = neg ? name.slice(4) : name;
     const apiName = (neg ? "not_" : "") + (API[base] || base);
