@@ -55,6 +55,9 @@ let package = Package(
         .target(name: "FCMStore", dependencies: ["CSQLite", "Platform"], swiftSettings: houseSettings),
         .target(name: "HTTPServer", dependencies: ["CLinuxEvents", "CNGHTTP2", "Platform", "TLS"], swiftSettings: houseSettings),
         .target(name: "XMPPServer", dependencies: ["CExpat", "Platform", "TLS"], swiftSettings: houseSettings),
+        // The protobuf wire format (our own codec, docs/design.md), and Google's MCS ("mtalk")
+        // transport on it: TLS, tagged packets, login, stream ids, acks; no FCM.
+        .target(name: "Protobuf", swiftSettings: houseSettings),
         .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
         // What every HTTP room shares: the kept form of an exchange, the control API's call and
         // error types, the log.
@@ -67,11 +70,13 @@ let package = Package(
         .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         // Firefox's push service: Mozilla's autopush protocol over WebSocket (docs/real-clients.md).
         .target(name: "Autopush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
+        // FCM's device side for Chromium and raw GCM clients: checkin, register3, and delivery over MCS.
+        .target(name: "GCM", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "Protobuf", "RoomKit"], swiftSettings: houseSettings),
         .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
                 // Built into the binary: the web page's files, as `PackageResources.index_html`, ….
                 resources: [.embedInCode("Resources/web")],
                 swiftSettings: houseSettings),
-        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
+        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "GCM", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
                                                   "HTTPServer", "Platform", "RoomKit", "TLS", "WebPush", "XMPPServer"],
                 // Built into the binary: the default fixture (a link to fixtures/default.json).
                 resources: [.embedInCode("Resources/default-fixture.json")],
@@ -88,9 +93,10 @@ let package = Package(
         .testTarget(name: "FCMStoreTests", dependencies: ["FCMStore"], swiftSettings: houseSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"], swiftSettings: houseSettings),
+        .testTarget(name: "ProtobufTests", dependencies: ["Protobuf"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
                     dependencies: ["APNs", "CCS", "Control", "FCMTesting", "FCMServer", "FCMEngine", "FCMCommand", "FCMLegacy", "FCMStore",
-                                   "FCMCore", "FCMV1", "Platform", "RoomKit", "TLS", "WebPush"],
+                                   "FCMCore", "FCMV1", "Platform", "RoomKit", "TLS", "WebPush", "Protobuf"],
                     swiftSettings: houseSettings),
     ],
     swiftLanguageModes: [.v6]

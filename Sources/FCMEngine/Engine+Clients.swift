@@ -232,10 +232,10 @@ extension Engine {
             }
             guard var sub = s.webPush[d.id] else { return .failure(.failed("no subscription could be made")) }
             sub.applicationServerKey = serverKey
-            sub.relayedEndpoint = endpoint(sub.id)
+            sub.endpointOverride = endpoint(sub.id)
             s.webPush[d.id] = sub
             var link = DeviceClient(kind: client.kind, id: clientID, channelID: channelID)
-            link.endpoint = sub.relayedEndpoint
+            link.endpoint = sub.endpointOverride
             d.client = link
             s.devices[d.id] = d
             s.clientChannels[channelID] = d.id

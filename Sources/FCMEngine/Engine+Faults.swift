@@ -54,6 +54,27 @@ extension Engine {
     }
 }
 
+extension Engine {
+    /// The first fault naming surface `path` exactly (`when.path`: a device-side call as
+    /// `/checkin`, which no fault without a path reaches: a test's faults on sends leave the
+    /// clients' registrations alone) whose action is a status or an error of the surface, fired.
+    public func surfaceFault(path: String) -> RequestFault? {
+        guard mayHaveFaults else { return nil }
+        let f = state.withLock { s -> Fault? in
+            for i in s.faults.faults.indices {
+                let f = s.faults.faults[i]
+                guard f.path == path, f.transport == nil || f.transport == "any" else { continue }
+                switch f.action {
+                case .status, .protocolError: return s.faults.fire(i)
+                default: continue
+                }
+            }
+            return nil
+        }
+        return f.flatMap(RequestFault.init)
+    }
+}
+
 /// What a request-level fault does to a request, decided once by the engine (`requestFault`)
 /// for every room, which answers it in its own wire form.
 public enum RequestFault: Sendable, Equatable {

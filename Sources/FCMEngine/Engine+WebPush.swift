@@ -38,10 +38,12 @@ public struct WebPushSubscription: Sendable, Equatable {
     public var applicationServerKey: String?
     /// Ended through the control API: pushes answer 410.
     var expired: Bool
-    /// A real browser's subscription (its keys never leave the browser: none here, pushes are
-    /// relayed unread), and the endpoint the browser was given (on the origin it came in on).
-    public var relayedEndpoint: String?
-    public var isRelayed: Bool { relayedEndpoint != nil }
+    /// The endpoint a real client was given (on the origin it came in on), or an FCM
+    /// registration's (the subscription it travels over); nil: `{base}/wp/{id}`.
+    public var endpointOverride: String?
+    /// A real browser's subscription: its keys never leave the browser (none here), pushes are
+    /// relayed unread.
+    public var isRelayed: Bool { endpointOverride != nil && publicKey.isEmpty }
 
     var row: WebPushRow {
         WebPushRow(device: device, pushID: id, privateKey: privateKey, publicKey: publicKey, auth: auth,
@@ -67,9 +69,9 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// `PushSubscription.toJSON()`, with the endpoint on `base`.
     func write(_ w: inout JSONWriter, base: String) {
         w.beginObject()
-        w.key("endpoint"); w.value(relayedEndpoint ?? base + "/wp/" + id)
+        w.key("endpoint"); w.value(endpointOverride ?? base + "/wp/" + id)
         w.key("expirationTime"); w.null()
-        if isRelayed {
+        if publicKey.isEmpty {
             w.key("keys"); w.null()
             w.endObject()
             return
@@ -132,8 +134,14 @@ extension Engine {
         var pushID = WebPushSubscriptionID.generate()
         while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
         var sub = WebPushSubscription(id: pushID, device: id, publicKey: [], privateKey: [], auth: [], applicationServerKey: nil, expired: false)
-        sub.relayedEndpoint = ""
+        sub.endpointOverride = ""
         return sub
+    }
+
+    /// `key` as a VAPID key (base64url of an uncompressed P-256 point, padding forgiven), without
+    /// its padding; nil when it is none.
+    public func applicationServerKey(_ key: String) -> String? {
+        try? checkApplicationServerKey(key)
     }
 
     /// `application_server_key` as given at device creation: base64url of a 65-byte uncompressed
@@ -155,7 +163,8 @@ extension Engine {
 
     /// The target of a push to subscription `id`.
     public func webPushTarget(_ id: String) -> WebPushTarget {
-        guard WebPushSubscriptionID.isWellFormed(id) else { return .unknown }
+        // A register3 token is its `wp:` registration's subscription id (`/fcm/send/{token}`).
+        guard WebPushSubscriptionID.isWellFormed(id) || isWellFormedToken(id) else { return .unknown }
         return state.withLock { s in
             guard let deviceID = s.webPushIndex[id], let sub = s.webPush[deviceID], let d = s.devices[deviceID] else {
                 guard s.webPushDeleted.contains(id) else { return .unknown }

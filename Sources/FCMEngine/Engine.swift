@@ -235,6 +235,12 @@ struct EngineState: Sendable {
     var clientChannels: [String: Int64] = [:]
     /// FCM registrations by the device of the subscription they travel over.
     var fcmRiders: [Int64: [Int64]] = [:]
+    /// register3 registrations by token, and tokens by what makes a request the same again.
+    var gcmRegistrations: [String: GCMRegistrationRow] = [:]
+    var gcmRegistrationKeys: [String: String] = [:]
+    /// Firebase installations by fid, and fids by their auth token.
+    var installations: [String: InstallationRow] = [:]
+    var installationAuth: [String: String] = [:]
     var acknowledged: [String: [Int64]] = [:]
 
     func device(token: String) -> Device? {
@@ -384,11 +390,23 @@ struct EngineState: Sendable {
                                 apnsExpiresAt: r.apnsExpiresAt, client: DeviceClient(stored: r.client)))
             }
             try load.realClients { r in s.realClients[r.id] = RealClient(row: r) }
+            try load.gcmRegistrations { r in
+                s.gcmRegistrations[r.token] = r
+                s.gcmRegistrationKeys[[r.client, r.app, r.subtype ?? "", r.instanceID ?? "", r.sender].joined(separator: "\u{1}")] = r.token
+            }
+            try load.installations { r in
+                s.installations[r.fid] = r
+                s.installationAuth[r.authToken] = r.fid
+            }
             for id in s.devices.keys.sorted() {
                 // No connection survives a restart: a real client's device is offline until it says hello.
                 guard let link = s.devices[id]?.client else { continue }
                 s.devices[id]?.online = false
-                s.realClients[link.id]?.devices.append(id)
+                if link.kind == .fcm {
+                    if let via = link.via { s.fcmRiders[via, default: []].append(id) }
+                } else {
+                    s.realClients[link.id]?.devices.append(id)
+                }
                 if let channel = link.channelID { s.clientChannels[channel] = id }
             }
             s.fidIndex[""] = nil
@@ -396,8 +414,10 @@ struct EngineState: Sendable {
                 // A row of a device id reused after a reset belongs to a web device only.
                 guard let d = s.devices[r.device], d.platform == .web else { return }
                 var sub = WebPushSubscription(r)
-                sub.relayedEndpoint = d.client?.endpoint
+                sub.endpointOverride = d.client?.endpoint
                 _ = s.attachWebPush(sub)
+                // An FCM registration's keys are for the mock's encryption: no push names them.
+                if d.client?.kind == .fcm { s.webPushIndex[sub.id] = nil }
             }
             try load.deletedWebPushIDs { s.webPushDeleted.insert($0) }
             var keys = HeldCollapseKeys(blocks: blocks)

@@ -107,7 +107,15 @@ public struct Fault: Sendable {
             // A room's own errors are answered as the room does (Apple's reasons over APNs,
             // InternalServerError, a name both have, included); another FCM error name keeps its
             // meaning and its room's mapping.
-            if let name, let own = protocolErrors.first(where: { $0.names.contains(name) }),
+            if let name, let own = protocolErrors.first(where: { $0.path != nil && $0.path == f.path && $0.names.contains(name) }) {
+                f.action = .protocolError(name)
+                _ = own
+                break
+            }
+            if let path = f.path, let own = protocolErrors.first(where: { $0.path == path }) {
+                throw .badRequest("then.error with when.path \(path) must be one of \(own.listName) (\(own.names.joined(separator: ", ")))")
+            }
+            if let name, let own = protocolErrors.first(where: { $0.path == nil && $0.names.contains(name) }),
                 f.transport == own.transport || FCMErrorCode(rawValue: name) == nil {
                 guard f.transport == own.transport else {
                     throw .badRequest("then.error \(name) is \(own.kind): set when.transport to \(own.transport)")
@@ -116,7 +124,7 @@ public struct Fault: Sendable {
                 break
             }
             guard let name, let code = FCMErrorCode(rawValue: name) else {
-                let others = protocolErrors.map { "or with when.transport \($0.transport) one of \($0.listName) (\($0.names.joined(separator: ", ")))" }
+                let others = protocolErrors.filter { $0.path == nil }.map { "or with when.transport \($0.transport) one of \($0.listName) (\($0.names.joined(separator: ", ")))" }
                 throw .badRequest((["then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", "))"] + others)
                     .joined(separator: ", "))
             }
@@ -202,7 +210,7 @@ struct FaultTable: Sendable {
         return nil
     }
 
-    private mutating func fire(_ i: Int) -> Fault {
+    mutating func fire(_ i: Int) -> Fault {
         faults[i].fired += 1
         let f = faults[i]
         if let r = faults[i].remaining {

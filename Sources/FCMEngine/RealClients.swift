@@ -312,13 +312,25 @@ extension EngineState {
         }
         w.key("user_agent"); w.value(c.row.userAgent)
         w.key("client_version"); w.value(c.row.clientVersion)
-        w.key("checkin"); w.null()
+        w.key("checkin"); if let checkin = c.row.checkin { w.raw(checkin) } else { w.null() }
         w.key("created_at"); w.value(rfc3339(millis: c.row.createdAt))
         w.key("last_connected_at"); w.value(c.row.lastConnectedAt.map { rfc3339(millis: $0) })
         w.key("devices"); w.beginArray()
         for id in c.devices { if let d = devices[id] { w.value(d.token) } }
         w.endArray()
-        w.key("registrations"); w.beginArray(); w.endArray()
+        w.key("registrations"); w.beginArray()
+        for r in gcmRegistrations.values.filter({ $0.client == c.row.id }).sorted(by: { ($0.createdAt, $0.token) < ($1.createdAt, $1.token) }) {
+            w.beginObject()
+            w.key("token"); w.value(r.token)
+            w.key("app"); w.value(r.app)
+            w.key("subtype"); w.value(r.subtype)
+            w.key("sender"); w.value(r.sender)
+            w.key("instance_id"); w.value(r.instanceID)
+            w.key("device"); w.value(r.device.flatMap { devices[$0]?.token })
+            w.key("created_at"); w.value(rfc3339(millis: r.createdAt))
+            w.endObject()
+        }
+        w.endArray()
         w.endObject()
         return w.string
     }

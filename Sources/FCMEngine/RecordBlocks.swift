@@ -43,12 +43,16 @@ public struct FaultErrors: Sendable {
     var listName: String
     /// Their names, in the order an error message lists them.
     var names: [String]
+    /// Set for a surface that is no send (register3): the errors go with `when.path` naming it,
+    /// whatever the transport.
+    var path: String?
 
-    public init(transport: String, kind: String, listName: String, names: [String]) {
+    public init(transport: String, kind: String, listName: String, names: [String], path: String? = nil) {
         self.transport = transport
         self.kind = kind
         self.listName = listName
         self.names = names
+        self.path = path
     }
 }
 

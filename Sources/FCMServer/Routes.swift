@@ -1,5 +1,6 @@
 import APNs
 import Autopush
+import GCM
 import Control
 import FCMEngine
 import FCMLegacy
@@ -25,6 +26,7 @@ extension HTTPApp {
                        apnsControl: APNsControl, autopush: AutopushRoom) -> Router<RouteHandler> {
         let v1 = V1Routes(engine: engine, credentials: credentials, maxBodyBytes: maxBodyBytes)
         let webPush = WebPushRoutes(engine: engine)
+        let gcm = GCMRoutes(engine: engine)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
             ("*",      "/gcm/send",                                send.handle),     // POST
@@ -52,6 +54,9 @@ extension HTTPApp {
             ("*",      "/wp/{id}",                                 webPush.push),    // POST
             ("*",      "/fcm/send/{id}",                           webPush.push),    // POST
             ("*",      "/wpush/v2/{id}",                           webPush.push),    // POST: Mozilla's endpoint form
+            // FCM's device side (GCM/GCMRoutes.swift): Chromium's checkin and registrations.
+            ("*",      "/checkin",                                 gcm.checkin),     // POST, protobuf
+            ("*",      "/c2dm/register3",                          gcm.register),    // POST, a form
             ("*",      "/m/{id}",                                  webPush.message), // DELETE
         ]
         let instanceID: [(String, String, IIDRoutes.Handler)] = [

@@ -1,0 +1,236 @@
+// Long because: a GCM client's checkin, its registrations (made, found again, deleted) and the
+// devices they reach share the clients' state under one lock.
+public import FCMCore
+public import FCMStore
+import Platform
+
+/// What a checkin says of the client (Chromium's `chrome_build`), kept on it.
+public struct CheckinInfo: Sendable, Equatable {
+    public var platform: String?
+    public var chromeVersion: String?
+    public var channel: String?
+    public var userAgent: String?
+
+    public init(platform: String?, chromeVersion: String?, channel: String?, userAgent: String?) {
+        self.platform = platform
+        self.chromeVersion = chromeVersion
+        self.channel = channel
+        self.userAgent = userAgent
+    }
+}
+
+/// A register3 request, read by the room.
+public struct GCMRegistration: Sendable {
+    public var androidID: String
+    public var app: String
+    public var subtype: String?
+    public var sender: String
+    /// The sender is a VAPID key (base64url, padding dropped), not a sender id.
+    public var senderIsKey: Bool
+    /// An Instance ID request's `appid`.
+    public var instanceID: String?
+    /// A Web Push (`wp:`) subtype's origin: the device's `app`.
+    public var webOrigin: String?
+
+    public init(androidID: String, app: String, subtype: String?, sender: String, senderIsKey: Bool, instanceID: String?,
+                webOrigin: String?) {
+        self.androidID = androidID
+        self.app = app
+        self.subtype = subtype
+        self.sender = sender
+        self.senderIsKey = senderIsKey
+        self.instanceID = instanceID
+        self.webOrigin = webOrigin
+    }
+}
+
+/// Google's own sender, which Chromium registers at start: a token, no device.
+public let googleChromeSenderID = "745476177629"
+
+extension Engine {
+    // MARK: Checkin
+
+    /// A checkin: `androidID` 0 makes a new client (a random id and security token, nonzero,
+    /// below 2^63); a known id with its token is the same pair again (a periodic checkin), its
+    /// checkin facts kept. Nil: the id is unknown or the token is not its own.
+    public func checkin(androidID: UInt64, securityToken: UInt64, info: CheckinInfo) throws(EngineError) -> (androidID: UInt64, securityToken: UInt64)? {
+        let now = clock.nowMillis()
+        let result: ((UInt64, UInt64), Store.Ticket)? = state.withLock { s in
+            var client: RealClient
+            var pair: (UInt64, UInt64)
+            if androidID == 0 {
+                var id = Self.random63()
+                while s.realClients[String(id)] != nil { id = Self.random63() }
+                pair = (id, Self.random63())
+                client = RealClient(row: RealClientRow(id: String(pair.0), kind: ClientKind.gcm.rawValue, userAgent: nil, clientVersion: nil,
+                                                       createdAt: now, lastConnectedAt: nil, secret: String(pair.1)))
+            } else {
+                guard let known = s.realClients[String(androidID)], known.kind == .gcm, known.row.secret == String(securityToken) else {
+                    return nil
+                }
+                client = known
+                pair = (androidID, securityToken)
+            }
+            client.row.userAgent = info.userAgent ?? client.row.userAgent
+            client.row.checkin = Self.checkinJSON(info, at: now)
+            s.realClients[client.row.id] = client
+            return (pair, submit([Writes.saveClient(client.row)]))
+        }
+        guard let (pair, ticket) = result else { return nil }
+        try commitControl(ticket)
+        return pair
+    }
+
+    /// Whether `androidID` and `securityToken` (decimal, as `AidLogin` and MCS logins send them)
+    /// are a checked-in client's.
+    public func gcmAuthenticates(androidID: String, securityToken: String) -> Bool {
+        state.withLock { s in
+            guard let c = s.realClients[androidID], c.kind == .gcm, let secret = c.row.secret else { return false }
+            return secret == securityToken
+        }
+    }
+
+    /// The channel a client's last checkin named (`CHANNEL_STABLE`, …), if any.
+    public func gcmChannel(androidID: String) -> String? {
+        state.withLock { s in
+            s.realClients[androidID]?.row.checkin.flatMap { try? JSONParser.parse($0).objectValue?["channel"]?.stringValue }
+        }
+    }
+
+    static func random63() -> UInt64 {
+        var rng = SystemRandomNumberGenerator()
+        var v: UInt64 = 0
+        while v == 0 { v = rng.next() & 0x7FFF_FFFF_FFFF_FFFF }
+        return v
+    }
+
+    static func checkinJSON(_ info: CheckinInfo, at: Int64) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("platform"); w.value(info.platform)
+        w.key("chrome_version"); w.value(info.chromeVersion)
+        w.key("channel"); w.value(info.channel)
+        w.key("at"); w.value(rfc3339(millis: at))
+        w.endObject()
+        return w.string
+    }
+
+    // MARK: Registrations
+
+    /// register3's GetToken: the token of this client's registration of `r.app`, subtype, Instance
+    /// ID app id and sender (the same again for the same request). A `wp:` subtype makes a `web`
+    /// device (the first project's: a Web Push subscription belongs to none) whose subscription
+    /// id is the token and whose endpoint `endpoint` writes from the token and the checkin's
+    /// channel; a configured project's sender id an `android` device of it; any other sender (as
+    /// Google's own) a token only.
+    public func gcmRegister(_ r: GCMRegistration, endpoint: (_ token: String, _ channel: String?) -> String) throws(EngineError) -> String {
+        let key = [r.androidID, r.app, r.subtype ?? "", r.instanceID ?? "", r.sender].joined(separator: "\u{1}")
+        let now = clock.nowMillis()
+        var created: Device?
+        let result: Result<(String, Store.Ticket?), EngineError> = state.withLock { s in
+            if let token = s.gcmRegistrationKeys[key], s.gcmRegistrations[token] != nil { return .success((token, nil)) }
+            guard let client = s.realClients[r.androidID], client.kind == .gcm else { return .failure(.notFound("no checkin has this android id")) }
+            var token = Self.gcmToken()
+            while s.gcmRegistrations[token] != nil || s.tokenIndex[token] != nil { token = Self.gcmToken() }
+            let channel = client.row.checkin.flatMap { try? JSONParser.parse($0).objectValue?["channel"]?.stringValue }
+            var link = DeviceClient(kind: .gcm, id: r.androidID, channelID: nil)
+            (link.app, link.subtype, link.sender, link.instanceID, link.channel) = (r.app, r.subtype, r.sender, r.instanceID, channel)
+            var writes: [WriteOp] = []
+            var deviceID: Int64?
+            if let origin = r.webOrigin {
+                guard let first = s.projectOrder.first else { return .failure(.badRequest("no project is configured")) }
+                let spec = DeviceSpec(token: token, senderID: first, app: origin, platform: .web, online: client.connection != nil)
+                guard case .success((var d, true)) = placeDevice(spec, in: &s, now: now, relayed: true) else {
+                    return .failure(.internal("no device could be made for the registration"))
+                }
+                let ends = endpoint(token, channel)
+                if var sub = s.webPush[d.id] {
+                    // The subscription is found by the token itself (`/fcm/send/{token}`, `/wp/{token}`).
+                    s.webPushIndex[sub.id] = nil
+                    sub.id = token
+                    sub.applicationServerKey = r.senderIsKey ? r.sender : nil
+                    sub.endpointOverride = ends
+                    s.webPush[d.id] = sub
+                    s.webPushIndex[token] = d.id
+                }
+                link.endpoint = ends
+                d.client = link
+                s.devices[d.id] = d
+                deviceID = d.id
+                created = d
+            } else if let project = s.projects[r.sender] {
+                let spec = DeviceSpec(token: token, senderID: project.senderID, app: r.subtype ?? r.app, platform: .android,
+                                      online: client.connection != nil)
+                guard case .success((var d, true)) = placeDevice(spec, in: &s, now: now) else {
+                    return .failure(.internal("no device could be made for the registration"))
+                }
+                d.client = link
+                s.devices[d.id] = d
+                deviceID = d.id
+                created = d
+            }
+            if let deviceID, let d = s.devices[deviceID] {
+                s.realClients[r.androidID]?.devices.append(deviceID)
+                writes += deviceWrites([d], state: s)
+            }
+            let row = GCMRegistrationRow(token: token, client: r.androidID, app: r.app, subtype: r.subtype, sender: r.sender,
+                                         instanceID: r.instanceID, device: deviceID, createdAt: now)
+            s.gcmRegistrations[token] = row
+            s.gcmRegistrationKeys[key] = token
+            writes.append(Writes.saveGCMRegistrations([row]))
+            return .success((token, submit(writes)))
+        }
+        let (token, ticket) = try result.get()
+        if let ticket {
+            try commitControl(ticket)
+            if let created, events.hasReaders { events.publish([("device.created", renderDevice(created))]) }
+        }
+        return token
+    }
+
+    /// register3's `delete=true`: forgets the client's registrations of `app` and `subtype` (and
+    /// `sender`, unless nil: `*`); their devices become `unregistered`. The tokens forgotten,
+    /// oldest first.
+    public func gcmUnregister(androidID: String, app: String, subtype: String?, sender: String?) throws(EngineError) -> [String] {
+        let now = clock.nowMillis()
+        var published: [(String, String)] = []
+        let (tokens, ticket): ([String], Store.Ticket?) = state.withLock { s in
+            let gone = s.gcmRegistrations.values
+                .filter { $0.client == androidID && $0.app == app && $0.subtype == subtype && (sender == nil || $0.sender == sender) }
+                .sorted { ($0.createdAt, $0.token) < ($1.createdAt, $1.token) }
+            guard !gone.isEmpty else { return ([], nil) }
+            var writes: [WriteOp] = [Writes.deleteGCMRegistrations(gone.map(\.token))]
+            for r in gone {
+                s.gcmRegistrations[r.token] = nil
+                s.gcmRegistrationKeys = s.gcmRegistrationKeys.filter { $0.value != r.token }
+                guard let id = r.device, var d = s.devices[id], d.state == .registered else { continue }
+                d.state = .unregistered
+                s.devices[id] = d
+                writes.append(Writes.unregister(device: id))
+                published.append(("device.updated", s.render(d, now: now)))
+                // What it held can never reach it now.
+                var changes: [(Int64, String)] = []
+                for e in s.stored.removeValue(forKey: id) ?? [] {
+                    changes.append((e.deliveryID, "dropped"))
+                    s.clientPayloads[e.deliveryID] = nil
+                }
+                if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            }
+            return (gone.map(\.token), submit(writes))
+        }
+        if let ticket {
+            try commitControl(ticket)
+            events.publish(published)
+        }
+        return tokens
+    }
+
+    /// A new register3 token: FCM's shape, 22 characters, `:APA91b`, 124 more (153 in all), of
+    /// base64url; never holding `Error` (a client looks for it in the answer).
+    static func gcmToken() -> String {
+        while true {
+            let t = randomString(22, from: RandomAlphabet.base64URL) + ":APA91b" + randomString(124, from: RandomAlphabet.base64URL)
+            if !t.contains("Error") { return t }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+public import FCMEngine
+public import HTTPServer
+import FCMCore
+import Platform
+import Protobuf
+import RoomKit
+
+/// FCM's device side for Chromium's GCM driver and raw GCM clients (docs/real-clients.md):
+/// `POST /checkin` (protobuf) and `POST /c2dm/register3` (a form), on every port and HTTP
+/// version. Every register3 refusal is exactly `Error=<CODE>` as text (clients read the body);
+/// checkin's are plain sentences.
+public struct GCMRoutes: Sendable {
+    let engine: Engine
+
+    public init(engine: Engine) {
+        self.engine = engine
+    }
+
+    /// register3's codes a fault may answer with (`when.path` `/c2dm/register3`, `then.error`).
+    public static let faultErrors = FaultErrors(
+        transport: "http", kind: "a register3 error", listName: "register3's errors",
+        names: ["PHONE_REGISTRATION_ERROR", "QUOTA_EXCEEDED", "AUTHENTICATION_FAILED", "INVALID_PARAMETERS", "INVALID_SENDER",
+                "TOO_MANY_REGISTRATIONS", "SERVICE_NOT_AVAILABLE", "INTERNAL_SERVER_ERROR", "DEPRECATED_ENDPOINT"],
+        path: "/c2dm/register3")
+
+    static let checkinPath = "/checkin"
+    static let registerPath = "/c2dm/register3"
+
+    // MARK: Checkin
+
+    /// `POST /checkin`: `AndroidCheckinRequest` in, `AndroidCheckinResponse` out.
+    public func checkin(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
+        guard r.method == "POST" else {
+            return responder.send(HTTPResponse(status: 405, headers: [("Content-Type", ContentType.text), ("Allow", "POST")],
+                                               body: Array("POST /checkin only\n".utf8)))
+        }
+        if let f = engine.surfaceFault(path: Self.checkinPath) { return responder.send(Self.faulted(f, body: f.detail + "\n")) }
+        guard !r.bodyTooLarge, let request = try? CheckinRequest(decoding: r.body) else {
+            return responder.send(Self.text(400, "the body is no AndroidCheckinRequest (checkin.proto)\n"))
+        }
+        let info = CheckinInfo(platform: request.platform, chromeVersion: request.chromeVersion, channel: request.channel,
+                               userAgent: r.header("user-agent"))
+        do {
+            guard let pair = try engine.checkin(androidID: request.androidID, securityToken: request.securityToken, info: info) else {
+                return responder.send(Self.text(401, "the android id and security token do not match\n"))
+            }
+            let body = CheckinResponse.encode(androidID: pair.androidID, securityToken: pair.securityToken, timeMillis: engine.clock.nowMillis())
+            responder.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/x-protobuf")], body: body))
+        } catch {
+            responder.send(Self.text(500, "the store failed\n"))
+        }
+    }
+
+    // MARK: register3
+
+    /// `POST /c2dm/register3`: GetToken (GCM and Instance ID) and `delete=true`.
+    public func register(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
+        guard r.method == "POST" else {
+            return responder.send(HTTPResponse(status: 405, headers: [("Content-Type", ContentType.text), ("Allow", "POST")],
+                                               body: Array("Error=INVALID_PARAMETERS".utf8)))
+        }
+        if let f = engine.surfaceFault(path: Self.registerPath) {
+            if case .protocolError(let code, _) = f { return responder.send(Self.error(code)) }
+            return responder.send(Self.faulted(f, body: "Error=SERVICE_NOT_AVAILABLE"))
+        }
+        responder.send(answer(r))
+    }
+
+    func answer(_ r: HTTPRequest) -> HTTPResponse {
+        guard let auth = r.header("authorization"), let (androidID, token) = Self.aidLogin(auth),
+              engine.gcmAuthenticates(androidID: androidID, securityToken: token) else {
+            return Self.error("AUTHENTICATION_FAILED")
+        }
+        guard !r.bodyTooLarge, let form = FormBody.parse(r.body) else { return Self.error("INVALID_PARAMETERS") }
+        var fields: [String: String] = [:]
+        for (k, v) in form where fields[k] == nil { fields[k] = v }
+        guard let app = fields["app"], !app.isEmpty else { return Self.error("INVALID_PARAMETERS") }
+        if let device = fields["device"], device != androidID { return Self.error("INVALID_PARAMETERS") }
+        guard let sender = fields["sender"], !sender.isEmpty else { return Self.error("INVALID_SENDER") }
+        let subtype = fields["X-subtype"]
+        if subtype?.isEmpty == true { return Self.error("INVALID_PARAMETERS") }
+        let instanceID = fields["appid"]
+        let isInstanceID = instanceID != nil || fields["scope"] != nil || fields["X-scope"] != nil || fields["gmsv"] != nil
+        do {
+            if fields["delete"] == "true" {
+                let gone = try engine.gcmUnregister(androidID: androidID, app: app, subtype: subtype, sender: sender == "*" ? nil : sender)
+                return Self.text(200, isInstanceID ? "token=" + (gone.first ?? "") : "deleted=" + app, charset: true)
+            }
+            guard sender != "*" else { return Self.error("INVALID_SENDER") }
+            let key = engine.applicationServerKey(sender)
+            guard key != nil || sender.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return Self.error("INVALID_SENDER") }
+            var origin: String?
+            if let subtype, subtype.hasPrefix("wp:") {
+                let scope = subtype.dropFirst(3).split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+                guard !scope.isEmpty else { return Self.error("INVALID_PARAMETERS") }
+                origin = scope
+            }
+            let registration = GCMRegistration(androidID: androidID, app: app, subtype: subtype, sender: key ?? sender, senderIsKey: key != nil,
+                                               instanceID: instanceID, webOrigin: origin)
+            let token = try engine.gcmRegister(registration) { token, channel in Self.endpoint(token: token, channel: channel) }
+            return Self.text(200, "token=" + token, charset: true)
+        } catch {
+            return Self.error("INTERNAL_SERVER_ERROR")
+        }
+    }
+
+    /// The endpoint a `wp:` registration's client holds: Google's public host after a stable or
+    /// beta checkin, else the one Chromium builds for other channels (Debian's says unknown).
+    static func endpoint(token: String, channel: String?) -> String {
+        let host = channel == "CHANNEL_STABLE" || channel == "CHANNEL_BETA" ? "https://fcm.googleapis.com" : "https://jmt17.google.com"
+        return host + "/fcm/send/" + token
+    }
+
+    /// `AidLogin <android_id>:<security_token>` (decimal).
+    static func aidLogin(_ value: String) -> (String, String)? {
+        guard value.hasPrefix("AidLogin ") else { return nil }
+        let parts = value.dropFirst(9).split(separator: ":", maxSplits: 1)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty,
+              parts.allSatisfy({ $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }) else { return nil }
+        return (String(parts[0]), String(parts[1]))
+    }
+
+    /// `Error=<CODE>`: 401 for a failed authentication, 200 for the others.
+    static func error(_ code: String) -> HTTPResponse {
+        text(code == "AUTHENTICATION_FAILED" ? 401 : 200, "Error=" + code, charset: true)
+    }
+
+    static func text(_ status: Int, _ body: String, charset: Bool = false) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: charset ? "text/plain; charset=UTF-8" : ContentType.text, body: body)
+    }
+
+    /// A fault's status, in the surface's shape (`Retry-After` when set).
+    static func faulted(_ f: RequestFault, body: String) -> HTTPResponse {
+        guard case .status(let code, let retry, _) = f else { return text(500, body, charset: true) }
+        var answer = text(code, body, charset: true)
+        if let retry { answer.headers.append(("Retry-After", String(retry))) }
+        return answer
+    }
+}

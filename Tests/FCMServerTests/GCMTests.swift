@@ -1,0 +1,154 @@
+import FCMCore
+import FCMServer
+import FCMTesting
+import Foundation
+import HTTPServer
+import Protobuf
+import XCTest
+
+/// FCM's device side through the real server (docs/real-clients.md): checkin's protobuf and
+/// register3's form, answered byte for byte where clients parse them.
+final class GCMTests: XCTestCase {
+    var server: TestServer!
+
+    override func setUpWithError() throws {
+        server = try TestServer()
+    }
+
+    override func tearDown() {
+        server?.stop()
+    }
+
+    /// An `AndroidCheckinRequest`: `id`, `security_token`, `checkin.chrome_build`.
+    static func checkinRequest(id: UInt64 = 0, token: UInt64 = 0, channel: UInt64 = 5) -> [UInt8] {
+        var build = ProtoWriter()
+        build.varint(1, 3)
+        build.string(2, "156.0.8078.114")
+        build.varint(3, channel)
+        var checkin = ProtoWriter()
+        checkin.message(13, build.bytes)
+        var w = ProtoWriter()
+        if id != 0 { w.int64(2, Int64(id)) }
+        w.message(4, checkin.bytes)
+        if token != 0 { w.fixed64(13, token) }
+        return w.bytes
+    }
+
+    /// Checks in: the android id and security token answered.
+    func checkin(id: UInt64 = 0, token: UInt64 = 0, channel: UInt64 = 5) throws -> (UInt64, UInt64) {
+        let r = try server.client().request("POST", "/checkin", headers: [("Content-Type", "application/x-protobuf"), ("User-Agent", "test-client")],
+                                            body: Self.checkinRequest(id: id, token: token, channel: channel))
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertEqual(r.headers["content-type"], "application/x-protobuf")
+        var reader = ProtoReader(r.body)
+        var fields: [Int: ProtoField] = [:]
+        var order: [Int] = []
+        while let f = try reader.next() {
+            fields[f.number] = f
+            order.append(f.number)
+        }
+        XCTAssertEqual(order, [1, 3, 7, 8, 9])
+        XCTAssertEqual(fields[1]?.bool, true)
+        XCTAssertEqual(fields[9]?.bool, false)
+        let android = try XCTUnwrap(fields[7]?.fixed64)
+        let secret = try XCTUnwrap(fields[8]?.fixed64)
+        XCTAssertTrue(android > 0 && android < 1 << 63 && secret > 0 && secret < 1 << 63)
+        return (android, secret)
+    }
+
+    func register(_ form: String, auth: (UInt64, UInt64)?) throws -> (Int, String) {
+        var headers = [("Content-Type", "application/x-www-form-urlencoded")]
+        if let auth { headers.append(("Authorization", "AidLogin \(auth.0):\(auth.1)")) }
+        let r = try server.client().request("POST", "/c2dm/register3", headers: headers, body: Array(form.utf8))
+        return (r.status, r.text)
+    }
+
+    func testCheckinMakesAClientAndAPeriodicCheckinKeepsIt() throws {
+        let (id, token) = try checkin()
+        XCTAssertEqual(try checkin(id: id, token: token).0, id)
+        let wrong = try server.client().request("POST", "/checkin", body: Self.checkinRequest(id: id, token: token &+ 1))
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertEqual(wrong.text, "the android id and security token do not match\n")
+        XCTAssertEqual(try server.client().request("POST", "/checkin", body: [0xFF, 0xFF, 0xFF]).status, 400)
+        XCTAssertEqual(try server.client().request("GET", "/checkin").status, 405)
+        let client = try XCTUnwrap(server.client().request("GET", "/api/v1/clients/\(id)").object)
+        XCTAssertEqual(client["kind"]?.stringValue, "gcm")
+        XCTAssertEqual(client["user_agent"]?.stringValue, "test-client")
+        XCTAssertEqual(client["checkin"]?.objectValue?["channel"]?.stringValue, "CHANNEL_UNKNOWN")
+        XCTAssertEqual(client["checkin"]?.objectValue?["chrome_version"]?.stringValue, "156.0.8078.114")
+    }
+
+    func testRegister3AnswersTokensAndMakesDevices() throws {
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=745476177629", auth: nil).1, "Error=AUTHENTICATION_FAILED")
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=745476177629", auth: nil).0, 401)
+        let auth = try checkin()
+        XCTAssertEqual(try register("sender=745476177629", auth: auth).1, "Error=INVALID_PARAMETERS")
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=abc", auth: auth).1, "Error=INVALID_SENDER")
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=745476177629&device=1", auth: auth).1, "Error=INVALID_PARAMETERS")
+
+        // Google's own sender: a token, no device.
+        let (status, google) = try register("app=org.chromium.linux&device=\(auth.0)&sender=745476177629", auth: auth)
+        XCTAssertEqual(status, 200)
+        XCTAssertTrue(google.hasPrefix("token="), google)
+        let token = String(google.dropFirst(6))
+        XCTAssertEqual(token.count, 153)
+        XCTAssertTrue(token.contains(":APA91b"))
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(token)").status, 404)
+        XCTAssertEqual(try register("app=org.chromium.linux&device=\(auth.0)&sender=745476177629", auth: auth).1, google, "the same again")
+
+        // A Web Push registration: a web device whose endpoint Chromium builds.
+        let key = try P256TestKey.publicBase64URL() + "="
+        let wp = try register("app=org.chromium.linux&device=\(auth.0)&sender=\(key)&X-subtype=wp:http://localhost:8300/%2318F2B1F7-5C6B-4E5A-8C9D-0123456789AB-V2", auth: auth).1
+        let wpToken = String(wp.dropFirst(6))
+        let d = try XCTUnwrap(server.client().request("GET", "/api/v1/devices/\(pathEncode(wpToken))").object)
+        XCTAssertEqual(d["platform"]?.stringValue, "web")
+        XCTAssertEqual(d["app"]?.stringValue, "http://localhost:8300/")
+        XCTAssertEqual(d["application_server_key"]?.stringValue, String(key.dropLast()))
+        XCTAssertEqual(d["web_push"]?.objectValue?["endpoint"]?.stringValue, "https://jmt17.google.com/fcm/send/\(wpToken)")
+        XCTAssertEqual(d["client"]?.objectValue?["kind"]?.stringValue, "gcm")
+        XCTAssertEqual(d["client"]?.objectValue?["id"]?.stringValue, String(auth.0))
+
+        // A configured project's sender: an android device of it.
+        let android = String(try register("app=com.example.demo&device=\(auth.0)&sender=123456789012", auth: auth).1.dropFirst(6))
+        let a = try XCTUnwrap(server.client().request("GET", "/api/v1/devices/\(pathEncode(android))").object)
+        XCTAssertEqual(a["platform"]?.stringValue, "android")
+        XCTAssertEqual(a["sender_id"]?.stringValue, "123456789012")
+
+        // delete=true: deleted=<app>, or token=<first> for Instance ID; the device unregistered.
+        XCTAssertEqual(try register("app=com.example.demo&device=\(auth.0)&sender=123456789012&delete=true", auth: auth).1, "deleted=com.example.demo")
+        let gone = try XCTUnwrap(server.client().request("GET", "/api/v1/devices/\(pathEncode(android))").object)
+        XCTAssertEqual(gone["state"]?.stringValue, "unregistered")
+        XCTAssertEqual(try register("app=com.example.demo&device=\(auth.0)&sender=*&delete=true&appid=abc&scope=GCM", auth: auth).1, "token=")
+    }
+
+    func testRegister3FaultsAnswerInItsShape() throws {
+        let auth = try checkin()
+        let f = try server.client().postJSON("/api/v1/faults", #"{"when":{"path":"/c2dm/register3"},"then":{"error":"PHONE_REGISTRATION_ERROR"},"times":1}"#)
+        XCTAssertEqual(f.status, 201, f.text)
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=745476177629", auth: auth).1, "Error=PHONE_REGISTRATION_ERROR")
+        XCTAssertTrue(try register("app=org.chromium.linux&sender=745476177629", auth: auth).1.hasPrefix("token="))
+        let bad = try server.client().postJSON("/api/v1/faults", #"{"when":{"path":"/c2dm/register3"},"then":{"error":"NotRegistered"}}"#)
+        XCTAssertEqual(bad.status, 400, bad.text)
+        let s = try server.client().postJSON("/api/v1/faults", #"{"when":{"path":"/checkin"},"then":{"status":503,"retry_after_s":7},"times":1}"#)
+        XCTAssertEqual(s.status, 201, s.text)
+        let r = try server.client().request("POST", "/checkin", body: Self.checkinRequest())
+        XCTAssertEqual(r.status, 503)
+        XCTAssertEqual(r.headers["retry-after"], "7")
+        // A fault without a path leaves the device side alone.
+        _ = try server.client().postJSON("/api/v1/faults", #"{"then":{"status":500}}"#)
+        _ = try checkin()
+    }
+}
+
+/// A VAPID public key for tests.
+enum P256TestKey {
+    static func publicBase64URL() throws -> String {
+        // An uncompressed point on P-256 (the curve's generator).
+        let g: [UInt8] = [0x04,
+                          0x6B, 0x17, 0xD1, 0xF2, 0xE1, 0x2C, 0x42, 0x47, 0xF8, 0xBC, 0xE6, 0xE5, 0x63, 0xA4, 0x40, 0xF2,
+                          0x77, 0x03, 0x7D, 0x81, 0x2D, 0xEB, 0x33, 0xA0, 0xF4, 0xA1, 0x39, 0x45, 0xD8, 0x98, 0xC2, 0x96,
+                          0x4F, 0xE3, 0x42, 0xE2, 0xFE, 0x1A, 0x7F, 0x9B, 0x8E, 0xE7, 0xEB, 0x4A, 0x7C, 0x0F, 0x9E, 0x16,
+                          0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31, 0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5]
+        return base64URLEncode(g)
+    }
+}
