@@ -17,11 +17,31 @@ public func rfc3339(millis: Int64) -> String {
     let d = Int(doy - (153 * mp + 2) / 5 + 1)
     let m = Int(mp < 10 ? mp + 3 : mp - 9)
     let y = Int(yoe + era * 400 + (m <= 2 ? 1 : 0))
-    func p(_ v: Int, _ w: Int) -> String {
-        let s = String(v)
-        return s.count >= w ? s : String(repeating: "0", count: w - s.count) + s
+    // Written into 24 bytes (a year past 9999 takes its own form): no string is built per field.
+    guard (0...9999).contains(y) else {
+        func p(_ v: Int, _ w: Int) -> String {
+            let s = String(v)
+            return s.count >= w ? s : String(repeating: "0", count: w - s.count) + s
+        }
+        return "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(rem / 3600, 2)):\(p(rem / 60 % 60, 2)):\(p(rem % 60, 2)).\(p(ms, 3))Z"
     }
-    return "\(p(y, 4))-\(p(m, 2))-\(p(d, 2))T\(p(rem / 3600, 2)):\(p(rem / 60 % 60, 2)):\(p(rem % 60, 2)).\(p(ms, 3))Z"
+    return String(unsafeUninitializedCapacity: 24) { b in
+        @inline(__always) func put(_ v: Int, _ width: Int, at i: Int) {
+            var v = v
+            for k in stride(from: i + width - 1, through: i, by: -1) {
+                b[k] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                v /= 10
+            }
+        }
+        put(y, 4, at: 0); b[4] = 45
+        put(m, 2, at: 5); b[7] = 45
+        put(d, 2, at: 8); b[10] = 84
+        put(rem / 3600, 2, at: 11); b[13] = 58
+        put(rem / 60 % 60, 2, at: 14); b[16] = 58
+        put(rem % 60, 2, at: 17); b[19] = 46
+        put(ms, 3, at: 20); b[23] = 90
+        return 24
+    }
 }
 
 /// Parses the RFC 3339 forms the control API accepts (`since=`): UTC `Z` or a numeric offset,

@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 
 @testable import FCMCore
@@ -84,6 +85,21 @@ final class IDTests: XCTestCase {
         XCTAssertEqual(rfc3339(millis: 0), "1970-01-01T00:00:00.000Z")
         XCTAssertEqual(rfc3339(millis: 1_700_000_000_123), "2023-11-14T22:13:20.123Z")
         XCTAssertEqual(rfc3339(millis: 951_782_400_000), "2000-02-29T00:00:00.000Z")
+        // Against Foundation's formatter, over four centuries.
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let ms = Int64.random(in: -2_208_988_800_000...253_402_300_799_999, using: &rng)
+            XCTAssertEqual(rfc3339(millis: ms), f.string(from: Date(timeIntervalSince1970: Double(ms) / 1000 + 0.0000001)), "\(ms)")
+        }
+        // The array form of base64url agrees with the generic one at every length.
+        for n in 0..<70 {
+            let bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            XCTAssertEqual(base64URLEncode(bytes), base64URLEncode(bytes[...]), "\(n) bytes")
+            XCTAssertEqual(base64URLDecode(Array(base64URLEncode(bytes).utf8)), bytes)
+        }
         for ms: Int64 in [0, 1, 999, 1_700_000_000_123, 951_782_400_000, 4_102_444_800_000] {
             XCTAssertEqual(parseRFC3339(rfc3339(millis: ms)), ms)
         }
