@@ -17,7 +17,7 @@ import TLS
 /// that has `last_stream_id_received` gets `clientPackets` there, and packet numbers are taken in
 /// the order the packets are queued, which is the order they are written.
 ///
-/// `@unchecked Sendable`: `fd`, `id`, `remote` and `server` never change; every other stored
+/// `@unchecked Sendable`: `fd`, `id`, `number`, `remote` and `server` never change; every other stored
 /// property is reached only under `lock`, except `frames` and `admitted`, which only the reader
 /// thread touches.
 public final class MCSConnection: @unchecked Sendable {
@@ -27,7 +27,9 @@ public final class MCSConnection: @unchecked Sendable {
     public let remote: String
     let number: Int
     let fd: Int32
-    unowned let server: MCSServer
+    /// Strong: a reader thread may outlive `stop()`'s wait, and calls the delegate at its end.
+    /// The server holds its connections only until they end, so the cycle breaks then.
+    let server: MCSServer
     private let lock = ConditionLock()
 
     private enum Phase { case handshaking, awaitingLogin, loggedIn }
@@ -123,7 +125,7 @@ public final class MCSConnection: @unchecked Sendable {
             closeReason = reason
             if sendingClose && phase == .loggedIn && writerRunning {
                 enqueue(Close())
-                closing = .orderly
+                if closing == nil { closing = .orderly }  // unless the queue overflowed
                 lock.broadcast()
             } else {
                 abandon()
@@ -220,8 +222,8 @@ public final class MCSConnection: @unchecked Sendable {
             endReason = "\(error)"
             return
         }
-        guard server.admit(self) else {
-            endReason = "the server holds \(limits.maxConnections) connections, the most it takes"
+        if let refusal = server.admit(self) {
+            endReason = refusal
             return
         }
         admitted = true
@@ -330,7 +332,7 @@ public final class MCSConnection: @unchecked Sendable {
                                           lastStreamIDReceived: Int32(clamping: clientCount), serverTimestamp: delegate.nowMillis()))
                     enqueue(Close())
                     closeReason = "login refused: \(code) \(message)"
-                    closing = .orderly
+                    if closing == nil { closing = .orderly }
                     lock.broadcast()
                 }
                 return false

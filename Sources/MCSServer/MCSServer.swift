@@ -155,12 +155,16 @@ public final class MCSServer: Sendable {
         state.withLock { Array($0.all.values) }.sorted { $0.number < $1.number }
     }
 
-    /// Takes a connection whose handshake is done, unless `maxConnections` are open already.
-    func admit(_ c: MCSConnection) -> Bool {
+    /// Takes a connection whose handshake is done; nil, or why not (stopping, or `maxConnections`
+    /// open already).
+    func admit(_ c: MCSConnection) -> String? {
         state.withLock { s in
-            guard !s.stopped, s.established < limits.maxConnections else { return false }
+            if s.stopped { return "the server is shutting down" }
+            guard s.established < limits.maxConnections else {
+                return "the server holds \(limits.maxConnections) connections, the most it takes"
+            }
             s.established += 1
-            return true
+            return nil
         }
     }
 
