@@ -58,6 +58,7 @@ let package = Package(
         // The protobuf wire format (our own codec, docs/design.md), and Google's MCS ("mtalk")
         // transport on it: TLS, tagged packets, login, stream ids, acks; no FCM.
         .target(name: "Protobuf", swiftSettings: houseSettings),
+        .target(name: "MCSServer", dependencies: ["Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
         .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
         // What every HTTP room shares: the kept form of an exchange, the control API's call and
         // error types, the log.
@@ -94,6 +95,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CNGHTTP2", "FCMTesting", "FCMEngine", "FCMCore", "Platform", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "XMPPServerTests", dependencies: ["XMPPServer"], swiftSettings: houseSettings),
         .testTarget(name: "ProtobufTests", dependencies: ["Protobuf"], swiftSettings: houseSettings),
+        .testTarget(name: "MCSServerTests", dependencies: ["MCSServer", "Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
                     dependencies: ["APNs", "CCS", "Control", "FCMTesting", "FCMServer", "FCMEngine", "FCMCommand", "FCMLegacy", "FCMStore",
                                    "FCMCore", "FCMV1", "Platform", "RoomKit", "TLS", "WebPush", "Protobuf"],
