@@ -21,6 +21,8 @@ public struct ControlAPI: Sendable {
     /// `--apns-environment`, and whether APNs is also served over TLS (`--https-port`), for health.
     public var apnsEnvironment: APNsEnvironment = .sandbox
     public var apnsTLS = false
+    /// Where MCS listens (`HOST:PORT`, nil without `--mcs-port`) and its connections, for health.
+    public var mcsStatus: @Sendable () -> (String?, Int) = { (nil, 0) }
 
     public init(engine: Engine, controlToken: String?, xmppConnections: @escaping @Sendable () -> [String],
                 xmppDrain: @escaping @Sendable (String?) -> [String], tlsCA: String?, readiness: Readiness) {

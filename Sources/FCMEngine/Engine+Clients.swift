@@ -75,7 +75,8 @@ extension Engine {
             let carried = client.connection?.unacked ?? []
             client.connection = ClientConnection(info: connection, connectedAt: now)
             client.row.lastConnectedAt = now
-            client.row.userAgent = connection.userAgent
+            client.row.userAgent = connection.userAgent ?? client.row.userAgent
+            client.row.clientVersion = connection.clientVersion ?? client.row.clientVersion
             s.realClients[client.row.id] = client
             var writes: [WriteOp] = [Writes.saveClient(client.row)]
             for deviceID in s.carried(by: client) {
@@ -199,7 +200,7 @@ extension Engine {
         let write = ClientWrite(transport: transport, clientID: clientID, connectionID: connectionID, deliveryID: e.deliveryID,
                                 version: version, token: carrier?.token ?? d.token, channelID: carrier?.client?.channelID,
                                 payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: d.client,
-                                registration: carrier?.client)
+                                deviceToken: d.token, registration: carrier?.client)
         return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, json: cd.json()))
     }
 

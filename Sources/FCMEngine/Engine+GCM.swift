@@ -97,6 +97,9 @@ extension Engine {
         }
     }
 
+    /// Firebase installations the mock knows.
+    public func installationCount() -> Int { state.withLock { $0.installations.count } }
+
     static func random63() -> UInt64 {
         var rng = SystemRandomNumberGenerator()
         var v: UInt64 = 0

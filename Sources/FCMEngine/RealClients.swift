@@ -98,14 +98,17 @@ public struct ClientConnectionInfo: Sendable {
     /// The peer's `ip:port`.
     public var remote: String
     public var tls: Bool
-    /// The upgrade's `User-Agent`.
+    /// The upgrade's `User-Agent` (nil: keep the checkin's).
     public var userAgent: String?
+    /// What the client says it is (an MCS LoginRequest's `id`, `chrome-156.0.8078.114`).
+    public var clientVersion: String?
 
-    public init(id: String, remote: String, tls: Bool, userAgent: String?) {
+    public init(id: String, remote: String, tls: Bool, userAgent: String?, clientVersion: String? = nil) {
         self.id = id
         self.remote = remote
         self.tls = tls
         self.userAgent = userAgent
+        self.clientVersion = clientVersion
     }
 }
 
@@ -225,8 +228,10 @@ public struct ClientWrite: Sendable {
     public var payload: ClientPayload?
     /// A fault's delay before the write.
     public var delayMillis: Int64?
-    /// The device it is for (a register3 registration's, an FCM registration's).
+    /// The device it is for (a register3 registration's, an FCM registration's), and its token
+    /// (whose inbox holds the entry).
     public var device: DeviceClient?
+    public var deviceToken: String = ""
     /// The registration a push travels on over MCS: its `app` (the stanza's category), its
     /// `X-subtype`, its `sender`.
     public var registration: DeviceClient?

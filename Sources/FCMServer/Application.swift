@@ -1,5 +1,6 @@
 import Autopush
 import GCM
+import MCSServer
 import APNs
 import CCS
 import WebPush
@@ -26,6 +27,10 @@ public final class Application: Sendable {
         "accounts.google.com", "localhost", "127.0.0.1", "::1",
         // Apple's APNs hosts (docs/apns.md), served on the same ports.
         "api.push.apple.com", "api.sandbox.push.apple.com", "api.development.push.apple.com",
+        // The real clients' hosts (docs/real-clients.md): GCM's checkin, registrations and MCS,
+        // Firebase's installations and registrations, Chromium's and Firefox's push services.
+        "android.clients.google.com", "mtalk.google.com", "firebaseinstallations.googleapis.com",
+        "fcmregistrations.googleapis.com", "jmt17.google.com", "push.services.mozilla.com", "updates.push.services.mozilla.com",
     ]
 
     public let configuration: Configuration
@@ -33,6 +38,9 @@ public final class Application: Sendable {
     let http: HTTPServer
     let xmpp: XMPPServer
     let ccs: CCS
+    /// Google's MCS for real GCM clients (`--mcs-port`), and the room behind it.
+    let mcs: MCSServer?
+    let gcm: GCMDelivery
     let log: Log
     /// The local CA's certificate file (absolute) when `--https-port` made or reused one.
     public let tlsCA: String?
@@ -55,6 +63,8 @@ public final class Application: Sendable {
     public var xmppPort: Int { xmpp.port }
     /// The bound HTTPS port (nil without `--https-port`).
     public var httpsPort: Int? { http.httpsPort }
+    /// The bound MCS port (nil without `--mcs-port`).
+    public var mcsPort: Int? { mcs?.port }
 
     /// Opens the store, loads fixtures and binds both ports; nothing is started when any step fails.
     public init(_ c: Configuration, log: Log = Log()) throws(ConfigurationError) {
@@ -121,19 +131,21 @@ public final class Application: Sendable {
             var tls: TLSCredentials?
             var tlsCA: String?
             var apnsAuthority: LocalCertificateAuthority?
-            if c.xmppTLS || c.httpTLS || c.httpsPort != nil {
+            // MCS is TLS from the first byte, with the certificate of --https-port.
+            let localCA = c.httpsPort != nil || c.mcsPort != nil
+            if c.xmppTLS || c.httpTLS || localCA {
                 do {
                     if let cert = c.tlsCert, let key = c.tlsKey {
                         tls = try TLSCredentials(certificate: cert, key: key)
                         // APNs client certificates come from the local CA all the same.
-                        if c.httpsPort != nil {
+                        if localCA {
                             let (authority, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
                                                                                                   directory: Self.caDirectory(c))
                             apnsAuthority = authority
                             log.info(created ? "made a local CA for APNs client certificates" : "using the local CA for APNs client certificates",
                                      [("tls.ca", SystemIO.absolutePath(authority.caCertificate))])
                         }
-                    } else if c.httpsPort != nil {
+                    } else if localCA {
                         // One local CA for every TLS listener, kept beside the store.
                         let (credentials, ca, authority) = try Self.localCA(c, log: log)
                         tls = credentials
@@ -167,11 +179,28 @@ public final class Application: Sendable {
                                        host: c.host)
             }
             self.xmpp = xmpp
+            let gcm = GCMDelivery(engine: engine, log: log)
+            self.gcm = gcm
+            if let port = c.mcsPort, let tls {
+                var limits = MCSLimits()
+                limits.idleTimeout = .seconds(c.mcsIdleSeconds)
+                do {
+                    mcs = try MCSServer(host: c.host, port: port, tls: tls, limits: limits, delegate: gcm)
+                } catch {
+                    xmpp.stop()
+                    throw Self.listenError(error, listener: "MCS", flag: "--mcs-port", others: [], host: c.host)
+                }
+            } else {
+                mcs = nil
+            }
+            let mcsListening: @Sendable () -> (String?, Int) = { [mcs, gcm] in
+                (mcs.map { "\($0.host.contains(":") ? "[\($0.host)]" : $0.host):\($0.port)" }, mcs == nil ? 0 : gcm.openConnections)
+            }
             let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
                               readiness: readiness, autopush: AutopushRoom(engine: engine, log: log, idleSeconds: c.autopushIdleSeconds),
                               apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority, apnsTLS: c.httpsPort != nil,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
-                              xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) })
+                              xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) }, mcsStatus: mcsListening)
             let accessLog: (@Sendable (HTTPAccess) -> Void)?
             if log.level <= .info {
                 let l = log
@@ -189,6 +218,7 @@ public final class Application: Sendable {
                                       handler: app.handle)
             } catch {
                 xmpp.stop()
+                mcs?.stop()
                 let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false
                 // HTTP opens before HTTPS: when HTTP's port was the one, HTTPS's may be taken too.
                 let others = !https ? (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []) : []
@@ -233,6 +263,7 @@ public final class Application: Sendable {
             throw ConfigurationError(error.description)
         }
         xmpp.start()
+        mcs?.start()
         engine.setWebPushEndpointBase(webPushEndpointBase)
         readiness.markListenersUp()
         engine.startExpirySweeper()
@@ -257,6 +288,7 @@ public final class Application: Sendable {
     public var listeningLine: String {
         "listening http=\(hostForDisplay):\(httpPort) xmpp=\(hostForDisplay):\(xmppPort)"
             + (httpsPort.map { " https=\(hostForDisplay):\($0)" } ?? "")
+            + (mcsPort.map { " mcs=\(hostForDisplay):\($0)" } ?? "")
     }
 
     private var hostForDisplay: String {
@@ -267,6 +299,8 @@ public final class Application: Sendable {
     /// the connections and checkpoints the store.
     public func stop() {
         xmpp.stop()
+        // Every logged-in MCS client gets Close.
+        mcs?.stop()
         // New HTTP requests get 503; those already taken get their own answers (a stored send
         // is never answered 503), then the listener stops.
         // HTTP/2 clients get GOAWAY with Apple's notice (APNs clients log it; others ignore it).

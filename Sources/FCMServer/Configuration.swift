@@ -38,6 +38,10 @@ public struct Configuration: Sendable {
     public var httpLoops: Int?
     /// `--https-port`: a TLS port (ALPN h2 and http/1.1) for every HTTP path; nil: none.
     public var httpsPort: Int?
+    /// `--mcs-port`: Google's MCS (mtalk) for real GCM clients, TLS from the first byte; nil: none.
+    public var mcsPort: Int?
+    /// Seconds an MCS connection may stay silent (no byte) before it is closed. No flag: tests set it.
+    public var mcsIdleSeconds = 3600
     /// `--tls-dir`: where the local CA of `--https-port` lives (nil: beside the store, see
     /// `tlsDirectory`).
     public var tlsDir: String?
@@ -224,6 +228,11 @@ extension Configuration {
         ServeOption(flag: "--https-port", value: "PORT", environment: "FCM_MOCK_HTTPS_PORT", defaultText: "off",
                     help: "TLS port for every HTTP path, HTTP/2 and HTTP/1.1 by ALPN (0 picks a free port)") { c, v, n throws(ConfigurationError) in
             c.httpsPort = try port(v, n)
+        },
+        ServeOption(flag: "--mcs-port", value: "PORT", environment: "FCM_MOCK_MCS_PORT", defaultText: "off",
+                    help: "TLS port of Google's MCS (mtalk.google.com:5228) for real clients: Chromium, firebase-messaging (0 picks a free port)") {
+            c, v, n throws(ConfigurationError) in
+            c.mcsPort = try port(v, n)
         },
         ServeOption(flag: "--tls-dir", value: "DIR", environment: "FCM_MOCK_TLS_DIR",
                     defaultText: "tls/ beside --db (a temporary folder for :memory:)",

@@ -20,12 +20,14 @@ public struct HTTPApp: Sendable {
                 readiness: Readiness = Readiness(ready: true), autopush: AutopushRoom? = nil, apnsEnvironment: APNsEnvironment = .sandbox,
                 apnsAuthority: LocalCertificateAuthority? = nil, apnsTLS: Bool = false,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
-                xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] }) {
+                xmppDrain: @escaping @Sendable (String?) -> [String] = { _ in [] },
+                mcsStatus: @escaping @Sendable () -> (String?, Int) = { (nil, 0) }) {
         let certificates = APNsCertificateAuth(engine: engine, authority: apnsAuthority)
         var control = ControlAPI(engine: engine, controlToken: controlToken, xmppConnections: xmppConnections, xmppDrain: xmppDrain,
                                  tlsCA: tlsCA, readiness: readiness)
         control.apnsEnvironment = apnsEnvironment
         control.apnsTLS = apnsTLS
+        control.mcsStatus = mcsStatus
         // One for every FCM room, so a verified self-signed JWT is remembered for all of them.
         let google = GoogleCredentials(engine: engine)
         router = Self.router(engine: engine, maxBodyBytes: maxBodyBytes, credentials: google,

@@ -1,0 +1,202 @@
+// Long because: MCS's side of the room: logins checked against checkins, what each write
+// becomes as a DataMessageStanza (FCM's data and notification messages, relayed Web Push pushes,
+// deleted-messages notices), and acknowledgements by packet number or persistent id, share one
+// connection table.
+public import FCMEngine
+public import MCSServer
+public import RoomKit
+import Dispatch
+import FCMCore
+import Platform
+import Synchronization
+
+/// The MCS side of FCM's device side (docs/real-clients.md): a GCM client's logins, and the
+/// pushes the engine decides for its registrations, written as `DataMessageStanza`s;
+/// acknowledgements (SelectiveAck, a stream id, a login's received ids) settle them.
+public final class GCMDelivery: MCSDelegate {
+    let engine: Engine
+    let log: Log
+    /// Per connection: its MCS connection and the versions written by server packet number.
+    private let connections = Mutex<[String: Session]>([:])
+
+    struct Session {
+        let connection: MCSConnection
+        /// Server packet number → version, for those not acknowledged yet.
+        var written: [Int: String] = [:]
+    }
+
+    public init(engine: Engine, log: Log) {
+        self.engine = engine
+        self.log = log
+        engine.setClientRoom(.gcm) { [weak self] orders in self?.deliver(orders) }
+    }
+
+    // MARK: MCSDelegate
+
+    public func nowMillis() -> Int64 { engine.clock.nowMillis() }
+
+    public func login(_ request: LoginRequest, on connection: MCSConnection) -> MCSLoginVerdict {
+        guard request.authService == nil || request.authService == .androidID,
+              engine.gcmAuthenticates(androidID: request.user, securityToken: request.authToken) else {
+            log.info("mcs login refused", [("conn", connection.id), ("android_id", request.user), ("remote", connection.remote)])
+            return .refuse(code: 401, message: "the android id and security token are no checkin's")
+        }
+        return .accept
+    }
+
+    public func loggedIn(_ connection: MCSConnection) {
+        guard let request = connection.loginRequest else { return }
+        let info = ClientConnectionInfo(id: connection.id, remote: connection.remote, tls: true, userAgent: nil, clientVersion: request.id)
+        let hello: ClientHello?
+        do {
+            hello = try engine.clientHello(kind: .gcm, id: request.user, connection: info, received: request.receivedPersistentIDs, newID: nil)
+        } catch {
+            return connection.close(sendingClose: true, reason: "the store failed")
+        }
+        guard let hello else { return connection.close(sendingClose: true, reason: "the client was forgotten") }
+        let older = connections.withLock { c -> MCSConnection? in
+            let replaced = hello.replaced.flatMap { c[$0]?.connection }
+            c[connection.id] = Session(connection: connection)
+            return replaced
+        }
+        log.info("mcs", [("dir", "in"), ("conn", connection.id), ("android_id", request.user), ("tag", "LoginRequest"),
+                         ("received_persistent_ids", String(request.receivedPersistentIDs.count))])
+        older?.close(sendingClose: true, reason: "replaced by a newer login of this android id")
+        deliver(hello.orders)
+    }
+
+    public func acknowledged(throughServerPacket n: Int, on connection: MCSConnection) {
+        let versions = connections.withLock { c -> [String] in
+            guard var s = c[connection.id] else { return [] }
+            let done = s.written.keys.filter { $0 <= n }.sorted()
+            let out = done.compactMap { s.written.removeValue(forKey: $0) }
+            c[connection.id] = s
+            return out
+        }
+        acknowledge(versions, by: "stream_ack", on: connection)
+    }
+
+    public func selectiveAck(ids: [String], on connection: MCSConnection) {
+        connections.withLock { c in
+            guard var s = c[connection.id] else { return }
+            s.written = s.written.filter { !ids.contains($0.value) }
+            c[connection.id] = s
+        }
+        acknowledge(ids, by: "selective_ack", on: connection)
+    }
+
+    public func heartbeat(on connection: MCSConnection) {
+        guard let user = connection.user else { return }
+        engine.clientActive(clientID: user, connectionID: connection.id, heartbeat: true)
+    }
+
+    public func closed(_ connection: MCSConnection, reason: String) {
+        connections.withLock { _ = $0.removeValue(forKey: connection.id) }
+        log.info("mcs connection closed", [("conn", connection.id), ("android_id", connection.user ?? ""), ("remote", connection.remote),
+                                           ("reason", reason)])
+        guard let user = connection.user else { return }
+        engine.clientClosed(clientID: user, connectionID: connection.id, code: 0, reason: reason)
+    }
+
+    private func acknowledge(_ versions: [String], by: String, on connection: MCSConnection) {
+        guard let user = connection.user, !versions.isEmpty else { return }
+        var more = ClientOrders()
+        for v in versions {
+            guard let r = try? engine.clientAcknowledged(clientID: user, connectionID: connection.id, version: v, code: nil, nack: false, by: by),
+                  r.known else { continue }
+            log.info("mcs", [("dir", "in"), ("conn", connection.id), ("android_id", user), ("ack", by), ("persistent_id", v)])
+            more.writes += r.orders.writes
+            more.close += r.orders.close
+        }
+        deliver(more)
+    }
+
+    // MARK: Writes
+
+    /// Connections open now.
+    public var openConnections: Int { connections.withLock { $0.count } }
+
+    func deliver(_ orders: ClientOrders) {
+        for w in orders.writes {
+            if let ms = w.delayMillis, ms > 0 {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { [self] in write(w) }
+            } else {
+                write(w)
+            }
+        }
+        for close in orders.close {
+            let c = connections.withLock { $0[close.connectionID]?.connection }
+            c?.close(sendingClose: true, reason: close.reason)
+        }
+    }
+
+    private func write(_ w: ClientWrite) {
+        guard let connection = connections.withLock({ $0[w.connectionID]?.connection }) else { return }
+        guard let stanza = stanza(for: w) else {
+            log.warning("mcs could not build a delivery", [("conn", w.connectionID), ("persistent_id", w.version)])
+            return
+        }
+        // Recorded before the write, so an ack coming back at once finds it.
+        let n = connection.send(stanza)
+        guard n > 0 else { return }
+        connections.withLock { $0[w.connectionID]?.written[n] = w.version }
+        log.info("mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
+                         ("persistent_id", w.version), ("packet", String(n))])
+    }
+
+    /// What a registration receives (docs/real-clients.md, "What a registration receives").
+    func stanza(for w: ClientWrite) -> DataMessageStanza? {
+        guard let entry = try? engine.inboxEntry(w.deviceToken, messageID: w.version),
+              let o = (try? JSONParser.parse(Render.inboxEntry(entry)))?.objectValue else { return nil }
+        let registration = w.registration
+        let accepted = o["accepted_at"]?.stringValue.flatMap(parseRFC3339) ?? 0
+        let expires = o["expires_at"]?.stringValue.flatMap(parseRFC3339) ?? accepted
+        let sender = (try? engine.device(w.deviceToken))?.senderID ?? ""
+        var s = DataMessageStanza(from: sender, category: registration?.app ?? "")
+        s.id = w.version
+        s.persistentID = w.version
+        s.to = w.token
+        s.ttl = Int32(clamping: max(0, (expires - accepted) / 1000))
+        s.sent = accepted
+        s.immediateAck = true
+        var data: [AppData] = []
+        if let subtype = registration?.subtype { data.append(AppData(key: "subtype", value: subtype)) }
+        if o["message_type"]?.stringValue == "deleted_messages" {
+            data.append(AppData(key: "message_type", value: "deleted_messages"))
+            data.append(AppData(key: "total_deleted", value: o["total_deleted"]?.numberValue?.text ?? "0"))
+        } else if o["transport"]?.stringValue == "webpush" {
+            // A Web Push push relayed to a `wp:` registration: the body and its coding unchanged.
+            s.from = registration?.sender ?? sender
+            let (body, fields) = w.payload.map { ($0.body, $0.fields) } ?? Self.relayed(o["webpush"]?.objectValue)
+            for (k, v) in fields {
+                data.append(AppData(key: k == "encoding" ? "content-encoding" : k == "crypto_key" ? "crypto-key" : k, value: v))
+            }
+            s.rawData = body
+        } else if let effective = o["effective"]?.objectValue {
+            if let key = effective["collapse_key"]?.stringValue { s.token = key }
+            for m in effective["data"]?.objectValue?.members ?? [] { data.append(AppData(key: m.key, value: Self.text(m.value))) }
+            if let n = effective["notification"]?.objectValue, n.count > 0 {
+                data.append(AppData(key: "gcm.n.e", value: "1"))
+                for m in n.members { data.append(AppData(key: "gcm.notification." + m.key, value: Self.text(m.value))) }
+            }
+        }
+        s.appData = data
+        return s
+    }
+
+    /// A value as app data carries it: a string as it is, anything else as JSON text.
+    static func text(_ v: JSONValue) -> String {
+        v.stringValue ?? v.serialized()
+    }
+
+    /// A relayed push's body and coding read back from its entry's `webpush` block.
+    static func relayed(_ block: JSONObject?) -> ([UInt8]?, [(String, String)]) {
+        guard let block else { return (nil, []) }
+        let body = block["ciphertext_base64"]?.stringValue.flatMap { base64URLDecode(Array($0.utf8)) }
+        var fields: [(String, String)] = []
+        if let e = block["content_encoding"]?.stringValue { fields.append(("encoding", e)) }
+        if let e = block["encryption"]?.stringValue { fields.append(("encryption", e)) }
+        if let k = block["crypto_key"]?.stringValue { fields.append(("crypto_key", k)) }
+        return (body, fields)
+    }
+}
