@@ -277,3 +277,184 @@ def _child(spec_path):
 
 if __name__ == "__main__":
     _child(sys.argv[1])
+
+
+# -- a raw GCM/MCS client, for what no real client sends ---------------------------------------------
+
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def pb_int(field, n):
+    return pb_varint(field << 3) + pb_varint(n)
+
+
+def pb_bytes(field, value):
+    if isinstance(value, str):
+        value = value.encode()
+    return pb_varint((field << 3) | 2) + pb_varint(len(value)) + value
+
+
+def pb_fixed64(field, n):
+    return pb_varint((field << 3) | 1) + n.to_bytes(8, "little")
+
+
+def pb_fields(data):
+    """A protobuf message as {field: [values]} (varints as int, fixed64 as int, bytes as bytes)."""
+    out, i = {}, 0
+
+    def varint():
+        nonlocal i
+        n = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return n
+    while i < len(data):
+        key = varint()
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value = varint()
+        elif wire == 1:
+            value = int.from_bytes(data[i:i + 8], "little")
+            i += 8
+        elif wire == 2:
+            n = varint()
+            value = data[i:i + n]
+            i += n
+        elif wire == 5:
+            value = int.from_bytes(data[i:i + 4], "little")
+            i += 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        out.setdefault(field, []).append(value)
+    return out
+
+
+def raw_checkin(base_url, chrome_version="156.0.0.0"):
+    """A first checkin as Chromium sends it; (android_id, security_token)."""
+    import requests
+    build = pb_int(1, 3) + pb_bytes(2, chrome_version) + pb_int(3, 5)
+    checkin = pb_int(12, 3) + pb_bytes(13, build)
+    body = pb_int(2, 0) + pb_bytes(4, checkin) + pb_fixed64(13, 0) + pb_int(14, 3)
+    r = requests.post(base_url + "/checkin", data=body, timeout=10,
+                      headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 200, (r.status_code, r.content[:300])
+    f = pb_fields(r.content)
+    return f[7][0], f[8][0]
+
+
+def raw_register(base_url, android_id, security_token, **form):
+    import requests
+    r = requests.post(base_url + "/c2dm/register3", data={**form, "device": str(android_id)},
+                      timeout=10, headers={"Authorization": f"AidLogin {android_id}:{security_token}"})
+    assert r.status_code == 200 and r.text.startswith("token="), (r.status_code, r.text)
+    return r.text[len("token="):]
+
+
+def login_request(android_id, security_token, received=(), client_id="raw-mcs-1"):
+    body = (pb_bytes(1, client_id) + pb_bytes(2, "mcs.android.com") + pb_bytes(3, str(android_id))
+            + pb_bytes(4, str(android_id)) + pb_bytes(5, str(security_token))
+            + pb_bytes(6, f"android-{int(android_id):x}"))
+    for pid in received:
+        body += pb_bytes(10, pid)
+    body += pb_int(12, 0) + pb_int(14, 1) + pb_int(16, 2) + pb_int(17, 1)
+    return body
+
+
+class RawMcs:
+    """A TLS connection to the mock's MCS port that writes what it is told and reads packets."""
+
+    def __init__(self, port, ca_pem, host="localhost", timeout=10):
+        import socket
+        import ssl
+        ctx = ssl.create_default_context(cafile=ca_pem)
+        sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock = ctx.wrap_socket(sock, server_hostname=host)
+        self.sock.settimeout(timeout)
+        self.buf = b""
+        self.version_seen = False
+        self.raw = []  # every packet read: (tag, body bytes)
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def send_packet(self, tag, body, version=False):
+        self.send((b"\x29" if version else b"") + bytes([tag]) + pb_varint(len(body)) + body)
+
+    def _fill(self, deadline):
+        import ssl
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        self.sock.settimeout(remaining)
+        try:
+            chunk = self.sock.recv(65536)
+        except (ConnectionError, ssl.SSLError):
+            chunk = b""
+        if not chunk:
+            raise EOFError
+        self.buf += chunk
+
+    def packet(self, timeout=10):
+        """The next (tag, body); EOFError when the server closed, TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            b, i = self.buf, 0
+            if not self.version_seen and len(b) >= 1:
+                i = 1
+            if len(b) > i:
+                tag, j, size, shift = b[i], i + 1, 0, 0
+                while j < len(b):
+                    c = b[j]
+                    j += 1
+                    size |= (c & 0x7F) << shift
+                    shift += 7
+                    if not c & 0x80:
+                        if len(b) >= j + size:
+                            if not self.version_seen:
+                                assert b[0] == 41, f"server version byte {b[0]}"
+                                self.version_seen = True
+                            self.buf = b[j + size:]
+                            self.raw.append((tag, b[j:j + size]))
+                            return tag, b[j:j + size]
+                        break
+            self._fill(deadline)
+
+    def closed_within(self, timeout=5):
+        """Reads until the server closes; the bytes it wrote before (b"" when nothing).
+        TimeoutError if it stays open."""
+        import ssl
+        deadline = time.monotonic() + timeout
+        got = self.buf
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"the server kept the connection open {timeout}s (it wrote {got!r})")
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            except (ConnectionError, ssl.SSLError, OSError):
+                return got
+            if not chunk:
+                return got
+            got += chunk
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
