@@ -18,6 +18,7 @@ import pytest
 
 from browser import Browser
 from mocksupport import FIXTURES, LISTENING_RE, MockServer
+from mocksupport import PROJECT_A, SENDER_A
 from mocksupport import LISTENING_HTTPS_RE, LISTENING_XMPP_RE
 
 STARTUP_TIMEOUT_S = float(os.environ.get("FCM_MOCK_STARTUP_TIMEOUT", "20"))
@@ -236,3 +237,109 @@ def firefox_tls(mock_https):
         yield ff
     finally:
         ff.close()
+
+
+# -- FCM's device side: Chromium and firebase-messaging over GCM/MCS (real-clients.md §3, §5) --
+
+def _serve_mcs(tmp_path_factory):
+    """A server with `--https-port 0 --mcs-port 0`: yields its MockServer with `https_port`,
+    `mcs_host`, `mcs_port` (from the `listening` line's ` mcs=HOST:PORT`) and `ca` (health's
+    `tls_ca`), then stops it (SIGTERM, exit 0). Fails at once and says so when the server does
+    not take `--mcs-port` or prints no ` mcs=` address."""
+    import re
+    binary = os.path.abspath(os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock"))
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        pytest.fail(f"FCM_MOCK_BIN={binary} is not an executable file", pytrace=False)
+    tmp = tmp_path_factory.mktemp("fcm-mock-mcs")
+    fixtures_path = tmp / "fixtures.json"
+    fixtures_path.write_text(json.dumps(FIXTURES, indent=2))
+    stderr_path = tmp / "stderr.log"
+    cmd, proc = _start(binary, fixtures_path, stderr_path, ("--https-port", "0", "--mcs-port", "0"))
+    server = None
+    try:
+        line, other = _read_listening_line(proc, time.monotonic() + STARTUP_TIMEOUT_S)
+        if line is None:
+            try:
+                proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                pass
+            status = "still running" if proc.poll() is None else f"exited with code {proc.returncode}"
+            with open(stderr_path, "r", errors="replace") as f:
+                err = f.read()[-3000:]
+            pytest.fail(f"fcm-mock with --mcs-port 0 (real-clients.md §3.5) printed no 'listening' "
+                        f"line within {STARTUP_TIMEOUT_S:.0f}s ({status}): the server lacks FCM's "
+                        f"device side.\ncommand: {' '.join(cmd)}\nstdout: {other!r}\nstderr:\n{err}",
+                        pytrace=False)
+        threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
+        addr = dict(re.findall(r"(\w+)=(\S+)", line))
+        missing = [k for k in ("http", "https", "mcs") if k not in addr]
+        if missing:
+            pytest.fail(f"the listening line names no {', '.join(missing)}=HOST:PORT with "
+                        f"--https-port 0 --mcs-port 0: {line!r}", pytrace=False)
+        host, port = addr["http"].rsplit(":", 1)
+        server = MockServer(f"http://{host}:{port}", proc, stderr_path)
+        server.binary = binary
+        server.https_host, server.https_port = addr["https"].rsplit(":", 1)
+        server.https_port = int(server.https_port)
+        server.mcs_host, server.mcs_port = addr["mcs"].rsplit(":", 1)
+        server.mcs_port = int(server.mcs_port)
+        if "xmpp" in addr:
+            server.xmpp_host, server.xmpp_port = addr["xmpp"].rsplit(":", 1)
+            server.xmpp_port = int(server.xmpp_port)
+        server.ca = server.api("GET", "/api/v1/health").get("tls_ca")
+        if not server.ca:
+            pytest.fail("health names no tls_ca with --https-port 0 --mcs-port 0", pytrace=False)
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                pytest.fail(f"fcm-mock did not exit within {STOP_TIMEOUT_S:.0f}s of SIGTERM",
+                            pytrace=False)
+    if server is not None:
+        assert proc.returncode == 0, (
+            f"fcm-mock exited with {proc.returncode} after SIGTERM (wanted 0); stderr:\n"
+            f"{server.stderr_tail()}")
+
+
+@pytest.fixture(scope="module")
+def mock_mcs(tmp_path_factory):
+    """A server with FCM's device side on: `--https-port 0 --mcs-port 0` (its `mcs_port` and
+    `ca`, the local CA the MCS listener's certificate is signed by)."""
+    yield from _serve_mcs(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def chromium_gcm(mock_mcs):
+    """Headless Chromium for a whole module, its GCM on the mock: checkin and register3 on the
+    plain port, MCS on https://localhost:M with the mock's CA in its HOME's NSS db
+    (chromium_push.py, real-clients.md §5). Fails at once when the mock has no /checkin."""
+    from chromium_push import Chromium, require_gcm
+    require_gcm(mock_mcs.base_url)
+    c = Chromium(mock_mcs.base_url + "/checkin", mock_mcs.base_url + "/c2dm/register3",
+                 f"https://localhost:{mock_mcs.mcs_port}", ca_pem=mock_mcs.ca)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def fm_client(mock_mcs):
+    """firebase-messaging 0.4.5 registered with the mock (checkin, register3, Installations, FCM
+    registration) and logged in over MCS, for a whole module (fcmclient.py). Fails at once when
+    the mock has no /checkin."""
+    from chromium_push import require_gcm
+    from fcmclient import FcmClient
+    require_gcm(mock_mcs.base_url)
+    c = FcmClient(mock_mcs.base_url, mock_mcs.mcs_port, mock_mcs.ca, PROJECT_A, SENDER_A)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()

@@ -1,0 +1,169 @@
+"""Chromium as a real Web Push receiver of the mock over FCM's device side (real-clients.md §3,
+§4, §5; §6 items 7, 8 and Chromium's half of 15): its GCM client checks in and registers with
+the mock's /checkin and /c2dm/register3 and logs in over MCS (TLS, the mock's CA in its HOME's
+NSS database); a page at http://localhost:P/ subscribes with a VAPID key; pywebpush 2.5.0 sends to
+the subscription's endpoint, its origin replaced by the mock's (Debian's build reports
+https://jmt17.google.com/fcm/send/{token}); the service worker reports each push it handled.
+
+One Chromium serves the module (chromium_push.py); each test subscribes a scope of its own. The
+test that restarts Chromium runs last.
+"""
+
+import json
+import re
+import secrets
+import time
+
+import pytest
+
+from chromium_push import rewritten
+from firefox import (EventStream, Subscribed, location_id, new_vapid, vapid_key, wait_device,
+                     wait_entry)
+from mocksupport import q
+
+pytestmark = pytest.mark.chromium
+
+JMT_RE = re.compile(r"https://jmt17\.google\.com/fcm/send/([A-Za-z0-9_:-]+)")
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}:APA91b[A-Za-z0-9_:-]{124}")
+GOOGLE_SENDER = "745476177629"  # Chromium registers it at start; the mock answers a token, no device
+
+
+class ChromiumSubscribed(Subscribed):
+    """One scope's subscription in Chromium; pushes go to its endpoint on the mock's port."""
+
+    def __init__(self, mock, chromium, page, session, scope, vapid):
+        super().__init__(mock, chromium, page, session, scope, vapid)
+        self.endpoint = self.sub["endpoint"]
+        self.to_mock = dict(self.sub, endpoint=rewritten(self.endpoint, mock.base_url))
+
+    def push(self, text, vapid=None, subscription=None, **kwargs):
+        return super().push(text, vapid=vapid, subscription=subscription or self.to_mock, **kwargs)
+
+
+@pytest.fixture
+def subscribed(mock_mcs, chromium_gcm, push_page, push_session, request):
+    scope = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name)[-40:] + "-" + secrets.token_hex(3)
+    return ChromiumSubscribed(mock_mcs, chromium_gcm, push_page, push_session, scope, new_vapid())
+
+
+def gcm_client(mock, android_id, chromium, connected=True, timeout=20):
+    """`GET /api/v1/clients/{id}` once its `connected` is as wanted (the MCS login follows the
+    registration)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = mock.api("GET", f"/api/v1/clients/{q(android_id)}")
+        if c["connected"] is connected:
+            return c
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"client {android_id} not connected={connected} within {timeout}s: "
+                                 f"{json.dumps(c)[:2000]}\nmock stderr (end):\n"
+                                 f"{mock.stderr_tail(2000)}\n{chromium.log_tail()}")
+        time.sleep(0.1)
+
+
+def assert_delivered_by_stream_ack(entry, message_id):
+    assert entry["status"] == "delivered" and entry["delivered_at"], entry
+    cd = entry["client_delivery"]
+    assert cd["kind"] == "mcs" and cd["persistent_id"] == message_id, cd
+    assert cd["ack"]["by"] == "stream_ack", cd
+    assert cd["rejection"] is None, cd
+    wp = entry["webpush"]
+    assert wp["relayed"] is True and wp["ciphertext_base64"], wp
+
+
+# -- 7: subscribe, checkin, register3, MCS login, a push delivered -----------------------------------
+
+def test_subscribe_registers_over_gcm_and_a_push_is_delivered_by_stream_ack(mock_mcs, chromium_gcm,
+                                                                             push_page, subscribed):
+    m = JMT_RE.fullmatch(subscribed.endpoint)
+    assert m, f"Debian's Chromium should report a jmt17.google.com endpoint: {subscribed.endpoint}"
+    token = m.group(1)
+    assert TOKEN_RE.fullmatch(token), token
+    dev = subscribed.device
+    assert dev["token"] == token, dev
+    assert dev["platform"] == "web" and dev["state"] == "registered" and dev["online"] is True, dev
+    assert dev["application_server_key"] == vapid_key(subscribed.vapid), dev
+    assert dev["web_push"]["endpoint"] == subscribed.endpoint, dev
+    assert dev["app"] == push_page.origin + "/", dev
+    client = dev["client"]
+    assert client["kind"] == "gcm", client
+    assert client["subtype"].startswith(f"wp:{push_page.origin}/#") and client["subtype"].endswith("-V2"), client
+    assert client["sender"] == vapid_key(subscribed.vapid), client
+    assert "HeadlessChrome/" in client["user_agent"], client
+
+    c = gcm_client(mock_mcs, client["id"], chromium_gcm)
+    assert c["kind"] == "gcm" and c["connection"]["tls"] is not False, c
+    assert re.fullmatch(r"chrome-\d+\.\d+\.\d+\.\d+", c["client_version"] or ""), c
+    assert c["checkin"] and c["checkin"]["chrome_version"] == c["client_version"][len("chrome-"):], c
+    senders = {r["sender"]: r for r in c["registrations"]}
+    assert GOOGLE_SENDER in senders, c["registrations"]
+    assert senders[GOOGLE_SENDER]["token"] not in c["devices"], c
+    assert senders[vapid_key(subscribed.vapid)]["token"] == token, c["registrations"]
+    assert token in c["devices"], c
+
+    text = "hello Chromium over MCS " + secrets.token_hex(4)
+    resp = subscribed.push(text)
+    assert resp.status_code == 201, (resp.status_code, resp.text)
+    message_id = location_id(resp)
+    push_page.wait_report(subscribed.scope, text, firefox=chromium_gcm)
+    entry = wait_entry(mock_mcs, token, message_id, "delivered", firefox=chromium_gcm)
+    assert_delivered_by_stream_ack(entry, message_id)
+
+
+def test_aesgcm_push_reaches_the_worker(subscribed):
+    text = "aesgcm to Chromium " + secrets.token_hex(4)
+    resp = subscribed.push(text, content_encoding="aesgcm")
+    assert resp.status_code == 201, (resp.status_code, resp.text)
+    message_id = location_id(resp)
+    subscribed.page.wait_report(subscribed.scope, text, firefox=subscribed.firefox)
+    entry = wait_entry(subscribed.mock, subscribed.token, message_id, "delivered",
+                       firefox=subscribed.firefox)
+    assert_delivered_by_stream_ack(entry, message_id)
+
+
+# -- 8: unsubscribe ------------------------------------------------------------------------------
+
+def test_unsubscribe_deletes_the_registration_and_the_endpoint_answers_410(mock_mcs, chromium_gcm,
+                                                                          subscribed):
+    subscribed.delivered("before unsubscribe")
+    android_id = subscribed.device["client"]["id"]
+    # Chromium's register3 delete=true must be answered `token=...` (its Instance ID parser),
+    # else unsubscribe() still resolves but the registration is kept.
+    assert chromium_gcm.evaluate("window.unsubscribe()") is True
+    dev = wait_device(mock_mcs, subscribed.token, lambda d: d["state"] == "unregistered",
+                      "unregistered after unsubscribe()")
+    assert dev["client"]["kind"] == "gcm", dev
+    c = mock_mcs.api("GET", f"/api/v1/clients/{q(android_id)}")
+    assert subscribed.token not in [r["token"] for r in c["registrations"]], c["registrations"]
+    resp = subscribed.refused("after unsubscribe")
+    assert resp.status_code == 410, (resp.status_code, resp.text)
+    assert "after unsubscribe" not in subscribed.reports()
+
+
+# -- 15 (Chromium's half): the clients list and the event stream ------------------------------------
+
+def test_clients_list_chromium_and_events_follow_a_push_after_a_restart(mock_mcs, chromium_gcm,
+                                                                      subscribed):
+    android_id = subscribed.device["client"]["id"]
+    listed = mock_mcs.api("GET", "/api/v1/clients", params={"kind": "gcm"})["items"]
+    mine = [c for c in listed if c["id"] == android_id]
+    assert len(mine) == 1, listed
+    assert mine[0]["connected"] is True and "HeadlessChrome/" in mine[0]["user_agent"], mine[0]
+
+    with EventStream(mock_mcs) as events:
+        chromium_gcm.restart()
+        # The same profile: GCM starts again with its android id and registrations.
+        chromium_gcm.navigate(subscribed.page.url(subscribed.scope, vapid_key(subscribed.vapid)))
+        again = chromium_gcm.evaluate("window.currentSubscription()")
+        assert again and again["endpoint"] == subscribed.endpoint, again
+        events.wait("client.connected", lambda d: android_id in json.dumps(d), timeout=30)
+        gcm_client(mock_mcs, android_id, chromium_gcm)
+        text = "after a restart " + secrets.token_hex(4)
+        resp = subscribed.push(text)
+        assert resp.status_code == 201, (resp.status_code, resp.text)
+        message_id = location_id(resp)
+        sent = events.wait("message.sent", lambda d: d.get("message_id") == message_id)
+        assert sent["token"] == subscribed.token, sent
+        done = events.wait("message.delivered", lambda d: d.get("message_id") == message_id)
+        assert done["client_delivery"]["ack"]["by"] == "stream_ack", done
+    subscribed.page.wait_report(subscribed.scope, text, firefox=chromium_gcm)

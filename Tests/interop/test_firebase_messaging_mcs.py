@@ -1,0 +1,139 @@
+"""The MCS port and the device side's refusals with raw clients beside firebase-messaging 0.4.5
+(real-clients.md §3.2, §3.4, §3.5, §3.7; §6 items 11 (a raw client's redelivery), 12 and 14):
+hostile TLS clients are closed without a byte while firebase-messaging on the same server keeps
+receiving; a raw GCM client that does not acknowledge gets the same bytes after logging in again;
+register3, FCM registrations and legacy sends refuse what Google refuses.
+"""
+
+import secrets
+
+import pytest
+import requests
+
+from fcmclient import (RawMcs, login_request, pb_bytes, pb_fields, pb_varint, raw_checkin,
+                       raw_register)
+from firefox import wait_entry
+from mocksupport import APP_A, KEY_A, PROJECT_A, SENDER_A
+
+pytestmark = pytest.mark.firebase_messaging
+
+TAG_LOGIN_REQUEST, TAG_LOGIN_RESPONSE, TAG_DATA = 2, 3, 8
+
+
+def legacy_send(mock, body):
+    resp = mock.http.post(mock.base_url + "/fcm/send", json=body, timeout=15,
+                          headers={"Authorization": f"key={KEY_A}"})
+    assert resp.status_code == 200, (resp.status_code, resp.text)
+    return resp.json()
+
+
+def still_receives(mock, client):
+    """A legacy send to firebase-messaging's token arrives and is delivered."""
+    data = {"still": secrets.token_hex(4)}
+    res = legacy_send(mock, {"to": client.token, "data": data})
+    assert res["success"] == 1, res
+    message_id = res["results"][0]["message_id"]
+    payload, _ = client.by_message_id(message_id)
+    assert payload["data"] == data, payload
+    wait_entry(mock, client.token, message_id, "delivered", firefox=client)
+
+
+def closed_silently(mock, conn, what):
+    try:
+        wrote = conn.closed_within(5)
+    except TimeoutError as e:
+        raise AssertionError(f"{what}: {e}\nmock stderr (end):\n{mock.stderr_tail(2000)}")
+    finally:
+        conn.close()
+    assert wrote == b"", f"{what}: the server wrote {wrote!r} before closing"
+
+
+# -- 12: hostile input on the MCS port -----------------------------------------------------------------
+
+def test_version_41_and_a_malformed_login_request_is_closed(mock_mcs, fm_client):
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    conn.send(b"\x29" + bytes([TAG_LOGIN_REQUEST]) + pb_varint(5) + b"\xff\xff\xff\xff\xff")
+    closed_silently(mock_mcs, conn, "version 41 then a LoginRequest that does not parse")
+    still_receives(mock_mcs, fm_client)
+
+
+def test_version_40_is_closed(mock_mcs, fm_client):
+    android_id, token = raw_checkin(mock_mcs.base_url)
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    body = login_request(android_id, token)
+    conn.send(b"\x28" + bytes([TAG_LOGIN_REQUEST]) + pb_varint(len(body)) + body)
+    closed_silently(mock_mcs, conn, "version byte 40")
+    still_receives(mock_mcs, fm_client)
+
+
+def test_a_70_kib_packet_is_closed(mock_mcs, fm_client):
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    size = 70 * 1024
+    try:
+        conn.send(b"\x29" + bytes([TAG_LOGIN_REQUEST]) + pb_varint(size) + pb_bytes(1, b"x" * (size - 4)))
+    except OSError:
+        pass  # closed while the packet was still being written: what is wanted
+    closed_silently(mock_mcs, conn, "a 70 KiB packet")
+    still_receives(mock_mcs, fm_client)
+
+
+# -- 11: a raw client that never acknowledges gets the same bytes after logging in again -------------
+
+def test_a_raw_client_that_does_not_ack_gets_the_same_bytes_after_logging_in_again(mock_mcs):
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    dev = mock_mcs.device(token)
+    assert dev["platform"] == "android" and dev["client"]["kind"] == "gcm", dev
+
+    def login():
+        conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+        conn.send_packet(TAG_LOGIN_REQUEST, login_request(android_id, security_token), version=True)
+        tag, body = conn.packet()
+        assert tag == TAG_LOGIN_RESPONSE, (tag, body)
+        assert 3 not in pb_fields(body), f"login refused: {pb_fields(body)}"
+        return conn
+
+    first = login()
+    res = legacy_send(mock_mcs, {"to": token, "data": {"raw": "once"}})
+    assert res["success"] == 1, res
+    message_id = res["results"][0]["message_id"]
+    tag, sent = first.packet()
+    assert tag == TAG_DATA, (tag, sent)
+    fields = pb_fields(sent)
+    assert fields[9] == [message_id.encode()], fields
+    wait_entry(mock_mcs, token, message_id, "sent")
+    first.close()
+    wait_entry(mock_mcs, token, message_id, "pending")
+
+    second = login()
+    try:
+        tag, again = second.packet()
+    finally:
+        second.close()
+    assert tag == TAG_DATA and again == sent, (tag, again, sent)
+
+
+# -- 14: refusals ------------------------------------------------------------------------------------------
+
+def test_register3_without_authorization_is_authentication_failed(mock_mcs):
+    r = requests.post(mock_mcs.base_url + "/c2dm/register3", timeout=10,
+                      data={"app": "org.chromium.linux", "sender": SENDER_A})
+    assert r.status_code == 401 and r.text == "Error=AUTHENTICATION_FAILED", (r.status_code, r.text)
+
+
+def test_an_fcm_registration_with_an_unknown_installation_token_is_unauthenticated(mock_mcs, fm_client):
+    web = fm_client.credentials["fcm"]["registration"]["web"]
+    r = requests.post(f"{mock_mcs.base_url}/v1/projects/{PROJECT_A}/registrations", timeout=10,
+                      headers={"x-goog-api-key": "any-api-key",
+                               "x-goog-firebase-installations-auth": "not-an-installation-token"},
+                      json={"web": web})
+    assert r.status_code == 401, (r.status_code, r.text)
+    assert r.json()["error"]["status"] == "UNAUTHENTICATED", r.text
+
+
+def test_a_legacy_send_to_a_web_push_registration_is_invalid_registration(mock_mcs, fm_client):
+    wp_token = fm_client.credentials["gcm"]["token"]
+    assert mock_mcs.device(wp_token)["client"]["subtype"].startswith("wp:")
+    res = legacy_send(mock_mcs, {"to": wp_token, "data": {"never": "delivered"}})
+    assert res["failure"] == 1 and res["results"][0]["error"] == "InvalidRegistration", res
+    assert not [e for e in mock_mcs.inbox(wp_token) if e.get("data") == {"never": "delivered"}]
