@@ -72,12 +72,14 @@ let package = Package(
         // Firefox's push service: Mozilla's autopush protocol over WebSocket (docs/real-clients.md).
         .target(name: "Autopush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
         // FCM's device side for Chromium and raw GCM clients: checkin, register3, and delivery over MCS.
+        // Firebase's web registration APIs: Installations and FCM registrations.
+        .target(name: "FCMRegistrations", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
         .target(name: "GCM", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "MCSServer", "Platform", "Protobuf", "RoomKit"], swiftSettings: houseSettings),
         .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
                 // Built into the binary: the web page's files, as `PackageResources.index_html`, ….
                 resources: [.embedInCode("Resources/web")],
                 swiftSettings: houseSettings),
-        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "GCM", "MCSServer", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
+        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "FCMRegistrations", "GCM", "MCSServer", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
                                                   "HTTPServer", "Platform", "RoomKit", "TLS", "WebPush", "XMPPServer"],
                 // Built into the binary: the default fixture (a link to fixtures/default.json).
                 resources: [.embedInCode("Resources/default-fixture.json")],

@@ -240,7 +240,16 @@ final class AutopushSession: WebSocketHandler {
 
     private func send(_ w: ClientWrite, on ws: WebSocketConnection) {
         let body: [UInt8]?, fields: [(String, String)]
-        if let p = w.payload {
+        if w.device?.kind == .fcm {
+            // An FCM registration over this channel: FCM's JSON, encrypted by the mock (`aesgcm`;
+            // salt and key without padding, which Firefox refuses).
+            guard let relay = room.engine.fcmRelay(for: w) else {
+                room.log.warning("autopush could not encrypt an FCM registration's push", [("conn", "ws\(ws.id)"), ("version", w.version)])
+                return
+            }
+            (body, fields) = (relay.body, [("encoding", "aesgcm"), ("encryption", "salt=" + base64URLEncode(relay.salt)),
+                                           ("crypto_key", "dh=" + base64URLEncode(relay.dh))])
+        } else if let p = w.payload {
             (body, fields) = (p.body, p.fields)
         } else {
             (body, fields) = AutopushMessage.payload(fromRecord: room.engine.clientRecordBlock(of: w.deliveryID))

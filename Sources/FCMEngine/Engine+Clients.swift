@@ -533,6 +533,7 @@ extension EngineState {
     }
 
     mutating func forgetClientDelivery(_ deliveryID: Int64) {
+        fcmRelays[deliveryID] = nil
         clientDeliveries[deliveryID] = nil
         clientDeliveryDevice[deliveryID] = nil
         clientPayloads[deliveryID] = nil

@@ -315,6 +315,7 @@ extension Engine {
             let id = d.id
             if let link = d.client {
                 s.realClients[link.id]?.devices.removeAll { $0 == id }
+                if let via = link.via { s.fcmRiders[via]?.removeAll { $0 == id } }
                 if let channel = link.channelID { s.clientChannels[channel] = nil }
                 for e in s.stored[id] ?? [] { s.forgetClientDelivery(e.deliveryID) }
             }

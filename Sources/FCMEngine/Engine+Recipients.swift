@@ -333,6 +333,9 @@ extension Engine {
         // An fid names the installation, whose token is the current one: nothing canonical.
         let canonical = device.id != addressedID && !byFID
         if device.state == .unregistered { return .failed(.notRegistered, addressedID, nil) }
+        // A browser's Web Push subscription (an autopush channel, a `wp:` registration) is no
+        // FCM registration: only its endpoint reaches it.
+        if transport != .webpush, device.isWebPushSubscription { return .failed(.invalidRegistration, addressedID, nil) }
         if device.senderID != senderID { return .failed(.mismatchSenderId, addressedID, nil) }
         if let pkg = req.options.restrictedPackageName, pkg != device.app { return .failed(.invalidPackageName, addressedID, nil) }
         if device.platform == .ios, req.goesThroughAPNs, let app = s.projects[device.senderID]?.app(named: device.app),

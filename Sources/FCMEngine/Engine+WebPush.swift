@@ -28,7 +28,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     var id: String
     var device: Int64
     /// The uncompressed P-256 public point (`p256dh`).
-    var publicKey: [UInt8]
+    public internal(set) var publicKey: [UInt8]
     /// The private scalar: never rendered, never logged.
     /// The private scalar: only the Web Push room, decrypting, reads it (never shown).
     public internal(set) var privateKey: [UInt8]

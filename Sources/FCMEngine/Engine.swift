@@ -77,6 +77,8 @@ public final class Engine: Sendable {
     public func keepStartFixtures(_ documents: [FixtureDocument]) {
         startFixtures.withLock { $0 = documents }
     }
+    /// How the Web Push room encrypts FCM registrations' pushes (`setRelayEncryption`).
+    let relayEncryption = Locked<RelayEncryption?>(nil)
     /// How each client room reaches its clients (`setClientRoom`).
     let clientRooms = Locked<[ClientKind: @Sendable (ClientOrders) -> Void]>([:])
     /// What the rooms gave the engine at start: their record blocks' readers, their own fault errors.
@@ -241,6 +243,8 @@ struct EngineState: Sendable {
     /// Firebase installations by fid, and fids by their auth token.
     var installations: [String: InstallationRow] = [:]
     var installationAuth: [String: String] = [:]
+    /// FCM registrations' pushes as encrypted, by delivery: a redelivery sends the same bytes.
+    var fcmRelays: [Int64: FCMRelay] = [:]
     var acknowledged: [String: [Int64]] = [:]
 
     func device(token: String) -> Device? {

@@ -91,6 +91,15 @@ public struct DeviceClient: Sendable, Equatable {
     }
 }
 
+extension Device {
+    /// A real browser's Web Push subscription (an autopush channel, a `wp:` registration): FCM's
+    /// sends cannot name it.
+    var isWebPushSubscription: Bool {
+        guard let link = client else { return false }
+        return link.kind == .autopush || (link.kind == .gcm && platform == .web)
+    }
+}
+
 /// A connection as the room describes it when the client says who it is.
 public struct ClientConnectionInfo: Sendable {
     /// The room's name for it (`ws3`), unique while the process runs.

@@ -1,5 +1,6 @@
 import APNs
 import Autopush
+import FCMRegistrations
 import GCM
 import Control
 import FCMEngine
@@ -27,6 +28,7 @@ extension HTTPApp {
         let v1 = V1Routes(engine: engine, credentials: credentials, maxBodyBytes: maxBodyBytes)
         let webPush = WebPushRoutes(engine: engine)
         let gcm = GCMRoutes(engine: engine)
+        let firebase = FCMRegistrationRoutes(engine: engine)
         let fcm: [(String, String, RouteHandler)] = [
             ("*",      "/fcm/send",                                send.handle),     // POST
             ("*",      "/gcm/send",                                send.handle),     // POST
@@ -44,6 +46,14 @@ extension HTTPApp {
             ("*",      "/o/oauth2/token",                          token.handle),    // POST
             // HTTP v1: Google's JSON errors, its 404 included.
             ("*",      "/v1/projects/{project}/messages:send",     v1.send),         // POST
+            // Firebase's web registration APIs (FCMRegistrations/FCMRegistrationRoutes.swift).
+            ("POST",   "/v1/projects/{project}/installations",     firebase.createInstallation),
+            ("POST",   "/v1/projects/{project}/installations/{fid}/authTokens:generate", firebase.generateAuthToken),
+            ("DELETE", "/v1/projects/{project}/installations/{fid}", firebase.deleteInstallation),
+            ("POST",   "/v1/projects/{project}/registrations",     firebase.createRegistration),
+            ("GET",    "/v1/projects/{project}/registrations/{token}", firebase.registration),
+            ("PATCH",  "/v1/projects/{project}/registrations/{token}", firebase.registration),
+            ("DELETE", "/v1/projects/{project}/registrations/{token}", firebase.registration),
             ("POST",   "/v1/projects/{project}/registrations/{token}/topicSubscriptions", v1.subscribe),
             ("DELETE", "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}", v1.unsubscribe),
             ("*",      "/v1/...",                                  v1.notFound),

@@ -164,6 +164,14 @@ public final class GCMDelivery: MCSDelegate {
         if o["message_type"]?.stringValue == "deleted_messages" {
             data.append(AppData(key: "message_type", value: "deleted_messages"))
             data.append(AppData(key: "total_deleted", value: o["total_deleted"]?.numberValue?.text ?? "0"))
+        } else if w.device?.kind == .fcm {
+            // An FCM registration over this `wp:` one: FCM's JSON, encrypted by the mock as Google
+            // does (`aesgcm`; salt and key padded, as firebase-messaging decodes them).
+            guard let relay = engine.fcmRelay(for: w) else { return nil }
+            data.append(AppData(key: "content-encoding", value: "aesgcm"))
+            data.append(AppData(key: "encryption", value: "salt=" + Self.padded(relay.salt)))
+            data.append(AppData(key: "crypto-key", value: "dh=" + Self.padded(relay.dh)))
+            s.rawData = relay.body
         } else if o["transport"]?.stringValue == "webpush" {
             // A Web Push push relayed to a `wp:` registration: the body and its coding unchanged.
             s.from = registration?.sender ?? sender
@@ -182,6 +190,12 @@ public final class GCMDelivery: MCSDelegate {
         }
         s.appData = data
         return s
+    }
+
+    /// base64url with `=` padding.
+    static func padded(_ bytes: [UInt8]) -> String {
+        let text = base64URLEncode(bytes)
+        return text + String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
     }
 
     /// A value as app data carries it: a string as it is, anything else as JSON text.

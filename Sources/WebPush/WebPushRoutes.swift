@@ -3,6 +3,7 @@ import FCMCore
 public import FCMEngine
 public import HTTPServer
 import Platform
+import TLS
 
 /// The Web Push protocol (docs/spec/webpush.md, RFC 8030/8291/8292): `POST /wp/{id}` (and
 /// `/fcm/send/{id}`, older Chrome endpoints) on every port and HTTP version, `DELETE /m/{id}`.
@@ -20,6 +21,15 @@ public struct WebPushRoutes: Sendable {
     public init(engine: Engine) {
         self.engine = engine
         vapid = VAPID(clock: engine.clock)
+        // FCM registrations' pushes go over a subscription encrypted as Google does (`aesgcm`, a
+        // fresh key and salt each); the engine asks this room, which owns Web Push's crypto.
+        engine.setRelayEncryption { plaintext, p256dh, auth in
+            guard let receiver = try? P256PublicKey(rawPoint: p256dh), let sender = try? P256PrivateKey(),
+                  let salt = try? randomBytes(16),
+                  let sealed = try? WebPushCrypto.encrypt(aesgcm: plaintext, to: receiver, authSecret: auth, senderKey: sender, salt: salt)
+            else { return nil }
+            return (sealed.body, salt, sender.publicKey.rawPoint)
+        }
     }
 
     /// `POST /wp/{id}`, `POST /fcm/send/{id}`.

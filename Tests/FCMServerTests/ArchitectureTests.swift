@@ -75,7 +75,7 @@ final class ArchitectureTests: XCTestCase {
         }
         // A room per protocol: each stands on the engine, never on another room; only the
         // assembly (FCMServer) imports them all, and nothing below the rooms reaches one.
-        let rooms = ["FCMLegacy", "FCMV1", "CCS", "APNs", "WebPush", "Autopush", "GCM", "Control"]
+        let rooms = ["FCMLegacy", "FCMV1", "CCS", "APNs", "WebPush", "Autopush", "GCM", "FCMRegistrations", "Control"]
         for room in rooms {
             XCTAssertNotNil(g[room], "no target \(room)")
             XCTAssertTrue(g[room]?.contains("FCMEngine") == true, "\(room) does not stand on the engine")

@@ -135,7 +135,7 @@ class Chromium:
             log.close()
         ws_url = self._wait_devtools_url(offset, time.monotonic() + STARTUP_TIMEOUT_S)
         try:
-            self.ws = connect(ws_url, open_timeout=COMMAND_TIMEOUT_S, max_size=None, proxy=None)
+            self.ws = connect(ws_url, open_timeout=COMMAND_TIMEOUT_S, max_size=None, proxy=None, legacy=True)
         except (OSError, WebSocketException) as e:
             self._fail(f"could not open the DevTools WebSocket at {ws_url}: {e!r}")
         self.next_id = 0

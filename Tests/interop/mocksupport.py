@@ -30,8 +30,9 @@ KEY_B = "AAAAinterop:project-b-server-key"
 APP_B = "com.example.other"
 
 MESSAGE_ID_RE = re.compile(r"0:\d{16}%[0-9a-f]{16}")
-# `listening http=HOST:PORT xmpp=HOST:PORT`, then ` https=HOST:PORT` when --https-port is given.
-_HTTPS_TAIL = r"(?: https=\S+:\d+)?"
+# `listening http=HOST:PORT xmpp=HOST:PORT`, then ` https=HOST:PORT` when --https-port is given
+# and ` mcs=HOST:PORT` with --mcs-port.
+_HTTPS_TAIL = r"(?: https=\S+:\d+)?(?: mcs=\S+:\d+)?"
 LISTENING_RE = re.compile(
     r"^listening http=(?P<host>[^\s:]+):(?P<port>\d+) xmpp=\S+:\d+" + _HTTPS_TAIL + r"\s*$")
 # The same line's XMPP (FCM CCS) listener address.
@@ -39,7 +40,7 @@ LISTENING_XMPP_RE = re.compile(
     r"^listening http=\S+:\d+ xmpp=(?P<host>[^\s:]+):(?P<port>\d+)" + _HTTPS_TAIL + r"\s*$")
 # The same line's TLS listener (h2 and http/1.1 by ALPN).
 LISTENING_HTTPS_RE = re.compile(
-    r"^listening http=\S+:\d+ xmpp=\S+:\d+ https=(?P<host>[^\s:]+):(?P<port>\d+)\s*$")
+    r"^listening http=\S+:\d+ xmpp=\S+:\d+ https=(?P<host>[^\s:]+):(?P<port>\d+)(?: mcs=\S+:\d+)?\s*$")
 
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 

@@ -1,0 +1,265 @@
+// Long because: Firebase installations (their tokens), the FCM registrations made with them (web
+// devices travelling over a Web Push subscription), and the encrypted payload such a device is
+// sent share one lock and one set of rules.
+public import FCMCore
+public import FCMStore
+import Platform
+
+/// Why an installations or registrations call is refused, for the room to word in Google's
+/// `google.rpc.Status` shape.
+public enum FirebaseRefusal: Error, Sendable, Equatable {
+    /// 404: no such project.
+    case unknownProject
+    /// 400: a field is wrong (named).
+    case invalidArgument(String)
+    /// 401: the installation's token is missing, unknown or expired, or the refresh token is not the fid's.
+    case unauthenticated(String)
+    /// 403: an installation of another project.
+    case permissionDenied(String)
+    /// 404: no such registration or installation.
+    case notFound(String)
+    case failed
+}
+
+/// An FCM registration's web part, as the client sent it (base64url, padding dropped).
+public struct FCMWebRegistration: Sendable, Equatable {
+    public var applicationPubKey: String?
+    public var auth: String
+    public var endpoint: String
+    public var p256dh: String
+
+    public init(applicationPubKey: String?, auth: String, endpoint: String, p256dh: String) {
+        self.applicationPubKey = applicationPubKey
+        self.auth = auth
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+    }
+}
+
+/// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
+/// salt): set at start, so the engine links no crypto.
+public typealias RelayEncryption = @Sendable (_ plaintext: [UInt8], _ p256dh: [UInt8], _ auth: [UInt8])
+    -> (body: [UInt8], salt: [UInt8], dh: [UInt8])?
+
+/// An FCM registration's push, ready for the connection it travels on: its body and the salt
+/// and key to say in the coding's headers, each room padding them its own way.
+public struct FCMRelay: Sendable {
+    public var body: [UInt8]
+    public var salt: [UInt8]
+    public var dh: [UInt8]
+}
+
+extension Engine {
+    /// Seconds an installation's auth token lives (`expiresIn`).
+    public static let installationTokenSeconds: Int64 = 604_800
+
+    public func setRelayEncryption(_ encrypt: @escaping RelayEncryption) {
+        relayEncryption.withLock { $0 = encrypt }
+    }
+
+    // MARK: Installations
+
+    /// `POST …/installations`: keeps `fid` when it is well formed and no other device has it,
+    /// else makes one; new refresh and auth tokens either way.
+    public func createInstallation(project: String, fid: String?, appID: String) throws(FirebaseRefusal) -> InstallationRow {
+        let now = clock.nowMillis()
+        let result: Result<(InstallationRow, Store.Ticket), FirebaseRefusal> = state.withLock { s in
+            guard let p = s.project(named: project) else { return .failure(.unknownProject) }
+            var id = fid ?? ""
+            let taken = s.fidIndex[id] != nil && s.installations[id] == nil
+            if !InstallationID.isWellFormed(id) || taken || (s.installations[id].map { $0.senderID != p.senderID } ?? false) {
+                id = s.newInstallationID()
+                while s.installations[id] != nil { id = s.newInstallationID() }
+            }
+            if let old = s.installations[id] { s.installationAuth[old.authToken] = nil }
+            let row = InstallationRow(fid: id, senderID: p.senderID, appID: appID, refreshToken: Self.firebaseToken(prefix: "3_"),
+                                      authToken: Self.firebaseToken(prefix: "eyJ"), authExpiresAt: now + Self.installationTokenSeconds * 1000,
+                                      createdAt: s.installations[id]?.createdAt ?? now)
+            s.installations[id] = row
+            s.installationAuth[row.authToken] = id
+            return .success((row, submit([Writes.saveInstallation(row)])))
+        }
+        let (row, ticket) = try result.get()
+        do throws(EngineError) { try commitControl(ticket) } catch { throw .failed }
+        return row
+    }
+
+    /// `…/installations/{fid}/authTokens:generate`: a new auth token, for the fid's refresh token.
+    public func refreshInstallation(project: String, fid: String, refreshToken: String) throws(FirebaseRefusal) -> InstallationRow {
+        let now = clock.nowMillis()
+        let result: Result<(InstallationRow, Store.Ticket), FirebaseRefusal> = state.withLock { s in
+            guard let p = s.project(named: project) else { return .failure(.unknownProject) }
+            guard var row = s.installations[fid], row.senderID == p.senderID, row.refreshToken == refreshToken else {
+                return .failure(.unauthenticated("the refresh token is not this installation's"))
+            }
+            s.installationAuth[row.authToken] = nil
+            row.authToken = Self.firebaseToken(prefix: "eyJ")
+            row.authExpiresAt = now + Self.installationTokenSeconds * 1000
+            s.installations[fid] = row
+            s.installationAuth[row.authToken] = fid
+            return .success((row, submit([Writes.saveInstallation(row)])))
+        }
+        let (row, ticket) = try result.get()
+        do throws(EngineError) { try commitControl(ticket) } catch { throw .failed }
+        return row
+    }
+
+    /// `DELETE …/installations/{fid}`: forgets it; its FCM registrations are deleted.
+    public func deleteInstallation(project: String, fid: String, refreshToken: String) throws(FirebaseRefusal) {
+        let tokens: [String] = try state.withLock { s throws(FirebaseRefusal) in
+            guard let p = s.project(named: project) else { throw .unknownProject }
+            guard let row = s.installations[fid], row.senderID == p.senderID, row.refreshToken == refreshToken else {
+                throw .unauthenticated("the refresh token is not this installation's")
+            }
+            s.installations[fid] = nil
+            s.installationAuth[row.authToken] = nil
+            return s.devices.values.filter { $0.client?.kind == .fcm && $0.client?.id == fid }.map(\.token)
+        }
+        for t in tokens { try? deleteDevice(t) }
+        let ticket = state.withLock { _ in submit([Writes.deleteInstallation(fid)]) }
+        do throws(EngineError) { try commitControl(ticket) } catch { throw .failed }
+    }
+
+    /// The installation an auth token stands for, of project `project`.
+    func installation(auth: String, project: Project, now: Int64, state s: EngineState) -> Result<InstallationRow, FirebaseRefusal> {
+        guard let fid = s.installationAuth[auth], let row = s.installations[fid], row.authExpiresAt > now else {
+            return .failure(.unauthenticated("Request is missing required authentication credential. Expected a valid Firebase installation auth token."))
+        }
+        guard row.senderID == project.senderID else {
+            return .failure(.permissionDenied("the installation belongs to another project"))
+        }
+        return .success(row)
+    }
+
+    // MARK: FCM registrations
+
+    /// `POST …/registrations`: a `web` device of the project for the installation's app,
+    /// reached by FCM's sends, whose pushes travel encrypted over the subscription `web.endpoint`
+    /// names (by its path: `/fcm/send/{id}`, `/wp/{id}`, `/wpush/v2/{id}`). The same installation
+    /// and endpoint again: the same token, its keys replaced.
+    public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String) throws(FirebaseRefusal) -> Device {
+        guard let p256dh = base64URLDecode(Array(web.p256dh.utf8)), p256dh.count == 65, p256dh[0] == 4, webPushKeys.isPublicKey(p256dh) else {
+            throw .invalidArgument("web.p256dh")
+        }
+        guard let authSecret = base64URLDecode(Array(web.auth.utf8)), authSecret.count == 16 else { throw .invalidArgument("web.auth") }
+        if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidArgument("web.applicationPubKey") }
+        let now = clock.nowMillis()
+        var created = false
+        let result: Result<(Device, Store.Ticket), FirebaseRefusal> = state.withLock { s in
+            guard let p = s.project(named: project) else { return .failure(.unknownProject) }
+            let inst: InstallationRow
+            switch installation(auth: auth, project: p, now: now, state: s) {
+            case .failure(let e): return .failure(e)
+            case .success(let i): inst = i
+            }
+            guard let viaID = s.webPushIndex[subscriptionID], let via = s.devices[viaID], via.state == .registered else {
+                return .failure(.invalidArgument("web.endpoint: no subscription the mock serves has this endpoint"))
+            }
+            let existing = s.devices.values.first { $0.client?.kind == .fcm && $0.client?.id == inst.fid && $0.client?.via == viaID }
+            var d: Device
+            if let existing {
+                d = existing
+            } else {
+                let spec = DeviceSpec(token: nil, senderID: p.senderID, app: inst.appID, platform: .web, online: false, fid: nil)
+                guard case .success((let made, true)) = placeDevice(spec, in: &s, now: now, relayed: true) else {
+                    return .failure(.failed)
+                }
+                d = made
+                // The installation's fid: the device answers for it (v1's `message.fid`).
+                if s.fidIndex[d.fid] == d.id { s.fidIndex[d.fid] = nil }
+                d.fid = inst.fid
+                if s.fidIndex[inst.fid] == nil { s.fidIndex[inst.fid] = d.id }
+                created = true
+            }
+            var link = DeviceClient(kind: .fcm, id: inst.fid, channelID: nil)
+            link.appID = inst.appID
+            link.endpoint = web.endpoint
+            link.via = viaID
+            d.client = link
+            d.online = s.carrier(of: d)?.connection != nil && s.devices[viaID]?.online == true
+            s.devices[d.id] = d
+            if var sub = s.webPush[d.id] {
+                s.webPushIndex[sub.id] = nil
+                sub.publicKey = p256dh
+                sub.auth = authSecret
+                sub.applicationServerKey = web.applicationPubKey.flatMap { applicationServerKey($0) }
+                sub.endpointOverride = web.endpoint
+                s.webPush[d.id] = sub
+            }
+            if created { s.fcmRiders[viaID, default: []].append(d.id) }
+            let writes = created ? deviceWrites([d], state: s)
+                : [Writes.setDeviceClient(device: d.id, link.stored)] + (s.webPush[d.id].map { [Writes.saveWebPush([$0.row])] } ?? [])
+            return .success((d, submit(writes + (created ? [Writes.setDeviceClient(device: d.id, link.stored)] : []))))
+        }
+        let (device, ticket) = try result.get()
+        do throws(EngineError) { try commitControl(ticket) } catch { throw .failed }
+        if created, events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
+        return device
+    }
+
+    /// An FCM registration by token, for its installation's auth token.
+    public func fcmRegistration(project: String, auth: String, token: String) throws(FirebaseRefusal) -> (Device, WebPushSubscription) {
+        let now = clock.nowMillis()
+        return try state.withLock { s throws(FirebaseRefusal) in
+            guard let p = s.project(named: project) else { throw .unknownProject }
+            let inst: InstallationRow
+            switch installation(auth: auth, project: p, now: now, state: s) {
+            case .failure(let e): throw e
+            case .success(let i): inst = i
+            }
+            guard let d = s.device(token: token), d.client?.kind == .fcm, d.client?.id == inst.fid, let sub = s.webPush[d.id] else {
+                throw .notFound("Requested entity was not found.")
+            }
+            return (d, sub)
+        }
+    }
+
+    /// A new opaque Firebase token (refresh or auth) of `prefix` and base64url.
+    static func firebaseToken(prefix: String) -> String {
+        prefix + randomString(prefix == "eyJ" ? 180 : 60, from: RandomAlphabet.base64URL)
+    }
+
+    // MARK: What an FCM registration is sent
+
+    /// The encrypted push for FCM registration write `w`: its payload, FCM's JSON for web
+    /// (`data`, `notification`, `fcmOptions`, `from`, `priority`, `collapse_key`,
+    /// `fcmMessageId`), encrypted `aesgcm` for the registration's keys; the same bytes again for a
+    /// delivery written before. The entry's `client_delivery` keeps the plaintext.
+    public func fcmRelay(for w: ClientWrite) -> FCMRelay? {
+        guard let mid = MessageID(w.version) else { return nil }
+        if let kept = state.withLock({ $0.fcmRelays[mid.micros] }) { return kept }
+        guard let entry = try? inboxEntry(w.deviceToken, messageID: w.version), let encrypt = relayEncryption.withLock({ $0 }) else { return nil }
+        let r = entry.row
+        let effective = Render.effective(r, platform: .web, blocks: rooms.recordBlocks)
+        let web = effective.objectValue?["webpush"]?.objectValue
+        let device = try? device(w.deviceToken)
+        var payload = JSONObject()
+        if let data = web?["data"]?.objectValue, data.count > 0 { payload["data"] = .object(data) }
+        if let n = web?["notification"], !n.isNull { payload["notification"] = n }
+        if let o = web?["fcm_options"]?.objectValue {
+            var fcm = JSONObject()
+            if let link = o["link"] { fcm["link"] = link }
+            if let label = o["analytics_label"] { fcm["analytics_label"] = label }
+            payload["fcmOptions"] = .object(fcm)
+        }
+        payload["from"] = .string(device?.senderID ?? "")
+        let urgency = web?["headers"]?.objectValue?["Urgency"]?.stringValue
+        payload["priority"] = .string(urgency == "high" ? "high" : "normal")
+        payload["collapse_key"] = .string(r.collapseKey ?? "do_not_collapse")
+        payload["fcmMessageId"] = .string(w.version)
+        let plaintext = JSONValue.object(payload).serialized()
+        let keys = state.withLock { s in device.flatMap { s.webPush[$0.id] } }
+        guard let keys, let sealed = encrypt(Array(plaintext.utf8), keys.publicKey, keys.auth) else { return nil }
+        let relay = FCMRelay(body: sealed.body, salt: sealed.salt, dh: sealed.dh)
+        state.withLock { s in
+            s.fcmRelays[mid.micros] = relay
+            if var cd = s.clientDeliveries[mid.micros] {
+                cd.plaintext = plaintext
+                cd.encryption = "aesgcm"
+                cd.via = w.token
+                s.clientDeliveries[mid.micros] = cd
+            }
+        }
+        return relay
+    }
+}
