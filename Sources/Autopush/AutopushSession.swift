@@ -255,8 +255,9 @@ final class AutopushSession: WebSocketHandler {
             (body, fields) = AutopushMessage.payload(fromRecord: room.engine.clientRecordBlock(of: w.deliveryID))
         }
         ws.send(text: AutopushMessage.notification(channelID: w.channelID ?? "", version: w.version, body: body, fields: fields))
-        room.log.info("autopush", [("dir", "out"), ("conn", "ws\(ws.id)"), ("uaid", w.clientID), ("messageType", "notification"),
-                                   ("channelID", w.channelID ?? ""), ("version", w.version)])
+        // At debug: the sender's access line and the client's ack say it at info.
+        room.log.log(.debug, "autopush", [("dir", "out"), ("conn", "ws\(ws.id)"), ("uaid", w.clientID), ("messageType", "notification"),
+                                          ("channelID", w.channelID ?? ""), ("version", w.version)])
     }
 
     /// Closes the connection (`code` 4774: back off).

@@ -301,7 +301,7 @@ extension Engine {
         let deliveryID = mid.micros
         let now = clock.nowMillis()
         var published: [(String, String)] = []
-        let result: (ClientOrders, Store.Ticket)? = state.withLock { s in
+        let result: (ClientOrders, Void)? = state.withLock { s in
             guard var cd = s.clientDeliveries[deliveryID], cd.connectionID == connectionID, cd.version == version,
                   let deviceID = s.clientDeliveryDevice[deliveryID], let d = s.devices[deviceID],
                   s.realClients[clientID]?.connection?.info.id == connectionID else { return nil }
@@ -341,11 +341,17 @@ extension Engine {
             }
             var writes = [Writes.setClientDeliveries(updates, settledAt: now)]
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            return (orders, submit(writes))
+            // Nobody waits for an acknowledgement's commit (the client is answered nothing): the
+            // store's writer takes it with whatever else is queued, and its events and long
+            // polls follow the commit.
+            let events = published
+            submit(writes) { [self] error in
+                if error == nil { self.events.publish(events) }
+                notifyChanged()
+            }
+            return (orders, ())
         }
-        guard let (orders, ticket) = result else { return (false, ClientOrders()) }
-        try commitControl(ticket)
-        events.publish(published)
+        guard let (orders, _) = result else { return (false, ClientOrders()) }
         return (true, orders)
     }
 

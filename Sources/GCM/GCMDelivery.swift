@@ -140,7 +140,7 @@ public final class GCMDelivery: MCSDelegate {
         let n = connection.send(stanza)
         guard n > 0 else { return }
         connections.withLock { $0[w.connectionID]?.written[n] = w.version }
-        log.info("mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
+        log.log(.debug, "mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
                          ("persistent_id", w.version), ("packet", String(n))])
     }
 
