@@ -11,7 +11,7 @@ Measures, on loopback only, with bounded loops:
   e. the web page's first screen (PAGE_FIRST_SCREEN) with 1 message stored and with the
      single-token phase's 100,000+, and right after a restart on that store
   (then HTTP v1 in bench_v1.py, APNs against v1 over one HTTP/2 connection in bench_apns.py,
-  and Web Push in bench_webpush.py)
+  Web Push in bench_webpush.py, and autopush in bench_autopush.py)
 and checks that every send answered 200 was recorded. Prints a markdown report (also written to
 WORK/report.md). Exit 0: all targets met; 1: a target missed; 2: could not measure.
 """
@@ -728,6 +728,11 @@ def main():
     import bench_webpush
     res["webpush"] = bench_webpush.run(mock_bin, run_dir, fixtures, tokens_path, rounds)
 
+    # k. Autopush: a push relayed to a connected browser against a push to a fake web device, and
+    # the RSS of 1,000 idle autopush connections (bench_autopush.py) ------------------------------
+    import bench_autopush
+    res["autopush"] = bench_autopush.run(mock_bin, run_dir, fixtures, max(bench_autopush.ROUNDS, rounds))
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -772,6 +777,8 @@ def report(res, work):
     checks.update(apns_checks)
     _wp_res, wp_lines, wp_checks = res["webpush"]
     checks.update(wp_checks)
+    _ap_res, ap_lines, ap_checks = res["autopush"]
+    checks.update(ap_checks)
     if res["sqlite_count"] is not None:
         checks["sqlite"] = res["sqlite_count"] >= res["answered_200"]
 
@@ -862,6 +869,7 @@ def report(res, work):
     lines += v1_lines
     lines += apns_lines
     lines += wp_lines
+    lines += ap_lines
     lines += [
         "",
         f"Store: SQLite file (WAL), {res['db_mb']:.0f} MB at the end. Recorded count: "

@@ -4,6 +4,9 @@
 #   bash bench/run.sh                        builds the mock (make release) and measures
 #   FCM_MOCK_BIN=path bash bench/run.sh      measures that binary instead of building
 #   bash bench/run.sh --webpush              only the Web Push phase (bench/bench_webpush.py)
+#   bash bench/run.sh --autopush             only the autopush phase (bench/bench_autopush.py): a push
+#                                            relayed to a connected raw autopush client against a push
+#                                            to a fake web device; RSS of 1,000 idle connections
 #   BENCH_PEER_SRC=dir bash bench/run.sh     the whole bench, then the loops' phase below
 #   bash bench/run.sh loops                  only the HTTP/1.1 loops' phase (bench/loops.py): the
 #                                            ceiling, the Go peer (BENCH_PEER_SRC), main's binary
@@ -13,8 +16,8 @@
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
 # nghttp2-client, openssl, valgrind, python3-cryptography) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
 # bench/bench.py, which prints a markdown report (also left in .build/bench/report.md); its last
-# phases are bench/bench_v1.py (HTTP v1), bench/bench_apns.py (APNs against v1 over HTTP/2) and
-# bench/bench_webpush.py (Web Push).
+# phases are bench/bench_v1.py (HTTP v1), bench/bench_apns.py (APNs against v1 over HTTP/2),
+# bench/bench_webpush.py (Web Push) and bench/bench_autopush.py (pushes relayed to autopush clients).
 # Environment: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_WARMUP (default 2),
 # BENCH_KEEP=1 keeps the run's SQLite file under .build/bench/.
 # Exit: 0 all targets met, 1 a target missed, 2 could not build or measure.
@@ -116,6 +119,9 @@ if [ "${1:-}" = "loops" ] || [ "${1:-}" = "--loops" ]; then
 fi
 if [ "${1:-}" = "--webpush" ]; then
     exec python3 "$here/bench_webpush.py" --mock "$mock" --work "$out"
+fi
+if [ "${1:-}" = "--autopush" ] || [ "${1:-}" = "autopush" ]; then
+    exec python3 "$here/bench_autopush.py" --mock "$mock" --work "$out"
 fi
 if [ -z "${BENCH_PEER_SRC:-}" ]; then
     exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
