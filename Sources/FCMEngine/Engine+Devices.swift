@@ -260,6 +260,9 @@ extension Engine {
         let now = clock.nowMillis()
         let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
             guard var old = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            guard old.client == nil else {
+                return .failure(.conflict("device '\(token)' is a real client's: only the client registers again"))
+            }
             guard old.state == .registered else {
                 return .failure(.conflict("device '\(token)' is \(old.state.rawValue); only a registered token can be refreshed"))
             }

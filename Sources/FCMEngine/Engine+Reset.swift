@@ -70,14 +70,21 @@ extension Engine {
             s.clientDeliveries.removeAll()
             s.clientDeliveryDevice.removeAll()
             s.clientPayloads.removeAll()
+            s.fcmRelays.removeAll()
             s.acknowledged.removeAll()
             for id in s.realClients.keys { s.realClients[id]?.connection?.unacked.removeAll() }
             if !keepClients {
                 for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(transport: c.kind, clientID: c.row.id, connectionID: conn.info.id, forgotten: true,
                                                                                               reason: "reset: the client was forgotten")) } }
                 clientWrites.append(Writes.deleteClients(Array(s.realClients.keys)))
+                clientWrites += s.installations.keys.map(Writes.deleteInstallation)
                 s.realClients.removeAll()
                 s.clientChannels.removeAll()
+                s.gcmRegistrations.removeAll()
+                s.gcmRegistrationKeys.removeAll()
+                s.installations.removeAll()
+                s.installationAuth.removeAll()
+                s.fcmRiders.removeAll()
             }
             s.apnsShown.removeAll()
             s.stats = SendStats()

@@ -20,22 +20,33 @@ struct CheckinRequest: Sendable, Equatable {
         var r = ProtoReader(bytes)
         while let f = try r.next() {
             switch f.number {
-            case 2: androidID = f.uint64 ?? 0
-            case 13: securityToken = f.fixed64 ?? f.uint64 ?? 0
+            case 2: if let v = f.uint64 { androidID = v }
+            case 13:
+                if let v = f.fixed64 { securityToken = v } else if let v = f.uint64 { securityToken = v }
             case 4:
                 var checkin = try r.nested(f)
-                while let c = try checkin.next() {
-                    guard c.number == 13 else { continue }
-                    var build = try checkin.nested(c)
-                    while let b = try build.next() {
-                        switch b.number {
-                        case 1: platform = b.uint64.map { Self.platforms[Int($0)] ?? String($0) }
-                        case 2: chromeVersion = b.string
-                        case 3: channel = b.uint64.map { Self.channels[Int($0)] ?? String($0) }
-                        default: break
-                        }
-                    }
-                }
+                try readCheckin(&checkin)
+            default: break
+            }
+        }
+    }
+
+    /// `checkin.chrome_build` (13) of an `AndroidCheckinProto`.
+    private mutating func readCheckin(_ r: inout ProtoReader) throws(ProtoError) {
+        while let c = try r.next() {
+            guard c.number == 13 else { continue }
+            var build = try r.nested(c)
+            try readBuild(&build)
+        }
+    }
+
+    /// `platform` (1), `chrome_version` (2) and `channel` (3), as names.
+    private mutating func readBuild(_ r: inout ProtoReader) throws(ProtoError) {
+        while let b = try r.next() {
+            switch b.number {
+            case 1: if let v = b.uint64 { platform = Self.platforms[Int(truncatingIfNeeded: v)] ?? String(v) }
+            case 2: if let v = b.string { chromeVersion = v }
+            case 3: if let v = b.uint64 { channel = Self.channels[Int(truncatingIfNeeded: v)] ?? String(v) }
             default: break
             }
         }

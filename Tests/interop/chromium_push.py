@@ -23,6 +23,7 @@ The page and its service worker are firefox.py's `PushPage` (firefox_page/): the
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -113,12 +114,26 @@ class Chromium:
         args = [self.binary, "--headless=new"]
         if os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium refuses to run its sandbox as root
-        args += ["--no-first-run", "--user-data-dir=" + self.profile,
-                 "--gcm-checkin-url=" + self.checkin_url,
-                 "--gcm-registration-url=" + self.registration_url,
-                 "--gcm-mcs-endpoint=" + self.mcs_endpoint,
+        args += ["--no-first-run", "--user-data-dir=" + self.profile, *self.gcm_flags(),
                  "--remote-debugging-port=0", *BASE_FLAGS, *self.extra_flags, url]
         return args
+
+    def gcm_flags(self):
+        """docs/real-clients.md's `--gcm-*` flags, with this run's URLs: the page's recipe is
+        what runs."""
+        from firefox import doc_block
+        block = doc_block("sh", "--gcm-checkin-url").replace("\\\n", " ")
+        flags = [a for a in shlex.split(block) if a.startswith("--gcm-")]
+        wanted = {"--gcm-checkin-url": ("http://127.0.0.1:H/checkin", self.checkin_url),
+                  "--gcm-registration-url": ("http://127.0.0.1:H/c2dm/register3", self.registration_url),
+                  "--gcm-mcs-endpoint": ("https://localhost:M", self.mcs_endpoint)}
+        out = []
+        for f in flags:
+            name, _, value = f.partition("=")
+            assert name in wanted and value == wanted[name][0], f"the recipe's {f!r} is not the one the tests expect"
+            out.append(name + "=" + wanted[name][1])
+        assert len(out) == 3, f"the recipe names {flags}"
+        return out
 
     def start(self, url="about:blank"):
         """Starts Chromium on the profile and attaches to its first page."""

@@ -10,7 +10,7 @@ const el = fcm.el;
 const api = fcm.api;
 const str = fcm.str;
 // The kinds the control API knows today (`client:any` keeps them all).
-const KINDS = ["autopush"];
+const KINDS = ["autopush", "gcm", "fcm"];
 
 function isObject(v) { return v !== null && typeof v === "object" && !Array.isArray(v); }
 
@@ -20,7 +20,11 @@ function name(c) {
   const ua = typeof c.user_agent === "string" ? c.user_agent : "";
   const version = typeof c.client_version === "string" ? c.client_version : "";
   if (c.kind === "autopush") return ua.includes("Firefox/") ? "Firefox" : "raw";
-  if (c.kind === "gcm") return version.startsWith("chrome-") || /Chrom(e|ium)\//.test(ua) ? "Chromium" : "raw";
+  if (c.kind === "gcm") {
+    if (version.startsWith("chrome-") || /Chrom(e|ium)\//.test(ua)) return "Chromium";
+    // firebase-messaging checks in as Chrome 94 over aiohttp, its version without `chrome-`.
+    return /aiohttp|Python\//.test(ua) ? "firebase-messaging" : "raw";
+  }
   if (c.kind === "fcm") return "firebase-messaging";
   return "raw";
 }
