@@ -560,7 +560,9 @@ def test_the_1025th_websocket_is_answered_503_and_firefox_stays(mock, open_files
     """Firefox's connection and 1,023 raw ones make 1,024: the next upgrade is answered 503;
     Firefox stays connected and receives; once they are closed a new client is served."""
     soft, _ = open_files
-    assert soft == resource.RLIM_INFINITY or soft >= MAX_WEBSOCKETS + 100, open_files
+    assert soft == resource.RLIM_INFINITY or soft >= MAX_WEBSOCKETS + 100, (
+        f"RLIMIT_NOFILE is {open_files} and could not be raised to {OPEN_FILES} (the hard limit "
+        f"needs raising by the caller): the test holds about {MAX_WEBSOCKETS + 50} descriptors")
     # The mock takes half its descriptors as HTTP/1.1 connections, at least 1,020: 1,025 connections
     # and the sends beside them need its limit past 2,100.
     assert mock_open_files(mock) >= 2 * (MAX_WEBSOCKETS + 50), mock_open_files(mock)
