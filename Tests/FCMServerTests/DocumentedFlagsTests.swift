@@ -36,6 +36,10 @@ final class DocumentedFlagsTests: XCTestCase {
         "--build-arg": ["podman", "docker"], "--build-context": ["podman", "docker"],
         "--headless": ["firefox-esr", "chromium"], "--no-remote": ["firefox-esr"], "--profile": ["firefox-esr"],
         "--remote-debugging-port": ["firefox-esr", "chromium"], "--empty-password": ["certutil"],
+        "--no-sandbox": ["chromium", "Chromium"], "--no-first-run": ["chromium"], "--user-data-dir": ["chromium"],
+        "--gcm-checkin-url": ["chromium"], "--gcm-registration-url": ["chromium"], "--gcm-mcs-endpoint": ["chromium"],
+        "--gcm-": ["chromium"], "--autopush": ["bench/run.sh"], "--inclusive": ["callgrind_annotate"],
+        "--simplified": ["swift-demangle"],
     ]
 
     func testTheTablesAreRead() {
