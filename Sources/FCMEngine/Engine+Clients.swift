@@ -479,11 +479,18 @@ extension Engine {
             guard let c = s.realClients[id] else { throw .notFound("client '\(id)' does not exist") }
             return (c.devices.compactMap { s.devices[$0]?.token }, c.connection?.info.id, c.kind)
         }
+        // The FCM registrations made over its devices are unregistered: their subscription is gone.
+        let riders = state.withLock { s in
+            tokens.flatMap { t in s.tokenIndex[t].map { s.fcmRiders[$0] ?? [] } ?? [] }.compactMap { s.devices[$0]?.token }
+        }
+        for t in riders { _ = try? unregister(t) }
         for t in tokens { try deleteDevice(t) }
         let ticket = state.withLock { s -> Store.Ticket in
             if let c = s.realClients.removeValue(forKey: id), let conn = c.connection {
                 for d in conn.unacked { s.forgetClientDelivery(d) }
             }
+            for (token, r) in s.gcmRegistrations where r.client == id { s.gcmRegistrations[token] = nil }
+            s.gcmRegistrationKeys = s.gcmRegistrationKeys.filter { s.gcmRegistrations[$0.value] != nil }
             s.forgetAcknowledged(clientID: id)
             return submit([Writes.deleteClients([id])])
         }

@@ -54,6 +54,8 @@ extension Engine {
                 guard let d = s.device(token: token), d.state != .unregistered,
                     senderID == nil || d.senderID == senderID
                 else { outcomes.append(.notFound); continue }
+                // A browser's Web Push subscription is no FCM registration: no topics.
+                guard !d.isWebPushSubscription else { outcomes.append(.invalidArgument); continue }
                 if subscribe {
                     let had = s.deviceTopics[d.id]?[Topics.key(topic)] != nil
                     guard s.subscribe(device: d.id, topic: topic, at: now) else { outcomes.append(.tooManyTopics); continue }
@@ -90,7 +92,7 @@ extension Engine {
         let (outcome, ticket, device): (V1SubscriptionOutcome, Store.Ticket?, Device?) = state.withLock { s in
             guard let found = s.device(token: tokenOrFID) ?? s.device(fid: tokenOrFID) else { return (.unregistered, nil, nil) }
             let d = s.current(found)
-            guard d.state == .registered else { return (.unregistered, nil, nil) }
+            guard d.state == .registered, !d.isWebPushSubscription else { return (.unregistered, nil, nil) }
             guard d.senderID == senderID else { return (.senderMismatch, nil, nil) }
             if subscribe {
                 if s.deviceTopics[d.id]?[Topics.key(topic)] != nil { return (.ok, nil, nil) }
@@ -113,6 +115,8 @@ extension Engine {
     public func subscribe(_ token: String, topic: String, senderID: String? = nil) throws(EngineError) -> Device {
         guard Topics.isValidName(topic) else { throw .badRequest("Topic name format is invalid") }
         switch try batch([token], topic: topic, subscribe: true, senderID: senderID).first {
+        case .invalidArgument? where isWellFormedToken(token):
+            throw .badRequest("device '\(token)' is a browser's Web Push subscription: it takes no topics")
         case .notFound?, .invalidArgument?: throw .notFound("device '\(token)' does not exist")
         case .tooManyTopics?: throw .conflict("device '\(token)' already has \(Subscription.maxTopicsPerDevice) topics")
         default: return try device(token)
