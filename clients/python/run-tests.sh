@@ -25,8 +25,8 @@ stamp="$venv/.requirements"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 pip_flags=(--quiet --disable-pip-version-check --no-input)
-if ! { [ -x "$venv/bin/python" ] && cmp -s "$req" "$stamp" && "$venv/bin/python" -c 'import pytest, firebase_admin, mypy, testcontainers, aioapns, pywebpush' 2>/dev/null; }; then
-  echo "client-tests: installing PyPI packages (pytest, mypy, firebase-admin, aioapns, pywebpush, testcontainers and what they need) into .build/client-venv (once; again only when ${req#"$root"/} changes)"
+if ! { [ -x "$venv/bin/python" ] && cmp -s "$req" "$stamp" && "$venv/bin/python" -c 'import pytest, firebase_admin, mypy, testcontainers, aioapns, pywebpush, websockets' 2>/dev/null; }; then
+  echo "client-tests: installing PyPI packages (pytest, mypy, firebase-admin, aioapns, pywebpush, websockets, testcontainers and what they need) into .build/client-venv (once; again only when ${req#"$root"/} changes)"
   rm -rf "$venv"
   mkdir -p "$root/.build"
   if ! { python3 -m venv "$venv" && "$venv/bin/python" -m pip install "${pip_flags[@]}" -r "$req"; } >"$log" 2>&1; then

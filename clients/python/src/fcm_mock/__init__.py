@@ -1,6 +1,7 @@
 """fcm-mock from Python: start or connect to the mock, set up devices, faults and APNs
 credentials, send through firebase-admin, an APNs client or a Web Push library, and assert on
-what devices received, waiting with the server's long polls.
+what devices received, waiting with the server's long polls; follow real receiving clients
+(Firefox, Chromium, firebase-messaging: `clients()`, `Device.client`, `Message.client_delivery`).
 
     from fcm_mock import FcmMock
 
@@ -14,9 +15,13 @@ and `fcm_mock_server` (one server for the session).
 """
 
 from ._client import FcmMock, find_binary
-from ._records import ApnsCertificate, ApnsKey, ApnsMessage, Device, Fault, Message, WebPushMessage
+from ._records import (ApnsCertificate, ApnsKey, ApnsMessage, ClientAck, ClientCheckin, ClientConnection,
+                       ClientDelivery, ClientRegistration, ClientRejection, Device, DeviceClient, Fault, Message,
+                       RealClient, WebPushMessage, endpoint_id)
 from .errors import ControlAPIError, FcmMockError
 
 __all__ = ["FcmMock", "find_binary", "Device", "Fault", "Message", "ApnsMessage", "WebPushMessage",
-           "ApnsKey", "ApnsCertificate", "ControlAPIError", "FcmMockError"]
+           "ApnsKey", "ApnsCertificate", "RealClient", "ClientConnection", "ClientCheckin",
+           "ClientRegistration", "DeviceClient", "ClientDelivery", "ClientAck", "ClientRejection",
+           "endpoint_id", "ControlAPIError", "FcmMockError"]
 __version__ = "0.1.0"

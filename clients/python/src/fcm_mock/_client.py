@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import requests
 
-from ._records import ApnsCertificate, ApnsKey, Device, Fault, Message
+from ._records import ApnsCertificate, ApnsKey, Device, Fault, Message, RealClient, endpoint_id
 from ._routing import APPLE, GOOGLE, HostSet, Routing
 from .errors import ControlAPIError, FcmMockError
 
@@ -31,7 +31,8 @@ Where = Union[Mapping[str, Any], Callable[[Message], bool], None]
 TRANSPORTS = {"http": ("http",), "http_v1": ("http_v1",), "xmpp": ("xmpp",), "apns": ("apns",),
               "webpush": ("webpush",), "fcm": ("http", "http_v1", "xmpp")}
 
-_LISTENING = re.compile(r"^listening http=(?P<http>\S+) xmpp=(?P<xmpp>\S+)(?: https=(?P<https>\S+))?$")
+_LISTENING = re.compile(r"^listening http=(?P<http>\S+) xmpp=(?P<xmpp>\S+)(?: https=(?P<https>\S+))?"
+                        r"(?: mcs=(?P<mcs>\S+))?$")
 
 
 def find_binary(binary: Optional[str] = None) -> str:
@@ -69,10 +70,14 @@ class FcmMock:
     def __init__(self, base_url: str, *, control_token: Optional[str] = None,
                  https_url: Optional[str] = None, xmpp_port: Optional[int] = None,
                  process: "Optional[subprocess.Popen[bytes]]" = None,
-                 workdir: Optional[str] = None, timeout: float = 10.0) -> None:
+                 workdir: Optional[str] = None, timeout: float = 10.0,
+                 mcs_port: Optional[int] = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.https_url = https_url.rstrip("/") if https_url else None
         self.xmpp_port = xmpp_port
+        #: The MCS port real GCM clients (Chromium, firebase-messaging) connect to:
+        #: `FcmMock.start(mcs_port=0)`; None without one.
+        self.mcs_port = mcs_port
         self.control_token = control_token
         self.timeout = timeout
         self.process = process
@@ -96,7 +101,8 @@ class FcmMock:
         """Starts `fcm-mock serve` on free ports with a `:memory:` store and waits until
         `GET /readyz` answers 200. `fixtures`: a file or folder, or several. `https=True` adds
         a TLS listener (`--https-port 0`, needed by `firebase_app(unmodified=True)`). Other
-        flags are passed as `--name value` (`device_rate="10/1s"`, `accept_any_key=True`)."""
+        flags are passed as `--name value` (`device_rate="10/1s"`, `accept_any_key=True`,
+        `mcs_port=0` for real GCM clients: `FcmMock.mcs_port`)."""
         exe = find_binary(binary)
         args = [exe, "serve", "--http-port", "0", "--xmpp-port", "0"]
         flags.setdefault("db", ":memory:")
@@ -151,7 +157,8 @@ class FcmMock:
             https_url = f"https://{http_host}:{_host_port(m.group('https'))[1]}"
         mock = cls(f"http://{http_host}:{http_port}", https_url=https_url,
                    xmpp_port=_host_port(m.group("xmpp"))[1], process=process, workdir=workdir,
-                   control_token=flags.get("control_token"))
+                   control_token=flags.get("control_token"),
+                   mcs_port=_host_port(m.group("mcs"))[1] if m.group("mcs") else None)
         try:
             mock.wait_ready(timeout=max(1.0, deadline - time.monotonic()))
         except BaseException:
@@ -271,9 +278,16 @@ class FcmMock:
         health: Dict[str, Any] = self.api("GET", "/api/v1/health", expect=(200, 503))
         return health
 
-    def reset(self, fixtures: bool = True) -> None:
-        """Back to the state right after start (fixtures applied again unless `fixtures=False`)."""
-        self.api("POST", "/api/v1/reset", params=None if fixtures else {"fixtures": "false"})
+    def reset(self, fixtures: bool = True, *, clients: bool = True) -> None:
+        """Back to the state right after start (fixtures applied again unless `fixtures=False`).
+        Real clients (a Firefox, a Chromium) stay connected with their devices, their inboxes
+        emptied; `clients=False` forgets them and closes their connections."""
+        params: Dict[str, str] = {}
+        if not fixtures:
+            params["fixtures"] = "false"
+        if not clients:
+            params["clients"] = "false"
+        self.api("POST", "/api/v1/reset", params=params or None)
 
     @property
     def devices(self) -> List[Device]:
@@ -283,6 +297,83 @@ class FcmMock:
     def device(self, token: str) -> Device:
         """One device by token or installation id."""
         return Device.from_json(self.api("GET", "/api/v1/devices/" + _seg(token)))
+
+    def find_devices(self, *, client_kind: Optional[str] = None, client_id: Optional[str] = None,
+                     connected: Optional[bool] = None, web_push_id: Optional[str] = None,
+                     apns_token: Optional[str] = None) -> List[Device]:
+        """The devices that match every filter given, oldest first (all pages): made by a real
+        client of `client_kind` (`autopush`, `gcm`, `fcm`), of the client `client_id` (a uaid,
+        an android id), whose client is `connected` or not; whose Web Push endpoint ends in
+        `web_push_id`; with the APNs token `apns_token`."""
+        params: Dict[str, Any] = {}
+        for key, value in (("client_kind", client_kind), ("client_id", client_id),
+                           ("web_push_id", web_push_id), ("apns_token", apns_token)):
+            if value is not None:
+                params[key] = value
+        if connected is not None:
+            params["connected"] = _flag(connected)
+        return [Device.from_json(d) for d in self._all("/api/v1/devices", params)]
+
+    def device_for_endpoint(self, endpoint: str) -> Device:
+        """The device whose push subscription has `endpoint` (what a browser's
+        `pushManager.subscribe()` or an autopush `register` answered), found by its last path
+        segment (`?web_push_id=`) whatever origin it is written on. FcmMockError when none has."""
+        found = self.find_devices(web_push_id=endpoint_id(endpoint))
+        if not found:
+            raise FcmMockError(f"no device has the push endpoint {endpoint}")
+        return found[0]
+
+    # --- real clients (Firefox, Chromium, firebase-messaging; docs/real-clients.md) ------------
+
+    def clients(self, kind: Optional[str] = None, *, connected: Optional[bool] = None) -> List[RealClient]:
+        """The real receiving clients, oldest first: of `kind` (`autopush`, `gcm`) and
+        `connected` or not, when given."""
+        params: Dict[str, Any] = {}
+        if kind is not None:
+            params["kind"] = kind
+        if connected is not None:
+            params["connected"] = _flag(connected)
+        return [RealClient.from_json(c) for c in self._all("/api/v1/clients", params)]
+
+    def client(self, client_id: str) -> RealClient:
+        """One real client by its id (a uaid, an android id); ControlAPIError 404 when unknown."""
+        return RealClient.from_json(self.api("GET", "/api/v1/clients/" + _seg(client_id)))
+
+    def disconnect_client(self, client_id: str, backoff: bool = False) -> RealClient:
+        """Closes the client's connection (a browser reconnects as it would after a network
+        drop); `backoff=True` closes an autopush connection with 4774, after which Firefox stays
+        away until it restarts. The client as the server answered: the close is under way, so it
+        may still show the connection; `wait_for_client(client_id=…, connected=False)` waits
+        until it is gone."""
+        return RealClient.from_json(self.api("POST", f"/api/v1/clients/{_seg(client_id)}:disconnect",
+                                             json_body={"backoff": True} if backoff else None))
+
+    def delete_client(self, client_id: str) -> None:
+        """Forgets the client with its registrations and devices (their endpoints answer 410,
+        sends to them `NotRegistered`) and closes its connection."""
+        self.api("DELETE", "/api/v1/clients/" + _seg(client_id))
+
+    def wait_for_client(self, kind: Optional[str] = None, *, client_id: Optional[str] = None,
+                        connected: Optional[bool] = True, timeout: float = 10.0) -> RealClient:
+        """Waits until a real client (of `kind`, the one `client_id`, when given) is connected
+        (`connected=False`: known and not connected; None: known) and returns it, the newest
+        connected one when several match. Raises AssertionError listing the clients when
+        `timeout` passes first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [c for c in self.clients(kind, connected=connected)
+                     if client_id is None or c.id == client_id]
+            if found:
+                return max(found, key=lambda c: c.last_connected_at or "")
+            if time.monotonic() >= deadline:
+                what = " ".join(f"{k}={v}" for k, v in (("kind", kind), ("id", client_id),
+                                                        ("connected", connected)) if v is not None)
+                known = "\n".join(f"  {c.kind} {c.id} connected={c.connected} user_agent={c.user_agent!r}"
+                                  for c in self.clients()) or "  (none)"
+                raise AssertionError(f"no real client {what} after {timeout} s; the clients:\n{known}")
+            # The clients list has no long poll: a browser connects within milliseconds to
+            # seconds, so asking every 50 ms costs nothing.
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
     def create_device(self, sender_id: Optional[str] = None, *, app: Optional[str] = None,
                       platform: str = "android", online: bool = True, token: Optional[str] = None,
@@ -621,6 +712,10 @@ class FcmMock:
             if not page.get("next"):
                 return items
             query["cursor"] = page["next"]
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _seg(value: str) -> str:

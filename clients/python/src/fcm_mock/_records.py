@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -58,6 +59,11 @@ class WebPushMessage:
     plaintext_base64: Optional[str]
     decrypt_error: Optional[str]
     notification: Optional[Dict[str, Any]]
+    #: True for a push to a real browser's subscription (Firefox's autopush, Chromium's): the
+    #: mock relays the body unread (it has not the browser's key), so `plaintext` is None and
+    #: `ciphertext_base64` holds the body as sent.
+    relayed: bool = False
+    ciphertext_base64: Optional[str] = None
 
     @property
     def json(self) -> Any:
@@ -80,6 +86,79 @@ class WebPushMessage:
             plaintext_base64=block.get("plaintext_base64"),
             decrypt_error=block.get("decrypt_error"),
             notification=block.get("notification"),
+            relayed=bool(block.get("relayed", False)),
+            ciphertext_base64=block.get("ciphertext_base64"),
+        )
+
+
+@dataclass(frozen=True)
+class ClientAck:
+    """What a real client answered to a push (`client_delivery.ack`): `by` is `ack` (autopush),
+    `selective_ack`, `stream_ack` or `login` (MCS); `code` the autopush code (100 taken; 101,
+    102 rejecting) or None."""
+
+    by: str
+    code: Optional[int]
+    at: Optional[str]
+
+
+@dataclass(frozen=True)
+class ClientRejection:
+    """Why a real client refused a push (`client_delivery.rejection`): Firefox's code (101 could
+    not decrypt, 102 no service worker took it, 301-303 its handler failed) and what it means."""
+
+    code: int
+    reason: str
+    at: Optional[str]
+
+
+@dataclass(frozen=True)
+class ClientDelivery:
+    """How a push went to a real client's connection (an inbox entry's `client_delivery`,
+    docs/real-clients.md): `kind` `autopush` or `mcs`; `message_ref` is what the client
+    acknowledges it by (autopush's `version`, MCS's `persistent_id`: the entry's message id);
+    `sends` counts the writes (more than 1 after a reconnect); `ack` and `rejection` are the
+    client's answer, None while it is `sent`. An FCM registration's delivery also has `via` (the
+    token it travelled over), `encryption` and `plaintext` (what the mock encrypted)."""
+
+    kind: str
+    connection_id: Optional[str]
+    version: Optional[str]
+    persistent_id: Optional[str]
+    first_sent_at: Optional[str]
+    sends: int
+    ack: Optional[ClientAck]
+    rejection: Optional[ClientRejection]
+    via: Optional[str]
+    encryption: Optional[str]
+    plaintext: Any
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def message_ref(self) -> Optional[str]:
+        """What the client acknowledges the push by: `version` (autopush) or `persistent_id`."""
+        return self.version if self.version is not None else self.persistent_id
+
+    @classmethod
+    def from_json(cls, block: Dict[str, Any]) -> "ClientDelivery":
+        ack = block.get("ack")
+        rejection = block.get("rejection")
+        return cls(
+            kind=str(block.get("kind") or ""),
+            connection_id=block.get("connection_id"),
+            version=block.get("version"),
+            persistent_id=block.get("persistent_id"),
+            first_sent_at=block.get("first_sent_at"),
+            sends=int(block.get("sends") or 0),
+            ack=ClientAck(by=str(ack.get("by") or ""), code=_opt_int(ack.get("code")), at=ack.get("at"))
+            if isinstance(ack, dict) else None,
+            rejection=ClientRejection(code=int(rejection.get("code") or 0), reason=str(rejection.get("reason") or ""),
+                                      at=rejection.get("at"))
+            if isinstance(rejection, dict) else None,
+            via=block.get("via"),
+            encryption=block.get("encryption"),
+            plaintext=block.get("plaintext"),
+            raw=block,
         )
 
 
@@ -89,9 +168,12 @@ class Message:
 
     `transport` is `http` (legacy), `http_v1`, `xmpp`, `apns` or `webpush`; `status` is
     `delivered`, `pending`, `expired`, `collapsed`, `dropped`, `replaced` (APNs),
-    `undecryptable` or `deleted` (Web Push); `effective` is the payload in the platform's own
-    form (docs/effective-payloads.md); `apns` and `webpush` are the typed views of an APNs send
-    and of a Web Push request (None for the other transports). `raw` keeps the whole JSON entry."""
+    `undecryptable` or `deleted` (Web Push), and for a real client's device `sent` (written on
+    its connection, not acknowledged yet) or `client_rejected`; `effective` is the payload in the
+    platform's own form (docs/effective-payloads.md); `apns` and `webpush` are the typed views of
+    an APNs send and of a Web Push request (None for the other transports); `client_delivery`
+    says how a real client (Firefox, Chromium, firebase-messaging) was written to and what it
+    answered (None for a fake device). `raw` keeps the whole JSON entry."""
 
     message_id: str
     status: str
@@ -106,6 +188,7 @@ class Message:
     apns: Optional[ApnsMessage]
     webpush: Optional[WebPushMessage]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    client_delivery: Optional[ClientDelivery] = None
 
     @classmethod
     def from_json(cls, entry: Dict[str, Any]) -> "Message":
@@ -114,6 +197,7 @@ class Message:
         effective = entry.get("effective")
         apns_block = (effective or {}).get("apns") if transport == "apns" else None
         webpush_block = entry.get("webpush") if transport == "webpush" else None
+        delivery = entry.get("client_delivery")
         return cls(
             message_id=entry.get("message_id", ""),
             status=entry.get("status", ""),
@@ -128,6 +212,7 @@ class Message:
             apns=ApnsMessage.from_json(apns_block) if isinstance(apns_block, dict) else None,
             webpush=WebPushMessage.from_json(webpush_block) if isinstance(webpush_block, dict) else None,
             raw=entry,
+            client_delivery=ClientDelivery.from_json(delivery) if isinstance(delivery, dict) else None,
         )
 
     @property
@@ -156,10 +241,19 @@ class Message:
                 parts.append(f"plaintext_base64={w.plaintext_base64}")
             if w.decrypt_error:
                 parts.append(f"decrypt_error={w.decrypt_error!r}")
+            if w.relayed:
+                parts.append(f"relayed ciphertext_bytes={w.ciphertext_bytes}")
         if self.data:
             parts.append(f"data={self.data}")
         if self.notification:
             parts.append(f"notification={self.notification}")
+        c = self.client_delivery
+        if c is not None:
+            parts.append(f"{c.kind} conn={c.connection_id} sends={c.sends}")
+            if c.ack is not None:
+                parts.append(f"ack={c.ack.by}:{c.ack.code}")
+            if c.rejection is not None:
+                parts.append(f"rejection={c.rejection.code} {c.rejection.reason!r}")
         return " ".join(parts)
 
 
@@ -168,7 +262,9 @@ class Device:
     """A fake device: its token, installation id, project, app and state. An `ios` device also
     has its APNs device token (`apns_token`, `apns_environment`); a `web` device its push
     subscription, `web_push`, exactly as `PushSubscription.toJSON()` gives it
-    (`{"endpoint","expirationTime","keys":{"p256dh","auth"}}`), for a Web Push library as it is."""
+    (`{"endpoint","expirationTime","keys":{"p256dh","auth"}}`), for a Web Push library as it is.
+    A device a real client made (a Firefox channel, a Chromium or firebase-messaging
+    registration) has `client`; a fake device has None."""
 
     token: str
     fid: Optional[str]
@@ -184,6 +280,13 @@ class Device:
     web_push: Optional[Dict[str, Any]]
     application_server_key: Optional[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    client: Optional["DeviceClient"] = None
+
+    @property
+    def web_push_id(self) -> Optional[str]:
+        """The last path segment of the subscription's endpoint (what `?web_push_id=` finds)."""
+        endpoint = (self.web_push or {}).get("endpoint")
+        return endpoint_id(endpoint) if isinstance(endpoint, str) else None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Device":
@@ -202,6 +305,133 @@ class Device:
             web_push=d.get("web_push"),
             application_server_key=d.get("application_server_key"),
             raw=d,
+            client=DeviceClient.from_json(d["client"]) if isinstance(d.get("client"), dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class DeviceClient:
+    """A device's `client`: the real client that made it. `kind` is `autopush` (a Firefox
+    channel: `channel_id`, `unregister_code` once it unregistered), `gcm` (a register3
+    registration of Chromium or firebase-messaging: `app`, `subtype`, `sender`, `instance_id`,
+    `channel`) or `fcm` (a firebase-messaging FCM registration: `installation_fid`, `app_id`,
+    `endpoint`, and `via`, the token of the subscription it travels over). `id` is the client's
+    (a uaid, an android id), `connected` whether its connection is open now."""
+
+    kind: str
+    id: Optional[str]
+    connected: bool
+    user_agent: Optional[str]
+    client_version: Optional[str]
+    connected_at: Optional[str]
+    last_heartbeat_at: Optional[str]
+    channel_id: Optional[str]
+    unregister_code: Optional[int]
+    app: Optional[str]
+    subtype: Optional[str]
+    sender: Optional[str]
+    instance_id: Optional[str]
+    channel: Optional[str]
+    installation_fid: Optional[str]
+    app_id: Optional[str]
+    endpoint: Optional[str]
+    via: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, c: Dict[str, Any]) -> "DeviceClient":
+        return cls(
+            kind=str(c.get("kind") or ""), id=c.get("id"), connected=bool(c.get("connected", False)),
+            user_agent=c.get("user_agent"), client_version=c.get("client_version"),
+            connected_at=c.get("connected_at"), last_heartbeat_at=c.get("last_heartbeat_at"),
+            channel_id=c.get("channel_id"), unregister_code=_opt_int(c.get("unregister_code")),
+            app=c.get("app"), subtype=c.get("subtype"), sender=c.get("sender"),
+            instance_id=c.get("instance_id"), channel=c.get("channel"),
+            installation_fid=c.get("installation_fid"), app_id=c.get("app_id"),
+            endpoint=c.get("endpoint"), via=c.get("via"), raw=c,
+        )
+
+
+@dataclass(frozen=True)
+class ClientConnection:
+    """A real client's open connection: its id (`ws3`, `m2`), when it opened, the peer, whether
+    it is TLS, how many pushes are written and unacknowledged, the last heartbeat and frame."""
+
+    id: str
+    connected_at: Optional[str]
+    remote: Optional[str]
+    tls: bool
+    unacked: int
+    last_heartbeat_at: Optional[str]
+    last_frame_at: Optional[str]
+
+
+@dataclass(frozen=True)
+class ClientCheckin:
+    """A GCM client's last checkin: Chrome's platform, version and channel, and when."""
+
+    platform: Optional[str]
+    chrome_version: Optional[str]
+    channel: Optional[str]
+    at: Optional[str]
+
+
+@dataclass(frozen=True)
+class ClientRegistration:
+    """A GCM client's register3 registration: its token, app, subtype, sender, instance id,
+    and the device it made (a token; None for a token only)."""
+
+    token: str
+    app: Optional[str]
+    subtype: Optional[str]
+    sender: Optional[str]
+    instance_id: Optional[str]
+    device: Optional[str]
+    created_at: Optional[str]
+
+
+@dataclass(frozen=True)
+class RealClient:
+    """A real receiving client (`GET /api/v1/clients/{id}`, docs/real-clients.md): Firefox's
+    uaid (`kind` `autopush`) or a checked-in GCM client's android id (`gcm`), with its open
+    `connection` (None when not connected), its `devices` (tokens), and for a GCM client its
+    `checkin` and `registrations`."""
+
+    id: str
+    kind: str
+    connected: bool
+    connection: Optional[ClientConnection]
+    user_agent: Optional[str]
+    client_version: Optional[str]
+    checkin: Optional[ClientCheckin]
+    created_at: Optional[str]
+    last_connected_at: Optional[str]
+    devices: List[str]
+    registrations: List[ClientRegistration]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, c: Dict[str, Any]) -> "RealClient":
+        conn = c.get("connection")
+        checkin = c.get("checkin")
+        return cls(
+            id=str(c["id"]), kind=str(c.get("kind") or ""), connected=bool(c.get("connected", False)),
+            connection=ClientConnection(
+                id=str(conn.get("id") or ""), connected_at=conn.get("connected_at"), remote=conn.get("remote"),
+                tls=bool(conn.get("tls", False)), unacked=int(conn.get("unacked") or 0),
+                last_heartbeat_at=conn.get("last_heartbeat_at"), last_frame_at=conn.get("last_frame_at"),
+            ) if isinstance(conn, dict) else None,
+            user_agent=c.get("user_agent"), client_version=c.get("client_version"),
+            checkin=ClientCheckin(platform=checkin.get("platform"), chrome_version=checkin.get("chrome_version"),
+                                  channel=checkin.get("channel"), at=checkin.get("at"))
+            if isinstance(checkin, dict) else None,
+            created_at=c.get("created_at"), last_connected_at=c.get("last_connected_at"),
+            devices=[str(t) for t in c.get("devices") or []],
+            registrations=[ClientRegistration(
+                token=str(r.get("token") or ""), app=r.get("app"), subtype=r.get("subtype"), sender=r.get("sender"),
+                instance_id=r.get("instance_id"), device=r.get("device"), created_at=r.get("created_at"))
+                for r in c.get("registrations") or [] if isinstance(r, dict)],
+            raw=c,
         )
 
 
@@ -241,6 +471,17 @@ class ApnsCertificate:
     path: Path
     cert_path: Path
     key_path: Path
+
+
+def endpoint_id(endpoint: str) -> str:
+    """A push endpoint's last path segment: its subscription's id (`/wp/{id}`,
+    `/fcm/send/{token}`, `/wpush/v2/{id}`), what `GET /api/v1/devices?web_push_id=` takes."""
+    path = urllib.parse.urlsplit(endpoint).path.rstrip("/")
+    return urllib.parse.unquote(path.rsplit("/", 1)[-1])
+
+
+def _opt_int(value: Any) -> Optional[int]:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _int(value: Optional[str]) -> Optional[int]:

@@ -7,6 +7,8 @@ Fixtures:
   running one at `--fcm-mock-url` (its TLS listener at `--fcm-mock-https-url`).
 - `fcm_mock` (function): the same server, reset (`POST /api/v1/reset`) before the test; a
   server at `--fcm-mock-url` is reset too, so it must not be one that others use meanwhile.
+  Real clients (a browser started once for the session) stay connected across the reset with
+  their devices; a test that wants none calls `fcm_mock.reset(clients=False)`.
 """
 
 from __future__ import annotations
