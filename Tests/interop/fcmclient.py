@@ -220,19 +220,26 @@ def _child(spec_path):
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     out_lock = threading.Lock()
 
+    def doc_recipe(mock, mcs_port):
+        import pathlib
+        import re as _re
+        doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "real-clients.md"
+        blocks = [b for b in _re.findall(r"^```python\n(.*?)^```$", doc.read_text(), _re.S | _re.M) if "fpc.MCS_HOST" in b]
+        assert len(blocks) == 1, f"docs/real-clients.md has {len(blocks)} firebase-messaging blocks"
+        line = 'MOCK, M = "http://127.0.0.1:8080", 5228'
+        assert line in blocks[0], f"the recipe names {line!r}"
+        return blocks[0].replace(line, f"MOCK, M = {mock!r}, {int(mcs_port)}")
+
     def emit(**event):
         with out_lock:
             sys.stdout.write(json.dumps(event) + "\n")
             sys.stdout.flush()
 
-    import firebase_messaging.fcmpushclient as fpc
-    import firebase_messaging.fcmregister as fr
     from firebase_messaging import FcmPushClient, FcmRegisterConfig
 
-    mock = spec["mock"]
-    fr.GCM_CHECKIN_URL, fr.GCM_REGISTER_URL = f"{mock}/checkin", f"{mock}/c2dm/register3"
-    fr.FCM_INSTALLATION = fr.FCM_REGISTRATION = f"{mock}/v1/"
-    fpc.MCS_HOST, fpc.MCS_PORT = "localhost", spec["mcs_port"]
+    # docs/real-clients.md's block, as written but for this run's two values: the page's
+    # recipe is what points the client at the mock.
+    exec(doc_recipe(spec["mock"], spec["mcs_port"]), {})
     cfg = FcmRegisterConfig(**spec["config"])
 
     def on_notification(payload, persistent_id, ctx):
