@@ -274,7 +274,12 @@ extension Engine {
             }
             published.insert(("device.updated", s.render(d, now: now)), at: 0)
             var writes = [Writes.unregister(device: id), Writes.setDeviceClient(device: id, link.stored)]
-            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            // Why they were dropped, shown as the entries' `error_detail`.
+            if !changes.isEmpty {
+                writes.append(Writes.setClientDeliveries(changes.map {
+                    ClientDeliveryUpdate(id: $0.0, status: "dropped", deliveredAt: nil, json: ClientDelivery.droppedJSON)
+                }, settledAt: now))
+            }
             return (d, submit(writes))
         }
         guard let (device, ticket) = result else { return nil }

@@ -197,6 +197,17 @@ struct ClientDelivery: Sendable {
         return w.string
     }
 
+    /// The `client_delivery` column of a held push dropped because its channel unregistered: no
+    /// life on a connection, only why (`error_detail`).
+    static let droppedJSON = #"{"error_detail":"the channel unregistered"}"#
+
+    /// A stored `client_delivery` as shown: the object, or for a dropped push its reason.
+    static func shown(_ stored: String?) -> (clientDelivery: String?, errorDetail: String?) {
+        guard let stored else { return (nil, nil) }
+        if stored == droppedJSON { return (nil, "the channel unregistered") }
+        return (stored, nil)
+    }
+
     /// What a client's rejecting code means (docs/real-clients.md).
     static func meaning(_ code: Int) -> String {
         switch code {

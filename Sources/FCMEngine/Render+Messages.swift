@@ -52,8 +52,10 @@ extension Render {
             if let f = r.fault { w.key("fault"); w.value(f) }
             if let t = r.deliveredAt { w.key("delivered_at"); w.value(rfc3339(millis: t)) }
             if let t = r.settledAt { w.key("settled_at"); w.value(rfc3339(millis: t)) }
-            // A real client's delivery: its life on the connection.
-            if let cd = r.clientDelivery { w.key("client_delivery"); w.raw(cd) }
+            // A real client's delivery: its life on the connection (or why it was dropped).
+            let (cd, detail) = ClientDelivery.shown(r.clientDelivery)
+            if let cd { w.key("client_delivery"); w.raw(cd) }
+            if let detail { w.key("error_detail"); w.value(detail) }
             w.endObject()
         }
         w.endArray()
@@ -124,10 +126,12 @@ extension Render {
         w.key("status"); w.value(status)
         // Why an accepted send never reached the device (an APNs body that is no JSON object).
         if status == "undeliverable" { w.key("error_detail"); w.value(r.errorDetail) }
+        let (clientDelivery, dropped) = ClientDelivery.shown(r.clientDelivery)
+        if let dropped { w.key("error_detail"); w.value(dropped) }
         w.key("accepted_at"); w.value(rfc3339(millis: r.acceptedAt))
         w.key("delivered_at"); w.value(r.deliveredAt.map { rfc3339(millis: $0) })
         w.key("expires_at"); w.value(rfc3339(millis: r.expiresAt))
-        if let cd = r.clientDelivery { w.key("client_delivery"); w.raw(cd) }
+        if let cd = clientDelivery { w.key("client_delivery"); w.raw(cd) }
         w.key("collapse_key"); w.value(r.collapseKey)
         w.key("priority"); w.value(r.priority)
         w.key("via"); w.beginObject()

@@ -266,6 +266,11 @@ final class AutopushTests: XCTestCase {
     func testUnregisterEndsTheSubscriptionWith410Errno106() throws {
         let (ws, _) = try hello()
         let endpoint = try register(ws)
+        let token = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        // Held while the device is held offline: dropped when the channel unregisters.
+        _ = try server.client().request("PATCH", "/api/v1/devices/\(token)", headers: [("Content-Type", "application/json")],
+                                        body: Array(#"{"online":false}"#.utf8))
+        let held = try messageID(try push(endpoint))
         ws.send(text: #"{"channelID":"\#(channel)","messageType":"unregister","code":200}"#)
         XCTAssertEqual(try ws.nextText(), #"{"messageType":"unregister","channelID":"\#(channel)","status":200}"#)
         let d = try device(channelEndpoint: endpoint)
@@ -274,6 +279,9 @@ final class AutopushTests: XCTestCase {
         let r = try push(endpoint)
         XCTAssertEqual(r.status, 410, r.text)
         XCTAssertEqual(r.object?["errno"], .number(JSONNumber(106)))
+        let dropped = try entry(token, held)
+        XCTAssertEqual(dropped["status"]?.stringValue, "dropped")
+        XCTAssertEqual(dropped["error_detail"]?.stringValue, "the channel unregistered")
         // An unknown channel is answered 200 all the same.
         ws.send(text: #"{"channelID":"00000000-0000-4000-8000-000000000000","messageType":"unregister","code":200}"#)
         XCTAssertEqual(try ws.nextText(), #"{"messageType":"unregister","channelID":"00000000-0000-4000-8000-000000000000","status":200}"#)
