@@ -11,7 +11,7 @@ Measures, on loopback only, with bounded loops:
   e. the web page's first screen (PAGE_FIRST_SCREEN) with 1 message stored and with the
      single-token phase's 100,000+, and right after a restart on that store
   (then HTTP v1 in bench_v1.py, APNs against v1 over one HTTP/2 connection in bench_apns.py,
-  Web Push in bench_webpush.py, and autopush in bench_autopush.py)
+  Web Push in bench_webpush.py, autopush in bench_autopush.py, and MCS in bench_mcs.py)
 and checks that every send answered 200 was recorded. Prints a markdown report (also written to
 WORK/report.md). Exit 0: all targets met; 1: a target missed; 2: could not measure.
 """
@@ -167,6 +167,7 @@ class Server:
                                          stderr=err, cwd=ROOT)
         _children.append(self.proc)
         self.xmpp_port = None
+        self.mcs_port = None
         self.port = self._read_port(timeout_s)
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -182,6 +183,8 @@ class Server:
                 if m:
                     x = re.search(rb"xmpp=[^\s:]+:(\d+)", buf)
                     self.xmpp_port = int(x.group(1)) if x else None
+                    mcs = re.search(rb"mcs=\S*:(\d+)", m.group(0))
+                    self.mcs_port = int(mcs.group(1)) if mcs else None
                     return int(m.group(1))
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -733,6 +736,11 @@ def main():
     import bench_autopush
     res["autopush"] = bench_autopush.run(mock_bin, run_dir, fixtures, max(bench_autopush.ROUNDS, rounds))
 
+    # l. MCS: an FCM send delivered over MCS to a raw GCM client against a send to a fake android
+    # device, and the RSS of 1,000 idle logged-in MCS connections (bench_mcs.py) ------------------
+    import bench_mcs
+    res["mcs"] = bench_mcs.run(mock_bin, run_dir, fixtures, max(bench_mcs.ROUNDS, rounds))
+
     res["db_mb"] = sum(os.path.getsize(os.path.join(run_dir, f)) for f in os.listdir(run_dir)
                        if f.startswith("fcm-mock.sqlite")) / 1e6
     if not os.environ.get("BENCH_KEEP"):
@@ -779,6 +787,8 @@ def report(res, work):
     checks.update(wp_checks)
     _ap_res, ap_lines, ap_checks = res["autopush"]
     checks.update(ap_checks)
+    _mcs_res, mcs_lines, mcs_checks = res["mcs"]
+    checks.update(mcs_checks)
     if res["sqlite_count"] is not None:
         checks["sqlite"] = res["sqlite_count"] >= res["answered_200"]
 
@@ -870,6 +880,7 @@ def report(res, work):
     lines += apns_lines
     lines += wp_lines
     lines += ap_lines
+    lines += mcs_lines
     lines += [
         "",
         f"Store: SQLite file (WAL), {res['db_mb']:.0f} MB at the end. Recorded count: "

@@ -162,16 +162,16 @@ def without_debug_info(mock_bin, run_dir):
     return copy
 
 
-def under_callgrind(mock_bin, run_dir, fixtures, label, drive):
+def under_callgrind(mock_bin, run_dir, fixtures, label, drive, extra_args=()):
     """Instructions counted by callgrind in a mock of its own while `drive(url, ctl)` sends to it:
     `drive` warms it up, then calls `ctl("-i", "on")` (counting starts) and, after the counted
-    sends, `ctl("-d")` (the counts are written). Returns (instructions, the server's command
-    line, what `drive` returned)."""
+    sends, `ctl("-d")` (the counts are written). `extra_args` go at the end of the server's
+    command line. Returns (instructions, the server's command line, what `drive` returned)."""
     port = bench.free_port()
     out = os.path.join(run_dir, f"callgrind.{label}.out")
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
             without_debug_info(mock_bin, run_dir), "serve", "--http-port", str(port), "--xmpp-port", "0",
-            "--db", os.path.join(run_dir, f"callgrind-{label}.sqlite"), "--fixtures", fixtures]
+            "--db", os.path.join(run_dir, f"callgrind-{label}.sqlite"), "--fixtures", fixtures, *extra_args]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"

@@ -7,6 +7,10 @@
 #   bash bench/run.sh --autopush             only the autopush phase (bench/bench_autopush.py): a push
 #                                            relayed to a connected raw autopush client against a push
 #                                            to a fake web device; RSS of 1,000 idle connections
+#   bash bench/run.sh --mcs                  only the MCS phase (bench/bench_mcs.py): an FCM send
+#                                            delivered over MCS to a raw GCM client that acks it
+#                                            against a send to a fake android device; RSS of 1,000
+#                                            idle logged-in MCS connections, heartbeats answered
 #   BENCH_PEER_SRC=dir bash bench/run.sh     the whole bench, then the loops' phase below
 #   bash bench/run.sh loops                  only the HTTP/1.1 loops' phase (bench/loops.py): the
 #                                            ceiling, the Go peer (BENCH_PEER_SRC), main's binary
@@ -17,7 +21,8 @@
 # nghttp2-client, openssl, valgrind, python3-cryptography) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
 # bench/bench.py, which prints a markdown report (also left in .build/bench/report.md); its last
 # phases are bench/bench_v1.py (HTTP v1), bench/bench_apns.py (APNs against v1 over HTTP/2),
-# bench/bench_webpush.py (Web Push) and bench/bench_autopush.py (pushes relayed to autopush clients).
+# bench/bench_webpush.py (Web Push), bench/bench_autopush.py (pushes relayed to autopush clients) and
+# bench/bench_mcs.py (sends delivered over MCS).
 # Environment: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_WARMUP (default 2),
 # BENCH_KEEP=1 keeps the run's SQLite file under .build/bench/.
 # Exit: 0 all targets met, 1 a target missed, 2 could not build or measure.
@@ -122,6 +127,9 @@ if [ "${1:-}" = "--webpush" ]; then
 fi
 if [ "${1:-}" = "--autopush" ] || [ "${1:-}" = "autopush" ]; then
     exec python3 "$here/bench_autopush.py" --mock "$mock" --work "$out"
+fi
+if [ "${1:-}" = "--mcs" ] || [ "${1:-}" = "mcs" ]; then
+    exec python3 "$here/bench_mcs.py" --mock "$mock" --work "$out"
 fi
 if [ -z "${BENCH_PEER_SRC:-}" ]; then
     exec python3 "$here/bench.py" --mock "$mock" --ceiling "$ceiling" --work "$out"
