@@ -1,4 +1,4 @@
-import FCMCore
+public import FCMCore
 import FCMStore
 import Platform
 
@@ -60,6 +60,21 @@ public struct InboxEntry: Sendable {
     let platform: Platform
     /// How its room's block reads back.
     let blocks: RecordBlocks
+}
+
+extension InboxEntry {
+    // What a client room writes of an entry, read without rendering it as JSON first.
+
+    /// When it was accepted and when it expires (mock clock, ms).
+    public var acceptedAtMillis: Int64 { row.acceptedAt }
+    public var expiresAtMillis: Int64 { row.expiresAt }
+    /// A `deleted_messages` notice, and how many messages it says were deleted.
+    public var deletedMessages: Int64? { row.targetKind == "deleted_messages" ? Int64(row.targetValue ?? "") ?? 0 : nil }
+    /// Sent through the Web Push endpoint, and its record's `webpush` block.
+    public var isWebPush: Bool { row.transport == Transport.webpush.rawValue }
+    public var webPushBlock: JSONObject? { row.platforms.flatMap(EffectivePayload.storedPlatforms)?.webpush }
+    /// What the device received, in its platform's form (the entry's `effective`).
+    public var effective: JSONObject? { Render.effective(row, platform: platform, blocks: blocks).objectValue }
 }
 
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").

@@ -146,24 +146,22 @@ public final class GCMDelivery: MCSDelegate {
 
     /// What a registration receives (docs/real-clients.md, "What a registration receives").
     func stanza(for w: ClientWrite) -> DataMessageStanza? {
-        guard let entry = try? engine.inboxEntry(w.deviceToken, messageID: w.version),
-              let o = (try? JSONParser.parse(Render.inboxEntry(entry)))?.objectValue else { return nil }
+        guard let entry = try? engine.inboxEntry(w.deviceToken, messageID: w.version) else { return nil }
         let registration = w.registration
-        let accepted = o["accepted_at"]?.stringValue.flatMap(parseRFC3339) ?? 0
-        let expires = o["expires_at"]?.stringValue.flatMap(parseRFC3339) ?? accepted
+        let accepted = entry.acceptedAtMillis
         let sender = (try? engine.device(w.deviceToken))?.senderID ?? ""
         var s = DataMessageStanza(from: sender, category: registration?.app ?? "")
         s.id = w.version
         s.persistentID = w.version
         s.to = w.token
-        s.ttl = Int32(clamping: max(0, (expires - accepted) / 1000))
+        s.ttl = Int32(clamping: max(0, (entry.expiresAtMillis - accepted) / 1000))
         s.sent = accepted
         s.immediateAck = true
         var data: [AppData] = []
         if let subtype = registration?.subtype { data.append(AppData(key: "subtype", value: subtype)) }
-        if o["message_type"]?.stringValue == "deleted_messages" {
+        if let total = entry.deletedMessages {
             data.append(AppData(key: "message_type", value: "deleted_messages"))
-            data.append(AppData(key: "total_deleted", value: o["total_deleted"]?.numberValue?.text ?? "0"))
+            data.append(AppData(key: "total_deleted", value: String(total)))
         } else if w.device?.kind == .fcm {
             // An FCM registration over this `wp:` one: FCM's JSON, encrypted by the mock as Google
             // does (`aesgcm`; salt and key padded, as firebase-messaging decodes them).
@@ -172,15 +170,15 @@ public final class GCMDelivery: MCSDelegate {
             data.append(AppData(key: "encryption", value: "salt=" + Self.padded(relay.salt)))
             data.append(AppData(key: "crypto-key", value: "dh=" + Self.padded(relay.dh)))
             s.rawData = relay.body
-        } else if o["transport"]?.stringValue == "webpush" {
+        } else if entry.isWebPush {
             // A Web Push push relayed to a `wp:` registration: the body and its coding unchanged.
             s.from = registration?.sender ?? sender
-            let (body, fields) = w.payload.map { ($0.body, $0.fields) } ?? Self.relayed(o["webpush"]?.objectValue)
+            let (body, fields) = w.payload.map { ($0.body, $0.fields) } ?? Self.relayed(entry.webPushBlock)
             for (k, v) in fields {
                 data.append(AppData(key: k == "encoding" ? "content-encoding" : k == "crypto_key" ? "crypto-key" : k, value: v))
             }
             s.rawData = body
-        } else if let effective = o["effective"]?.objectValue {
+        } else if let effective = entry.effective {
             if let key = effective["collapse_key"]?.stringValue { s.token = key }
             for m in effective["data"]?.objectValue?.members ?? [] { data.append(AppData(key: m.key, value: Self.text(m.value))) }
             if let n = effective["notification"]?.objectValue, n.count > 0 {
