@@ -72,6 +72,9 @@ extension Engine {
         var events: [(String, String)] = []
         /// Writes to real clients' connections, made once the send is committed.
         var clientOrders = ClientOrders()
+        /// Why a recipient failed where the error's name does not say it (a browser's Web Push
+        /// subscription named as a token), for the record's `error_detail`.
+        var errorDetail: String?
 
         init(capacity: Int) {
             results.reserveCapacity(capacity)
@@ -103,6 +106,9 @@ extension Engine {
             switch outcome {
             case .failed(let err, let deviceID, let fault):
                 result.error = err
+                if err == .invalidRegistration, let id = deviceID, s.devices[id]?.isWebPushSubscription == true {
+                    p.errorDetail = "a Web Push subscription: reach it through its endpoint"
+                }
                 row.error = ctx.errorName(err)
                 row.fault = fault
                 row.device = deviceID
@@ -239,7 +245,7 @@ extension Engine {
             timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
             flags: Self.flags(req.options), data: data, notification: notification,
             priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
-            error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail ?? ctx.undeliverable,
+            error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail ?? ctx.undeliverable ?? p.errorDetail,
             // A plain-text body is kept even when accepted (the form fields are the request as
             // sent), and so is one the device cannot read.
             httpStatus: ctx.answeredStatus, raw: accepted && req.format != .plain && ctx.undeliverable == nil ? nil : raw(), recipients: p.rows.count,

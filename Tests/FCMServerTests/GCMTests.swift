@@ -107,6 +107,13 @@ final class GCMTests: XCTestCase {
         XCTAssertEqual(d["web_push"]?.objectValue?["endpoint"]?.stringValue, "https://jmt17.google.com/fcm/send/\(wpToken)")
         XCTAssertEqual(d["client"]?.objectValue?["kind"]?.stringValue, "gcm")
         XCTAssertEqual(d["client"]?.objectValue?["id"]?.stringValue, String(auth.0))
+        // FCM's sends cannot name a browser's Web Push subscription.
+        let legacy = try server.client().postJSON("/fcm/send", #"{"to":"\#(wpToken)","data":{"a":"b"}}"#,
+                                                   headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+        XCTAssertEqual(legacy.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue, "InvalidRegistration", legacy.text)
+        let record = try XCTUnwrap(server.client().request("GET", "/api/v1/messages?token=\(pathEncode(wpToken))").object)
+        let first = try XCTUnwrap(record["items"]?.arrayValue?.first?.objectValue)
+        XCTAssertEqual(first["error_detail"]?.stringValue, "a Web Push subscription: reach it through its endpoint")
 
         // A configured project's sender: an android device of it.
         let android = String(try register("app=com.example.demo&device=\(auth.0)&sender=123456789012", auth: auth).1.dropFirst(6))
