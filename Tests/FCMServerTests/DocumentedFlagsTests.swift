@@ -38,7 +38,7 @@ final class DocumentedFlagsTests: XCTestCase {
         "--remote-debugging-port": ["firefox-esr", "chromium"], "--empty-password": ["certutil"],
         "--no-sandbox": ["chromium", "Chromium"], "--no-first-run": ["chromium"], "--user-data-dir": ["chromium"],
         "--gcm-checkin-url": ["chromium"], "--gcm-registration-url": ["chromium"], "--gcm-mcs-endpoint": ["chromium"],
-        "--gcm-": ["chromium"], "--autopush": ["bench/run.sh"], "--inclusive": ["callgrind_annotate"],
+        "--gcm-": ["chromium"], "--autopush": ["bench/run.sh"], "--mcs": ["bench/run.sh"], "--inclusive": ["callgrind_annotate"],
         "--simplified": ["swift-demangle"],
     ]
 
