@@ -1,3 +1,4 @@
+import HTTPServer
 import Platform
 
 /// Keeps the pushes to one device in the order they came in while their bodies are decrypted on
@@ -70,4 +71,18 @@ final class WebPushPushOrder: @unchecked Sendable {
             }
         }
     }
+}
+
+/// Which pushes the room decrypts on its pool rather than on the thread they came in on.
+struct WebPushHandOff: Sendable, Equatable {
+    /// Also pushes over HTTP/1.1.
+    var all: Bool
+
+    /// `FCM_MOCK_WEBPUSH_HANDOFF`: `all`, else (unset or anything else) HTTP/2's only.
+    init(environment value: String?) {
+        all = value == "all"
+    }
+
+    /// Whether `r`'s body goes to the pool.
+    func takes(_ r: HTTPRequest) -> Bool { all || r.isHTTP2 }
 }

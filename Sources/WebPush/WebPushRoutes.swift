@@ -21,6 +21,10 @@ public struct WebPushRoutes: Sendable {
     /// bodies off the HTTP threads; and the order pushes to each device are submitted in.
     let pool = WorkerPool(threads: HTTPServer.availableCores)
     let order = WebPushPushOrder()
+    /// Which pushes are decrypted on `pool`: those over HTTP/2 (one thread per connection, so one
+    /// busy connection would otherwise hold every push to a single core); `FCM_MOCK_WEBPUSH_HANDOFF=all`
+    /// hands off those over HTTP/1.1 too (measured slower on loops as many as the cores).
+    let handOff = WebPushHandOff(environment: SystemIO.environment()["FCM_MOCK_WEBPUSH_HANDOFF"])
 
     public init(engine: Engine) {
         self.engine = engine
@@ -83,6 +87,12 @@ public struct WebPushRoutes: Sendable {
                 return nil
             }
             let encrypted = WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption, cryptoKey: headers.cryptoKey)
+            if !handOff.takes(r), !order.isBusy(key) {
+                // An HTTP/1.1 loop: there are as many as cores, so decrypting here already spreads
+                // over them, and a hand-off would only add switches (docs/performance.md).
+                push.submit(decrypted: decryption.decrypt(encrypted, for: sub), commitNow: !r.inBatch)
+                return nil
+            }
             // The ECDH, HKDF and AES-GCM (about 100 µs) on the pool; the push keeps its place
             // among the pushes to its device (docs/performance.md, "Web Push off the HTTP threads").
             let place = order.take(key)

@@ -19,12 +19,15 @@ final class WebPushPoolTests: XCTestCase {
     var server: TestServer!
     let vapidKey = try! P256PrivateKey()
 
+    /// Every push decrypted on the pool, HTTP/1.1's too (by default those decrypt on their loop).
     override func setUpWithError() throws {
+        setenv("FCM_MOCK_WEBPUSH_HANDOFF", "all", 1)
         server = try TestServer()
     }
 
     override func tearDown() {
         server?.stop()
+        unsetenv("FCM_MOCK_WEBPUSH_HANDOFF")
     }
 
     typealias Subscription = WebPushTests.Subscription
