@@ -17,6 +17,14 @@ public struct WebPushRoutes: Sendable {
     /// VAPID tokens verified, and subscriptions' private keys parsed: what pushes reuse.
     let vapid: VAPID
     let decryption = WebPushDecryption()
+    /// Threads of the room's own, as many as the cores the process may use, that decrypt
+    /// bodies off the HTTP threads; and the order pushes to each device are submitted in.
+    let pool = WorkerPool(threads: HTTPServer.availableCores)
+    let order = WebPushPushOrder()
+    /// Which pushes are decrypted on `pool`: those over HTTP/2 (one thread per connection, so one
+    /// busy connection would otherwise hold every push to a single core); `FCM_MOCK_WEBPUSH_HANDOFF=all`
+    /// hands off those over HTTP/1.1 too (measured slower on loops as many as the cores).
+    let handOff = WebPushHandOff(environment: SystemIO.environment()["FCM_MOCK_WEBPUSH_HANDOFF"])
 
     public init(engine: Engine) {
         self.engine = engine
@@ -61,32 +69,36 @@ public struct WebPushRoutes: Sendable {
             let fault = engine.requestFault(transport: .webpush, path: r.path, senderID: device.senderID, tokens: [device.token], topic: nil)
             if let f = fault, f.isAnswered { return answer(f, r, device: device) }
             let delayMillis: Int64? = if case .delay(let ms, _)? = fault { ms } else { nil }
-            var decrypted: Result<[UInt8], WebPushDecryptFailure>?
-            if sub.isRelayed {
-                // A real browser's subscription: its keys are the browser's, the body goes to it unread.
-            } else if let encoding = headers.encoding {
-                decrypted = decryption.decrypt(WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption,
-                                                           cryptoKey: headers.cryptoKey), for: sub)
-            }
-            let req = Self.request(to: device, headers: headers, identity: identity, body: r.body, decrypted: decrypted,
-                                   relayed: sub.isRelayed)
-            let exchange = SendExchange(headers: RecordedExchange.headers(r)) { result -> HTTPResponse in
-                if let e = result.results.first?.error { return Self.response(Self.refusal(e)) }
-                return Self.created(origin: origin, messageID: result.results.first?.messageID ?? result.recordID, ttl: headers.ttl)
-            }
-            var submission = Submission(req, sender: device.senderID, transport: .webpush, faultKey: r.path)
-            submission.exchange = exchange
-            // The record's status: 200, as every accepted HTTP send's.
-            submission.answeredStatus = 200
-            submission.commitNow = !r.inBatch
-            if sub.isRelayed { submission.relay = Self.relay(r.body, headers: headers) }
-            engine.submit(submission) { outcome in
-                switch outcome {
-                case .failure: responder.send(Self.response(WebPushError.fault(status: 500, "the store failed")))
-                case .success(let result):
-                    let answer = result.response as? HTTPResponse ?? Self.response(WebPushError.fault(status: 500, "the send made no answer"))
-                    if let delayMillis { responder.send(answer, afterMillis: Int(delayMillis)) } else { responder.send(answer) }
+            // What the send needs once the body is decrypted (or at once, without one).
+            let push = PendingPush(routes: self, device: device, headers: headers, identity: identity, body: r.body,
+                                   relayed: sub.isRelayed, origin: origin, exchangeHeaders: RecordedExchange.headers(r),
+                                   path: r.path, delayMillis: delayMillis, responder: responder)
+            let key = device.token
+            guard !sub.isRelayed, let encoding = headers.encoding else {
+                // A real browser's subscription (its keys are the browser's, the body goes to it
+                // unread), or no body: nothing to decrypt, sent on this thread, unless pushes to the
+                // same device are still being decrypted: then behind them.
+                if order.isBusy(key) {
+                    let place = order.take(key)
+                    pool.run { [order] in order.finish(key, place) { push.submitOffThread(decrypted: nil) } }
+                } else {
+                    push.submit(decrypted: nil, commitNow: !r.inBatch)
                 }
+                return nil
+            }
+            let encrypted = WebPushBody(encoding: encoding, bytes: r.body, encryption: headers.encryption, cryptoKey: headers.cryptoKey)
+            if !handOff.takes(r), !order.isBusy(key) {
+                // An HTTP/1.1 loop: there are as many as cores, so decrypting here already spreads
+                // over them, and a hand-off would only add switches (docs/performance.md).
+                push.submit(decrypted: decryption.decrypt(encrypted, for: sub), commitNow: !r.inBatch)
+                return nil
+            }
+            // The ECDH, HKDF and AES-GCM (about 70 µs) on the pool; the push keeps its place
+            // among the pushes to its device (docs/performance.md, "Web Push off the HTTP threads").
+            let place = order.take(key)
+            pool.run { [order, decryption] in
+                let decrypted = decryption.decrypt(encrypted, for: sub)
+                order.finish(key, place) { push.submitOffThread(decrypted: decrypted) }
             }
             return nil
         } catch {
