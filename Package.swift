@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         .target(name: "CCS", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "Platform", "RoomKit", "XMPPServer"], swiftSettings: houseSettings),
         .target(name: "APNs", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
-        .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         // Firefox's push service: Mozilla's autopush protocol over WebSocket (docs/real-clients.md).
         .target(name: "Autopush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
         // FCM's device side for Chromium and raw GCM clients: checkin, register3, and delivery over MCS.

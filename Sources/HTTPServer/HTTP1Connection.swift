@@ -151,7 +151,12 @@ final class HTTP1Connection: @unchecked Sendable {
                 }
                 input.append(contentsOf: scratch[0..<n])
                 parse()
-                if shortReadDrains && n < scratch.count { return }
+                if shortReadDrains && n < scratch.count {
+                    // Requests parse left in `input` (past `maxInFlight`) are taken up by `flush`
+                    // once answers make room: no event will say so again.
+                    if slots.count >= Self.maxInFlight { readBlocked = true }
+                    return
+                }
                 continue
             }
             if n < 0 && errno == EINTR { continue }

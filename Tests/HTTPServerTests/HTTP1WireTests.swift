@@ -55,6 +55,17 @@ final class HTTP1WireTests: XCTestCase {
         }
     }
 
+    /// More pipelined requests in one write than the server takes at once (32): the ones past
+    /// that wait in its buffer and are answered as answers make room, none left behind.
+    func testMorePipelinedRequestsThanAreTakenAtOnceAreAllAnswered() throws {
+        try onEveryPort {
+            let (server, _) = try echoServer()
+            let c = try RawHTTP1(server)
+            c.write((0..<45).map { Self.post("/p\($0)", "n\($0)") }.joined())
+            for i in 0..<45 { assertEcho(c, "n\(i)", path: "/p\(i)") }
+        }
+    }
+
     func testBodyWrittenInPiecesWithPausesIsHandedOverWhole() throws {
         try onEveryPort {
             let (server, seen) = try echoServer()
