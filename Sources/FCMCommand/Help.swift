@@ -46,7 +46,8 @@ public enum Help {
                 "Google's and Apple's host names. Prints 'listening http=HOST:PORT xmpp=HOST:PORT' (then",
                 "' https=HOST:PORT' with --https-port, ' mcs=HOST:PORT' with --mcs-port) on stdout once it accepts",
                 "connections; SIGTERM or SIGINT stops",
-                "it cleanly. Flags win over environment variables.",
+                "it cleanly. Flags win over environment variables. FCM_MOCK_WEBPUSH_HANDOFF=all decrypts every",
+                "Web Push body on the worker pool (by default HTTP/2's only: the HTTP/1.1 loops spread theirs).",
                 "",
                 "options:",
             ]
