@@ -79,6 +79,12 @@ extension ControlAPI {
     func searchTerms(_ q: Query, into f: inout MessageFilter) throws(ControlError) {
         if let t = q["text"] { f.text = try Self.words(t, "text") }
         if let a = q["app"] { f.app = a }
+        if let k = q["client_kind"] {
+            guard k == "any" || ClientKind(rawValue: k) != nil else {
+                throw .badRequest("client_kind must be any or one of \(ClientKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            f.clientKind = k
+        }
         f.recipientCounts = try Self.flag(q, "recipient_counts")
         // `total=true` counts up to the default cap; `total=N` up to N.
         if let n = Int(q["total"] ?? "") {
@@ -100,8 +106,8 @@ extension ControlAPI {
         }
         try each("status") { (x: inout MessageFilter, v: String) throws(ControlError) in
             guard ["accepted", "rejected", "failed", "delivered", "pending", "expired", "collapsed", "dropped", "replaced",
-                   "undecryptable", "undeliverable", "deleted"].contains(v) else {
-                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced, undecryptable, undeliverable, deleted")
+                   "undecryptable", "undeliverable", "deleted", "sent", "client_rejected"].contains(v) else {
+                throw .badRequest("not_status must list statuses: accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced, undecryptable, undeliverable, deleted, sent, client_rejected")
             }
             x.status = v
         }

@@ -24,6 +24,8 @@ public struct MessageFilter: Sendable {
     public var text: [String] = []
     /// Sent to a device of this app, or restricted to this package name.
     public var app: String?
+    /// `client_kind`: sent to a real client's device of this kind (`autopush`, `gcm`, `fcm`).
+    public var clientKind: String?
     /// `not_…`: records matching none of these.
     public var excluded: [MessageFilter] = []
     /// `recipient_counts=true`: each record's recipients counted by status.
@@ -127,6 +129,7 @@ extension Engine {
         q.until = f.untilMillis
         q.error = f.error
         q.app = f.app
+        q.clientKind = f.clientKind
         // SQLite's lower() folds ASCII only: the words are folded the same way.
         q.text = f.text.map { String(decoding: $0.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self) }
         // Topic names match case-insensitively, as sends match subscribers.

@@ -141,6 +141,8 @@ public struct MessageQuery: Sendable {
     public var text: [String] = []
     /// Sent to a device of this app (a recipient's), or restricted to this package name.
     public var app: String?
+    /// Sent to a real client's device of this kind (its `client` link's `kind`), or `any`.
+    public var clientKind: String?
     /// Records matching none of these (the page's `-prefix:value` terms): each its own query,
     /// whose filters are ANDed and then negated.
     public var excluded: [MessageQuery] = []
@@ -272,6 +274,13 @@ extension SQLiteConnection {
         if let v = q.app {
             sql += " AND (restricted_package_name = ? OR EXISTS (SELECT 1 FROM deliveries d JOIN devices v ON v.id = d.device"
                 + " WHERE d.id >= messages.id AND d.id < messages.id + messages.recipients AND v.app = ?))"
+            args.append(.text(v)); args.append(.text(v))
+        }
+        if let v = q.clientKind {
+            // `any`: a real client's device of whatever kind.
+            sql += " AND EXISTS (SELECT 1 FROM deliveries d JOIN devices v ON v.id = d.device"
+                + " WHERE d.id >= messages.id AND d.id < messages.id + messages.recipients AND v.client IS NOT NULL"
+                + " AND (? = 'any' OR json_extract(v.client, '$.kind') = ?))"
             args.append(.text(v)); args.append(.text(v))
         }
         return (sql, args)

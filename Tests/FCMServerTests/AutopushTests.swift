@@ -152,6 +152,12 @@ final class AutopushTests: XCTestCase {
         let recipient = try XCTUnwrap(record["recipients"]?.arrayValue?.first?.objectValue)
         XCTAssertEqual(recipient["status"]?.stringValue, "delivered")
         XCTAssertEqual(recipient["client_delivery"]?.objectValue?["ack"]?.objectValue?["code"], .number(JSONNumber(100)))
+        // The records of real clients' deliveries, by the client's kind.
+        let mine = try XCTUnwrap(try get("/api/v1/messages?client_kind=autopush")["items"]?.arrayValue)
+        XCTAssertEqual(mine.compactMap { $0.objectValue?["message_id"]?.stringValue }, [mid])
+        XCTAssertEqual(try get("/api/v1/messages?client_kind=gcm")["items"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/messages?client_kind=phone").status, 400)
+        XCTAssertEqual(try get("/api/v1/messages?status=delivered&client_kind=autopush")["items"]?.arrayValue?.count, 1)
     }
 
     func testAnAesgcmPushCarriesItsEncryptionAndCryptoKeyAndAPushWithoutBodyCarriesNeither() throws {

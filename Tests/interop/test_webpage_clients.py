@@ -286,6 +286,11 @@ def test_status_chips_and_the_client_chip(mock, clients, page):
     page.wait_for(f"JSON.stringify([...document.querySelectorAll('#devices tbody tr[data-token]')].map(r => r.dataset.token).sort()) === {js(want)}",
                   what="the devices table to keep real clients' devices")
     assert page.eval("[...document.querySelectorAll('#devices tbody tr[data-token]')].every(r => !!r.querySelector('.client-badge'))")
+    # The messages too: those sent to real clients' devices, as the control API finds them.
+    want_ids = sorted(m["message_id"] for m in mock.api("GET", "/api/v1/messages?client_kind=any&limit=100")["items"])
+    assert want_ids, "the raw clients' pushes are records"
+    page.wait_for(f"JSON.stringify([...document.querySelectorAll('#messages tbody tr[data-id]')].map(r => r.dataset.id).sort()) === {js(json.dumps(want_ids, separators=(',', ':')))}",
+                  what="the message list to keep real clients' messages")
     # A link keeps it; a kind it does not know is said.
     open_desktop(page, mock, "/?client=autopush")
     assert page.eval("document.querySelector('#chips .chip-label').textContent") == "client:autopush"

@@ -16,16 +16,16 @@ const LABELS = { device: "token", topic: "topic", status: "status", error: "erro
                  project: "project", since: "after", until: "before", v1_name: "v1", client: "client", text: "" };
 // Names that can be excluded, and the control API's name for each.
 const NEGATABLE = ["device", "topic", "status", "error", "transport", "app", "project", "text"];
-const API = { device: "token", project: "sender_id", v1_name: "v1_name" };
+const API = { device: "token", project: "sender_id", v1_name: "v1_name", client: "client_kind" };
 const STATUSES = ["accepted", "rejected", "failed", "delivered", "pending", "sent", "client_rejected", "expired", "collapsed", "replaced", "dropped", "undecryptable", "undeliverable", "deleted"];
 const TRANSPORTS = { legacy: "http", http: "http", v1: "http_v1", http_v1: "http_v1", xmpp: "xmpp", apns: "apns", webpush: "webpush" };
 // Every name the URL may carry for the message list (`q`: text typed but not yet made chips).
 const NAMES = ["q", "project", "device", "topic", "status", "transport", "error", "since", "until", "app", "text", "v1_name", "client"]
   .concat(NEGATABLE.map(n => "not_" + n));
 
-// Names that narrow the page's other lists, not the messages (the control API's messages have no
-// such filter): `client` keeps the Devices and Clients lists to real clients (page.js, clients.js).
-const PAGE_ONLY = ["client"];
+// Names that narrow only the page's other lists, not the messages: none now (`client` narrows the
+// messages through `client_kind`, and the Devices and Clients lists: page.js, clients.js).
+const PAGE_ONLY = [];
 
 // What only a registration token (or an fid-sized id) looks like: no word is that long.
 const TOKEN = /^[A-Za-z0-9_:-]{32,}$/;
