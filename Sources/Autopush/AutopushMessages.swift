@@ -107,19 +107,6 @@ enum AutopushMessage {
         return w.string
     }
 
-    /// A relayed push's body and coding read back from its record's `webpush` block (after a
-    /// restart: memory no longer has them).
-    static func payload(fromRecord platforms: String?) -> (body: [UInt8]?, fields: [(String, String)]) {
-        guard let platforms, let block = (try? JSONParser.parse(Array(platforms.utf8)))?.objectValue?["webpush"]?.objectValue else {
-            return (nil, [])
-        }
-        let body = block["ciphertext_base64"]?.stringValue.flatMap { base64URLDecode(Array($0.utf8)) }
-        var fields: [(String, String)] = []
-        if let e = block["content_encoding"]?.stringValue { fields.append(("encoding", e)) }
-        if let e = block["encryption"]?.stringValue { fields.append(("encryption", e)) }
-        if let k = block["crypto_key"]?.stringValue { fields.append(("crypto_key", k)) }
-        return (body, fields)
-    }
 }
 
 /// A close the room decides, with its RFC 6455 code and reason.

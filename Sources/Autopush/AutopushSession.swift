@@ -252,7 +252,8 @@ final class AutopushSession: WebSocketHandler {
         } else if let p = w.payload {
             (body, fields) = (p.body, p.fields)
         } else {
-            (body, fields) = AutopushMessage.payload(fromRecord: room.engine.clientRecordBlock(of: w.deliveryID))
+            let kept = room.engine.clientRecordPayload(of: w.deliveryID)
+            (body, fields) = (kept.body, kept.fields)
         }
         ws.send(text: AutopushMessage.notification(channelID: w.channelID ?? "", version: w.version, body: body, fields: fields))
         // At debug: the sender's access line and the client's ack say it at info.

@@ -508,9 +508,10 @@ extension Engine {
     }
 
     /// What a relayed push carries, read back from its record when memory no longer has it (after
-    /// a restart): the record's `webpush` block.
-    public func clientRecordBlock(of deliveryID: Int64) -> String? {
-        (try? store.read { (c: StoreReader) throws(StoreError) in try c.inboxRow(deliveryID) })??.platforms
+    /// a restart).
+    public func clientRecordPayload(of deliveryID: Int64) -> ClientPayload {
+        let platforms = (try? store.read { (c: StoreReader) throws(StoreError) in try c.inboxRow(deliveryID) })??.platforms
+        return ClientPayload(webPushBlock: platforms.flatMap(EffectivePayload.storedPlatforms)?.webpush)
     }
 
     /// Counts for health: open connections by kind, clients by kind.

@@ -231,6 +231,18 @@ public struct ClientPayload: Sendable {
         self.body = body
         self.fields = fields
     }
+
+    /// A relayed push's body and coding read back from its record's `webpush` block (the Web
+    /// Push room writes `ciphertext_base64`, `content_encoding` and, for `aesgcm`, `encryption`
+    /// and `crypto_key`): what memory no longer has after a restart.
+    public init(webPushBlock block: JSONObject?) {
+        body = block?["ciphertext_base64"]?.stringValue.flatMap { base64URLDecode(Array($0.utf8)) }
+        var fields: [(String, String)] = []
+        if let e = block?["content_encoding"]?.stringValue { fields.append(("encoding", e)) }
+        if let e = block?["encryption"]?.stringValue { fields.append(("encryption", e)) }
+        if let k = block?["crypto_key"]?.stringValue { fields.append(("crypto_key", k)) }
+        self.fields = fields
+    }
 }
 
 /// A delivery to write on a client's connection.

@@ -173,7 +173,8 @@ public final class GCMDelivery: MCSDelegate {
         } else if entry.isWebPush {
             // A Web Push push relayed to a `wp:` registration: the body and its coding unchanged.
             s.from = registration?.sender ?? sender
-            let (body, fields) = w.payload.map { ($0.body, $0.fields) } ?? Self.relayed(entry.webPushBlock)
+            let p = w.payload ?? ClientPayload(webPushBlock: entry.webPushBlock)
+            let (body, fields) = (p.body, p.fields)
             for (k, v) in fields {
                 data.append(AppData(key: k == "encoding" ? "content-encoding" : k == "crypto_key" ? "crypto-key" : k, value: v))
             }
@@ -199,16 +200,5 @@ public final class GCMDelivery: MCSDelegate {
     /// A value as app data carries it: a string as it is, anything else as JSON text.
     static func text(_ v: JSONValue) -> String {
         v.stringValue ?? v.serialized()
-    }
-
-    /// A relayed push's body and coding read back from its entry's `webpush` block.
-    static func relayed(_ block: JSONObject?) -> ([UInt8]?, [(String, String)]) {
-        guard let block else { return (nil, []) }
-        let body = block["ciphertext_base64"]?.stringValue.flatMap { base64URLDecode(Array($0.utf8)) }
-        var fields: [(String, String)] = []
-        if let e = block["content_encoding"]?.stringValue { fields.append(("encoding", e)) }
-        if let e = block["encryption"]?.stringValue { fields.append(("encryption", e)) }
-        if let k = block["crypto_key"]?.stringValue { fields.append(("crypto_key", k)) }
-        return (body, fields)
     }
 }
