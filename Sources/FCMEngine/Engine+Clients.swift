@@ -288,11 +288,6 @@ extension Engine {
         return device
     }
 
-    /// The client a channel belongs to, if any.
-    public func clientOwning(channel channelID: String) -> String? {
-        state.withLock { s in s.clientChannels[channelID].flatMap { s.devices[$0]?.client?.id } }
-    }
-
     // MARK: Acknowledgements
 
     /// The client acknowledged (or, `nack`, refused) the delivery it knows as `version` on
@@ -501,7 +496,7 @@ extension Engine {
         }
         try commitControl(ticket)
         if let connection {
-            dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection, forgotten: true,
+            dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection,
                                                       reason: "the client was deleted")]))
         }
         return connection

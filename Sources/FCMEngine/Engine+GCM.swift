@@ -90,13 +90,6 @@ extension Engine {
         }
     }
 
-    /// The channel a client's last checkin named (`CHANNEL_STABLE`, …), if any.
-    public func gcmChannel(androidID: String) -> String? {
-        state.withLock { s in
-            s.realClients[androidID]?.row.checkin.flatMap { try? JSONParser.parse($0).objectValue?["channel"]?.stringValue }
-        }
-    }
-
     /// Firebase installations the mock knows.
     public func installationCount() -> Int { state.withLock { $0.installations.count } }
 

@@ -74,7 +74,7 @@ extension Engine {
             s.acknowledged.removeAll()
             for id in s.realClients.keys { s.realClients[id]?.connection?.unacked.removeAll() }
             if !keepClients {
-                for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(transport: c.kind, clientID: c.row.id, connectionID: conn.info.id, forgotten: true,
+                for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(transport: c.kind, clientID: c.row.id, connectionID: conn.info.id,
                                                                                               reason: "reset: the client was forgotten")) } }
                 clientWrites.append(Writes.deleteClients(Array(s.realClients.keys)))
                 clientWrites += s.installations.keys.map(Writes.deleteInstallation)

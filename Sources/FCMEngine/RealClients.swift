@@ -311,8 +311,6 @@ public struct ClientClose: Sendable {
     public var connectionID: String
     /// Tell the client to stay away (autopush's back-off close code).
     public var backoff = false
-    /// Forgotten by a reset (`?clients=false`) or deleted: the client must start afresh.
-    public var forgotten = false
     /// Why, for the log and `client.closed`.
     public var reason: String
 }

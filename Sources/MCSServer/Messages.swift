@@ -1,3 +1,5 @@
+// Long because: every packet and part of mcs.proto the transport reads or writes, each a few
+// lines of field numbers, kept in one file so they are read side by side with the .proto.
 // mcs.proto's messages (Chromium's google_apis/gcm/protocol/mcs.proto, proto2), each written and
 // read by hand over Protobuf's codec. Field numbers are the clients': they parse these bytes.
 // Decoding is proto2's: unknown fields (and known ones in the wrong wire type, which protobuf

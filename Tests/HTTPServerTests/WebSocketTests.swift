@@ -396,7 +396,8 @@ final class WebSocketTests: XCTestCase {
     func testThe1025thConnectionGets503() throws {
         var rl = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl)
-        guard rl.rlim_cur >= 3000 || rl.rlim_max >= 3000 else { throw XCTSkip("needs 3000 descriptors (RLIMIT_NOFILE \(rl.rlim_cur))") }
+        // 1,024 connections, both ends in this process: the soft limit is raised to the hard one.
+        XCTAssertGreaterThanOrEqual(rl.rlim_max, 3000, "needs 3000 descriptors; RLIMIT_NOFILE's hard limit is \(rl.rlim_max)")
         if rl.rlim_cur < 3000 {
             rl.rlim_cur = min(rl.rlim_max, 4096)
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl)
