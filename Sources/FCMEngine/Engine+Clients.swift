@@ -5,6 +5,10 @@ public import FCMCore
 import FCMStore
 import Platform
 import Synchronization
+import Dispatch
+
+/// How long an acknowledgement's record may wait for another commit to ride (`submitRiding`).
+let ridingCommitMillis = 5
 
 /// What a client's `hello` found and did.
 public struct ClientHello: Sendable {
@@ -145,10 +149,13 @@ extension Engine {
                    changes: inout [(Int64, String)], events published: inout [(String, String)], state s: inout EngineState) {
         guard let client = s.realClients[clientID], let conn = client.connection else { return }
         var waiting: [(device: Device, entry: StoredEntry)] = []
-        for deviceID in s.carried(by: client) {
+        let carried = s.carried(by: client)
+        for deviceID in carried {
             guard let d = s.devices[deviceID], d.online, let held = s.stored[deviceID] else { continue }
             for e in held { waiting.append((d, e)) }
         }
+        // Nothing held: the common case after an acknowledgement.
+        guard !waiting.isEmpty else { return }
         waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
         var room = maxUnackedPerConnection - conn.unacked.count
         for (d, e) in waiting {
@@ -177,10 +184,11 @@ extension Engine {
             let (write, update) = markSent(e, device: d, connection: conn.info.id, clientID: clientID, now: now, delay: delay, state: &s)
             orders.writes.append(write)
             updates.append(update)
+            guard events.hasReaders else { continue }
             published.append(("message.sent", EventJSON.clientDelivery(messageID: write.version, token: d.token, status: "sent", at: now,
                                                                          clientDelivery: update.json)))
         }
-        for deviceID in s.carried(by: client) where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
+        for deviceID in carried where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
     }
 
     /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted.
@@ -327,7 +335,9 @@ extension Engine {
             s.rememberAcknowledged(deliveryID, clientID: clientID)
             let json = cd.json()
             var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, json: json)]
-            if status == "delivered" {
+            if !events.hasReaders {
+                // Nobody listens: no event to build.
+            } else if status == "delivered" {
                 published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: status, at: now,
                                                                                   clientDelivery: json)))
             } else {
@@ -341,11 +351,10 @@ extension Engine {
             }
             var writes = [Writes.setClientDeliveries(updates, settledAt: now)]
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            // Nobody waits for an acknowledgement's commit (the client is answered nothing): the
-            // store's writer takes it with whatever else is queued, and its events and long
-            // polls follow the commit.
+            // Nobody waits for an acknowledgement's commit (the client is answered nothing): it
+            // rides the next commit, and its events and long polls follow that commit.
             let events = published
-            submit(writes) { [self] error in
+            submitRiding(writes) { [self] error in
                 if error == nil { self.events.publish(events) }
                 notifyChanged()
             }
@@ -353,6 +362,19 @@ extension Engine {
         }
         guard let (orders, _) = result else { return (false, ClientOrders()) }
         return (true, orders)
+    }
+
+    /// Writes nobody waits for (a client's acknowledgement): queued for the next commit, a send's
+    /// or a control call's, so they cost no transaction of their own while sends flow; when none
+    /// comes within `ridingCommitMillis`, they are committed on their own then.
+    func submitRiding(_ ops: [WriteOp], completion: @escaping @Sendable (StoreError?) -> Void) {
+        submit(ops, wakeWriter: false, completion: completion)
+        guard !ridingCommitDue.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ridingCommitMillis)) { [weak self] in
+            guard let self else { return }
+            ridingCommitDue.store(false, ordering: .releasing)
+            store.commitQueued()
+        }
     }
 
     /// A frame came from the client (`heartbeat`: a ping of its protocol's own).
@@ -533,11 +555,12 @@ extension EngineState {
 
     /// Keeps the last deliveries a client acknowledged, so a nack after an ack 100 finds them.
     mutating func rememberAcknowledged(_ deliveryID: Int64, clientID: String) {
-        var list = acknowledged[clientID] ?? []
+        // Taken out while changed, so the array is not copied; the oldest leave 32 at a time.
+        var list = acknowledged.removeValue(forKey: clientID) ?? []
         list.append(deliveryID)
-        if list.count > 2 * maxUnackedPerConnection {
-            let gone = list.removeFirst()
-            forgetClientDelivery(gone)
+        if list.count > 2 * maxUnackedPerConnection + 32 {
+            for gone in list.prefix(32) { forgetClientDelivery(gone) }
+            list.removeFirst(32)
         }
         acknowledged[clientID] = list
     }

@@ -228,7 +228,7 @@ extension Engine {
     public func fcmRelay(for w: ClientWrite) -> FCMRelay? {
         guard let mid = MessageID(w.version) else { return nil }
         if let kept = state.withLock({ $0.fcmRelays[mid.micros] }) { return kept }
-        guard let entry = try? inboxEntry(w.deviceToken, messageID: w.version), let encrypt = relayEncryption.withLock({ $0 }) else { return nil }
+        guard let entry = w.entry ?? (try? inboxEntry(w.deviceToken, messageID: w.version)), let encrypt = relayEncryption.withLock({ $0 }) else { return nil }
         let r = entry.row
         let effective = Render.effective(r, platform: .web, blocks: rooms.recordBlocks)
         let web = effective.objectValue?["webpush"]?.objectValue

@@ -267,7 +267,9 @@ extension Engine {
         }
         let eventsToPublish = published
         // Committed by the sender once it leaves the state lock (`Engine.submit`).
-        let orders = p.clientOrders
+        var carried = p.clientOrders
+        if !carried.writes.isEmpty { carryEntries(&carried, message, p.rows, state: s) }
+        let orders = carried
         submit(ops, wakeWriter: false) { [self] error in
             if error == nil {
                 events.publish(eventsToPublish)
@@ -275,6 +277,18 @@ extension Engine {
             }
             notifyChanged()
             completion(error.map { .failure($0) } ?? .success(result))
+        }
+    }
+
+    /// Gives each write the entry its delivery is, from the send's own rows: the room builds what
+    /// it writes without reading the entry back from the store.
+    private func carryEntries(_ orders: inout ClientOrders, _ message: MessageRow, _ rows: [DeliveryRow], state s: EngineState) {
+        for i in orders.writes.indices {
+            let id = orders.writes[i].deliveryID
+            guard let r = rows.first(where: { $0.id == id }), let platform = r.device.flatMap({ s.devices[$0] })?.platform else { continue }
+            orders.writes[i].entry = InboxEntry(row: InboxRow(message: message, delivery: r), status: r.status, platform: platform,
+                                                blocks: rooms.recordBlocks)
+            orders.writes[i].senderID = message.senderID
         }
     }
 

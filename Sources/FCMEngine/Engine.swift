@@ -81,6 +81,8 @@ public final class Engine: Sendable {
     let relayEncryption = Locked<RelayEncryption?>(nil)
     /// How each client room reaches its clients (`setClientRoom`).
     let clientRooms = Locked<[ClientKind: @Sendable (ClientOrders) -> Void]>([:])
+    /// A commit of acknowledgements' writes is scheduled (`submitRiding`).
+    let ridingCommitDue = Atomic<Bool>(false)
     /// What the rooms gave the engine at start: their record blocks' readers, their own fault errors.
     let rooms: RoomHooks
     /// Monotonic start time, for `uptime_s`.

@@ -165,34 +165,36 @@ struct ClientDelivery: Sendable {
     func json() -> String {
         var w = JSONWriter()
         w.beginObject()
-        w.key("kind"); w.value(kind.transport)
-        w.key("connection_id"); w.value(connectionID)
-        w.key(kind == .autopush ? "version" : "persistent_id"); w.value(version)
-        w.key("first_sent_at"); w.value(rfc3339(millis: firstSentAt))
-        w.key("sends"); w.value(Int64(sends))
-        w.key("ack")
+        w.key(literal: "kind"); w.value(kind.transport)
+        w.key(literal: "connection_id"); w.value(connectionID)
+        if kind == .autopush { w.key(literal: "version") } else { w.key(literal: "persistent_id") }
+        w.value(version)
+        w.key(literal: "first_sent_at"); w.value(rfc3339(millis: firstSentAt))
+        w.key(literal: "sends"); w.value(Int64(sends))
+        w.key(literal: "ack")
         if let ack {
             w.beginObject()
-            w.key("by"); w.value(ack.by)
-            w.key("code"); w.value(ack.code.map { JSONValue.number(JSONNumber($0)) } ?? .null)
-            w.key("at"); w.value(rfc3339(millis: ack.at))
+            w.key(literal: "by"); w.value(ack.by)
+            w.key(literal: "code")
+            if let code = ack.code { w.value(Int64(code)) } else { w.null() }
+            w.key(literal: "at"); w.value(rfc3339(millis: ack.at))
             w.endObject()
         } else {
             w.null()
         }
-        w.key("rejection")
+        w.key(literal: "rejection")
         if let r = rejection {
             w.beginObject()
-            w.key("code"); w.value(Int64(r.code))
-            w.key("reason"); w.value(r.reason)
-            w.key("at"); w.value(rfc3339(millis: r.at))
+            w.key(literal: "code"); w.value(Int64(r.code))
+            w.key(literal: "reason"); w.value(r.reason)
+            w.key(literal: "at"); w.value(rfc3339(millis: r.at))
             w.endObject()
         } else {
             w.null()
         }
-        w.key("via"); w.value(via)
-        w.key("encryption"); w.value(encryption)
-        w.key("plaintext"); if let plaintext { w.raw(plaintext) } else { w.null() }
+        w.key(literal: "via"); w.value(via)
+        w.key(literal: "encryption"); w.value(encryption)
+        w.key(literal: "plaintext"); if let plaintext { w.raw(plaintext) } else { w.null() }
         w.endObject()
         return w.string
     }
@@ -267,6 +269,10 @@ public struct ClientWrite: Sendable {
     /// The registration a push travels on over MCS: its `app` (the stanza's category), its
     /// `X-subtype`, its `sender`.
     public var registration: DeviceClient?
+    /// The entry as the send that placed it made it, and its project's sender id: a write decided
+    /// by a send carries them, so the room reads nothing back (nil for one re-sent from held).
+    public var entry: InboxEntry?
+    public var senderID: String?
 }
 
 /// What the engine asks of a client room after a change: writes, and connections to close (a

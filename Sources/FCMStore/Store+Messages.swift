@@ -195,6 +195,18 @@ public struct InboxRow: Sendable {
     public var clientDelivery: String? = nil
 }
 
+extension InboxRow {
+    /// The entry a send's own rows make, as `inboxRow(_:)` would read it back once committed (the
+    /// same columns of the same join): for what is written at once without a store read.
+    public init(message m: MessageRow, delivery d: DeliveryRow) {
+        self.init(id: d.id, suffix: m.suffix, status: d.status, acceptedAt: m.acceptedAt, deliveredAt: d.deliveredAt,
+                  expiresAt: d.expiresAt, collapseKey: m.collapseKey, priority: m.priority, transport: m.transport,
+                  targetKind: m.targetKind, data: m.data, notification: m.notification, targetValue: m.targetValue,
+                  timeToLive: m.timeToLive, flags: m.flags, platforms: m.platforms, errorDetail: m.errorDetail,
+                  clientDelivery: d.clientDelivery)
+    }
+}
+
 extension SQLiteConnection {
     /// Message records, newest first (a device's deleted_messages notices are no record).
     public func messageRecords(_ q: MessageQuery) throws(StoreError) -> [MessageRow] {

@@ -146,10 +146,11 @@ public final class GCMDelivery: MCSDelegate {
 
     /// What a registration receives (docs/real-clients.md, "What a registration receives").
     func stanza(for w: ClientWrite) -> DataMessageStanza? {
-        guard let entry = try? engine.inboxEntry(w.deviceToken, messageID: w.version) else { return nil }
+        // A send's write carries its entry; one re-sent from held reads it back.
+        guard let entry = w.entry ?? (try? engine.inboxEntry(w.deviceToken, messageID: w.version)) else { return nil }
         let registration = w.registration
         let accepted = entry.acceptedAtMillis
-        let sender = (try? engine.device(w.deviceToken))?.senderID ?? ""
+        let sender = w.senderID ?? (try? engine.device(w.deviceToken))?.senderID ?? ""
         var s = DataMessageStanza(from: sender, category: registration?.app ?? "")
         s.id = w.version
         s.persistentID = w.version
