@@ -139,9 +139,10 @@ public final class Application: Sendable {
                         tls = try TLSCredentials(certificate: cert, key: key)
                         // APNs client certificates come from the local CA all the same.
                         if localCA {
-                            let (authority, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
-                                                                                                  directory: Self.caDirectory(c))
+                            let (authority, created, renewed) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
+                                                                                                           directory: Self.caDirectory(c))
                             apnsAuthority = authority
+                            if let renewed { log.warning("the local CA's server certificate: " + renewed, [("tls.ca", SystemIO.absolutePath(authority.caCertificate))]) }
                             log.info(created ? "made a local CA for APNs client certificates" : "using the local CA for APNs client certificates",
                                      [("tls.ca", SystemIO.absolutePath(authority.caCertificate))])
                         }
@@ -319,7 +320,8 @@ extension Application {
     /// The local CA of `--https-port` (made once in `tlsDirectory`, reused after) and the server
     /// certificate it signed, loaded; the CA file's absolute path; the CA itself.
     static func localCA(_ c: Configuration, log: Log) throws(TLSError) -> (TLSCredentials, String, LocalCertificateAuthority) {
-        let (ca, created) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: caDirectory(c))
+        let (ca, created, renewed) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts, directory: caDirectory(c))
+        if let renewed { log.warning("the local CA's server certificate: " + renewed, [("tls.ca", SystemIO.absolutePath(ca.caCertificate))]) }
         let credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
         let path = SystemIO.absolutePath(ca.caCertificate)
         // A warning, so the path is logged at every level clients may need it at.

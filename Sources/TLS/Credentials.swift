@@ -91,29 +91,70 @@ public struct LocalCertificateAuthority: Sendable {
 
     /// The local certificate authority in `directory` if its four files are there (so a client
     /// that trusts `ca.pem` keeps trusting the server across restarts), else a new one made by
-    /// `create`; `created` says which.
-    public static func loadOrCreate(names: [String], directory: String) throws(TLSError)
-        -> (authority: LocalCertificateAuthority, created: Bool) {
+    /// `create`; `created` says which. A kept CA whose server certificate lacks one of `names`
+    /// (made by a version that served fewer hosts) or expires within 30 days gets a new server
+    /// certificate from the same CA, so clients' trust in `ca.pem` still holds (with the names
+    /// the old one had beyond `names`, such as `fcm-mock cert --host`'s); `renewed` says why
+    /// (nil when it was not). When the folder cannot be written, the old one stays, and
+    /// `renewed` says that too.
+    /// `now`: the time certificates are made and checked at (Unix seconds, the clock's when nil;
+    /// tests move it).
+    public static func loadOrCreate(names: [String], directory: String, now: Int? = nil) throws(TLSError)
+        -> (authority: LocalCertificateAuthority, created: Bool, renewed: String?) {
+        let now = now ?? time(nil)
         let existing = LocalCertificateAuthority(caCertificate: directory + "/ca.pem", caKey: directory + "/ca.key",
                                                  serverCertificate: directory + "/server.pem", serverKey: directory + "/server.key")
         let files = [existing.caCertificate, existing.caKey, existing.serverCertificate, existing.serverKey]
-        if files.allSatisfy({ access($0, R_OK) == 0 }) { return (existing, false) }
-        return (try create(names: names, directory: directory), true)
+        guard files.allSatisfy({ access($0, R_OK) == 0 }) else { return (try create(names: names, directory: directory, now: now), true, nil) }
+        let packed = Self.packed(names)
+        let why: String
+        switch fcm_gnutls_cert_serves(existing.serverCertificate, packed, Int32(names.count), now + 30 * 86_400) {
+        case 0: return (existing, false, nil)
+        case 1: why = "its server certificate did not name every host this version serves"
+        case 2: why = "its server certificate expires within 30 days"
+        default: why = "its server certificate could not be read"
+        }
+        // Made beside the old pair, then renamed over it (the key first): a failure leaves the
+        // old certificate with its own key.
+        let (newCert, newKey) = (existing.serverCertificate + ".new", existing.serverKey + ".new")
+        let rc = fcm_gnutls_server_from_ca(packed, Int32(names.count), existing.caCertificate, existing.caKey,
+                                           existing.serverCertificate, newCert, newKey, now)
+        let failure: String?
+        if rc != 0 {
+            failure = String(cString: gnutls_strerror(rc))
+        } else if rename(newKey, existing.serverKey) != 0 {
+            failure = String(cString: strerror(errno))
+        } else if rename(newCert, existing.serverCertificate) != 0 {
+            failure = String(cString: strerror(errno))
+        } else {
+            failure = nil
+        }
+        unlink(newCert)
+        unlink(newKey)
+        if let failure { return (existing, false, why + "; a new one could not be written (\(failure)): the old one is used") }
+        return (existing, false, why + ": the CA signed a new one")
+    }
+
+    /// NUL-separated, as the C side reads a list of names.
+    private static func packed(_ names: [String]) -> [CChar] {
+        var packed: [CChar] = []
+        for n in names { packed += n.utf8CString }
+        return packed
     }
 
     /// Creates a new local certificate authority and a server certificate it signs for `names`
     /// (DNS names, or IP literals), as `ca.pem`, `ca.key`, `server.pem` and `server.key` in
     /// `directory` (created if missing; existing files are replaced).
-    public static func create(names: [String], directory: String) throws(TLSError) -> LocalCertificateAuthority {
+    /// `now`: as `loadOrCreate`'s.
+    public static func create(names: [String], directory: String, now: Int? = nil) throws(TLSError) -> LocalCertificateAuthority {
+        let now = now ?? time(nil)
         if mkdir(directory, 0o755) != 0 && errno != EEXIST {
             throw TLSError("cannot create \(directory): \(String(cString: strerror(errno)))")
         }
         let r = LocalCertificateAuthority(caCertificate: directory + "/ca.pem", caKey: directory + "/ca.key",
                                           serverCertificate: directory + "/server.pem", serverKey: directory + "/server.key")
-        var packed: [CChar] = []
-        for n in names { packed += n.utf8CString }
-        let rc = fcm_gnutls_ca_and_server(packed, Int32(names.count), r.caCertificate, r.caKey,
-                                          r.serverCertificate, r.serverKey, time(nil))
+        let rc = fcm_gnutls_ca_and_server(packed(names), Int32(names.count), r.caCertificate, r.caKey,
+                                          r.serverCertificate, r.serverKey, now)
         guard rc == 0 else { throw TLSError("cannot write certificates into \(directory)", rc) }
         return r
     }

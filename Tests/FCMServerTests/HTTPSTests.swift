@@ -207,6 +207,21 @@ final class HTTPSTests: XCTestCase {
         XCTAssertTrue(out.hasSuffix("\n2 200"), out)
     }
 
+    func testACAMadeForFewerHostsGetsANewServerCertificateFromTheSameCA() throws {
+        // As an older version left it: the CA and a server certificate for two names only.
+        let old = try LocalCertificateAuthority.create(names: ["localhost", "127.0.0.1"], directory: dir + "/tls")
+        let caPEM = try String(contentsOfFile: old.caCertificate, encoding: .utf8)
+        let s = try TestServer(extraArguments: ["--https-port", "0", "--tls-dir", dir + "/tls"])
+        defer { s.stop() }
+        XCTAssertEqual(try String(contentsOfFile: old.caCertificate, encoding: .utf8), caPEM, "clients' trust in ca.pem holds")
+        let port = try XCTUnwrap(s.app.httpsPort)
+        // The hosts the newer version serves, through the same ca.pem.
+        for host in ["mtalk.google.com", "android.clients.google.com", "api.push.apple.com"] {
+            let out = try curlHTTPS(port, ca: old.caCertificate, host: host, ["--http1.1"], "/api/v1/health")
+            XCTAssertTrue(out.hasSuffix("\n1.1 200"), "\(host): \(out)")
+        }
+    }
+
     func testNoLocalCAWithoutHTTPSPortOrWithAGivenCertificate() throws {
         let plain = try TestServer()
         defer { plain.stop() }

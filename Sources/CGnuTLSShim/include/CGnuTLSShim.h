@@ -17,6 +17,18 @@ int fcm_gnutls_self_signed(const char *names, int count, const char *cert_path, 
 int fcm_gnutls_ca_and_server(const char *names, int count, const char *ca_cert_path, const char *ca_key_path,
                              const char *cert_path, const char *key_path, long now);
 
+// A new server certificate (and key) for `names`, as `fcm_gnutls_ca_and_server` makes one, signed
+// by the existing CA in `ca_cert_path`/`ca_key_path`: for a CA folder whose server certificate no
+// longer fits. The names of the certificate at `old_cert_path` that `names` lack are kept (an
+// unreadable one keeps none). Returns 0 or a GnuTLS error code.
+int fcm_gnutls_server_from_ca(const char *names, int count, const char *ca_cert_path, const char *ca_key_path,
+                              const char *old_cert_path, const char *cert_path, const char *key_path, long now);
+
+// Whether the PEM certificate at `cert_path` serves the NUL-separated `names` until `until` (Unix
+// seconds): 0 yes, 1 a name is missing from its subject alternative names, 2 it expires before
+// then, or a (negative) GnuTLS error code when it cannot be read.
+int fcm_gnutls_cert_serves(const char *cert_path, const char *names, int count, long until);
+
 // A client certificate signed by the CA in `ca_cert_path`/`ca_key_path` (PEM files): a new ECDSA
 // P-256 key, a random 16-byte serial, subject UID `uid` and common name `common_name`,
 // client-authentication usage, valid from an hour ago for `days`, and `ext_count` extensions
