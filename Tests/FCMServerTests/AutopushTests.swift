@@ -160,6 +160,31 @@ final class AutopushTests: XCTestCase {
         XCTAssertEqual(try get("/api/v1/messages?status=delivered&client_kind=autopush")["items"]?.arrayValue?.count, 1)
     }
 
+    func testAnAckIsCommittedAloneOrWithTheNextWrite() throws {
+        let (ws, _) = try hello()
+        let endpoint = try register(ws)
+        let token = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+
+        // Nothing else is written after the ack: it is committed on its own, and a long poll on
+        // the delivered entries sees it.
+        let first = try messageID(try push(endpoint))
+        _ = try XCTUnwrap(try ws.nextText())
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(first)","code":100}]}"#)
+        let polled = try get("/api/v1/devices/\(token)/messages?status=delivered&wait=10")
+        XCTAssertEqual(polled["items"]?.arrayValue?.compactMap { $0.objectValue?["message_id"]?.stringValue }, [first])
+
+        // A write right after the ack (the ack read first: the ping after it is answered in
+        // order) carries it: by the time that write is answered, the entry reads delivered.
+        let second = try messageID(try push(endpoint))
+        _ = try XCTUnwrap(try ws.nextText())
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(second)","code":100}]}"#)
+        ws.send(text: "{}")
+        XCTAssertEqual(try ws.nextText(), "{}")
+        let made = try server.client().postJSON("/api/v1/devices", #"{"sender_id":"\#(DemoProject.senderID)","platform":"android"}"#)
+        XCTAssertEqual(made.status, 201, made.text)
+        XCTAssertEqual(try entry(token, second)["status"]?.stringValue, "delivered")
+    }
+
     func testAnAesgcmPushCarriesItsEncryptionAndCryptoKeyAndAPushWithoutBodyCarriesNeither() throws {
         let (ws, _) = try hello()
         let endpoint = try register(ws)
