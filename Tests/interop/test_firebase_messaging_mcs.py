@@ -15,7 +15,7 @@ from fcmclient import (RawMcs, login_request, pb_bytes, pb_fields, pb_varint, ra
 from firefox import wait_entry
 from mocksupport import APP_A, KEY_A, PROJECT_A, SENDER_A
 
-pytestmark = pytest.mark.firebase_messaging
+pytestmark = [pytest.mark.firebase_messaging, pytest.mark.mcs]
 
 TAG_LOGIN_REQUEST, TAG_LOGIN_RESPONSE, TAG_DATA = 2, 3, 8
 
