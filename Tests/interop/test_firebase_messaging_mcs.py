@@ -113,6 +113,39 @@ def test_a_raw_client_that_does_not_ack_gets_the_same_bytes_after_logging_in_aga
     assert tag == TAG_DATA and again == sent, (tag, again, sent)
 
 
+def test_a_multicast_to_two_registrations_of_one_raw_client_writes_each_its_stanza(mock_mcs):
+    """One send to two registrations on one connection: each stanza names its own registration,
+    persistent id and app, with the send's data."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    tokens = [raw_register(mock_mcs.base_url, android_id, security_token, app=app, sender=SENDER_A)
+              for app in (APP_A, APP_A + ".second")]
+    assert tokens[0] != tokens[1]
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    try:
+        conn.send_packet(TAG_LOGIN_REQUEST, login_request(android_id, security_token), version=True)
+        tag, body = conn.packet()
+        assert tag == TAG_LOGIN_RESPONSE and 3 not in pb_fields(body), (tag, pb_fields(body))
+        res = legacy_send(mock_mcs, {"registration_ids": tokens, "data": {"both": "yes"}})
+        assert res["success"] == 2, res
+        ids = [r["message_id"] for r in res["results"]]
+        stanzas = []
+        for _ in tokens:
+            tag, sent = conn.packet()
+            assert tag == TAG_DATA, (tag, sent)
+            stanzas.append(pb_fields(sent))
+        for token, message_id in zip(tokens, ids):
+            wait_entry(mock_mcs, token, message_id, "sent")
+    finally:
+        conn.close()
+    for token, message_id, app, f in zip(tokens, ids, (APP_A, APP_A + ".second"), stanzas):
+        assert f[9] == [message_id.encode()], f        # persistent_id
+        assert f[4] == [token.encode()], f             # to: the registration
+        assert f[5] == [app.encode()], f               # category: its app
+        assert f[3] == [SENDER_A.encode()], f          # from: the project's sender id
+        data = {pb_fields(a)[1][0]: pb_fields(a)[2][0] for a in f[7]}
+        assert data == {b"both": b"yes"}, data
+
+
 # -- 14: refusals ------------------------------------------------------------------------------------------
 
 def test_register3_without_authorization_is_authentication_failed(mock_mcs):
