@@ -319,7 +319,11 @@ struct EngineState: Sendable {
         (deviceTopics[device]?.values).map { $0.sorted { ($0.addedAt, $0.name) < ($1.addedAt, $1.name) } } ?? []
     }
 
-    mutating func insert(_ d: Device) {
+    mutating func insert(_ device: Device) {
+        var d = device
+        // The app's name as its project keeps it: one string for all of the app's devices, not
+        // one each (every store row and fixture entry brings its own).
+        if let p = projects[d.senderID], let a = p.apps.first(where: { $0.app == d.app }) { d.app = a.app }
         devices[d.id] = d
         tokenIndex[d.token] = d.id
         // A refreshed token's new device shares the fid: the index keeps the first one.
