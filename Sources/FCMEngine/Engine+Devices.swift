@@ -115,7 +115,9 @@ extension Engine {
 
     /// Fixture devices, under one lock and one write: an existing token is left as it is. The
     /// first device refused, if any, with its index; those before it are queued all the same.
-    /// Every device that answers for a fixture device is remembered, so a reset can put it back.
+    /// Every device that answers for a fixture device is remembered with the spec's place in the
+    /// fixtures' device list (`EngineState.fixtureDevices`: the documents' devices in the order
+    /// they are applied, one call per document), so a reset can put it back.
     func createDevicesQueued(_ specs: [DeviceSpec]) -> (failure: (Int, EngineError)?, ticket: Store.Ticket?) {
         if let i = specs.firstIndex(where: { $0.token.map { !isWellFormedToken($0) } ?? false }) {
             return ((i, Self.malformedToken), nil)
@@ -127,12 +129,14 @@ extension Engine {
         return state.withLock { s in
             var created: [Device] = []
             var failure: (Int, EngineError)?
+            let first = s.fixtureSpecCount
+            s.fixtureSpecCount += specs.count
             for (i, spec) in specs.enumerated() {
                 switch placeDevice(spec, in: &s, now: now) {
                 case .failure(let e): failure = (i, e)
                 case .success((let d, let new)):
                     if new { created.append(d) }
-                    if spec.matches(d) { s.fixtureDevices[d.id] = spec }
+                    if spec.matches(d) { s.fixtureDevices[d.id] = Int32(first + i) }
                 }
                 if failure != nil { break }
             }
