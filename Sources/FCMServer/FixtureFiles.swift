@@ -2,6 +2,7 @@ import APNs
 import Control
 import RoomKit
 import FCMCore
+import FCMStore
 public import FCMEngine
 import Platform
 
@@ -46,6 +47,8 @@ extension Fixtures {
             documents.append(d)
         }
         engine.keepStartFixtures(documents)
+        // The devices' rows filled the store's page cache; sends need other pages.
+        engine.store.releaseCachedPages()
         return documents
     }
 

@@ -94,6 +94,12 @@ public final class SQLiteConnection {
     }
 
     /// Runs one or more statements that take no parameters and return nothing of interest.
+    /// Frees the page cache's pages that no statement holds (SQLite's `sqlite3_db_release_memory`):
+    /// they are read again from the file, or the kernel's cache of it, when next needed.
+    func releaseCachedPages() {
+        sqlite3_db_release_memory(db)
+    }
+
     public func execute(_ sql: String) throws(StoreError) {
         var err: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(db, sql, nil, nil, &err)
