@@ -11,7 +11,7 @@ public struct DeviceSpec: Sendable, Equatable {
     public var token: String?
     public var senderID: String
     public var app: String?
-    private var rare: DeviceSpecRareFields?
+    private var rare: Boxed<DeviceSpecRareFields>?
     public var platform: Platform
     var online: Bool
 
@@ -22,57 +22,30 @@ public struct DeviceSpec: Sendable, Equatable {
         self.app = app
         self.platform = platform
         self.online = online
-        self.rare = DeviceSpecRareFields.make(fid: fid, apnsToken: apnsToken, apnsEnvironment: apnsEnvironment,
-                                              applicationServerKey: applicationServerKey)
+        self.rare = Boxed(DeviceSpecRareFields(fid: fid, apnsToken: apnsToken, apnsEnvironment: apnsEnvironment,
+                                               applicationServerKey: applicationServerKey), unless: DeviceSpecRareFields())
     }
 
+    private var rareFields: DeviceSpecRareFields {
+        get { rare?.value ?? DeviceSpecRareFields() }
+        set { rare = Boxed(newValue, unless: DeviceSpecRareFields()) }
+    }
     /// The Firebase installation id; generated when not given.
-    var fid: String? {
-        get { rare?.fid }
-        set { rare = .make(fid: newValue, apnsToken: apnsToken, apnsEnvironment: apnsEnvironment, applicationServerKey: applicationServerKey) }
-    }
+    var fid: String? { get { rare?.value.fid } set { rareFields.fid = newValue } }
     /// An iOS device's APNs token (64 to 200 hex digits); derived from its FCM token when not given.
-    var apnsToken: String? {
-        get { rare?.apnsToken }
-        set { rare = .make(fid: fid, apnsToken: newValue, apnsEnvironment: apnsEnvironment, applicationServerKey: applicationServerKey) }
-    }
+    var apnsToken: String? { get { rare?.value.apnsToken } set { rareFields.apnsToken = newValue } }
     /// An iOS device's APNs environment; sandbox when not given.
-    var apnsEnvironment: APNsEnvironment? {
-        get { rare?.apnsEnvironment }
-        set { rare = .make(fid: fid, apnsToken: apnsToken, apnsEnvironment: newValue, applicationServerKey: applicationServerKey) }
-    }
+    var apnsEnvironment: APNsEnvironment? { get { rare?.value.apnsEnvironment } set { rareFields.apnsEnvironment = newValue } }
     /// A web device's VAPID key (base64url P-256 point): its subscription takes pushes signed by it only.
-    var applicationServerKey: String? {
-        get { rare?.applicationServerKey }
-        set { rare = .make(fid: fid, apnsToken: apnsToken, apnsEnvironment: apnsEnvironment, applicationServerKey: newValue) }
-    }
+    var applicationServerKey: String? { get { rare?.value.applicationServerKey } set { rareFields.applicationServerKey = newValue } }
 }
 
-/// What a `DeviceSpec` seldom gives: immutable, so copies share it.
-final class DeviceSpecRareFields: Sendable, Equatable {
-    let fid: String?
-    let apnsToken: String?
-    let apnsEnvironment: APNsEnvironment?
-    let applicationServerKey: String?
-
-    private init(fid: String?, apnsToken: String?, apnsEnvironment: APNsEnvironment?, applicationServerKey: String?) {
-        self.fid = fid
-        self.apnsToken = apnsToken
-        self.apnsEnvironment = apnsEnvironment
-        self.applicationServerKey = applicationServerKey
-    }
-
-    /// The box for these values; nil when none is given.
-    static func make(fid: String?, apnsToken: String?, apnsEnvironment: APNsEnvironment?,
-                     applicationServerKey: String?) -> DeviceSpecRareFields? {
-        if fid == nil && apnsToken == nil && apnsEnvironment == nil && applicationServerKey == nil { return nil }
-        return DeviceSpecRareFields(fid: fid, apnsToken: apnsToken, apnsEnvironment: apnsEnvironment, applicationServerKey: applicationServerKey)
-    }
-
-    static func == (a: DeviceSpecRareFields, b: DeviceSpecRareFields) -> Bool {
-        a === b || (a.fid == b.fid && a.apnsToken == b.apnsToken && a.apnsEnvironment == b.apnsEnvironment
-                    && a.applicationServerKey == b.applicationServerKey)
-    }
+/// What a `DeviceSpec` seldom gives.
+struct DeviceSpecRareFields: Sendable, Equatable {
+    var fid: String?
+    var apnsToken: String?
+    var apnsEnvironment: APNsEnvironment?
+    var applicationServerKey: String?
 }
 
 extension DeviceSpec {

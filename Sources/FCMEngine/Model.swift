@@ -90,7 +90,7 @@ public struct Device: Sendable, Equatable {
     var createdAt: Int64
     public var lastSeenAt: Int64
     /// What most devices leave at its default (see the type's comment).
-    private var rare: DeviceRareFields?
+    private var rare: Boxed<DeviceRareFields>?
     /// For a refreshed token: the device that replaced it.
     var canonicalID: Int64?
     public var platform: Platform
@@ -113,67 +113,47 @@ public struct Device: Sendable, Equatable {
         self.online = online
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt
-        self.rare = DeviceRareFields.make(givenAPNsToken: givenAPNsToken, apnsEnvironment: apnsEnvironment,
-                                          apnsExpiresAt: apnsExpiresAt, client: client)
+        self.rare = Boxed(DeviceRareFields(givenAPNsToken: givenAPNsToken, apnsEnvironment: apnsEnvironment,
+                                           apnsExpiresAt: apnsExpiresAt, client: client), unless: DeviceRareFields())
     }
 
+    private var rareFields: DeviceRareFields {
+        get { rare?.value ?? DeviceRareFields() }
+        set { rare = Boxed(newValue, unless: DeviceRareFields()) }
+    }
     /// An iOS device's APNs token when one was given (lowercase); nil: derived (`apnsToken`).
-    var givenAPNsToken: String? {
-        get { rare?.givenAPNsToken }
-        set { rare = DeviceRareFields.make(rare, givenAPNsToken: newValue) }
-    }
+    var givenAPNsToken: String? { get { rare?.value.givenAPNsToken } set { rareFields.givenAPNsToken = newValue } }
     /// An iOS device's APNs environment.
-    public var apnsEnvironment: APNsEnvironment {
-        get { rare?.apnsEnvironment ?? .sandbox }
-        set { rare = DeviceRareFields.make(rare, apnsEnvironment: newValue) }
-    }
+    public var apnsEnvironment: APNsEnvironment { get { rare?.value.apnsEnvironment ?? .sandbox } set { rareFields.apnsEnvironment = newValue } }
     /// When an iOS device's APNs token expires (mock clock, ms; nil: never): then `ExpiredToken`.
-    public var apnsExpiresAt: Int64? {
-        get { rare?.apnsExpiresAt }
-        set { rare = DeviceRareFields.make(rare, apnsExpiresAt: newValue) }
-    }
+    public var apnsExpiresAt: Int64? { get { rare?.value.apnsExpiresAt } set { rareFields.apnsExpiresAt = newValue } }
     /// A real client's device (docs/real-clients.md): which client made it; nil for a fake one.
     /// Its `online` is then derived: connected, and not held by the control API.
-    public var client: DeviceClient? {
-        get { rare?.client }
-        set { rare = DeviceRareFields.make(rare, client: newValue) }
-    }
+    public var client: DeviceClient? { get { rare?.value.client } set { rareFields.client = newValue } }
 }
 
-/// A device's fields that most devices leave at their default (`Device`): immutable, so copies
-/// of a device share it, and a change makes a new one.
-final class DeviceRareFields: Sendable, Equatable {
-    let givenAPNsToken: String?
-    let apnsEnvironment: APNsEnvironment
-    let apnsExpiresAt: Int64?
-    let client: DeviceClient?
+/// A device's fields that most devices leave at their default (`Device`).
+struct DeviceRareFields: Sendable, Equatable {
+    var givenAPNsToken: String?
+    var apnsEnvironment: APNsEnvironment = .sandbox
+    var apnsExpiresAt: Int64?
+    var client: DeviceClient?
+}
 
-    private init(givenAPNsToken: String?, apnsEnvironment: APNsEnvironment, apnsExpiresAt: Int64?, client: DeviceClient?) {
-        self.givenAPNsToken = givenAPNsToken
-        self.apnsEnvironment = apnsEnvironment
-        self.apnsExpiresAt = apnsExpiresAt
-        self.client = client
+/// A value most instances leave at its default, kept out of line: nil for the default, else one
+/// immutable box that copies share (a change makes a new one).
+final class Boxed<Value: Sendable & Equatable>: Sendable, Equatable {
+    let value: Value
+
+    private init(_ value: Value) { self.value = value }
+
+    /// A box for `value`; nil when it is `defaultValue`.
+    convenience init?(_ value: Value, unless defaultValue: Value) {
+        if value == defaultValue { return nil }
+        self.init(value)
     }
 
-    /// The box for these values; nil when all of them are the defaults.
-    static func make(givenAPNsToken: String?, apnsEnvironment: APNsEnvironment, apnsExpiresAt: Int64?,
-                     client: DeviceClient?) -> DeviceRareFields? {
-        if givenAPNsToken == nil && apnsEnvironment == .sandbox && apnsExpiresAt == nil && client == nil { return nil }
-        return DeviceRareFields(givenAPNsToken: givenAPNsToken, apnsEnvironment: apnsEnvironment, apnsExpiresAt: apnsExpiresAt,
-                                client: client)
-    }
-
-    /// `old` with the fields given changed.
-    static func make(_ old: DeviceRareFields?, givenAPNsToken: String?? = nil, apnsEnvironment: APNsEnvironment? = nil,
-                     apnsExpiresAt: Int64?? = nil, client: DeviceClient?? = nil) -> DeviceRareFields? {
-        make(givenAPNsToken: givenAPNsToken ?? old?.givenAPNsToken, apnsEnvironment: apnsEnvironment ?? old?.apnsEnvironment ?? .sandbox,
-             apnsExpiresAt: apnsExpiresAt ?? old?.apnsExpiresAt, client: client ?? old?.client)
-    }
-
-    static func == (a: DeviceRareFields, b: DeviceRareFields) -> Bool {
-        a === b || (a.givenAPNsToken == b.givenAPNsToken && a.apnsEnvironment == b.apnsEnvironment
-                    && a.apnsExpiresAt == b.apnsExpiresAt && a.client == b.client)
-    }
+    static func == (a: Boxed, b: Boxed) -> Bool { a === b || a.value == b.value }
 }
 
 extension Device {
