@@ -47,7 +47,10 @@ extension Fixtures {
             documents.append(d)
         }
         engine.keepStartFixtures(documents)
-        // The devices' rows filled the store's page cache; sends need other pages.
+        // The devices' rows filled the store's page cache; sends need other pages. (After the
+        // writer thread let go of the last batch, which it may still hold when its commit is
+        // answered: freed after start-up's heap trim, it stayed resident until the next one.)
+        engine.store.drain()
         engine.store.releaseCachedPages()
         return documents
     }
