@@ -75,7 +75,7 @@ public enum DeviceState: String, Sendable, Equatable {
 /// every recipient here) and mirrored in the store.
 ///
 /// Kept small, since the engine holds one per device (10,000 fixture devices are 10,000 of them
-/// in a dictionary that is a third empty): what most devices leave at its default (an iOS
+/// in a dictionary of 16,384 places): what most devices leave at its default (an iOS
 /// device's given APNs token, environment and expiry, a real client's link) lives in one shared,
 /// immutable box, nil when all of it is the default. 112 bytes instead of 336.
 public struct Device: Sendable, Equatable {
