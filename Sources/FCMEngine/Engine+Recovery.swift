@@ -78,6 +78,7 @@ extension EngineState {
         s.topicWindows = topicWindows
         s.ids = ids
         s.fixtureDevices = fixtureDevices
+        s.fixtureSpecCount = fixtureSpecCount
         s.apnsShown = apnsShown
         s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
         s.webPushBase = webPushBase

@@ -5,7 +5,8 @@ import FCMStore
 
 extension Engine {
     /// Forgets devices, messages and deliveries; keeps projects; returns the clock to real time.
-    /// With `fixtures` (the start-up fixtures' devices), the devices they declare are kept with
+    /// With `fixtures` (the start-up fixtures' devices, every document's in the order they were
+    /// applied: `EngineState.fixtureDevices` holds places in it), the devices they declare are kept with
     /// their ids and creation times, put back to what the fixture says (registered, its online
     /// flag), and made again where they are gone, all under one lock: a reset writes only what
     /// changed, not a whole fixture's rows, and no send sees the store without them.
@@ -35,7 +36,8 @@ extension Engine {
                     }
                     continue
                 }
-                guard fixtures != nil, let f = s.fixtureDevices[d.id], f.matches(d) else {
+                guard let fixtures, let place = s.fixtureDevices[d.id], fixtures.indices.contains(Int(place)),
+                      case let f = fixtures[Int(place)], f.matches(d) else {
                     removed.append(d)
                     continue
                 }
@@ -55,13 +57,14 @@ extension Engine {
             if let fixtures, s.devices.count < fixtures.count {
                 // A fixture device deleted since comes back under its old id, so lists keep the
                 // order they had at start; one never made (its project was gone) gets a new one.
-                for (id, f) in s.fixtureDevices.sorted(by: { $0.key < $1.key }) where s.devices[id] == nil {
-                    if case .success((let d, true)) = placeDevice(f, in: &s, now: now, id: id) { created.append(d) }
+                for (id, place) in s.fixtureDevices.sorted(by: { $0.key < $1.key })
+                where s.devices[id] == nil && fixtures.indices.contains(Int(place)) {
+                    if case .success((let d, true)) = placeDevice(fixtures[Int(place)], in: &s, now: now, id: id) { created.append(d) }
                 }
-                for f in fixtures where f.token.flatMap({ s.tokenIndex[$0] }) == nil {
+                for (place, f) in fixtures.enumerated() where f.token.flatMap({ s.tokenIndex[$0] }) == nil {
                     if case .success((let d, true)) = placeDevice(f, in: &s, now: now) {
                         created.append(d)
-                        s.fixtureDevices[d.id] = f
+                        s.fixtureDevices[d.id] = Int32(place)
                     }
                 }
             }

@@ -93,6 +93,12 @@ public final class SQLiteConnection {
         sqlite3_close_v2(db)
     }
 
+    /// Frees the page cache's pages that no statement holds (SQLite's `sqlite3_db_release_memory`):
+    /// they are read again from the file, or the kernel's cache of it, when next needed.
+    func releaseCachedPages() {
+        sqlite3_db_release_memory(db)
+    }
+
     /// Runs one or more statements that take no parameters and return nothing of interest.
     public func execute(_ sql: String) throws(StoreError) {
         var err: UnsafeMutablePointer<CChar>?

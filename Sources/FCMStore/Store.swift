@@ -135,6 +135,12 @@ public final class Store: @unchecked Sendable {
         try connectionLock.withLock { () throws(StoreError) -> T in try body(StoreReader(connection)) }
     }
 
+    /// Frees the connection's cached pages, after a load that filled the cache with pages the
+    /// send path does not need (a large fixture's device rows: 1 MB of a 10,000-device file's).
+    public func releaseCachedPages() {
+        connectionLock.withLock { connection.releaseCachedPages() }
+    }
+
     /// Runs `body` with the connection itself (the store's own code and its tests).
     func readSQL<T: Sendable>(_ body: (SQLiteConnection) throws(StoreError) -> T) throws(StoreError) -> T {
         try connectionLock.withLock { () throws(StoreError) -> T in try body(connection) }
