@@ -205,8 +205,9 @@ public final class MCSConnection: @unchecked Sendable {
     }
 
     /// The socket is ready (either way): the handshake goes on, then what can be read is read and
-    /// what is queued written.
-    func service(now: UInt64, scratch: inout [UInt8]) {
+    /// what is queued written. `hangup`: the event said the client's side ended (or failed), so
+    /// reads go on until they say so.
+    func service(now: UInt64, scratch: inout [UInt8], hangup: Bool = true) {
         guard !ended, let tls else { return }
         if !tls.isHandshakeDone {
             switch tls.handshake() {
@@ -215,7 +216,7 @@ public final class MCSConnection: @unchecked Sendable {
             case .done: if !admit() { return }
             }
         }
-        if readAvailable(now: now, scratch: &scratch) { flush(now: now) }
+        if readAvailable(now: now, scratch: &scratch, hangup: hangup) { flush(now: now) }
     }
 
     /// The handshake is done: counted by the server, or ended past its limit.
@@ -240,7 +241,7 @@ public final class MCSConnection: @unchecked Sendable {
 
     /// Reads what the socket holds (up to a bound: the rest on the loop's next round) and handles
     /// its packets; false when the connection ended.
-    private func readAvailable(now: UInt64, scratch: inout [UInt8]) -> Bool {
+    private func readAvailable(now: UInt64, scratch: inout [UInt8], hangup: Bool) -> Bool {
         guard let tls, frames != nil else { return true }
         for _ in 0..<32 {
             if shared.withLock({ $0.closing != nil }) { return true }  // its end is the flush's
@@ -260,6 +261,9 @@ public final class MCSConnection: @unchecked Sendable {
                     }
                 }
                 frames!.releaseIfDrained()
+                // Nothing left in GnuTLS or the socket: done until the next edge, without the read
+                // that would say so (a GnuTLS call and a recv a packet).
+                if !hangup && !tls.hasBufferedData && Self.unreadBytes(fd) == 0 { return true }
             case .wouldBlock:
                 return true
             case .end:
@@ -388,6 +392,12 @@ public final class MCSConnection: @unchecked Sendable {
         Glibc.close(fd)
         loop.delegate.closed(self, reason: reason)
         shared.withLock { $0.finished = true }
+    }
+
+    /// Bytes the kernel holds unread on `fd` (`FIONREAD`); -1 when it cannot tell.
+    private static func unreadBytes(_ fd: Int32) -> Int32 {
+        var n: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &n) == 0 ? n : -1
     }
 
     /// `ip:port` of the peer of `fd`.

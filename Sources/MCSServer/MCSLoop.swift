@@ -43,6 +43,10 @@ final class MCSLoop: @unchecked Sendable {
     private var byFD: [MCSConnection?] = []
     private var dirty: [MCSConnection] = []
     private var again: [MCSConnection] = []
+    /// The lists above are swapped with these while they are worked through.
+    private var posted: [MCSConnection] = []
+    private var flushing: [MCSConnection] = []
+    private var servingAgain: [MCSConnection] = []
     private var accepted = 0
     private var listening = true
     private var stopDeadline: UInt64?
@@ -193,7 +197,8 @@ final class MCSLoop: @unchecked Sendable {
                 } else if fd == listenFD {
                     acceptAll(now: now)
                 } else if Int(fd) < byFD.count, let c = byFD[Int(fd)] {
-                    c.service(now: now, scratch: &scratch)
+                    let ended = events[i].events & (FCM_EPOLLRDHUP | FCM_EPOLLHUP | FCM_EPOLLERR) != 0
+                    c.service(now: now, scratch: &scratch, hangup: ended)
                 }
             }
             if let p = acceptPausedUntil, now >= p {
@@ -201,9 +206,11 @@ final class MCSLoop: @unchecked Sendable {
                 if listening, Self.watch(epollFD, listenFD, FCM_EPOLLIN) { acceptAll(now: now) }
             }
             drainInbox(now: now)
-            let more = again
-            again.removeAll(keepingCapacity: true)
-            for c in more { c.service(now: now, scratch: &scratch) }
+            if !again.isEmpty {
+                swap(&again, &servingAgain)
+                for c in servingAgain { c.service(now: now, scratch: &scratch) }
+                servingAgain.removeAll(keepingCapacity: true)
+            }
             flushDirty(now: now)
             if now >= nextDue { sweep(now: now) }
             if let d = stopDeadline {
@@ -215,11 +222,13 @@ final class MCSLoop: @unchecked Sendable {
     }
 
     private func drainInbox(now: UInt64) {
-        let (woken, stop) = inbox.withLock { q -> ([MCSConnection], Bool) in
-            defer { q.wake.removeAll(keepingCapacity: true) }
-            return (q.wake, q.stop)
+        // Swapped, not copied: no array is allocated a round.
+        let stop = inbox.withLock { q -> Bool in
+            swap(&q.wake, &posted)
+            return q.stop
         }
-        dirty += woken
+        dirty.append(contentsOf: posted)
+        posted.removeAll(keepingCapacity: true)
         if stop && stopDeadline == nil { beginStop(now: now) }
     }
 
@@ -228,9 +237,9 @@ final class MCSLoop: @unchecked Sendable {
         var rounds = 0
         while !dirty.isEmpty && rounds < 8 {
             rounds += 1
-            let list = dirty
-            dirty.removeAll(keepingCapacity: true)
-            for c in list { c.flush(now: now) }
+            swap(&dirty, &flushing)
+            for c in flushing { c.flush(now: now) }
+            flushing.removeAll(keepingCapacity: true)
         }
     }
 

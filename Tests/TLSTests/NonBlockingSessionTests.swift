@@ -93,13 +93,7 @@ final class NonBlockingSessionTests: XCTestCase {
         let received = Locked<[UInt8]>([])
         let readAll = DispatchSemaphore(value: 0)
         spawnThread {
-            var b = [UInt8](repeating: 0, count: 64 << 10)
-            var all: [UInt8] = []
-            while all.count < big.count {
-                let n = b.withUnsafeMutableBytes { c.read($0.baseAddress!, $0.count) }
-                if n <= 0 { break }
-                all += b[0..<n]
-            }
+            let all = c.read(upTo: big.count)
             received.withLock { $0 = all }
             readAll.signal()
         }
@@ -214,5 +208,19 @@ final class NonBlockingSessionTests: XCTestCase {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+}
+
+extension TLSSession {
+    /// Reads (blocking) until `count` bytes came or the stream ended or failed.
+    func read(upTo count: Int) -> [UInt8] {
+        var got: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while got.count < count {
+            let k = chunk.withUnsafeMutableBytes { read($0.baseAddress!, $0.count) }
+            if k <= 0 { break }
+            got += chunk[0..<k]
+        }
+        return got
     }
 }
