@@ -65,6 +65,8 @@ public final class NonBlockingTLSSession {
                 gnutls_deinit(s)
                 throw TLSError("TLS priority \(priority)", rc)
             }
+        } else if let shared = SharedPriority.defaults.cache {
+            gnutls_priority_set(s, shared)
         } else {
             gnutls_set_default_priority(s)
         }
@@ -135,4 +137,20 @@ public final class NonBlockingTLSSession {
     /// Sends the closing alert if the socket takes it now (never waits; an alert that does not
     /// fit is dropped, as the socket closes next anyway).
     public func bye() { _ = gnutls_bye(session, GNUTLS_SHUT_WR) }
+}
+
+/// GnuTLS's default priorities, parsed once and shared by every non-blocking session: GnuTLS
+/// counts a priority cache's users, where `gnutls_set_default_priority` parses one for each
+/// session, which it keeps for the session's life.
+///
+/// `@unchecked Sendable`: the cache is written once here and only read afterwards (GnuTLS
+/// changes nothing in it but its atomic use count), and it is never freed.
+private final class SharedPriority: @unchecked Sendable {
+    static let defaults = SharedPriority()
+    let cache: gnutls_priority_t?
+
+    private init() {
+        var p: gnutls_priority_t?
+        cache = gnutls_priority_init(&p, nil, nil) >= 0 ? p : nil
+    }
 }
