@@ -72,6 +72,17 @@ final class MCSLoopTests: XCTestCase {
         XCTAssertNoThrow(try c.read(HeartbeatAck.self), "idle time-out, not the login's, for a logged-in client")
     }
 
+    func testHandshakesPastTheAllowanceAreClosedAtOnce() throws {
+        try start(MCSLimits(maxConnections: 1))
+        // maxConnections and 64 more may be open at once, in their handshake or past it.
+        let stalled = try (0..<65).map { _ in try MCSTestClient(port: server.port, tls: false) }
+        XCTAssertTrue(delegate.wait { _ in self.server.connections.count == 65 })
+        let late = try MCSTestClient(port: server.port, tls: false)
+        XCTAssertTrue(late.waitForEnd())
+        XCTAssertEqual(delegate.closeReason("m66"), "too many connections in their handshake")
+        withExtendedLifetime(stalled) {}
+    }
+
     /// Sends 64 KiB stanzas to `c` from this thread every `pauseMicros` until it closes (or
     /// `maxBytes` went); how many bytes were queued.
     private static func flood(_ c: MCSConnection, pauseMicros: UInt32, maxBytes: Int = 256 << 20) -> Int {
