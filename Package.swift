@@ -58,7 +58,7 @@ let package = Package(
         // The protobuf wire format (our own codec, docs/design.md), and Google's MCS ("mtalk")
         // transport on it: TLS, tagged packets, login, stream ids, acks; no FCM.
         .target(name: "Protobuf", swiftSettings: houseSettings),
-        .target(name: "MCSServer", dependencies: ["Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
+        .target(name: "MCSServer", dependencies: ["CLinuxEvents", "Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
         .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
         // What every HTTP room shares: the kept form of an exchange, the control API's call and
         // error types, the log.

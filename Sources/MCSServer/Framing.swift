@@ -50,6 +50,14 @@ public struct MCSFrameReader: Sendable {
         buffer.append(contentsOf: bytes)
     }
 
+    /// Lets the buffer go when every byte in it was read (an idle connection then holds none).
+    public mutating func releaseIfDrained() {
+        if start > 0 && start == buffer.count {
+            buffer = []
+            start = 0
+        }
+    }
+
     /// How many bytes are held, unread.
     public var pendingBytes: Int { buffer.count - start }
 

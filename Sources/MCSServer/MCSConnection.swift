@@ -1,25 +1,28 @@
-// One MCS connection: its reader (the handshake, the login, every client packet) and its writer
-// (what any thread queued), in one file because the locking rules span both.
+// One MCS connection: what any thread may do (send, close, read its state) and what its loop
+// does for it (the handshake, reads, client packets, writes, the end), in one file because the
+// locking rules span both.
 
 import Protobuf
 import Platform
+import Synchronization
 import TLS
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// One client connection. Its reader thread alone reads the socket and judges packets; any thread
-/// may send or close; its writer thread alone writes the socket.
+/// One client connection. Its loop thread alone reads and writes the socket and judges packets;
+/// any thread may send or close, which queues bytes under the connection's lock and asks the
+/// loop to write them.
 ///
 /// Stream ids (§3.5): `clientPackets` counts what the client sent since login (the LoginRequest
 /// is 1), `serverPackets` what was queued for it (the LoginResponse is 1); every packet queued
 /// that has `last_stream_id_received` gets `clientPackets` there, and packet numbers are taken in
 /// the order the packets are queued, which is the order they are written.
 ///
-/// `@unchecked Sendable`: `fd`, `id`, `number`, `remote` and `server` never change; every other stored
-/// property is reached only under `lock`, except `frames` and `admitted`, which only the reader
-/// thread touches.
+/// `@unchecked Sendable`: `fd`, `id`, `number`, `remote` and `loop` never change; `shared` is a
+/// `Mutex`; every other stored property is the loop thread's alone (the loop calls the methods
+/// under "The loop's side" and nothing else does).
 public final class MCSConnection: @unchecked Sendable {
     /// `m1`, `m2`, … in the order connections were accepted.
     public let id: String
@@ -27,59 +30,104 @@ public final class MCSConnection: @unchecked Sendable {
     public let remote: String
     let number: Int
     let fd: Int32
-    /// Strong: a reader thread may outlive `stop()`'s wait, and calls the delegate at its end.
-    /// The server holds its connections only until they end, so the cycle breaks then.
-    let server: MCSServer
-    private let lock = ConditionLock()
+    let loop: MCSLoop
 
-    private enum Phase { case handshaking, awaitingLogin, loggedIn }
-    private enum Closing {
+    enum Phase { case handshaking, awaitingLogin, loggedIn }
+    enum Closing {
         /// What is queued (a Close last) goes out, then the TLS closing alert and the socket.
         case orderly
-        /// Nothing more is written; the socket is shut down at once.
+        /// Nothing more is written; the socket is closed at once.
         case abort
     }
 
-    private var phase = Phase.handshaking
-    private var closing: Closing?
-    private var closeReason: String?
-    private var tls: TLSSession?
-    private var outbox: [UInt8] = []
-    private var versionSent = false
-    private var writerRunning = false
-    private var finished = false
-    private var clientCount = 0
-    private var serverCount = 0
-    private var request: LoginRequest?
-    private var heartbeatAt: Int64?
-    /// Past its handshake and counted by the server (reader thread only).
-    private var admitted = false
+    /// What other threads reach.
+    struct Shared {
+        var phase = Phase.handshaking
+        var closing: Closing?
+        var closeReason: String?
+        var outbox: [UInt8] = []
+        /// Bytes the loop took from `outbox` and has not finished writing.
+        var held = 0
+        var versionSent = false
+        var clientCount = 0
+        var serverCount = 0
+        var request: LoginRequest?
+        var heartbeatAt: Int64?
+        /// On the loop's list of connections to flush (or posted to it).
+        var scheduled = false
+        var finished = false
 
-    init(fd: Int32, id: String, server: MCSServer) {
+        /// Queues a packet (the version byte before the first); its server packet number. Past
+        /// `maxUnsent` bytes the connection is abandoned.
+        @discardableResult
+        mutating func enqueue<M: MCSPacketMessage>(_ m: M, maxUnsent: Int) -> Int {
+            if !versionSent {
+                outbox.append(mcsVersion)
+                versionSent = true
+            }
+            outbox += mcsPacket(m)
+            serverCount += 1
+            if outbox.count + held > maxUnsent {
+                closeReason = closeReason ?? "the client reads nothing (\(outbox.count + held) bytes unsent)"
+                abandon()
+            }
+            return serverCount
+        }
+
+        /// Nothing more goes out.
+        mutating func abandon() {
+            closing = .abort
+            outbox = []
+        }
+
+        /// Marks the connection for the loop's attention; true when it was not already.
+        mutating func schedule() -> Bool {
+            if scheduled { return false }
+            scheduled = true
+            return true
+        }
+    }
+
+    let shared = Mutex(Shared())
+
+    // The loop thread's own.
+    private var tls: NonBlockingTLSSession?
+    private var frames: MCSFrameReader?
+    private var writing: [UInt8] = []
+    private var written = 0
+    /// Past its handshake and counted by the server.
+    private var admitted = false
+    var loggedInOnLoop = false
+    private(set) var ended = false
+    private(set) var lastReadNanos: UInt64
+    private let loginDeadline: UInt64
+    /// Since when a write has waited for the client to read (nil: not waiting).
+    private var blockedSince: UInt64?
+
+    init(fd: Int32, number: Int, loop: MCSLoop, now: UInt64) {
         self.fd = fd
-        self.id = id
-        self.number = Int(id.dropFirst()) ?? 0
-        self.server = server
+        self.id = "m\(number)"
+        self.number = number
+        self.loop = loop
         self.remote = Self.peerName(fd)
-        let send = server.limits.sendTimeout.nanos
-        var tv = timeval(tv_sec: Int(send / 1_000_000_000), tv_usec: Int(send % 1_000_000_000 / 1000))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        lastReadNanos = now
+        loginDeadline = now &+ loop.limits.loginTimeout.nanos
     }
 
     /// The accepted LoginRequest (nil before login).
-    public var loginRequest: LoginRequest? { lock.withLock { request } }
+    public var loginRequest: LoginRequest? { shared.withLock { $0.request } }
     /// The login's `user`: the android id in decimal (nil before login).
-    public var user: String? { lock.withLock { phase == .loggedIn ? request?.user : nil } }
+    public var user: String? { shared.withLock { $0.phase == .loggedIn ? $0.request?.user : nil } }
     /// The android id the login named, when `user` is a decimal number.
     public var androidID: UInt64? { user.flatMap { UInt64($0) } }
     /// When the last heartbeat (ping or ack) came from the client, by the delegate's clock (ms).
-    public var lastHeartbeatAt: Int64? { lock.withLock { heartbeatAt } }
+    public var lastHeartbeatAt: Int64? { shared.withLock { $0.heartbeatAt } }
     /// Packets received from the client since login (the LoginRequest is 1).
-    public var clientPacketsReceived: Int { lock.withLock { clientCount } }
+    public var clientPacketsReceived: Int { shared.withLock { $0.clientCount } }
     /// Packets queued for the client since login (the LoginResponse is 1).
-    public var serverPacketsSent: Int { lock.withLock { serverCount } }
+    public var serverPacketsSent: Int { shared.withLock { $0.serverCount } }
     /// Whether the connection is closing or closed.
-    public var isClosed: Bool { lock.withLock { closing != nil } }
+    public var isClosed: Bool { shared.withLock { $0.closing != nil } }
 
     // MARK: Sending (any thread)
 
@@ -87,328 +135,269 @@ public final class MCSConnection: @unchecked Sendable {
     /// number, or 0 when nothing was queued (not logged in, or closing).
     @discardableResult
     public func send(_ stanza: DataMessageStanza) -> Int {
-        lock.withLock {
-            guard phase == .loggedIn, closing == nil else { return 0 }
-            var s = stanza
-            s.lastStreamIDReceived = Int32(clamping: clientCount)
-            return enqueue(s)
+        queue { s in
+            var m = stanza
+            m.lastStreamIDReceived = Int32(clamping: s.clientCount)
+            return m
         }
     }
 
     /// Queues an IQ with `last_stream_id_received` filled in; its server packet number, or 0.
     @discardableResult
     public func send(iq: IqStanza) -> Int {
-        lock.withLock {
-            guard phase == .loggedIn, closing == nil else { return 0 }
-            var s = iq
-            s.lastStreamIDReceived = Int32(clamping: clientCount)
-            return enqueue(s)
+        queue { s in
+            var m = iq
+            m.lastStreamIDReceived = Int32(clamping: s.clientCount)
+            return m
         }
     }
 
     /// Queues a HeartbeatPing with `last_stream_id_received`; its server packet number, or 0.
     @discardableResult
     public func sendHeartbeatPing() -> Int {
-        lock.withLock {
-            guard phase == .loggedIn, closing == nil else { return 0 }
-            return enqueue(HeartbeatPing(lastStreamIDReceived: Int32(clamping: clientCount)))
+        queue { HeartbeatPing(lastStreamIDReceived: Int32(clamping: $0.clientCount)) }
+    }
+
+    /// Queues the packet `make` builds on a logged-in connection that is not closing, and has
+    /// the loop write it; its server packet number, or 0.
+    private func queue<M: MCSPacketMessage>(_ make: (Shared) -> M) -> Int {
+        let maxUnsent = loop.limits.maxUnsentBytes
+        let (n, wake) = shared.withLock { s -> (Int, Bool) in
+            guard s.phase == .loggedIn, s.closing == nil else { return (0, false) }
+            let n = s.enqueue(make(s), maxUnsent: maxUnsent)
+            return (n, s.schedule())
         }
+        if wake { loop.wake(self) }
+        return n
     }
 
     /// Ends the connection. With `sendingClose`, a logged-in connection gets a Close packet after
     /// what is already queued (a newer login, idle, shutdown, a disconnect asked for); without it,
     /// or before login, nothing more is written (hostile input). `reason` goes to the delegate's
-    /// `closed`; only the first close counts.
+    /// `closed`; only the first close counts. The loop does the closing, after this returns.
     public func close(sendingClose: Bool, reason: String) {
-        lock.withLock {
-            guard closing == nil else { return }
-            closeReason = reason
-            if sendingClose && phase == .loggedIn && writerRunning {
-                enqueue(Close())
-                if closing == nil { closing = .orderly }  // unless the queue overflowed
-                lock.broadcast()
+        let maxUnsent = loop.limits.maxUnsentBytes
+        let wake = shared.withLock { s -> Bool in
+            guard s.closing == nil else { return false }
+            s.closeReason = reason
+            if sendingClose && s.phase == .loggedIn {
+                s.enqueue(Close(), maxUnsent: maxUnsent)
+                if s.closing == nil { s.closing = .orderly }  // unless the queue overflowed
             } else {
-                abandon()
+                s.abandon()
             }
+            return s.schedule()
         }
+        if wake { loop.wake(self) }
     }
 
-    /// Waits until the connection has ended and `closed` was called, or until `deadline`.
-    func waitUntilFinished(untilMonotonicNanos deadline: UInt64) {
-        lock.withLock {
-            while !finished && lock.wait(untilMonotonicNanos: deadline) {}
-        }
-    }
+    // MARK: The loop's side
 
-    /// Queues a packet (the version byte before the first); its server packet number. Under `lock`.
-    @discardableResult
-    private func enqueue<M: MCSPacketMessage>(_ m: M) -> Int {
-        if !versionSent {
-            outbox.append(mcsVersion)
-            versionSent = true
-        }
-        outbox += mcsPacket(m)
-        serverCount += 1
-        if outbox.count > server.limits.maxUnsentBytes {
-            closeReason = closeReason ?? "the client reads nothing (\(outbox.count) bytes unsent)"
-            abandon()
-        } else {
-            lock.broadcast()
-        }
-        return serverCount
-    }
-
-    /// Nothing more goes out; the socket is shut down, which ends the reader's and writer's calls.
-    /// Under `lock`.
-    private func abandon() {
-        closing = .abort
-        outbox = []
-        shutdown(fd, Int32(SHUT_RDWR))
-        lock.broadcast()
-    }
-
-    // MARK: The writer thread
-
-    private func writeLoop(_ tls: TLSSession) {
-        enum Job { case write([UInt8]), finish, exit }
-        while true {
-            let job: Job = lock.withLock {
-                while outbox.isEmpty && closing == nil { lock.wait() }
-                if closing == .abort { return .exit }
-                if !outbox.isEmpty {
-                    defer { outbox = [] }
-                    return .write(outbox)
-                }
-                return .finish
-            }
-            switch job {
-            case .write(let bytes):
-                if !tls.write(bytes) {
-                    lock.withLock {
-                        if closing == nil { closeReason = "the client is gone or stopped reading" }
-                        abandon()
-                    }
-                }
-            case .finish:
-                tls.bye()
-                shutdown(fd, Int32(SHUT_RDWR))
-                lock.withLock {
-                    writerRunning = false
-                    lock.broadcast()
-                }
-                return
-            case .exit:
-                lock.withLock {
-                    writerRunning = false
-                    lock.broadcast()
-                }
-                return
-            }
-        }
-    }
-
-    // MARK: The reader thread
-
-    func run() {
-        let limits = server.limits
-        let deadline = monotonicNanos() + limits.loginTimeout.nanos
-        setReceiveTimeout(fd, nanos: limits.loginTimeout.nanos)
-        var endReason = "the client closed the connection"
-        defer { finish(endReason) }
-        let session: TLSSession
+    /// Sets up TLS on the accepted socket; false (and the connection ended) when GnuTLS cannot.
+    func open(credentials: TLSCredentials) -> Bool {
         do {
-            session = try TLSSession(serverOn: fd, credentials: server.credentials)
+            tls = try NonBlockingTLSSession(serverOn: fd, credentials: credentials)
+            return true
         } catch {
-            endReason = "\(error)"
-            return
+            end("\(error)")
+            return false
         }
-        if let refusal = server.admit(self) {
-            endReason = refusal
-            return
+    }
+
+    /// The socket is ready (either way): the handshake goes on, then what can be read is read and
+    /// what is queued written. `hangup`: the event said the client's side ended (or failed), so
+    /// reads go on until they say so.
+    func service(now: UInt64, scratch: inout [UInt8], hangup: Bool = true) {
+        guard !ended, let tls else { return }
+        if !tls.isHandshakeDone {
+            switch tls.handshake() {
+            case .wouldBlock: return
+            case .failed(let why): return end(why)
+            case .done: if !admit() { return }
+            }
+        }
+        if readAvailable(now: now, scratch: &scratch, hangup: hangup) { flush(now: now) }
+    }
+
+    /// The handshake is done: counted by the server, or ended past its limit.
+    private func admit() -> Bool {
+        if let refusal = loop.admit(self) {
+            end(refusal)
+            return false
         }
         admitted = true
-        let started = lock.withLock { () -> Bool in
-            guard closing == nil else { return false }
-            tls = session
-            phase = .awaitingLogin
-            writerRunning = true
+        let open = shared.withLock { s -> Bool in
+            guard s.closing == nil else { return false }
+            s.phase = .awaitingLogin
             return true
         }
-        guard started else { return }
-        spawnThread { [self] in writeLoop(session) }
-
-        var frames = MCSFrameReader(maxPacketBytes: limits.maxPacketBytes)
-        // 4 KiB, not a whole TLS record's 16: the buffer is resident for as long as the connection
-        // lives (zeroed), and a thousand idle connections held about 10 MB more with 16; a larger record
-        // is read in turns, gnutls keeping the rest, and the frame reader joins the parts.
-        var buf = [UInt8](repeating: 0, count: 4 << 10)
-        while true {
-            let loggedIn = lock.withLock { phase == .loggedIn }
-            if !loggedIn {
-                let now = monotonicNanos()
-                guard now + 1_000_000 < deadline else {
-                    return close(sendingClose: false, reason: "no LoginRequest within \(limits.loginTimeout)")
-                }
-                setReceiveTimeout(fd, nanos: deadline - now)
-            }
-            let n = buf.withUnsafeMutableBytes { session.read($0.baseAddress!, $0.count) }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if loggedIn {
-                    return close(sendingClose: true, reason: "idle for \(limits.idleTimeout)")
-                }
-                return close(sendingClose: false, reason: "no LoginRequest within \(limits.loginTimeout)")
-            }
-            if n < 0 { endReason = "the connection failed"; return }
-            if n == 0 { return }
-            frames.feed(buf[0..<n])
-            while let event = frames.next() {
-                if isClosed { return }
-                switch event {
-                case .failure(let why):
-                    return close(sendingClose: false, reason: why)
-                case .packet(let tag, let payload):
-                    if !handle(tag, payload) { return }
-                }
-            }
+        guard open else {
+            end("")
+            return false
         }
+        frames = MCSFrameReader(maxPacketBytes: loop.limits.maxPacketBytes)
+        return true
     }
 
-    /// Ends the reader: the connection closes (if nothing closed it before), the writer is waited
-    /// for, the descriptor closed, and the delegate told, once.
-    private func finish(_ endReason: String) {
-        lock.withLock {
-            if closing == nil {
-                closeReason = endReason
-                abandon()
-            }
-            while writerRunning { lock.wait() }
-        }
-        Glibc.close(fd)
-        server.forget(self, admitted: admitted)
-        let reason = lock.withLock { closeReason ?? endReason }
-        server.delegate.closed(self, reason: reason)
-        lock.withLock {
-            finished = true
-            lock.broadcast()
-        }
-    }
-
-    /// Decodes a client packet; nil (and the connection closed, nothing written) when it does not
-    /// parse or lacks a required field.
-    private func decode<M: MCSPacketMessage>(_ payload: [UInt8], as: M.Type) -> M? {
-        do {
-            return try M(decoding: payload)
-        } catch {
-            close(sendingClose: false, reason: "\(M.self) does not parse: \(error)")
-            return nil
-        }
-    }
-
-    /// Handles one client packet; false when the connection ends.
-    private func handle(_ tag: MCSTag, _ payload: [UInt8]) -> Bool {
-        let delegate = server.delegate
-        guard lock.withLock({ phase == .loggedIn }) else {
-            guard tag == .loginRequest else {
-                close(sendingClose: false, reason: "the first packet is \(tag), not a LoginRequest")
-                return false
-            }
-            guard let request = decode(payload, as: LoginRequest.self) else { return false }
-            lock.withLock { clientCount = 1 }
-            switch delegate.login(request, on: self) {
-            case .accept:
-                let accepted = lock.withLock { () -> Bool in
-                    guard closing == nil else { return false }
-                    self.request = request
-                    phase = .loggedIn
-                    enqueue(LoginResponse(id: request.id, lastStreamIDReceived: Int32(clamping: clientCount),
-                                          serverTimestamp: delegate.nowMillis()))
-                    return true
+    /// Reads what the socket holds (up to a bound: the rest on the loop's next round) and handles
+    /// its packets; false when the connection ended.
+    private func readAvailable(now: UInt64, scratch: inout [UInt8], hangup: Bool) -> Bool {
+        guard let tls, frames != nil else { return true }
+        for _ in 0..<32 {
+            if shared.withLock({ $0.closing != nil }) { return true }  // its end is the flush's
+            let r = scratch.withUnsafeMutableBytes { tls.read(into: $0.baseAddress!, max: $0.count) }
+            switch r {
+            case .bytes(let n):
+                lastReadNanos = now
+                frames!.feed(scratch[0..<n])
+                while let event = frames!.next() {
+                    if shared.withLock({ $0.closing != nil }) { return true }
+                    switch event {
+                    case .failure(let why):
+                        close(sendingClose: false, reason: why)
+                        return true
+                    case .packet(let tag, let payload):
+                        if !handle(tag, payload) { return true }
+                    }
                 }
-                guard accepted else { return false }
-                setReceiveTimeout(fd, nanos: server.limits.idleTimeout.nanos)
-                delegate.loggedIn(self)
+                frames!.releaseIfDrained()
+                // Nothing left in GnuTLS or the socket: done until the next edge, without the read
+                // that would say so (a GnuTLS call and a recv a packet).
+                if !hangup && !tls.hasBufferedData && Self.unreadBytes(fd) == 0 { return true }
+            case .wouldBlock:
                 return true
-            case .refuse(let code, let message):
-                lock.withLock {
-                    guard closing == nil else { return }
-                    enqueue(LoginResponse(id: request.id, error: ErrorInfo(code: Int32(clamping: code), message: message),
-                                          lastStreamIDReceived: Int32(clamping: clientCount), serverTimestamp: delegate.nowMillis()))
-                    enqueue(Close())
-                    closeReason = "login refused: \(code) \(message)"
-                    if closing == nil { closing = .orderly }
-                    lock.broadcast()
-                }
-                return false
+            case .end:
+                endReading("the client closed the connection", now: now)
+                return !ended
+            case .failed:
+                endReading("the connection failed", now: now)
+                return !ended
             }
         }
-        switch tag {
-        case .heartbeatPing:
-            guard let ping = decode(payload, as: HeartbeatPing.self) else { return false }
-            let now = delegate.nowMillis()
-            lock.withLock {
-                clientCount += 1
-                heartbeatAt = now
-                if closing == nil { enqueue(HeartbeatAck(lastStreamIDReceived: Int32(clamping: clientCount))) }
+        loop.readAgain(self)
+        return true
+    }
+
+    /// The client's side ended: an orderly close still writes what it can; anything else ends.
+    private func endReading(_ reason: String, now: UInt64) {
+        let orderly = shared.withLock { s -> Bool in
+            if s.closing == nil {
+                s.closeReason = reason
+                s.abandon()
             }
-            acknowledge(ping.lastStreamIDReceived)
-            delegate.heartbeat(on: self)
-            return true
-        case .heartbeatAck:
-            guard let ack = decode(payload, as: HeartbeatAck.self) else { return false }
-            let now = delegate.nowMillis()
-            lock.withLock {
-                clientCount += 1
-                heartbeatAt = now
+            return s.closing == .orderly
+        }
+        if orderly { flush(now: now) }
+        if !ended { end(reason) }
+    }
+
+    /// Writes what is queued until the socket is full; ends the connection when it is abandoned,
+    /// or closing and all written.
+    func flush(now: UInt64) {
+        guard !ended else { return }
+        shared.withLock { $0.scheduled = false }
+        guard let tls, tls.isHandshakeDone else {
+            if shared.withLock({ $0.closing }) != nil { end("") }
+            return
+        }
+        while true {
+            if written == writing.count {
+                let next = shared.withLock { s -> [UInt8]? in
+                    if s.closing == .abort { return nil }
+                    let taken = s.outbox
+                    s.outbox = []
+                    s.held = taken.count
+                    return taken
+                }
+                guard let next else { return end("") }
+                writing = next
+                written = 0
+                if next.isEmpty { break }
             }
-            acknowledge(ack.lastStreamIDReceived)
-            delegate.heartbeat(on: self)
-            return true
-        case .iqStanza:
-            guard let iq = decode(payload, as: IqStanza.self) else { return false }
-            var selective: [String]?
-            if let ext = iq.extension, ext.id == Extension.selectiveAck {
-                guard let s = decode(ext.data, asPart: SelectiveAck.self) else { return false }
-                selective = s.ids
+            let r = writing.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[written...])) }
+            switch r {
+            case .wrote(let n):
+                written += n
+                blockedSince = nil
+            case .wouldBlock:
+                if blockedSince == nil {
+                    blockedSince = now
+                    loop.due(now &+ loop.limits.sendTimeout.nanos)
+                }
+                return
+            case .failed:
+                shared.withLock { s in
+                    if s.closing == nil { s.closeReason = "the client is gone or stopped reading" }
+                    s.abandon()
+                }
+                return end("")
             }
-            lock.withLock { clientCount += 1 }
-            acknowledge(iq.lastStreamIDReceived)
-            if let selective { delegate.selectiveAck(ids: selective, on: self) }
-            return true
-        case .dataMessageStanza:
-            guard let d = decode(payload, as: DataMessageStanza.self) else { return false }
-            lock.withLock { clientCount += 1 }
-            acknowledge(d.lastStreamIDReceived)
-            return true  // upstream messages are read and ignored
-        case .close:
-            guard decode(payload, as: Close.self) != nil else { return false }
-            close(sendingClose: false, reason: "the client sent Close")
-            return false
-        case .streamErrorStanza:
-            guard let e = decode(payload, as: StreamErrorStanza.self) else { return false }
-            close(sendingClose: false, reason: "the client's stream error: \(e.type)\(e.text.map { " \($0)" } ?? "")")
-            return false
-        case .loginRequest:
-            close(sendingClose: false, reason: "a second LoginRequest")
-            return false
-        case .loginResponse:
-            close(sendingClose: false, reason: "a LoginResponse from the client")
-            return false
+        }
+        writing = []
+        written = 0
+        blockedSince = nil
+        if shared.withLock({ $0.closing }) == .orderly {
+            tls.bye()
+            end("")
         }
     }
 
-    /// Decodes a message carried inside another (an IQ extension's data).
-    private func decode<M: MCSProtoMessage>(_ payload: [UInt8], asPart: M.Type) -> M? {
-        do {
-            return try M(decoding: payload)
-        } catch {
-            close(sendingClose: false, reason: "\(M.self) does not parse: \(error)")
+    /// The deadline that applies now (the login's, the idle time-out's, a blocked write's), or
+    /// ends the connection when it has passed; the next deadline, or nil once ended.
+    func checkTime(now: UInt64) -> UInt64? {
+        guard !ended else { return nil }
+        let limits = loop.limits
+        if let since = blockedSince {
+            let due = since &+ limits.sendTimeout.nanos
+            if now >= due {
+                shared.withLock { s in
+                    if s.closing == nil || s.closing == .orderly {
+                        s.closeReason = s.closeReason ?? "the client is gone or stopped reading"
+                    }
+                    s.abandon()
+                }
+                end("")
+                return nil
+            }
+            return due
+        }
+        if loggedInOnLoop {
+            let due = lastReadNanos &+ limits.idleTimeout.nanos
+            if now >= due { close(sendingClose: true, reason: "idle for \(limits.idleTimeout)") }
+            return now >= due ? nil : due
+        }
+        if now >= loginDeadline {
+            close(sendingClose: false, reason: "no LoginRequest within \(limits.loginTimeout)")
             return nil
         }
+        return loginDeadline
     }
 
-    private func acknowledge(_ n: Int32?) {
-        guard let n, n > 0 else { return }
-        server.delegate.acknowledged(throughServerPacket: Int(n), on: self)
+    /// Ends the connection at once (the loop's last word on it): the descriptor is closed, the
+    /// server forgets it and the delegate is told, once. `endReason` counts when no close gave one.
+    func end(_ endReason: String) {
+        guard !ended else { return }
+        ended = true
+        let reason = shared.withLock { s -> String in
+            if s.closing == nil { s.closing = .abort }
+            s.outbox = []
+            s.held = 0
+            if s.closeReason == nil { s.closeReason = endReason.isEmpty ? "the connection ended" : endReason }
+            return s.closeReason!
+        }
+        tls = nil
+        frames = nil
+        writing = []
+        loop.forget(self, admitted: admitted)
+        Glibc.close(fd)
+        loop.delegate.closed(self, reason: reason)
+        shared.withLock { $0.finished = true }
+    }
+
+    /// Bytes the kernel holds unread on `fd` (`FIONREAD`); -1 when it cannot tell.
+    private static func unreadBytes(_ fd: Int32) -> Int32 {
+        var n: Int32 = 0
+        return ioctl(fd, UInt(FIONREAD), &n) == 0 ? n : -1
     }
 
     /// `ip:port` of the peer of `fd`.

@@ -1,5 +1,4 @@
 public import Platform
-import Synchronization
 public import TLS
 
 #if canImport(Glibc)
@@ -15,8 +14,9 @@ public enum MCSLoginVerdict: Equatable, Sendable {
 }
 
 /// The application behind an MCS listener (a room): it judges logins and hears acknowledgements.
-/// Every call comes on the connection's own reader thread, never under a lock of the transport,
-/// so the delegate may send or close from inside any of them.
+/// Every call comes on the listener's loop thread, never under a lock of the transport, so the
+/// delegate may send or close from inside any of them (a send or close made there is carried out
+/// when the call returns). A call that blocks holds up every connection of the listener.
 public protocol MCSDelegate: AnyObject, Sendable {
     /// The first packet was a LoginRequest (its `received_persistent_id`s acknowledge messages of
     /// an earlier connection). Nothing has been written yet.
@@ -48,7 +48,7 @@ public struct MCSLimits: Sendable {
     public var maxConnections: Int
     /// The largest packet payload a client may send.
     public var maxPacketBytes: Int
-    /// How long a blocked write may wait for a peer that does not read.
+    /// How long queued bytes may wait for a peer that does not read before it is disconnected.
     public var sendTimeout: Duration
     /// Bytes queued for a peer that does not read before it is disconnected.
     public var maxUnsentBytes: Int
@@ -74,119 +74,40 @@ extension Duration {
 /// Google's MCS ("mtalk") listener: TLS from the first byte, then tagged protobuf packets
 /// (real-clients.md §3.5). It knows nothing of FCM: a delegate judges logins and hears acks.
 ///
-/// Threading, as XMPPServer: one reader thread per connection with blocking reads, and one writer
-/// thread per connection that drains what any thread queued, so a sender never blocks on a
-/// client that does not read. The thousand connections at most a test machine holds make two
-/// threads each affordable.
+/// Threading: one loop thread (`MCSLoop`) accepts and serves every connection on non-blocking
+/// sockets and GnuTLS in non-blocking mode, so a connection costs no thread and an idle one no
+/// buffer; any thread may send or close, which queues the bytes and wakes the loop to write them.
 public final class MCSServer: Sendable {
     public let host: String
     public let port: Int
     public let limits: MCSLimits
-    let delegate: any MCSDelegate
-    let credentials: TLSCredentials
-    private let fd: Int32
-    /// Connections not yet past their handshake beyond `maxConnections`: more are closed at once
-    /// (each holds a thread until its handshake ends).
-    static let handshakeAllowance = 64
-    /// `accepting`: the accept thread runs and owns the listening socket's closing.
-    /// `established`: connections past their handshake and admitted.
-    private let state = Mutex<(stopped: Bool, accepting: Bool, all: [String: MCSConnection], established: Int)>((false, false, [:], 0))
+    let loop: MCSLoop
 
     /// Binds `host:port` at once (0 picks a port, read back from `port`).
     public init(host: String, port: Int, tls: TLSCredentials, limits: MCSLimits = MCSLimits(),
                 delegate: any MCSDelegate) throws(SocketError) {
         let (fd, bound) = try ListenSocket.open(host: host, port: port)
-        self.fd = fd
+        guard let loop = MCSLoop(listenFD: fd, credentials: tls, limits: limits, delegate: delegate) else {
+            close(fd)
+            throw SocketError("cannot set up the MCS loop (epoll): \(String(cString: strerror(errno)))")
+        }
+        self.loop = loop
         self.host = host
         self.port = bound
-        self.credentials = tls
         self.limits = limits
-        self.delegate = delegate
     }
 
     /// Starts accepting connections.
-    public func start() {
-        let started = state.withLock { s -> Bool in
-            guard !s.stopped, !s.accepting else { return false }
-            s.accepting = true
-            return true
-        }
-        guard started else { return }
-        spawnThread { [self] in
-            defer { close(fd) }
-            var n = 0
-            while true {
-                let c = accept(fd, nil, nil)
-                if c < 0 {
-                    if state.withLock({ $0.stopped }) { return }
-                    let e = errno
-                    if e == EINTR || e == ECONNABORTED { continue }
-                    usleep(50_000)  // out of descriptors: the backlog waits, listening goes on
-                    continue
-                }
-                n += 1
-                let conn = MCSConnection(fd: c, id: "m\(n)", server: self)
-                enum Admission { case open, stopped, full }
-                let admission = state.withLock { s -> Admission in
-                    if s.stopped { return .stopped }
-                    if s.all.count >= limits.maxConnections + Self.handshakeAllowance { return .full }
-                    s.all[conn.id] = conn
-                    return .open
-                }
-                switch admission {
-                case .open:
-                    spawnThread { conn.run() }
-                case .stopped:
-                    close(c)
-                    delegate.closed(conn, reason: "the server is shutting down")
-                case .full:
-                    close(c)
-                    delegate.closed(conn, reason: "too many connections in their handshake")
-                }
-            }
-        }
-    }
+    public func start() { loop.start() }
 
     /// Connections past their handshake and open.
-    public var connectionCount: Int { state.withLock { $0.established } }
+    public var connectionCount: Int { loop.connectionCount }
 
     /// Every open connection (in its handshake or past it), by id.
-    public var connections: [MCSConnection] {
-        state.withLock { Array($0.all.values) }.sorted { $0.number < $1.number }
-    }
-
-    /// Takes a connection whose handshake is done; nil, or why not (stopping, or `maxConnections`
-    /// open already).
-    func admit(_ c: MCSConnection) -> String? {
-        state.withLock { s in
-            if s.stopped { return "the server is shutting down" }
-            guard s.established < limits.maxConnections else {
-                return "the server holds \(limits.maxConnections) connections, the most it takes"
-            }
-            s.established += 1
-            return nil
-        }
-    }
-
-    func forget(_ c: MCSConnection, admitted: Bool) {
-        state.withLock { s in
-            s.all.removeValue(forKey: c.id)
-            if admitted { s.established -= 1 }
-        }
-    }
+    public var connections: [MCSConnection] { loop.connections }
 
     /// Stops accepting, sends Close on every logged-in connection and closes them all, waiting
-    /// up to 2 seconds for them to end. Calling it again does nothing.
-    public func stop() {
-        let (first, accepting, open) = state.withLock { s -> (Bool, Bool, [MCSConnection]) in
-            defer { s.stopped = true }
-            return (!s.stopped, s.accepting, Array(s.all.values))
-        }
-        guard first else { return }
-        shutdown(fd, Int32(SHUT_RDWR))  // wakes the accept thread, which closes the socket
-        if !accepting { close(fd) }
-        for c in open { c.close(sendingClose: true, reason: "the server is shutting down") }
-        let deadline = monotonicNanos() + 2_000_000_000
-        for c in open { c.waitUntilFinished(untilMonotonicNanos: deadline) }
-    }
+    /// up to 2 seconds for what is queued to go out; returns when every connection has ended and
+    /// the delegate heard of it. Calling it again does nothing.
+    public func stop() { loop.stop() }
 }

@@ -70,22 +70,9 @@ final class TLSSessionTests: XCTestCase {
         var n = buf.withUnsafeMutableBytes { server.read($0.baseAddress!, $0.count) }
         XCTAssertEqual(String(decoding: buf[0..<max(0, n)], as: UTF8.self), "ping")
         let big = [UInt8](repeating: 7, count: 100_000)  // several records: written whole
-        let reader = Locked<[UInt8]>([])
-        let read = DispatchSemaphore(value: 0)
-        spawnThread {
-            var got: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            while got.count < big.count {
-                let k = chunk.withUnsafeMutableBytes { client.read($0.baseAddress!, $0.count) }
-                if k <= 0 { break }
-                got += chunk[0..<k]
-            }
-            reader.withLock { $0 = got }
-            read.signal()
-        }
+        let received = client.readInBackground(upTo: big.count)
         XCTAssertTrue(server.write(big))
-        XCTAssertEqual(read.wait(timeout: .now() + 10), .success)
-        XCTAssertEqual(reader.withLock { $0 }, big)
+        XCTAssertEqual(received(), big)
         server.bye()
         n = buf.withUnsafeMutableBytes { client.read($0.baseAddress!, $0.count) }
         XCTAssertEqual(n, 0, "the closing alert ends the stream")
