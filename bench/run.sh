@@ -16,6 +16,8 @@
 #                                            ceiling, the Go peer (BENCH_PEER_SRC), main's binary
 #                                            (BENCH_BASE_BIN), one loop and the default, taskset
 #   bash bench/run.sh ecdh [COUNT]           only P-256 ECDH: nettle against OpenSSL's libcrypto
+#   bash bench/run.sh tls-sessions [N]       only GnuTLS's resident memory per idle server session, with
+#                                            a priority cache per session and with the shared one
 #
 # Installs what is missing (wrk, libmicrohttpd-dev, gcc, pkg-config, python3, sqlite3, h2load from
 # nghttp2-client, openssl, valgrind, python3-cryptography) with apt-get, builds the ceiling server (bench/ceiling.c) into .build/bench/, then runs
@@ -93,6 +95,18 @@ if [ ! -x "$out/ecdh" ] || [ "$here/ecdh.c" -nt "$out/ecdh" ]; then
 fi
 if [ "${1:-}" = "ecdh" ] || [ "${1:-}" = "--ecdh" ]; then
     exec "$out/ecdh" "${2:-2000}" all
+fi
+
+# --- GnuTLS's resident memory per idle server session, with and without the shared priority cache --
+if [ ! -x "$out/tls_sessions" ] || [ "$here/tls_sessions.c" -nt "$out/tls_sessions" ]; then
+    # shellcheck disable=SC2046
+    gcc -O2 -Wall -Wextra -o "$out/tls_sessions" "$here/tls_sessions.c" $(pkg-config --cflags --libs gnutls)
+fi
+if [ "${1:-}" = "tls-sessions" ]; then
+    mkdir -p "$out/tls-sessions"
+    [ -f "$out/tls-sessions/server.pem" ] || openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -subj /CN=localhost -days 30 -keyout "$out/tls-sessions/server.key" -out "$out/tls-sessions/server.pem" 2>/dev/null
+    exec "$out/tls_sessions" "${2:-1000}" "$out/tls-sessions/server.pem" "$out/tls-sessions/server.key"
 fi
 
 # --- the APNs phase's HTTP/2 client for a body per request (h2load sends one body to all) ---------

@@ -52,22 +52,13 @@ public final class NonBlockingTLSSession {
     private var pendingWrite = 0
     public private(set) var isHandshakeDone = false
 
-    /// Sets up the server side on non-blocking `fd` presenting `credentials`; nothing is read or
-    /// written before `handshake()`. `priority`: a GnuTLS priority string instead of the default
-    /// (tests and measurements).
-    public init(serverOn fd: Int32, credentials: TLSCredentials, priority: String? = nil) throws(TLSError) {
+    /// Sets up the server side on non-blocking `fd` presenting `credentials`, with the shared
+    /// default priorities; nothing is read or written before `handshake()`.
+    public init(serverOn fd: Int32, credentials: TLSCredentials) throws(TLSError) {
         var s: gnutls_session_t?
-        var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NONBLOCK))
+        let rc = gnutls_init(&s, UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NONBLOCK))
         guard rc >= 0, let s else { throw TLSError("gnutls_init", rc) }
-        if let priority {
-            rc = gnutls_priority_set_direct(s, priority, nil)
-            guard rc >= 0 else {
-                gnutls_deinit(s)
-                throw TLSError("TLS priority \(priority)", rc)
-            }
-        } else {
-            TLSPriorities.apply(to: s)
-        }
+        TLSPriorities.apply(to: s)
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials.credentials))
         gnutls_certificate_server_set_request(s, GNUTLS_CERT_IGNORE)
         gnutls_transport_set_int2(s, fd, fd)

@@ -4,8 +4,8 @@ import TLS
 import XCTest
 
 /// The non-blocking server session over real TCP sockets, driven by `poll` as a loop would: the
-/// handshake in steps, reads, writes a peer does not take (then takes), the closing alert; and,
-/// when `TLS_SESSION_RSS=N` is set, the resident memory of N idle sessions.
+/// handshake in steps, reads, writes a peer does not take (then takes), the closing alert. (What
+/// an idle session costs in memory is measured by `bash bench/run.sh tls-sessions`.)
 final class NonBlockingSessionTests: XCTestCase {
     private static let credentials: TLSCredentials = {
         try! TLSCredentials.selfSigned(names: ["localhost", "127.0.0.1"], directory: NSTemporaryDirectory())
@@ -127,77 +127,6 @@ final class NonBlockingSessionTests: XCTestCase {
             result = server.handshake()
         }
         guard case .failed = result else { return XCTFail("\(result)") }
-    }
-
-    /// The resident memory GnuTLS keeps per idle server session past its handshake (run with
-    /// `TLS_SESSION_RSS=1000`): the clients are a Python process of their own, so only the
-    /// server's sessions (and their sockets' descriptors) count here.
-    func testResidentCostOfIdleSessions() throws {
-        guard let n = ProcessInfo.processInfo.environment["TLS_SESSION_RSS"].flatMap(Int.init), n > 0 else {
-            throw XCTSkip("set TLS_SESSION_RSS=N to measure N idle sessions")
-        }
-        var limit = rlimit()
-        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = Swift.max(limit.rlim_cur, rlim_t(n + 256))
-        setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        if ProcessInfo.processInfo.environment["TLS_SESSION_NO_HANDSHAKE"] != nil {
-            // gnutls_init's own share: sessions set up and never used.
-            var held: [NonBlockingTLSSession] = []
-            for _ in 0..<10 { held.append(try NonBlockingTLSSession(serverOn: 0, credentials: Self.credentials)) }
-            let before = Self.residentKiB()
-            for _ in 10..<n { held.append(try NonBlockingTLSSession(serverOn: 0, credentials: Self.credentials)) }
-            print("TLS_SESSION_RSS: \(n) sessions never handshaken: "
-                  + String(format: "%.1f KiB a session", Double(Self.residentKiB() - before) / Double(n - 10)))
-            return
-        }
-        let (lfd, port) = try listener()
-        defer { close(lfd) }
-        let script = """
-            import socket, ssl, sys
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-            held = [ctx.wrap_socket(socket.create_connection(("127.0.0.1", \(port))), server_hostname="localhost")
-                    for _ in range(\(n))]
-            print("ready", flush=True)
-            sys.stdin.read()
-            """
-        let python = Process()
-        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", "-c", script]
-        let stdin = Pipe()
-        python.standardInput = stdin
-        try python.run()
-        defer {
-            try? stdin.fileHandleForWriting.close()
-            python.waitUntilExit()
-        }
-        var sessions: [(Int32, NonBlockingTLSSession)] = []
-        var baseline = 0
-        for i in 0..<n {
-            let fd = acceptNonBlocking(lfd)
-            let s = try NonBlockingTLSSession(serverOn: fd, credentials: Self.credentials,
-                                              priority: ProcessInfo.processInfo.environment["TLS_SESSION_PRIORITY"])
-            handshake(s, fd)
-            sessions.append((fd, s))
-            if i == 9 {
-                baseline = Self.residentKiB()
-            }
-        }
-        usleep(500_000)
-        let after = Self.residentKiB()
-        let per = Double(after - baseline) / Double(n - 10)
-        SystemIO.releaseFreedMemory()
-        let trimmed = Double(Self.residentKiB() - baseline) / Double(n - 10)
-        print("TLS_SESSION_RSS: \(n) idle server sessions: VmRSS \(baseline) KiB after 10, \(after) KiB after \(n): "
-              + String(format: "%.1f KiB a session; %.1f KiB once malloc gave its free pages back", per, trimmed))
-        for (fd, _) in sessions { close(fd) }
-    }
-
-    private static func residentKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 }
 
