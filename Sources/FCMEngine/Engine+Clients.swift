@@ -155,7 +155,10 @@ extension Engine {
             for e in held { waiting.append((d, e)) }
         }
         // Nothing held: the common case after an acknowledgement.
-        guard !waiting.isEmpty else { return }
+        guard !waiting.isEmpty else {
+            for deviceID in carried where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
+            return
+        }
         waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
         var room = maxUnackedPerConnection - conn.unacked.count
         for (d, e) in waiting {

@@ -283,11 +283,13 @@ extension Engine {
     /// Gives each write the entry its delivery is, from the send's own rows: the room builds what
     /// it writes without reading the entry back from the store. Rows and writes both come in
     /// placement order (ascending ids), so one walk pairs them; a write left without its entry
-    /// reads it back.
+    /// reads it back, and so does one a fault delays (what it goes out with is what the store
+    /// holds then: the device may be gone, or the store reset).
     private func carryEntries(_ orders: inout ClientOrders, _ message: MessageRow, _ rows: [DeliveryRow], state s: EngineState) {
         var j = 0
         for i in orders.writes.indices {
             let id = orders.writes[i].deliveryID
+            guard (orders.writes[i].delayMillis ?? 0) == 0 else { continue }
             while j < rows.count && rows[j].id < id { j += 1 }
             guard j < rows.count, rows[j].id == id, let platform = rows[j].device.flatMap({ s.devices[$0] })?.platform else { continue }
             let r = rows[j]

@@ -162,7 +162,9 @@ public final class Store: @unchecked Sendable {
         let accepted = queue.withLock { () -> Bool in
             guard !stopping else { return false }
             pending.append(t)
-            if wakeWriter && pending.count == 1 && !committing { queue.broadcast() }
+            // Not only for the first in the queue: an acknowledgement queued without waking the
+            // writer may be ahead of this one.
+            if wakeWriter && !committing { queue.broadcast() }
             return true
         }
         if !accepted { finish(t, StoreError(code: 0, message: "the store is closed", sql: nil)) }

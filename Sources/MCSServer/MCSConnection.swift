@@ -301,15 +301,16 @@ public final class MCSConnection: @unchecked Sendable {
             return
         }
         while true {
+            // Abandoned (hostile input, too much unsent): nothing more is written, not even the
+            // rest of a batch a blocked write holds.
+            if shared.withLock({ $0.closing == .abort }) { return end("") }
             if written == writing.count {
-                let next = shared.withLock { s -> [UInt8]? in
-                    if s.closing == .abort { return nil }
+                let next = shared.withLock { s -> [UInt8] in
                     let taken = s.outbox
                     s.outbox = []
                     s.held = taken.count
                     return taken
                 }
-                guard let next else { return end("") }
                 writing = next
                 written = 0
                 if next.isEmpty { break }
@@ -336,7 +337,11 @@ public final class MCSConnection: @unchecked Sendable {
         writing = []
         written = 0
         blockedSince = nil
-        if shared.withLock({ $0.closing }) == .orderly {
+        // All written: nothing is held any more toward the unsent bound.
+        if shared.withLock({ s -> Closing? in
+            s.held = 0
+            return s.closing
+        }) == .orderly {
             tls.bye()
             end("")
         }

@@ -83,6 +83,11 @@ final class MCSLoop: @unchecked Sendable {
             thread.store(UInt(pthread_self()), ordering: .releasing)
             run()
             thread.store(0, ordering: .releasing)
+            // A loop that ended on an epoll failure still holds the port.
+            if listening {
+                listening = false
+                close(listenFD)
+            }
             close(epollFD)
             inbox.withLock { q in
                 q.ended = true
@@ -121,7 +126,12 @@ final class MCSLoop: @unchecked Sendable {
     /// called on the loop itself, which ends after the call it is in).
     func stop() {
         guard started.exchange(true, ordering: .acquiringAndReleasing) else {
-            // Never started: nothing was accepted.
+            // Never started: nothing was accepted. Marked ended first, so a second call signals
+            // no descriptor number these closes give back.
+            inbox.withLock { q in
+                q.ended = true
+                q.stop = true
+            }
             close(listenFD)
             close(epollFD)
             close(wakeFD)

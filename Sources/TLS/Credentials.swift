@@ -114,23 +114,27 @@ public struct LocalCertificateAuthority: Sendable {
         case 2: why = "its server certificate expires within 30 days"
         default: why = "its server certificate could not be read"
         }
-        // Made beside the old pair, then renamed over it (the key first): a failure leaves the
-        // old certificate with its own key.
-        let (newCert, newKey) = (existing.serverCertificate + ".new", existing.serverKey + ".new")
+        // Made beside the old pair under names of this process's own, then renamed over it, the
+        // key first: a crash between the two leaves an old certificate that fails this check
+        // again at the next start. The old key is kept aside meanwhile and put back when the
+        // certificate cannot follow it, so a failure leaves the old pair as it was.
+        let tag = ".\(getpid())"
+        let (newCert, newKey, oldKey) = (existing.serverCertificate + ".new" + tag, existing.serverKey + ".new" + tag,
+                                         existing.serverKey + ".old" + tag)
         let rc = fcm_gnutls_server_from_ca(packed, Int32(names.count), existing.caCertificate, existing.caKey,
                                            existing.serverCertificate, newCert, newKey, now)
         let failure: String?
         if rc != 0 {
             failure = String(cString: gnutls_strerror(rc))
-        } else if rename(newKey, existing.serverKey) != 0 {
+        } else if link(existing.serverKey, oldKey) != 0 || rename(newKey, existing.serverKey) != 0 {
             failure = String(cString: strerror(errno))
         } else if rename(newCert, existing.serverCertificate) != 0 {
             failure = String(cString: strerror(errno))
+            rename(oldKey, existing.serverKey)
         } else {
             failure = nil
         }
-        unlink(newCert)
-        unlink(newKey)
+        for leftover in [newCert, newKey, oldKey] { unlink(leftover) }
         if let failure { return (existing, false, why + "; a new one could not be written (\(failure)): the old one is used") }
         return (existing, false, why + ": the CA signed a new one")
     }

@@ -119,16 +119,38 @@ final class MCSLoopTests: XCTestCase {
     }
 
     func testAClientThatStopsReadingIsClosedPastTheUnsentBound() throws {
-        try start(MCSLimits(maxUnsentBytes: 512 << 10))
+        // A send time-out far away: past the bound the connection ends at once, even with a
+        // write blocked half-way through a batch.
+        try start(MCSLimits(sendTimeout: .seconds(300), maxUnsentBytes: 512 << 10))
         let (reader, _) = try MCSTestClient.loggedIn(port: server.port, user: "1")
         let (stuck, _) = try MCSTestClient.loggedIn(port: server.port, user: "2")
         XCTAssertTrue(delegate.wait { $0.loggedIn.count == 2 })
         let conn = try XCTUnwrap(server.connections.first { $0.user == "2" })
-        let queued = Self.flood(conn, pauseMicros: 0)
+        // Paced, so the loop takes batches as they come and one blocks half-written before the
+        // bound is passed.
+        let queued = Self.flood(conn, pauseMicros: 1000)
         XCTAssertLessThan(queued, 256 << 20, "sends stop being taken")
         XCTAssertTrue(delegate.closeReason("m2")?.hasPrefix("the client reads nothing") == true, "\(delegate.closeReason("m2") ?? "")")
         assertAnswers(reader, "the other client")
         withExtendedLifetime(stuck) {}
+    }
+
+    func testAServerNeverStartedStopsTwiceAndFreesItsPort() throws {
+        let never = try MCSServer(host: "127.0.0.1", port: 0, tls: TestServer.credentials, delegate: RecordingDelegate())
+        let port = never.port
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&fds), 0)
+        never.stop()
+        // The descriptor numbers the first stop gave back now all write into the pipe: a second
+        // stop must signal none of them.
+        let reused = (0..<3).map { _ in dup(fds[1]) }
+        defer { for fd in fds + reused { close(fd) } }
+        never.stop()
+        var p = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&p, 1, 50), 0, "nothing was written into a reused descriptor")
+        // The port is free again.
+        let again = try MCSServer(host: "127.0.0.1", port: port, tls: TestServer.credentials, delegate: RecordingDelegate())
+        again.stop()
     }
 
     func testSendsFromOtherThreadsWhileTheLoopReads() throws {
