@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -352,6 +353,15 @@ def merge_runs(runs):
 
 # ---------------------------------------------------------------------------------------------
 # start-up
+
+
+def raise_nofile(want):
+    """Raises this process's RLIMIT_NOFILE to `want` (as far as the hard limit allows; the mocks
+    it starts inherit it); the soft limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard) if hard != resource.RLIM_INFINITY else want, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def startup_once(cmd_for_port, tmpdir, limit_s=10.0):

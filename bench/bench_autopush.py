@@ -35,7 +35,6 @@ import http.client
 import json
 import os
 import re
-import resource
 import shutil
 import socket
 import statistics
@@ -47,7 +46,7 @@ import uuid
 
 import bench
 import bench_v1
-from bench import SENDER_ID, BenchError, Server, http_json, log
+from bench import SENDER_ID, BenchError, Server, http_json, log, raise_nofile
 
 sys.path.insert(0, os.path.join(bench.ROOT, "Tests", "interop"))
 from webpush_crypto import encrypt_aes128gcm  # noqa: E402
@@ -344,13 +343,6 @@ def cpu_rounds(mock, rounds):
 
 # ---------------------------------------------------------------------------------------------
 # (b) RSS of idle connections
-
-
-def raise_nofile(want):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard) if hard != resource.RLIM_INFINITY else want, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def idle_rss(mock_bin, run_dir, fixtures):

@@ -34,7 +34,6 @@ import http.client
 import json
 import os
 import re
-import resource
 import shutil
 import socket
 import ssl
@@ -46,7 +45,7 @@ import urllib.parse
 
 import bench
 import bench_v1
-from bench import APP, SENDER_ID, SERVER_KEY, BenchError, Server, http_json, log
+from bench import APP, SENDER_ID, SERVER_KEY, BenchError, Server, http_json, log, raise_nofile
 
 TARGET_RATIO = 1.3
 TARGET_RSS_MB = 40.0
@@ -403,13 +402,6 @@ def cpu_rounds(mock, rounds):
 
 # ---------------------------------------------------------------------------------------------
 # (b) RSS of idle connections
-
-
-def raise_nofile(want):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard) if hard != resource.RLIM_INFINITY else want, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def stack_rss_kib(pid):

@@ -150,15 +150,14 @@ extension Engine {
         guard let client = s.realClients[clientID], let conn = client.connection else { return }
         var waiting: [(device: Device, entry: StoredEntry)] = []
         let carried = s.carried(by: client)
+        // Lists emptied here (or before) go.
+        defer { for deviceID in carried where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil } }
         for deviceID in carried {
             guard let d = s.devices[deviceID], d.online, let held = s.stored[deviceID] else { continue }
             for e in held { waiting.append((d, e)) }
         }
         // Nothing held: the common case after an acknowledgement.
-        guard !waiting.isEmpty else {
-            for deviceID in carried where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
-            return
-        }
+        guard !waiting.isEmpty else { return }
         waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
         var room = maxUnackedPerConnection - conn.unacked.count
         for (d, e) in waiting {
@@ -191,7 +190,6 @@ extension Engine {
             published.append(("message.sent", EventJSON.clientDelivery(messageID: write.version, token: d.token, status: "sent", at: now,
                                                                          clientDelivery: update.json)))
         }
-        for deviceID in carried where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil }
     }
 
     /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted.

@@ -71,15 +71,6 @@ final class AutopushAttackTests: XCTestCase {
         return try XCTUnwrap(items.first?.objectValue?["token"]?.stringValue)
     }
 
-    func waitFor(_ what: String, timeout: TimeInterval = 10, _ check: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try check() { return }
-            usleep(20_000)
-        }
-        XCTFail("timed out waiting for \(what)")
-    }
-
     /// The next text after `{}`: the connection answered what came before it, in order.
     func synced(_ ws: WebSocketTestClient) throws {
         ws.send(text: "{}")

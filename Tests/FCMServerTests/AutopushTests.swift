@@ -89,15 +89,6 @@ final class AutopushTests: XCTestCase {
         return String(location.dropFirst((origin + "/m/").count)).replacingOccurrences(of: "%25", with: "%")
     }
 
-    func waitFor(_ what: String, timeout: TimeInterval = 10, _ check: () throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try check() { return }
-            usleep(20_000)
-        }
-        XCTFail("timed out waiting for \(what)")
-    }
-
     // MARK: Hello, register, push, ack
 
     func testHelloRegisterPushAndAckMakeADeliveredRelayedEntry() throws {

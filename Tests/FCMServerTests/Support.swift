@@ -186,3 +186,15 @@ func curlAnswer(_ stdout: String) -> WireResponse {
     let status = head[0].split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
     return WireResponse(status: status, headers: fields, body: Array(parts.dropFirst().joined(separator: "\r\n\r\n").utf8))
 }
+
+extension XCTestCase {
+    /// Polls `check` every 20 ms until it holds; fails the test naming `what` after `timeout`.
+    func waitFor(_ what: String, timeout: TimeInterval = 10, _ check: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try check() { return }
+            usleep(20_000)
+        }
+        XCTFail("timed out waiting for \(what)")
+    }
+}

@@ -33,15 +33,7 @@ final class WebPushPoolTests: XCTestCase {
     typealias Subscription = WebPushTests.Subscription
 
     func subscribe(online: Bool = true, boundTo key: P256PrivateKey? = nil) throws -> Subscription {
-        let extra = key.map { #", "application_server_key":"\#($0.publicKey.base64URL)""# } ?? ""
-        let d = try WebPushSubscriptionTests.createWebDevice(server.client(), extra, online: online)
-        let sub = try XCTUnwrap(d["web_push"]?.objectValue)
-        let endpoint = try XCTUnwrap(sub["endpoint"]?.stringValue)
-        let keys = try XCTUnwrap(sub["keys"]?.objectValue)
-        return Subscription(token: try XCTUnwrap(d["token"]?.stringValue), endpoint: endpoint,
-                            path: String(endpoint.dropFirst(origin.count)),
-                            p256dh: try P256PublicKey(base64URL: try XCTUnwrap(keys["p256dh"]?.stringValue)),
-                            auth: try XCTUnwrap(base64URLDecode(Array(try XCTUnwrap(keys["auth"]?.stringValue).utf8))))
+        try WebPushTests.subscribe(on: server, online: online, boundTo: key)
     }
 
     var origin: String { "http://127.0.0.1:\(server.port)" }

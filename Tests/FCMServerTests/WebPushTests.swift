@@ -33,6 +33,11 @@ final class WebPushTests: XCTestCase {
     }
 
     func subscribe(online: Bool = true, boundTo key: P256PrivateKey? = nil) throws -> Subscription {
+        try Self.subscribe(on: server, online: online, boundTo: key)
+    }
+
+    /// Makes a web device on `server` (bound to `key` when given) and reads its subscription.
+    static func subscribe(on server: TestServer, online: Bool = true, boundTo key: P256PrivateKey? = nil) throws -> Subscription {
         let extra = key.map { #", "application_server_key":"\#($0.publicKey.base64URL)""# } ?? ""
         let d = try WebPushSubscriptionTests.createWebDevice(server.client(), extra, online: online)
         let sub = try XCTUnwrap(d["web_push"]?.objectValue)
