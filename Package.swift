@@ -59,34 +59,37 @@ let package = Package(
         // transport on it: TLS, tagged packets, login, stream ids, acks; no FCM.
         .target(name: "Protobuf", swiftSettings: houseSettings),
         .target(name: "MCSServer", dependencies: ["CLinuxEvents", "Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
-        .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMStore", "Platform"], swiftSettings: houseSettings),
+        // The values the engine keeps and answers with (projects, devices, credentials, clients,
+        // filters, outcomes, refusals): data and pure checks, no state and no I/O.
+        .target(name: "FCMModel", dependencies: ["FCMCore", "FCMStore"], swiftSettings: houseSettings),
+        .target(name: "FCMEngine", dependencies: ["FCMCore", "FCMModel", "FCMStore", "Platform"], swiftSettings: houseSettings),
         // What every HTTP room shares: the kept form of an exchange, the control API's call and
         // error types, the log.
-        .target(name: "RoomKit", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "TLS"], swiftSettings: houseSettings),
+        .target(name: "RoomKit", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "TLS"], swiftSettings: houseSettings),
         // A room per protocol: each owns its wire end to end and talks to the engine through its port.
-        .target(name: "FCMLegacy", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
-        .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
-        .target(name: "CCS", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "Platform", "RoomKit", "XMPPServer"], swiftSettings: houseSettings),
-        .target(name: "APNs", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
-        .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "FCMLegacy", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
+        .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "CCS", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "Platform", "RoomKit", "XMPPServer"], swiftSettings: houseSettings),
+        .target(name: "APNs", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         // Firefox's push service: Mozilla's autopush protocol over WebSocket (docs/real-clients.md).
-        .target(name: "Autopush", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
+        .target(name: "Autopush", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
         // FCM's device side for Chromium and raw GCM clients: checkin, register3, and delivery over MCS.
         // Firebase's web registration APIs: Installations and FCM registrations.
-        .target(name: "FCMRegistrations", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
-        .target(name: "GCM", dependencies: ["FCMCore", "FCMEngine", "HTTPServer", "MCSServer", "Platform", "Protobuf", "RoomKit"], swiftSettings: houseSettings),
-        .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
+        .target(name: "FCMRegistrations", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
+        .target(name: "GCM", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "MCSServer", "Platform", "Protobuf", "RoomKit"], swiftSettings: houseSettings),
+        .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
                 // Built into the binary: the web page's files, as `PackageResources.index_html`, ….
                 resources: [.embedInCode("Resources/web")],
                 swiftSettings: houseSettings),
-        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "FCMRegistrations", "GCM", "MCSServer", "Control", "FCMCore", "FCMEngine", "FCMLegacy", "FCMStore", "FCMV1",
+        .target(name: "FCMServer", dependencies: ["APNs", "Autopush", "CCS", "FCMRegistrations", "GCM", "MCSServer", "Control", "FCMCore", "FCMEngine", "FCMModel", "FCMLegacy", "FCMStore", "FCMV1",
                                                   "HTTPServer", "Platform", "RoomKit", "TLS", "WebPush", "XMPPServer"],
                 // Built into the binary: the default fixture (a link to fixtures/default.json).
                 resources: [.embedInCode("Resources/default-fixture.json")],
                 swiftSettings: houseSettings),
         .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "RoomKit", "TLS", "XMPPServer"], swiftSettings: houseSettings),
         .target(name: "FCMCommand", dependencies: ["FCMCore", "FCMServer", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
-        .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
+        .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMModel", "FCMServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"], swiftSettings: houseSettings),
         .testTarget(name: "FCMV1Tests", dependencies: ["FCMCore", "FCMV1"], swiftSettings: houseSettings),
         .testTarget(name: "APNsRoomTests", dependencies: ["APNs", "FCMCore", "TLS"], swiftSettings: houseSettings),
@@ -99,7 +102,7 @@ let package = Package(
         .testTarget(name: "ProtobufTests", dependencies: ["Protobuf"], swiftSettings: houseSettings),
         .testTarget(name: "MCSServerTests", dependencies: ["MCSServer", "Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
-                    dependencies: ["APNs", "CCS", "Control", "FCMTesting", "FCMServer", "FCMEngine", "FCMCommand", "FCMLegacy", "FCMStore",
+                    dependencies: ["APNs", "CCS", "Control", "FCMTesting", "FCMServer", "FCMEngine", "FCMModel", "FCMCommand", "FCMLegacy", "FCMStore",
                                    "FCMCore", "FCMV1", "Platform", "RoomKit", "TLS", "WebPush", "Protobuf"],
                     swiftSettings: houseSettings),
     ],

@@ -1,6 +1,7 @@
 import RoomKit
 import FCMCore
 public import FCMEngine
+import FCMModel
 import HTTPServer
 import Platform
 public import TLS

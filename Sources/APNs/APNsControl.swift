@@ -1,5 +1,6 @@
 public import FCMCore
 public import FCMEngine
+public import FCMModel
 public import HTTPServer
 public import RoomKit
 import TLS

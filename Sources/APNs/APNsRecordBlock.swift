@@ -1,6 +1,7 @@
+public import FCMModel
 import RoomKit
 import FCMCore
-public import FCMEngine
+import FCMEngine
 
 extension APNsRoutes {
     /// What an APNs send's record keeps of its request, as the record's platform blocks:

@@ -1,4 +1,5 @@
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 
 /// What the APNs room gives the rest of the server: the engine's hooks (its record block's
 /// reader, Apple's reasons as fault errors) and the GOAWAY notices APNs clients log.

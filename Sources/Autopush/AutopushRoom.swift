@@ -1,4 +1,5 @@
 public import FCMEngine
+import FCMModel
 public import HTTPServer
 public import RoomKit
 import FCMCore

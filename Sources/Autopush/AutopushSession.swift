@@ -2,6 +2,7 @@
 // refusals share the session's state; each message's handling is a function of its own.
 import FCMCore
 import FCMEngine
+import FCMModel
 import HTTPServer
 import RoomKit
 import Synchronization

@@ -1,6 +1,7 @@
 import RoomKit
 import Platform
 import FCMEngine
+import FCMModel
 import Dispatch
 import FCMCore
 import FCMStore

@@ -1,3 +1,4 @@
+import FCMModel
 public import RoomKit
 import FCMStore
 public import FCMEngine

@@ -1,6 +1,7 @@
 public import RoomKit
 import FCMStore
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 import FCMCore
 public import HTTPServer
 import Platform

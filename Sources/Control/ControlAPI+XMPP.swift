@@ -1,5 +1,6 @@
 public import RoomKit
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 public import HTTPServer
 
 /// `/api/v1/xmpp`: the open XMPP (CCS) connections.

@@ -1,23 +1,7 @@
+public import FCMModel
 public import FCMCore
 import FCMStore
 import Platform
-
-/// An APNs team: the apps (bundle ids) its keys may send to.
-public struct APNsTeam: Sendable, Equatable {
-    public let teamID: String
-    public var bundleIDs: [String]
-    public let createdAt: Int64
-}
-
-/// An APNs signing key: its public half. The mock made it (the private one was shown once), or
-/// it was imported (`POST /api/v1/apns/keys` with `public_key_pem`, a fixture's `apns.teams`):
-/// its private half is the sender's.
-public struct APNsKey: Sendable, Equatable {
-    public let keyID: String
-    public let teamID: String
-    public let publicKeyPEM: String
-    public let createdAt: Int64
-}
 
 /// The APNs credentials, under their own lock: every APNs send reads them, and none waits for
 /// the send path's state lock to do so.
@@ -103,7 +87,7 @@ extension Engine {
     /// A fixture's key (`apns.teams[].keys[]`): registered under `teamID` (which must exist), or
     /// put back as the fixture says when a key of that id is another one or was revoked (a
     /// restart and a reset apply the fixtures again); nothing is written when it is as declared.
-    public func putFixtureAPNsKey(teamID: String, keyID: String, publicKeyPEM: String) throws(EngineError) {
+    func putFixtureAPNsKey(teamID: String, keyID: String, publicKeyPEM: String) throws(EngineError) {
         try Self.checkAppleID(keyID, what: "key_id")
         try Self.checkAppleID(teamID, what: "team_id")
         let now = clock.nowMillis()

@@ -1,74 +1,7 @@
-public import FCMCore
+public import FCMModel
+import FCMCore
 import FCMStore
 import Platform
-
-/// An APNs client certificate the mock issued (docs/apns.md, "Certificate authentication"): the
-/// public part and what it authorizes. The private key was shown once, when it was issued.
-public struct APNsCertificate: Sendable, Equatable {
-    /// The serial number, lowercase hex: the certificate's name in the control API and on the
-    /// records of the sends it authorized.
-    public let id: String
-    /// The subject's UID: the app the certificate was issued for.
-    public let bundleID: String
-    /// Apple's topic extension as issued: each app, then its `.voip` and `.complication` topics.
-    public let topics: [String]
-    /// The environments it is good for (Apple's marker extensions), sandbox first.
-    public let environments: [APNsEnvironment]
-    public let certificatePEM: String
-    public let createdAt: Int64
-    /// The end of its validity (ms), checked on the mock's clock.
-    public let expiresAt: Int64
-    /// The apps it was issued for, in order (`bundle_id`, then `bundle_ids`).
-    public let apps: [String]
-
-    /// `apps` defaults to those the topics list as issued (`apps(topics:)`).
-    public init(id: String, bundleID: String, topics: [String], environments: [APNsEnvironment], certificatePEM: String,
-                createdAt: Int64, expiresAt: Int64, apps: [String]? = nil) {
-        self.id = id
-        self.bundleID = bundleID
-        self.topics = topics
-        self.environments = environments
-        self.certificatePEM = certificatePEM
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.apps = apps ?? Self.apps(topics: topics)
-    }
-
-    /// The apps of a topic extension as the mock issues it: each app followed by its `.voip`
-    /// and `.complication` topics (so `com.a` and `com.a.voip` issued together are two apps).
-    static func apps(topics: [String]) -> [String] {
-        var apps: [String] = []
-        var i = 0
-        while i < topics.count {
-            let app = topics[i]
-            apps.append(app)
-            i += 1
-            for suffix in [".voip", ".complication"] where i < topics.count && topics[i] == app + suffix { i += 1 }
-        }
-        return apps
-    }
-
-    /// Most apps one certificate names besides its first (the TLS layer's bound).
-    static let maxOtherApps = 63
-
-    /// The other apps of a certificate for `bundleID` as asked (`bundle_ids`): each once, in
-    /// order, without `bundleID`; all checked; at most `maxOtherApps`.
-    public static func otherApps(of bundleID: String, _ asked: [String]) throws(EngineError) -> [String] {
-        let others = Engine.unique(asked.filter { $0 != bundleID })
-        guard others.count <= maxOtherApps else {
-            throw .badRequest("bundle_ids names \(others.count) other apps: a certificate names at most \(maxOtherApps) besides bundle_id")
-        }
-        try Engine.checkBundleIDs([bundleID] + others)
-        return others
-    }
-
-    /// Whether a push to `topic` (of the app `bundleID`) is allowed: the topic is listed, or its
-    /// app is (Apple's certificates list the app, `.voip` and `.complication`; the other push
-    /// types' topics are made from the app's).
-    public func allows(topic: String, bundleID: String) -> Bool {
-        topics.contains(topic) || apps.contains(bundleID)
-    }
-}
 
 extension Engine {
     // MARK: Certificates
@@ -131,5 +64,21 @@ extension APNsCredentials {
             s.certificates[row.id] = APNsCertificate(id: row.id, bundleID: row.bundleID, topics: topics, environments: environments,
                                                      certificatePEM: row.certificate, createdAt: row.createdAt, expiresAt: row.expiresAt)
         }
+    }
+}
+
+extension APNsCertificate {
+    /// Most apps one certificate names besides its first (the TLS layer's bound).
+    static let maxOtherApps = 63
+
+    /// The other apps of a certificate for `bundleID` as asked (`bundle_ids`): each once, in
+    /// order, without `bundleID`; all checked; at most `maxOtherApps`.
+    public static func otherApps(of bundleID: String, _ asked: [String]) throws(EngineError) -> [String] {
+        let others = Engine.unique(asked.filter { $0 != bundleID })
+        guard others.count <= maxOtherApps else {
+            throw .badRequest("bundle_ids names \(others.count) other apps: a certificate names at most \(maxOtherApps) besides bundle_id")
+        }
+        try Engine.checkBundleIDs([bundleID] + others)
+        return others
     }
 }

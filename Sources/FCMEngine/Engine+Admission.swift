@@ -1,43 +1,7 @@
 import Platform
+public import FCMModel
 public import FCMCore
 public import FCMStore
-
-/// What the engine decided about a downstream request before its message is sent. Every
-/// transport asks the same question (`Engine.admit`) and only turns the answer into its own wire
-/// form (HTTP status and body, an XMPP nack); the refused ones are already recorded.
-public enum Admission: Sendable {
-    /// The request itself is wrong: `invalidParameters` carries an unknown parameter's detail,
-    /// `invalidJSON` every other reason (syntax, types, the target). To be answered after
-    /// `delay` when a delay fault fired.
-    case refused(Refusal, delay: DelayFault?)
-    /// A request fault answers the whole request (`.status`) or closes its connection (`.drop`);
-    /// the refusal is recorded already.
-    case faulted(RequestFault)
-    /// Send it as `senderID`, answering after `delay` when a delay fault fired.
-    case proceed(SendRequest, senderID: String, delay: DelayFault?)
-
-    /// Why a request was refused.
-    public enum Refusal: Sendable {
-        case invalidJSON(String)
-        case invalidParameters(String)
-        /// The room's own rules refused it (`AdmissionContext.validate`, or its own parser).
-        case invalidForTransport(String)
-        public var detail: String {
-            switch self {
-            case .invalidJSON(let d), .invalidParameters(let d), .invalidForTransport(let d): return d
-            }
-        }
-    }
-}
-
-/// Something a tester should be able to read in the log that the wire answer does not say (why
-/// a credential was refused, a hint for a body that was read in the wrong format): a message and
-/// dotted metadata, as `Log` takes them. The engine has no logger of its own; the application
-/// forwards these to its log (`Engine.onNotice`).
-public struct EngineNotice: Sendable {
-    public var message: String
-    public var fields: [(String, String)]
-}
 
 extension Engine {
     /// Sends every notice to `sink` (once, at start: the application's log).
@@ -50,64 +14,6 @@ extension Engine {
     public func notice(_ message: String, _ fields: [(String, String)]) {
         guard let sink = noticeSink.withLock({ $0 }) else { return }
         sink(EngineNotice(message: message, fields: fields))
-    }
-}
-
-/// A delay fault that fired: its id and how long the answer waits.
-public struct DelayFault: Sendable {
-    public var fault: String
-    public var ms: Int64
-}
-
-/// How a room names, on its records, the refusals the engine decides for it: its wire's words
-/// (legacy's `InvalidJson`, HTTP v1's `INVALID_ARGUMENT`, XMPP's `INVALID_JSON`), so the
-/// engine never spells one.
-public struct RefusalNames: Sendable {
-    /// A request fault that answered or closed the request: the record's error and detail.
-    var fault: @Sendable (RequestFault) -> (error: String, detail: String)
-    /// A request the room's parser refused.
-    var refusal: @Sendable (Admission.Refusal) -> String
-    /// The status the room answers a refused request with (kept on the record); nil where its
-    /// answers have none, as XMPP's nacks (recorded as 0, and so is a status fault's).
-    var refusedStatus: Int?
-
-    /// The status a refused request's record keeps: `refusedStatus`, or 0 where there is none.
-    var recordedStatus: Int { refusedStatus ?? 0 }
-
-    public init(fault: @escaping @Sendable (RequestFault) -> (error: String, detail: String),
-                refusal: @escaping @Sendable (Admission.Refusal) -> String, refusedStatus: Int?) {
-        self.fault = fault
-        self.refusal = refusal
-        self.refusedStatus = refusedStatus
-    }
-}
-
-/// What the rejection record of a refused request is made of.
-public struct AdmissionContext {
-    var transport: Transport
-    var path: String
-    var format: BodyFormat
-    /// The room's words for what it refuses.
-    var names: RefusalNames
-    /// The body (or the stanza's JSON), for `raw_body`; read only when a record needs it.
-    var raw: () -> String
-    /// The `message_id` an XMPP client gave the message.
-    var clientMessageID: String?
-    /// A transport's own check of a request the protocol parsed (XMPP's
-    /// `delivery_receipt_requested`), after the target's.
-    var validate: (SendRequest) -> String? = { _ in nil }
-    /// Told the id of the rejection record it made, so the transport can keep its answer on it.
-    public var recorded: (Int64) -> Void = { _ in }
-
-    public init(transport: Transport, path: String, format: BodyFormat, names: RefusalNames, raw: @escaping () -> String,
-                clientMessageID: String? = nil, validate: @escaping (SendRequest) -> String? = { _ in nil }) {
-        self.transport = transport
-        self.names = names
-        self.path = path
-        self.format = format
-        self.raw = raw
-        self.clientMessageID = clientMessageID
-        self.validate = validate
     }
 }
 

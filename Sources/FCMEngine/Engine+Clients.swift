@@ -1,7 +1,8 @@
 // Long because: a real client's life (hello, register, unregister, acknowledgements, the
 // connection's end) and the delivery rules it changes (written at once, held, re-sent) share the
 // state they move under one lock.
-public import FCMCore
+public import FCMModel
+import FCMCore
 import FCMStore
 import Platform
 import Synchronization
@@ -9,29 +10,6 @@ import Dispatch
 
 /// How long an acknowledgement's record may wait for another commit to ride (`submitRiding`).
 let ridingCommitMillis = 5
-
-/// What a client's `hello` found and did.
-public struct ClientHello: Sendable {
-    public var clientID: String
-    /// The id asked for was unknown (or none was given): a new client.
-    public var isNew: Bool
-    /// The connection this one replaces (one connection per client), to be closed by the room.
-    public var replaced: String?
-    /// What was held or unacknowledged, to write after the answer, in acceptance order.
-    public var orders: ClientOrders
-}
-
-/// Why a client's registration was refused.
-public enum ClientRefusal: Error, Sendable, Equatable {
-    /// The channel belongs to another client.
-    case channelInUse
-    /// The key is no P-256 public key.
-    case invalidKey(String)
-    /// The client is unknown (it was forgotten meanwhile).
-    case unknownClient
-    /// The project is gone, or no device could be made.
-    case failed(String)
-}
 
 extension Engine {
     /// A client room's way to reach its clients: called with the writes a send or a control
@@ -479,7 +457,7 @@ extension Engine {
     }
 
     /// A client's open connection's id, and its kind.
-    public func clientConnection(_ id: String) throws(EngineError) -> (kind: ClientKind, connectionID: String?) {
+    func clientConnection(_ id: String) throws(EngineError) -> (kind: ClientKind, connectionID: String?) {
         let found = state.withLock { s in s.realClients[id].map { ($0.kind, $0.connection?.info.id) } }
         guard let found else { throw .notFound("client '\(id)' does not exist") }
         return found

@@ -1,3 +1,4 @@
+import FCMModel
 import FCMCore
 import FCMStore
 

@@ -1,3 +1,4 @@
+public import FCMModel
 import Platform
 import Synchronization
 import FCMCore
@@ -75,46 +76,7 @@ extension Engine {
     }
 }
 
-/// What a request-level fault does to a request, decided once by the engine (`requestFault`)
-/// for every room, which answers it in its own wire form.
-public enum RequestFault: Sendable, Equatable {
-    /// Answer the whole request with this status, and a retry time when the fault gives one.
-    case status(Int, retryAfter: Int64?, fault: String)
-    /// Answer with the protocol's own error that the fault names (an APNs reason).
-    case protocolError(String, fault: String)
-    /// Close the connection without an answer.
-    case drop(fault: String)
-    /// Go on, and answer this many milliseconds late.
-    case delay(ms: Int64, fault: String)
-
-    /// The fault's id, kept on the record of what it did.
-    public var fault: String {
-        switch self {
-        case .status(_, _, let f), .protocolError(_, let f), .drop(let f), .delay(_, let f): f
-        }
-    }
-
-    /// Whether it answers the request itself (a status, an error, a closed connection), rather
-    /// than only delaying it.
-    public var isAnswered: Bool {
-        if case .delay = self { return false }
-        return true
-    }
-
-    /// What a refusal's record says the fault did, in the mock's words (a room that answers a
-    /// status with an error of its own adds that error's name, as APNs's reasons).
-    public var detail: String {
-        switch self {
-        case .status(let code, _, let f): "fault \(f) answered HTTP \(code)"
-        case .protocolError(let e, let f): "fault \(f) answered \(e)"
-        case .drop(let f): "fault \(f) closed the connection without an answer"
-        case .delay(_, let f): "fault \(f)"
-        }
-    }
-
-    /// The error a refusal's record names for a closed connection, whatever the room.
-    public static let closedConnection = "ConnectionClosed"
-
+extension RequestFault {
     init?(_ f: Fault) {
         switch f.action {
         case .status(let code, let retry): self = .status(code, retryAfter: retry, fault: f.id)

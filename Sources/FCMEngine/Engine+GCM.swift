@@ -1,51 +1,12 @@
 // Long because: a GCM client's checkin, its registrations (made, found again, deleted) and the
 // devices they reach share the clients' state under one lock.
-public import FCMCore
-public import FCMStore
+public import FCMModel
+import FCMCore
+import FCMStore
 import Platform
 
-/// What a checkin says of the client (Chromium's `chrome_build`), kept on it.
-public struct CheckinInfo: Sendable, Equatable {
-    public var platform: String?
-    public var chromeVersion: String?
-    public var channel: String?
-    public var userAgent: String?
-
-    public init(platform: String?, chromeVersion: String?, channel: String?, userAgent: String?) {
-        self.platform = platform
-        self.chromeVersion = chromeVersion
-        self.channel = channel
-        self.userAgent = userAgent
-    }
-}
-
-/// A register3 request, read by the room.
-public struct GCMRegistration: Sendable {
-    public var androidID: String
-    public var app: String
-    public var subtype: String?
-    public var sender: String
-    /// The sender is a VAPID key (base64url, padding dropped), not a sender id.
-    public var senderIsKey: Bool
-    /// An Instance ID request's `appid`.
-    public var instanceID: String?
-    /// A Web Push (`wp:`) subtype's origin: the device's `app`.
-    public var webOrigin: String?
-
-    public init(androidID: String, app: String, subtype: String?, sender: String, senderIsKey: Bool, instanceID: String?,
-                webOrigin: String?) {
-        self.androidID = androidID
-        self.app = app
-        self.subtype = subtype
-        self.sender = sender
-        self.senderIsKey = senderIsKey
-        self.instanceID = instanceID
-        self.webOrigin = webOrigin
-    }
-}
-
 /// Google's own sender, which Chromium registers at start: a token, no device.
-public let googleChromeSenderID = "745476177629"
+let googleChromeSenderID = "745476177629"
 
 extension Engine {
     // MARK: Checkin

@@ -1,3 +1,4 @@
+public import FCMModel
 import Platform
 import FCMCore
 import FCMStore
@@ -12,13 +13,6 @@ struct DeviceGroup: Sendable, Equatable {
     var senderID: String
     var members: [Int64]
     var createdAt: Int64
-}
-
-/// A device-group operation's failure, answered as HTTP 400 `{"error": message}` (or 401/404).
-public struct GroupError: Error, Sendable {
-    public var status: Int
-    public var message: String
-    static func bad(_ m: String) -> GroupError { GroupError(status: 400, message: m) }
 }
 
 /// A new notification key shaped like FCM's: `APA91b` and base64url noise, no colon.

@@ -1,3 +1,4 @@
+public import FCMModel
 import FCMCore
 import FCMStore
 import Platform

@@ -1,53 +1,11 @@
 // Long because: Firebase installations (their tokens), the FCM registrations made with them (web
 // devices travelling over a Web Push subscription), and the encrypted payload such a device is
 // sent share one lock and one set of rules.
-public import FCMCore
+import FCMCore
+public import FCMModel
 public import FCMStore
 import Platform
 
-/// Why an installations or registrations call is refused, for the room to word in Google's
-/// `google.rpc.Status` shape.
-public enum FirebaseRefusal: Error, Sendable, Equatable {
-    /// 404: no such project.
-    case unknownProject
-    /// 400: a field is wrong (named).
-    case invalidArgument(String)
-    /// 401: the installation's token is missing, unknown or expired, or the refresh token is not the fid's.
-    case unauthenticated(String)
-    /// 403: an installation of another project.
-    case permissionDenied(String)
-    /// 404: no such registration or installation.
-    case notFound(String)
-    case failed
-}
-
-/// An FCM registration's web part, as the client sent it (base64url, padding dropped).
-public struct FCMWebRegistration: Sendable, Equatable {
-    public var applicationPubKey: String?
-    public var auth: String
-    public var endpoint: String
-    public var p256dh: String
-
-    public init(applicationPubKey: String?, auth: String, endpoint: String, p256dh: String) {
-        self.applicationPubKey = applicationPubKey
-        self.auth = auth
-        self.endpoint = endpoint
-        self.p256dh = p256dh
-    }
-}
-
-/// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
-/// salt): set at start, so the engine links no crypto.
-public typealias RelayEncryption = @Sendable (_ plaintext: [UInt8], _ p256dh: [UInt8], _ auth: [UInt8])
-    -> (body: [UInt8], salt: [UInt8], dh: [UInt8])?
-
-/// An FCM registration's push, ready for the connection it travels on: its body and the salt
-/// and key to say in the coding's headers, each room padding them its own way.
-public struct FCMRelay: Sendable {
-    public var body: [UInt8]
-    public var salt: [UInt8]
-    public var dh: [UInt8]
-}
 
 extension Engine {
     /// Seconds an installation's auth token lives (`expiresIn`).

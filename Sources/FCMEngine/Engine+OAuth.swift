@@ -1,28 +1,6 @@
+public import FCMModel
 import Platform
 import FCMCore
-
-/// An access token the token endpoint issued.
-public struct AccessToken: Sendable, Equatable {
-    /// 12 hex characters: how the control API names it without showing the token.
-    public let id: String
-    public let token: String
-    public let clientEmail: String
-    public let privateKeyID: String
-    public let senderID: String
-    public let scope: String
-    public let issuedAt: Int64
-    public let expiresAt: Int64
-}
-
-/// What an issued access token is worth now.
-public enum IssuedToken: Sendable {
-    /// Not a token the endpoint issued (maybe a self-signed JWT).
-    case unknown
-    /// Expired, or its key, account or project is gone.
-    case invalid
-    /// Good for this sender id.
-    case valid(String)
-}
 
 extension Credentials {
     /// Whether `token` is an issued access token good at `now` (ms on the mock's clock).

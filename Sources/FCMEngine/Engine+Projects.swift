@@ -1,3 +1,4 @@
+public import FCMModel
 import Platform
 import FCMCore
 import FCMStore

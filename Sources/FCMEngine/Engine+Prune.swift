@@ -1,3 +1,4 @@
+public import FCMModel
 import FCMCore
 import FCMStore
 import Platform
@@ -5,38 +6,6 @@ import Platform
 #if canImport(Glibc)
     import Glibc
 #endif
-
-/// How much history the store keeps (`--max-messages`, `--max-age`; docs/storage.md).
-public struct StorageLimits: Sendable, Equatable {
-    /// The most message records kept; nil: no limit.
-    var maxMessages: Int?
-    /// Records accepted longer ago than this (mock clock) go; nil: no limit.
-    var maxAgeSeconds: Int64?
-
-    public init(maxMessages: Int? = nil, maxAgeSeconds: Int64? = nil) {
-        self.maxMessages = maxMessages
-        self.maxAgeSeconds = maxAgeSeconds
-    }
-
-    /// Neither limit is set: the store keeps everything until a reset.
-    var isUnlimited: Bool { maxMessages == nil && maxAgeSeconds == nil }
-
-    /// The limits in words, for the start-up line.
-    public var description: String {
-        var parts: [String] = []
-        if let n = maxMessages { parts.append("at most \(n) messages") }
-        if let s = maxAgeSeconds { parts.append("none older than \(Self.duration(s))") }
-        return parts.isEmpty ? "none: every message is kept until a reset (see --max-messages, --max-age)" : parts.joined(separator: ", ")
-    }
-
-    /// `7d`, `12h`, `15m` or `30s`: the largest unit that divides `seconds`.
-    static func duration(_ seconds: Int64) -> String {
-        for (unit, size) in [("d", Int64(86400)), ("h", 3600), ("m", 60)] where seconds % size == 0 {
-            return "\(seconds / size)\(unit)"
-        }
-        return "\(seconds)s"
-    }
-}
 
 /// Keeps the store within its limits, on its own thread, in small batches through the store's
 /// writer queue (each batch is one write among the sends, a few milliseconds at most), so sends

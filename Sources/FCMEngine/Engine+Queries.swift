@@ -1,68 +1,8 @@
+public import FCMModel
 public import FCMCore
 import FCMStore
 import Platform
 
-/// Filters of `GET /api/v1/messages`.
-public struct MessageFilter: Sendable {
-    public var senderID: String?
-    public var token: String?
-    public var topic: String?
-    public var transport: String?
-    public var status: String?
-    public var sinceMillis: Int64?
-    /// Accepted at or before this time.
-    public var untilMillis: Int64?
-    /// The record's error or a recipient's (`NotRegistered`, `UNREGISTERED`, `Fault` …).
-    public var error: String?
-    /// The `message_id` an XMPP client gave its message.
-    public var xmppMessageID: String?
-    /// The `name` a v1 send was answered (`projects/{project_id}/messages/{id}`).
-    public var v1Name: String?
-    /// `recipients=N`: at most N recipients per record (the first N), with `recipients_total`.
-    public var recipientsLimit: Int?
-    /// `text`: words or phrases each found, ignoring case, in the data, notification or platform blocks.
-    public var text: [String] = []
-    /// Sent to a device of this app, or restricted to this package name.
-    public var app: String?
-    /// `client_kind`: sent to a real client's device of this kind (`autopush`, `gcm`, `fcm`).
-    public var clientKind: String?
-    /// `not_…`: records matching none of these.
-    public var excluded: [MessageFilter] = []
-    /// `recipient_counts=true`: each record's recipients counted by status.
-    public var recipientCounts = false
-    /// `total=true` (or `total=N`): how many records match, counted up to `totalCap` (or N).
-    public var totalCap: Int?
-    /// The most records `total=true` counts: beyond, the list says "more than". 2,000 rows cost
-    /// about 2 ms at 1 M stored, which keeps the page's first screen as cheap as before.
-    public static let defaultTotalCap = 2_000
-    /// The most `total=N` may ask to count.
-    public static let maxTotalCap = 100_000
-    public init() {}
-}
-
-/// A message record as the store holds it: its row, its recipients (the first
-/// `recipientsLimit` when given) with the tokens of the devices they name.
-public struct MessageRecord: Sendable {
-    let row: MessageRow
-    let recipients: [RecipientRow]
-    let tokens: [Int64: String]
-    let recipientsLimit: Int?
-    /// Its recipients by status (`failed` for those with an error), when asked for.
-    var recipientCounts: [(String, Int64)]? = nil
-    /// How its room's block reads back.
-    let blocks: RecordBlocks
-}
-
-/// One inbox entry: the delivery and its message, and its status as of now (a held message past
-/// its TTL reads as expired before the sweep writes it so).
-public struct InboxEntry: Sendable {
-    let row: InboxRow
-    let status: String
-    /// The device's platform, whose form the entry's `effective` payload takes.
-    let platform: Platform
-    /// How its room's block reads back.
-    let blocks: RecordBlocks
-}
 
 extension InboxEntry {
     // What a client room writes of an entry, read without rendering it as JSON first.

@@ -1,3 +1,4 @@
+import FCMModel
 import Platform
 import FCMCore
 import FCMStore

@@ -1,5 +1,6 @@
 import Platform
 import FCMCore
+import FCMModel
 import FCMStore
 
 // A failed commit leaves no trace (docs/architecture.md, "When a commit fails").

@@ -1,4 +1,5 @@
 import FCMCore
+public import FCMModel
 public import FCMStore
 import Platform
 import Synchronization
@@ -96,14 +97,6 @@ struct SecondRing: Sendable, Equatable {
         }
         return (outSends, outErrors)
     }
-}
-
-/// What `GET /api/v1/stats` answers (the XMPP connections are the listener's to count).
-public struct StatsSnapshot: Sendable {
-    public var counts: SendCounts
-    /// Deliveries held for offline devices.
-    public var pending: Int
-    public var devices: Int
 }
 
 /// Who is counting the store's sends from before start, so that one thread counts and the others

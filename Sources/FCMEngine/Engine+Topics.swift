@@ -1,17 +1,7 @@
+public import FCMModel
 import Platform
 import FCMCore
 import FCMStore
-
-/// The outcome for one token of a batch subscription change (the Instance ID room words them).
-public enum BatchOutcome: Sendable, Equatable {
-    case ok
-    /// No device has the token (or it is not the sender's).
-    case notFound
-    /// The token or topic is malformed.
-    case invalidArgument
-    /// The device is subscribed to as many topics as a device may be.
-    case tooManyTopics
-}
 
 extension BatchOutcome {
     /// Why a token was not subscribed, in the mock's words (a fixture's error).
@@ -23,19 +13,6 @@ extension BatchOutcome {
         case .tooManyTopics: "the device has as many topics as it may"
         }
     }
-}
-
-/// What a v1 topic subscription change came to.
-public enum V1SubscriptionOutcome: Sendable, Equatable {
-    case ok
-    /// No such token or fid, or its app was uninstalled.
-    case unregistered
-    /// The device belongs to another project.
-    case senderMismatch
-    /// Unsubscribing a topic the device does not have.
-    case notSubscribed
-    /// The device is at the most topics a device may have.
-    case tooManyTopics
 }
 
 extension Engine {

@@ -1,88 +1,7 @@
+public import FCMModel
 import FCMCore
 import FCMStore
 import Platform
-
-/// The keys a web device's subscription is made with, made by the layer that links the
-/// cryptography (TLS) and handed in, so the engine itself links no crypto library. Verifying
-/// VAPID and decrypting pushes are the Web Push room's.
-public struct WebPushKeyOps: Sendable {
-    /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
-    var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
-    /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
-    var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
-
-    public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
-                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
-        self.newKeyPair = newKeyPair
-        self.isPublicKey = isPublicKey
-    }
-
-    /// No cryptography: web devices get no subscription.
-    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
-}
-
-/// A web device's push subscription: what `PushSubscription.toJSON()` shows, and the private
-/// half that only decryption reads.
-public struct WebPushSubscription: Sendable, Equatable {
-    /// The opaque id of the endpoint (`{base}/wp/{id}`).
-    var id: String
-    var device: Int64
-    /// The uncompressed P-256 public point (`p256dh`).
-    public internal(set) var publicKey: [UInt8]
-    /// The private scalar: never rendered, never logged.
-    /// The private scalar: only the Web Push room, decrypting, reads it (never shown).
-    public internal(set) var privateKey: [UInt8]
-    public var auth: [UInt8]
-    /// The VAPID key (base64url) every push must be signed with, when the subscription was
-    /// made with one.
-    public var applicationServerKey: String?
-    /// Ended through the control API: pushes answer 410.
-    var expired: Bool
-    /// The endpoint a real client was given (on the origin it came in on), or an FCM
-    /// registration's (the subscription it travels over); nil: `{base}/wp/{id}`.
-    public var endpointOverride: String?
-    /// A real browser's subscription: its keys never leave the browser (none here), pushes are
-    /// relayed unread.
-    public var isRelayed: Bool { endpointOverride != nil && publicKey.isEmpty }
-
-    var row: WebPushRow {
-        WebPushRow(device: device, pushID: id, privateKey: privateKey, publicKey: publicKey, auth: auth,
-                   applicationServerKey: applicationServerKey, expired: expired)
-    }
-
-    init(_ r: WebPushRow) {
-        self.init(id: r.pushID, device: r.device, publicKey: r.publicKey, privateKey: r.privateKey, auth: r.auth,
-                  applicationServerKey: r.applicationServerKey, expired: r.expired)
-    }
-
-    init(id: String, device: Int64, publicKey: [UInt8], privateKey: [UInt8], auth: [UInt8], applicationServerKey: String?, expired: Bool) {
-        self.id = id
-        self.device = device
-        self.publicKey = publicKey
-        self.privateKey = privateKey
-        self.auth = auth
-        self.applicationServerKey = applicationServerKey
-        self.expired = expired
-    }
-
-    /// `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`, exactly the browser's
-    /// `PushSubscription.toJSON()`, with the endpoint on `base`.
-    func write(_ w: inout JSONWriter, base: String) {
-        w.beginObject()
-        w.key("endpoint"); w.value(endpointOverride ?? base + "/wp/" + id)
-        w.key("expirationTime"); w.null()
-        if publicKey.isEmpty {
-            w.key("keys"); w.null()
-            w.endObject()
-            return
-        }
-        w.key("keys"); w.beginObject()
-        w.key("p256dh"); w.value(base64URLEncode(publicKey))
-        w.key("auth"); w.value(base64URLEncode(auth))
-        w.endObject()
-        w.endObject()
-    }
-}
 
 /// What a push's target is, as the push endpoint looks it up.
 public enum WebPushTarget: Sendable {
@@ -92,16 +11,6 @@ public enum WebPushTarget: Sendable {
     case unknown
     /// 410: the subscription was ended, or its device uninstalled, replaced or deleted.
     case gone(WebPushGone, senderID: String?)
-}
-
-/// Why a subscription takes no more pushes.
-public enum WebPushGone: Sendable, Equatable {
-    /// Its device was deleted.
-    case deviceDeleted
-    /// The subscription was ended (the user revoked the permission).
-    case ended
-    /// Its device is uninstalled or its token replaced (the device's state).
-    case device(DeviceState)
 }
 
 extension Engine {

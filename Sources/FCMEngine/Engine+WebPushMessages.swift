@@ -1,12 +1,7 @@
+public import FCMModel
 public import FCMCore
 import FCMStore
 import Platform
-
-/// What pushes the Web Push endpoint has taken since start (`GET /api/v1/health`).
-public struct WebPushCounts: Sendable, Equatable {
-    public var pushes: Int64 = 0
-    public var undecryptable: Int64 = 0
-}
 
 extension Engine {
     // MARK: Held messages

@@ -2,6 +2,7 @@
 // state lock, and the in-memory state with its indexes are one type's parts; its behaviour is in the
 // Engine+<concern>.swift files beside it.
 import FCMCore
+public import FCMModel
 public import FCMStore
 public import Platform
 import Synchronization

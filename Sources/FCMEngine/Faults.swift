@@ -1,3 +1,4 @@
+import FCMModel
 import FCMCore
 
 /// A fault injected through `POST /api/v1/faults`: FCM misbehaving on purpose.

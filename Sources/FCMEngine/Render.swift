@@ -1,3 +1,4 @@
+public import FCMModel
 public import FCMCore
 
 /// JSON forms of the control API's objects.

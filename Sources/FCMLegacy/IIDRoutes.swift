@@ -1,5 +1,6 @@
 public import RoomKit
 public import FCMEngine
+public import FCMModel
 import FCMCore
 public import HTTPServer
 

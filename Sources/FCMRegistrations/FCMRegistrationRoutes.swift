@@ -2,9 +2,10 @@
 // registrations) share their checks (API key, installation auth), Google's error shape and the
 // JSON they answer.
 public import FCMEngine
+import FCMModel
 public import HTTPServer
 import FCMCore
-public import FCMStore
+import FCMStore
 import RoomKit
 
 /// Firebase's web registration APIs (docs/real-clients.md), as firebase-messaging and Firebase's

@@ -7,6 +7,7 @@ import WebPush
 import Control
 public import RoomKit
 public import FCMEngine
+public import FCMModel
 import FCMCore
 import FCMStore
 import HTTPServer

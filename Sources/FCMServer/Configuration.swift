@@ -1,5 +1,6 @@
 import RoomKit
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 public import FCMCore
 /// Everything `fcm-mock serve` can be told, after flags, environment and defaults are merged.
 public struct Configuration: Sendable {

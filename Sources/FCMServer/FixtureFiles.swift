@@ -4,6 +4,7 @@ import RoomKit
 import FCMCore
 import FCMStore
 public import FCMEngine
+public import FCMModel
 import Platform
 
 /// `s` in storage of its own, made while the JSON tree it came from is still alive: so it is not

@@ -1,5 +1,6 @@
 import RoomKit
 public import FCMEngine
+import FCMModel
 import FCMCore
 public import HTTPServer
 

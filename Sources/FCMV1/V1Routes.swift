@@ -1,5 +1,6 @@
 public import RoomKit
 public import FCMEngine
+import FCMModel
 import FCMCore
 import FCMStore
 public import HTTPServer

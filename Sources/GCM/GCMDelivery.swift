@@ -3,6 +3,7 @@
 // deleted-messages notices), and acknowledgements by packet number or persistent id, share one
 // connection table.
 public import FCMEngine
+import FCMModel
 public import MCSServer
 public import RoomKit
 import Dispatch

@@ -1,4 +1,5 @@
 public import FCMEngine
+public import FCMModel
 public import HTTPServer
 import FCMCore
 import Platform

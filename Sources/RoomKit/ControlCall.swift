@@ -1,5 +1,6 @@
 import FCMCore
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 public import HTTPServer
 
 /// The version `health` and `--version` report.

@@ -1,5 +1,6 @@
 import FCMCore
 public import FCMEngine
+public import FCMModel
 
 /// A control-API failure, in the documented shape `{"error":{"code":…,"message":…}}`: the
 /// engine's refusal (`EngineError`), answered with the HTTP status of its kind.

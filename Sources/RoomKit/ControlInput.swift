@@ -1,4 +1,5 @@
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 import FCMCore
 
 /// Decoded query arguments with the list conventions (`limit`, `cursor`).

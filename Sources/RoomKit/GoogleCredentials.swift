@@ -1,5 +1,6 @@
 public import FCMCore
 public import FCMEngine
+public import FCMModel
 import Platform
 import TLS
 

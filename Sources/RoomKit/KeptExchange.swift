@@ -1,3 +1,4 @@
+public import FCMModel
 import FCMCore
 public import FCMEngine
 public import HTTPServer

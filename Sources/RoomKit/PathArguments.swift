@@ -1,4 +1,5 @@
-public import FCMEngine
+import FCMEngine
+public import FCMModel
 public import FCMCore
 public import HTTPServer
 

@@ -1,5 +1,6 @@
+public import FCMModel
 import FCMCore
-public import FCMEngine
+import FCMEngine
 import Platform
 import TLS
 

@@ -1,5 +1,6 @@
 import FCMCore
 import FCMEngine
+import FCMModel
 import FCMStore
 import HTTPServer
 

@@ -1,6 +1,7 @@
 import RoomKit
 import FCMCore
 public import FCMEngine
+import FCMModel
 public import HTTPServer
 import Platform
 import TLS

@@ -1,5 +1,5 @@
+import FCMModel
 import RoomKit
-import FCMEngine
 import FCMCommand
 import FCMServer
 import Platform

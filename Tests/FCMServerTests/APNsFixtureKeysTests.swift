@@ -2,6 +2,7 @@
 import FCMCore
 @testable import FCMServer
 import FCMEngine
+import FCMModel
 import FCMTesting
 import Foundation
 import HTTPServer

@@ -1,4 +1,5 @@
 @testable import FCMEngine
+@testable import FCMModel
 @testable import FCMServer
 import XCTest
 

@@ -63,13 +63,15 @@ final class ArchitectureTests: XCTestCase {
     func testTheWallsOfTheHouse() throws {
         let g = try Self.packageGraph()
         // The engine knows no wire: no transport, no TLS, no assembly above it.
-        XCTAssertEqual(g["FCMEngine"], ["FCMCore", "FCMStore", "Platform"])
+        XCTAssertEqual(g["FCMEngine"], ["FCMCore", "FCMModel", "FCMStore", "Platform"])
+        // Its values stand on the rules and the store's rows only: no lock, no clock, no I/O.
+        XCTAssertEqual(g["FCMModel"], ["FCMCore", "FCMStore"])
         // The rules do no I/O; the store and the platform know nothing of FCM.
         XCTAssertEqual(g["FCMCore"], [])
         XCTAssertEqual(g["Platform"], [])
         for lower in ["FCMStore", "HTTPServer", "XMPPServer", "TLS", "Platform"] {
             let reached = Self.reach(lower, g)
-            for upper in ["FCMCore", "FCMEngine", "FCMServer", "FCMCommand"] {
+            for upper in ["FCMCore", "FCMModel", "FCMEngine", "FCMServer", "FCMCommand"] {
                 XCTAssertFalse(reached.contains(upper), "\(lower) reaches \(upper)")
             }
         }
@@ -89,7 +91,8 @@ final class ArchitectureTests: XCTestCase {
             let importsEveryRoom = rooms.allSatisfy { deps.contains($0) }
             XCTAssertFalse(importsEveryRoom, "\(name) imports every room: only the assembly does")
         }
-        for lower in ["FCMEngine", "FCMCore", "FCMStore", "RoomKit", "HTTPServer", "XMPPServer", "TLS", "Platform"] {
+        XCTAssertFalse(Self.reach("FCMModel", g).contains("FCMEngine"), "FCMModel reaches the engine")
+        for lower in ["FCMEngine", "FCMModel", "FCMCore", "FCMStore", "RoomKit", "HTTPServer", "XMPPServer", "TLS", "Platform"] {
             let reached = Self.reach(lower, g)
             for room in rooms { XCTAssertFalse(reached.contains(room), "\(lower) reaches the room \(room)") }
         }
@@ -103,15 +106,37 @@ final class ArchitectureTests: XCTestCase {
                 XCTFail("FCMCore/\(f) imports a module: \(line)")
             }
         }
-        // The engine names no wire: no header, HTTP status, path or vendor error text.
-        let wire = try NSRegularExpression(pattern: #""apns-|"[Bb]earer|"[Aa]uthorization"|httpStatus: *[0-9]|"/fcm/send"|[Rr]etry-[Aa]fter|INVALID_ARGUMENT"#)
-        for f in try FileManager.default.contentsOfDirectory(atPath: engine.path) where f.hasSuffix(".swift") {
-            let text = try String(contentsOf: engine.appendingPathComponent(f), encoding: .utf8)
-            for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
-                let l = String(line)
-                XCTAssertNil(wire.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)), "FCMEngine/\(f) names a wire: \(l)")
+        // The values import the rules and the store's rows, and keep no lock.
+        let model = Self.root.appendingPathComponent("Sources/FCMModel")
+        for f in try FileManager.default.contentsOfDirectory(atPath: model.path) where f.hasSuffix(".swift") {
+            let text = try String(contentsOf: model.appendingPathComponent(f), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("import ") && !line.hasPrefix("//") {
+                let module = line.split(separator: " ").last.map(String.init) ?? ""
+                XCTAssertTrue(["FCMCore", "FCMStore"].contains(module), "FCMModel/\(f) imports \(module)")
+            }
+            for lock in ["Locked<", "Mutex<", "ConditionLock"] {
+                XCTAssertFalse(text.contains(lock), "FCMModel/\(f) keeps a lock (\(lock))")
             }
         }
+        // The engine and its values name no wire: no header, HTTP status, path or vendor error text.
+        let wire = try NSRegularExpression(pattern: #""apns-|"[Bb]earer|"[Aa]uthorization"|httpStatus: *[0-9]|"/fcm/send"|[Rr]etry-[Aa]fter|INVALID_ARGUMENT"#)
+        var enginePublic = 0
+        for (folder, dir) in [("FCMEngine", engine), ("FCMModel", model)] {
+            for f in try FileManager.default.contentsOfDirectory(atPath: dir.path) where f.hasSuffix(".swift") {
+                let text = try String(contentsOf: dir.appendingPathComponent(f), encoding: .utf8)
+                for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                    let l = String(line)
+                    XCTAssertNil(wire.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)), "\(folder)/\(f) names a wire: \(l)")
+                    let declaration = l.trimmingCharacters(in: .whitespaces)
+                    if folder == "FCMEngine", declaration.hasPrefix("public "), !declaration.hasPrefix("public import ") {
+                        enginePublic += 1
+                    }
+                }
+            }
+        }
+        // The engine's port stays narrow: what the rooms and the assembly may call or read of it.
+        XCTAssertGreaterThan(enginePublic, 0, "no public declaration counted in FCMEngine")
+        XCTAssertLessThanOrEqual(enginePublic, 215, "FCMEngine declares \(enginePublic) public things")
         // Nothing but the command line, the executable and the test support stands on the server.
         for (name, deps) in g where deps.contains("FCMServer") {
             XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")

@@ -1,6 +1,7 @@
 import HTTPServer
 import FCMCore
 @testable import FCMEngine
+@testable import FCMModel
 import FCMServer
 import FCMTesting
 import Foundation

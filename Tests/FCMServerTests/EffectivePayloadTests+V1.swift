@@ -8,6 +8,7 @@ import Platform
 import XCTest
 
 @testable import FCMEngine
+@testable import FCMModel
 @testable import FCMServer
 
 /// A v1 send's platform blocks decide each platform's collapse key and TTL. v1 requests are handed

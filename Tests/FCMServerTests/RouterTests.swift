@@ -2,6 +2,7 @@
 import XCTest
 
 @testable import FCMEngine
+@testable import FCMModel
 @testable import FCMServer
 @testable import HTTPServer
 

@@ -140,6 +140,7 @@ func storedRecipientIDs(_ client: HTTPTestClient) throws -> Set<String> {
 }
 
 @testable import FCMEngine
+@testable import FCMModel
 import FCMServer
 
 /// `RateLimit.parse` as `[count, periodMillis]`, for table tests.

@@ -1,3 +1,4 @@
+@testable import FCMModel
 import FCMCore
 import FCMEngine
 @testable import FCMServer

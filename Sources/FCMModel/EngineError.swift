@@ -23,7 +23,21 @@ public struct EngineError: Error, Sendable, Equatable {
     public static func badRequest(_ m: String) -> EngineError { EngineError(code: .badRequest, message: m) }
     public static func unauthorized(_ m: String) -> EngineError { EngineError(code: .unauthorized, message: m) }
     public static func notFound(_ m: String) -> EngineError { EngineError(code: .notFound, message: m) }
-    static func conflict(_ m: String) -> EngineError { EngineError(code: .conflict, message: m) }
+    package static func conflict(_ m: String) -> EngineError { EngineError(code: .conflict, message: m) }
     public static func payloadTooLarge(_ m: String) -> EngineError { EngineError(code: .payloadTooLarge, message: m) }
     public static func `internal`(_ m: String) -> EngineError { EngineError(code: .internal, message: m) }
+}
+
+/// Something a tester should be able to read in the log that the wire answer does not say (why
+/// a credential was refused, a hint for a body that was read in the wrong format): a message and
+/// dotted metadata, as `Log` takes them. The engine has no logger of its own; the application
+/// forwards these to its log (`Engine.onNotice`).
+public struct EngineNotice: Sendable {
+    public var message: String
+    public var fields: [(String, String)]
+
+    package init(message: String, fields: [(String, String)]) {
+        self.message = message
+        self.fields = fields
+    }
 }

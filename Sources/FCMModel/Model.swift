@@ -2,11 +2,11 @@ public import FCMCore
 
 /// An app of a project (`apps[]` of `POST /api/v1/projects`).
 public struct AppConfig: Sendable, Equatable {
-    var app: String
-    var platform: Platform
+    package var app: String
+    package var platform: Platform
     /// `valid` | `missing` | `expired`: sends reaching an iOS device of an app whose credential is
     /// not valid fail with `InvalidApnsCredential`.
-    var apnsCredential: String
+    package var apnsCredential: String
 
     public init(app: String, platform: Platform, apnsCredential: String) {
         self.app = app
@@ -23,9 +23,9 @@ public enum Platform: String, Sendable, Equatable {
 /// A Firebase project as the mock knows it: a sender id, its server keys and its apps.
 public struct Project: Sendable, Equatable {
     public var senderID: String
-    var serverKeys: [String]
-    var apps: [AppConfig]
-    var createdAt: Int64
+    package var serverKeys: [String]
+    package var apps: [AppConfig]
+    package var createdAt: Int64
     /// The Firebase project id HTTP v1 paths name (`projects/{project_id}/messages:send`);
     /// `project-{sender_id}` unless given.
     public var projectID: String
@@ -43,9 +43,9 @@ public struct Project: Sendable, Equatable {
     }
 
     /// The project id of a project that was given none.
-    static func defaultID(senderID: String) -> String { "project-" + senderID }
+    package static func defaultID(senderID: String) -> String { "project-" + senderID }
 
-    func app(named name: String) -> AppConfig? { apps.first { $0.app == name } }
+    package func app(named name: String) -> AppConfig? { apps.first { $0.app == name } }
 }
 
 /// A service account of a project: its key's id (the JWT header's `kid`), its e-mail (the JWT's
@@ -55,7 +55,7 @@ public struct ServiceAccount: Sendable, Equatable {
     public var clientEmail: String
     public var clientID: String
     public var publicKeyPEM: String
-    var createdAt: Int64
+    package var createdAt: Int64
 
     public init(privateKeyID: String, clientEmail: String, clientID: String, publicKeyPEM: String, createdAt: Int64) {
         self.privateKeyID = privateKeyID
@@ -84,22 +84,22 @@ public struct Device: Sendable, Equatable {
     public var token: String
     /// The Firebase installation id HTTP v1 may address it by (`fid`). A refreshed token's
     /// device and the device that replaced it share one: the installation is the same.
-    var fid: String
+    package var fid: String
     public var senderID: String
     public var app: String
-    var createdAt: Int64
+    package var createdAt: Int64
     public var lastSeenAt: Int64
     /// What most devices leave at its default (see the type's comment).
     private var rare: Boxed<DeviceRareFields>?
     /// For a refreshed token: the device that replaced it.
-    var canonicalID: Int64?
+    package var canonicalID: Int64?
     public var platform: Platform
     public var state: DeviceState
-    var online: Bool
+    package var online: Bool
     // What it holds while offline lives in `EngineState.stored` only; the rendered `pending`
     // count is derived from there (`EngineState.render`), so it can never disagree with it.
 
-    init(id: Int64, token: String, fid: String, senderID: String, app: String, platform: Platform, state: DeviceState,
+    package init(id: Int64, token: String, fid: String, senderID: String, app: String, platform: Platform, state: DeviceState,
          canonicalID: Int64?, online: Bool, createdAt: Int64, lastSeenAt: Int64, givenAPNsToken: String? = nil,
          apnsEnvironment: APNsEnvironment = .sandbox, apnsExpiresAt: Int64? = nil, client: DeviceClient? = nil) {
         self.id = id
@@ -122,7 +122,7 @@ public struct Device: Sendable, Equatable {
         set { rare = Boxed(newValue, unless: DeviceRareFields()) }
     }
     /// An iOS device's APNs token when one was given (lowercase); nil: derived (`apnsToken`).
-    var givenAPNsToken: String? { get { rare?.value.givenAPNsToken } set { rareFields.givenAPNsToken = newValue } }
+    package var givenAPNsToken: String? { get { rare?.value.givenAPNsToken } set { rareFields.givenAPNsToken = newValue } }
     /// An iOS device's APNs environment.
     public var apnsEnvironment: APNsEnvironment { get { rare?.value.apnsEnvironment ?? .sandbox } set { rareFields.apnsEnvironment = newValue } }
     /// When an iOS device's APNs token expires (mock clock, ms; nil: never): then `ExpiredToken`.
@@ -159,7 +159,7 @@ final class Boxed<Value: Sendable & Equatable>: Sendable, Equatable {
 extension Device {
     /// An iOS device's APNs device token: the one given, else derived from its FCM token; nil
     /// on other platforms.
-    var apnsToken: String? {
+    package var apnsToken: String? {
         guard platform == .ios else { return nil }
         return givenAPNsToken ?? APNsDeviceToken.derived(from: token)
     }
@@ -193,21 +193,26 @@ public struct Subscription: Sendable, Equatable {
     /// The name as first given (matching ignores case).
     public var name: String
     public var addedAt: Int64
+
+    package init(name: String, addedAt: Int64) {
+        self.name = name
+        self.addedAt = addedAt
+    }
 }
 
 /// Firebase installation ids (docs/spec/fcm-v1.md section 1): 22 characters of base64url, the
 /// first one `c`, `d`, `e` or `f` (the installation SDK's first four bits are 0111).
-enum InstallationID {
+package enum InstallationID {
     static let length = 22
     private static let firstCharacters: [UInt8] = Array("cdef".utf8)
 
     /// A new random fid.
-    static func make() -> String {
+    package static func make() -> String {
         randomString(1, from: firstCharacters) + randomString(length - 1, from: RandomAlphabet.base64URL)
     }
 
     /// Whether `s` is shaped like an fid (the v1 parser's rule).
-    static func isWellFormed(_ s: String) -> Bool { isWellFormedInstallationID(s) }
+    package static func isWellFormed(_ s: String) -> Bool { isWellFormedInstallationID(s) }
 
-    static let malformedMessage = "fid must be 22 characters of base64url (A-Z a-z 0-9 - _) starting with c, d, e or f"
+    package static let malformedMessage = "fid must be 22 characters of base64url (A-Z a-z 0-9 - _) starting with c, d, e or f"
 }

@@ -18,12 +18,12 @@ public struct RecordBlocks: Sendable {
     }
 
     /// Block `name` of a record accepted at `acceptedAtMillis`, as shown.
-    func read(_ name: String, _ block: JSONObject, acceptedAtMillis: Int64) -> JSONObject {
+    package func read(_ name: String, _ block: JSONObject, acceptedAtMillis: Int64) -> JSONObject {
         readers[name].map { $0(block, acceptedAtMillis) } ?? block
     }
 
     /// A record's stored platform blocks (`EffectivePayload.storedPlatforms`), each as shown.
-    func platforms(_ json: String, acceptedAtMillis: Int64) -> PlatformConfigs? {
+    package func platforms(_ json: String, acceptedAtMillis: Int64) -> PlatformConfigs? {
         guard var p = EffectivePayload.storedPlatforms(json) else { return nil }
         if let b = p.android { p.android = read("android", b, acceptedAtMillis: acceptedAtMillis) }
         if let b = p.apns { p.apns = read("apns", b, acceptedAtMillis: acceptedAtMillis) }
@@ -36,16 +36,16 @@ public struct RecordBlocks: Sendable {
 /// to the room's): APNs's reasons, which its room answers as Apple does.
 public struct FaultErrors: Sendable {
     /// The transport whose faults may name them (`apns`).
-    var transport: String
+    package var transport: String
     /// One of them, in words (`an APNs reason`).
-    var kind: String
+    package var kind: String
     /// All of them, in words (`Apple's reasons`).
-    var listName: String
+    package var listName: String
     /// Their names, in the order an error message lists them.
-    var names: [String]
+    package var names: [String]
     /// Set for a surface that is no send (register3): the errors go with `when.path` naming it,
     /// whatever the transport.
-    var path: String?
+    package var path: String?
 
     public init(transport: String, kind: String, listName: String, names: [String], path: String? = nil) {
         self.transport = transport
@@ -59,8 +59,8 @@ public struct FaultErrors: Sendable {
 /// What the rooms give the engine at start, so it needs none of their wire: how their record
 /// blocks read back, and the errors of their own a fault may answer with.
 public struct RoomHooks: Sendable {
-    var recordBlocks: RecordBlocks
-    var faultErrors: [FaultErrors]
+    package var recordBlocks: RecordBlocks
+    package var faultErrors: [FaultErrors]
 
     public init(recordBlocks: RecordBlocks = RecordBlocks(), faultErrors: [FaultErrors] = []) {
         self.recordBlocks = recordBlocks

@@ -6,14 +6,14 @@ public import FCMCore
 /// back into its wire answer; the engine never sees a header, a status or a path's meaning.
 public struct Submission: Sendable {
     /// What is sent, to which target, with which delivery options.
-    var request: SendRequest
+    package var request: SendRequest
     /// The verified sender: the sender id of the project the credential speaks for.
-    var sender: String
+    package var sender: String
     /// The room that took the send, as records, events, statistics and faults name it.
-    var transport: Transport
+    package var transport: Transport
     /// What request and recipient faults match on (`when.path`): the request's path as sent, or
     /// empty where the protocol has none (XMPP).
-    var faultKey: String
+    package var faultKey: String
     /// A request fault that fired already (a delay the room waits out), kept on the record.
     public var firedFault: String?
     /// The room's own record block, a JSON object's text (an APNs request's headers, payload and
@@ -68,12 +68,12 @@ public struct Submission: Sendable {
 /// What a room's protocol says about a send's target, where the protocols differ.
 public struct TargetRules: Sendable {
     /// The room's parser checked the tokens already (HTTP v1's): they are taken as well formed.
-    var tokensChecked = false
+    package var tokensChecked = false
     /// A token may be a device group's notification key (the legacy protocols; HTTP v1 has no
     /// device groups).
-    var groupsByToken = true
+    package var groupsByToken = true
     /// Most `&&`/`||` a condition may have; nil: the server's `--max-condition-operators`.
-    var maxConditionOperators: Int?
+    package var maxConditionOperators: Int?
 
     public init(tokensChecked: Bool = false, groupsByToken: Bool = true, maxConditionOperators: Int? = nil) {
         self.tokensChecked = tokensChecked

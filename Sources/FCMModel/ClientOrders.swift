@@ -1,0 +1,158 @@
+public import FCMCore
+
+/// What a client's `hello` found and did.
+public struct ClientHello: Sendable {
+    public var clientID: String
+    /// The id asked for was unknown (or none was given): a new client.
+    public var isNew: Bool
+    /// The connection this one replaces (one connection per client), to be closed by the room.
+    public var replaced: String?
+    /// What was held or unacknowledged, to write after the answer, in acceptance order.
+    public var orders: ClientOrders
+
+    package init(clientID: String, isNew: Bool, replaced: String? = nil, orders: ClientOrders) {
+        self.clientID = clientID
+        self.isNew = isNew
+        self.replaced = replaced
+        self.orders = orders
+    }
+}
+
+/// What the engine asks of a client room after a change: writes, and connections to close (a
+/// fault's `close_connection`).
+public struct ClientOrders: Sendable {
+    public var writes: [ClientWrite] = []
+    public var close: [ClientClose] = []
+    package var isEmpty: Bool { writes.isEmpty && close.isEmpty }
+
+    public init(writes: [ClientWrite] = [], close: [ClientClose] = []) {
+        self.writes = writes
+        self.close = close
+    }
+}
+
+/// A delivery to write on a client's connection.
+public struct ClientWrite: Sendable {
+    /// The room that writes it (the connection's protocol).
+    package var transport: ClientKind
+    public var clientID: String
+    public var connectionID: String
+    public var deliveryID: Int64
+    /// The message id the client acknowledges it by.
+    public var version: String
+    public var token: String
+    public var channelID: String?
+    /// What to write; nil after a restart (read it back with `Engine.clientPayload(of:)`).
+    public var payload: ClientPayload?
+    /// A fault's delay before the write.
+    public var delayMillis: Int64?
+    /// The device it is for (a register3 registration's, an FCM registration's), and its token
+    /// (whose inbox holds the entry).
+    public var device: DeviceClient?
+    public var deviceToken: String = ""
+    /// The registration a push travels on over MCS: its `app` (the stanza's category), its
+    /// `X-subtype`, its `sender`.
+    public var registration: DeviceClient?
+    /// The entry as the send that placed it made it, and its project's sender id: a write decided
+    /// by a send carries them, so the room reads nothing back (nil for one re-sent from held).
+    public var entry: InboxEntry?
+    public var senderID: String?
+
+    package init(transport: ClientKind, clientID: String, connectionID: String, deliveryID: Int64, version: String, token: String, channelID: String? = nil, payload: ClientPayload? = nil, delayMillis: Int64? = nil, device: DeviceClient? = nil, deviceToken: String = "", registration: DeviceClient? = nil, entry: InboxEntry? = nil, senderID: String? = nil) {
+        self.transport = transport
+        self.clientID = clientID
+        self.connectionID = connectionID
+        self.deliveryID = deliveryID
+        self.version = version
+        self.token = token
+        self.channelID = channelID
+        self.payload = payload
+        self.delayMillis = delayMillis
+        self.device = device
+        self.deviceToken = deviceToken
+        self.registration = registration
+        self.entry = entry
+        self.senderID = senderID
+    }
+}
+
+/// What a room hands the engine with a push for a real client: what the client is sent, in the
+/// room's terms (a relayed Web Push body and its coding headers), kept until it is acknowledged.
+public struct ClientPayload: Sendable {
+    public var body: [UInt8]?
+    public var fields: [(String, String)]
+
+    public init(body: [UInt8]?, fields: [(String, String)]) {
+        self.body = body
+        self.fields = fields
+    }
+
+    /// A relayed push's body and coding read back from its record's `webpush` block (the Web
+    /// Push room writes `ciphertext_base64`, `content_encoding` and, for `aesgcm`, `encryption`
+    /// and `crypto_key`): what memory no longer has after a restart.
+    public init(webPushBlock block: JSONObject?) {
+        body = block?["ciphertext_base64"]?.stringValue.flatMap { base64URLDecode(Array($0.utf8)) }
+        var fields: [(String, String)] = []
+        if let e = block?["content_encoding"]?.stringValue { fields.append(("encoding", e)) }
+        if let e = block?["encryption"]?.stringValue { fields.append(("encryption", e)) }
+        if let k = block?["crypto_key"]?.stringValue { fields.append(("crypto_key", k)) }
+        self.fields = fields
+    }
+}
+
+/// A connection for a client room to close.
+public struct ClientClose: Sendable {
+    package var transport: ClientKind = .autopush
+    public var clientID: String
+    public var connectionID: String
+    /// Tell the client to stay away (autopush's back-off close code).
+    public var backoff = false
+    /// Why, for the log and `client.closed`.
+    public var reason: String
+
+    package init(transport: ClientKind = .autopush, clientID: String, connectionID: String, backoff: Bool = false, reason: String) {
+        self.transport = transport
+        self.clientID = clientID
+        self.connectionID = connectionID
+        self.backoff = backoff
+        self.reason = reason
+    }
+}
+
+/// An FCM registration's push, ready for the connection it travels on: its body and the salt
+/// and key to say in the coding's headers, each room padding them its own way.
+public struct FCMRelay: Sendable {
+    public var body: [UInt8]
+    public var salt: [UInt8]
+    public var dh: [UInt8]
+
+    package init(body: [UInt8], salt: [UInt8], dh: [UInt8]) {
+        self.body = body
+        self.salt = salt
+        self.dh = dh
+    }
+}
+
+/// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
+/// salt): set at start, so the engine links no crypto.
+public typealias RelayEncryption = @Sendable (_ plaintext: [UInt8], _ p256dh: [UInt8], _ auth: [UInt8])
+    -> (body: [UInt8], salt: [UInt8], dh: [UInt8])?
+
+/// The keys a web device's subscription is made with, made by the layer that links the
+/// cryptography (TLS) and handed in, so the engine itself links no crypto library. Verifying
+/// VAPID and decrypting pushes are the Web Push room's.
+public struct WebPushKeyOps: Sendable {
+    /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
+    package var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
+    /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
+    package var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
+
+    public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
+                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
+        self.newKeyPair = newKeyPair
+        self.isPublicKey = isPublicKey
+    }
+
+    /// No cryptography: web devices get no subscription.
+    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
+}

@@ -1,0 +1,45 @@
+/// The outcome for one token of a batch subscription change (the Instance ID room words them).
+public enum BatchOutcome: Sendable, Equatable {
+    case ok
+    /// No device has the token (or it is not the sender's).
+    case notFound
+    /// The token or topic is malformed.
+    case invalidArgument
+    /// The device is subscribed to as many topics as a device may be.
+    case tooManyTopics
+}
+
+/// What a v1 topic subscription change came to.
+public enum V1SubscriptionOutcome: Sendable, Equatable {
+    case ok
+    /// No such token or fid, or its app was uninstalled.
+    case unregistered
+    /// The device belongs to another project.
+    case senderMismatch
+    /// Unsubscribing a topic the device does not have.
+    case notSubscribed
+    /// The device is at the most topics a device may have.
+    case tooManyTopics
+}
+
+/// Why a subscription takes no more pushes.
+public enum WebPushGone: Sendable, Equatable {
+    /// Its device was deleted.
+    case deviceDeleted
+    /// The subscription was ended (the user revoked the permission).
+    case ended
+    /// Its device is uninstalled or its token replaced (the device's state).
+    case device(DeviceState)
+}
+
+/// A device-group operation's failure, answered as HTTP 400 `{"error": message}` (or 401/404).
+public struct GroupError: Error, Sendable {
+    public var status: Int
+    public var message: String
+    package static func bad(_ m: String) -> GroupError { GroupError(status: 400, message: m) }
+
+    package init(status: Int, message: String) {
+        self.status = status
+        self.message = message
+    }
+}
