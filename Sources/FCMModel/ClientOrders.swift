@@ -58,7 +58,10 @@ public struct ClientWrite: Sendable {
     public var entry: InboxEntry?
     public var senderID: String?
 
-    package init(transport: ClientKind, clientID: String, connectionID: String, deliveryID: Int64, version: String, token: String, channelID: String? = nil, payload: ClientPayload? = nil, delayMillis: Int64? = nil, device: DeviceClient? = nil, deviceToken: String = "", registration: DeviceClient? = nil, entry: InboxEntry? = nil, senderID: String? = nil) {
+    package init(transport: ClientKind, clientID: String, connectionID: String, deliveryID: Int64, version: String,
+                 token: String, channelID: String? = nil, payload: ClientPayload? = nil, delayMillis: Int64? = nil,
+                 device: DeviceClient? = nil, deviceToken: String = "", registration: DeviceClient? = nil,
+                 entry: InboxEntry? = nil, senderID: String? = nil) {
         self.transport = transport
         self.clientID = clientID
         self.connectionID = connectionID
@@ -110,7 +113,8 @@ public struct ClientClose: Sendable {
     /// Why, for the log and `client.closed`.
     public var reason: String
 
-    package init(transport: ClientKind = .autopush, clientID: String, connectionID: String, backoff: Bool = false, reason: String) {
+    package init(transport: ClientKind = .autopush, clientID: String, connectionID: String, backoff: Bool = false,
+                 reason: String) {
         self.transport = transport
         self.clientID = clientID
         self.connectionID = connectionID

@@ -96,7 +96,8 @@ public struct AccessToken: Sendable, Equatable {
     public let issuedAt: Int64
     public let expiresAt: Int64
 
-    package init(id: String, token: String, clientEmail: String, privateKeyID: String, senderID: String, scope: String, issuedAt: Int64, expiresAt: Int64) {
+    package init(id: String, token: String, clientEmail: String, privateKeyID: String, senderID: String,
+                 scope: String, issuedAt: Int64, expiresAt: Int64) {
         self.id = id
         self.token = token
         self.clientEmail = clientEmail

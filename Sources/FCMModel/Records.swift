@@ -13,7 +13,8 @@ public struct MessageRecord: Sendable {
     /// How its room's block reads back.
     package let blocks: RecordBlocks
 
-    package init(row: MessageRow, recipients: [RecipientRow], tokens: [Int64: String], recipientsLimit: Int? = nil, recipientCounts: [(String, Int64)]? = nil, blocks: RecordBlocks) {
+    package init(row: MessageRow, recipients: [RecipientRow], tokens: [Int64: String], recipientsLimit: Int? = nil,
+                 recipientCounts: [(String, Int64)]? = nil, blocks: RecordBlocks) {
         self.row = row
         self.recipients = recipients
         self.tokens = tokens

@@ -21,7 +21,9 @@ public struct SendResult: Sendable {
     public var failure: Int { results.count(where: { $0.error != nil }) }
     public var canonicalIDs: Int { results.count(where: { $0.canonicalToken != nil }) }
 
-    package init(multicastID: Int64, results: [RecipientResult], recordID: String, topicMessageID: Int64 = 0, v1Name: String? = nil, response: (any KeptAnswer)? = nil, topicError: FCMErrorCode? = nil, group: (success: Int, failedTokens: [String])? = nil) {
+    package init(multicastID: Int64, results: [RecipientResult], recordID: String, topicMessageID: Int64 = 0,
+                 v1Name: String? = nil, response: (any KeptAnswer)? = nil, topicError: FCMErrorCode? = nil,
+                 group: (success: Int, failedTokens: [String])? = nil) {
         self.multicastID = multicastID
         self.results = results
         self.recordID = recordID
@@ -46,7 +48,8 @@ public struct RecipientResult: Sendable, Equatable {
     /// The token the message went to (the canonical one for a refreshed token).
     public var deliveredTo: String?
 
-    package init(messageID: String? = nil, error: FCMErrorCode? = nil, canonicalToken: String? = nil, deliveryID: Int64? = nil, deliveryStatus: String? = nil, deliveredTo: String? = nil) {
+    package init(messageID: String? = nil, error: FCMErrorCode? = nil, canonicalToken: String? = nil,
+                 deliveryID: Int64? = nil, deliveryStatus: String? = nil, deliveredTo: String? = nil) {
         self.messageID = messageID
         self.error = error
         self.canonicalToken = canonicalToken

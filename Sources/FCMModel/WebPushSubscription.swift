@@ -34,7 +34,8 @@ public struct WebPushSubscription: Sendable, Equatable {
                   applicationServerKey: r.applicationServerKey, expired: r.expired)
     }
 
-    package init(id: String, device: Int64, publicKey: [UInt8], privateKey: [UInt8], auth: [UInt8], applicationServerKey: String? = nil, expired: Bool) {
+    package init(id: String, device: Int64, publicKey: [UInt8], privateKey: [UInt8], auth: [UInt8],
+                 applicationServerKey: String? = nil, expired: Bool) {
         self.id = id
         self.device = device
         self.publicKey = publicKey

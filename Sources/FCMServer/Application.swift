@@ -78,27 +78,7 @@ public final class Application: Sendable {
             // already have its folder.
             SystemIO.makeDirectory("./data")
         }
-        // One server per store file: two would each keep their own idea of the devices and
-        // interleave their writes.
-        var lockFD: Int32?
-        if c.dbPath != ":memory:" {
-            switch SystemIO.lockExclusively(c.dbPath) {
-            case .locked(let fd): lockFD = fd
-            case .heldByAnother(let pid):
-                var line = "the store \(c.dbPath) is in use by another fcm-mock\(pid.map { " (pid \($0))" } ?? ""): "
-                    + "stop that one, or give another --db (or --db :memory:)"
-                // Started twice with the same flags (`make run` twice), the ports are taken too:
-                // say so now rather than after the next try.
-                let taken = [(c.httpPort, "--http-port"), (c.xmppPort, "--xmpp-port")].filter { Self.isTaken(host: c.host, port: $0.0) }
-                if !taken.isEmpty {
-                    line += "; " + taken.map { "\(c.host):\($0.0) (\($0.1))" }.joined(separator: " and ")
-                        + (taken.count == 1 ? " is" : " are") + " taken too: give other ports (0 picks free ones)"
-                }
-                throw ConfigurationError(line)
-            case .unavailable: break
-            }
-        }
-        let lock = Locked(lockFD)
+        let lock = Locked(try Self.lockStore(c))
         storeLock = lock
         let store: Store
         do {
@@ -129,41 +109,7 @@ public final class Application: Sendable {
             try Fixtures.load(c.fixtures, into: engine)
             let ccs = CCS(engine: engine, log: log, connectionsPerSender: c.xmppConnectionsPerSender)
             self.ccs = ccs
-            var tls: TLSCredentials?
-            var tlsCA: String?
-            var apnsAuthority: LocalCertificateAuthority?
-            // MCS is TLS from the first byte, with the certificate of --https-port.
-            let localCA = c.httpsPort != nil || c.mcsPort != nil
-            if c.xmppTLS || c.httpTLS || localCA {
-                do {
-                    if let cert = c.tlsCert, let key = c.tlsKey {
-                        tls = try TLSCredentials(certificate: cert, key: key)
-                        // APNs client certificates come from the local CA all the same.
-                        if localCA {
-                            let (authority, created, renewed) = try LocalCertificateAuthority.loadOrCreate(names: Self.googleHosts,
-                                                                                                           directory: Self.caDirectory(c))
-                            apnsAuthority = authority
-                            if let renewed { log.warning("the local CA's server certificate: " + renewed, [("tls.ca", SystemIO.absolutePath(authority.caCertificate))]) }
-                            log.info(created ? "made a local CA for APNs client certificates" : "using the local CA for APNs client certificates",
-                                     [("tls.ca", SystemIO.absolutePath(authority.caCertificate))])
-                        }
-                    } else if localCA {
-                        // One local CA for every TLS listener, kept beside the store.
-                        let (credentials, ca, authority) = try Self.localCA(c, log: log)
-                        tls = credentials
-                        tlsCA = ca
-                        apnsAuthority = authority
-                    } else {
-                        let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-                        tls = try TLSCredentials.selfSigned(names: Self.googleHosts, directory: dir)
-                        // A warning, so the path is logged at every level clients may need it at.
-                        log.warning("generated a self-signed TLS certificate (clients must trust it)",
-                                    [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
-                    }
-                } catch {
-                    throw ConfigurationError("TLS: \(error.description)")
-                }
-            }
+            let (tls, tlsCA, apnsAuthority) = try Self.tlsCredentials(c, log: log)
             self.tlsCA = tlsCA
             apnsCA = apnsAuthority.map { SystemIO.absolutePath($0.caCertificate) }
             madeCA = c.tlsDirectory == nil ? apnsAuthority.map { String($0.caCertificate.dropLast("/ca.pem".count)) } : nil
@@ -233,6 +179,72 @@ public final class Application: Sendable {
             if let madeCA { Self.removeCA(madeCA) }
             throw error
         }
+    }
+
+    /// One server per store file: two would each keep their own idea of the devices and
+    /// interleave their writes. The store file's lock (nil for `:memory:`, or where the file
+    /// system has none), or why it cannot be had.
+    private static func lockStore(_ c: Configuration) throws(ConfigurationError) -> Int32? {
+        guard c.dbPath != ":memory:" else { return nil }
+        switch SystemIO.lockExclusively(c.dbPath) {
+        case .locked(let fd): return fd
+        case .heldByAnother(let pid):
+            var line = "the store \(c.dbPath) is in use by another fcm-mock\(pid.map { " (pid \($0))" } ?? ""): "
+                + "stop that one, or give another --db (or --db :memory:)"
+            // Started twice with the same flags (`make run` twice), the ports are taken too:
+            // say so now rather than after the next try.
+            let taken = [(c.httpPort, "--http-port"), (c.xmppPort, "--xmpp-port")].filter { isTaken(host: c.host, port: $0.0) }
+            if !taken.isEmpty {
+                line += "; " + taken.map { "\(c.host):\($0.0) (\($0.1))" }.joined(separator: " and ")
+                    + (taken.count == 1 ? " is" : " are") + " taken too: give other ports (0 picks free ones)"
+            }
+            throw ConfigurationError(line)
+        case .unavailable: return nil
+        }
+    }
+
+    /// The TLS listeners' credentials: the files given (`--tls-cert`, `--tls-key`), the local CA
+    /// kept beside the store (the HTTPS and MCS ports), or a self-signed pair for `--xmpp-tls` /
+    /// `--http-tls` alone; with the local CA's file for clients to trust and the authority that
+    /// issues APNs client certificates. All nil when no listener speaks TLS.
+    private static func tlsCredentials(_ c: Configuration, log: Log) throws(ConfigurationError)
+        -> (TLSCredentials?, String?, LocalCertificateAuthority?) {
+        var tls: TLSCredentials?
+        var tlsCA: String?
+        var apnsAuthority: LocalCertificateAuthority?
+        // MCS is TLS from the first byte, with the certificate of --https-port.
+        let localCA = c.httpsPort != nil || c.mcsPort != nil
+        if c.xmppTLS || c.httpTLS || localCA {
+            do {
+                if let cert = c.tlsCert, let key = c.tlsKey {
+                    tls = try TLSCredentials(certificate: cert, key: key)
+                    // APNs client certificates come from the local CA all the same.
+                    if localCA {
+                        let (authority, created, renewed) = try LocalCertificateAuthority.loadOrCreate(names: googleHosts,
+                                                                                                       directory: caDirectory(c))
+                        apnsAuthority = authority
+                        if let renewed { log.warning("the local CA's server certificate: " + renewed, [("tls.ca", SystemIO.absolutePath(authority.caCertificate))]) }
+                        log.info(created ? "made a local CA for APNs client certificates" : "using the local CA for APNs client certificates",
+                                 [("tls.ca", SystemIO.absolutePath(authority.caCertificate))])
+                    }
+                } else if localCA {
+                    // One local CA for every TLS listener, kept beside the store.
+                    let (credentials, ca, authority) = try Self.localCA(c, log: log)
+                    tls = credentials
+                    tlsCA = ca
+                    apnsAuthority = authority
+                } else {
+                    let dir = processEnvironment()["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+                    tls = try TLSCredentials.selfSigned(names: googleHosts, directory: dir)
+                    // A warning, so the path is logged at every level clients may need it at.
+                    log.warning("generated a self-signed TLS certificate (clients must trust it)",
+                                [("tls.cert", tls!.certificatePath), ("tls.key", tls!.keyPath)])
+                }
+            } catch {
+                throw ConfigurationError("TLS: \(error.description)")
+            }
+        }
+        return (tls, tlsCA, apnsAuthority)
     }
 
     /// Lets another server open the store file (after the store is closed: closing any

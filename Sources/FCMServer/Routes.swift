@@ -76,7 +76,19 @@ extension HTTPApp {
             ("GET",    "/iid/info/{token?}",                       iid.info),
             ("*",      "/iid/...",                                 iid.notFound),    // {"error":"Not found: METHOD PATH"}
         ]
-        let controlAPI: [(String, String, ControlHandler)] = [
+        let controlAPI = controlRoutes(control, apnsControl)
+        return Router(fcm
+                      + instanceID.map { m, p, h in (m, p, { iid.run(h, $0, $1, $2) }) }
+                      + controlAPI.map { m, p, h in (m, p, { control.run(h, $0, $1, $2) }) },
+                      otherwise: { r, _, responder in
+                          responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(r.path)\n"))
+                      })
+    }
+
+    /// The control API's routes (docs/spec/control-api.md), APNs's credentials among them
+    /// (APNs/APNsControl.swift): each runs behind the body's size and the control token.
+    static func controlRoutes(_ control: ControlAPI, _ apnsControl: APNsControl) -> [(String, String, ControlHandler)] {
+        [
             ("GET",    "/api/v1/health",                           control.health),
             ("GET",    "/readyz",                                  control.readyz),
             ("GET",    "/livez",                                   control.livez),
@@ -138,11 +150,5 @@ extension HTTPApp {
             ("POST",   "/api/v1/xmpp/connections/{id}:drain",      control.drain),
             ("*",      "/api/v1/...",                              control.noSuchCall), // {"error":{"code":"not_found",…}}
         ]
-        return Router(fcm
-                      + instanceID.map { m, p, h in (m, p, { iid.run(h, $0, $1, $2) }) }
-                      + controlAPI.map { m, p, h in (m, p, { control.run(h, $0, $1, $2) }) },
-                      otherwise: { r, _, responder in
-                          responder.send(HTTPResponse(status: 404, contentType: ContentType.text, body: "Not Found: \(r.path)\n"))
-                      })
     }
 }
