@@ -157,6 +157,74 @@ final class ArchitectureTests: XCTestCase {
         }
     }
 
+    /// The lines of each function, initialiser and subscript body in `text`, from its declaration
+    /// to its closing brace (braces in string literals and `//` comments do not count), with the
+    /// declaration's line number.
+    static func bodyLengths(_ text: String) -> [(line: Int, length: Int)] {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let modifiers = #"^\s*((public|package|private|fileprivate|internal|static|final|mutating|nonisolated|override|convenience|required|@\w+(\([^)]*\))?)\s+)*"#
+        let declaration = try! NSRegularExpression(pattern: modifiers + #"(func\s|init[?!]?\s*[(<]|deinit\b|subscript\s*[(<])"#)
+        let literal = try! NSRegularExpression(pattern: #""(\\.|[^"\\])*""#)
+        func braces(_ line: String) -> (open: Int, close: Int) {
+            let range = NSRange(line.startIndex..., in: line)
+            var code = literal.stringByReplacingMatches(in: line, range: range, withTemplate: "\"\"")
+            if let comment = code.range(of: "//") { code = String(code[..<comment.lowerBound]) }
+            return (code.filter { $0 == "{" }.count, code.filter { $0 == "}" }.count)
+        }
+        var found: [(line: Int, length: Int)] = []
+        for (i, line) in lines.enumerated() where declaration.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil {
+            var depth = 0, started = false, j = i
+            while j < lines.count {
+                let (open, close) = braces(lines[j])
+                depth += open - close
+                if open > 0 { started = true }
+                if started && depth <= 0 { break }
+                if !started && (depth < 0 || j > i + 8) { break } // a requirement without a body
+                j += 1
+            }
+            if started { found.append((i + 1, j - i + 1)) }
+        }
+        return found
+    }
+
+    /// No function, initialiser or subscript in Sources is longer than 120 lines.
+    func testNoFunctionIsOver120Lines() throws {
+        let sources = Self.root.appendingPathComponent("Sources")
+        guard let files = FileManager.default.enumerator(atPath: sources.path) else { return XCTFail("no Sources folder") }
+        var counted = 0
+        for case let f as String in files where f.hasSuffix(".swift") {
+            let text = try String(contentsOf: sources.appendingPathComponent(f), encoding: .utf8)
+            for (line, length) in Self.bodyLengths(text) {
+                counted += 1
+                XCTAssertLessThanOrEqual(length, 120, "Sources/\(f):\(line) is \(length) lines long")
+            }
+        }
+        XCTAssertGreaterThan(counted, 1000, "too few functions found: the scan is broken")
+    }
+
+    /// The scan itself: a body's length from its declaration to its brace, braces in strings and
+    /// comments ignored, a protocol requirement without a body skipped.
+    func testBodyLengthsCountsFromDeclarationToBrace() {
+        let text = """
+        protocol P {
+            func need() -> Int
+        }
+        struct S {
+            public static func f(_ x: Int) -> String { // a { in a comment
+                let s = "}{ in a string"
+                if x > 0 {
+                    return s
+                }
+                return ""
+            }
+            init(y: Int) { _ = y }
+        }
+        """
+        let found = Self.bodyLengths(text)
+        XCTAssertEqual(found.map(\.line), [5, 12])
+        XCTAssertEqual(found.map(\.length), [7, 1])
+    }
+
     /// docs/adding-a-protocol.md quotes the APNs room: every line of its Swift blocks is a line of
     /// Sources/APNs (leading blanks aside), so the walk-through cannot drift from the code.
     func testTheWalkThroughQuotesTheAPNsRoom() throws {
