@@ -8,11 +8,12 @@ import PackageDescription
 // Dependencies point one way, downward (docs/architecture.md draws the graph, and its table of
 // targets is checked against this file by ArchitectureTests):
 //
-//   fcm-mock ─→ FCMCommand ─→ FCMServer ─┬─→ FCMEngine ─→ FCMStore ─→ CSQLite
-//                                          │       └─────→ FCMCore (FCM's rules: no I/O)
-//                                          ├─→ HTTPServer ─→ CLinuxEvents, CNGHTTP2, TLS
-//                                          ├─→ XMPPServer ─→ CExpat, TLS
-//                                          └─→ TLS ─→ CGnuTLSShim ─→ CGnuTLS, CNettle
+//   fcm-mock ─→ FCMCommand ─→ FCMServer (the assembly) ─→ a room per protocol ─→ RoomKit
+//   RoomKit and the rooms ─┬─→ FCMEngine ─→ FCMModel (its values) ─→ FCMStore ─→ CSQLite
+//                          │        └──────────┴─────→ FCMCore (FCM's rules: no I/O)
+//                          ├─→ HTTPServer, MCSServer ─→ CLinuxEvents, CNGHTTP2, Protobuf, TLS
+//                          ├─→ XMPPServer ─→ CExpat, TLS
+//                          └─→ TLS ─→ CGnuTLSShim ─→ CGnuTLS, CNettle
 //
 // and everything but FCMCore stands on Platform (locks, threads, clocks, sockets, files). The
 // engine knows no wire and no transport; the protocol servers know nothing of FCM.

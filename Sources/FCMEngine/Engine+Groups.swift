@@ -94,7 +94,7 @@ extension Engine {
             do {
                 try commit(ticket)
             } catch {
-                throw GroupError(status: 500, message: "the store failed: \(error.description)")
+                throw GroupError(kind: .storeFailed, message: "the store failed: \(error.description)")
             }
         }
         return key

@@ -3,6 +3,25 @@ public import FCMModel
 public import FCMCore
 public import FCMStore
 
+extension UpstreamRow {
+    public var json: String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("message_id"); w.value(id)
+        w.key("token"); w.value(token)
+        w.key("sender_id"); w.value(senderID)
+        w.key("category"); w.value(category)
+        w.key("data"); w.raw(data)
+        w.key("time_to_live"); w.value(timeToLive)
+        w.key("created_at"); w.value(rfc3339(millis: createdAt))
+        w.key("status"); w.value(status)
+        w.key("sent_at"); w.value(sentAt.map { rfc3339(millis: $0) })
+        w.key("acked_at"); w.value(ackedAt.map { rfc3339(millis: $0) })
+        w.key("connection_id"); w.value(connectionID)
+        w.endObject()
+        return w.string
+    }
+}
 
 extension Engine {
     /// `POST /api/v1/devices/{token}/upstream`: the device sends `data` to its app server; it is

@@ -3,9 +3,10 @@ import FCMCore
 import FCMStore
 
 // Real receiving clients (docs/real-clients.md) as the engine keeps them: a client (a Firefox
-// uaid), its devices' link to it, its connection while one is open, and each delivery's life on
-// that connection. The wire (WebSocket, autopush's JSON) is the room's; the engine keeps the
-// data and the delivery rules.
+// uaid), its connection while one is open, and each delivery's life on that connection; its
+// devices' link to it (`DeviceClient`) and what the engine and a client room tell each other
+// (`ClientOrders`) are FCMModel's values. The wire (WebSocket, autopush's JSON, MCS) is the
+// room's; the engine keeps the data and the delivery rules.
 
 extension Device {
     /// A real browser's Web Push subscription (an autopush channel, a `wp:` registration): FCM's

@@ -45,7 +45,7 @@ public struct GroupRoutes: Sendable {
                                                     key: o["notification_key"]?.stringValue, tokens: tokens, senderID: sender)
                 return keyAnswer(key)
             } catch {
-                return self.error(error.status, error.message)
+                return self.error(error.kind == .refused ? 400 : 500, error.message)
             }
         default:
             return HTTPResponse(status: 405, contentType: ContentType.text, body: "Method Not Allowed\n", headers: [("Allow", "GET, POST")])

@@ -42,7 +42,7 @@ public struct ClientWrite: Sendable {
     public var version: String
     public var token: String
     public var channelID: String?
-    /// What to write; nil after a restart (read it back with `Engine.clientPayload(of:)`).
+    /// What to write; nil after a restart (read it back with `Engine.clientRecordPayload(of:)`).
     public var payload: ClientPayload?
     /// A fault's delay before the write.
     public var delayMillis: Int64?
@@ -121,42 +121,4 @@ public struct ClientClose: Sendable {
         self.backoff = backoff
         self.reason = reason
     }
-}
-
-/// An FCM registration's push, ready for the connection it travels on: its body and the salt
-/// and key to say in the coding's headers, each room padding them its own way.
-public struct FCMRelay: Sendable {
-    public var body: [UInt8]
-    public var salt: [UInt8]
-    public var dh: [UInt8]
-
-    package init(body: [UInt8], salt: [UInt8], dh: [UInt8]) {
-        self.body = body
-        self.salt = salt
-        self.dh = dh
-    }
-}
-
-/// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
-/// salt): set at start, so the engine links no crypto.
-public typealias RelayEncryption = @Sendable (_ plaintext: [UInt8], _ p256dh: [UInt8], _ auth: [UInt8])
-    -> (body: [UInt8], salt: [UInt8], dh: [UInt8])?
-
-/// The keys a web device's subscription is made with, made by the layer that links the
-/// cryptography (TLS) and handed in, so the engine itself links no crypto library. Verifying
-/// VAPID and decrypting pushes are the Web Push room's.
-public struct WebPushKeyOps: Sendable {
-    /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
-    package var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
-    /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
-    package var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
-
-    public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
-                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
-        self.newKeyPair = newKeyPair
-        self.isPublicKey = isPublicKey
-    }
-
-    /// No cryptography: web devices get no subscription.
-    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
 }

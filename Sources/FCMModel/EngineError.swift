@@ -1,6 +1,6 @@
 /// Why the engine refused a request: a kind and a sentence for the user. The transports choose
 /// the wire form (the control API answers `{"error":{"code":…,"message":…}}` with an HTTP status
-/// per kind, in EngineError.swift); the engine never does.
+/// per kind, in RoomKit's ControlError.swift); the engine never does.
 public struct EngineError: Error, Sendable, Equatable {
     /// The kinds of refusal; a raw value is the kind's stable name (the control API's `code`).
     public enum Code: String, Sendable, Equatable, CaseIterable {

@@ -32,14 +32,16 @@ public enum WebPushGone: Sendable, Equatable {
     case device(DeviceState)
 }
 
-/// A device-group operation's failure, answered as HTTP 400 `{"error": message}` (or 401/404).
+/// A device-group operation's failure, and its sentence (the legacy room answers `{"error": message}`).
 public struct GroupError: Error, Sendable {
-    public var status: Int
+    /// Refused as asked (the legacy room answers 400), or the store failed (500).
+    public enum Kind: Sendable, Equatable { case refused, storeFailed }
+    public var kind: Kind
     public var message: String
-    package static func bad(_ m: String) -> GroupError { GroupError(status: 400, message: m) }
+    package static func bad(_ m: String) -> GroupError { GroupError(kind: .refused, message: m) }
 
-    package init(status: Int, message: String) {
-        self.status = status
+    package init(kind: Kind, message: String) {
+        self.kind = kind
         self.message = message
     }
 }

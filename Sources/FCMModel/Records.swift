@@ -13,7 +13,7 @@ public struct MessageRecord: Sendable {
     /// How its room's block reads back.
     package let blocks: RecordBlocks
 
-    package init(row: MessageRow, recipients: [RecipientRow], tokens: [Int64: String], recipientsLimit: Int? = nil,
+    package init(row: MessageRow, recipients: [RecipientRow], tokens: [Int64: String], recipientsLimit: Int?,
                  recipientCounts: [(String, Int64)]? = nil, blocks: RecordBlocks) {
         self.row = row
         self.recipients = recipients
@@ -44,24 +44,3 @@ public struct InboxEntry: Sendable {
 
 /// An upstream message: sent by a fake device to its app server over XMPP (seeds Tables 5-6).
 public typealias UpstreamMessage = UpstreamRow
-
-
-extension UpstreamRow {
-    public var json: String {
-        var w = JSONWriter()
-        w.beginObject()
-        w.key("message_id"); w.value(id)
-        w.key("token"); w.value(token)
-        w.key("sender_id"); w.value(senderID)
-        w.key("category"); w.value(category)
-        w.key("data"); w.raw(data)
-        w.key("time_to_live"); w.value(timeToLive)
-        w.key("created_at"); w.value(rfc3339(millis: createdAt))
-        w.key("status"); w.value(status)
-        w.key("sent_at"); w.value(sentAt.map { rfc3339(millis: $0) })
-        w.key("acked_at"); w.value(ackedAt.map { rfc3339(millis: $0) })
-        w.key("connection_id"); w.value(connectionID)
-        w.endObject()
-        return w.string
-    }
-}

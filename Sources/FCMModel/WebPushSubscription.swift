@@ -10,7 +10,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// The uncompressed P-256 public point (`p256dh`).
     public package(set) var publicKey: [UInt8]
     /// The private scalar: only the Web Push room, decrypting, reads it (never rendered, never logged).
-    public package(set) var privateKey: [UInt8]
+    public let privateKey: [UInt8]
     public var auth: [UInt8]
     /// The VAPID key (base64url) every push must be signed with, when the subscription was
     /// made with one.
@@ -35,7 +35,7 @@ public struct WebPushSubscription: Sendable, Equatable {
     }
 
     package init(id: String, device: Int64, publicKey: [UInt8], privateKey: [UInt8], auth: [UInt8],
-                 applicationServerKey: String? = nil, expired: Bool) {
+                 applicationServerKey: String?, expired: Bool) {
         self.id = id
         self.device = device
         self.publicKey = publicKey
@@ -61,5 +61,43 @@ public struct WebPushSubscription: Sendable, Equatable {
         w.key("auth"); w.value(base64URLEncode(auth))
         w.endObject()
         w.endObject()
+    }
+}
+
+/// The keys a web device's subscription is made with, made by the layer that links the
+/// cryptography (TLS) and handed in, so the engine itself links no crypto library. Verifying
+/// VAPID and decrypting pushes are the Web Push room's.
+public struct WebPushKeyOps: Sendable {
+    /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
+    package var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
+    /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
+    package var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
+
+    public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
+                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
+        self.newKeyPair = newKeyPair
+        self.isPublicKey = isPublicKey
+    }
+
+    /// No cryptography: web devices get no subscription.
+    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
+}
+
+/// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
+/// salt): set at start, so the engine links no crypto.
+public typealias RelayEncryption = @Sendable (_ plaintext: [UInt8], _ p256dh: [UInt8], _ auth: [UInt8])
+    -> (body: [UInt8], salt: [UInt8], dh: [UInt8])?
+
+/// An FCM registration's push, ready for the connection it travels on: its body and the salt
+/// and key to say in the coding's headers, each room padding them its own way.
+public struct FCMRelay: Sendable {
+    public var body: [UInt8]
+    public var salt: [UInt8]
+    public var dh: [UInt8]
+
+    package init(body: [UInt8], salt: [UInt8], dh: [UInt8]) {
+        self.body = body
+        self.salt = salt
+        self.dh = dh
     }
 }

@@ -1,0 +1,70 @@
+/// What a checkin says of the client (Chromium's `chrome_build`), kept on it.
+public struct CheckinInfo: Sendable, Equatable {
+    public var platform: String?
+    package var chromeVersion: String?
+    package var channel: String?
+    package var userAgent: String?
+
+    public init(platform: String?, chromeVersion: String?, channel: String?, userAgent: String?) {
+        self.platform = platform
+        self.chromeVersion = chromeVersion
+        self.channel = channel
+        self.userAgent = userAgent
+    }
+}
+
+/// A register3 request, read by the room.
+public struct GCMRegistration: Sendable {
+    package var androidID: String
+    public var app: String
+    public var subtype: String?
+    public var sender: String
+    /// The sender is a VAPID key (base64url, padding dropped), not a sender id.
+    package var senderIsKey: Bool
+    /// An Instance ID request's `appid`.
+    package var instanceID: String?
+    /// A Web Push (`wp:`) subtype's origin: the device's `app`.
+    package var webOrigin: String?
+
+    public init(androidID: String, app: String, subtype: String?, sender: String, senderIsKey: Bool, instanceID: String?,
+                webOrigin: String?) {
+        self.androidID = androidID
+        self.app = app
+        self.subtype = subtype
+        self.sender = sender
+        self.senderIsKey = senderIsKey
+        self.instanceID = instanceID
+        self.webOrigin = webOrigin
+    }
+}
+
+/// An FCM registration's web part, as the client sent it (base64url, padding dropped).
+public struct FCMWebRegistration: Sendable, Equatable {
+    package var applicationPubKey: String?
+    package var auth: String
+    public var endpoint: String
+    package var p256dh: String
+
+    public init(applicationPubKey: String?, auth: String, endpoint: String, p256dh: String) {
+        self.applicationPubKey = applicationPubKey
+        self.auth = auth
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+    }
+}
+
+/// Why an installations or registrations call is refused, for the room to word in Google's
+/// `google.rpc.Status` shape.
+public enum FirebaseRefusal: Error, Sendable, Equatable {
+    /// 404: no such project.
+    case unknownProject
+    /// 400: a field is wrong (named).
+    case invalidArgument(String)
+    /// 401: the installation's token is missing, unknown or expired, or the refresh token is not the fid's.
+    case unauthenticated(String)
+    /// 403: an installation of another project.
+    case permissionDenied(String)
+    /// 404: no such registration or installation.
+    case notFound(String)
+    case failed
+}
