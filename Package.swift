@@ -89,7 +89,7 @@ let package = Package(
                 resources: [.embedInCode("Resources/default-fixture.json")],
                 swiftSettings: houseSettings),
         .target(name: "FCMTesting", dependencies: ["FCMServer", "FCMEngine", "HTTPServer", "FCMCore", "Platform", "RoomKit", "TLS", "XMPPServer"], swiftSettings: houseSettings),
-        .target(name: "FCMCommand", dependencies: ["FCMCore", "FCMServer", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "FCMCommand", dependencies: ["APNs", "FCMCore", "FCMModel", "FCMServer", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMModel", "FCMServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"], swiftSettings: houseSettings),
         .testTarget(name: "FCMV1Tests", dependencies: ["FCMCore", "FCMV1"], swiftSettings: houseSettings),

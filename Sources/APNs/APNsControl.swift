@@ -81,7 +81,7 @@ public struct APNsControl: Sendable {
                 throw APNsFixtureError("\(path).\(k)", "unknown key; allowed: team_id, bundle_ids, keys")
             }
             guard let team = o["team_id"]?.stringValue else { throw APNsFixtureError("\(path).team_id", "is required: Apple's 10-character team id") }
-            do { try Engine.checkAppleID(team, what: "team_id") } catch { throw APNsFixtureError("\(path).team_id", error.message) }
+            do { try APNsTeam.checkAppleID(team, what: "team_id") } catch { throw APNsFixtureError("\(path).team_id", error.message) }
             if let earlier = teamPaths[team] { throw APNsFixtureError("\(path).team_id", "team '\(team)' is declared twice (also at \(earlier))") }
             teamPaths[team] = path
             var bundles: [String] = []
@@ -89,7 +89,7 @@ public struct APNsControl: Sendable {
                 guard let list = b.arrayValue else { throw APNsFixtureError("\(path).bundle_ids", "must be an array of bundle ids") }
                 for (j, v) in list.enumerated() {
                     guard let s = v.stringValue else { throw APNsFixtureError("\(path).bundle_ids[\(j)]", "must be a string") }
-                    do { try Engine.checkBundleID(s) } catch { throw APNsFixtureError("\(path).bundle_ids[\(j)]", error.message) }
+                    do { try APNsTeam.checkBundleID(s) } catch { throw APNsFixtureError("\(path).bundle_ids[\(j)]", error.message) }
                     bundles.append(s)
                 }
             }
@@ -103,7 +103,7 @@ public struct APNsControl: Sendable {
                         throw APNsFixtureError("\(kp).\(name)", "unknown key; allowed: key_id, public_key_pem")
                     }
                     guard let id = k["key_id"]?.stringValue else { throw APNsFixtureError("\(kp).key_id", "is required: the key's 10-character id") }
-                    do { try Engine.checkAppleID(id, what: "key_id") } catch { throw APNsFixtureError("\(kp).key_id", error.message) }
+                    do { try APNsTeam.checkAppleID(id, what: "key_id") } catch { throw APNsFixtureError("\(kp).key_id", error.message) }
                     if let earlier = keyPaths[id] { throw APNsFixtureError("\(kp).key_id", "key '\(id)' is declared twice (also at \(earlier))") }
                     keyPaths[id] = kp
                     guard let text = k["public_key_pem"]?.stringValue else {

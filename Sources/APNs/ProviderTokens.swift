@@ -3,7 +3,21 @@ import FCMEngine
 import FCMModel
 import Platform
 import RoomKit
-import TLS
+public import TLS
+
+/// Provider tokens as Apple's servers take them and this room checks them (`ProviderTokenRule`):
+/// an ES256 JWT, header `{"alg":"ES256","kid":KEY_ID}`, claims `{"iss":TEAM_ID,"iat":SECONDS}`.
+/// `fcm-mock apns-token` prints them for scripts.
+public enum ProviderTokenMaker {
+    /// A token for key `keyID` of team `teamID`, issued at `issuedAt` (UNIX seconds), signed with
+    /// `key`.
+    public static func token(signingWith key: P256PrivateKey, keyID: String, teamID: String, issuedAt: Int64) throws(TLSError) -> String {
+        let header = JSONValue.object(JSONObject([("alg", .string("ES256")), ("kid", .string(keyID))])).serialized()
+        let claims = JSONValue.object(JSONObject([("iss", .string(teamID)), ("iat", .number(JSONNumber(issuedAt)))])).serialized()
+        let input = base64URLEncode(Array(header.utf8)) + "." + base64URLEncode(Array(claims.utf8))
+        return input + "." + base64URLEncode(try key.signES256(Array(input.utf8)))
+    }
+}
 
 /// Who a verified provider token speaks for.
 struct APNsTokenAuthorization: Sendable, Equatable {

@@ -1,4 +1,5 @@
-import FCMCore
+import APNs
+import FCMModel
 import Platform
 import TLS
 
@@ -38,8 +39,7 @@ extension CLI {
         }
         let (file, keyID, team) = (options["--key"]!, options["--key-id"]!, options["--team"]!)
         // Apple's shape, as the mock checks it: a token the mock would refuse is not printed.
-        for (flag, id) in [("--key-id", keyID), ("--team", team)]
-        where id.utf8.count != 10 || !id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) {
+        for (flag, id) in [("--key-id", keyID), ("--team", team)] where !APNsTeam.isAppleID(id) {
             return usage("\(flag) must be 10 uppercase letters or digits, as Apple's are, got '\(id)'")
         }
         var iat = nowSeconds
@@ -60,11 +60,8 @@ extension CLI {
             writeToStandardError("fcm-mock: \(file) is not a P-256 private key PEM (a .p8): \(error.description)\n")
             return 1
         }
-        let header = JSONValue.object(JSONObject([("alg", .string("ES256")), ("kid", .string(keyID))])).serialized()
-        let claims = JSONValue.object(JSONObject([("iss", .string(team)), ("iat", .number(JSONNumber(iat)))])).serialized()
-        let input = base64URLEncode(Array(header.utf8)) + "." + base64URLEncode(Array(claims.utf8))
         do {
-            print(input + "." + base64URLEncode(try key.signES256(Array(input.utf8))))
+            print(try ProviderTokenMaker.token(signingWith: key, keyID: keyID, teamID: team, issuedAt: iat))
             return 0
         } catch {
             writeToStandardError("fcm-mock: cannot sign with \(file): \(error.description)\n")

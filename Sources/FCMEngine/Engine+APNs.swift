@@ -45,8 +45,8 @@ extension Engine {
     /// Creates team `teamID` or replaces its bundle ids (`adding`: adds them to those it has).
     @discardableResult
     public func putAPNsTeam(_ teamID: String, bundleIDs: [String], adding: Bool = false) throws(EngineError) -> APNsTeam {
-        try Self.checkAppleID(teamID, what: "team_id")
-        for b in bundleIDs { try Self.checkBundleID(b) }
+        try APNsTeam.checkAppleID(teamID, what: "team_id")
+        for b in bundleIDs { try APNsTeam.checkBundleID(b) }
         let now = clock.nowMillis()
         let (team, ticket) = apnsCredentials.withLock { s in
             var team = s.teams[teamID] ?? APNsTeam(teamID: teamID, bundleIDs: [], createdAt: now)
@@ -70,7 +70,7 @@ extension Engine {
     /// generated when nil. The caller made the key pair and keeps the private half.
     public func addAPNsKey(teamID: String, bundleIDs: [String], keyID: String?, publicKeyPEM: String) throws(EngineError) -> APNsKey {
         let id = keyID ?? Self.newAppleID()
-        try Self.checkAppleID(id, what: "key_id")
+        try APNsTeam.checkAppleID(id, what: "key_id")
         if apnsCredentials.withLock({ $0.keys[id] != nil }) { throw .conflict("APNs key '\(id)' exists") }
         try putAPNsTeam(teamID, bundleIDs: bundleIDs, adding: true)
         let key = APNsKey(keyID: id, teamID: teamID, publicKeyPEM: publicKeyPEM, createdAt: clock.nowMillis())
@@ -88,8 +88,8 @@ extension Engine {
     /// put back as the fixture says when a key of that id is another one or was revoked (a
     /// restart and a reset apply the fixtures again); nothing is written when it is as declared.
     func putFixtureAPNsKey(teamID: String, keyID: String, publicKeyPEM: String) throws(EngineError) {
-        try Self.checkAppleID(keyID, what: "key_id")
-        try Self.checkAppleID(teamID, what: "team_id")
+        try APNsTeam.checkAppleID(keyID, what: "key_id")
+        try APNsTeam.checkAppleID(teamID, what: "team_id")
         let now = clock.nowMillis()
         let ticket: Store.Ticket? = apnsCredentials.withLock { s in
             if let k = s.keys[keyID], k.teamID == teamID, k.publicKeyPEM == publicKeyPEM { return nil }
@@ -156,20 +156,6 @@ extension Engine {
     /// A new key id: 10 characters of uppercase letters and digits, as Apple's.
     static func newAppleID() -> String {
         randomString(10, from: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8))
-    }
-
-    /// Team and key ids are 10 uppercase letters or digits.
-    public static func checkAppleID(_ id: String, what: String) throws(EngineError) {
-        guard id.utf8.count == 10, id.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }) else {
-            throw .badRequest("\(what) must be 10 uppercase letters or digits, as Apple's are")
-        }
-    }
-
-    /// A bundle id: 1 to 255 printable ASCII characters, no space, '/' or '"'.
-    public static func checkBundleID(_ b: String) throws(EngineError) {
-        guard !b.isEmpty, b.utf8.count <= 255,
-            b.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\"") })
-        else { throw .badRequest("a bundle id is 1 to 255 printable ASCII characters without spaces or '/'") }
     }
 
     static func unique(_ list: [String]) -> [String] {

@@ -43,7 +43,7 @@ extension Engine {
 
     /// Refuses bundle ids that are not 1 to 255 printable ASCII characters without spaces or '/'.
     static func checkBundleIDs(_ list: [String]) throws(EngineError) {
-        for b in list { try checkBundleID(b) }
+        for b in list { try APNsTeam.checkBundleID(b) }
     }
 
     static func jsonArray(_ list: [String]) -> String {

@@ -13,6 +13,25 @@ public struct APNsTeam: Sendable, Equatable {
     }
 }
 
+extension APNsTeam {
+    /// Whether `id` is shaped as Apple's team and key ids are: 10 uppercase letters or digits.
+    public static func isAppleID(_ id: String) -> Bool {
+        id.utf8.count == 10 && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) }
+    }
+
+    /// Refuses a team or key id (`what` names it) not shaped as Apple's.
+    public static func checkAppleID(_ id: String, what: String) throws(EngineError) {
+        guard isAppleID(id) else { throw .badRequest("\(what) must be 10 uppercase letters or digits, as Apple's are") }
+    }
+
+    /// A bundle id: 1 to 255 printable ASCII characters, no space, '/' or '"'.
+    public static func checkBundleID(_ b: String) throws(EngineError) {
+        guard !b.isEmpty, b.utf8.count <= 255,
+            b.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "\"") })
+        else { throw .badRequest("a bundle id is 1 to 255 printable ASCII characters without spaces or '/'") }
+    }
+}
+
 /// An APNs signing key: its public half. The mock made it (the private one was shown once), or
 /// it was imported (`POST /api/v1/apns/keys` with `public_key_pem`, a fixture's `apns.teams`):
 /// its private half is the sender's.
