@@ -132,7 +132,9 @@ final class ArchitectureTests: XCTestCase {
                     let l = String(line)
                     XCTAssertNil(wire.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)), "\(folder)/\(f) names a wire: \(l)")
                     let declaration = l.trimmingCharacters(in: .whitespaces)
-                    if folder == "FCMEngine", declaration.hasPrefix("public "), !declaration.hasPrefix("public import ") {
+                    // `package` counts too: to the other modules of the package it is as open.
+                    if folder == "FCMEngine", declaration.hasPrefix("public ") || declaration.hasPrefix("package "),
+                       !declaration.hasPrefix("public import "), !declaration.hasPrefix("package import ") {
                         enginePublic += 1
                     }
                 }
@@ -140,7 +142,7 @@ final class ArchitectureTests: XCTestCase {
         }
         // The engine's port stays narrow: what the rooms and the assembly may call or read of it.
         XCTAssertGreaterThan(enginePublic, 0, "no public declaration counted in FCMEngine")
-        XCTAssertLessThanOrEqual(enginePublic, 215, "FCMEngine declares \(enginePublic) public things")
+        XCTAssertLessThanOrEqual(enginePublic, 215, "FCMEngine declares \(enginePublic) public or package things")
         // Nothing but the command line, the executable and the test support stands on the server.
         for (name, deps) in g where deps.contains("FCMServer") {
             XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")
