@@ -114,7 +114,6 @@ public final class Application: Sendable {
             apnsCA = apnsAuthority.map { SystemIO.absolutePath($0.caCertificate) }
             madeCA = c.tlsDirectory == nil ? apnsAuthority.map { String($0.caCertificate.dropLast("/ca.pem".count)) } : nil
             temporaryCA = madeCA
-            let httpTLS = c.httpTLS ? tls : nil
             let xmpp: XMPPServer
             do {
                 xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
@@ -149,35 +148,48 @@ public final class Application: Sendable {
                               apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority, apnsTLS: c.httpsPort != nil,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
                               xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) }, mcsStatus: mcsListening)
-            let accessLog: (@Sendable (HTTPAccess) -> Void)?
-            if log.level <= .info {
-                let l = log
-                accessLog = { l.access($0) }
-            } else {
-                accessLog = nil
-            }
-            var http2Limits = HTTP2Limits()
-            http2Limits.idleSeconds = c.http2IdleSeconds
-            http2Limits.idleNotice = APNsRoom.idleNotice
             do {
-                http = try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, http1Loops: c.httpLoops, tls: httpTLS,
-                                      https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) }, http2Limits: http2Limits,
-                                      accessLog: accessLog, afterBatch: { [engine] in engine.store.commitQueued() },
-                                      handler: app.handle)
+                http = try Self.httpServer(c, tls: tls, log: log, engine: engine, handler: app.handle)
             } catch {
                 xmpp.stop()
                 mcs?.stop()
-                let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false
-                // HTTP opens before HTTPS: when HTTP's port was the one, HTTPS's may be taken too.
-                let others = !https ? (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []) : []
-                throw Self.listenError(error, listener: https ? "HTTPS" : "HTTP", flag: https ? "--https-port" : "--http-port",
-                                       others: others, host: c.host)
+                throw error
             }
         } catch {
             store.close()
             Self.release(lock)
             if let madeCA { Self.removeCA(madeCA) }
             throw error
+        }
+    }
+
+    /// The HTTP listeners (the plain port's loops, and HTTPS with `--https-port`), with the
+    /// access log at info and below, and the store's queued writes committed after each loop's
+    /// round; a port that is taken is named with the flag that set it.
+    private static func httpServer(_ c: Configuration, tls: TLSCredentials?, log: Log, engine: Engine,
+                                   handler: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void) throws(ConfigurationError) -> HTTPServer {
+        let accessLog: (@Sendable (HTTPAccess) -> Void)?
+        if log.level <= .info {
+            let l = log
+            accessLog = { l.access($0) }
+        } else {
+            accessLog = nil
+        }
+        var http2Limits = HTTP2Limits()
+        http2Limits.idleSeconds = c.http2IdleSeconds
+        http2Limits.idleNotice = APNsRoom.idleNotice
+        do {
+            return try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, http1Loops: c.httpLoops,
+                                  tls: c.httpTLS ? tls : nil,
+                                  https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) }, http2Limits: http2Limits,
+                                  accessLog: accessLog, afterBatch: { [engine] in engine.store.commitQueued() },
+                                  handler: handler)
+        } catch {
+            let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false
+            // HTTP opens before HTTPS: when HTTP's port was the one, HTTPS's may be taken too.
+            let others = !https ? (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []) : []
+            throw listenError(error, listener: https ? "HTTPS" : "HTTP", flag: https ? "--https-port" : "--http-port",
+                              others: others, host: c.host)
         }
     }
 
