@@ -164,7 +164,8 @@ final class AutopushSession: WebSocketHandler {
     private func unregister(_ m: AutopushMessage.Incoming, clientID: String, _ ws: WebSocketConnection) {
         guard let channelID = checkedChannel(m, type: "unregister", ws) else { return }
         let code = m.int("code")
-        let device = try? room.engine.clientUnregister(clientID: clientID, channelID: channelID, code: code)
+        // Without a code, autopush's unregister means 200: the user unsubscribed.
+        let device = try? room.engine.clientUnregister(clientID: clientID, channelID: channelID, code: code ?? 200)
         ws.send(text: AutopushMessage.unregistered(channelID: channelID))
         room.log.info("autopush", [("dir", "in"), ("conn", "ws\(ws.id)"), ("uaid", clientID), ("messageType", "unregister"),
                                    ("channelID", channelID), ("code", code.map(String.init) ?? ""), ("status", "200"),

@@ -45,7 +45,8 @@ extension ControlAPI {
         let project = try engine.project(c["project"])
         let account: ServiceAccount
         if let first = project.serviceAccounts.first { account = first } else { account = try newServiceAccount(of: project).0 }
-        let t = engine.mintAccessToken(account: account, senderID: project.senderID)
+        let t = engine.mintAccessToken(account: account, senderID: project.senderID, token: GoogleAccessTokens.newToken(),
+                                       scope: GoogleAccessTokens.messagingScope)
         var w = JSONWriter()
         w.beginObject()
         w.key("access_token"); w.value(t.token)

@@ -34,17 +34,6 @@ extension Engine {
         case .badRequest(let reason): refusal = .invalidJSON(reason)
         case .invalidParameters(let detail): refusal = .invalidParameters(detail)
         case .request(let r):
-            if r.messageError == .invalidParameters, context.format == .plain {
-                // The plain-text answer (`Error=InvalidParameters`, status 200) cannot say that
-                // the body was JSON sent without its Content-Type; the log can.
-                let body = context.raw()
-                let looksJSON = body.first { $0 != " " && $0 != "\n" && $0 != "\r" && $0 != "\t" } == "{"
-                notice("send answered Error=InvalidParameters", [
-                    ("http.path", context.path), ("error_detail", r.messageErrorDetail ?? ""),
-                    ("hint", looksJSON ? "the body is JSON but was read as a form: add the header Content-Type: application/json"
-                                       : "the body was read as a form (no Content-Type: application/json)"),
-                ])
-            }
             if let reason = r.target.invalidReason(maxConditionOperators: maxConditionOperators) {
                 refusal = .invalidJSON(reason)
             } else if let reason = context.validate(r) {

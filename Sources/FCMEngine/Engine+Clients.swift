@@ -242,12 +242,12 @@ extension Engine {
     /// `unregistered` (pushes answer 410) and what it held is `dropped`. Nil for a channel the
     /// client does not hold.
     @discardableResult
-    public func clientUnregister(clientID: String, channelID: String, code: Int?) throws(EngineError) -> Device? {
+    public func clientUnregister(clientID: String, channelID: String, code: Int) throws(EngineError) -> Device? {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
         let result: (Device, Store.Ticket)? = state.withLock { s in
             guard let id = s.clientChannels[channelID], var d = s.devices[id], var link = d.client, link.id == clientID else { return nil }
-            link.unregisterCode = code ?? 200
+            link.unregisterCode = code
             d.client = link
             d.state = .unregistered
             s.devices[id] = d

@@ -81,7 +81,7 @@ extension Engine {
     /// The installation an auth token stands for, of project `project`.
     func installation(auth: String, project: Project, now: Int64, state s: EngineState) -> Result<InstallationRow, FirebaseRefusal> {
         guard let fid = s.installationAuth[auth], let row = s.installations[fid], row.authExpiresAt > now else {
-            return .failure(.unauthenticated("Request is missing required authentication credential. Expected a valid Firebase installation auth token."))
+            return .failure(.missingAuthToken)
         }
         guard row.senderID == project.senderID else {
             return .failure(.permissionDenied("the installation belongs to another project"))
@@ -166,7 +166,7 @@ extension Engine {
             case .success(let i): inst = i
             }
             guard let d = s.device(token: token), d.client?.kind == .fcm, d.client?.id == inst.fid, let sub = s.webPush[d.id] else {
-                throw .notFound("Requested entity was not found.")
+                throw .notFound
             }
             return (d, sub)
         }

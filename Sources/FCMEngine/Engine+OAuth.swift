@@ -34,11 +34,10 @@ extension Engine {
     /// An access token for `account` of the project `senderID`, as the token endpoint issues it
     /// once an assertion passed; the control API's `POST …/access-tokens` (the web page's compose
     /// form) asks for one directly. `now` is in seconds on the mock's clock.
-    public func mintAccessToken(account: ServiceAccount, senderID: String,
-                         scope: String = "https://www.googleapis.com/auth/firebase.messaging",
-                         now: Int64? = nil) -> AccessToken {
+    /// `token` and `scope` are the room's (Google's form: `GoogleAccessTokens`).
+    public func mintAccessToken(account: ServiceAccount, senderID: String, token: String, scope: String,
+                                now: Int64? = nil) -> AccessToken {
         let now = now ?? clock.nowMillis() / 1000
-        let token = "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
         let id = randomString(12, from: RandomAlphabet.hex)
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
                                  senderID: senderID, scope: scope, issuedAt: now * 1000,

@@ -83,6 +83,7 @@ extension EngineState {
         s.apnsShown = apnsShown
         s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
         s.webPushBase = webPushBase
+        s.webPushPath = webPushPath
         s.webPushCounts = webPushCounts
         s.stats = SendStats(floor: maxMid)
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {

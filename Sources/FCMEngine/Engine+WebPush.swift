@@ -19,10 +19,14 @@ extension Engine {
 
     // MARK: Subscriptions
 
-    /// Where endpoints point: the server's own origin, or `--web-push-origin`'s (the server
-    /// decides). Set once the listeners are up (their ports known).
-    public func setWebPushEndpointBase(_ base: String) {
-        state.withLock { $0.webPushBase = base }
+    /// Where endpoints point: `base`, the server's own origin or `--web-push-origin`'s (the
+    /// server decides), then the Web Push room's `path` and the subscription's id. Set once the
+    /// listeners are up (their ports known).
+    public func setWebPushEndpoints(base: String, path: String) {
+        state.withLock { s in
+            s.webPushBase = base
+            s.webPushPath = path
+        }
     }
 
     /// A new subscription for device `id` (a fresh key pair and auth secret), bound to

@@ -232,7 +232,8 @@ struct EngineState: Sendable {
     /// since a device id can be given again after a restart).
     var webPushDeleted: Set<String> = []
     /// Where endpoints point (`Engine.setWebPushEndpointBase`).
-    var webPushBase = "http://127.0.0.1"
+    var webPushBase = ""
+    var webPushPath = ""
     var webPushCounts = WebPushCounts()
     /// Real clients by id (`RealClients.swift`); the life of each delivery written on a client's
     /// connection and not settled; what relayed pushes carry until their client acknowledges them.
@@ -281,7 +282,7 @@ struct EngineState: Sendable {
     func render(_ d: Device, now: Int64, endpointBase: String? = nil) -> String {
         Render.device(d, canonicalToken: d.canonicalID.flatMap { devices[$0]?.token }, topics: topics(of: d.id).map(\.name),
                       pending: DeviceStorage.count(stored[d.id] ?? [], now: now), webPush: webPush[d.id],
-                      endpointBase: endpointBase ?? webPushBase, client: { w in
+                      endpointPrefix: (endpointBase ?? webPushBase) + webPushPath, client: { w in
                           if let link = d.client { writeClient(&w, link) } else { w.null() }
                       })
     }

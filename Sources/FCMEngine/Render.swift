@@ -4,7 +4,7 @@ public import FCMCore
 /// JSON forms of the control API's objects.
 public enum Render {
     static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int, webPush: WebPushSubscription? = nil,
-                       endpointBase: String = "", client: (inout JSONWriter) -> Void = { $0.null() }) -> String {
+                       endpointPrefix: String = "", client: (inout JSONWriter) -> Void = { $0.null() }) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
@@ -30,7 +30,7 @@ public enum Render {
         }
         if let webPush {
             // Exactly `PushSubscription.toJSON()`; what the browser would not show, beside it.
-            w.key("web_push"); webPush.write(&w, base: endpointBase)
+            w.key("web_push"); webPush.write(&w, prefix: endpointPrefix)
             w.key("web_push_expired"); w.value(webPush.expired)
             w.key("application_server_key"); w.value(webPush.applicationServerKey)
         }

@@ -80,6 +80,16 @@ public struct FCMSendRoute: Sendable {
         var recordID: Int64?
         var context = AdmissionContext(transport: .http, path: r.path, format: format, names: Self.refusalNames, raw: { raw })
         context.recorded = { recordID = $0 }
+        if case .request(let request) = outcome, request.messageError == .invalidParameters, format == .plain {
+            // The plain-text answer (`Error=InvalidParameters`, status 200) cannot say that the
+            // body was JSON sent without its Content-Type; the log can.
+            let looksJSON = raw.first { $0 != " " && $0 != "\n" && $0 != "\r" && $0 != "\t" } == "{"
+            engine.notice("send answered Error=InvalidParameters", [
+                ("http.path", r.path), ("error_detail", request.messageErrorDetail ?? ""),
+                ("hint", looksJSON ? "the body is JSON but was read as a form: add the header Content-Type: application/json"
+                                   : "the body was read as a form (no Content-Type: application/json)"),
+            ])
+        }
         do {
             admission = try engine.admit(outcome, senderID: sender, context)
         } catch {

@@ -60,11 +60,14 @@ public enum FirebaseRefusal: Error, Sendable, Equatable {
     case unknownProject
     /// 400: a field is wrong (named).
     case invalidArgument(String)
-    /// 401: the installation's token is missing, unknown or expired, or the refresh token is not the fid's.
+    /// 401: the installation's auth token is missing, unknown or expired (the room words it as
+    /// Google does).
+    case missingAuthToken
+    /// 401: the refresh token is not the fid's (said in the mock's words).
     case unauthenticated(String)
     /// 403: an installation of another project.
     case permissionDenied(String)
-    /// 404: no such registration or installation.
-    case notFound(String)
+    /// 404: no such registration for this installation (the room words it as Google does).
+    case notFound
     case failed
 }

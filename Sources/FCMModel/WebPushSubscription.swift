@@ -46,10 +46,10 @@ public struct WebPushSubscription: Sendable, Equatable {
     }
 
     /// `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`, exactly the browser's
-    /// `PushSubscription.toJSON()`, with the endpoint on `base`.
-    package func write(_ w: inout JSONWriter, base: String) {
+    /// `PushSubscription.toJSON()`, the endpoint being `prefix` and the id.
+    package func write(_ w: inout JSONWriter, prefix: String) {
         w.beginObject()
-        w.key("endpoint"); w.value(endpointOverride ?? base + "/wp/" + id)
+        w.key("endpoint"); w.value(endpointOverride ?? prefix + id)
         w.key("expirationTime"); w.null()
         if publicKey.isEmpty {
             w.key("keys"); w.null()

@@ -113,11 +113,13 @@ public struct FCMRegistrationRoutes: Sendable {
     static func mapped<T>(_ body: () throws(FirebaseRefusal) -> T) throws(Refusal) -> T {
         do { return try body() } catch {
             switch error {
-            case .unknownProject: throw .status(404, "NOT_FOUND", "Requested entity was not found.")
+            case .unknownProject, .notFound: throw .status(404, "NOT_FOUND", "Requested entity was not found.")
+            case .missingAuthToken:
+                throw .status(401, "UNAUTHENTICATED",
+                              "Request is missing required authentication credential. Expected a valid Firebase installation auth token.")
             case .invalidArgument(let field): throw .argument("Request contains an invalid argument: \(field)")
             case .unauthenticated(let m): throw .status(401, "UNAUTHENTICATED", m)
             case .permissionDenied(let m): throw .status(403, "PERMISSION_DENIED", m)
-            case .notFound(let m): throw .status(404, "NOT_FOUND", m)
             case .failed: throw .status(500, "INTERNAL", "Internal error encountered.")
             }
         }

@@ -290,7 +290,7 @@ public final class Application: Sendable {
         }
         xmpp.start()
         mcs?.start()
-        engine.setWebPushEndpointBase(webPushEndpointBase)
+        engine.setWebPushEndpoints(base: webPushEndpointBase, path: WebPushRoutes.endpointPath)
         readiness.markListenersUp()
         engine.startExpirySweeper()
         pruner.start()

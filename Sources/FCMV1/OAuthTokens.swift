@@ -58,7 +58,8 @@ struct OAuthTokens: Sendable {
             let granted = try withoutActuallyEscaping(isTokenURI) { (isTokenURI) throws(TokenRefusal) -> Grant in
                 try verifyJWT(assertion, by: AssertionRule(engine: engine, now: now, isTokenURI: isTokenURI))
             }
-            return engine.mintAccessToken(account: granted.account, senderID: granted.senderID, scope: granted.scope, now: now)
+            return engine.mintAccessToken(account: granted.account, senderID: granted.senderID, token: GoogleAccessTokens.newToken(),
+                                          scope: granted.scope, now: now)
         } catch {
             let (code, _) = error.answer
             engine.notice("token request refused", [("error", code), ("reason", refusalReason(error, grantType: grantType, assertion: assertion))])

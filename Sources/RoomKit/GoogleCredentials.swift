@@ -232,3 +232,15 @@ struct SelfSignedJWTRule: JWTRule {
         guard v.expiresAt > now, engine.serviceAccount(keyID: v.keyID) != nil else { throw Refused() }
     }
 }
+
+/// Google's OAuth 2.0 access tokens as the mock issues them (the token endpoint's, and the
+/// control API's `POST …/access-tokens`): `ya29.` and base64url, as Google's look, marked `mock`.
+public enum GoogleAccessTokens {
+    /// The scope FCM's HTTP v1 API asks for.
+    public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+
+    /// A new token's text.
+    public static func newToken() -> String {
+        "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
+    }
+}
