@@ -11,8 +11,15 @@ extension Engine {
     /// Seconds an installation's auth token lives (`expiresIn`).
     public static let installationTokenSeconds: Int64 = 604_800
 
-    public func setRelayEncryption(_ encrypt: @escaping RelayEncryption) {
-        relayEncryption.withLock { $0 = encrypt }
+    /// How FCM registrations' pushes are encrypted (`name`: the encoding, as `client_delivery`
+    /// shows it).
+    public func setRelayEncryption(name: String, _ encrypt: @escaping RelayEncryption) {
+        relayEncryption.withLock { $0 = (name, encrypt) }
+    }
+
+    /// What an FCM registration is sent for a message, before it is encrypted.
+    public func setRelayPayload(_ make: @escaping RelayPayload) {
+        relayPayload.withLock { $0 = make }
     }
 
     // MARK: Installations
@@ -179,41 +186,27 @@ extension Engine {
 
     // MARK: What an FCM registration is sent
 
-    /// The encrypted push for FCM registration write `w`: its payload, FCM's JSON for web
-    /// (`data`, `notification`, `fcmOptions`, `from`, `priority`, `collapse_key`,
-    /// `fcmMessageId`), encrypted `aesgcm` for the registration's keys; the same bytes again for a
-    /// delivery written before. The entry's `client_delivery` keeps the plaintext.
+    /// The encrypted push for FCM registration write `w`: the FCM registrations room's text for
+    /// the message (`setRelayPayload`), encrypted by the Web Push room's function
+    /// (`setRelayEncryption`) for the registration's keys; the same bytes again for a delivery
+    /// written before. The entry's `client_delivery` keeps the plaintext.
     public func fcmRelay(for w: ClientWrite) -> FCMRelay? {
         guard let mid = MessageID(w.version) else { return nil }
         if let kept = state.withLock({ $0.fcmRelays[mid.micros] }) { return kept }
-        guard let entry = w.entry ?? (try? inboxEntry(w.deviceToken, messageID: w.version)), let encrypt = relayEncryption.withLock({ $0 }) else { return nil }
+        guard let entry = w.entry ?? (try? inboxEntry(w.deviceToken, messageID: w.version)),
+              let encryption = relayEncryption.withLock({ $0 }), let make = relayPayload.withLock({ $0 }) else { return nil }
         let r = entry.row
         let effective = Render.effective(r, platform: .web, blocks: rooms.recordBlocks)
-        let web = effective.objectValue?["webpush"]?.objectValue
         let device = try? device(w.deviceToken)
-        var payload = JSONObject()
-        if let data = web?["data"]?.objectValue, data.count > 0 { payload["data"] = .object(data) }
-        if let n = web?["notification"], !n.isNull { payload["notification"] = n }
-        if let o = web?["fcm_options"]?.objectValue {
-            var fcm = JSONObject()
-            if let link = o["link"] { fcm["link"] = link }
-            if let label = o["analytics_label"] { fcm["analytics_label"] = label }
-            payload["fcmOptions"] = .object(fcm)
-        }
-        payload["from"] = .string(device?.senderID ?? "")
-        let urgency = web?["headers"]?.objectValue?["Urgency"]?.stringValue
-        payload["priority"] = .string(urgency == "high" ? "high" : "normal")
-        payload["collapse_key"] = .string(r.collapseKey ?? "do_not_collapse")
-        payload["fcmMessageId"] = .string(w.version)
-        let plaintext = JSONValue.object(payload).serialized()
+        let plaintext = make(effective.objectValue?["webpush"]?.objectValue, device?.senderID ?? "", r.collapseKey, w.version)
         let keys = state.withLock { s in device.flatMap { s.webPush[$0.id] } }
-        guard let keys, let sealed = encrypt(Array(plaintext.utf8), keys.publicKey, keys.auth) else { return nil }
+        guard let keys, let sealed = encryption.encrypt(Array(plaintext.utf8), keys.publicKey, keys.auth) else { return nil }
         let relay = FCMRelay(body: sealed.body, salt: sealed.salt, dh: sealed.dh)
         state.withLock { s in
             s.fcmRelays[mid.micros] = relay
             if var cd = s.clientDeliveries[mid.micros] {
                 cd.plaintext = plaintext
-                cd.encryption = "aesgcm"
+                cd.encryption = encryption.name
                 cd.via = w.token
                 s.clientDeliveries[mid.micros] = cd
             }

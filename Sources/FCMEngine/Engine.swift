@@ -78,8 +78,11 @@ public final class Engine: Sendable {
     public func keepStartFixtures(_ documents: [FixtureDocument]) {
         startFixtures.withLock { $0 = documents }
     }
-    /// How the Web Push room encrypts FCM registrations' pushes (`setRelayEncryption`).
-    let relayEncryption = Locked<RelayEncryption?>(nil)
+    /// How the Web Push room encrypts FCM registrations' pushes, and the encoding's name
+    /// (`setRelayEncryption`).
+    let relayEncryption = Locked<(name: String, encrypt: RelayEncryption)?>(nil)
+    /// What the FCM registrations room makes of a message for them (`setRelayPayload`).
+    let relayPayload = Locked<RelayPayload?>(nil)
     /// How each client room reaches its clients (`setClientRoom`).
     let clientRooms = Locked<[ClientKind: @Sendable (ClientOrders) -> Void]>([:])
     /// A commit of acknowledgements' writes is scheduled (`submitRiding`).

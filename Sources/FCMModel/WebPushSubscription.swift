@@ -1,4 +1,4 @@
-package import FCMCore
+public import FCMCore
 package import FCMStore
 
 /// A web device's push subscription: what `PushSubscription.toJSON()` shows, and the private
@@ -82,6 +82,11 @@ public struct WebPushKeyOps: Sendable {
     /// No cryptography: web devices get no subscription.
     public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
 }
+
+/// The text an FCM registration is sent for a message, made by the room that owns FCM's web
+/// messages: from the send's effective `webpush` block, its sender, collapse key and message id.
+public typealias RelayPayload = @Sendable (_ webpush: JSONObject?, _ senderID: String, _ collapseKey: String?,
+                                           _ messageID: String) -> String
 
 /// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
 /// salt): set at start, so the engine links no crypto.

@@ -19,6 +19,28 @@ public struct FCMRegistrationRoutes: Sendable {
 
     public init(engine: Engine) {
         self.engine = engine
+        engine.setRelayPayload(Self.webMessage)
+    }
+
+    /// FCM's JSON for a web client (`data`, `notification`, `fcmOptions`, `from`, `priority`,
+    /// `collapse_key`, `fcmMessageId`), made from the send's effective `webpush` block: what an
+    /// FCM registration's push carries before it is encrypted.
+    static func webMessage(_ web: JSONObject?, senderID: String, collapseKey: String?, messageID: String) -> String {
+        var payload = JSONObject()
+        if let data = web?["data"]?.objectValue, data.count > 0 { payload["data"] = .object(data) }
+        if let n = web?["notification"], !n.isNull { payload["notification"] = n }
+        if let o = web?["fcm_options"]?.objectValue {
+            var fcm = JSONObject()
+            if let link = o["link"] { fcm["link"] = link }
+            if let label = o["analytics_label"] { fcm["analytics_label"] = label }
+            payload["fcmOptions"] = .object(fcm)
+        }
+        payload["from"] = .string(senderID)
+        let urgency = web?["headers"]?.objectValue?["Urgency"]?.stringValue
+        payload["priority"] = .string(urgency == "high" ? "high" : "normal")
+        payload["collapse_key"] = .string(collapseKey ?? "do_not_collapse")
+        payload["fcmMessageId"] = .string(messageID)
+        return JSONValue.object(payload).serialized()
     }
 
     // MARK: Installations

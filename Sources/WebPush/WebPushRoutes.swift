@@ -35,7 +35,7 @@ public struct WebPushRoutes: Sendable {
         vapid = VAPID(clock: engine.clock)
         // FCM registrations' pushes go over a subscription encrypted as Google does (`aesgcm`, a
         // fresh key and salt each); the engine asks this room, which owns Web Push's crypto.
-        engine.setRelayEncryption { plaintext, p256dh, auth in
+        engine.setRelayEncryption(name: "aesgcm") { plaintext, p256dh, auth in
             guard let receiver = try? P256PublicKey(rawPoint: p256dh), let sender = try? P256PrivateKey(),
                   let salt = try? randomBytes(16),
                   let sealed = try? WebPushCrypto.encrypt(aesgcm: plaintext, to: receiver, authSecret: auth, senderKey: sender, salt: salt)
