@@ -21,34 +21,6 @@ public enum FCMErrorCode: String, Sendable, CaseIterable, Codable {
     /// through an XMPP fault.
     case authenticationFailed = "AuthenticationFailed"
 
-    /// The code an XMPP nack carries for this error (seeds, XMPP Table 4).
-    public var xmppCode: String {
-        switch self {
-        case .missingRegistration, .invalidParameters, .messageTooBig, .invalidDataKey, .invalidTtl,
-            .invalidPackageName:
-            return "INVALID_JSON"
-        case .invalidRegistration: return "BAD_REGISTRATION"
-        case .notRegistered: return "DEVICE_UNREGISTERED"
-        case .mismatchSenderId: return "SENDER_ID_MISMATCH"
-        case .unavailable: return "SERVICE_UNAVAILABLE"
-        case .internalServerError: return "INTERNAL_SERVER_ERROR"
-        case .deviceMessageRateExceeded: return "DEVICE_MESSAGE_RATE_EXCEEDED"
-        case .topicsMessageRateExceeded: return "TOPICS_MESSAGE_RATE_EXCEEDED"
-        case .invalidApnsCredential: return "INVALID_APNS_CREDENTIAL"
-        case .authenticationFailed: return "AUTHENTICATION_FAILED"
-        }
-    }
-
     /// A code the HTTP protocol does not have (its Table 9 has no row for it).
     public var isXMPPOnly: Bool { self == .authenticationFailed }
-
-    /// Whether a plain-text request answers this error with an HTTP status instead of `Error=`:
-    /// the plain format has no way to say "retry later" in the body (docs/spec/fcm-legacy.md section 1).
-    public var plainTextStatus: Int? {
-        switch self {
-        case .unavailable: return 503
-        case .internalServerError: return 500
-        default: return nil
-        }
-    }
 }

@@ -78,8 +78,10 @@ public struct Fault: Sendable {
             let w = Body(o, path: "when.")
             try w.allow(["transport", "path", "sender_id", "token", "topic"])
             f.transport = try w.string("transport")
-            if let t = f.transport, !["http", "http_v1", "xmpp", "apns", "webpush", "autopush", "mcs", "any"].contains(t) {
-                throw .badRequest("when.transport must be http, http_v1, xmpp, apns, webpush, autopush, mcs or any")
+            // Every transport a room added, and `any`.
+            let names = Transport.allCases.map(\.rawValue)
+            if let t = f.transport, t != "any", !names.contains(t) {
+                throw .badRequest("when.transport must be " + names.joined(separator: ", ") + " or any")
             }
             f.path = try w.string("path")
             f.senderID = try w.string("sender_id")

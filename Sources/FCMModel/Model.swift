@@ -166,10 +166,11 @@ extension Device {
 }
 
 /// How a send was made.
-public enum Transport: String, Sendable {
-    case http, xmpp
+public enum Transport: String, Sendable, CaseIterable {
+    case http
     /// HTTP v1 (`POST /v1/projects/{project}/messages:send`).
     case httpV1 = "http_v1"
+    case xmpp
     /// Apple's provider API (`POST /3/device/{token}`).
     case apns
     /// The Web Push protocol (`POST /wp/{id}`, RFC 8030).

@@ -109,14 +109,4 @@ final class IDTests: XCTestCase {
         XCTAssertNil(parseRFC3339("2023-13-14T22:13:20Z"))
         XCTAssertNil(parseRFC3339("yesterday"))
     }
-
-    func testErrorCodesMapToXMPP() {
-        XCTAssertEqual(FCMErrorCode.notRegistered.xmppCode, "DEVICE_UNREGISTERED")
-        XCTAssertEqual(FCMErrorCode.invalidRegistration.xmppCode, "BAD_REGISTRATION")
-        XCTAssertEqual(FCMErrorCode.mismatchSenderId.xmppCode, "SENDER_ID_MISMATCH")
-        XCTAssertEqual(FCMErrorCode.invalidTtl.xmppCode, "INVALID_JSON")
-        XCTAssertEqual(FCMErrorCode.unavailable.plainTextStatus, 503)
-        XCTAssertEqual(FCMErrorCode.internalServerError.plainTextStatus, 500)
-        XCTAssertNil(FCMErrorCode.notRegistered.plainTextStatus)
-    }
 }
