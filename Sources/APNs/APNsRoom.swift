@@ -1,3 +1,4 @@
+import FCMCore
 import FCMEngine
 public import FCMModel
 
@@ -7,6 +8,12 @@ public enum APNsRoom {
     /// How an `apns` record block reads back, and the reasons a fault with `when.transport`
     /// `apns` may answer with.
     public static let recordBlocks = APNsRecordBlock.readers
+    /// What an APNs record shows at its top from its `apns` block: `apns_id` and `apns_unique_id`
+    /// (null for a send refused before it had them).
+    public static let recordFields: RecordBlocks.Fields = { blocks in
+        let apns = blocks?["apns"]?.objectValue
+        return [("apns_id", apns?["apns_id"]?.stringValue), ("apns_unique_id", apns?["apns_unique_id"]?.stringValue)]
+    }
     public static let faultErrors = FaultErrors(transport: Transport.apns.rawValue, kind: "an APNs reason",
                                                 listName: "Apple's reasons", names: APNsReason.allCases.map(\.rawValue))
 

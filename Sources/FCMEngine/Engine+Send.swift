@@ -62,8 +62,8 @@ extension Engine {
                               namePrefix: submission.namePrefix, errorNames: submission.errorNames,
                               answeredStatus: submission.answeredStatus ?? 0)
         ctx.relay = submission.relay
-        // A Web Push body that would not decrypt is taken (201) and settles `undecryptable`.
-        ctx.undecryptable = transport == .webpush && req.platforms?.webpush?["decrypt_error"].map { !$0.isNull } == true
+        // A push whose body would not decrypt is taken and settles `undecryptable`.
+        ctx.undecryptable = submission.undecryptable
         let multicastID = newMulticastID()
         // Serialized before taking the lock: the critical section stays the part that needs it.
         let dataJSON = dryRun ? nil : req.data.map { JSONValue.object($0).serialized() }

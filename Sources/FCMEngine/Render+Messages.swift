@@ -24,10 +24,10 @@ extension Render {
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
         if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue || m.transport == Transport.webpush.rawValue {
-            // Parsed once for both: an APNs record's ids live in its stored `apns` block.
+            // Parsed once for both: a room's record fields live in its stored block.
             let blocks = m.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue
             platformBlocks(&w, blocks, read: record.blocks, acceptedAt: m.acceptedAt)
-            if m.transport == Transport.apns.rawValue { apnsIDs(&w, blocks) }
+            for (name, value) in record.blocks.recordFields(transport: m.transport, blocks) { w.key(name); w.value(value) }
         }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
@@ -87,13 +87,6 @@ extension Render {
                 w.null()
             }
         }
-    }
-
-    /// An APNs record's `apns_id` and `apns_unique_id` (null for a send refused before it had them).
-    static func apnsIDs(_ w: inout JSONWriter, _ blocks: JSONObject?) {
-        let apns = blocks?["apns"]?.objectValue
-        w.key("apns_id"); w.value(apns?["apns_id"]?.stringValue)
-        w.key("apns_unique_id"); w.value(apns?["apns_unique_id"]?.stringValue)
     }
 
     /// A record's first fields, which its events share: ids, sender, transport, format, time, and

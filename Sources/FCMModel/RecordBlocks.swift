@@ -9,12 +9,23 @@ public import FCMCore
 public struct RecordBlocks: Sendable {
     /// A stored block (`{"apns": {…}}`'s object) as shown, given when its send was accepted (ms).
     public typealias Reader = @Sendable (_ block: JSONObject, _ acceptedAtMillis: Int64) -> JSONObject
+    /// Fields a room shows at the top of its records, read from their stored platform blocks
+    /// (APNs's `apns_id` and `apns_unique_id`): names and string values, null when absent.
+    public typealias Fields = @Sendable (_ blocks: JSONObject?) -> [(name: String, value: String?)]
 
     private let readers: [String: Reader]
+    private let fields: [String: Fields]
 
-    /// `readers` by the block's name in the record's platform blocks (`apns`).
-    public init(_ readers: [String: Reader] = [:]) {
+    /// `readers` by the block's name in the record's platform blocks (`apns`); `fields` by the
+    /// transport whose records show them.
+    public init(_ readers: [String: Reader] = [:], fields: [String: Fields] = [:]) {
         self.readers = readers
+        self.fields = fields
+    }
+
+    /// The fields a record of `transport` shows at its top, from its stored blocks.
+    package func recordFields(transport: String, _ blocks: JSONObject?) -> [(name: String, value: String?)] {
+        fields[transport].map { $0(blocks) } ?? []
     }
 
     /// Block `name` of a record accepted at `acceptedAtMillis`, as shown.

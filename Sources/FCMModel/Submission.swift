@@ -53,6 +53,9 @@ public struct Submission: Sendable {
     /// What a real client's connection is sent for this push (a relayed Web Push body and its
     /// coding), in the client room's terms; the engine keeps it until the client acknowledges.
     public var relay: ClientPayload?
+    /// Taken, but its body would not decrypt (a Web Push push): its deliveries settle
+    /// `undecryptable` instead of reaching the device.
+    public var undecryptable = false
     /// False: the writes stay queued for the caller's next `commitQueued()` (an HTTP/2 read's
     /// sends commit together), or for a commit already running.
     public var commitNow = true

@@ -91,7 +91,8 @@ public final class Application: Sendable {
             engine = try Engine(store: store, webPushKeys: .tls, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
-                                rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks), faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors]))
+                                rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields]),
+                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors]))
             // The one count of the whole table, before any request: later passes add what is new.
             try store.refreshHistory()
         } catch {

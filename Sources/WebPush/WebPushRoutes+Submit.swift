@@ -37,6 +37,8 @@ struct PendingPush: Sendable {
         submission.answeredStatus = 200
         submission.commitNow = commitNow
         if relayed { submission.relay = WebPushRoutes.relay(body, headers: headers) }
+        // A body that would not decrypt is taken (201) and settles `undecryptable`.
+        if !relayed, case .failure? = decrypted { submission.undecryptable = true }
         let (responder, delayMillis) = (responder, delayMillis)
         routes.engine.submit(submission) { outcome in
             switch outcome {
