@@ -1,6 +1,7 @@
 public import FCMCore
 public import FCMEngine
 public import FCMModel
+public import HTTPServer
 import Platform
 import TLS
 
@@ -243,4 +244,10 @@ public enum GoogleAccessTokens {
     public static func newToken() -> String {
         "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
     }
+}
+
+extension HTTPRequest {
+    /// The header `access_token_auth: true`, with which a Bearer token stands for a server key
+    /// (firebase-admin's form).
+    public var accessTokenAuth: Bool { header("access_token_auth")?.lowercased() == "true" }
 }

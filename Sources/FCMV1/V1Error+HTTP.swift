@@ -3,6 +3,8 @@ import FCMEngine
 import FCMCore
 import HTTPServer
 
+/// Google's error as an HTTP answer, and the error a credential refusal becomes (apart from
+/// V1Error.swift, which the pure rules and their tests use without HTTP).
 extension V1Error {
     /// The answer: Google's status, JSON body and headers.
     var response: HTTPResponse {
