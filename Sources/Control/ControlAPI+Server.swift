@@ -13,13 +13,14 @@ extension ControlAPI {
     /// nothing from the store's connection: the message count is the pruner's running one, the
     /// size the files' (docs/storage.md).
     public func health(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        let failure = engine.store.failure
+        let store = engine.storeHealth
+        let failure = store.failure
         var w = JSONWriter()
         w.beginObject()
         w.key("status"); w.value(failure == nil ? "ok" : "failing")
         w.key("store"); w.value(failure.map { "failing: \($0.reason)" } ?? "ok")
-        w.key("store_messages"); w.value(engine.store.messageCount)
-        w.key("store_bytes"); w.value(engine.store.sizeBytes)
+        w.key("store_messages"); w.value(store.messages)
+        w.key("store_bytes"); w.value(store.bytes)
         w.key("version"); w.value(fcmMockVersion)
         w.key("uptime_s"); w.value(Int64((monotonicNanos() - engine.startedAt) / 1_000_000_000))
         w.key("event_readers"); w.value(engine.events.readerCount)
@@ -79,7 +80,7 @@ extension ControlAPI {
             ready = false
             w.key("status"); w.value("starting")
             w.key("reason"); w.value("the listeners are not all up yet")
-        } else if let failure = engine.store.failure {
+        } else if let failure = engine.storeHealth.failure {
             ready = false
             w.key("status"); w.value("failing")
             w.key("reason"); w.value("store failing: \(failure.reason)")

@@ -170,6 +170,18 @@ public final class Engine: Sendable {
         store.close()
     }
 
+    /// Commits the writes sends left queued (`Submission.commitNow` false): a room's HTTP round
+    /// is over.
+    public func commitQueued() {
+        store.commitQueued()
+    }
+
+    /// The store's health as `GET /api/v1/health` shows it: why it cannot write (nil: it can),
+    /// the messages it keeps and its files' size.
+    public var storeHealth: (failure: StoreError?, messages: Int64, bytes: Int64) {
+        (store.failure, store.messageCount, store.sizeBytes)
+    }
+
     /// Queues `ops` in decision order; call only while holding `state`.
     @discardableResult
     func submit(_ ops: [WriteOp], wakeWriter: Bool = true, completion: (@Sendable (StoreError?) -> Void)? = nil) -> Store.Ticket {

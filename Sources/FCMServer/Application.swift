@@ -183,7 +183,7 @@ public final class Application: Sendable {
             return try HTTPServer(host: c.host, port: c.httpPort, maxBodyBytes: c.maxBodyBytes, http1Loops: c.httpLoops,
                                   tls: c.httpTLS ? tls : nil,
                                   https: c.httpsPort.map { HTTPSListenerOptions(port: $0, credentials: tls!) }, http2Limits: http2Limits,
-                                  accessLog: accessLog, afterBatch: { [engine] in engine.store.commitQueued() },
+                                  accessLog: accessLog, afterBatch: { [engine] in engine.commitQueued() },
                                   handler: handler)
         } catch {
             let https = c.httpsPort.map { error.listening?.address.hasSuffix(":\($0)") == true && $0 != c.httpPort } ?? false

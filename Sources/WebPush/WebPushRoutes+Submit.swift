@@ -57,7 +57,7 @@ struct PendingPush: Sendable {
         submit(decrypted: decrypted, commitNow: false)
         let engine = routes.engine
         responder.continueOnConnection { inBatch in
-            if !inBatch { engine.store.commitQueued() }
+            if !inBatch { engine.commitQueued() }
         }
     }
 }

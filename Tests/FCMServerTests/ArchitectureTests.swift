@@ -148,6 +148,18 @@ final class ArchitectureTests: XCTestCase {
         for (name, deps) in g where deps.contains("FCMServer") {
             XCTAssertTrue(["FCMCommand", "FCMTesting", "fcm-mock"].contains(name), "\(name) depends on FCMServer")
         }
+        // The rooms reach the store only through the engine's calls, never through its `store`.
+        let storeReach = try NSRegularExpression(pattern: #"\bengine\.store\b|\.store\.[a-z]"#)
+        for room in rooms + ["RoomKit"] {
+            let dir = Self.root.appendingPathComponent("Sources/\(room)")
+            for f in try FileManager.default.contentsOfDirectory(atPath: dir.path) where f.hasSuffix(".swift") {
+                let text = try String(contentsOf: dir.appendingPathComponent(f), encoding: .utf8)
+                for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                    let l = String(line)
+                    XCTAssertNil(storeReach.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)), "\(room)/\(f) reaches the store: \(l)")
+                }
+            }
+        }
         // The engine reads typed rows (StoreReader), never the SQL connection.
         for f in try FileManager.default.contentsOfDirectory(atPath: engine.path) where f.hasSuffix(".swift") {
             let text = try String(contentsOf: engine.appendingPathComponent(f), encoding: .utf8)
