@@ -68,8 +68,8 @@ let package = Package(
         // error types, the log.
         .target(name: "RoomKit", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "TLS"], swiftSettings: houseSettings),
         // A room per protocol: each owns its wire end to end and talks to the engine through its port.
-        .target(name: "FCMLegacy", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
-        .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
+        .target(name: "FCMLegacy", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
+        .target(name: "FCMV1", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         .target(name: "CCS", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "Platform", "RoomKit", "XMPPServer"], swiftSettings: houseSettings),
         .target(name: "APNs", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
         .target(name: "WebPush", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit", "TLS"], swiftSettings: houseSettings),
@@ -79,7 +79,7 @@ let package = Package(
         // Firebase's web registration APIs: Installations and FCM registrations.
         .target(name: "FCMRegistrations", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "RoomKit"], swiftSettings: houseSettings),
         .target(name: "GCM", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "HTTPServer", "MCSServer", "Platform", "Protobuf", "RoomKit"], swiftSettings: houseSettings),
-        .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit"],
+        .target(name: "Control", dependencies: ["FCMCore", "FCMEngine", "FCMModel", "FCMStore", "HTTPServer", "Platform", "RoomKit", "TLS"],
                 // Built into the binary: the web page's files, as `PackageResources.index_html`, ….
                 resources: [.embedInCode("Resources/web")],
                 swiftSettings: houseSettings),

@@ -1,5 +1,4 @@
 import FCMServer
-import FCMEngine
 import FCMCore
 import HTTPServer
 import Platform

@@ -1,6 +1,5 @@
 import RoomKit
 import FCMServer
-import FCMEngine
 /// `fcm-mock --help`, `fcm-mock help COMMAND` and `fcm-mock COMMAND --help`. The option lists
 /// are read from the tables the parsers use (`Configuration.options`, `CLI.options`), so every
 /// flag a command takes is in its help, with its default and its environment variable.

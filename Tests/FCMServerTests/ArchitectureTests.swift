@@ -50,6 +50,33 @@ final class ArchitectureTests: XCTestCase {
         }
     }
 
+    /// Every `import` in a target's sources names a target it declares in Package.swift, or the
+    /// toolchain's own modules: the build would take a module reached through another target's
+    /// dependencies, and the graph would lie.
+    func testEachImportIsADeclaredDependency() throws {
+        let g = try Self.packageGraph()
+        let toolchain: Set<String> = ["Foundation", "Dispatch", "Synchronization", "Glibc", "XCTest"]
+        let importLine = try NSRegularExpression(pattern: #"^(?:@testable |public |package |internal )?import ([A-Za-z_][A-Za-z0-9_]*)\s*$"#)
+        var checked = 0
+        for (name, deps) in g.sorted(by: { $0.key < $1.key }) {
+            let dir = Self.root.appendingPathComponent("Sources/\(name)")
+            guard let files = FileManager.default.enumerator(atPath: dir.path) else { continue }
+            for case let f as String in files where f.hasSuffix(".swift") {
+                let text = try String(contentsOf: dir.appendingPathComponent(f), encoding: .utf8)
+                for line in text.split(separator: "\n") {
+                    let l = String(line)
+                    guard let m = importLine.firstMatch(in: l, range: NSRange(l.startIndex..., in: l)),
+                          let r = Range(m.range(at: 1), in: l) else { continue }
+                    let module = String(l[r])
+                    checked += 1
+                    XCTAssertTrue(deps.contains(module) || toolchain.contains(module),
+                                  "Sources/\(name)/\(f) imports \(module), which Package.swift does not give \(name)")
+                }
+            }
+        }
+        XCTAssertGreaterThan(checked, 300, "too few imports found: the scan is broken")
+    }
+
     /// Everything `name` reaches through the graph (C targets are leaves).
     static func reach(_ name: String, _ graph: [String: Set<String>]) -> Set<String> {
         var seen = Set<String>()
