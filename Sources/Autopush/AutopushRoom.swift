@@ -143,11 +143,11 @@ struct AutopushTarget: Sendable {
             guard let origin = Self.origin(base) else {
                 return .failure(Refusal("endpoint_base must be an origin: http:// or https://, a host and an optional port, no path"))
             }
-            prefix = origin + "/wp/"
+            prefix = origin + WebPushEndpoints.path
         } else {
             let host = r.header("host") ?? "127.0.0.1"
             let name = host.split(separator: ":", maxSplits: 1).first.map(String.init)?.lowercased() ?? host
-            prefix = name == mozillaHost ? mozillaEndpoints : (r.isSecure ? "https://" : "http://") + host + "/wp/"
+            prefix = name == mozillaHost ? mozillaEndpoints : (r.isSecure ? "https://" : "http://") + host + WebPushEndpoints.path
         }
         return .success(AutopushTarget(senderID: senderID, app: app, endpointPrefix: prefix, secure: r.isSecure))
     }

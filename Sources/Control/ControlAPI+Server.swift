@@ -80,7 +80,7 @@ extension ControlAPI {
             ready = false
             w.key("status"); w.value("starting")
             w.key("reason"); w.value("the listeners are not all up yet")
-        } else if let failure = engine.storeHealth.failure {
+        } else if let failure = engine.storeFailure {
             ready = false
             w.key("status"); w.value("failing")
             w.key("reason"); w.value("store failing: \(failure.reason)")

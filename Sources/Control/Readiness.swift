@@ -2,7 +2,7 @@ import RoomKit
 import Synchronization
 
 /// Whether the server is ready for traffic: set once every listener is up (`Application.start`),
-/// read by `GET /readyz`. The store's own health is read where it is kept (`engine.storeHealth`).
+/// read by `GET /readyz`. The store's own health is read where it is kept (`engine.storeFailure`).
 public final class Readiness: Sendable {
     private let listenersUp: Atomic<Bool>
 

@@ -179,8 +179,11 @@ public final class Engine: Sendable {
     /// The store's health as `GET /api/v1/health` shows it: why it cannot write (nil: it can),
     /// the messages it keeps and its files' size.
     public var storeHealth: (failure: StoreError?, messages: Int64, bytes: Int64) {
-        (store.failure, store.messageCount, store.sizeBytes)
+        (storeFailure, store.messageCount, store.sizeBytes)
     }
+
+    /// Why the store cannot write (nil: it can); `GET /readyz` asks only this.
+    public var storeFailure: StoreError? { store.failure }
 
     /// Queues `ops` in decision order; call only while holding `state`.
     @discardableResult

@@ -246,7 +246,7 @@ public struct FCMRegistrationRoutes: Sendable {
         // scheme:, "", host, path
         guard parts.count == 4, parts[0].hasSuffix(":"), parts[1].isEmpty, !parts[2].isEmpty else { return nil }
         let path = "/" + parts[3]
-        for prefix in ["/fcm/send/", "/wp/", "/wpush/v2/"] where path.hasPrefix(prefix) {
+        for prefix in ["/fcm/send/", WebPushEndpoints.path, "/wpush/v2/"] where path.hasPrefix(prefix) {
             let id = String(path.dropFirst(prefix.count))
             guard !id.isEmpty, !id.contains("/") else { return nil }
             return FormBody.percentDecode(id.utf8, plusIsSpace: false)

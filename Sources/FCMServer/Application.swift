@@ -291,7 +291,7 @@ public final class Application: Sendable {
         }
         xmpp.start()
         mcs?.start()
-        engine.setWebPushEndpoints(base: webPushEndpointBase, path: WebPushRoutes.endpointPath)
+        engine.setWebPushEndpoints(base: webPushEndpointBase, path: WebPushEndpoints.path)
         readiness.markListenersUp()
         engine.startExpirySweeper()
         pruner.start()

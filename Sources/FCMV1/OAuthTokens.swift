@@ -36,8 +36,7 @@ struct OAuthTokens: Sendable {
     /// The grant type service accounts use.
     static let jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
     /// Scopes that allow sending with FCM.
-    static let messagingScopes: Set<String> = ["https://www.googleapis.com/auth/firebase.messaging",
-                                               "https://www.googleapis.com/auth/cloud-platform"]
+    static let messagingScopes: Set<String> = [GoogleAccessTokens.messagingScope, "https://www.googleapis.com/auth/cloud-platform"]
 
     /// Checks a service account's signed JWT and issues an access token. The `kid` is looked up
     /// first (an unknown one, like any algorithm but RS256 or a signature that does not verify,

@@ -1,5 +1,13 @@
 public import HTTPServer
 
+/// Where a Web Push subscription's endpoint points on the mock's origin: this, then its id
+/// (`POST /wp/{id}`, the Web Push room's route). The rooms that hand out endpoints (autopush's
+/// channels, the engine's web devices through the assembly) and the one that reads them back
+/// (FCM registrations) share it.
+public enum WebPushEndpoints {
+    public static let path = "/wp/"
+}
+
 /// Content types of the protocol's answers.
 public enum ContentType {
     public static let json = "application/json; charset=UTF-8"

@@ -14,9 +14,6 @@ import TLS
 /// push goes through the engine's send path as `transport: "webpush"`: 201 with `Location` and
 /// `TTL`, also when the body does not decrypt (its delivery settles `undecryptable`).
 public struct WebPushRoutes: Sendable {
-    /// Where a subscription's endpoint points on the mock's origin: this, then its id
-    /// (`POST /wp/{id}`).
-    public static let endpointPath = "/wp/"
     let engine: Engine
     /// VAPID tokens verified, and subscriptions' private keys parsed: what pushes reuse.
     let vapid: VAPID
