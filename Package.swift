@@ -93,7 +93,7 @@ let package = Package(
         .executableTarget(name: "fcm-mock", dependencies: ["FCMCommand", "FCMModel", "FCMServer", "Platform", "RoomKit"], swiftSettings: houseSettings),
         .testTarget(name: "FCMCoreTests", dependencies: ["FCMCore"], swiftSettings: houseSettings),
         .testTarget(name: "FCMV1Tests", dependencies: ["FCMCore", "FCMV1"], swiftSettings: houseSettings),
-        .testTarget(name: "APNsRoomTests", dependencies: ["APNs", "FCMCore", "TLS"], swiftSettings: houseSettings),
+        .testTarget(name: "APNsRoomTests", dependencies: ["APNs", "FCMCore", "FCMModel", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "WebPushRoomTests", dependencies: ["FCMCore", "TLS", "WebPush"], swiftSettings: houseSettings),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: houseSettings),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Platform", "FCMCore"], swiftSettings: houseSettings),

@@ -61,3 +61,20 @@ extension APNsControl {
         return w.string
     }
 }
+
+extension APNsCertificate {
+    /// Most apps one certificate names besides its first (the TLS layer's bound).
+    static let maxOtherApps = 63
+
+    /// The other apps of a certificate for `bundleID` as asked (`bundle_ids`): each once, in
+    /// order, without `bundleID`; all checked; at most `maxOtherApps`.
+    static func otherApps(of bundleID: String, _ asked: [String]) throws(EngineError) -> [String] {
+        var seen = Set<String>()
+        let others = asked.filter { $0 != bundleID && seen.insert($0).inserted }
+        guard others.count <= maxOtherApps else {
+            throw .badRequest("bundle_ids names \(others.count) other apps: a certificate names at most \(maxOtherApps) besides bundle_id")
+        }
+        for b in [bundleID] + others { try APNsTeam.checkBundleID(b) }
+        return others
+    }
+}

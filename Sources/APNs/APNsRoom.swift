@@ -3,7 +3,7 @@ import FCMEngine
 public import FCMModel
 
 /// What the APNs room gives the rest of the server: the engine's hooks (its record block's
-/// reader, Apple's reasons as fault errors) and the GOAWAY notices APNs clients log.
+/// reader, Apple's reasons as fault errors, Apple's holding rules) and the GOAWAY notices APNs clients log.
 public enum APNsRoom {
     /// How an `apns` record block reads back, and the reasons a fault with `when.transport`
     /// `apns` may answer with.
@@ -14,6 +14,8 @@ public enum APNsRoom {
         let apns = blocks?["apns"]?.objectValue
         return [("apns_id", apns?["apns_id"]?.stringValue), ("apns_unique_id", apns?["apns_unique_id"]?.stringValue)]
     }
+    /// Apple's store-and-forward and screen, for the engine to hold APNs notifications by.
+    public static let holding = APNsStorage.rules
     public static let faultErrors = FaultErrors(transport: Transport.apns.rawValue, kind: "an APNs reason",
                                                 listName: "Apple's reasons", names: APNsReason.allCases.map(\.rawValue))
 

@@ -215,7 +215,7 @@ public struct APNsRoutes: Sendable {
     /// The project an unknown token becomes a device of (`--unknown-tokens register` and a project
     /// with the app), or `BadDeviceToken`.
     static func registrationProject(_ engine: Engine, bundleID: String) throws(APNsError) -> String {
-        guard let project = engine.apnsRegistrationProject(bundleID: bundleID) else {
+        guard let project = engine.unknownTokenProject(app: bundleID, platform: .ios) else {
             throw APNsError(.badDeviceToken, engine.unknownTokens == .register
                 ? "no device has this APNs token, and no project has \(bundleID) as an iOS app to register it in"
                 : "no device has this APNs token")
@@ -228,8 +228,14 @@ public struct APNsRoutes: Sendable {
     /// have registered the token in the meantime.
     static func registered(_ token: String, in project: String?, engine: Engine, environment: APNsEnvironment,
                            bundleID: String) throws(APNsError) -> Device {
-        guard let project, let device = engine.registerAPNsDevice(token: token, senderID: project, bundleID: bundleID, environment: environment)
-        else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
+        guard let project else { throw APNsError(.badDeviceToken, "no device has this APNs token") }
+        // A new online iOS device of the app in that environment; of two first sends of one token
+        // at once, the second finds the device the first made.
+        let spec = DeviceSpec(token: nil, senderID: project, app: bundleID, platform: .ios, online: true, apnsToken: token,
+                              apnsEnvironment: environment)
+        guard let device = (try? engine.createDevice(spec)) ?? engine.device(apnsToken: token) else {
+            throw APNsError(.badDeviceToken, "no device has this APNs token")
+        }
         try check(device, environment: environment, bundleID: bundleID)
         return device
     }

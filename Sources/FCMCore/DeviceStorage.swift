@@ -5,7 +5,7 @@ public struct StoredEntry: Sendable, Equatable {
     public var expiresAt: Int64
     /// A `deleted_messages` notice: never counted against the limits, never dropped.
     public var isNotice = false
-    /// Sent through APNs: held by Apple's rule (`APNsStorage`), outside FCM's limits.
+    /// Sent through APNs: held by Apple's rule (the APNs room's `APNsStorage`), outside FCM's limits.
     public var isAPNs = false
     /// Sent through the Web Push endpoint: the one kind a `DELETE` of its `Location` removes.
     /// Held by FCM's rules, its `Topic` as the collapse key.
@@ -38,7 +38,8 @@ public struct StatusChange: Sendable, Equatable {
 }
 
 /// FCM's storage rules for an offline device (docs/spec/fcm-legacy.md section 6), on the entries it holds
-/// (APNs notifications held beside them follow `APNsStorage` and count against none of these limits).
+/// (APNs notifications held beside them follow the APNs room's `APNsStorage` and count against
+/// none of these limits).
 /// Pure: the engine applies the returned changes to the store.
 public enum DeviceStorage {
     /// Distinct collapse keys a device keeps at once.

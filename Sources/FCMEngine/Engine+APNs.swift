@@ -1,5 +1,5 @@
 public import FCMModel
-public import FCMCore
+import FCMCore
 import FCMStore
 import Platform
 
@@ -122,28 +122,6 @@ extension Engine {
         return state.withLock { s in s.apnsIndex[key].flatMap { s.devices[$0] } }
     }
 
-    /// With `--unknown-tokens register`, the project an unknown well-formed APNs token of
-    /// `bundleID` would become a device of: the first that has the app as an iOS app. Nil when
-    /// the policy is `reject` or no project has the app (the send is then `BadDeviceToken`).
-    /// Asked at the device step of the contract's order; the device is made only once the send
-    /// passed its body and size rules (`registerAPNsDevice`).
-    public func apnsRegistrationProject(bundleID: String) -> String? {
-        guard unknownTokens == .register else { return nil }
-        return state.withLock { s in
-            s.projectOrder.first { id in s.projects[id]?.apps.contains { $0.app == bundleID && $0.platform == .ios } == true }
-        }
-    }
-
-    /// The device an unknown APNs token becomes in project `senderID`
-    /// (`apnsRegistrationProject`): a new online iOS device of `bundleID` in `environment`.
-    /// Nil when the project was removed in between.
-    public func registerAPNsDevice(token: String, senderID: String, bundleID: String, environment: APNsEnvironment) -> Device? {
-        let spec = DeviceSpec(token: nil, senderID: senderID, app: bundleID, platform: .ios, online: true, apnsToken: token,
-                              apnsEnvironment: environment)
-        // Two first sends of one token at once: the second finds the device the first made.
-        return (try? createDevice(spec)) ?? device(apnsToken: token)
-    }
-
     // MARK: Keys
 
     /// The signing key with this id (nil: never made, or revoked).
@@ -161,5 +139,24 @@ extension Engine {
     static func unique(_ list: [String]) -> [String] {
         var seen = Set<String>()
         return list.filter { seen.insert($0).inserted }
+    }
+}
+
+extension Engine {
+    /// Sets when an iOS device's APNs token expires (`at`, mock clock ms; nil: never); an APNs
+    /// send after it is 410 `ExpiredToken`. 404 for an unknown token, 400 for a device that is
+    /// not `ios`.
+    public func setAPNsExpiry(_ token: String, at: Int64?) throws(EngineError) -> Device {
+        let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
+            guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            guard d.platform == .ios else { return .failure(.badRequest("expires_at is the APNs token's: for ios devices only")) }
+            d.apnsExpiresAt = at
+            s.devices[d.id] = d
+            return .success((d, submit([Writes.setAPNsExpiry(device: d.id, at: at)])))
+        }
+        let (device, ticket) = try result.get()
+        try commitControl(ticket)
+        if events.hasReaders { events.publish([("device.updated", renderDevice(device))]) }
+        return device
     }
 }

@@ -41,11 +41,6 @@ extension Engine {
         apnsCredentials.withLock { $0.certificates[id] }
     }
 
-    /// Refuses bundle ids that are not 1 to 255 printable ASCII characters without spaces or '/'.
-    static func checkBundleIDs(_ list: [String]) throws(EngineError) {
-        for b in list { try APNsTeam.checkBundleID(b) }
-    }
-
     static func jsonArray(_ list: [String]) -> String {
         var w = JSONWriter(capacity: 64)
         w.beginArray()
@@ -64,21 +59,5 @@ extension APNsCredentials {
             s.certificates[row.id] = APNsCertificate(id: row.id, bundleID: row.bundleID, topics: topics, environments: environments,
                                                      certificatePEM: row.certificate, createdAt: row.createdAt, expiresAt: row.expiresAt)
         }
-    }
-}
-
-extension APNsCertificate {
-    /// Most apps one certificate names besides its first (the TLS layer's bound).
-    static let maxOtherApps = 63
-
-    /// The other apps of a certificate for `bundleID` as asked (`bundle_ids`): each once, in
-    /// order, without `bundleID`; all checked; at most `maxOtherApps`.
-    public static func otherApps(of bundleID: String, _ asked: [String]) throws(EngineError) -> [String] {
-        let others = Engine.unique(asked.filter { $0 != bundleID })
-        guard others.count <= maxOtherApps else {
-            throw .badRequest("bundle_ids names \(others.count) other apps: a certificate names at most \(maxOtherApps) besides bundle_id")
-        }
-        try Engine.checkBundleIDs([bundleID] + others)
-        return others
     }
 }

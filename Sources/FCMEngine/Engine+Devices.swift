@@ -110,8 +110,8 @@ extension Engine {
         let d = Device(id: id ?? s.nextDeviceID, token: token, fid: spec.fid ?? s.newInstallationID(), senderID: spec.senderID,
                        app: app, platform: spec.platform, state: .registered, canonicalID: nil, online: spec.online,
                        createdAt: now, lastSeenAt: now, givenAPNsToken: apnsToken, apnsEnvironment: spec.apnsEnvironment ?? .sandbox)
-        if d.platform == .web, !s.attachWebPush(relayed ? relayedWebPushSubscription(device: d.id, state: s)
-                                                   : newWebPushSubscription(device: d.id, applicationServerKey: serverKey, state: s)) {
+        if d.platform == .web,
+           !s.attachWebPush(newWebPushSubscription(device: d.id, applicationServerKey: serverKey, relayed: relayed, state: s)) {
             return .failure(.internal("no key pair could be made for the web device's push subscription"))
         }
         if id == nil { s.nextDeviceID += 1 }
@@ -194,7 +194,7 @@ extension Engine {
                     flushed.append((status == "expired" ? "message.expired" : "message.delivered", EventJSON.delivery(
                         messageID: MessageID(micros: e.deliveryID, suffix: suffix).description, token: d.token, status: status, at: now)))
                 }
-                let shown = Self.shownOnFlush(s.stored[d.id] ?? [], device: d, now: now, state: &s)
+                let shown = shownOnFlush(s.stored[d.id] ?? [], device: d, now: now, state: &s)
                 (replaced, flushed) = (shown.changes, flushed + shown.events)
                 s.stored[d.id] = nil
             }
@@ -360,5 +360,39 @@ extension Engine {
             _ = try? expireDue()  // its commit wakes the long polls
         }
         expirySweeper.withLock { $0 = sweeper }
+    }
+
+    /// With `--unknown-tokens register`, the project an unknown well-formed token sent to would
+    /// become a device of, as an app `app` on `platform`: the first project that has the app. Nil
+    /// when the policy is `reject` or no project has the app (the room's refusal then). A room
+    /// asks at its device step and makes the device (`createDevice`) once the send passed its
+    /// other rules (APNs).
+    public func unknownTokenProject(app: String, platform: Platform) -> String? {
+        guard unknownTokens == .register else { return nil }
+        return state.withLock { s in
+            s.projectOrder.first { id in s.projects[id]?.apps.contains { $0.app == app && $0.platform == platform } == true }
+        }
+    }
+
+    /// The writes of new devices: their rows, and the subscriptions of the web ones.
+    func deviceWrites(_ devices: [Device], state s: EngineState) -> [WriteOp] {
+        let subscriptions = devices.compactMap { $0.platform == .web ? s.webPush[$0.id]?.row : nil }
+        return subscriptions.isEmpty ? [Writes.insertDevices(devices.map(\.row))]
+            : [Writes.insertDevices(devices.map(\.row)), Writes.saveWebPush(subscriptions)]
+    }
+
+    // MARK: Rendering
+
+    /// The device object with its topics.
+    public func renderDevice(_ d: Device) -> String {
+        let now = clock.nowMillis()
+        return state.withLock { s in s.render(d, now: now) }
+    }
+
+    /// A device as the control API shows it, its endpoint on `endpointBase` instead of the
+    /// server's own (`?endpoint_base=`).
+    public func renderDevice(_ d: Device, endpointBase: String) -> String {
+        let now = clock.nowMillis()
+        return state.withLock { s in s.render(d, now: now, endpointBase: endpointBase) }
     }
 }

@@ -103,9 +103,7 @@ extension Engine {
     /// names (by its path: `/fcm/send/{id}`, `/wp/{id}`, `/wpush/v2/{id}`). The same installation
     /// and endpoint again: the same token, its keys replaced.
     public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String) throws(FirebaseRefusal) -> Device {
-        guard let p256dh = base64URLDecode(Array(web.p256dh.utf8)), p256dh.count == 65, p256dh[0] == 4, webPushKeys.isPublicKey(p256dh) else {
-            throw .invalidArgument("web.p256dh")
-        }
+        guard let p256dh = webPushKeys.publicKey(web.p256dh) else { throw .invalidArgument("web.p256dh") }
         guard let authSecret = base64URLDecode(Array(web.auth.utf8)), authSecret.count == 16 else { throw .invalidArgument("web.auth") }
         if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidArgument("web.applicationPubKey") }
         let now = clock.nowMillis()

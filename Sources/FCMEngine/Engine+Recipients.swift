@@ -194,7 +194,9 @@ extension Engine {
         } else if target.online {
             row.status = "delivered"
             row.deliveredAt = now
-            if ctx.transport == .apns { showAPNs(mid, on: target, ctx, &p, state: &s) }
+            if !ctx.dryRun, let collapseID = ctx.req.options.collapseKey, rooms.holding[ctx.transport]?.replacesOnScreen == true {
+                show(mid, on: target, collapseID: collapseID, ctx, &p, state: &s)
+            }
             return
         }
         if options.ttlSeconds == 0 {
@@ -202,13 +204,13 @@ extension Engine {
             row.status = "expired"
             return
         }
-        // Offline: FCM's storage rules decide what the device keeps (Apple's, sent through APNs).
+        // Offline: FCM's storage rules decide what the device keeps, or its protocol's own
+        // (Apple's, sent through APNs).
         var entries = s.stored[target.id] ?? []
         let new = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
                               isWebPush: ctx.transport == .webpush)
-        let stored = ctx.transport == .apns
-            ? (changes: APNsStorage.store(new, in: &entries, now: now), newDropped: false, purged: 0)
-            : DeviceStorage.store(new, in: &entries, now: now)
+        let stored = rooms.holding[ctx.transport].map { (changes: $0.hold(new, &entries, now), newDropped: false, purged: 0) }
+            ?? DeviceStorage.store(new, in: &entries, now: now)
         row.status = stored.newDropped ? "dropped" : "pending"
         if ctx.wantEvents {
             for ch in stored.changes {

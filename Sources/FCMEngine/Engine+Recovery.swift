@@ -80,7 +80,7 @@ extension EngineState {
         s.ids = ids
         s.fixtureDevices = fixtureDevices
         s.fixtureSpecCount = fixtureSpecCount
-        s.apnsShown = apnsShown
+        s.screens = screens
         s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
         s.webPushBase = webPushBase
         s.webPushPath = webPushPath

@@ -90,7 +90,7 @@ extension Engine {
                 s.installationAuth.removeAll()
                 s.fcmRiders.removeAll()
             }
-            s.apnsShown.removeAll()
+            s.screens.removeAll()
             s.stats = SendStats()
             s.faults = FaultTable()
             faultsArmed.store(false, ordering: .relaxed)

@@ -125,10 +125,4 @@ extension Engine {
         }
         return t
     }
-
-    /// The device object with its topics.
-    public func renderDevice(_ d: Device) -> String {
-        let now = clock.nowMillis()
-        return state.withLock { s in s.render(d, now: now) }
-    }
 }

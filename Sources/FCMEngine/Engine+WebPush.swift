@@ -3,20 +3,7 @@ import FCMCore
 import FCMStore
 import Platform
 
-/// What a push's target is, as the push endpoint looks it up.
-public enum WebPushTarget: Sendable {
-    /// Deliverable: the device and its subscription.
-    case active(Device, WebPushSubscription)
-    /// 404: no subscription has this id.
-    case unknown
-    /// 410: the subscription was ended, or its device uninstalled, replaced or deleted.
-    case gone(WebPushGone, senderID: String?)
-}
-
 extension Engine {
-    /// Length of a subscription's auth secret.
-    static let webPushAuthBytes = 16
-
     // MARK: Subscriptions
 
     /// Where endpoints point: `base`, the server's own origin or `--web-push-origin`'s (the
@@ -29,25 +16,17 @@ extension Engine {
         }
     }
 
-    /// A new subscription for device `id` (a fresh key pair and auth secret), bound to
-    /// `applicationServerKey` when given; nil when no key pair can be made.
-    func newWebPushSubscription(device id: Int64, applicationServerKey: String?, state s: EngineState) -> WebPushSubscription? {
-        guard let pair = webPushKeys.newKeyPair() else { return nil }
+    /// A new subscription for device `id` under a fresh id: with fresh keys (the Web Push
+    /// room's) bound to `applicationServerKey` when given, nil when none can be made; or, for a
+    /// real browser's (`relayed`), with none (the browser holds them), its endpoint set by the
+    /// room that made it.
+    func newWebPushSubscription(device id: Int64, applicationServerKey: String?, relayed: Bool, state s: EngineState) -> WebPushSubscription? {
+        guard let keys = relayed ? (privateKey: [], publicKey: [], auth: []) : webPushKeys.newKeys() else { return nil }
         var pushID = WebPushSubscriptionID.generate()
         while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
-        var rng = SystemRandomNumberGenerator()
-        let auth = (0..<Self.webPushAuthBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
-        return WebPushSubscription(id: pushID, device: id, publicKey: pair.publicKey, privateKey: pair.privateKey, auth: auth,
-                                   applicationServerKey: applicationServerKey, expired: false)
-    }
-
-    /// A real browser's subscription for device `id`: a new id, no keys (the browser holds them);
-    /// its endpoint is set by the room that made it.
-    func relayedWebPushSubscription(device id: Int64, state s: EngineState) -> WebPushSubscription {
-        var pushID = WebPushSubscriptionID.generate()
-        while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
-        var sub = WebPushSubscription(id: pushID, device: id, publicKey: [], privateKey: [], auth: [], applicationServerKey: nil, expired: false)
-        sub.endpointOverride = ""
+        var sub = WebPushSubscription(id: pushID, device: id, publicKey: keys.publicKey, privateKey: keys.privateKey, auth: keys.auth,
+                                      applicationServerKey: relayed ? nil : applicationServerKey, expired: false)
+        if relayed { sub.endpointOverride = "" }
         return sub
     }
 
@@ -57,21 +36,13 @@ extension Engine {
         try? checkApplicationServerKey(key)
     }
 
-    /// `application_server_key` as given at device creation: base64url of a 65-byte uncompressed
-    /// P-256 point (padding forgiven). Returns the key without padding.
+    /// `application_server_key` as given at device creation: a P-256 public key as the Web Push
+    /// room reads one. Returns the key without padding.
     func checkApplicationServerKey(_ key: String) throws(EngineError) -> String {
-        let trimmed = String(key.prefix { $0 != "=" })
-        guard let bytes = base64URLDecode(Array(key.utf8)), bytes.count == 65, bytes[0] == 4, webPushKeys.isPublicKey(bytes) else {
+        guard webPushKeys.publicKey(key) != nil else {
             throw .badRequest("application_server_key must be the base64url of an uncompressed P-256 public key (65 bytes starting with 0x04)")
         }
-        return trimmed
-    }
-
-    /// The writes of new devices: their rows, and the subscriptions of the web ones.
-    func deviceWrites(_ devices: [Device], state s: EngineState) -> [WriteOp] {
-        let subscriptions = devices.compactMap { $0.platform == .web ? s.webPush[$0.id]?.row : nil }
-        return subscriptions.isEmpty ? [Writes.insertDevices(devices.map(\.row))]
-            : [Writes.insertDevices(devices.map(\.row)), Writes.saveWebPush(subscriptions)]
+        return String(key.prefix { $0 != "=" })
     }
 
     /// The target of a push to subscription `id`.
@@ -118,16 +89,21 @@ extension Engine {
         return device
     }
 
-    /// A device as the control API shows it, its endpoint on `endpointBase` instead of the
-    /// server's own (`?endpoint_base=`).
-    public func renderDevice(_ d: Device, endpointBase: String) -> String {
-        let now = clock.nowMillis()
-        return state.withLock { s in s.render(d, now: now, endpointBase: endpointBase) }
+    /// The endpoint base, how many subscriptions there are (and ended), and the pushes taken
+    /// since start (and how many would not decrypt).
+    public func webPushHealth() -> (base: String, subscriptions: Int, expired: Int, counts: WebPushCounts) {
+        state.withLock { s in
+            var live = 0, expired = 0
+            for (id, sub) in s.webPush where s.devices[id] != nil {
+                if sub.expired { expired += 1 } else { live += 1 }
+            }
+            return (s.webPushBase, live + expired, expired, s.webPushCounts)
+        }
     }
 }
 
 extension EngineState {
-    /// Gives a new web device its subscription (made by `make`); false when none could be made.
+    /// Gives a new web device its subscription (`Engine.newWebPushSubscription`); false when none could be made.
     mutating func attachWebPush(_ sub: WebPushSubscription?) -> Bool {
         guard let sub else { return false }
         webPush[sub.device] = sub

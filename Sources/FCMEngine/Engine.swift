@@ -223,8 +223,9 @@ struct EngineState: Sendable {
     var inbox: [Int64: DeviceInbox] = [:]
     /// What each offline device holds (pending deliveries), for FCM's storage rules.
     var stored: [Int64: [StoredEntry]] = [:]
-    /// What each iOS device shows by `apns-collapse-id` (memory only: a restart forgets it).
-    var apnsShown: [Int64: APNsShown] = [:]
+    /// What each device shows by collapse id, for the protocols that replace on screen (APNs;
+    /// `Engine+Screen.swift`; memory only: a restart forgets it).
+    var screens: [Int64: Screen] = [:]
     /// Sends counted as decided (`Engine+Stats.swift`).
     var stats = SendStats()
     var faults = FaultTable()

@@ -22,6 +22,17 @@ public enum V1SubscriptionOutcome: Sendable, Equatable {
     case tooManyTopics
 }
 
+/// What a push's target is, as the push endpoint looks it up (`Engine.webPushTarget`); the Web
+/// Push room words each.
+public enum WebPushTarget: Sendable {
+    /// Deliverable: the device and its subscription.
+    case active(Device, WebPushSubscription)
+    /// No subscription has this id (or a reset forgot it).
+    case unknown
+    /// The subscription takes no more pushes: ended, or its device uninstalled, replaced or deleted.
+    case gone(WebPushGone, senderID: String?)
+}
+
 /// Why a subscription takes no more pushes.
 public enum WebPushGone: Sendable, Equatable {
     /// Its device was deleted.

@@ -68,13 +68,16 @@ public struct FaultErrors: Sendable {
 }
 
 /// What the rooms give the engine at start, so it needs none of their wire: how their record
-/// blocks read back, and the errors of their own a fault may answer with.
+/// blocks read back, the errors of their own a fault may answer with, and the holding rules of
+/// the protocols that do not hold messages by FCM's.
 public struct RoomHooks: Sendable {
     package var recordBlocks: RecordBlocks
     package var faultErrors: [FaultErrors]
+    package var holding: [Transport: HoldingRules]
 
-    public init(recordBlocks: RecordBlocks = RecordBlocks(), faultErrors: [FaultErrors] = []) {
+    public init(recordBlocks: RecordBlocks = RecordBlocks(), faultErrors: [FaultErrors] = [], holding: [Transport: HoldingRules] = [:]) {
         self.recordBlocks = recordBlocks
         self.faultErrors = faultErrors
+        self.holding = holding
     }
 }

@@ -1,4 +1,4 @@
-public import FCMCore
+package import FCMCore
 package import FCMStore
 
 /// A web device's push subscription: what `PushSubscription.toJSON()` shows, and the private
@@ -64,45 +64,23 @@ public struct WebPushSubscription: Sendable, Equatable {
     }
 }
 
-/// The keys a web device's subscription is made with, made by the layer that links the
-/// cryptography (TLS) and handed in, so the engine itself links no crypto library. Verifying
-/// VAPID and decrypting pushes are the Web Push room's.
+/// How a web device's subscription gets its keys, and how a key in base64url is read: the Web
+/// Push room's (`WebPushKeyOps.tls`), on the layer that links the cryptography, handed in at
+/// start, so the engine links no crypto library and knows no key's form. Verifying VAPID and
+/// decrypting pushes are the room's too.
 public struct WebPushKeyOps: Sendable {
-    /// A new P-256 key pair: the private scalar (32 bytes) and the uncompressed public point (65).
-    package var newKeyPair: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?
-    /// Whether `bytes` are an uncompressed point of P-256 (65 bytes, 0x04 first, on the curve).
-    package var isPublicKey: @Sendable (_ bytes: [UInt8]) -> Bool
+    /// A new subscription's keys: the private scalar, the public point (`p256dh`), the auth secret.
+    package var newKeys: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8])?
+    /// The bytes of `text` when it is the base64url (padding forgiven) of an uncompressed P-256
+    /// point: a VAPID key, a browser's `p256dh`.
+    package var publicKey: @Sendable (_ text: String) -> [UInt8]?
 
-    public init(newKeyPair: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8])?,
-                isPublicKey: @escaping @Sendable (_ bytes: [UInt8]) -> Bool) {
-        self.newKeyPair = newKeyPair
-        self.isPublicKey = isPublicKey
+    public init(newKeys: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8])?,
+                publicKey: @escaping @Sendable (_ text: String) -> [UInt8]?) {
+        self.newKeys = newKeys
+        self.publicKey = publicKey
     }
 
     /// No cryptography: web devices get no subscription.
-    public static let unavailable = WebPushKeyOps(newKeyPair: { nil }, isPublicKey: { _ in false })
-}
-
-/// The text an FCM registration is sent for a message, made by the room that owns FCM's web
-/// messages: from the send's effective `webpush` block, its sender, collapse key and message id.
-public typealias RelayPayload = @Sendable (_ webpush: JSONObject?, _ senderID: String, _ collapseKey: String?,
-                                           _ messageID: String) -> String
-
-/// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and
-/// salt): set at start, so the engine links no crypto.
-public typealias RelayEncryption = @Sendable (_ plaintext: [UInt8], _ p256dh: [UInt8], _ auth: [UInt8])
-    -> (body: [UInt8], salt: [UInt8], dh: [UInt8])?
-
-/// An FCM registration's push, ready for the connection it travels on: its body and the salt
-/// and key to say in the coding's headers, each room padding them its own way.
-public struct FCMRelay: Sendable {
-    public var body: [UInt8]
-    public var salt: [UInt8]
-    public var dh: [UInt8]
-
-    package init(body: [UInt8], salt: [UInt8], dh: [UInt8]) {
-        self.body = body
-        self.salt = salt
-        self.dh = dh
-    }
+    public static let unavailable = WebPushKeyOps(newKeys: { nil }, publicKey: { _ in nil })
 }

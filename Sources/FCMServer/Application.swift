@@ -92,7 +92,8 @@ public final class Application: Sendable {
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
                                 rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields]),
-                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors]))
+                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors],
+                                                 holding: [.apns: APNsRoom.holding]))
             // The one count of the whole table, before any request: later passes add what is new.
             try store.refreshHistory()
         } catch {

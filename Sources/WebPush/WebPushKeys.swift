@@ -5,12 +5,20 @@ import Platform
 import TLS
 
 extension WebPushKeyOps {
-    /// Subscriptions' keys made and checked with the TLS layer's P-256 keys.
-    public static let tls = WebPushKeyOps(newKeyPair: {
+    /// Length of a subscription's auth secret (RFC 8291 section 3.2).
+    static let authBytes = 16
+
+    /// Subscriptions' keys made and read with the TLS layer's P-256 keys: a fresh key pair and
+    /// auth secret each; a key is 65 bytes, 0x04 first, on the curve.
+    public static let tls = WebPushKeyOps(newKeys: {
         guard let key = try? P256PrivateKey() else { return nil }
-        return (key.rawScalar, key.publicKey.rawPoint)
-    }, isPublicKey: { bytes in
-        (try? P256PublicKey(rawPoint: bytes)) != nil
+        var rng = SystemRandomNumberGenerator()
+        let auth = (0..<authBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        return (key.rawScalar, key.publicKey.rawPoint, auth)
+    }, publicKey: { text in
+        guard let bytes = base64URLDecode(Array(text.utf8)), bytes.count == 65, bytes[0] == 4,
+              (try? P256PublicKey(rawPoint: bytes)) != nil else { return nil }
+        return bytes
     })
 }
 

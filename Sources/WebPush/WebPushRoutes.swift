@@ -127,7 +127,9 @@ public struct WebPushRoutes: Sendable {
             return responder.send(Self.response(WebPushError(.messageNotFound, "no message has this id")))
         }
         do {
-            if try engine.deletePending(id) {
+            // RFC 8030 section 6.2: only a push this endpoint took, under its whole id; an FCM or
+            // APNs message the same device holds is not its to delete.
+            if try engine.withdrawHeld(id, if: { $0.isWebPush }) {
                 responder.send(HTTPResponse(status: 204))
             } else {
                 responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)")))

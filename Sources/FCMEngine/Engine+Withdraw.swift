@@ -4,22 +4,21 @@ import FCMStore
 import Platform
 
 extension Engine {
-    // MARK: Held messages
-
-    /// Removes a message a device holds (RFC 8030 §6.2: `DELETE` of its `Location`): its
+    /// Takes back a message a device holds, its sender's to withdraw (`rule`: which held entries
+    /// the sender may take back; the Web Push room's `DELETE` of a push's `Location`): its
     /// delivery becomes `deleted`. False when none is held under that id (delivered, expired,
-    /// settled otherwise, or unknown).
-    public func deletePending(_ messageID: MessageID) throws(EngineError) -> Bool {
+    /// settled otherwise, or unknown) or `rule` refuses it.
+    public func withdrawHeld(_ messageID: MessageID, if rule: (StoredEntry) -> Bool) throws(EngineError) -> Bool {
         let id = messageID.micros
         try expireDue()
         var event: (String, String)?
         let ticket: Store.Ticket? = state.withLock { s in
             let now = clock.nowMillis()
             for (device, entries) in s.stored {
-                // Only a Web Push message, under its whole id (the sender's suffix too): an FCM or
-                // APNs message held for the same device, or an id with another sender's suffix,
-                // is not this endpoint's to delete.
-                guard let i = entries.firstIndex(where: { $0.deliveryID == id && $0.isWebPush }) else { continue }
+                // Under its whole id (the sender's suffix too): an id with another sender's suffix
+                // is not this sender's to take back.
+                guard let i = entries.firstIndex(where: { $0.deliveryID == id }) else { continue }
+                guard rule(entries[i]) else { return nil }
                 guard let d = s.devices[device], messageIDSuffix(senderID: d.senderID) == messageID.suffix else { return nil }
                 var kept = entries
                 kept.remove(at: i)
@@ -37,19 +36,5 @@ extension Engine {
         try commitControl(ticket)
         if let event { events.publish([event]) }
         return true
-    }
-
-    // MARK: Health
-
-    /// The endpoint base, how many subscriptions there are (and ended), and the pushes taken
-    /// since start (and how many would not decrypt).
-    public func webPushHealth() -> (base: String, subscriptions: Int, expired: Int, counts: WebPushCounts) {
-        state.withLock { s in
-            var live = 0, expired = 0
-            for (id, sub) in s.webPush where s.devices[id] != nil {
-                if sub.expired { expired += 1 } else { live += 1 }
-            }
-            return (s.webPushBase, live + expired, expired, s.webPushCounts)
-        }
     }
 }
