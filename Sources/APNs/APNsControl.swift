@@ -29,7 +29,8 @@ public struct APNsControl: Sendable {
         let bundles = try o.stringArray("bundle_ids") ?? []
         if let given = try o.string("public_key_pem") {
             let pem = try Self.publicKeyPEM(given, field: "public_key_pem")
-            let imported = try engine.addAPNsKey(teamID: team, bundleIDs: bundles, keyID: try o.string("key_id"), publicKeyPEM: pem)
+            let imported = try engine.addAPNsKey(teamID: team, bundleIDs: bundles, keyID: try o.string("key_id") ?? Self.newKeyID(),
+                                                 publicKeyPEM: pem)
             return ControlReply.ok(Self.keyJSON(imported), status: 201)
         }
         let key: P256PrivateKey
@@ -38,7 +39,8 @@ public struct APNsControl: Sendable {
         } catch {
             throw .internal("cannot make a P-256 key: \(error.description)")
         }
-        let made = try engine.addAPNsKey(teamID: team, bundleIDs: bundles, keyID: try o.string("key_id"), publicKeyPEM: key.publicKey.pem)
+        let made = try engine.addAPNsKey(teamID: team, bundleIDs: bundles, keyID: try o.string("key_id") ?? Self.newKeyID(),
+                                       publicKeyPEM: key.publicKey.pem)
         var w = JSONWriter()
         w.beginObject()
         w.key("key_id"); w.value(made.keyID)
@@ -122,6 +124,11 @@ public struct APNsControl: Sendable {
             teams.append(APNsFixtureTeam(teamID: team, bundleIDs: bundles, keys: keys))
         }
         return teams
+    }
+
+    /// A new key id: 10 characters of uppercase letters and digits, as Apple's.
+    static func newKeyID() -> String {
+        randomString(10, from: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8))
     }
 
     static func keyJSON(_ k: APNsKey) -> String {

@@ -4,6 +4,30 @@ import FCMCore
 import FCMEngine
 
 extension APNsRoutes {
+    /// A body that is not a JSON object as the record's `apns` block keeps it, after its
+    /// `payload`: `,"raw_body":"…"` when it is UTF-8 text, else `,"body_base64":"…"` (RFC 4648
+    /// base64 with padding).
+    static func asSent(_ body: [UInt8]) -> (member: [UInt8], isText: Bool) {
+        var out = Array(",".utf8)
+        if let text = String(validating: body, as: UTF8.self) {
+            appendJSONString("raw_body", to: &out)
+            out.append(UInt8(ascii: ":"))
+            appendJSONString(text, to: &out)
+            return (out, true)
+        }
+        appendJSONString("body_base64", to: &out)
+        out.append(UInt8(ascii: ":"))
+        appendJSONString(base64(body), to: &out)
+        return (out, false)
+    }
+
+    /// Standard base64 (`+`, `/`, `=` padding), from the project's base64url.
+    static func base64(_ bytes: [UInt8]) -> String {
+        var s = String(base64URLEncode(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
+        while s.utf8.count % 4 != 0 { s += "=" }
+        return s
+    }
+
     /// What an APNs send's record keeps of its request, as the record's platform blocks:
     /// `{"apns":{"push_type":…,"topic":…,"priority":…,"expiration":…,"collapse_id":…,
     /// "environment":…,"key_id"|"certificate_id":…,"apns_id":…,"apns_unique_id":…,
@@ -124,11 +148,24 @@ private struct BlockWriter {
     }
 }
 
-/// An APNs send's record block, written (`APNsRoutes.recordedBlock`) and read back
-/// (`withHeaders`, which the engine calls through `RecordBlocks`) in this one file.
+/// An APNs send's record block, written (`APNsRoutes.recordedBlock`, `asSent`) and read back
+/// (`withHeaders`, `received`, which the engine calls through `RecordBlocks`) in this one file.
 public enum APNsRecordBlock {
     /// The reader the assembly gives the engine for the `apns` block.
     public static let readers: [String: RecordBlocks.Reader] = ["apns": withHeaders]
+    /// What an iPhone received of a send, by its `apns` block.
+    public static let received: [String: RecordBlocks.Received] = ["apns": receivedBody]
+
+    /// What an iPhone received of a send whose body was no JSON object (its block's `payload`
+    /// null): no payload, and the body as it came (`raw_body` as text, else `body_base64`), not
+    /// one made up from nothing.
+    @Sendable static func receivedBody(_ block: JSONObject, _ shown: JSONObject) -> JSONObject {
+        guard block["payload"]?.isNull == true else { return shown }
+        var out = shown
+        out["payload"] = .null
+        for k in ["raw_body", "body_base64"] { if let v = block[k] { out[k] = v } }
+        return out
+    }
 
     /// An APNs send's stored `apns` block with its `headers` put back: the record keeps Apple's
     /// headers as the fields beside them (`push_type`, `priority`, `topic`, `expiration`,

@@ -8,6 +8,8 @@ public enum APNsRoom {
     /// How an `apns` record block reads back, and the reasons a fault with `when.transport`
     /// `apns` may answer with.
     public static let recordBlocks = APNsRecordBlock.readers
+    /// What an iPhone received, by a record's `apns` block (a body that was no JSON object, as it came).
+    public static let received = APNsRecordBlock.received
     /// What an APNs record shows at its top from its `apns` block: `apns_id` and `apns_unique_id`
     /// (null for a send refused before it had them).
     public static let recordFields: RecordBlocks.Fields = { blocks in

@@ -278,30 +278,6 @@ public struct APNsRoutes: Sendable {
     /// The payload a record keeps for a body that is not a JSON object: none.
     static let null: [UInt8] = Array("null".utf8)
 
-    /// A body that is not a JSON object as the record's `apns` block keeps it, after its
-    /// `payload`: `,"raw_body":"…"` when it is UTF-8 text, else `,"body_base64":"…"` (RFC 4648
-    /// base64 with padding).
-    static func asSent(_ body: [UInt8]) -> (member: [UInt8], isText: Bool) {
-        var out = Array(",".utf8)
-        if let text = String(validating: body, as: UTF8.self) {
-            appendJSONString("raw_body", to: &out)
-            out.append(UInt8(ascii: ":"))
-            appendJSONString(text, to: &out)
-            return (out, true)
-        }
-        appendJSONString("body_base64", to: &out)
-        out.append(UInt8(ascii: ":"))
-        appendJSONString(base64(body), to: &out)
-        return (out, false)
-    }
-
-    /// Standard base64 (`+`, `/`, `=` padding), from the project's base64url.
-    static func base64(_ bytes: [UInt8]) -> String {
-        var s = String(base64URLEncode(bytes).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
-        while s.utf8.count % 4 != 0 { s += "=" }
-        return s
-    }
-
     /// The `apns-expiration` a send goes with: as given, else `now` (ms) plus the default TTL, in seconds.
     static func expirationHeader(_ headers: APNsHeaders, now: Int64) -> Int64 {
         headers.expiration ?? (now / 1000 + defaultTimeToLive)

@@ -46,11 +46,11 @@ extension ControlAPI {
         let account: ServiceAccount
         if let first = project.serviceAccounts.first { account = first } else { account = try newServiceAccount(of: project).0 }
         let t = engine.mintAccessToken(account: account, senderID: project.senderID, token: GoogleAccessTokens.newToken(),
-                                       scope: GoogleAccessTokens.messagingScope)
+                                       scope: GoogleAccessTokens.messagingScope, lifetimeSeconds: GoogleAccessTokens.lifetimeSeconds)
         var w = JSONWriter()
         w.beginObject()
         w.key("access_token"); w.value(t.token)
-        w.key("expires_in"); w.value(Engine.accessTokenSeconds)
+        w.key("expires_in"); w.value(GoogleAccessTokens.lifetimeSeconds)
         w.key("token_type"); w.value("Bearer")
         w.key("id"); w.value(t.id)
         w.key("client_email"); w.value(t.clientEmail)

@@ -5,24 +5,25 @@ public struct StoredEntry: Sendable, Equatable {
     public var expiresAt: Int64
     /// A `deleted_messages` notice: never counted against the limits, never dropped.
     public var isNotice = false
-    /// Sent through APNs: held by Apple's rule (the APNs room's `APNsStorage`), outside FCM's limits.
-    public var isAPNs = false
-    /// Sent through the Web Push endpoint: the one kind a `DELETE` of its `Location` removes.
-    /// Held by FCM's rules, its `Topic` as the collapse key.
-    public var isWebPush = false
+    /// Held by the rules of the protocol it was sent through, not FCM's (APNs's: the APNs room's
+    /// `APNsStorage`): outside FCM's limits.
+    public var ownRules = false
+    /// What it was sent through, as the engine numbers the ways in (a tag these rules do not read;
+    /// a protocol's own rules and a sender's take-back compare it).
+    public var source: UInt8 = 0
 
-    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, isAPNs: Bool = false,
-                isWebPush: Bool = false) {
+    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, ownRules: Bool = false,
+                source: UInt8 = 0) {
         self.deliveryID = deliveryID
         self.collapseKey = collapseKey
         self.expiresAt = expiresAt
         self.isNotice = isNotice
-        self.isAPNs = isAPNs
-        self.isWebPush = isWebPush
+        self.ownRules = ownRules
+        self.source = source
     }
 
-    /// Held by FCM's rules: neither a notice nor an APNs notification.
-    var isFCM: Bool { !isNotice && !isAPNs }
+    /// Held by FCM's rules: neither a notice nor held by its protocol's own.
+    var isFCM: Bool { !isNotice && !ownRules }
 }
 
 /// A change of a stored delivery's status that the store must apply, and the event it makes.
@@ -38,10 +39,14 @@ public struct StatusChange: Sendable, Equatable {
 }
 
 /// FCM's storage rules for an offline device (docs/spec/fcm-legacy.md section 6), on the entries it holds
-/// (APNs notifications held beside them follow the APNs room's `APNsStorage` and count against
-/// none of these limits).
+/// (entries held beside them by their protocol's own rules, APNs notifications by the APNs
+/// room's `APNsStorage`, count against none of these limits).
 /// Pure: the engine applies the returned changes to the store.
 public enum DeviceStorage {
+    /// What holding a new entry did: the status changes of entries already held, whether the new
+    /// one was dropped, and how many were purged for a `deleted_messages` notice.
+    public typealias Held = (changes: [StatusChange], newDropped: Bool, purged: Int)
+
     /// Distinct collapse keys a device keeps at once.
     public static let maxCollapseKeys = 4
     /// Non-collapsible messages a device keeps; one more and it discards everything it holds.
@@ -68,9 +73,7 @@ public enum DeviceStorage {
     ///   most likely still wants, and it is the rule a test can predict.
     /// - A 101st non-collapsible message makes the device discard everything it holds, the new
     ///   message included (`dropped`), as FCM documented.
-    public static func store(_ new: StoredEntry, in entries: inout [StoredEntry], now: Int64)
-        -> (changes: [StatusChange], newDropped: Bool, purged: Int)
-    {
+    public static func store(_ new: StoredEntry, in entries: inout [StoredEntry], now: Int64) -> Held {
         var changes = expire(&entries, now: now)
         if let key = new.collapseKey {
             if let i = entries.firstIndex(where: { $0.isFCM && $0.collapseKey == key }) {

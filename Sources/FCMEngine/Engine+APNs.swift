@@ -66,10 +66,9 @@ extension Engine {
         return team
     }
 
-    /// Registers a signing key of `teamID` (the team made, with `bundleIDs` added to it); `keyID`
-    /// generated when nil. The caller made the key pair and keeps the private half.
-    public func addAPNsKey(teamID: String, bundleIDs: [String], keyID: String?, publicKeyPEM: String) throws(EngineError) -> APNsKey {
-        let id = keyID ?? Self.newAppleID()
+    /// Registers signing key `id` of `teamID` (the team made, with `bundleIDs` added to it). The
+    /// caller made the key pair and keeps the private half.
+    public func addAPNsKey(teamID: String, bundleIDs: [String], keyID id: String, publicKeyPEM: String) throws(EngineError) -> APNsKey {
         try APNsTeam.checkAppleID(id, what: "key_id")
         if apnsCredentials.withLock({ $0.keys[id] != nil }) { throw .conflict("APNs key '\(id)' exists") }
         try putAPNsTeam(teamID, bundleIDs: bundleIDs, adding: true)
@@ -129,13 +128,6 @@ extension Engine {
         apnsCredentials.withLock { $0.keys[keyID] }
     }
 
-    // MARK: Names
-
-    /// A new key id: 10 characters of uppercase letters and digits, as Apple's.
-    static func newAppleID() -> String {
-        randomString(10, from: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8))
-    }
-
     static func unique(_ list: [String]) -> [String] {
         var seen = Set<String>()
         return list.filter { seen.insert($0).inserted }
@@ -143,9 +135,9 @@ extension Engine {
 }
 
 extension Engine {
-    /// Sets when an iOS device's APNs token expires (`at`, mock clock ms; nil: never); an APNs
-    /// send after it is 410 `ExpiredToken`. 404 for an unknown token, 400 for a device that is
-    /// not `ios`.
+    /// Sets when an iOS device's APNs token expires (`at`, mock clock ms; nil: never); a send
+    /// through APNs after it is refused (the room's `ExpiredToken`). Refused when no device has
+    /// the token, or it is not an iOS device.
     public func setAPNsExpiry(_ token: String, at: Int64?) throws(EngineError) -> Device {
         let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }

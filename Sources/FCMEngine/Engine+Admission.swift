@@ -24,9 +24,9 @@ extension Engine {
     /// request says) and a refused body still waits out a delay fault; over XMPP a malformed
     /// message is nacked before any fault is consulted.
     ///
-    /// A rejection record the store cannot write fails an HTTP request (answered 500 by its
-    /// caller) but not an XMPP message, whose nack goes out all the same; a 401 is answered
-    /// whatever the store says.
+    /// A rejection record the store cannot write fails the request (its room answers that the
+    /// store failed) unless the context says the refusal goes out all the same (an XMPP
+    /// message's nack); a refused credential is answered whatever the store says.
     public func admit(_ outcome: SendParseOutcome, senderID: String, _ context: AdmissionContext) throws(StoreError) -> Admission {
         var request: SendRequest?
         var refusal: Admission.Refusal?

@@ -239,7 +239,7 @@ extension Engine {
     }
 
     /// A client unregisters a channel (`code`: why, as the client says): its device is
-    /// `unregistered` (pushes answer 410) and what it held is `dropped`. Nil for a channel the
+    /// `unregistered` (pushes to it find it gone) and what it held is `dropped`. Nil for a channel the
     /// client does not hold.
     @discardableResult
     public func clientUnregister(clientID: String, channelID: String, code: Int) throws(EngineError) -> Device? {
@@ -473,7 +473,7 @@ extension Engine {
         return true
     }
 
-    /// Forgets a client with its devices (their endpoints answer 410) and closes its connection.
+    /// Forgets a client with its devices (their subscriptions gone) and closes its connection.
     @discardableResult
     public func deleteClient(_ id: String) throws(EngineError) -> String? {
         let (tokens, connection, kind): ([String], String?, ClientKind) = try state.withLock { s throws(EngineError) in

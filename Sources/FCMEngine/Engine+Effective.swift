@@ -100,20 +100,15 @@ struct HeldCollapseKeys {
 
 extension Render {
     /// What the device received (`effective` of an inbox entry): the send's payload in its
-    /// platform's form; null for a `deleted_messages` notice, which carries none.
+    /// platform's form, as the room whose block it has says it arrived; null for a
+    /// `deleted_messages` notice, which carries none.
     static func effective(_ r: InboxRow, platform: Platform, blocks: RecordBlocks) -> JSONValue {
         guard r.targetKind != "deleted_messages" else { return .null }
         let req = SendRequest.stored(data: r.data, notification: r.notification, collapseKey: r.collapseKey, timeToLive: r.timeToLive,
                                      flags: r.flags, priority: r.priority, platforms: r.platforms, acceptedAtMillis: r.acceptedAt,
                                      blocks: blocks)
         var payload = EffectivePayload.payload(req, for: platform.push, acceptedAtMillis: r.acceptedAt)
-        if let apns = req.platforms?.apns, apns["payload"]?.isNull == true, case .object(var shown)? = payload["apns"] {
-            // A body that is no JSON object (an APNs send's): no payload, and the body as it
-            // came (`raw_body` as text, else `body_base64`), not one made up from nothing.
-            shown["payload"] = .null
-            for k in ["raw_body", "body_base64"] { if let v = apns[k] { shown[k] = v } }
-            payload["apns"] = .object(shown)
-        }
+        blocks.received(req.platforms, in: &payload)
         return .object(payload)
     }
 }

@@ -5,9 +5,6 @@ import FCMCore
 import FCMStore
 import Platform
 
-/// Google's own sender, which Chromium registers at start: a token, no device.
-let googleChromeSenderID = "745476177629"
-
 extension Engine {
     // MARK: Checkin
 
@@ -102,7 +99,7 @@ extension Engine {
                 }
                 let ends = endpoint(token, channel)
                 if var sub = s.webPush[d.id] {
-                    // The subscription is found by the token itself (`/fcm/send/{token}`, `/wp/{token}`).
+                    // The subscription is found by the token itself (an endpoint ends with the token).
                     s.webPushIndex[sub.id] = nil
                     sub.id = token
                     sub.applicationServerKey = r.senderIsKey ? r.sender : nil

@@ -227,7 +227,7 @@ extension Engine {
     /// One entry of a device's inbox, by its message id. It is looked for where the device's
     /// inbox index keeps it (memory, or the one stored chunk that would hold it), never by paging
     /// through the inbox: the same cost with ten entries as with a million. A message id that is
-    /// not one of the device's entries (another device's, malformed, pruned) is a 404.
+    /// not one of the device's entries (another device's, malformed, pruned) is `notFound`.
     public func inboxEntry(_ token: String, messageID: String) throws(EngineError) -> InboxEntry {
         let (device, index, platform) = try inboxIndex(of: token)
         let missing = EngineError.notFound("message '\(messageID)' is not in the inbox of device '\(token)'")
@@ -257,8 +257,8 @@ extension Engine {
         return entry
     }
 
-    /// The device of `token`, a copy of its inbox index and its platform, as of now; 404 for an
-    /// unknown token.
+    /// The device of `token`, a copy of its inbox index and its platform, as of now; `notFound`
+    /// for an unknown token.
     private func inboxIndex(of token: String) throws(EngineError) -> (device: Int64, index: DeviceInbox, platform: Platform) {
         let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
             guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
@@ -291,7 +291,7 @@ extension Engine {
     ///
     /// A device that does not exist yet is waited for like an empty inbox (a token registers on
     /// its first send, which may be the one awaited); if it still does not exist when the wait
-    /// ends, the answer is an empty page, or 404 under `--unknown-tokens reject` (nothing would
+    /// ends, the answer is an empty page, or `notFound` under `--unknown-tokens reject` (nothing would
     /// have made it but the control API).
     public func waitForInbox(_ token: String, status: String?, afterID: Int64, limit: Int, min: Int, waitSeconds: Double,
                              reply: @escaping @Sendable (Result<(items: [InboxEntry], next: Int64?), EngineError>) -> Void) {

@@ -98,13 +98,13 @@ extension Engine {
 
     // MARK: FCM registrations
 
-    /// `POST …/registrations`: a `web` device of the project for the installation's app,
-    /// reached by FCM's sends, whose pushes travel encrypted over the subscription `web.endpoint`
-    /// names (by its path: `/fcm/send/{id}`, `/wp/{id}`, `/wpush/v2/{id}`). The same installation
-    /// and endpoint again: the same token, its keys replaced.
+    /// An FCM registration (the FCM registrations room's): a `web` device of the project for the
+    /// installation's app, reached by FCM's sends, whose pushes travel encrypted over the
+    /// subscription `subscriptionID` (the room read it from the registration's endpoint). The
+    /// same installation and endpoint again: the same token, its keys replaced.
     public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String) throws(FirebaseRefusal) -> Device {
-        guard let p256dh = webPushKeys.publicKey(web.p256dh) else { throw .invalidArgument("web.p256dh") }
-        guard let authSecret = base64URLDecode(Array(web.auth.utf8)), authSecret.count == 16 else { throw .invalidArgument("web.auth") }
+        guard let p256dh = webPushOps?.publicKey(web.p256dh) else { throw .invalidArgument("web.p256dh") }
+        guard let authSecret = webPushOps?.authSecret(web.auth) else { throw .invalidArgument("web.auth") }
         if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidArgument("web.applicationPubKey") }
         let now = clock.nowMillis()
         var created = false

@@ -17,8 +17,6 @@ extension Credentials {
 }
 
 extension Engine {
-    /// Seconds an access token lives (Google answers `expires_in: 3599`).
-    public static let accessTokenSeconds: Int64 = 3599
     /// Most issued tokens kept: SDKs reuse a token for its hour, so only a loop that asks for
     /// tokens over and over reaches this; memory stays bounded (about 400 bytes a token).
     static let maxAccessTokens = 100_000
@@ -34,14 +32,14 @@ extension Engine {
     /// An access token for `account` of the project `senderID`, as the token endpoint issues it
     /// once an assertion passed; the control API's `POST …/access-tokens` (the web page's compose
     /// form) asks for one directly. `now` is in seconds on the mock's clock.
-    /// `token` and `scope` are the room's (Google's form: `GoogleAccessTokens`).
-    public func mintAccessToken(account: ServiceAccount, senderID: String, token: String, scope: String,
+    /// `token`, `scope` and its life in seconds are the room's (Google's: `GoogleAccessTokens`).
+    public func mintAccessToken(account: ServiceAccount, senderID: String, token: String, scope: String, lifetimeSeconds: Int64,
                                 now: Int64? = nil) -> AccessToken {
         let now = now ?? clock.nowMillis() / 1000
         let id = randomString(12, from: RandomAlphabet.hex)
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
                                  senderID: senderID, scope: scope, issuedAt: now * 1000,
-                                 expiresAt: (now + Self.accessTokenSeconds) * 1000)
+                                 expiresAt: (now + lifetimeSeconds) * 1000)
         credentials.withLock { c in
             c.accessTokens[token] = issued
             if c.accessTokens.count > Self.maxAccessTokens { Self.prune(&c.accessTokens, now: now * 1000) }

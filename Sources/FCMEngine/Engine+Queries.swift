@@ -115,8 +115,8 @@ extension Engine {
         let found: MessageRecord?
         do {
             found = try store.read { (c: StoreReader) throws(StoreError) -> MessageRecord? in
-                // A recipient's id is a delivery row id; a record without recipients (400, 401)
-                // is found by its own id.
+                // A recipient's id is a delivery row id; a record without recipients (a send
+                // refused as a whole) is found by its own id.
                 let messageID = try c.messageOfDelivery(wanted.micros) ?? wanted.micros
                 guard let row = try c.messageRecord(id: messageID), row.suffix == wanted.suffix else { return nil }
                 return try record(row, c, now: now, recipientsLimit: recipientsLimit, counts: counts)

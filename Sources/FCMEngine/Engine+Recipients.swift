@@ -180,7 +180,7 @@ extension Engine {
                                                             reason: "a fault (close_connection)"))
                 } else {
                     let entry = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
-                                            isWebPush: ctx.transport == .webpush)
+                                            source: ctx.transport.tag)
                     var delay: Int64?
                     if case .delay(let ms)? = fault { delay = ms }
                     let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: carrier.row.id, now: now,
@@ -207,10 +207,10 @@ extension Engine {
         // Offline: FCM's storage rules decide what the device keeps, or its protocol's own
         // (Apple's, sent through APNs).
         var entries = s.stored[target.id] ?? []
-        let new = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
-                              isWebPush: ctx.transport == .webpush)
-        let stored = rooms.holding[ctx.transport].map { (changes: $0.hold(new, &entries, now), newDropped: false, purged: 0) }
-            ?? DeviceStorage.store(new, in: &entries, now: now)
+        let own = rooms.holding[ctx.transport]
+        let new = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt, ownRules: own != nil,
+                              source: ctx.transport.tag)
+        let stored = (own ?? .fcm).hold(new, &entries, now)
         row.status = stored.newDropped ? "dropped" : "pending"
         if ctx.wantEvents {
             for ch in stored.changes {

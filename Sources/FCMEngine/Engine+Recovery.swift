@@ -10,8 +10,8 @@ import FCMStore
 // a read-only file, or one write refused by a constraint), memory already holds that change and
 // every change decided after it. The store stops at the failed write and calls `recover(after:)`
 // on the committing thread before it commits anything else: the tickets still queued fail with the
-// same error (their callers answer 500, nack `INTERNAL_SERVER_ERROR` or `500 INTERNAL` as for
-// the failed one), and memory is read back from the store, keeping what lives only in memory.
+// same error (their rooms answer that the store failed, as for the failed one), and memory is
+// read back from the store, keeping what lives only in memory.
 //
 // Deadlocks: recovery runs on the committing thread (the writer, or a sender or waiter that
 // commits what is queued), which holds no lock then; nobody holding the state lock waits for a
@@ -44,7 +44,7 @@ extension Engine {
     /// and replaces the store's part of the state with what was just read back. Should the read
     /// fail too, memory stays as it is (the queued tickets fail all the same).
     func recover(after error: StoreError, failQueued: () -> Void) {
-        let loaded = try? EngineState.load(from: store, blocks: rooms.recordBlocks)
+        let loaded = try? EngineState.load(from: store, rooms: rooms)
         state.withLock { s in
             failQueued()
             guard let loaded else { return }
@@ -84,6 +84,7 @@ extension EngineState {
         s.nextDeviceID = max(nextDeviceID, loaded.nextDeviceID)
         s.webPushBase = webPushBase
         s.webPushPath = webPushPath
+        s.webPushOps = webPushOps
         s.webPushCounts = webPushCounts
         s.stats = SendStats(floor: maxMid)
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {

@@ -24,10 +24,10 @@ extension Engine {
     func shownOnFlush(_ entries: [StoredEntry], device: Device, now: Int64, state s: inout EngineState)
         -> (changes: [StatusChange], events: [(String, String)]) {
         var changes: [StatusChange] = [], events: [(String, String)] = []
-        guard rooms.holding[.apns]?.replacesOnScreen == true else { return (changes, events) }
         let suffix = messageIDSuffix(senderID: device.senderID)
-        for e in entries where e.isAPNs && e.expiresAt > now {
-            guard let c = e.collapseKey, let old = s.screens[device.id, default: Screen()].show(e.deliveryID, collapseID: c)
+        for e in entries where e.ownRules && e.expiresAt > now {
+            guard let c = e.collapseKey, let transport = Transport(tag: e.source), rooms.holding[transport]?.replacesOnScreen == true,
+                  let old = s.screens[device.id, default: Screen()].show(e.deliveryID, collapseID: c)
             else { continue }
             changes.append(StatusChange(deliveryID: old, status: "replaced"))
             events.append(("message.replaced", EventJSON.delivery(

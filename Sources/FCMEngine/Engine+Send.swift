@@ -199,7 +199,7 @@ extension Engine {
 }
 
 extension Engine {
-    /// Records a send that was refused as a whole (HTTP 400 or 401, a status or close fault), so
+    /// Records a send that was refused as a whole (its body or credential, a status or close fault), so
     /// testers can see why.
     @discardableResult
     func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,

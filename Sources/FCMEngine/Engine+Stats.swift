@@ -147,7 +147,7 @@ extension Engine {
     /// Counts the store's sends from before start on a thread of its own (when there are any), so
     /// that the page's first `GET /api/v1/stats` finds them counted; called once the listeners
     /// are up. Sends do not wait for it (the store reads on a connection of its own). A failure
-    /// is left to the next call of `stats()`, which counts again and answers 500 if it fails too.
+    /// is left to the next call of `stats()`, which counts again and throws if it fails too.
     public func startCountingStoredSends() {
         guard state.withLock({ $0.stats.before == nil }) else { return }
         spawnThread { [self] in try? countStoredSends() }

@@ -21,7 +21,7 @@ extension Engine {
     /// real browser's (`relayed`), with none (the browser holds them), its endpoint set by the
     /// room that made it.
     func newWebPushSubscription(device id: Int64, applicationServerKey: String?, relayed: Bool, state s: EngineState) -> WebPushSubscription? {
-        guard let keys = relayed ? (privateKey: [], publicKey: [], auth: []) : webPushKeys.newKeys() else { return nil }
+        guard let keys = relayed ? (privateKey: [], publicKey: [], auth: []) : webPushOps?.newKeys() else { return nil }
         var pushID = WebPushSubscriptionID.generate()
         while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
         var sub = WebPushSubscription(id: pushID, device: id, publicKey: keys.publicKey, privateKey: keys.privateKey, auth: keys.auth,
@@ -30,24 +30,23 @@ extension Engine {
         return sub
     }
 
-    /// `key` as a VAPID key (base64url of an uncompressed P-256 point, padding forgiven), without
-    /// its padding; nil when it is none.
+    /// `key` as a VAPID key, as the Web Push room reads one (its padding dropped); nil when it is none.
     public func applicationServerKey(_ key: String) -> String? {
-        try? checkApplicationServerKey(key)
+        webPushOps?.serverKey(key)
     }
 
-    /// `application_server_key` as given at device creation: a P-256 public key as the Web Push
-    /// room reads one. Returns the key without padding.
+    /// `application_server_key` as given at device creation (the control API's refusal when it
+    /// is no key). Returns the key as kept.
     func checkApplicationServerKey(_ key: String) throws(EngineError) -> String {
-        guard webPushKeys.publicKey(key) != nil else {
+        guard let kept = webPushOps?.serverKey(key) else {
             throw .badRequest("application_server_key must be the base64url of an uncompressed P-256 public key (65 bytes starting with 0x04)")
         }
-        return String(key.prefix { $0 != "=" })
+        return kept
     }
 
     /// The target of a push to subscription `id`.
     public func webPushTarget(_ id: String) -> WebPushTarget {
-        // A register3 token is its `wp:` registration's subscription id (`/fcm/send/{token}`).
+        // A register3 token is its registration's subscription id (the endpoint ends with it).
         guard WebPushSubscriptionID.isWellFormed(id) || isWellFormedToken(id) else { return .unknown }
         return state.withLock { s in
             guard let deviceID = s.webPushIndex[id], let sub = s.webPush[deviceID], let d = s.devices[deviceID] else {
@@ -69,7 +68,7 @@ extension Engine {
         state.withLock { s in s.webPushIndex[id].flatMap { s.devices[$0] } }
     }
 
-    /// Ends the subscription of web device `token`: pushes to it answer 410 from now on.
+    /// Ends the subscription of web device `token`: pushes to it find it gone from now on.
     public func expireWebPush(_ token: String) throws(EngineError) -> Device {
         let result: Result<(Device, Store.Ticket?), EngineError> = state.withLock { s in
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
@@ -112,7 +111,7 @@ extension EngineState {
     }
 
     /// The subscription of device `id`, being deleted: forgotten but for its id, so its
-    /// endpoint answers 410 (also after a restart); the write that keeps that, if it had one.
+    /// pushes find it gone (also after a restart); the write that keeps that, if it had one.
     mutating func deleteWebPush(device id: Int64) -> [WriteOp] {
         guard let sub = webPush.removeValue(forKey: id) else { return [] }
         webPushIndex[sub.id] = nil
@@ -121,7 +120,7 @@ extension EngineState {
     }
 
     /// A reset's part, before the `removed` devices go: their subscriptions and the ids of
-    /// deleted devices' ones are forgotten (their endpoints answer 404); a kept device whose
+    /// deleted devices' ones are forgotten (unknown from now on); a kept device whose
     /// token was refreshed takes back the subscription that followed the new token; the kept
     /// ones that were ended are live again (as a fixture's device is at start). Returns the
     /// writes that do the same in the store.

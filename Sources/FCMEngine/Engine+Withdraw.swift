@@ -4,11 +4,10 @@ import FCMStore
 import Platform
 
 extension Engine {
-    /// Takes back a message a device holds, its sender's to withdraw (`rule`: which held entries
-    /// the sender may take back; the Web Push room's `DELETE` of a push's `Location`): its
-    /// delivery becomes `deleted`. False when none is held under that id (delivered, expired,
-    /// settled otherwise, or unknown) or `rule` refuses it.
-    public func withdrawHeld(_ messageID: MessageID, if rule: (StoredEntry) -> Bool) throws(EngineError) -> Bool {
+    /// Takes back a message a device holds that was sent through `transport` (the Web Push room's
+    /// `DELETE` of a push's `Location`): its delivery becomes `deleted`. False when none is held
+    /// under that id (delivered, expired, settled otherwise, or unknown) or it came another way.
+    public func withdrawHeld(_ messageID: MessageID, sentThrough transport: Transport) throws(EngineError) -> Bool {
         let id = messageID.micros
         try expireDue()
         var event: (String, String)?
@@ -18,7 +17,7 @@ extension Engine {
                 // Under its whole id (the sender's suffix too): an id with another sender's suffix
                 // is not this sender's to take back.
                 guard let i = entries.firstIndex(where: { $0.deliveryID == id }) else { continue }
-                guard rule(entries[i]) else { return nil }
+                guard entries[i].source == transport.tag else { return nil }
                 guard let d = s.devices[device], messageIDSuffix(senderID: d.senderID) == messageID.suffix else { return nil }
                 var kept = entries
                 kept.remove(at: i)

@@ -9,7 +9,7 @@ import Synchronization
 
 /// What authenticating a request needs (see `Engine.credentials`).
 ///
-/// Bearer checks live here too, so checking a request's credential never waits for the send
+/// Access-token checks live here too, so checking a request's credential never waits for the send
 /// path's state lock: the projects by sender id and by project id (copies, refreshed with the
 /// server keys), and the issued access tokens themselves (their only home).
 struct Credentials: Sendable {
@@ -61,7 +61,8 @@ public final class Engine: Sendable {
     public let resetListeners = Locked<Handler<Void, @Sendable () -> Void>?>(nil)
     /// The signature checks of service-account JWTs.
     /// Makes web devices' subscription keys (the TLS layer's, handed in: the engine links no crypto).
-    let webPushKeys: WebPushKeyOps
+    /// The Web Push room's keys and forms; nil without it (web devices then get no subscription).
+    let webPushOps: (any WebPushOps)?
     /// Where `notice` sends what a tester should read in the log (`onNotice`): nil, nothing.
     let noticeSink = Locked<(@Sendable (EngineNotice) -> Void)?>(nil)
     public let unknownTokens: UnknownTokenPolicy
@@ -93,12 +94,12 @@ public final class Engine: Sendable {
     public let startedAt = monotonicNanos()
 
     /// Opens the engine over `store`, loading what the store already holds.
-    public init(store: Store, webPushKeys: WebPushKeyOps = .unavailable, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
+    public init(store: Store, webPush: (any WebPushOps)? = nil, clock: MockClock = MockClock(), unknownTokens: UnknownTokenPolicy = .register,
                 acceptAnyKey: Bool = false, deviceRate: RateLimit? = nil, topicRate: RateLimit? = nil,
                 maxConditionOperators: Int = 2, eventKeepaliveMillis: Int = 15_000, rooms: RoomHooks = RoomHooks()) throws(StoreError) {
         self.store = store
         self.rooms = rooms
-        self.webPushKeys = webPushKeys
+        self.webPushOps = webPush
         self.events = EventBus(keepaliveMillis: eventKeepaliveMillis)
         self.clock = clock
         self.unknownTokens = unknownTokens
@@ -106,9 +107,10 @@ public final class Engine: Sendable {
         self.maxConditionOperators = maxConditionOperators
         self.deviceRate = deviceRate
         self.topicRate = topicRate
-        let loaded = try EngineState.load(from: store, blocks: rooms.recordBlocks)
+        let loaded = try EngineState.load(from: store, rooms: rooms)
         self.apnsCredentials = Locked(try APNsCredentials.load(from: store))
         var state = loaded.state
+        state.webPushOps = webPush
         state.stats = SendStats(floor: loaded.maxMid)
         state.ids = MessageIDAllocator(floor: loaded.maxMid)
         let missing = state.giveInstallationIDs()
@@ -131,7 +133,7 @@ public final class Engine: Sendable {
         }
     }
 
-    /// The first configured project (Bearer-token sends map to it).
+    /// The first configured project (sends with an access token standing for a server key map to it).
     public func firstProjectID() -> String? {
         credentials.withLock { $0.firstProject }
     }
@@ -247,12 +249,14 @@ struct EngineState: Sendable {
     /// Web devices' push subscriptions by device id, and device ids by subscription id.
     var webPush: [Int64: WebPushSubscription] = [:]
     var webPushIndex: [String: Int64] = [:]
-    /// The subscription ids of deleted devices, whose endpoints answer 410, not 404 (by id,
+    /// The subscription ids of deleted devices, gone rather than unknown (by id,
     /// since a device id can be given again after a restart).
     var webPushDeleted: Set<String> = []
     /// Where endpoints point (`Engine.setWebPushEndpointBase`).
     var webPushBase = ""
     var webPushPath = ""
+    /// How a subscription is shown (the Web Push room's `WebPushOps`).
+    var webPushOps: (any WebPushOps)?
     var webPushCounts = WebPushCounts()
     /// Real clients by id (`RealClients.swift`); the life of each delivery written on a client's
     /// connection and not settled; what relayed pushes carry until their client acknowledges them.
@@ -300,8 +304,9 @@ struct EngineState: Sendable {
     /// and `pending`, what it holds that has not expired by `now`, all read from this state.
     func render(_ d: Device, now: Int64, endpointBase: String? = nil) -> String {
         Render.device(d, canonicalToken: d.canonicalID.flatMap { devices[$0]?.token }, topics: topics(of: d.id).map(\.name),
-                      pending: DeviceStorage.count(stored[d.id] ?? [], now: now), webPush: webPush[d.id],
-                      endpointPrefix: (endpointBase ?? webPushBase) + webPushPath, client: { w in
+                      pending: DeviceStorage.count(stored[d.id] ?? [], now: now), webPush: webPush[d.id].map { sub in
+                          (sub, webPushOps?.json(sub, endpoint: sub.endpoint(prefix: (endpointBase ?? webPushBase) + webPushPath)) ?? "null")
+                      }, client: { w in
                           if let link = d.client { writeClient(&w, link) } else { w.null() }
                       })
     }
@@ -403,8 +408,9 @@ struct EngineState: Sendable {
         return given
     }
 
-    static func load(from store: Store, blocks: RecordBlocks) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
-        try store.read { (c: StoreReader) throws(StoreError) -> (EngineState, Int64) in
+    static func load(from store: Store, rooms: RoomHooks) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
+        let blocks = rooms.recordBlocks
+        return try store.read { (c: StoreReader) throws(StoreError) -> (EngineState, Int64) in
             var s = EngineState()
             let load = c.loader
             try load.projects { sender, keys, apps, createdAt, projectID in
@@ -459,9 +465,10 @@ struct EngineState: Sendable {
             var keys = HeldCollapseKeys(blocks: blocks)
             try load.heldDeliveries { h in
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
+                let transport = h.transport.flatMap(Transport.init(rawValue:))
                 s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
-                                                                  isAPNs: h.transport == Transport.apns.rawValue,
-                                                                  isWebPush: h.transport == Transport.webpush.rawValue))
+                                                                  ownRules: transport.map { rooms.holding[$0] != nil } ?? false,
+                                                                  source: transport?.tag ?? 0))
             }
             try load.subscriptions { device, topic, at in s.subscribe(device: device, topic: topic, at: at) }
             try load.groups({ key, name, sender, createdAt in

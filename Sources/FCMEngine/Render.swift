@@ -3,8 +3,8 @@ public import FCMCore
 
 /// JSON forms of the control API's objects.
 public enum Render {
-    static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int, webPush: WebPushSubscription? = nil,
-                       endpointPrefix: String = "", client: (inout JSONWriter) -> Void = { $0.null() }) -> String {
+    static func device(_ d: Device, canonicalToken: String?, topics: [String], pending: Int, webPush: (WebPushSubscription, json: String)? = nil,
+                       client: (inout JSONWriter) -> Void = { $0.null() }) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(d.token)
@@ -28,9 +28,9 @@ public enum Render {
             w.key("apns_environment"); w.value(d.apnsEnvironment.rawValue)
             w.key("expires_at"); w.value(d.apnsExpiresAt.map { rfc3339(millis: $0) })
         }
-        if let webPush {
-            // Exactly `PushSubscription.toJSON()`; what the browser would not show, beside it.
-            w.key("web_push"); webPush.write(&w, prefix: endpointPrefix)
+        if let (webPush, shown) = webPush {
+            // As the browser shows it (the Web Push room's form); what it would not show, beside it.
+            w.key("web_push"); w.raw(shown)
             w.key("web_push_expired"); w.value(webPush.expired)
             w.key("application_server_key"); w.value(webPush.applicationServerKey)
         }

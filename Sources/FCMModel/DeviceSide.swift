@@ -56,18 +56,18 @@ public struct FCMWebRegistration: Sendable, Equatable {
 /// Why an installations or registrations call is refused, for the room to word in Google's
 /// `google.rpc.Status` shape.
 public enum FirebaseRefusal: Error, Sendable, Equatable {
-    /// 404: no such project.
+    /// No such project.
     case unknownProject
-    /// 400: a field is wrong (named).
+    /// A field is wrong (named).
     case invalidArgument(String)
-    /// 401: the installation's auth token is missing, unknown or expired (the room words it as
+    /// The installation's auth token is missing, unknown or expired (the room words it as
     /// Google does).
     case missingAuthToken
-    /// 401: the refresh token is not the fid's (said in the mock's words).
+    /// The refresh token is not the fid's (said in the mock's words).
     case unauthenticated(String)
-    /// 403: an installation of another project.
+    /// An installation of another project.
     case permissionDenied(String)
-    /// 404: no such registration for this installation (the room words it as Google does).
+    /// No such registration for this installation (the room words it as Google does).
     case notFound
     case failed
 }

@@ -168,12 +168,12 @@ extension Device {
 /// How a send was made.
 public enum Transport: String, Sendable, CaseIterable {
     case http
-    /// HTTP v1 (`POST /v1/projects/{project}/messages:send`).
+    /// FCM's HTTP v1 API.
     case httpV1 = "http_v1"
     case xmpp
-    /// Apple's provider API (`POST /3/device/{token}`).
+    /// Apple's provider API.
     case apns
-    /// The Web Push protocol (`POST /wp/{id}`, RFC 8030).
+    /// The Web Push protocol (RFC 8030).
     case webpush
     /// The write of a delivery on a Firefox's autopush connection: faults only (`when.transport`);
     /// no send is made through it.

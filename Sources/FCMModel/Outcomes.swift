@@ -45,7 +45,7 @@ public enum WebPushGone: Sendable, Equatable {
 
 /// A device-group operation's failure, and its sentence (the legacy room answers `{"error": message}`).
 public struct GroupError: Error, Sendable {
-    /// Refused as asked (the legacy room answers 400), or the store failed (500).
+    /// Refused as asked, or the store failed (the legacy room words each).
     public enum Kind: Sendable, Equatable { case refused, storeFailed }
     public var kind: Kind
     public var message: String

@@ -13,14 +13,36 @@ public struct RecordBlocks: Sendable {
     /// (APNs's `apns_id` and `apns_unique_id`): names and string values, null when absent.
     public typealias Fields = @Sendable (_ blocks: JSONObject?) -> [(name: String, value: String?)]
 
+    /// What a device received of a send with stored block `block` (as read), from that
+    /// platform's part of the effective payload (`shown`): APNs's body that was no JSON object,
+    /// as it came.
+    public typealias Received = @Sendable (_ block: JSONObject, _ shown: JSONObject) -> JSONObject
+
     private let readers: [String: Reader]
     private let fields: [String: Fields]
+    private let received: [String: Received]
 
-    /// `readers` by the block's name in the record's platform blocks (`apns`); `fields` by the
-    /// transport whose records show them.
-    public init(_ readers: [String: Reader] = [:], fields: [String: Fields] = [:]) {
+    /// `readers` and `received` by the block's name in the record's platform blocks (`apns`);
+    /// `fields` by the transport whose records show them.
+    public init(_ readers: [String: Reader] = [:], fields: [String: Fields] = [:], received: [String: Received] = [:]) {
         self.readers = readers
         self.fields = fields
+        self.received = received
+    }
+
+    /// `payload`, an effective payload by platform, as the device received it, for a send
+    /// with stored blocks `platforms`.
+    package func received(_ platforms: PlatformConfigs?, in payload: inout JSONObject) {
+        for (name, show) in received {
+            let block = switch name {
+            case "android": platforms?.android
+            case "apns": platforms?.apns
+            case "webpush": platforms?.webpush
+            default: JSONObject?.none
+            }
+            guard let block, case .object(let shown)? = payload[name] else { continue }
+            payload[name] = .object(show(block, shown))
+        }
     }
 
     /// The fields a record of `transport` shows at its top, from its stored blocks.

@@ -1,10 +1,10 @@
-package import FCMCore
+import FCMCore
 package import FCMStore
 
 /// A web device's push subscription: what `PushSubscription.toJSON()` shows, and the private
 /// half that only decryption reads.
 public struct WebPushSubscription: Sendable, Equatable {
-    /// The opaque id of the endpoint (`{base}/wp/{id}`).
+    /// The opaque id that ends the endpoint.
     package var id: String
     package var device: Int64
     /// The uncompressed P-256 public point (`p256dh`).
@@ -15,10 +15,10 @@ public struct WebPushSubscription: Sendable, Equatable {
     /// The VAPID key (base64url) every push must be signed with, when the subscription was
     /// made with one.
     public var applicationServerKey: String?
-    /// Ended through the control API: pushes answer 410.
+    /// Ended through the control API: pushes find it gone.
     package var expired: Bool
     /// The endpoint a real client was given (on the origin it came in on), or an FCM
-    /// registration's (the subscription it travels over); nil: `{base}/wp/{id}`.
+    /// registration's (the subscription it travels over); nil: the server's endpoint base and the id.
     public var endpointOverride: String?
     /// A real browser's subscription: its keys never leave the browser (none here), pushes are
     /// relayed unread.
@@ -45,42 +45,23 @@ public struct WebPushSubscription: Sendable, Equatable {
         self.expired = expired
     }
 
-    /// `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`, exactly the browser's
-    /// `PushSubscription.toJSON()`, the endpoint being `prefix` and the id.
-    package func write(_ w: inout JSONWriter, prefix: String) {
-        w.beginObject()
-        w.key("endpoint"); w.value(endpointOverride ?? prefix + id)
-        w.key("expirationTime"); w.null()
-        if publicKey.isEmpty {
-            w.key("keys"); w.null()
-            w.endObject()
-            return
-        }
-        w.key("keys"); w.beginObject()
-        w.key("p256dh"); w.value(base64URLEncode(publicKey))
-        w.key("auth"); w.value(base64URLEncode(auth))
-        w.endObject()
-        w.endObject()
-    }
+    /// The endpoint a sender pushes to: the one a real client was given, else `prefix` and the id.
+    package func endpoint(prefix: String) -> String { endpointOverride ?? prefix + id }
 }
 
-/// How a web device's subscription gets its keys, and how a key in base64url is read: the Web
-/// Push room's (`WebPushKeyOps.tls`), on the layer that links the cryptography, handed in at
-/// start, so the engine links no crypto library and knows no key's form. Verifying VAPID and
-/// decrypting pushes are the room's too.
-public struct WebPushKeyOps: Sendable {
+/// What the Web Push room gives the engine at start (`TLSWebPush`, on the layer that links the
+/// cryptography), so the engine links no crypto library and knows no key's or subscription's
+/// form. Verifying VAPID and decrypting pushes are the room's too.
+public protocol WebPushOps: Sendable {
     /// A new subscription's keys: the private scalar, the public point (`p256dh`), the auth secret.
-    package var newKeys: @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8])?
-    /// The bytes of `text` when it is the base64url (padding forgiven) of an uncompressed P-256
-    /// point: a VAPID key, a browser's `p256dh`.
-    package var publicKey: @Sendable (_ text: String) -> [UInt8]?
-
-    public init(newKeys: @escaping @Sendable () -> (privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8])?,
-                publicKey: @escaping @Sendable (_ text: String) -> [UInt8]?) {
-        self.newKeys = newKeys
-        self.publicKey = publicKey
-    }
-
-    /// No cryptography: web devices get no subscription.
-    public static let unavailable = WebPushKeyOps(newKeys: { nil }, publicKey: { _ in nil })
+    func newKeys() -> (privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8])?
+    /// The bytes of `text` when it is a public key in the protocol's form (a VAPID key, a
+    /// browser's `p256dh`).
+    func publicKey(_ text: String) -> [UInt8]?
+    /// The bytes of `text` when it is an auth secret in the protocol's form.
+    func authSecret(_ text: String) -> [UInt8]?
+    /// `text`, a public key, as a subscription keeps it; nil when it is none.
+    func serverKey(_ text: String) -> String?
+    /// A subscription as the browser shows it, pushed to at `endpoint`.
+    func json(_ sub: WebPushSubscription, endpoint: String) -> String
 }

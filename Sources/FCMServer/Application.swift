@@ -88,10 +88,11 @@ public final class Application: Sendable {
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
-            engine = try Engine(store: store, webPushKeys: .tls, unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
+            engine = try Engine(store: store, webPush: TLSWebPush(), unknownTokens: c.unknownTokens, acceptAnyKey: c.acceptAnyKey,
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
-                                rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields]),
+                                rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields],
+                                                                           received: APNsRoom.received),
                                                  faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors],
                                                  holding: [.apns: APNsRoom.holding]))
             // The one count of the whole table, before any request: later passes add what is new.

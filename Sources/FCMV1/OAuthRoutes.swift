@@ -33,7 +33,7 @@ public struct TokenRoute: Sendable {
             var w = JSONWriter()
             w.beginObject()
             w.key("access_token"); w.value(t.token)
-            w.key("expires_in"); w.value(Engine.accessTokenSeconds)
+            w.key("expires_in"); w.value(GoogleAccessTokens.lifetimeSeconds)
             w.key("token_type"); w.value("Bearer")
             w.endObject()
             return HTTPResponse(status: 200, headers: [("Content-Type", ContentType.json), ("Cache-Control", "no-store")], body: w.bytes)

@@ -58,7 +58,7 @@ struct OAuthTokens: Sendable {
                 try verifyJWT(assertion, by: AssertionRule(engine: engine, now: now, isTokenURI: isTokenURI))
             }
             return engine.mintAccessToken(account: granted.account, senderID: granted.senderID, token: GoogleAccessTokens.newToken(),
-                                          scope: granted.scope, now: now)
+                                          scope: granted.scope, lifetimeSeconds: GoogleAccessTokens.lifetimeSeconds, now: now)
         } catch {
             let (code, _) = error.answer
             engine.notice("token request refused", [("error", code), ("reason", refusalReason(error, grantType: grantType, assertion: assertion))])

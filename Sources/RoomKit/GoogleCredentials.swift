@@ -239,6 +239,8 @@ struct SelfSignedJWTRule: JWTRule {
 public enum GoogleAccessTokens {
     /// The scope FCM's HTTP v1 API asks for.
     public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+    /// Seconds a token lives (Google answers `expires_in: 3599`).
+    public static let lifetimeSeconds: Int64 = 3599
 
     /// A new token's text.
     public static func newToken() -> String {

@@ -4,61 +4,56 @@ import FCMEngine
 import Platform
 import TLS
 
-extension WebPushKeyOps {
+/// Subscriptions' keys made and read with the TLS layer's P-256 keys, and shown as the
+/// browser shows them: the Web Push room's `WebPushOps`, which the assembly gives the engine.
+public struct TLSWebPush: WebPushOps {
     /// Length of a subscription's auth secret (RFC 8291 section 3.2).
     static let authBytes = 16
 
-    /// Subscriptions' keys made and read with the TLS layer's P-256 keys: a fresh key pair and
-    /// auth secret each; a key is 65 bytes, 0x04 first, on the curve.
-    public static let tls = WebPushKeyOps(newKeys: {
+    public init() {}
+
+    /// A fresh key pair and auth secret.
+    public func newKeys() -> (privateKey: [UInt8], publicKey: [UInt8], auth: [UInt8])? {
         guard let key = try? P256PrivateKey() else { return nil }
         var rng = SystemRandomNumberGenerator()
-        let auth = (0..<authBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let auth = (0..<Self.authBytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
         return (key.rawScalar, key.publicKey.rawPoint, auth)
-    }, publicKey: { text in
+    }
+
+    /// The base64url of 65 bytes, 0x04 first, a point on P-256 (padding forgiven).
+    public func publicKey(_ text: String) -> [UInt8]? {
         guard let bytes = base64URLDecode(Array(text.utf8)), bytes.count == 65, bytes[0] == 4,
               (try? P256PublicKey(rawPoint: bytes)) != nil else { return nil }
         return bytes
-    })
-}
+    }
 
-/// A push's encrypted body with what its coding needs beside it.
-struct WebPushBody: Sendable {
-    var encoding: WebPushEncoding
-    var bytes: [UInt8]
-    /// `aesgcm`: the `Encryption` and `Crypto-Key` headers as sent.
-    var encryption: String?
-    var cryptoKey: String?
-}
+    /// The base64url of 16 bytes.
+    public func authSecret(_ text: String) -> [UInt8]? {
+        base64URLDecode(Array(text.utf8)).flatMap { $0.count == Self.authBytes ? $0 : nil }
+    }
 
-/// Why a body does not decrypt, in words (a record's `decrypt_error`).
-struct WebPushDecryptFailure: Error, Sendable, Equatable {
-    let reason: String
-    init(_ reason: String) { self.reason = reason }
-}
+    /// A public key without its padding.
+    public func serverKey(_ text: String) -> String? {
+        publicKey(text) == nil ? nil : String(text.prefix { $0 != "=" })
+    }
 
-/// Decryption of pushes with their subscription's keys (RFC 8291 `aes128gcm`, the `aesgcm`
-/// draft), through `WebPushCrypto`.
-final class WebPushDecryption: Sendable {
-    /// Subscriptions' private keys as GnuTLS keys, by their scalar: making one computes its
-    /// public point, which every push to the subscription would otherwise pay again.
-    private let keys = BoundedCache<[UInt8], P256PrivateKey>(capacity: 10_000)
-
-    /// The plaintext of `body` for subscription `sub`, or why a browser would drop it.
-    func decrypt(_ body: WebPushBody, for sub: WebPushSubscription) -> Result<[UInt8], WebPushDecryptFailure> {
-        guard let key = keys.value(for: sub.privateKey, orMake: { try? P256PrivateKey(rawScalar: sub.privateKey) }) else {
-            return .failure(WebPushDecryptFailure("the subscription's private key is not a P-256 key"))
+    /// `{"endpoint","expirationTime":null,"keys":{"p256dh","auth"}}`, exactly the browser's
+    /// `PushSubscription.toJSON()`; `keys` null for a real browser's (its keys never leave it).
+    public func json(_ sub: WebPushSubscription, endpoint: String) -> String {
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.key("endpoint"); w.value(endpoint)
+        w.key("expirationTime"); w.null()
+        w.key("keys")
+        if sub.publicKey.isEmpty {
+            w.null()
+        } else {
+            w.beginObject()
+            w.key("p256dh"); w.value(base64URLEncode(sub.publicKey))
+            w.key("auth"); w.value(base64URLEncode(sub.auth))
+            w.endObject()
         }
-        do throws(WebPushCrypto.Failure) {
-            switch body.encoding {
-            case .aes128gcm:
-                return .success(try WebPushCrypto.decrypt(aes128gcm: body.bytes, privateKey: key, authSecret: sub.auth))
-            case .aesgcm:
-                return .success(try WebPushCrypto.decrypt(aesgcm: body.bytes, encryption: body.encryption, cryptoKey: body.cryptoKey,
-                                                          privateKey: key, authSecret: sub.auth))
-            }
-        } catch {
-            return .failure(WebPushDecryptFailure(error.description))
-        }
+        w.endObject()
+        return w.string
     }
 }

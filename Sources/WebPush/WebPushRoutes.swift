@@ -129,7 +129,7 @@ public struct WebPushRoutes: Sendable {
         do {
             // RFC 8030 section 6.2: only a push this endpoint took, under its whole id; an FCM or
             // APNs message the same device holds is not its to delete.
-            if try engine.withdrawHeld(id, if: { $0.isWebPush }) {
+            if try engine.withdrawHeld(id, sentThrough: .webpush) {
                 responder.send(HTTPResponse(status: 204))
             } else {
                 responder.send(Self.response(WebPushError(.messageNotFound, "no message is held under this id (delivered, expired or unknown)")))

@@ -4,38 +4,38 @@ import FCMModel
 import XCTest
 
 /// Apple's store-and-forward as the APNs room hands it to the engine (docs/spec/apns.md section
-/// 5), and a certificate's other apps; the screen's bound (FCMCore's `Screen`).
+/// 5), and a certificate's other apps.
 final class APNsStorageTests: XCTestCase {
-    private func entry(_ id: Int64, expiresAt: Int64 = 10_000, apns: Bool = false, collapse: String? = nil) -> StoredEntry {
-        StoredEntry(deliveryID: id, collapseKey: collapse, expiresAt: expiresAt, isAPNs: apns)
+    private let apns = Transport.apns.tag
+
+    /// An entry as the engine holds it: an APNs notification (held by its own rules, from APNs),
+    /// else an FCM message sent over HTTP.
+    private func entry(_ id: Int64, expiresAt: Int64 = 10_000, apns isAPNs: Bool = false, collapse: String? = nil) -> StoredEntry {
+        StoredEntry(deliveryID: id, collapseKey: collapse, expiresAt: expiresAt, ownRules: isAPNs,
+                    source: isAPNs ? apns : Transport.http.tag)
     }
 
     func testAnOfflineDeviceKeepsOnlyTheNewestNotificationAndItsFCMMessages() {
         var held = [entry(1), entry(2, apns: true), entry(3, collapse: "k")]
-        let changes = APNsRoom.holding.hold(entry(4), &held, 500)
-        XCTAssertEqual(changes, [StatusChange(deliveryID: 2, status: "replaced")])
-        XCTAssertEqual(held.map(\.deliveryID), [1, 3, 4])
-        XCTAssertEqual(held.map(\.isAPNs), [false, false, true], "the new one is held by Apple's rule, FCM's by FCM's")
+        let result = APNsRoom.holding.hold(entry(4, apns: true), &held, 500)
+        XCTAssertEqual(result.changes, [StatusChange(deliveryID: 2, status: "replaced")])
+        XCTAssertFalse(result.newDropped)
+        XCTAssertEqual(result.purged, 0)
+        XCTAssertEqual(held.map(\.deliveryID), [1, 3, 4], "FCM's messages stay, held by FCM's rules")
         XCTAssertTrue(APNsRoom.holding.replacesOnScreen)
     }
 
     func testExpiredEntriesLeaveFirstAsExpired() {
         var held = [entry(1, expiresAt: 100), entry(2, expiresAt: 100, apns: true), entry(3, apns: true)]
-        let changes = APNsStorage.store(entry(4), in: &held, now: 100)
-        XCTAssertEqual(changes, [StatusChange(deliveryID: 1, status: "expired"), StatusChange(deliveryID: 2, status: "expired"),
-                                 StatusChange(deliveryID: 3, status: "replaced")])
+        let result = APNsStorage.store(entry(4, apns: true), in: &held, now: 100)
+        XCTAssertEqual(result.changes, [StatusChange(deliveryID: 1, status: "expired"), StatusChange(deliveryID: 2, status: "expired"),
+                                        StatusChange(deliveryID: 3, status: "replaced")])
         XCTAssertEqual(held.map(\.deliveryID), [4])
     }
 
-    func testTheScreenReplacesByCollapseIDAndForgetsTheOldestPastItsBound() {
-        var screen = Screen()
-        XCTAssertNil(screen.show(1, collapseID: "a"))
-        XCTAssertNil(screen.show(2, collapseID: "b"))
-        XCTAssertEqual(screen.show(3, collapseID: "a"), 1)
-        XCTAssertEqual(screen.show(4, collapseID: "a"), 3)
-        for i in 0..<Int64(Screen.capacity) { _ = screen.show(100 + i, collapseID: "c\(i)") }
-        XCTAssertNil(screen.show(5, collapseID: "b"), "b, seen longest ago, was forgotten")
-        XCTAssertEqual(screen.show(6, collapseID: "c63"), 163)
+    func testTransportTagsRoundTrip() {
+        for t in Transport.allCases { XCTAssertEqual(Transport(tag: t.tag), t) }
+        XCTAssertNil(Transport(tag: UInt8(Transport.allCases.count)))
     }
 
     func testACertificatesOtherAppsAreEachOnceCheckedAndBounded() throws {

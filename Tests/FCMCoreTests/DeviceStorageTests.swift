@@ -62,4 +62,28 @@ final class DeviceStorageTests: XCTestCase {
         let r = DeviceStorage.store(e(2, "k", expires: 50), in: &h2, now: 10)
         XCTAssertEqual(r.changes, [StatusChange(deliveryID: 1, status: "expired")])
     }
+
+    func testEntriesHeldByTheirOwnRulesAreOutsideFCMsLimits() {
+        var held = (0..<Int64(DeviceStorage.maxNonCollapsible)).map { StoredEntry(deliveryID: $0, collapseKey: nil, expiresAt: 1_000, ownRules: true) }
+        held += [e(200, "a"), e(201, "b"), e(202, "c"), e(203, "d")]
+        let r = DeviceStorage.store(e(300), in: &held, now: 10)
+        XCTAssertEqual(r.changes, [])
+        XCTAssertFalse(r.newDropped)
+        let c = DeviceStorage.store(e(301, "e"), in: &held, now: 10)
+        XCTAssertEqual(c.changes, [StatusChange(deliveryID: 200, status: "dropped")], "only FCM's collapse keys count")
+    }
+}
+
+/// What a phone shows by collapse id, for a protocol whose rules replace on the screen.
+final class ScreenTests: XCTestCase {
+    func testTheScreenReplacesByCollapseIDAndForgetsTheOldestPastItsBound() {
+        var screen = Screen()
+        XCTAssertNil(screen.show(1, collapseID: "a"))
+        XCTAssertNil(screen.show(2, collapseID: "b"))
+        XCTAssertEqual(screen.show(3, collapseID: "a"), 1)
+        XCTAssertEqual(screen.show(4, collapseID: "a"), 3)
+        for i in 0..<Int64(Screen.capacity) { _ = screen.show(100 + i, collapseID: "c\(i)") }
+        XCTAssertNil(screen.show(5, collapseID: "b"), "b, seen longest ago, was forgotten")
+        XCTAssertEqual(screen.show(6, collapseID: "c63"), 163)
+    }
 }
