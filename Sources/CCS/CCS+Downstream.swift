@@ -128,6 +128,9 @@ extension CCS {
                                        clientMessageID: messageID) { _ in
             receipt.map { $0.boolValue == nil } == true ? "delivery_receipt_requested must be true or false" : nil
         }
+        // A refused stanza's record keeps 4 KiB of it, and the nack goes out whatever the store says.
+        context.rawLimit = 4096
+        context.recordIsBestEffort = true
         var recordID: Int64?
         context.recorded = { recordID = $0 }
         // An XMPP admission never fails on the store (its record is best effort).

@@ -86,16 +86,13 @@ extension Engine {
     /// The rejection record of a refused request.
     private func record(_ context: AdmissionContext, senderID: String, httpStatus: Int, error: String, detail: String,
                         fault: String?) throws(StoreError) {
-        let raw = context.raw()
-        guard context.transport == .xmpp else {
+        let raw = context.rawLimit.map { String(context.raw().prefix($0)) } ?? context.raw()
+        do throws(StoreError) {
             context.recorded(try recordRejectedID(senderID: senderID, transport: context.transport, format: context.format,
                                                   httpStatus: httpStatus, error: error, detail: detail, raw: raw, fault: fault,
                                                   clientMessageID: context.clientMessageID))
-            return
-        }
-        if let id = try? recordRejectedID(senderID: senderID, transport: .xmpp, format: context.format, httpStatus: httpStatus, error: error,
-                                          detail: detail, raw: String(raw.prefix(4096)), fault: fault, clientMessageID: context.clientMessageID) {
-            context.recorded(id)
+        } catch {
+            if !context.recordIsBestEffort { throw error }
         }
     }
 }

@@ -77,15 +77,18 @@ extension Engine {
     /// id is the token and whose endpoint `endpoint` writes from the token and the checkin's
     /// channel; a configured project's sender id an `android` device of it; any other sender (as
     /// Google's own) a token only.
-    public func gcmRegister(_ r: GCMRegistration, endpoint: (_ token: String, _ channel: String?) -> String) throws(EngineError) -> String {
+    /// A new registration's token is `newToken()`'s (the room's form), made again while another
+    /// registration or device has it.
+    public func gcmRegister(_ r: GCMRegistration, newToken: () -> String,
+                            endpoint: (_ token: String, _ channel: String?) -> String) throws(EngineError) -> String {
         let key = [r.androidID, r.app, r.subtype ?? "", r.instanceID ?? "", r.sender].joined(separator: "\u{1}")
         let now = clock.nowMillis()
         var created: Device?
         let result: Result<(String, Store.Ticket?), EngineError> = state.withLock { s in
             if let token = s.gcmRegistrationKeys[key], s.gcmRegistrations[token] != nil { return .success((token, nil)) }
             guard let client = s.realClients[r.androidID], client.kind == .gcm else { return .failure(.notFound("no checkin has this android id")) }
-            var token = Self.gcmToken()
-            while s.gcmRegistrations[token] != nil || s.tokenIndex[token] != nil { token = Self.gcmToken() }
+            var token = newToken()
+            while s.gcmRegistrations[token] != nil || s.tokenIndex[token] != nil { token = newToken() }
             let channel = client.row.checkin.flatMap { try? JSONParser.parse($0).objectValue?["channel"]?.stringValue }
             var link = DeviceClient(kind: .gcm, id: r.androidID, channelID: nil)
             (link.app, link.subtype, link.sender, link.instanceID, link.channel) = (r.app, r.subtype, r.sender, r.instanceID, channel)
@@ -177,14 +180,5 @@ extension Engine {
             events.publish(published)
         }
         return tokens
-    }
-
-    /// A new register3 token: FCM's shape, 22 characters, `:APA91b`, 124 more (153 in all), of
-    /// base64url; never holding `Error` (a client looks for it in the answer).
-    static func gcmToken() -> String {
-        while true {
-            let t = randomString(22, from: RandomAlphabet.base64URL) + ":APA91b" + randomString(124, from: RandomAlphabet.base64URL)
-            if !t.contains("Error") { return t }
-        }
     }
 }

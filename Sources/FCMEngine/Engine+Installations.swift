@@ -8,9 +8,6 @@ import Platform
 
 
 extension Engine {
-    /// Seconds an installation's auth token lives (`expiresIn`).
-    public static let installationTokenSeconds: Int64 = 604_800
-
     /// How FCM registrations' pushes are encrypted (`name`: the encoding, as `client_delivery`
     /// shows it).
     public func setRelayEncryption(name: String, _ encrypt: @escaping RelayEncryption) {
@@ -24,9 +21,10 @@ extension Engine {
 
     // MARK: Installations
 
-    /// `POST …/installations`: keeps `fid` when it is well formed and no other device has it,
-    /// else makes one; new refresh and auth tokens either way.
-    public func createInstallation(project: String, fid: String?, appID: String) throws(FirebaseRefusal) -> InstallationRow {
+    /// A new installation: keeps `fid` when it is well formed and no other device has it, else
+    /// makes one; `tokens` (the room's) either way.
+    public func createInstallation(project: String, fid: String?, appID: String, tokens: InstallationTokens) throws(FirebaseRefusal)
+        -> InstallationRow {
         let now = clock.nowMillis()
         let result: Result<(InstallationRow, Store.Ticket), FirebaseRefusal> = state.withLock { s in
             guard let p = s.project(named: project) else { return .failure(.unknownProject) }
@@ -37,8 +35,8 @@ extension Engine {
                 while s.installations[id] != nil { id = s.newInstallationID() }
             }
             if let old = s.installations[id] { s.installationAuth[old.authToken] = nil }
-            let row = InstallationRow(fid: id, senderID: p.senderID, appID: appID, refreshToken: Self.firebaseToken(prefix: "3_"),
-                                      authToken: Self.firebaseToken(prefix: "eyJ"), authExpiresAt: now + Self.installationTokenSeconds * 1000,
+            let row = InstallationRow(fid: id, senderID: p.senderID, appID: appID, refreshToken: tokens.refresh,
+                                      authToken: tokens.auth, authExpiresAt: now + tokens.authSeconds * 1000,
                                       createdAt: s.installations[id]?.createdAt ?? now)
             s.installations[id] = row
             s.installationAuth[row.authToken] = id
@@ -49,8 +47,10 @@ extension Engine {
         return row
     }
 
-    /// `…/installations/{fid}/authTokens:generate`: a new auth token, for the fid's refresh token.
-    public func refreshInstallation(project: String, fid: String, refreshToken: String) throws(FirebaseRefusal) -> InstallationRow {
+    /// A new auth token for installation `fid` (the auth token of `tokens`, the room's), for the
+    /// fid's refresh token.
+    public func refreshInstallation(project: String, fid: String, refreshToken: String, tokens: InstallationTokens) throws(FirebaseRefusal)
+        -> InstallationRow {
         let now = clock.nowMillis()
         let result: Result<(InstallationRow, Store.Ticket), FirebaseRefusal> = state.withLock { s in
             guard let p = s.project(named: project) else { return .failure(.unknownProject) }
@@ -58,8 +58,8 @@ extension Engine {
                 return .failure(.unauthenticated("the refresh token is not this installation's"))
             }
             s.installationAuth[row.authToken] = nil
-            row.authToken = Self.firebaseToken(prefix: "eyJ")
-            row.authExpiresAt = now + Self.installationTokenSeconds * 1000
+            row.authToken = tokens.auth
+            row.authExpiresAt = now + tokens.authSeconds * 1000
             s.installations[fid] = row
             s.installationAuth[row.authToken] = fid
             return .success((row, submit([Writes.saveInstallation(row)])))
@@ -69,7 +69,7 @@ extension Engine {
         return row
     }
 
-    /// `DELETE …/installations/{fid}`: forgets it; its FCM registrations are deleted.
+    /// Forgets installation `fid`; its FCM registrations are deleted.
     public func deleteInstallation(project: String, fid: String, refreshToken: String) throws(FirebaseRefusal) {
         let tokens: [String] = try state.withLock { s throws(FirebaseRefusal) in
             guard let p = s.project(named: project) else { throw .unknownProject }
@@ -103,9 +103,9 @@ extension Engine {
     /// subscription `subscriptionID` (the room read it from the registration's endpoint). The
     /// same installation and endpoint again: the same token, its keys replaced.
     public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String) throws(FirebaseRefusal) -> Device {
-        guard let p256dh = webPushOps?.publicKey(web.p256dh) else { throw .invalidArgument("web.p256dh") }
-        guard let authSecret = webPushOps?.authSecret(web.auth) else { throw .invalidArgument("web.auth") }
-        if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidArgument("web.applicationPubKey") }
+        guard let p256dh = webPushOps?.publicKey(web.p256dh) else { throw .invalidField(.p256dh) }
+        guard let authSecret = webPushOps?.authSecret(web.auth) else { throw .invalidField(.auth) }
+        if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidField(.applicationPubKey) }
         let now = clock.nowMillis()
         var created = false
         let result: Result<(Device, Store.Ticket), FirebaseRefusal> = state.withLock { s in
@@ -116,7 +116,7 @@ extension Engine {
             case .success(let i): inst = i
             }
             guard let viaID = s.webPushIndex[subscriptionID], let via = s.devices[viaID], via.state == .registered else {
-                return .failure(.invalidArgument("web.endpoint: no subscription the mock serves has this endpoint"))
+                return .failure(.invalidField(.endpoint))
             }
             let existing = s.devices.values.first { $0.client?.kind == .fcm && $0.client?.id == inst.fid && $0.client?.via == viaID }
             var d: Device
@@ -175,11 +175,6 @@ extension Engine {
             }
             return (d, sub)
         }
-    }
-
-    /// A new opaque Firebase token (refresh or auth) of `prefix` and base64url.
-    static func firebaseToken(prefix: String) -> String {
-        prefix + randomString(prefix == "eyJ" ? 180 : 60, from: RandomAlphabet.base64URL)
     }
 
     // MARK: What an FCM registration is sent

@@ -44,6 +44,11 @@ public struct AdmissionContext {
     package var validate: (SendRequest) -> String? = { _ in nil }
     /// Told the id of the rejection record it made, so the transport can keep its answer on it.
     public var recorded: (Int64) -> Void = { _ in }
+    /// Most characters of the body a rejection record keeps (nil: all of it).
+    public var rawLimit: Int?
+    /// The refusal goes out whether or not its record could be written (a stanza's nack): the
+    /// record is best effort and a store failure does not fail the admission.
+    public var recordIsBestEffort = false
 
     public init(transport: Transport, path: String, format: BodyFormat, names: RefusalNames, raw: @escaping () -> String,
                 clientMessageID: String? = nil, validate: @escaping (SendRequest) -> String? = { _ in nil }) {

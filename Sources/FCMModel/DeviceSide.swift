@@ -53,13 +53,39 @@ public struct FCMWebRegistration: Sendable, Equatable {
     }
 }
 
+/// The tokens an installation is given, made by the FCM registrations room in Google's form: a
+/// refresh token, an auth token and how long the auth token lives.
+public struct InstallationTokens: Sendable {
+    package var refresh: String
+    package var auth: String
+    package var authSeconds: Int64
+
+    public init(refresh: String, auth: String, authSeconds: Int64) {
+        self.refresh = refresh
+        self.auth = auth
+        self.authSeconds = authSeconds
+    }
+}
+
+/// A field of an FCM registration that the engine finds wrong, for the room to name.
+public enum WebRegistrationField: Sendable, Equatable {
+    /// The browser's public key is none.
+    case p256dh
+    /// The auth secret is none.
+    case auth
+    /// The application server key is none.
+    case applicationPubKey
+    /// No subscription the mock serves has the endpoint.
+    case endpoint
+}
+
 /// Why an installations or registrations call is refused, for the room to word in Google's
 /// `google.rpc.Status` shape.
 public enum FirebaseRefusal: Error, Sendable, Equatable {
     /// No such project.
     case unknownProject
-    /// A field is wrong (named).
-    case invalidArgument(String)
+    /// A field of the registration is wrong.
+    case invalidField(WebRegistrationField)
     /// The installation's auth token is missing, unknown or expired (the room words it as
     /// Google does).
     case missingAuthToken

@@ -52,7 +52,7 @@ public struct FCMRegistrationRoutes: Sendable {
             guard let appID = o["appId"]?.stringValue, !appID.isEmpty else { throw .argument("appId is required") }
             guard o["authVersion"]?.stringValue == "FIS_v2" else { throw .argument("authVersion must be FIS_v2") }
             let row = try Self.mapped { () throws(FirebaseRefusal) in
-                try engine.createInstallation(project: project, fid: o["fid"]?.stringValue, appID: appID)
+                try engine.createInstallation(project: project, fid: o["fid"]?.stringValue, appID: appID, tokens: FirebaseTokens.new())
             }
             return Self.installation(row, projectID: engine.project(named: project)?.projectID ?? project)
         })
@@ -63,7 +63,8 @@ public struct FCMRegistrationRoutes: Sendable {
         responder.send(answer(r, p, surface: "installations") { project, _ throws(Refusal) in
             let refresh = try Self.refreshToken(r)
             let row = try Self.mapped { () throws(FirebaseRefusal) in
-                try engine.refreshInstallation(project: project, fid: String(p["fid"] ?? ""), refreshToken: refresh)
+                try engine.refreshInstallation(project: project, fid: String(p["fid"] ?? ""), refreshToken: refresh,
+                                               tokens: FirebaseTokens.new())
             }
             return Self.authToken(row)
         })
@@ -132,6 +133,16 @@ public struct FCMRegistrationRoutes: Sendable {
         static func argument(_ message: String) -> Refusal { .status(400, "INVALID_ARGUMENT", message) }
     }
 
+    /// A registration's field as Google names it in a refusal.
+    static func fieldName(_ field: WebRegistrationField) -> String {
+        switch field {
+        case .p256dh: "web.p256dh"
+        case .auth: "web.auth"
+        case .applicationPubKey: "web.applicationPubKey"
+        case .endpoint: "web.endpoint: no subscription the mock serves has this endpoint"
+        }
+    }
+
     static func mapped<T>(_ body: () throws(FirebaseRefusal) -> T) throws(Refusal) -> T {
         do { return try body() } catch {
             switch error {
@@ -139,7 +150,7 @@ public struct FCMRegistrationRoutes: Sendable {
             case .missingAuthToken:
                 throw .status(401, "UNAUTHENTICATED",
                               "Request is missing required authentication credential. Expected a valid Firebase installation auth token.")
-            case .invalidArgument(let field): throw .argument("Request contains an invalid argument: \(field)")
+            case .invalidField(let field): throw .argument("Request contains an invalid argument: \(Self.fieldName(field))")
             case .unauthenticated(let m): throw .status(401, "UNAUTHENTICATED", m)
             case .permissionDenied(let m): throw .status(403, "PERMISSION_DENIED", m)
             case .failed: throw .status(500, "INTERNAL", "Internal error encountered.")
@@ -269,7 +280,7 @@ public struct FCMRegistrationRoutes: Sendable {
         var w = JSONWriter()
         w.beginObject()
         w.key("token"); w.value(row.authToken)
-        w.key("expiresIn"); w.value("\(Engine.installationTokenSeconds)s")
+        w.key("expiresIn"); w.value("\(FirebaseTokens.authSeconds)s")
         w.endObject()
         return w.string
     }
