@@ -14,7 +14,7 @@ extension ControlAPI {
     /// `GET /api/v1/topics/{name}` (`/topics/NAME` works too).
     public func topic(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let name = c["name"]
-        let t = try engine.topic(name.hasPrefix("/topics/") ? String(name.dropFirst(8)) : name)
+        let t = try engine.topic(Topics.name(name))
         return ok(Self.topicJSON(t.name, t.subscribers))
     }
 

@@ -82,7 +82,7 @@ public enum SendParser {
         for field in [Field.to, .notificationKey] {
             guard let v = fields[field] else { continue }
             guard case .string(let s) = v else { return .badRequest(typeError(field.name, "java.lang.String", v)) }
-            if s.hasPrefix("/topics/") {
+            if s.hasPrefix(Topics.prefix) {
                 add(.topic(String(s.dropFirst(8))))
             } else {
                 add(.token(s))

@@ -37,7 +37,7 @@ public enum SendTarget: Sendable, Equatable {
         switch self {
         case .token(let t): return t
         case .multicast(let ts): return ts.count == 1 ? ts[0] : "\(ts.count) tokens"
-        case .topic(let t): return "/topics/" + t
+        case .topic(let t): return Topics.prefix + t
         case .condition(let c): return c
         case .missing: return nil
         }

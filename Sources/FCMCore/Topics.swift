@@ -1,5 +1,13 @@
 /// Topic names and condition expressions (docs/spec/fcm-legacy.md section 2). Pure: no state, no I/O.
 public enum Topics {
+    /// How a topic is addressed in a send's `to` and kept as a record's target: `/topics/{name}`.
+    public static let prefix = "/topics/"
+
+    /// `text` without the `/topics/` it may start with.
+    public static func name(_ text: String) -> String {
+        text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+    }
+
     /// Whether `name` (without `/topics/`) is a valid topic name: `[a-zA-Z0-9-_.~%]{1,900}`.
     public static func isValidName(_ name: String) -> Bool {
         var n = 0

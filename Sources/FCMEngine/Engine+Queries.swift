@@ -73,7 +73,7 @@ extension Engine {
         // SQLite's lower() folds ASCII only: the words are folded the same way.
         q.text = f.text.map { String(decoding: $0.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self) }
         // Topic names match case-insensitively, as sends match subscribers.
-        q.topicTarget = f.topic.map { "/topics/" + Topics.key($0) }
+        q.topicTarget = f.topic.map { Topics.prefix + Topics.key($0) }
         if let t = f.token {
             // The device's deliveries come from the in-memory inbox index; deleted devices and
             // tokens that never were devices are found by the token kept on the row.

@@ -86,7 +86,7 @@ public struct Fault: Sendable {
             f.path = try w.string("path")
             f.senderID = try w.string("sender_id")
             f.token = try w.string("token")
-            f.topic = try w.string("topic").map { $0.hasPrefix("/topics/") ? String($0.dropFirst(8)) : $0 }
+            f.topic = try w.string("topic").map(Topics.name)
         }
         guard let thenValue = b.object["then"], let thenObject = thenValue.objectValue else {
             throw .badRequest("then is required: {\"status\":503,\"retry_after_s\":10} | {\"error\":\"Unavailable\"} | {\"delay_ms\":1500} | {\"close_connection\":true}")

@@ -132,8 +132,8 @@ extension Render {
         w.key("transport"); w.value(r.transport)
         w.key("target"); w.value(r.targetKind)
         // The bare topic name (`news`, not `/topics/news`) for topic sends.
-        if r.targetKind == "topic", let v = r.targetValue, v.hasPrefix("/topics/") {
-            w.key("topic"); w.value(String(v.dropFirst(8)))
+        if r.targetKind == "topic", let v = r.targetValue, v.hasPrefix(Topics.prefix) {
+            w.key("topic"); w.value(Topics.name(v))
         } else {
             w.key("topic"); w.null()
         }

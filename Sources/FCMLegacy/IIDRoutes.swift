@@ -80,7 +80,7 @@ public struct IIDRoutes: Sendable {
             return error(400, "The request body must be a JSON object")
         }
         guard let to = o["to"]?.stringValue else { return error(400, "\"to\" must be a topic: /topics/NAME") }
-        let topic = to.hasPrefix("/topics/") ? String(to.dropFirst(8)) : to
+        let topic = Topics.name(to)
         guard Topics.isValidName(topic) else { return error(400, "Topic name format is invalid") }
         guard let list = o["registration_tokens"]?.arrayValue else { return error(400, "\"registration_tokens\" must be a JSON array") }
         guard !list.isEmpty else { return error(400, "\"registration_tokens\" must not be empty") }

@@ -26,7 +26,17 @@ public struct HoldingRules: Sendable {
 
 extension Transport {
     /// The transport as a held entry's `source`: its place among the cases.
-    package var tag: UInt8 { UInt8(Self.allCases.firstIndex(of: self) ?? 0) }
+    package var tag: UInt8 {
+        switch self {
+        case .http: 0
+        case .httpV1: 1
+        case .xmpp: 2
+        case .apns: 3
+        case .webpush: 4
+        case .autopush: 5
+        case .mcs: 6
+        }
+    }
 
     /// The transport whose `tag` is `tag`.
     package init?(tag: UInt8) {

@@ -174,7 +174,7 @@ public struct V1Routes: Sendable {
         let query = try? Query(r.rawQuery)
         let field = subscribe ? "topic_name" : "topic"
         let given = subscribe ? query?["topic_name"] ?? "" : args["topic"]
-        let topic = given.hasPrefix("/topics/") ? String(given.dropFirst(8)) : given
+        let topic = Topics.name(given)
         guard Topics.isValidName(topic) else {
             let text = "Topic name format is invalid"
             return V1Error.invalidArgument(text, [FieldViolation(field: field, description: "\(text): '\(given)'")]).response

@@ -96,7 +96,7 @@ public enum V1Rules {
             return (.token(fid), true)
         }
         if let topic = message.topic {
-            let name = topic.hasPrefix("/topics/") ? String(topic.dropFirst(8)) : topic
+            let name = Topics.name(topic)
             guard Topics.isValidName(name) else {
                 throw V1RuleError(message: "Invalid topic name", field: "message.topic",
                                   description: "Topic name must match [a-zA-Z0-9-_.~%]{1,900}, after an optional /topics/ prefix")
