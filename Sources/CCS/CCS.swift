@@ -1,4 +1,4 @@
-import FCMModel
+public import FCMModel
 public import RoomKit
 import FCMStore
 public import FCMEngine
@@ -12,6 +12,8 @@ public import XMPPServer
 /// sender id and server key, send downstream messages as JSON in `<gcm>` elements, and get acks
 /// and nacks. Downstream messages go through the very same send path as HTTP.
 public final class CCS: XMPPDelegate {
+    /// How XMPP records show: the client's `message_id` where HTTP's show a status.
+    public static let recordForm = RecordForm(byClientMessageID: true)
     let engine: Engine
     static let namespace = "google:mobile:data"
     /// Most downstream messages a connection may have in flight (sent, not yet acked or nacked).

@@ -13,6 +13,16 @@ public struct PlatformConfigs: Sendable, Equatable {
     /// The message-level `fcm_options`.
     public var fcmOptions: JSONObject?
 
+    /// The block of platform `name` (`android`, `apns`, `webpush`); nil for another name.
+    public func block(_ name: String) -> JSONObject? {
+        switch name {
+        case "android": android
+        case "apns": apns
+        case "webpush": webpush
+        default: nil
+        }
+    }
+
     public init(android: JSONObject? = nil, apns: JSONObject? = nil, webpush: JSONObject? = nil,
                 fcmOptions: JSONObject? = nil) {
         self.android = android

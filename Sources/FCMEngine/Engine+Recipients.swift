@@ -265,7 +265,7 @@ extension Engine {
         if ctx.wantEvents {
             for d in p.newDevices { published.append(("device.created", s.render(d, now: ctx.now))) }
             published.append((message.status == "accepted" ? "message.accepted" : "message.rejected",
-                              Self.summaryJSON(message, rows: p.rows, results: p.results, state: s)))
+                              Self.summaryJSON(message, form: rooms.recordBlocks.form(message.transport), rows: p.rows, results: p.results, state: s)))
             published += p.events
         }
         let eventsToPublish = published

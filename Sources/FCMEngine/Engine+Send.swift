@@ -250,7 +250,7 @@ extension Engine {
             }
             w.key("recipients"); w.beginArray(); w.endArray()
             // As on the record: an XMPP message has its client's message_id, no HTTP status.
-            if transport == .xmpp {
+            if rooms.recordBlocks.form(transport.rawValue).byClientMessageID {
                 w.key("xmpp_message_id"); w.value(clientMessageID)
             } else {
                 w.key("http_status"); w.value(httpStatus)
@@ -266,10 +266,10 @@ extension Engine {
 
     /// The payload of `message.accepted` / `message.rejected`: the record's main fields, built
     /// from memory (no read of what was just written).
-    static func summaryJSON(_ m: MessageRow, rows: [DeliveryRow], results: [RecipientResult], state s: EngineState) -> String {
+    static func summaryJSON(_ m: MessageRow, form: RecordForm, rows: [DeliveryRow], results: [RecipientResult], state s: EngineState) -> String {
         var w = JSONWriter()
         w.beginObject()
-        Render.recordHead(&w, m, recipients: rows.count) { rows[0].device.flatMap { s.devices[$0]?.token } ?? rows[0].token }
+        Render.recordHead(&w, m, form: form, recipients: rows.count) { rows[0].device.flatMap { s.devices[$0]?.token } ?? rows[0].token }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("fault"); w.value(m.fault)

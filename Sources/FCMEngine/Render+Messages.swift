@@ -10,7 +10,8 @@ extension Render {
         let suffix = m.suffix
         var w = JSONWriter()
         w.beginObject()
-        recordHead(&w, m, recipients: m.recipients) { recipients.first.flatMap { $0.device.flatMap { tokens[$0] } ?? $0.token } }
+        let form = record.blocks.form(m.transport)
+        recordHead(&w, m, form: form, recipients: m.recipients) { recipients.first.flatMap { $0.device.flatMap { tokens[$0] } ?? $0.token } }
         w.key("options"); w.beginObject()
         w.key("collapse_key"); w.value(m.collapseKey)
         w.key("priority"); w.value(m.priority)
@@ -23,7 +24,7 @@ extension Render {
         w.endObject()
         w.key("data"); if let d = m.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = m.notification { w.raw(n) } else { w.null() }
-        if m.transport == Transport.httpV1.rawValue || m.transport == Transport.apns.rawValue || m.transport == Transport.webpush.rawValue {
+        if form.showsBlocks {
             // Parsed once for both: a room's record fields live in its stored block.
             let blocks = m.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue
             platformBlocks(&w, blocks, read: record.blocks, acceptedAt: m.acceptedAt)
@@ -32,7 +33,7 @@ extension Render {
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("error_detail"); w.value(m.errorDetail)
-        if m.transport == "xmpp" {
+        if form.byClientMessageID {
             w.key("xmpp_message_id"); w.value(m.clientMessageID)
         } else {
             w.key("http_status"); w.value(m.httpStatus)
@@ -92,13 +93,13 @@ extension Render {
     /// A record's first fields, which its events share: ids, sender, transport, format, time, and
     /// the target. A token target's value is its one recipient's token; a multicast's, how many
     /// it had.
-    static func recordHead(_ w: inout JSONWriter, _ m: MessageRow, recipients: Int, onlyToken: () -> String?) {
+    static func recordHead(_ w: inout JSONWriter, _ m: MessageRow, form: RecordForm, recipients: Int, onlyToken: () -> String?) {
         w.key("message_id"); w.value(MessageID(micros: m.id, suffix: m.suffix).description)
         w.key("multicast_id"); if let v = m.multicastID { w.value(v) } else { w.null() }
         w.key("sender_id"); w.value(m.senderID)
         w.key("transport"); w.value(m.transport)
         // The `name` a v1 send was answered (null for one refused).
-        if m.transport == Transport.httpV1.rawValue { w.key("v1_name"); w.value(m.v1Name) }
+        if form.showsName { w.key("v1_name"); w.value(m.v1Name) }
         w.key("format"); w.value(m.format)
         w.key("accepted_at"); w.value(rfc3339(millis: m.acceptedAt))
         w.key("target"); w.beginObject()
@@ -142,10 +143,10 @@ extension Render {
         w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
         // What the device received, in its platform's form (docs/effective-payloads.md).
         w.key("effective"); w.value(effective(r, platform: e.platform, blocks: e.blocks))
-        if r.transport == Transport.webpush.rawValue {
-            // A Web Push request as the push service saw it: headers, VAPID, the plaintext.
+        if let name = r.transport.flatMap({ e.blocks.form($0).inboxBlock }) {
+            // A request as its service saw it (Web Push: headers, VAPID, the plaintext).
             w.key("transport"); w.value(r.transport)
-            w.key("webpush"); w.value(r.platforms.flatMap(EffectivePayload.storedPlatforms)?.webpush.map(JSONValue.object) ?? .null)
+            w.key(name); w.value(r.platforms.flatMap(EffectivePayload.storedPlatforms)?.block(name).map(JSONValue.object) ?? .null)
         }
         w.endObject()
         return w.string

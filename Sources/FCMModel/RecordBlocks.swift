@@ -21,26 +21,28 @@ public struct RecordBlocks: Sendable {
     private let readers: [String: Reader]
     private let fields: [String: Fields]
     private let received: [String: Received]
+    private let forms: [String: RecordForm]
 
     /// `readers` and `received` by the block's name in the record's platform blocks (`apns`);
-    /// `fields` by the transport whose records show them.
-    public init(_ readers: [String: Reader] = [:], fields: [String: Fields] = [:], received: [String: Received] = [:]) {
+    /// `fields` and `forms` by the transport whose records they are.
+    public init(_ readers: [String: Reader] = [:], fields: [String: Fields] = [:], received: [String: Received] = [:],
+                forms: [String: RecordForm] = [:]) {
         self.readers = readers
         self.fields = fields
         self.received = received
+        self.forms = forms
+    }
+
+    /// How the records of `transport` show (every record's fields alone when its room gave none).
+    package func form(_ transport: String) -> RecordForm {
+        forms[transport] ?? RecordForm()
     }
 
     /// `payload`, an effective payload by platform, as the device received it, for a send
     /// with stored blocks `platforms`.
     package func received(_ platforms: PlatformConfigs?, in payload: inout JSONObject) {
         for (name, show) in received {
-            let block = switch name {
-            case "android": platforms?.android
-            case "apns": platforms?.apns
-            case "webpush": platforms?.webpush
-            default: JSONObject?.none
-            }
-            guard let block, case .object(let shown)? = payload[name] else { continue }
+            guard let block = platforms?.block(name), case .object(let shown)? = payload[name] else { continue }
             payload[name] = .object(show(block, shown))
         }
     }
@@ -62,6 +64,28 @@ public struct RecordBlocks: Sendable {
         if let b = p.apns { p.apns = read("apns", b, acceptedAtMillis: acceptedAtMillis) }
         if let b = p.webpush { p.webpush = read("webpush", b, acceptedAtMillis: acceptedAtMillis) }
         return p
+    }
+}
+
+/// What a protocol's records show in the control API and its events beyond what every record
+/// has, as its room says (`RecordBlocks`' `forms`, by transport).
+public struct RecordForm: Sendable {
+    /// Its records show their stored platform blocks and the room's fields (`RecordBlocks.Fields`):
+    /// a room that keeps a block of its own or a message's platform blocks (HTTP v1, APNs, Web Push).
+    package var showsBlocks: Bool
+    /// Its records show the name a send was answered with (`v1_name`).
+    package var showsName: Bool
+    /// Its records name the client's message id instead of an HTTP status (`xmpp_message_id`).
+    package var byClientMessageID: Bool
+    /// Its inbox entries show their transport and this stored platform block as the service saw
+    /// the request (`webpush`).
+    package var inboxBlock: String?
+
+    public init(showsBlocks: Bool = false, showsName: Bool = false, byClientMessageID: Bool = false, inboxBlock: String? = nil) {
+        self.showsBlocks = showsBlocks
+        self.showsName = showsName
+        self.byClientMessageID = byClientMessageID
+        self.inboxBlock = inboxBlock
     }
 }
 

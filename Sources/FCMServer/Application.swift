@@ -3,6 +3,7 @@ import GCM
 import MCSServer
 import APNs
 import CCS
+import FCMV1
 import WebPush
 import Control
 public import RoomKit
@@ -92,7 +93,7 @@ public final class Application: Sendable {
                                 deviceRate: c.deviceRate, topicRate: c.topicRate, maxConditionOperators: c.maxConditionOperators,
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
                                 rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields],
-                                                                           received: APNsRoom.received),
+                                                                           received: APNsRoom.received, forms: Self.recordForms),
                                                  faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors],
                                                  holding: [.apns: APNsRoom.holding]))
             // The one count of the whole table, before any request: later passes add what is new.
@@ -199,6 +200,12 @@ public final class Application: Sendable {
     /// One server per store file: two would each keep their own idea of the devices and
     /// interleave their writes. The store file's lock (nil for `:memory:`, or where the file
     /// system has none), or why it cannot be had.
+    /// How each room's records show beyond what every record has.
+    static let recordForms: [String: RecordForm] = [
+        Transport.httpV1.rawValue: V1Routes.recordForm, Transport.xmpp.rawValue: CCS.recordForm,
+        Transport.apns.rawValue: APNsRoom.recordForm, Transport.webpush.rawValue: WebPushRoutes.recordForm,
+    ]
+
     private static func lockStore(_ c: Configuration) throws(ConfigurationError) -> Int32? {
         guard c.dbPath != ":memory:" else { return nil }
         switch SystemIO.lockExclusively(c.dbPath) {

@@ -1,6 +1,6 @@
 public import RoomKit
 public import FCMEngine
-import FCMModel
+public import FCMModel
 import FCMCore
 import FCMStore
 public import HTTPServer
@@ -10,6 +10,8 @@ public import HTTPServer
 /// (`V1Error`). Headers the SDKs add (`X-GOOG-API-FORMAT-VERSION`, `X-Firebase-Client`,
 /// `access_token_auth`) are accepted and ignored.
 public struct V1Routes: Sendable {
+    /// How v1 records show: the message's platform blocks, and the `name` it was answered with.
+    public static let recordForm = RecordForm(showsBlocks: true, showsName: true)
     let engine: Engine
     let credentials: GoogleCredentials
     let maxBodyBytes: Int

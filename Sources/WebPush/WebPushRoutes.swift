@@ -1,7 +1,7 @@
 import RoomKit
 import FCMCore
 public import FCMEngine
-import FCMModel
+public import FCMModel
 public import HTTPServer
 import Platform
 import TLS
@@ -14,6 +14,9 @@ import TLS
 /// push goes through the engine's send path as `transport: "webpush"`: 201 with `Location` and
 /// `TTL`, also when the body does not decrypt (its delivery settles `undecryptable`).
 public struct WebPushRoutes: Sendable {
+    /// How Web Push records show: their `webpush` block (headers, VAPID, plaintext), also on the
+    /// device's inbox entries.
+    public static let recordForm = RecordForm(showsBlocks: true, inboxBlock: "webpush")
     let engine: Engine
     /// VAPID tokens verified, and subscriptions' private keys parsed: what pushes reuse.
     let vapid: VAPID
