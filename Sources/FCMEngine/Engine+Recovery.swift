@@ -85,7 +85,8 @@ extension EngineState {
         s.webPushBase = webPushBase
         s.webPushPath = webPushPath
         s.webPushOps = webPushOps
-        s.webPushCounts = webPushCounts
+        s.takenSinceStart = takenSinceStart
+        s.undecryptableSinceStart = undecryptableSinceStart
         s.stats = SendStats(floor: maxMid)
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {
             if let stored = s.upstream[id], stored.status == "queued" { s.upstream[id] = u }

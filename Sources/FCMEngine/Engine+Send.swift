@@ -109,10 +109,8 @@ extension Engine {
                                  raw: { body.map { String(decoding: $0, as: UTF8.self) } })
             roomFields(&message, result, ctx, platforms: platformsJSON)
             result.v1Name = message.v1Name
-            if transport == .webpush {
-                s.webPushCounts.pushes += 1
-                if ctx.undecryptable { s.webPushCounts.undecryptable += 1 }
-            }
+            s.takenSinceStart[Int(transport.tag)] += 1
+            if ctx.undecryptable { s.undecryptableSinceStart += 1 }
             if let exchange {
                 let response = exchange.answer(result)
                 message.answer = response.storedForm

@@ -96,7 +96,8 @@ extension Engine {
             for (id, sub) in s.webPush where s.devices[id] != nil {
                 if sub.expired { expired += 1 } else { live += 1 }
             }
-            return (s.webPushBase, live + expired, expired, s.webPushCounts)
+            let counts = WebPushCounts(pushes: s.takenSinceStart[Int(Transport.webpush.tag)], undecryptable: s.undecryptableSinceStart)
+            return (s.webPushBase, live + expired, expired, counts)
         }
     }
 }

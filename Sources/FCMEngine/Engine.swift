@@ -257,7 +257,10 @@ struct EngineState: Sendable {
     var webPushPath = ""
     /// How a subscription is shown (the Web Push room's `WebPushOps`).
     var webPushOps: (any WebPushOps)?
-    var webPushCounts = WebPushCounts()
+    /// Sends taken since start, by transport (`Transport.tag`), and those that said their body
+    /// would not decrypt (Web Push's): memory only, for the health call.
+    var takenSinceStart = [Int64](repeating: 0, count: Transport.allCases.count)
+    var undecryptableSinceStart: Int64 = 0
     /// Real clients by id (`RealClients.swift`); the life of each delivery written on a client's
     /// connection and not settled; what relayed pushes carry until their client acknowledges them.
     var realClients: [String: RealClient] = [:]
