@@ -143,9 +143,13 @@ public struct APNsRoutes: Sendable {
             (status, reason, answer) = (0, RequestFault.closedConnection, .dropConnection)
         }
         let detail = status == 0 ? f.detail : RequestFault.status(status, retryAfter: nil, fault: f.fault).detail + " " + reason
-        let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .apns, format: .json, httpStatus: status,
-                                              error: reason, detail: detail, raw: nil, fault: f.fault, target: ("token", device.token))
-        return status == 0 ? answer : engine.keeping(answer, record: id, headers: Self.refusedHeaders(r))
+        let refused = RejectedRequest(senderID: device.senderID, transport: .apns, answeredStatus: status, error: reason, detail: detail,
+                                      fault: f.fault, target: ("token", device.token))
+        guard status != 0 else {
+            _ = try? engine.recordRejected(refused)
+            return answer
+        }
+        return engine.refused(refused, answer: answer, headers: Self.refusedHeaders(r))
     }
 
     /// Apple's answer to a refused send, kept on a record of its own (`status: "rejected"`, the
@@ -153,17 +157,15 @@ public struct APNsRoutes: Sendable {
     /// of the device the token names when one does. A refusal the store cannot record is
     /// answered all the same.
     func recorded(_ e: APNsError, apnsID: String, _ r: HTTPRequest, token: String) -> HTTPResponse {
-        let answer = Self.response(e, apnsID: apnsID)
         let device = token.isEmpty ? nil : engine.device(apnsToken: token)
-        let id = try? engine.recordRejectedID(senderID: device?.senderID, transport: .apns, format: .json, httpStatus: e.status,
-                                              error: e.reason.rawValue, detail: e.detail,
-                                              raw: String(decoding: r.body.prefix(4096), as: UTF8.self),
-                                              target: Self.target(named: token, device: device))
+        let refused = RejectedRequest(senderID: device?.senderID, transport: .apns, answeredStatus: e.status, error: e.reason.rawValue,
+                                      detail: e.detail, raw: String(decoding: r.body.prefix(4096), as: UTF8.self),
+                                      target: Self.target(named: token, device: device))
         // Apple's answer names only the reason; the log says why, as for HTTP v1's refusals.
         engine.notice("apns request refused", [("http.path", String(r.path.utf8Prefix(256))), ("status", String(e.status)),
                                                ("reason", e.reason.rawValue), ("detail", e.detail),
                                                ("auth", Log.maskCredential(r.header("authorization")))])
-        return engine.keeping(answer, record: id, headers: Self.refusedHeaders(r))
+        return engine.refused(refused, answer: Self.response(e, apnsID: apnsID), headers: Self.refusedHeaders(r))
     }
 
     /// What a refused send's record names as its target: the device the path's token is

@@ -266,8 +266,8 @@ extension CCS {
     /// XMPP does not take) before `Engine.admit` saw it: kept as a rejected record, as every
     /// refusal is, then nacked.
     func refuse(_ c: XMPPConnection, _ messageID: String, raw: String, from: String?, code: String, description: String) {
-        let id = try? engine.recordRejectedID(senderID: c.account, transport: .xmpp, format: .json, httpStatus: 0, error: code,
-                                              detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID)
+        let id = try? engine.recordRejected(RejectedRequest(senderID: c.account, transport: .xmpp, answeredStatus: 0, error: code,
+                                                            detail: description, raw: String(raw.prefix(4096)), clientMessageID: messageID))
         nack(c, messageID, from: from, code: code, description: description, keeping: id)
     }
 

@@ -88,9 +88,9 @@ extension Engine {
                         fault: String?) throws(StoreError) {
         let raw = context.rawLimit.map { String(context.raw().prefix($0)) } ?? context.raw()
         do throws(StoreError) {
-            context.recorded(try recordRejectedID(senderID: senderID, transport: context.transport, format: context.format,
-                                                  httpStatus: httpStatus, error: error, detail: detail, raw: raw, fault: fault,
-                                                  clientMessageID: context.clientMessageID))
+            context.recorded(try recordRejected(RejectedRequest(senderID: senderID, transport: context.transport, format: context.format,
+                                                                answeredStatus: httpStatus, error: error, detail: detail, raw: raw,
+                                                                fault: fault, clientMessageID: context.clientMessageID)))
         } catch {
             if !context.recordIsBestEffort { throw error }
         }

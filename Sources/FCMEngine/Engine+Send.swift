@@ -1,5 +1,5 @@
 public import FCMModel
-public import FCMCore
+import FCMCore
 public import FCMStore
 import Platform
 
@@ -197,23 +197,11 @@ extension Engine {
 }
 
 extension Engine {
-    /// Records a send that was refused as a whole (its body or credential, a status or close fault), so
-    /// testers can see why.
-    @discardableResult
-    func recordRejected(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
-                               error: String, detail: String, raw: String?, fault: String? = nil,
-                               clientMessageID: String? = nil) throws(StoreError) -> String {
-        let id = try recordRejectedID(senderID: senderID, transport: transport, format: format, httpStatus: httpStatus, error: error,
-                                      detail: detail, raw: raw, fault: fault, clientMessageID: clientMessageID)
-        return MessageID(micros: id, suffix: messageIDSuffix(senderID: senderID ?? "")).description
-    }
-
-    /// `recordRejected`, returning the record's own id. `target`: what the refused request named,
-    /// when its transport reads that before refusing (an APNs send's device, by its FCM token or,
-    /// when no device has it, its APNs token: `apns_token`); none otherwise.
-    public func recordRejectedID(senderID: String?, transport: Transport, format: BodyFormat, httpStatus: Int,
-                          error: String, detail: String, raw: String?, fault: String? = nil,
-                          clientMessageID: String? = nil, target: (kind: String, value: String)? = nil) throws(StoreError) -> Int64 {
+    /// Records a request that was refused as a whole (its body or credential, a status or close
+    /// fault), so testers can see why; returns the record's own id.
+    public func recordRejected(_ r: RejectedRequest) throws(StoreError) -> Int64 {
+        let (senderID, transport, format, target) = (r.senderID, r.transport, r.format, r.target)
+        let (httpStatus, error, detail, fault, clientMessageID) = (r.answeredStatus, r.error, r.detail, r.fault, r.clientMessageID)
         let now = clock.nowMillis()
         let suffix = messageIDSuffix(senderID: senderID ?? "")
         let (mid, ticket) = state.withLock { s in
@@ -224,7 +212,7 @@ extension Engine {
                 targetValue: target?.value,
                 collapseKey: nil, timeToLive: SendOptions.defaultTimeToLive, restrictedPackageName: nil, flags: 0,
                 data: nil, notification: nil, priority: Priority.normal.rawValue, status: "rejected", error: error,
-                errorDetail: detail, httpStatus: httpStatus, raw: raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
+                errorDetail: detail, httpStatus: httpStatus, raw: r.raw, recipients: 0, fault: fault, clientMessageID: clientMessageID)
             s.stats.count(status: row.status, error: row.error, at: now)
             return (mid, submit([Writes.insertMessage(row)]))
         }

@@ -71,10 +71,9 @@ public struct FCMSendRoute: Sendable {
         let headers = RecordedExchange.headers(r)
         guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
             // Recorded when the store can; answered all the same.
-            let id = try? engine.recordRejectedID(senderID: nil, transport: .http, format: format, httpStatus: 401, error: "Unauthorized",
-                                                  detail: "missing or unknown server key", raw: raw)
-            return engine.keeping(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML), record: id,
-                                  headers: headers)
+            return engine.refused(RejectedRequest(senderID: nil, transport: .http, format: format, answeredStatus: 401,
+                                                  error: "Unauthorized", detail: "missing or unknown server key", raw: raw),
+                                  answer: HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML), headers: headers)
         }
         let admission: Admission
         var recordID: Int64?

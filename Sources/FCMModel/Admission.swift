@@ -136,3 +136,39 @@ public enum RequestFault: Sendable, Equatable {
     /// The error a refusal's record names for a closed connection, whatever the room.
     public static let closedConnection = "ConnectionClosed"
 }
+
+/// A request a room refused as a whole, for its record (`status: "rejected"`,
+/// `Engine.recordRejected`): who sent it and how, the room's words for why, and what the
+/// sender was answered.
+public struct RejectedRequest: Sendable {
+    public var senderID: String?
+    public var transport: Transport
+    public var format: BodyFormat
+    /// The status the sender was answered with (0: none, as a stanza's nack or a dropped connection).
+    public var answeredStatus: Int
+    public var error: String
+    public var detail: String
+    /// The body as received (cut as the room keeps it), for `raw_body`.
+    public var raw: String?
+    public var fault: String?
+    /// The message id the client gave (an XMPP message's).
+    public var clientMessageID: String?
+    /// What the request named, when its room reads that before refusing (an APNs send's device
+    /// by its FCM token, or its APNs token as sent: `apns_token`); nil: none.
+    public var target: (kind: String, value: String)?
+
+    public init(senderID: String?, transport: Transport, format: BodyFormat = .json, answeredStatus: Int, error: String,
+                detail: String, raw: String? = nil, fault: String? = nil, clientMessageID: String? = nil,
+                target: (kind: String, value: String)? = nil) {
+        self.senderID = senderID
+        self.transport = transport
+        self.format = format
+        self.answeredStatus = answeredStatus
+        self.error = error
+        self.detail = detail
+        self.raw = raw
+        self.fault = fault
+        self.clientMessageID = clientMessageID
+        self.target = target
+    }
+}

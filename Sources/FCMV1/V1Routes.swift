@@ -49,9 +49,9 @@ public struct V1Routes: Sendable {
             // Recorded under the path's project when it exists; a refusal the store cannot
             // record is answered all the same (as a legacy 401 is).
             let sender = p["project"].flatMap { try? decode($0) }.flatMap { name in engine.project(named: name) }
-            let id = try? engine.recordRejectedID(senderID: sender?.senderID, transport: .httpV1, format: .json, httpStatus: e.code,
-                                                  error: e.recordedError, detail: e.recordedDetail, raw: raw)
-            return engine.keeping(e.response, record: id, headers: RecordedExchange.headers(r))
+            return engine.refused(RejectedRequest(senderID: sender?.senderID, transport: .httpV1, answeredStatus: e.code,
+                                                  error: e.recordedError, detail: e.recordedDetail, raw: raw),
+                                  answer: e.response, headers: RecordedExchange.headers(r))
         }
         // The parser checked the message's target by v1's rules; its refusals are v1's own.
         let outcome = V1Parser.parse(r.body)

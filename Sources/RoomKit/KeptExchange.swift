@@ -107,4 +107,10 @@ extension Engine {
         keepAnswer(record: id, answer: RecordedExchange.answer(answer), headers: headers)
         return answer
     }
+
+    /// A refused request recorded, with `answer` and the request's `headers` kept on its record:
+    /// the answer, for the room to send. A refusal the store cannot record is answered all the same.
+    public func refused(_ r: RejectedRequest, answer: HTTPResponse, headers: String?) -> HTTPResponse {
+        keeping(answer, record: try? recordRejected(r), headers: headers)
+    }
 }

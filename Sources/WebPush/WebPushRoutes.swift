@@ -156,20 +156,23 @@ public struct WebPushRoutes: Sendable {
             // A dropped connection (an APNs reason never matches a push).
             (status, answer) = (0, .dropConnection)
         }
-        let id = try? engine.recordRejectedID(senderID: device.senderID, transport: .webpush, format: .json, httpStatus: status,
-                                              error: status == 0 ? RequestFault.closedConnection : WebPushErrorKind.fault.rawValue,
-                                              detail: f.detail, raw: nil, fault: f.fault)
-        return status == 0 ? answer : engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
+        let refused = RejectedRequest(senderID: device.senderID, transport: .webpush, answeredStatus: status,
+                                      error: status == 0 ? RequestFault.closedConnection : WebPushErrorKind.fault.rawValue,
+                                      detail: f.detail, fault: f.fault)
+        guard status != 0 else {
+            _ = try? engine.recordRejected(refused)
+            return answer
+        }
+        return engine.refused(refused, answer: answer, headers: RecordedExchange.headers(r))
     }
 
     /// The answer to a refused push, kept on a record of its own (`status: "rejected"`, the
     /// refusal's kind as `error`, its message as `error_detail`) under the subscription's project
     /// when there is one. A refusal the store cannot record is answered all the same.
     func recorded(_ e: WebPushError, _ r: HTTPRequest, senderID: String?) -> HTTPResponse {
-        let answer = Self.response(e)
-        let id = try? engine.recordRejectedID(senderID: senderID, transport: .webpush, format: .json, httpStatus: e.status,
-                                              error: e.kind.rawValue, detail: e.message, raw: nil)
-        return engine.keeping(answer, record: id, headers: RecordedExchange.headers(r))
+        engine.refused(RejectedRequest(senderID: senderID, transport: .webpush, answeredStatus: e.status, error: e.kind.rawValue,
+                                       detail: e.message),
+                       answer: Self.response(e), headers: RecordedExchange.headers(r))
     }
 
     /// The engine's send of a push to `device`: the headers kept (`TTL` as kept, `Urgency` as
