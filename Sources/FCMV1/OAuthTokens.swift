@@ -4,18 +4,30 @@ import FCMModel
 import Platform
 import RoomKit
 
-/// Why the token endpoint refused an assertion, with Google's answer for it.
-enum TokenRefusal: Error, Sendable, Equatable {
-    case unsupportedGrantType(String)
-    case invalidSignature
-    case accountNotFound
-    case badAudience
-    case badTimes
-    case invalidScope
+/// Why the token endpoint refused an assertion: its kind, with Google's answer for it, and why
+/// in the mock's words (the log's; Google's answer names only the kind: one text covers an
+/// unknown key, a wrong algorithm and a bad signature, for example).
+struct TokenRefusal: Error, Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
+        case unsupportedGrantType(String)
+        case invalidSignature
+        case accountNotFound
+        case badAudience
+        case badTimes
+        case invalidScope
+    }
+
+    let kind: Kind
+    let reason: String
+
+    init(_ kind: Kind, _ reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
 
     /// `(error, error_description)`.
     var answer: (String, String) {
-        switch self {
+        switch kind {
         case .unsupportedGrantType(let t): ("unsupported_grant_type", "Invalid grant_type: \(t)")
         case .invalidSignature: ("invalid_grant", "Invalid JWT Signature.")
         case .accountNotFound: ("invalid_grant", "Invalid grant: account not found")
@@ -48,68 +60,23 @@ struct OAuthTokens: Sendable {
     /// taken as the first project's (nothing to verify its signature with); its `iss` must be
     /// there, and `aud`, the times and scope are checked as usual.
     ///
-    /// Every refusal is logged with why (`refusalReason`): Google's answer names only the kind.
+    /// Every refusal is logged with why (`TokenRefusal.reason`): Google's answer names only the kind.
     func issue(grantType: String?, assertion: String?, isTokenURI: (String) -> Bool) throws(TokenRefusal) -> AccessToken {
         do throws(TokenRefusal) {
-            guard grantType == Self.jwtBearerGrant else { throw TokenRefusal.unsupportedGrantType(grantType ?? "") }
-            guard let assertion else { throw TokenRefusal.invalidSignature }
-            let now = engine.clock.nowMillis() / 1000
+            guard grantType == Self.jwtBearerGrant else {
+                throw TokenRefusal(.unsupportedGrantType(grantType ?? ""),
+                                   grantType == nil ? "no grant_type" : "grant_type '\(grantType!)' is not \(Self.jwtBearerGrant)")
+            }
+            guard let assertion, !assertion.isEmpty else { throw TokenRefusal(.invalidSignature, "no assertion") }
+            let nowMillis = engine.clock.nowMillis()
             let granted = try withoutActuallyEscaping(isTokenURI) { (isTokenURI) throws(TokenRefusal) -> Grant in
-                try verifyJWT(assertion, by: AssertionRule(engine: engine, now: now, isTokenURI: isTokenURI))
+                try verifyJWT(assertion, by: AssertionRule(engine: engine, nowMillis: nowMillis, isTokenURI: isTokenURI))
             }
             return engine.mintAccessToken(account: granted.account, senderID: granted.senderID, token: GoogleAccessTokens.newToken(),
-                                          scope: granted.scope, lifetimeSeconds: GoogleAccessTokens.lifetimeSeconds, now: now)
+                                          scope: granted.scope, lifetimeSeconds: GoogleAccessTokens.lifetimeSeconds, now: nowMillis / 1000)
         } catch {
-            let (code, _) = error.answer
-            engine.notice("token request refused", [("error", code), ("reason", refusalReason(error, grantType: grantType, assertion: assertion))])
+            engine.notice("token request refused", [("error", error.answer.0), ("reason", error.reason)])
             throw error
-        }
-    }
-
-    /// Why the token endpoint refused an assertion, beyond Google's text for the kind (one text
-    /// covers an unknown key, a wrong algorithm and a bad signature, for example).
-    func refusalReason(_ refusal: TokenRefusal, grantType: String?, assertion: String?) -> String {
-        switch refusal {
-        case .unsupportedGrantType:
-            return grantType == nil ? "no grant_type" : "grant_type '\(grantType!)' is not \(Self.jwtBearerGrant)"
-        case .invalidScope:
-            let scope = assertion.flatMap { try? JWT.parse($0) }?.claims["scope"]?.stringValue ?? ""
-            return "scope '\(scope)' has neither https://www.googleapis.com/auth/firebase.messaging nor …/cloud-platform"
-        case .badAudience:
-            let aud = assertion.flatMap { try? JWT.parse($0) }?.claims["aud"]
-            guard let aud else { return "no aud claim" }
-            guard let text = aud.stringValue else { return "aud is not a string (\(aud.serialized()))" }
-            return "aud '\(text)' is not a token URI of this server or Google's"
-        case .invalidSignature, .accountNotFound, .badTimes:
-            break
-        }
-        guard let assertion, !assertion.isEmpty else { return "no assertion" }
-        let jwt: JWT
-        do {
-            jwt = try JWT.parse(assertion)
-        } catch {
-            return "the assertion is not a JWT this server takes (" + GoogleCredentials.describe(error) + ")"
-        }
-        let known = engine.serviceAccount(keyID: jwt.keyID)?.0
-        let iss = jwt.claims["iss"]?.stringValue ?? ""
-        switch refusal {
-        case .invalidSignature:
-            guard let known else { return "kid \(jwt.keyID) is no service account's key (deleted, or of another server's store?)" }
-            return "the signature does not verify with key \(jwt.keyID) (\(known.clientEmail))"
-        case .accountNotFound:
-            guard let known else { return iss.isEmpty ? "no iss claim" : "no project to take key \(jwt.keyID) for" }
-            return "iss '\(iss)' is not \(known.clientEmail), the account of key \(jwt.keyID)"
-        default:
-            let nowMs = engine.clock.nowMillis()
-            let now = nowMs / 1000
-            let skew = GoogleCredentials.allowedSkewSeconds
-            guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp") else { return "no iat or no exp claim" }
-            if exp <= iat { return "exp is not after iat" }
-            if exp - iat > 3600 { return "exp is \(exp - iat) s after iat (at most 3600)" }
-            if iat > now + skew {
-                return "iat is \(iat - now) s ahead of the mock's clock (at most \(skew); now \(rfc3339(millis: nowMs)))"
-            }
-            return "the assertion expired at \(rfc3339(millis: exp * 1000)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
         }
     }
 }
@@ -121,43 +88,77 @@ struct Grant: Sendable {
     let scope: String
 }
 
-/// Google's rule for a service account's assertion at `now` (seconds on the mock's clock).
+/// Google's rule for a service account's assertion at `nowMillis` (the mock's clock), each
+/// refusal saying which check failed.
 struct AssertionRule: JWTRule {
     let engine: Engine
-    let now: Int64
+    let nowMillis: Int64
     let isTokenURI: (String) -> Bool
+    var now: Int64 { nowMillis / 1000 }
 
     var algorithm: JWT.Algorithm { .rs256 }
     var requiresKeyID: Bool { true }
-    func malformed(_ failure: JWT.Failure) -> TokenRefusal { .invalidSignature }
+    func malformed(_ failure: JWT.Failure) -> TokenRefusal {
+        TokenRefusal(.invalidSignature, "the assertion is not a JWT this server takes (" + GoogleCredentials.describe(failure) + ")")
+    }
 
     /// The key's account and its project's sender id; with `--accept-any-key`, an unknown key
     /// stands for the first project (nil: no account to check a signature with).
     func key(for jwt: JWT) throws(TokenRefusal) -> (account: ServiceAccount, senderID: String)? {
         if let (known, project) = engine.serviceAccount(keyID: jwt.keyID) { return (known, project.senderID) }
-        guard engine.acceptAnyKey else { throw .invalidSignature }
+        guard engine.acceptAnyKey else {
+            throw TokenRefusal(.invalidSignature, "kid \(jwt.keyID) is no service account's key (deleted, or of another server's store?)")
+        }
         return nil
     }
 
     func verify(_ jwt: JWT, with key: (account: ServiceAccount, senderID: String)?) throws(TokenRefusal) -> Grant {
         let account: ServiceAccount, senderID: String
+        let iss = jwt.claims["iss"]?.stringValue ?? ""
         if let key {
-            guard GoogleCredentials.verifiesRS256(key.account.publicKeyPEM, jwt.signingInput, jwt.signature) else { throw .invalidSignature }
-            guard jwt.claims["iss"]?.stringValue == key.account.clientEmail else { throw .accountNotFound }
+            guard GoogleCredentials.verifiesRS256(key.account.publicKeyPEM, jwt.signingInput, jwt.signature) else {
+                throw TokenRefusal(.invalidSignature, "the signature does not verify with key \(jwt.keyID) (\(key.account.clientEmail))")
+            }
+            guard iss == key.account.clientEmail else {
+                throw TokenRefusal(.accountNotFound, "iss '\(iss)' is not \(key.account.clientEmail), the account of key \(jwt.keyID)")
+            }
             (account, senderID) = key
         } else {
-            guard let iss = jwt.claims["iss"]?.stringValue, !iss.isEmpty, let first = engine.firstProjectID() else { throw .accountNotFound }
+            guard !iss.isEmpty else { throw TokenRefusal(.accountNotFound, "no iss claim") }
+            guard let first = engine.firstProjectID() else { throw TokenRefusal(.accountNotFound, "no project to take key \(jwt.keyID) for") }
             account = ServiceAccount(privateKeyID: jwt.keyID, clientEmail: iss, clientID: "", publicKeyPEM: "", createdAt: 0)
             senderID = first
         }
-        // Google takes only a string here (an array, even of the right URI, is refused).
-        guard let aud = jwt.claims["aud"]?.stringValue, isTokenURI(aud) else { throw .badAudience }
-        guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp"), exp > iat, exp - iat <= 3600,
-            iat <= now + GoogleCredentials.allowedSkewSeconds, exp > now
-        else { throw .badTimes }
+        try checkAudience(jwt)
+        try checkTimes(jwt)
         let scope = jwt.claims["scope"]?.stringValue ?? ""
-        guard !OAuthTokens.messagingScopes.isDisjoint(with: scope.split(separator: " ").map(String.init)) else { throw .invalidScope }
+        guard !OAuthTokens.messagingScopes.isDisjoint(with: scope.split(separator: " ").map(String.init)) else {
+            throw TokenRefusal(.invalidScope, "scope '\(scope)' has neither https://www.googleapis.com/auth/firebase.messaging nor …/cloud-platform")
+        }
         return Grant(account: account, senderID: senderID, scope: scope)
+    }
+
+    /// `aud`: a token URI of this server or Google's, as a string (Google refuses an array, even
+    /// of the right URI).
+    private func checkAudience(_ jwt: JWT) throws(TokenRefusal) {
+        guard let aud = jwt.claims["aud"] else { throw TokenRefusal(.badAudience, "no aud claim") }
+        guard let text = aud.stringValue else { throw TokenRefusal(.badAudience, "aud is not a string (\(aud.serialized()))") }
+        guard isTokenURI(text) else { throw TokenRefusal(.badAudience, "aud '\(text)' is not a token URI of this server or Google's") }
+    }
+
+    /// `iat` and `exp` on the mock's clock: `exp` after `iat`, at most an hour later, `iat` not
+    /// further ahead than the skew allowed, `exp` ahead.
+    private func checkTimes(_ jwt: JWT) throws(TokenRefusal) {
+        let skew = GoogleCredentials.allowedSkewSeconds
+        guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp") else { throw TokenRefusal(.badTimes, "no iat or no exp claim") }
+        guard exp > iat else { throw TokenRefusal(.badTimes, "exp is not after iat") }
+        guard exp - iat <= 3600 else { throw TokenRefusal(.badTimes, "exp is \(exp - iat) s after iat (at most 3600)") }
+        guard iat <= now + skew else {
+            throw TokenRefusal(.badTimes, "iat is \(iat - now) s ahead of the mock's clock (at most \(skew); now \(rfc3339(millis: nowMillis)))")
+        }
+        guard exp > now else {
+            throw TokenRefusal(.badTimes, "the assertion expired at \(rfc3339(millis: exp * 1000)) on the mock's clock (now \(rfc3339(millis: nowMillis)))")
+        }
     }
 
     func recheck(_ grant: Grant) throws(TokenRefusal) {}

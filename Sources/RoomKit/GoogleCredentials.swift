@@ -81,15 +81,20 @@ public final class GoogleCredentials: Sendable {
         switch engine.issuedToken(token, forProject: nil).0 {
         case .valid(let sender): return sender
         case .invalid: return nil
-        case .unknown: return senderID(selfSignedJWT: token)
+        case .unknown: return try? senderID(selfSignedJWT: token).get()
         }
     }
 
-    /// See `senderID(bearer:)`. A JWT verified once is remembered until it expires (its key is
-    /// looked up again every time: a deleted key's JWTs stop working at once).
-    private func senderID(selfSignedJWT token: String) -> String? {
-        let rule = SelfSignedJWTRule(engine: engine, now: engine.clock.nowMillis() / 1000)
-        return (try? verifier.verify(token, cachedAs: token, by: rule))?.senderID
+    /// See `senderID(bearer:)`, or why the token is refused, in words a tester can act on. A JWT
+    /// verified once is remembered until it expires (its key is looked up again every time: a
+    /// deleted key's JWTs stop working at once).
+    private func senderID(selfSignedJWT token: String) -> Result<String, SelfSignedJWTRule.Refused> {
+        let rule = SelfSignedJWTRule(engine: engine, nowMillis: engine.clock.nowMillis())
+        do throws(SelfSignedJWTRule.Refused) {
+            return .success(try verifier.verify(token, cachedAs: token, by: rule).senderID)
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// The project an HTTP v1 path names (`{project}`: its id or number), if the request's
@@ -108,10 +113,13 @@ public final class GoogleCredentials: Sendable {
             case .valid(let s): sender = s
             case .invalid: return .failure(.unauthenticated(bearerRefusalReason(authorization)))
             case .unknown:
-                guard let s = senderID(selfSignedJWT: token) else {
-                    return .failure(.unauthenticated(bearerRefusalReason(authorization)))
+                switch senderID(selfSignedJWT: token) {
+                case .success(let s): sender = s
+                case .failure(let refused):
+                    // A revoked access token is no JWT: it says why it is no longer good.
+                    let (issued, revoked) = engine.accessTokenRecord(token)
+                    return .failure(.unauthenticated(issued ?? revoked != nil ? bearerRefusalReason(authorization) : refused.reason))
                 }
-                sender = s
             }
         }
         guard let project else { return .failure(.unknownProject("no project '\(name)' (by project id or sender id)")) }
@@ -124,8 +132,8 @@ public final class GoogleCredentials: Sendable {
     }
 
     /// Why `authorization` is no valid Bearer credential of any project, in words a tester can
-    /// act on: the failure path only, so it repeats the checks of `v1Project` and
-    /// `SelfSignedJWTRule` to name the one that failed, and leaves them untouched.
+    /// act on, when it is none or an access token no longer valid (a self-signed JWT's refusal
+    /// words itself: `SelfSignedJWTRule`).
     func bearerRefusalReason(_ authorization: String?) -> String {
         guard let header = authorization, !header.allSatisfy({ $0 == " " }) else { return "no Authorization header" }
         guard let token = Self.bearerToken(header) else {
@@ -136,42 +144,18 @@ public final class GoogleCredentials: Sendable {
         }
         let nowMs = engine.clock.nowMillis()
         let (issued, revoked) = engine.accessTokenRecord(token)
-        if let t = issued ?? revoked {
-            if revoked != nil { return "access token \(t.id) was revoked (DELETE /api/v1/access-tokens/\(t.id))" }
-            if t.expiresAt <= nowMs {
-                return "access token \(t.id) expired at \(rfc3339(millis: t.expiresAt)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
-            }
-            guard let project = engine.project(named: t.senderID) else {
-                return "access token \(t.id): its project (sender id \(t.senderID)) no longer exists"
-            }
-            if !project.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID }) {
-                return "access token \(t.id): its service account key \(t.privateKeyID) (\(t.clientEmail)) was deleted"
-            }
-            return "access token \(t.id) is no longer valid"
+        guard let t = issued ?? revoked else { return "the Bearer token is not an access token this server issued" }
+        if revoked != nil { return "access token \(t.id) was revoked (DELETE /api/v1/access-tokens/\(t.id))" }
+        if t.expiresAt <= nowMs {
+            return "access token \(t.id) expired at \(rfc3339(millis: t.expiresAt)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
         }
-        let jwt: JWT
-        do {
-            jwt = try JWT.parse(token)
-        } catch {
-            return "the Bearer token is neither an access token this server issued (since its start or last reset) nor a JWT ("
-                + Self.describe(error) + ")"
+        guard let project = engine.project(named: t.senderID) else {
+            return "access token \(t.id): its project (sender id \(t.senderID)) no longer exists"
         }
-        let now = nowMs / 1000
-        guard let (account, _) = engine.serviceAccount(keyID: jwt.keyID) else {
-            return "self-signed JWT: kid \(jwt.keyID) is no service account's key"
+        if !project.serviceAccounts.contains(where: { $0.privateKeyID == t.privateKeyID }) {
+            return "access token \(t.id): its service account key \(t.privateKeyID) (\(t.clientEmail)) was deleted"
         }
-        let iss = jwt.claims["iss"]?.stringValue ?? ""
-        if iss != account.clientEmail { return "self-signed JWT: iss '\(iss)' is not \(account.clientEmail), the account of key \(jwt.keyID)" }
-        let aud = jwt.claims["aud"]?.stringValue ?? ""
-        if !Self.jwtAudiences.contains(aud) { return "self-signed JWT: aud '\(aud)' is not https://fcm.googleapis.com/" }
-        guard let exp = jwt.seconds("exp") else { return "self-signed JWT: no exp claim" }
-        if exp <= now {
-            return "self-signed JWT expired at \(rfc3339(millis: exp * 1000)) on the mock's clock (now \(rfc3339(millis: nowMs)))"
-        }
-        if let iat = jwt.seconds("iat"), iat > now + Self.allowedSkewSeconds {
-            return "self-signed JWT: iat is \(iat - now) s ahead of the mock's clock (at most \(Self.allowedSkewSeconds))"
-        }
-        return "self-signed JWT: the signature does not verify with key \(jwt.keyID) (\(account.clientEmail))"
+        return "access token \(t.id) is no longer valid"
     }
 
     /// A JWT parse failure in words.
@@ -199,38 +183,60 @@ struct VerifiedJWT: Sendable {
     let expiresAt: Int64
 }
 
-/// google-auth's "JWT access" rule at `now` (seconds on the mock's clock): RS256, the `kid` of a
+/// google-auth's "JWT access" rule at `nowMillis` (the mock's clock): RS256, the `kid` of a
 /// service account's key, `iss` its account, `aud` FCM's root URL, `exp` ahead, `iat` not
-/// further ahead than the skew allowed. Its refusals carry no words: `bearerRefusalReason`
-/// finds them on the failure path only.
+/// further ahead than the skew allowed. Each refusal says which check failed, for the 401's
+/// message and the log.
 struct SelfSignedJWTRule: JWTRule {
-    struct Refused: Error {}
+    struct Refused: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
 
     let engine: Engine
-    let now: Int64
+    let nowMillis: Int64
+    var now: Int64 { nowMillis / 1000 }
 
     var algorithm: JWT.Algorithm { .rs256 }
     var requiresKeyID: Bool { true }
-    func malformed(_ failure: JWT.Failure) -> Refused { Refused() }
+
+    func malformed(_ failure: JWT.Failure) -> Refused {
+        Refused("the Bearer token is neither an access token this server issued (since its start or last reset) nor a JWT ("
+                + GoogleCredentials.describe(failure) + ")")
+    }
 
     func key(for jwt: JWT) throws(Refused) -> (ServiceAccount, Project) {
-        guard let found = engine.serviceAccount(keyID: jwt.keyID) else { throw Refused() }
+        guard let found = engine.serviceAccount(keyID: jwt.keyID) else { throw Refused("self-signed JWT: kid \(jwt.keyID) is no service account's key") }
         return found
     }
 
     func verify(_ jwt: JWT, with key: (ServiceAccount, Project)) throws(Refused) -> VerifiedJWT {
         let (account, project) = key
-        guard jwt.claims["iss"]?.stringValue == account.clientEmail,
-            let aud = jwt.claims["aud"]?.stringValue, GoogleCredentials.jwtAudiences.contains(aud),
-            let exp = jwt.seconds("exp"), exp > now, (jwt.seconds("iat") ?? now) <= now + GoogleCredentials.allowedSkewSeconds,
-            GoogleCredentials.verifiesRS256(account.publicKeyPEM, jwt.signingInput, jwt.signature)
-        else { throw Refused() }
+        let iss = jwt.claims["iss"]?.stringValue ?? ""
+        guard iss == account.clientEmail else {
+            throw Refused("self-signed JWT: iss '\(iss)' is not \(account.clientEmail), the account of key \(jwt.keyID)")
+        }
+        let aud = jwt.claims["aud"]?.stringValue ?? ""
+        guard GoogleCredentials.jwtAudiences.contains(aud) else { throw Refused("self-signed JWT: aud '\(aud)' is not https://fcm.googleapis.com/") }
+        guard let exp = jwt.seconds("exp") else { throw Refused("self-signed JWT: no exp claim") }
+        guard exp > now else { throw expired(exp) }
+        if let iat = jwt.seconds("iat"), iat > now + GoogleCredentials.allowedSkewSeconds {
+            throw Refused("self-signed JWT: iat is \(iat - now) s ahead of the mock's clock (at most \(GoogleCredentials.allowedSkewSeconds))")
+        }
+        guard GoogleCredentials.verifiesRS256(account.publicKeyPEM, jwt.signingInput, jwt.signature) else {
+            throw Refused("self-signed JWT: the signature does not verify with key \(jwt.keyID) (\(account.clientEmail))")
+        }
         return VerifiedJWT(keyID: jwt.keyID, senderID: project.senderID, expiresAt: exp)
     }
 
     /// Not expired on the mock's clock, and its key (and so its account and project) still there.
     func recheck(_ v: VerifiedJWT) throws(Refused) {
-        guard v.expiresAt > now, engine.serviceAccount(keyID: v.keyID) != nil else { throw Refused() }
+        guard v.expiresAt > now else { throw expired(v.expiresAt) }
+        guard engine.serviceAccount(keyID: v.keyID) != nil else { throw Refused("self-signed JWT: kid \(v.keyID) is no service account's key") }
+    }
+
+    private func expired(_ exp: Int64) -> Refused {
+        Refused("self-signed JWT expired at \(rfc3339(millis: exp * 1000)) on the mock's clock (now \(rfc3339(millis: nowMillis)))")
     }
 }
 

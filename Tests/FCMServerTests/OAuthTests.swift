@@ -1,8 +1,12 @@
 import FCMCore
+import FCMEngine
+import FCMModel
+import FCMServer
 import FCMTesting
 import Foundation
 import TLS
 import HTTPServer
+import Synchronization
 import XCTest
 
 /// The OAuth 2.0 token endpoint (docs/spec/fcm-v1.md section 3) over real HTTP: service-account
@@ -81,6 +85,28 @@ final class OAuthTests: XCTestCase {
         XCTAssertEqual(try client.delete("/api/v1/access-tokens/\(id)").status, 404)
         XCTAssertEqual(try client.post("/api/v1/reset").status, 204)
         XCTAssertEqual(items(try client.get("/api/v1/access-tokens")).count, 0, "a reset forgets issued tokens")
+    }
+
+    /// Google's answer names only a refusal's kind; the log says which check failed, as the
+    /// rule that refused found it.
+    func testEachRefusalIsLoggedWithWhichCheckFailed() throws {
+        let reasons = Mutex<[String]>([])
+        server.app.engine.onNotice { n in
+            if n.message == "token request refused", let r = n.fields.first(where: { $0.0 == "reason" })?.1 { reasons.withLock { $0.append(r) } }
+        }
+        let other = try RSAPrivateKey()
+        let cases: [(String, String)] = [
+            (try assertion(header: #"{"alg":"RS256","kid":"nope"}"#), "kid nope is no service account's key (deleted, or of another server's store?)"),
+            (try assertion(signer: other), "the signature does not verify with key \(keyID) (\(email))"),
+            ("abc.def", "the assertion is not a JWT this server takes (a JWT has three parts separated by dots)"),
+            (try assertion(iss: "someone@else.iam.gserviceaccount.com"),
+             "iss 'someone@else.iam.gserviceaccount.com' is not \(email), the account of key \(keyID)"),
+            (try assertion(lifetime: 7200), "exp is 7200 s after iat (at most 3600)"),
+            (try assertion(scope: "openid"), "scope 'openid' has neither https://www.googleapis.com/auth/firebase.messaging nor …/cloud-platform"),
+        ]
+        for (jwt, _) in cases { XCTAssertEqual(try exchange(jwt).status, 400) }
+        XCTAssertEqual(try exchange(try assertion(), grant: "password").status, 400)
+        XCTAssertEqual(reasons.withLock { $0 }, cases.map(\.1) + ["grant_type 'password' is not urn:ietf:params:oauth:grant-type:jwt-bearer"])
     }
 
     func testRefusalsAreGooglesJSON() throws {
