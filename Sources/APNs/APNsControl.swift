@@ -3,6 +3,7 @@ public import FCMEngine
 public import FCMModel
 public import HTTPServer
 public import RoomKit
+import Platform
 import TLS
 
 /// `/api/v1/apns/…`: APNs teams (the apps their keys may send to) and the signing keys the mock

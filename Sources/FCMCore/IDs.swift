@@ -127,16 +127,16 @@ public enum RandomAlphabet {
     public static let digits: [UInt8] = Array("0123456789".utf8)
 }
 
-/// `count` characters drawn at random from `alphabet` (ids, keys and tokens the mock makes up).
-public func randomString(_ count: Int, from alphabet: [UInt8]) -> String {
-    var rng = SystemRandomNumberGenerator()
-    return String(decoding: (0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }, as: UTF8.self)
+/// `count` characters drawn at random from `alphabet` with `rng` (ids, keys and tokens the mock
+/// makes up). The caller brings the generator: this module draws no randomness of its own
+/// (Platform's `randomString(_:from:)` draws from the system's).
+public func randomString(_ count: Int, from alphabet: [UInt8], using rng: inout some RandomNumberGenerator) -> String {
+    String(decoding: (0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }, as: UTF8.self)
 }
 
 /// A new registration token shaped like FCM's: an 11-character instance id, `:APA91b`, and
-/// base64url noise, 152 characters in all.
-public func newRegistrationToken() -> String {
-    var rng = SystemRandomNumberGenerator()
+/// base64url noise, 152 characters in all, drawn with `rng`.
+public func newRegistrationToken(using rng: inout some RandomNumberGenerator) -> String {
     var out = [UInt8]()
     out.reserveCapacity(152)
     for _ in 0..<11 { out.append(base64URL[Int(rng.next() & 63)]) }
@@ -227,9 +227,9 @@ public enum WebPushSubscriptionID {
     /// Length of a new id: 86 characters of base64url (64 random bytes), over the contract's 64.
     public static let length = 86
 
-    /// A new opaque id.
-    public static func generate() -> String {
-        randomString(length, from: RandomAlphabet.base64URL)
+    /// A new opaque id, drawn with `rng`.
+    public static func generate(using rng: inout some RandomNumberGenerator) -> String {
+        randomString(length, from: RandomAlphabet.base64URL, using: &rng)
     }
 
     /// Whether `s` could be an id (base64url, 64 to 512 characters): anything else is unknown.

@@ -22,8 +22,8 @@ public enum APNsDeviceToken {
     }
 
     /// A new token: 64 lowercase hexadecimal characters.
-    public static func generate() -> String {
-        randomString(64, from: Array("0123456789abcdef".utf8))
+    public static func generate(using rng: inout some RandomNumberGenerator) -> String {
+        randomString(64, from: Array("0123456789abcdef".utf8), using: &rng)
     }
 
     /// The APNs token of the iOS device whose FCM token is `fcmToken`: 64 lowercase hex digits,

@@ -82,7 +82,8 @@ extension Engine {
         guard let project = s.projects[spec.senderID] else {
             return .failure(.badRequest("sender_id '\(spec.senderID)' is not a configured project"))
         }
-        let token = spec.token ?? newRegistrationToken()
+        var rng = SystemRandomNumberGenerator()
+        let token = spec.token ?? newRegistrationToken(using: &rng)
         if let existing = s.device(token: token) { return .success((existing, false)) }
         if let fid = spec.fid, let holder = s.device(fid: fid) {
             return .failure(.conflict("fid '\(fid)' already belongs to device '\(holder.token)'"))
@@ -241,8 +242,9 @@ extension Engine {
             guard old.state == .registered else {
                 return .failure(.conflict("device '\(token)' is \(old.state.rawValue); only a registered token can be refreshed"))
             }
-            var newToken = newRegistrationToken()
-            while s.tokenIndex[newToken] != nil { newToken = newRegistrationToken() }
+            var rng = SystemRandomNumberGenerator()
+            var newToken = newRegistrationToken(using: &rng)
+            while s.tokenIndex[newToken] != nil { newToken = newRegistrationToken(using: &rng) }
             // The installation is the same: the new token's device keeps the fid.
             var fresh = Device(id: s.nextDeviceID, token: newToken, fid: old.fid, senderID: old.senderID, app: old.app, platform: old.platform,
                                state: .registered, canonicalID: nil, online: old.online, createdAt: now, lastSeenAt: now)

@@ -17,7 +17,8 @@ struct DeviceGroup: Sendable, Equatable {
 
 /// A new notification key shaped like FCM's: `APA91b` and base64url noise, no colon.
 func newNotificationKey() -> String {
-    notificationKey(fromToken: newRegistrationToken())
+    var rng = SystemRandomNumberGenerator()
+    return notificationKey(fromToken: newRegistrationToken(using: &rng))
 }
 
 /// A fixture group's notification key: the same at every start and after every reset, as a

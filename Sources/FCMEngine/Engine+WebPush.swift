@@ -22,8 +22,9 @@ extension Engine {
     /// room that made it.
     func newWebPushSubscription(device id: Int64, applicationServerKey: String?, relayed: Bool, state s: EngineState) -> WebPushSubscription? {
         guard let keys = relayed ? (privateKey: [], publicKey: [], auth: []) : webPushOps?.newKeys() else { return nil }
-        var pushID = WebPushSubscriptionID.generate()
-        while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate() }
+        var rng = SystemRandomNumberGenerator()
+        var pushID = WebPushSubscriptionID.generate(using: &rng)
+        while s.webPushIndex[pushID] != nil || s.webPushDeleted.contains(pushID) { pushID = WebPushSubscriptionID.generate(using: &rng) }
         var sub = WebPushSubscription(id: pushID, device: id, publicKey: keys.publicKey, privateKey: keys.privateKey, auth: keys.auth,
                                       applicationServerKey: relayed ? nil : applicationServerKey, expired: false)
         if relayed { sub.endpointOverride = "" }

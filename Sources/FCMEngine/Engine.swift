@@ -369,8 +369,9 @@ struct EngineState: Sendable {
 
     /// An fid no device has.
     func newInstallationID() -> String {
-        var fid = InstallationID.make()
-        while fidIndex[fid] != nil { fid = InstallationID.make() }
+        var rng = SystemRandomNumberGenerator()
+        var fid = InstallationID.make(using: &rng)
+        while fidIndex[fid] != nil { fid = InstallationID.make(using: &rng) }
         return fid
     }
 
@@ -401,9 +402,10 @@ struct EngineState: Sendable {
         var replaced: [Int64: Int64] = [:]  // a refreshed token's new device → the old one
         for d in devices.values { if let c = d.canonicalID { replaced[c] = d.id } }
         var given: [(id: Int64, fid: String)] = []
+        var rng = SystemRandomNumberGenerator()
         for id in devices.keys.sorted() where devices[id]?.fid.isEmpty == true {
             var fid = replaced[id].flatMap { devices[$0]?.fid } ?? ""
-            while fid.isEmpty || (fidIndex[fid] != nil && replaced[id] == nil) { fid = InstallationID.make() }
+            while fid.isEmpty || (fidIndex[fid] != nil && replaced[id] == nil) { fid = InstallationID.make(using: &rng) }
             devices[id]?.fid = fid
             if fidIndex[fid] == nil { fidIndex[fid] = id }
             given.append((id, fid))

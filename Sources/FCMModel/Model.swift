@@ -207,9 +207,9 @@ package enum InstallationID {
     static let length = 22
     private static let firstCharacters: [UInt8] = Array("cdef".utf8)
 
-    /// A new random fid.
-    package static func make() -> String {
-        randomString(1, from: firstCharacters) + randomString(length - 1, from: RandomAlphabet.base64URL)
+    /// A new random fid, drawn with `rng`.
+    package static func make(using rng: inout some RandomNumberGenerator) -> String {
+        randomString(1, from: firstCharacters, using: &rng) + randomString(length - 1, from: RandomAlphabet.base64URL, using: &rng)
     }
 
     /// Whether `s` is shaped like an fid (the v1 parser's rule).

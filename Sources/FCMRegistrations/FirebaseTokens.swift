@@ -10,7 +10,8 @@ enum FirebaseTokens {
 
     /// New tokens for an installation made or refreshed (a refresh keeps its refresh token).
     static func new() -> InstallationTokens {
-        InstallationTokens(refresh: "3_" + randomString(60, from: RandomAlphabet.base64URL),
-                           auth: "eyJ" + randomString(180, from: RandomAlphabet.base64URL), authSeconds: authSeconds)
+        var rng = SystemRandomNumberGenerator()
+        return InstallationTokens(refresh: "3_" + randomString(60, from: RandomAlphabet.base64URL, using: &rng),
+                                  auth: "eyJ" + randomString(180, from: RandomAlphabet.base64URL, using: &rng), authSeconds: authSeconds)
     }
 }

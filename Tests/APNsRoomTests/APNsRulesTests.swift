@@ -156,7 +156,8 @@ final class APNsRulesTests: XCTestCase {
             do { try APNsDeviceToken.check(token) } catch { got = error.reason }
             XCTAssertEqual(got, expected, token)
         }
-        let made = APNsDeviceToken.generate()
+        var rng = SystemRandomNumberGenerator()
+        let made = APNsDeviceToken.generate(using: &rng)
         XCTAssertNoThrow(try APNsDeviceToken.check(made))
         XCTAssertEqual(made, made.lowercased())
     }

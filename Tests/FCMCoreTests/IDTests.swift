@@ -55,7 +55,8 @@ final class IDTests: XCTestCase {
     }
 
     func testTokens() {
-        let t = newRegistrationToken()
+        var rng = SystemRandomNumberGenerator()
+        let t = newRegistrationToken(using: &rng)
         XCTAssertEqual(t.count, 152)
         XCTAssertTrue(t.contains(":APA91b"))
         XCTAssertTrue(isWellFormedToken(t))

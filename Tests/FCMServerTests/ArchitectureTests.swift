@@ -124,13 +124,16 @@ final class ArchitectureTests: XCTestCase {
         }
         let engine = Self.root.appendingPathComponent("Sources/FCMEngine")
         // The shared rules import nothing: no lock, no clock, no file (random bits and times come
-        // in from the caller, as `uuidString(high:low:)` takes Platform's).
+        // in from the caller, as `uuidString(high:low:)` takes Platform's and a token's shape a
+        // generator).
         let core = Self.root.appendingPathComponent("Sources/FCMCore")
         for f in try FileManager.default.contentsOfDirectory(atPath: core.path) where f.hasSuffix(".swift") {
             let text = try String(contentsOf: core.appendingPathComponent(f), encoding: .utf8)
             for line in text.split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("public import ") {
                 XCTFail("FCMCore/\(f) imports a module: \(line)")
             }
+            // Nor draws randomness of its own: a generator is its caller's to pass.
+            XCTAssertFalse(text.contains("SystemRandomNumberGenerator()"), "FCMCore/\(f) draws from the system's generator")
         }
         // The values import the rules and the store's rows only (so no lock, clock or file), keep
         // no shared mutable state, and never reach for the store's connection.
@@ -144,7 +147,7 @@ final class ArchitectureTests: XCTestCase {
                     let module = l.split(separator: " ").last.map(String.init) ?? ""
                     XCTAssertTrue(["FCMCore", "FCMStore"].contains(module), "FCMModel/\(f) imports \(module)")
                 }
-                for unsafe in ["@unchecked Sendable", "nonisolated(unsafe)", "static var ", "SQLiteConnection"] {
+                for unsafe in ["@unchecked Sendable", "nonisolated(unsafe)", "static var ", "SQLiteConnection", "SystemRandomNumberGenerator()"] {
                     XCTAssertFalse(l.contains(unsafe), "FCMModel/\(f) holds \(unsafe): \(l)")
                 }
             }

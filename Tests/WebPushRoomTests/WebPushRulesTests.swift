@@ -212,10 +212,11 @@ final class WebPushRulesTests: XCTestCase {
     }
 
     func testSubscriptionIDs() {
-        let id = WebPushSubscriptionID.generate()
+        var rng = SystemRandomNumberGenerator()
+        let id = WebPushSubscriptionID.generate(using: &rng)
         XCTAssertEqual(id.count, 86)
         XCTAssertTrue(WebPushSubscriptionID.isWellFormed(id))
-        XCTAssertNotEqual(id, WebPushSubscriptionID.generate())
+        XCTAssertNotEqual(id, WebPushSubscriptionID.generate(using: &rng))
         XCTAssertFalse(WebPushSubscriptionID.isWellFormed(String(repeating: "a", count: 63)))
         XCTAssertTrue(WebPushSubscriptionID.isWellFormed(String(repeating: "a", count: 64)))
         XCTAssertFalse(WebPushSubscriptionID.isWellFormed(String(repeating: "a", count: 63) + "%"))
