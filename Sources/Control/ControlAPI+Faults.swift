@@ -8,7 +8,8 @@ public import HTTPServer
 extension ControlAPI {
     /// `POST /api/v1/faults`.
     public func addFault(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
-        ok(try engine.addFault(try c.jsonBody()).json, status: 201)
+        let fault = try Fault.parse(try c.jsonBody(), protocolErrors: engine.faultErrors)
+        return ok(engine.addFault(fault).json, status: 201)
     }
 
     /// `GET /api/v1/faults`.

@@ -7,11 +7,17 @@ import FCMStore
 extension Engine {
     // MARK: Faults
 
-    /// Adds a fault from the body of `POST /api/v1/faults`.
-    public func addFault(_ body: Body) throws(EngineError) -> Fault {
+    /// The errors of their own the rooms gave, which a fault may answer with (the control room
+    /// checks a fault's `then.error` against them).
+    package var faultErrors: [FaultErrors] { rooms.faultErrors }
+
+    /// Adds fault `fault` as the control room read it, giving it its id and time.
+    public func addFault(_ fault: Fault) -> Fault {
         let now = clock.nowMillis()
-        return try state.withLock { (s: inout EngineState) throws(EngineError) -> Fault in
-            let f = try Fault.parse(body, id: "f\(s.faults.nextID)", now: now, protocolErrors: rooms.faultErrors)
+        return state.withLock { s in
+            var f = fault
+            f.id = "f\(s.faults.nextID)"
+            f.createdAt = now
             s.faults.nextID += 1
             s.faults.faults.append(f)
             faultsArmed.store(true, ordering: .relaxed)
