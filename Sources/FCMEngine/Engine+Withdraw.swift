@@ -17,7 +17,8 @@ extension Engine {
                 // Under its whole id (the sender's suffix too): an id with another sender's suffix
                 // is not this sender's to take back.
                 guard let i = entries.firstIndex(where: { $0.deliveryID == id }) else { continue }
-                guard entries[i].source == transport.tag else { return nil }
+                // A `deleted_messages` notice is the service's, not the sender's to take back.
+                guard !entries[i].isNotice, entries[i].source == transport.tag else { return nil }
                 guard let d = s.devices[device], messageIDSuffix(senderID: d.senderID) == messageID.suffix else { return nil }
                 var kept = entries
                 kept.remove(at: i)
