@@ -54,7 +54,7 @@ extension Engine {
                       _ context: AdmissionContext) throws(StoreError) -> Admission {
         let hasStatus = context.names.refusedStatus != nil
         if !hasStatus, let refusal {
-            try record(context, senderID: senderID, httpStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
+            try record(context, senderID: senderID, answeredStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
                        detail: refusal.detail, fault: nil)
             return .refused(refusal, delay: nil)
         }
@@ -68,13 +68,13 @@ extension Engine {
             var status = 0
             if case .status(let code, _, _) = f, hasStatus { status = code }
             let (error, detail) = context.names.fault(f)
-            try record(context, senderID: senderID, httpStatus: status, error: error, detail: detail, fault: f.fault)
+            try record(context, senderID: senderID, answeredStatus: status, error: error, detail: detail, fault: f.fault)
             return .faulted(f)
         default:
             break
         }
         if let refusal {
-            try record(context, senderID: senderID, httpStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
+            try record(context, senderID: senderID, answeredStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
                        detail: refusal.detail,
                        fault: delay?.fault)
             return .refused(refusal, delay: delay)
@@ -84,12 +84,12 @@ extension Engine {
     }
 
     /// The rejection record of a refused request.
-    private func record(_ context: AdmissionContext, senderID: String, httpStatus: Int, error: String, detail: String,
+    private func record(_ context: AdmissionContext, senderID: String, answeredStatus: Int, error: String, detail: String,
                         fault: String?) throws(StoreError) {
         let raw = context.rawLimit.map { String(context.raw().prefix($0)) } ?? context.raw()
         do throws(StoreError) {
             context.recorded(try recordRejected(RejectedRequest(senderID: senderID, transport: context.transport, format: context.format,
-                                                                answeredStatus: httpStatus, error: error, detail: detail, raw: raw,
+                                                                answeredStatus: answeredStatus, error: error, detail: detail, raw: raw,
                                                                 fault: fault, clientMessageID: context.clientMessageID)))
         } catch {
             if !context.recordIsBestEffort { throw error }

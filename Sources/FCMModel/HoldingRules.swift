@@ -38,9 +38,9 @@ extension Transport {
         }
     }
 
-    /// The transport whose `tag` is `tag`.
+    /// The transport whose `tag` is `tag` (the same table as `tag`, read the other way).
     package init?(tag: UInt8) {
-        guard Int(tag) < Self.allCases.count else { return nil }
-        self = Self.allCases[Int(tag)]
+        guard let t = Self.allCases.first(where: { $0.tag == tag }) else { return nil }
+        self = t
     }
 }

@@ -197,15 +197,15 @@ public final class Application: Sendable {
         }
     }
 
-    /// One server per store file: two would each keep their own idea of the devices and
-    /// interleave their writes. The store file's lock (nil for `:memory:`, or where the file
-    /// system has none), or why it cannot be had.
     /// How each room's records show beyond what every record has.
     static let recordForms: [String: RecordForm] = [
         Transport.httpV1.rawValue: V1Routes.recordForm, Transport.xmpp.rawValue: CCS.recordForm,
         Transport.apns.rawValue: APNsRoom.recordForm, Transport.webpush.rawValue: WebPushRoutes.recordForm,
     ]
 
+    /// One server per store file: two would each keep their own idea of the devices and
+    /// interleave their writes. The store file's lock (nil for `:memory:`, or where the file
+    /// system has none), or why it cannot be had.
     private static func lockStore(_ c: Configuration) throws(ConfigurationError) -> Int32? {
         guard c.dbPath != ":memory:" else { return nil }
         switch SystemIO.lockExclusively(c.dbPath) {

@@ -231,8 +231,9 @@ struct SelfSignedJWTRule: JWTRule {
 
     /// Not expired on the mock's clock, and its key (and so its account and project) still there.
     func recheck(_ v: VerifiedJWT) throws(Refused) {
-        guard v.expiresAt > now else { throw expired(v.expiresAt) }
+        // In the order `key(for:)` and `verify` judge a new token: its key, then its time.
         guard engine.serviceAccount(keyID: v.keyID) != nil else { throw Refused("self-signed JWT: kid \(v.keyID) is no service account's key") }
+        guard v.expiresAt > now else { throw expired(v.expiresAt) }
     }
 
     private func expired(_ exp: Int64) -> Refused {

@@ -228,6 +228,28 @@ final class WebPushTests: XCTestCase {
         assertRefused(try server.client().request("DELETE", "/m/" + second.replacingOccurrences(of: "%", with: "%25")), 404, 102, "Not Found")
     }
 
+    /// A hundred and one pushes held for an offline device: FCM's rules purge them for a
+    /// `deleted_messages` notice, which is the service's: a DELETE of its id takes nothing back,
+    /// before a restart and after one (the notice read back from the store).
+    func testADeletedMessagesNoticeIsNotTheSendersToDelete() throws {
+        let dir = try temporaryFolder()
+        try restart(dir)
+        let s = try subscribe(online: false)
+        let body = try encrypt("held", for: s)
+        for _ in 0...100 {
+            XCTAssertEqual(try post(s.path, [("TTL", "3600"), ("Content-Encoding", "aes128gcm")], body).status, 201)
+        }
+        let items = try XCTUnwrap(try get("/api/v1/devices/\(s.token)/messages?limit=500")["items"]?.arrayValue).compactMap(\.objectValue)
+        let notice = try XCTUnwrap(items.first { $0["message_type"]?.stringValue == "deleted_messages" }, "\(items.count) entries")
+        let id = try XCTUnwrap(notice["message_id"]?.stringValue)
+        XCTAssertEqual(notice["status"]?.stringValue, "pending")
+        assertRefused(try server.client().request("DELETE", "/m/" + id.replacingOccurrences(of: "%", with: "%25")), 404, 102, "Not Found")
+        try restart(dir)
+        assertRefused(try server.client().request("DELETE", "/m/" + id.replacingOccurrences(of: "%", with: "%25")), 404, 102, "Not Found")
+        let after = try XCTUnwrap(try get("/api/v1/devices/\(s.token)/messages?limit=500")["items"]?.arrayValue).compactMap(\.objectValue)
+        XCTAssertEqual(after.first { $0["message_id"]?.stringValue == id }?["status"]?.stringValue, "pending")
+    }
+
     // MARK: Errors
 
     func testEveryErrorRowAnswersAutopushsShapeOverH2C() throws {
