@@ -145,10 +145,6 @@ public struct APNsRoutes: Sendable {
         let detail = status == 0 ? f.detail : RequestFault.status(status, retryAfter: nil, fault: f.fault).detail + " " + reason
         let refused = RejectedRequest(senderID: device.senderID, transport: .apns, answeredStatus: status, error: reason, detail: detail,
                                       fault: f.fault, target: ("token", device.token))
-        guard status != 0 else {
-            _ = try? engine.recordRejected(refused)
-            return answer
-        }
         return engine.refused(refused, answer: answer, headers: Self.refusedHeaders(r))
     }
 

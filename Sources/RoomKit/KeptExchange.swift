@@ -109,8 +109,10 @@ extension Engine {
     }
 
     /// A refused request recorded, with `answer` and the request's `headers` kept on its record:
-    /// the answer, for the room to send. A refusal the store cannot record is answered all the same.
+    /// the answer, for the room to send. A refusal the store cannot record is answered all the
+    /// same; one answered with no status (a dropped connection) keeps no answer.
     public func refused(_ r: RejectedRequest, answer: HTTPResponse, headers: String?) -> HTTPResponse {
-        keeping(answer, record: try? recordRejected(r), headers: headers)
+        let id = try? recordRejected(r)
+        return r.answeredStatus == 0 ? answer : keeping(answer, record: id, headers: headers)
     }
 }

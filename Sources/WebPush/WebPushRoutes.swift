@@ -159,10 +159,6 @@ public struct WebPushRoutes: Sendable {
         let refused = RejectedRequest(senderID: device.senderID, transport: .webpush, answeredStatus: status,
                                       error: status == 0 ? RequestFault.closedConnection : WebPushErrorKind.fault.rawValue,
                                       detail: f.detail, fault: f.fault)
-        guard status != 0 else {
-            _ = try? engine.recordRejected(refused)
-            return answer
-        }
         return engine.refused(refused, answer: answer, headers: RecordedExchange.headers(r))
     }
 
