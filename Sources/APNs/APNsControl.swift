@@ -3,7 +3,6 @@ public import FCMEngine
 public import FCMModel
 public import HTTPServer
 public import RoomKit
-import Platform
 import TLS
 
 /// `/api/v1/apns/…`: APNs teams (the apps their keys may send to) and the signing keys the mock
@@ -129,7 +128,8 @@ public struct APNsControl: Sendable {
 
     /// A new key id: 10 characters of uppercase letters and digits, as Apple's.
     static func newKeyID() -> String {
-        randomString(10, from: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8))
+        var rng = SystemRandomNumberGenerator()
+        return randomString(10, from: Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8), using: &rng)
     }
 
     static func keyJSON(_ k: APNsKey) -> String {

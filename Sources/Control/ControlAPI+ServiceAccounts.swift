@@ -27,9 +27,10 @@ extension ControlAPI {
         } catch {
             throw .internal("cannot make an RSA key: \(error.description)")
         }
-        let keyID = randomString(40, from: RandomAlphabet.hex)
-        let tag = randomString(5, from: RandomAlphabet.lowercaseAlphanumeric)
-        let clientID = randomString(1, from: Array("123456789".utf8)) + randomString(20, from: RandomAlphabet.digits)
+        var rng = SystemRandomNumberGenerator()
+        let keyID = randomString(40, from: RandomAlphabet.hex, using: &rng)
+        let tag = randomString(5, from: RandomAlphabet.lowercaseAlphanumeric, using: &rng)
+        let clientID = randomString(1, from: Array("123456789".utf8), using: &rng) + randomString(20, from: RandomAlphabet.digits, using: &rng)
         let account = ServiceAccount(privateKeyID: keyID, clientEmail: "firebase-adminsdk-\(tag)@\(project.projectID).iam.gserviceaccount.com",
                                      clientID: clientID, publicKeyPEM: key.publicKeyPEM, createdAt: engine.clock.nowMillis())
         let saved = try engine.addServiceAccount(account, to: project.senderID)

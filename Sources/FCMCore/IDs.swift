@@ -128,8 +128,8 @@ public enum RandomAlphabet {
 }
 
 /// `count` characters drawn at random from `alphabet` with `rng` (ids, keys and tokens the mock
-/// makes up). The caller brings the generator: this module draws no randomness of its own
-/// (Platform's `randomString(_:from:)` draws from the system's).
+/// makes up). The caller brings the generator (the system's, `SystemRandomNumberGenerator`):
+/// this module draws no randomness of its own.
 public func randomString(_ count: Int, from alphabet: [UInt8], using rng: inout some RandomNumberGenerator) -> String {
     String(decoding: (0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }, as: UTF8.self)
 }

@@ -36,7 +36,8 @@ extension Engine {
     public func mintAccessToken(account: ServiceAccount, senderID: String, token: String, scope: String, lifetimeSeconds: Int64,
                                 now: Int64? = nil) -> AccessToken {
         let now = now ?? clock.nowMillis() / 1000
-        let id = randomString(12, from: RandomAlphabet.hex)
+        var rng = SystemRandomNumberGenerator()
+        let id = randomString(12, from: RandomAlphabet.hex, using: &rng)
         let issued = AccessToken(id: id, token: token, clientEmail: account.clientEmail, privateKeyID: account.privateKeyID,
                                  senderID: senderID, scope: scope, issuedAt: now * 1000,
                                  expiresAt: (now + lifetimeSeconds) * 1000)

@@ -110,8 +110,10 @@ public struct GCMRoutes: Sendable {
     /// A new register3 token: FCM's shape, 22 characters, `:APA91b`, 124 more (153 in all), of
     /// base64url; never holding `Error` (a client looks for it in the answer).
     static func newToken() -> String {
+        var rng = SystemRandomNumberGenerator()
         while true {
-            let t = randomString(22, from: RandomAlphabet.base64URL) + ":APA91b" + randomString(124, from: RandomAlphabet.base64URL)
+            let t = randomString(22, from: RandomAlphabet.base64URL, using: &rng) + ":APA91b"
+                + randomString(124, from: RandomAlphabet.base64URL, using: &rng)
             if !t.contains("Error") { return t }
         }
     }

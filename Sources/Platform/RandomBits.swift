@@ -16,10 +16,3 @@ public enum RandomBits {
         return z ^ (z >> 31)
     }
 }
-
-/// `count` characters drawn at random from `alphabet` with the system's generator (ids, keys
-/// and tokens the mock makes up; FCMCore's shapes take a generator, this is where one comes from).
-public func randomString(_ count: Int, from alphabet: [UInt8]) -> String {
-    var rng = SystemRandomNumberGenerator()
-    return String(decoding: (0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &rng)] }, as: UTF8.self)
-}

@@ -251,7 +251,8 @@ public enum GoogleAccessTokens {
 
     /// A new token's text.
     public static func newToken() -> String {
-        "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL)
+        var rng = SystemRandomNumberGenerator()
+        return "ya29.mock" + randomString(150, from: RandomAlphabet.base64URL, using: &rng)
     }
 }
 
