@@ -21,7 +21,13 @@ extension Engine {
     func dispatch(_ orders: ClientOrders) {
         guard !orders.isEmpty else { return }
         let rooms = clientRooms.withLock { $0 }
-        // Each connection's writes go to the room of its protocol.
+        // Each connection's writes go to the room of its protocol; orders for one room (a send's,
+        // an acknowledgement's) go as they are, without copying their writes.
+        let kind = orders.writes.first?.transport ?? orders.close.first?.transport
+        if let kind, orders.writes.allSatisfy({ $0.transport == kind }), orders.close.allSatisfy({ $0.transport == kind }) {
+            rooms[kind]?(orders)
+            return
+        }
         for (kind, deliver) in rooms {
             let mine = ClientOrders(writes: orders.writes.filter { $0.transport == kind }, close: orders.close.filter { $0.transport == kind })
             if !mine.isEmpty { deliver(mine) }
@@ -85,9 +91,11 @@ extension Engine {
                 s.clientDeliveries[mid.micros] = cd
                 s.stored[deviceID]?.removeAll { $0.deliveryID == mid.micros }
                 s.clientPayloads[mid.micros] = nil
-                updates.append(ClientDeliveryUpdate(id: mid.micros, status: "delivered", deliveredAt: now, json: cd.json()))
-                published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: "delivered",
-                                                                                  at: now, clientDelivery: cd.json())))
+                updates.append(ClientDeliveryUpdate(id: mid.micros, status: "delivered", deliveredAt: now, stored: cd.stored()))
+                if events.hasReaders {
+                    published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: "delivered",
+                                                                                      at: now, clientDelivery: cd.json())))
+                }
                 s.rememberAcknowledged(mid.micros, clientID: client.row.id)
             }
             flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
@@ -165,8 +173,9 @@ extension Engine {
             orders.writes.append(write)
             updates.append(update)
             guard events.hasReaders else { continue }
+            guard let cd = s.clientDeliveries[e.deliveryID] else { continue }
             published.append(("message.sent", EventJSON.clientDelivery(messageID: write.version, token: d.token, status: "sent", at: now,
-                                                                         clientDelivery: update.json)))
+                                                                         clientDelivery: cd.json())))
         }
     }
 
@@ -188,7 +197,7 @@ extension Engine {
                                 version: version, token: carrier?.token ?? d.token, channelID: carrier?.client?.channelID,
                                 payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: d.client,
                                 deviceToken: d.token, registration: carrier?.client)
-        return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, json: cd.json()))
+        return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, stored: cd.stored()))
     }
 
     // MARK: Registrations
@@ -264,7 +273,7 @@ extension Engine {
             // Why they were dropped, shown as the entries' `error_detail`.
             if !changes.isEmpty {
                 writes.append(Writes.setClientDeliveries(changes.map {
-                    ClientDeliveryUpdate(id: $0.0, status: "dropped", deliveredAt: nil, json: ClientDelivery.droppedJSON)
+                    ClientDeliveryUpdate(id: $0.0, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON)
                 }, settledAt: now))
             }
             return (d, submit(writes))
@@ -312,13 +321,12 @@ extension Engine {
             s.clientPayloads[deliveryID] = nil
             s.realClients[clientID]?.connection?.unacked.removeAll { $0 == deliveryID }
             s.rememberAcknowledged(deliveryID, clientID: clientID)
-            let json = cd.json()
-            var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, json: json)]
+            var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, stored: cd.stored())]
             if !events.hasReaders {
                 // Nobody listens: no event to build.
             } else if status == "delivered" {
                 published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: status, at: now,
-                                                                                  clientDelivery: json)))
+                                                                                  clientDelivery: cd.json())))
             } else {
                 published.append(("message.client_rejected", EventJSON.clientRejected(messageID: version, token: d.token, at: now,
                                                                                         code: code ?? 0)))

@@ -186,7 +186,7 @@ extension Engine {
                     let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: carrier.row.id, now: now,
                                                    delay: delay, state: &s)
                     row.status = "sent"
-                    row.clientDelivery = update.json
+                    row.clientDelivery = update.stored
                     p.clientOrders.writes.append(write)
                     return
                 }

@@ -78,18 +78,19 @@ public struct InstallationRow: Sendable, Equatable {
 }
 
 /// A delivery's new state on a real client's connection: its status, when it was delivered
-/// (an ack 100; nil leaves the column as it is) and its `client_delivery` JSON.
+/// (an ack 100; nil leaves the column as it is) and its `client_delivery`.
 public struct ClientDeliveryUpdate: Sendable {
     public var id: Int64
     public var status: String
     public var deliveredAt: Int64?
-    public var json: String
+    /// The `client_delivery` column as the engine keeps it.
+    public var stored: String
 
-    public init(id: Int64, status: String, deliveredAt: Int64?, json: String) {
+    public init(id: Int64, status: String, deliveredAt: Int64?, stored: String) {
         self.id = id
         self.status = status
         self.deliveredAt = deliveredAt
-        self.json = json
+        self.stored = stored
     }
 }
 
@@ -156,7 +157,7 @@ extension Writes {
     public static func setClientDeliveries(_ updates: [ClientDeliveryUpdate], settledAt: Int64) -> WriteOp {
         { c in
             try each(c, "UPDATE deliveries SET status = ?, client_delivery = ?, delivered_at = coalesce(?, delivered_at), settled_at = ? WHERE id = ?",
-                     updates.lazy.map { [.text($0.status), .text($0.json), .optional($0.deliveredAt), .int(settledAt), .int($0.id)] })
+                     updates.lazy.map { [.text($0.status), .text($0.stored), .optional($0.deliveredAt), .int(settledAt), .int($0.id)] })
         }
     }
 

@@ -76,7 +76,9 @@ public struct ProtoWriter: Sendable {
 
     /// A `string` field (UTF-8).
     public mutating func string(_ field: Int, _ value: String) {
-        bytes(field, Array(value.utf8))
+        key(field, .lengthDelimited)
+        Self.appendVarint(UInt64(value.utf8.count), to: &bytes)
+        bytes.append(contentsOf: value.utf8)
     }
 
     /// A nested message field whose bytes are already encoded.
