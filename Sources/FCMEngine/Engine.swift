@@ -116,6 +116,12 @@ public final class Engine: Sendable {
         let missing = state.giveInstallationIDs()
         self.state = Locked(state)
         if !missing.isEmpty { try store.wait(for: store.submit([Writes.setFIDs(missing)])) }
+        // What real clients' connections had unacknowledged when the process stopped is held
+        // again (read back above as held): their connections are gone.
+        if !loaded.sentAtStop.isEmpty {
+            let now = clock.nowMillis()
+            try store.wait(for: store.submit([Writes.setDeliveryStatuses(loaded.sentAtStop.map { ($0, "pending") }, at: now)]))
+        }
         publishCredentials(loaded.state)
         recoverAfterFailedWrites()
         chunkLoadedInboxes()
@@ -413,9 +419,9 @@ struct EngineState: Sendable {
         return given
     }
 
-    static func load(from store: Store, rooms: RoomHooks) throws(StoreError) -> (state: EngineState, maxMid: Int64) {
+    static func load(from store: Store, rooms: RoomHooks) throws(StoreError) -> (state: EngineState, maxMid: Int64, sentAtStop: [Int64]) {
         let blocks = rooms.recordBlocks
-        return try store.read { (c: StoreReader) throws(StoreError) -> (EngineState, Int64) in
+        return try store.read { (c: StoreReader) throws(StoreError) -> (EngineState, Int64, [Int64]) in
             var s = EngineState()
             let load = c.loader
             try load.projects { sender, keys, apps, createdAt, projectID in
@@ -468,7 +474,9 @@ struct EngineState: Sendable {
             }
             try load.deletedWebPushIDs { s.webPushDeleted.insert($0) }
             var keys = HeldCollapseKeys(blocks: blocks)
+            var sentAtStop: [Int64] = []
             try load.heldDeliveries { h in
+                if h.wasSent { sentAtStop.append(h.id) }
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
                 let transport = h.transport.flatMap(Transport.init(rawValue:))
                 s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
@@ -499,7 +507,7 @@ struct EngineState: Sendable {
             }
             s.nextDeviceID = try load.maxDeviceID() + 1
             let maxMid = try load.maxMessageStamp()
-            return (s, maxMid)
+            return (s, maxMid, sentAtStop)
         }
     }
 }

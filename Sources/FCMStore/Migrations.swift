@@ -248,6 +248,11 @@ enum Migrations {
             auth_expires_at INTEGER NOT NULL,
             created_at INTEGER NOT NULL);
         """,
+        // 20: no index of deliveries written on a connection and not acknowledged: each real
+        // client's delivery entered it when written and left it when acknowledged, a page more
+        // in most commits of a send over MCS or autopush. Only the start looked them up, and the
+        // start reads every held delivery anyway (`heldDeliveries`).
+        "DROP INDEX deliveries_sent;",
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -160,12 +160,6 @@ extension Writes {
                      updates.lazy.map { [.text($0.status), .text($0.stored), .optional($0.deliveredAt), .int(settledAt), .int($0.id)] })
         }
     }
-
-    /// Deliveries written on a connection and not acknowledged when the process stopped are held
-    /// again: that connection is gone (the engine's start).
-    public static func requeueSent() -> WriteOp {
-        { c in try c.run("UPDATE deliveries SET status = 'pending' WHERE status = 'sent'") }
-    }
 }
 
 extension StoreLoader {

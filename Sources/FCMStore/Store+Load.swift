@@ -36,14 +36,15 @@ public struct StoreLoader {
 
     /// Deliveries an offline device holds, in order, with what their collapse key is worked
     /// out from; those a real client's connection had, unacknowledged, when the process stopped
-    /// are held again (`Writes.requeueSent`).
+    /// (`wasSent`) are held again: the engine's start sets them `pending`.
     public func heldDeliveries(_ row: (HeldDelivery) -> Void) throws(StoreError) {
         try c.query("""
-            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport FROM deliveries d
+            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport, d.status FROM deliveries d
             JOIN messages m ON m.id = d.message WHERE d.status IN ('pending', 'sent') AND d.device IS NOT NULL ORDER BY d.id
             """) { (r: Statement) throws(StoreError) in
             row(HeldDelivery(id: r.int(0), device: r.int(1), message: r.int(2), collapseKey: r.text(3), expiresAt: r.int(4),
-                             isNotice: r.text(5) == "deleted_messages", platforms: r.text(6), transport: r.text(7)))
+                             isNotice: r.text(5) == "deleted_messages", platforms: r.text(6), transport: r.text(7),
+                             wasSent: r.text(8) == "sent"))
         }
     }
 
@@ -114,10 +115,14 @@ public struct HeldDelivery: Sendable {
     public var platforms: String?
     /// How it was sent (`apns`: held by Apple's rule).
     public var transport: String?
+    /// Written on a real client's connection and not acknowledged (`sent`) when the process
+    /// stopped.
+    public var wasSent: Bool
 
     public init(id: Int64, device: Int64, message: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool, platforms: String?,
-                transport: String? = nil) {
+                transport: String? = nil, wasSent: Bool = false) {
         self.id = id; self.device = device; self.message = message; self.collapseKey = collapseKey
         self.expiresAt = expiresAt; self.isNotice = isNotice; self.platforms = platforms; self.transport = transport
+        self.wasSent = wasSent
     }
 }

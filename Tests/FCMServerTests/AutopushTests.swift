@@ -1,5 +1,6 @@
 import FCMCore
 import FCMServer
+import FCMStore
 import FCMTesting
 import Foundation
 import HTTPServer
@@ -546,9 +547,25 @@ final class AutopushRestartTests: XCTestCase {
         XCTAssertEqual(r.status, 201, r.text)
         let version = try XCTUnwrap(try ws.nextJSON()["version"] as? String)
         server.stop()
+        // A stop closes its connections and holds the push again; a process that ends without
+        // closing them (killed) leaves it `sent`, as here.
+        let row = try XCTUnwrap(MessageID(version)?.micros)
+        do {
+            let c = try SQLiteConnection(path: db)
+            XCTAssertEqual(try c.scalarText("SELECT status FROM deliveries WHERE id = ?", [.int(row)]), "pending")
+            try c.run("UPDATE deliveries SET status = 'sent' WHERE id = ?", [.int(row)])
+        }
 
         server = try TestServer(db: db)
         defer { server.stop() }
+        // Its connection is gone: the push is held again, `pending` until the next hello.
+        let id = String(endpoint.split(separator: "/").last ?? "")
+        let token = try XCTUnwrap(try server.client().request("GET", "/api/v1/devices?web_push_id=\(id)").object?["items"]?
+            .arrayValue?.first?.objectValue?["token"]?.stringValue)
+        let held = try XCTUnwrap(try server.client().request("GET", "/api/v1/devices/\(token)/messages/\(pathEncode(version))").object)
+        XCTAssertEqual(held["status"]?.stringValue, "pending")
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(token)/messages?status=sent").object?["items"]?.arrayValue?.count, 0)
+        XCTAssertEqual(try SQLiteConnection(path: db).scalarText("SELECT status FROM deliveries WHERE id = ?", [.int(row)]), "pending")
         ws = try WebSocketTestClient(port: server.port)
         ws.send(text: #"{"messageType":"hello","use_webpush":true,"uaid":"\#(uaid)"}"#)
         XCTAssertEqual(try ws.nextJSON()["uaid"] as? String, uaid)
