@@ -281,6 +281,7 @@ extension Engine {
         guard let (device, ticket) = result else { return nil }
         try commitControl(ticket)
         events.publish(published)
+        unregisterRiders(of: [device.id])
         return device
     }
 

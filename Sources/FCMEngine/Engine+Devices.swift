@@ -227,6 +227,7 @@ extension Engine {
         let (device, ticket) = try result.get()
         try commitControl(ticket)
         if events.hasReaders { events.publish([("device.updated", renderDevice(device))]) }
+        unregisterRiders(of: [device.id])
         return device
     }
 
@@ -289,8 +290,10 @@ extension Engine {
     /// Forgets a device entirely: its token is unknown again. Its past deliveries keep the token
     /// as text so message records still say whom they addressed.
     public func deleteDevice(_ token: String) throws(EngineError) {
+        var deletedID: Int64 = 0
         let result: Result<Store.Ticket, EngineError> = state.withLock { s in
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            deletedID = d.id
             s.remove(d)
             let id = d.id
             if let link = d.client {
@@ -313,6 +316,7 @@ extension Engine {
                                    + s.deleteWebPush(device: id)))
         }
         try commitControl(try result.get())
+        unregisterRiders(of: [deletedID])
     }
 
     /// Moves every held message whose TTL has run out to `expired` (after the clock moved, before

@@ -151,6 +151,7 @@ extension Engine {
     public func gcmUnregister(androidID: String, app: String, subtype: String?, sender: String?) throws(EngineError) -> [String] {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
+        var ended: [Int64] = []
         let (tokens, ticket): ([String], Store.Ticket?) = state.withLock { s in
             let gone = s.gcmRegistrations.values
                 .filter { $0.client == androidID && $0.app == app && $0.subtype == subtype && (sender == nil || $0.sender == sender) }
@@ -161,6 +162,7 @@ extension Engine {
                 s.gcmRegistrations[r.token] = nil
                 s.gcmRegistrationKeys = s.gcmRegistrationKeys.filter { $0.value != r.token }
                 guard let id = r.device, var d = s.devices[id], d.state == .registered else { continue }
+                ended.append(id)
                 d.state = .unregistered
                 s.devices[id] = d
                 writes.append(Writes.unregister(device: id))
@@ -178,6 +180,7 @@ extension Engine {
         if let ticket {
             try commitControl(ticket)
             events.publish(published)
+            unregisterRiders(of: ended)
         }
         return tokens
     }

@@ -118,7 +118,10 @@ extension Engine {
             guard let viaID = s.webPushIndex[subscriptionID], let via = s.devices[viaID], via.state == .registered else {
                 return .failure(.invalidField(.endpoint))
             }
-            let existing = s.devices.values.first { $0.client?.kind == .fcm && $0.client?.id == inst.fid && $0.client?.via == viaID }
+            // One deleted (or whose subscription went) is a record now: registering again makes a new token.
+            let existing = s.devices.values.first {
+                $0.client?.kind == .fcm && $0.client?.id == inst.fid && $0.client?.via == viaID && $0.state == .registered
+            }
             var d: Device
             if let existing {
                 d = existing
@@ -170,11 +173,22 @@ extension Engine {
             case .failure(let e): throw e
             case .success(let i): inst = i
             }
-            guard let d = s.device(token: token), d.client?.kind == .fcm, d.client?.id == inst.fid, let sub = s.webPush[d.id] else {
+            guard let d = s.device(token: token), d.client?.kind == .fcm, d.client?.id == inst.fid, d.state == .registered,
+                  let sub = s.webPush[d.id] else {
                 throw .notFound
             }
             return (d, sub)
         }
+    }
+
+    /// The FCM registrations that travel over devices `ids` (their Web Push subscriptions)
+    /// become `unregistered` with them: nothing can reach them any more. Called after the change
+    /// that ended the subscriptions is committed.
+    func unregisterRiders(of ids: [Int64]) {
+        let riders = state.withLock { s in
+            ids.flatMap { s.fcmRiders[$0] ?? [] }.compactMap { s.devices[$0] }.filter { $0.state == .registered }.map(\.token)
+        }
+        for t in riders { _ = try? unregister(t) }
     }
 
     // MARK: What an FCM registration is sent

@@ -100,7 +100,8 @@ public struct FCMRegistrationRoutes: Sendable {
     public func registration(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
         responder.send(answer(r, p, surface: "registrations") { project, body throws(Refusal) in
             let auth = try Self.installationAuth(r)
-            let token = String(p["token"] ?? "")
+            // As sent, or percent-encoded (a token's `:` as `%3A`).
+            guard let token = try? decode(p["token"] ?? "") else { throw .argument("bad percent-encoding in path") }
             let projectID = engine.project(named: project)?.projectID ?? project
             let (device, sub) = try Self.mapped { () throws(FirebaseRefusal) in
                 try engine.fcmRegistration(project: project, auth: auth, token: token)

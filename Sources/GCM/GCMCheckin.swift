@@ -15,9 +15,11 @@ struct CheckinRequest: Sendable, Equatable {
     static let platforms = [1: "PLATFORM_WIN", 2: "PLATFORM_MAC", 3: "PLATFORM_LINUX", 4: "PLATFORM_CROS", 5: "PLATFORM_IOS", 6: "PLATFORM_ANDROID"]
     static let channels = [1: "CHANNEL_STABLE", 2: "CHANNEL_BETA", 3: "CHANNEL_DEV", 4: "CHANNEL_CANARY", 5: "CHANNEL_UNKNOWN"]
 
-    /// Reads a request; throws when the bytes are no protobuf message of that shape.
+    /// Reads a request; throws when the bytes are no protobuf message of that shape, or one
+    /// without its required `checkin` (4).
     init(decoding bytes: [UInt8]) throws(ProtoError) {
         var r = ProtoReader(bytes)
+        var sawCheckin = false
         while let f = try r.next() {
             switch f.number {
             case 2: if let v = f.uint64 { androidID = v }
@@ -26,9 +28,11 @@ struct CheckinRequest: Sendable, Equatable {
             case 4:
                 var checkin = try r.nested(f)
                 try readCheckin(&checkin)
+                sawCheckin = true
             default: break
             }
         }
+        guard sawCheckin else { throw .missingRequired(message: "AndroidCheckinRequest", field: "checkin") }
     }
 
     /// `checkin.chrome_build` (13) of an `AndroidCheckinProto`.

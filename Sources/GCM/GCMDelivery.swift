@@ -37,8 +37,13 @@ public final class GCMDelivery: MCSDelegate {
     public func nowMillis() -> Int64 { engine.clock.nowMillis() }
 
     public func login(_ request: LoginRequest, on connection: MCSConnection) -> MCSLoginVerdict {
-        guard request.authService == nil || request.authService == .androidID,
-              engine.gcmAuthenticates(androidID: request.user, securityToken: request.authToken) else {
+        // Chromium and firebase-messaging log in with their checkin's android id (auth_service 2).
+        guard request.authService == .androidID else {
+            log.info("mcs login refused", [("conn", connection.id), ("android_id", request.user), ("remote", connection.remote),
+                                           ("reason", "auth_service is not 2")])
+            return .refuse(code: 401, message: "auth_service must be 2 (ANDROID_ID)")
+        }
+        guard engine.gcmAuthenticates(androidID: request.user, securityToken: request.authToken) else {
             log.info("mcs login refused", [("conn", connection.id), ("android_id", request.user), ("remote", connection.remote)])
             return .refuse(code: 401, message: "the android id and security token are no checkin's")
         }

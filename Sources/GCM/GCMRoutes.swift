@@ -33,22 +33,23 @@ public struct GCMRoutes: Sendable {
     public func checkin(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
         guard r.method == "POST" else {
             return responder.send(HTTPResponse(status: 405, headers: [("Content-Type", ContentType.text), ("Allow", "POST")],
-                                               body: Array("POST /checkin only\n".utf8)))
+                                               body: Array("POST /checkin only".utf8)))
         }
-        if let f = engine.surfaceFault(path: Self.checkinPath) { return responder.send(Self.faulted(f, body: f.detail + "\n")) }
+        if let f = engine.surfaceFault(path: Self.checkinPath) { return responder.send(Self.faulted(f, body: f.detail)) }
+        // Plain sentences without a line end, as the contract gives them.
         guard !r.bodyTooLarge, let request = try? CheckinRequest(decoding: r.body) else {
-            return responder.send(Self.text(400, "the body is no AndroidCheckinRequest (checkin.proto)\n"))
+            return responder.send(Self.text(400, "the body is no AndroidCheckinRequest (checkin.proto)"))
         }
         let info = CheckinInfo(platform: request.platform, chromeVersion: request.chromeVersion, channel: request.channel,
                                userAgent: r.header("user-agent"))
         do {
             guard let pair = try engine.checkin(androidID: request.androidID, securityToken: request.securityToken, info: info) else {
-                return responder.send(Self.text(401, "the android id and security token do not match\n"))
+                return responder.send(Self.text(401, "the android id and security token do not match"))
             }
             let body = CheckinResponse.encode(androidID: pair.androidID, securityToken: pair.securityToken, timeMillis: engine.clock.nowMillis())
             responder.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/x-protobuf")], body: body))
         } catch {
-            responder.send(Self.text(500, "the store failed\n"))
+            responder.send(Self.text(500, "the store failed"))
         }
     }
 

@@ -68,8 +68,14 @@ final class GCMTests: XCTestCase {
         XCTAssertEqual(try checkin(id: id, token: token).0, id)
         let wrong = try server.client().request("POST", "/checkin", body: Self.checkinRequest(id: id, token: token &+ 1))
         XCTAssertEqual(wrong.status, 401)
-        XCTAssertEqual(wrong.text, "the android id and security token do not match\n")
+        XCTAssertEqual(wrong.text, "the android id and security token do not match")
+        XCTAssertEqual(wrong.headers["content-type"], "text/plain; charset=UTF-8")
         XCTAssertEqual(try server.client().request("POST", "/checkin", body: [0xFF, 0xFF, 0xFF]).status, 400)
+        // `checkin` (4) is required: an empty body, or an id alone, is no AndroidCheckinRequest.
+        XCTAssertEqual(try server.client().request("POST", "/checkin", body: []).status, 400)
+        let idOnly = try server.client().request("POST", "/checkin", body: [0x10, 0x00])
+        XCTAssertEqual(idOnly.status, 400)
+        XCTAssertEqual(idOnly.text, "the body is no AndroidCheckinRequest (checkin.proto)")
         XCTAssertEqual(try server.client().request("GET", "/checkin").status, 405)
         let client = try XCTUnwrap(server.client().request("GET", "/api/v1/clients/\(id)").object)
         XCTAssertEqual(client["kind"]?.stringValue, "gcm")
@@ -126,6 +132,59 @@ final class GCMTests: XCTestCase {
         let gone = try XCTUnwrap(server.client().request("GET", "/api/v1/devices/\(pathEncode(android))").object)
         XCTAssertEqual(gone["state"]?.stringValue, "unregistered")
         XCTAssertEqual(try register("app=com.example.demo&device=\(auth.0)&sender=*&delete=true&appid=abc&scope=GCM", auth: auth).1, "token=")
+    }
+
+    /// An FCM registration (firebase-messaging's) over a `wp:` registration: deleted, it is a
+    /// record (404 to its calls) and registering again makes a new token that sends reach; it
+    /// ends with the subscription it travels over.
+    func testAnFCMRegistrationEndsWhenDeletedAndWithItsSubscription() throws {
+        let auth = try checkin()
+        let key = try P256TestKey.publicBase64URL()
+        let subtype = "wp:receiver.push.com%233a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d6e"
+        let wp = String(try register("app=org.chromium.linux&device=\(auth.0)&sender=\(key)&X-subtype=\(subtype)", auth: auth).1.dropFirst(6))
+        let api = [("x-goog-api-key", "any")]
+        let inst = try server.client().postJSON("/v1/projects/demo-project/installations",
+                                                #"{"fid":"cAbCdEfGhIjKlMnOpQrStU","appId":"1:123456789012:web:abc","authVersion":"FIS_v2","sdkVersion":"w:0.4.5"}"#,
+                                                headers: api)
+        XCTAssertEqual(inst.status, 200, inst.text)
+        let fis = try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue)
+        let headers = api + [("x-goog-firebase-installations-auth", fis)]
+        let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA==","endpoint":"https://fcm.googleapis.com/fcm/send/\#(wp)","p256dh":"\#(key)"}}"#
+        func registerFCM() throws -> String {
+            let r = try server.client().postJSON("/v1/projects/demo-project/registrations", web, headers: headers)
+            XCTAssertEqual(r.status, 200, r.text)
+            return try XCTUnwrap(r.object?["token"]?.stringValue)
+        }
+        func send(_ token: String) throws -> String? {
+            let r = try server.client().postJSON("/fcm/send", #"{"to":"\#(token)","data":{"a":"b"}}"#,
+                                                 headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+            return r.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue ?? (r.object?["success"]?.numberValue?.text == "1" ? "ok" : r.text)
+        }
+        func state(_ token: String) throws -> String? {
+            try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").object?["state"]?.stringValue
+        }
+        let first = try registerFCM()
+        XCTAssertEqual(try registerFCM(), first, "the same installation and endpoint again")
+        XCTAssertEqual(try send(first), "ok")
+        let path = "/v1/projects/demo-project/registrations/\(pathEncode(first))"
+        XCTAssertEqual(try server.client().request("DELETE", path, headers: headers).text, "{}")
+        XCTAssertEqual(try state(first), "unregistered")
+        for (method, body) in [("GET", ""), ("PATCH", web), ("DELETE", "")] {
+            let r = try server.client().request(method, path, headers: headers + [("Content-Type", "application/json")], body: Array(body.utf8))
+            XCTAssertEqual(r.status, 404, "\(method) \(r.text)")
+            XCTAssertEqual(r.object?["error"]?.objectValue?["status"]?.stringValue, "NOT_FOUND", method)
+        }
+        let second = try registerFCM()
+        XCTAssertNotEqual(second, first, "a deleted registration stays deleted: registering again makes a new one")
+        XCTAssertEqual(try send(second), "ok")
+        XCTAssertEqual(try send(first), "NotRegistered")
+
+        // The `wp:` registration it travels over goes (register3 delete): so does it.
+        XCTAssertEqual(try register("app=org.chromium.linux&device=\(auth.0)&sender=*&X-subtype=\(subtype)&delete=true", auth: auth).1,
+                       "deleted=org.chromium.linux")
+        XCTAssertEqual(try state(wp), "unregistered")
+        XCTAssertEqual(try state(second), "unregistered")
+        XCTAssertEqual(try send(second), "NotRegistered")
     }
 
     func testRegister3FaultsAnswerInItsShape() throws {

@@ -370,14 +370,17 @@ def raw_register(base_url, android_id, security_token, **form):
     return r.text[len("token="):]
 
 
-def login_request(android_id, security_token, received=(), client_id="raw-mcs-1"):
+def login_request(android_id, security_token, received=(), client_id="raw-mcs-1", auth_service=2):
+    """A LoginRequest as Chromium writes it (`auth_service` None: the field left out)."""
     body = (pb_bytes(1, client_id) + pb_bytes(2, "mcs.android.com") + pb_bytes(3, str(android_id))
             + pb_bytes(4, str(android_id)) + pb_bytes(5, str(security_token))
             + pb_bytes(6, f"android-{int(android_id):x}"))
     for pid in received:
         body += pb_bytes(10, pid)
-    body += pb_int(12, 0) + pb_int(14, 1) + pb_int(16, 2) + pb_int(17, 1)
-    return body
+    body += pb_int(12, 0) + pb_int(14, 1)
+    if auth_service is not None:
+        body += pb_int(16, auth_service)
+    return body + pb_int(17, 1)
 
 
 class RawMcs:

@@ -77,6 +77,27 @@ def test_a_70_kib_packet_is_closed(mock_mcs, fm_client):
     still_receives(mock_mcs, fm_client)
 
 
+@pytest.mark.parametrize("auth_service", [None, 1, 3])
+def test_a_login_without_auth_service_2_is_refused(mock_mcs, auth_service):
+    """§3.5: the LoginRequest's `auth_service` must be 2 (ANDROID_ID), even with the right pair:
+    a LoginResponse with error 401, then Close, then the end."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    try:
+        conn.send_packet(TAG_LOGIN_REQUEST, login_request(android_id, security_token, auth_service=auth_service), version=True)
+        tag, body = conn.packet()
+        assert tag == TAG_LOGIN_RESPONSE, (tag, body)
+        error = pb_fields(pb_fields(body)[3][0])
+        assert error[1] == [401], error
+        assert b"auth_service" in error[2][0], error
+        tag, _ = conn.packet()
+        assert tag == 4, f"a Close after the refusal, not tag {tag}"
+        with pytest.raises(EOFError):
+            conn.packet(timeout=5)
+    finally:
+        conn.close()
+
+
 # -- 11: a raw client that never acknowledges gets the same bytes after logging in again -------------
 
 def test_a_raw_client_that_does_not_ack_gets_the_same_bytes_after_logging_in_again(mock_mcs):
