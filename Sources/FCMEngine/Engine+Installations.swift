@@ -101,8 +101,11 @@ extension Engine {
     /// An FCM registration (the FCM registrations room's): a `web` device of the project for the
     /// installation's app, reached by FCM's sends, whose pushes travel encrypted over the
     /// subscription `subscriptionID` (the room read it from the registration's endpoint). The
-    /// same installation and endpoint again: the same token, its keys replaced.
-    public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String) throws(FirebaseRefusal) -> Device {
+    /// same installation and endpoint again: the same token, its keys replaced. A new
+    /// registration's token is `newToken(fid)`'s (the room's form), made again while another
+    /// device has it.
+    public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String,
+                            newToken: (_ fid: String) -> String) throws(FirebaseRefusal) -> Device {
         guard let p256dh = webPushOps?.publicKey(web.p256dh) else { throw .invalidField(.p256dh) }
         guard let authSecret = webPushOps?.authSecret(web.auth) else { throw .invalidField(.auth) }
         if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidField(.applicationPubKey) }
@@ -126,7 +129,9 @@ extension Engine {
             if let existing {
                 d = existing
             } else {
-                let spec = DeviceSpec(token: nil, senderID: p.senderID, app: inst.appID, platform: .web, online: false, fid: nil)
+                var token = newToken(inst.fid)
+                while s.tokenIndex[token] != nil { token = newToken(inst.fid) }
+                let spec = DeviceSpec(token: token, senderID: p.senderID, app: inst.appID, platform: .web, online: false, fid: nil)
                 guard case .success((let made, true)) = placeDevice(spec, in: &s, now: now, relayed: true) else {
                     return .failure(.failed)
                 }

@@ -90,7 +90,7 @@ public struct FCMRegistrationRoutes: Sendable {
             guard let web = body?["web"]?.objectValue else { throw .argument("web is required") }
             let (registration, subscription) = try Self.web(web)
             let d = try Self.mapped { () throws(FirebaseRefusal) in
-                try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription)
+                try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription, newToken: Self.newToken)
             }
             return Self.registration(token: d.token, projectID: engine.project(named: project)?.projectID ?? project, web: .object(web))
         })
@@ -113,7 +113,7 @@ public struct FCMRegistrationRoutes: Sendable {
                 guard let web = body?["web"]?.objectValue else { throw .argument("web is required") }
                 let (registration, subscription) = try Self.web(web)
                 let d = try Self.mapped { () throws(FirebaseRefusal) in
-                    try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription)
+                    try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription, newToken: Self.newToken)
                 }
                 return Self.registration(token: d.token, projectID: projectID, web: .object(web))
             case "DELETE":
@@ -123,6 +123,16 @@ public struct FCMRegistrationRoutes: Sendable {
                 throw .status(405, "INVALID_ARGUMENT", "\(r.method) is not allowed on a registration")
             }
         })
+    }
+
+    /// A new registration's token, as Google's: the installation's FID (22 characters), `:APA91b`,
+    /// 124 characters of base64url (153 in all, register3's shape too).
+    static func newToken(fid: String) -> String {
+        var rng = SystemRandomNumberGenerator()
+        while true {
+            let t = fid + ":APA91b" + randomString(124, from: RandomAlphabet.base64URL, using: &rng)
+            if !t.contains("Error") { return t }
+        }
     }
 
     // MARK: Checks and answers

@@ -164,6 +164,9 @@ final class GCMTests: XCTestCase {
             try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").object?["state"]?.stringValue
         }
         let first = try registerFCM()
+        // Google's shape: the installation's FID, `:APA91b`, 124 characters of base64url.
+        XCTAssertEqual(first.count, 153, first)
+        XCTAssertTrue(first.hasPrefix("cAbCdEfGhIjKlMnOpQrStU:APA91b"), first)
         XCTAssertEqual(try registerFCM(), first, "the same installation and endpoint again")
         XCTAssertEqual(try send(first), "ok")
         let path = "/v1/projects/demo-project/registrations/\(pathEncode(first))"
