@@ -146,6 +146,7 @@ extension Engine {
             link.appID = inst.appID
             link.endpoint = web.endpoint
             link.via = viaID
+            link.web = web.asSent
             d.client = link
             d.online = s.carrier(of: d)?.connection != nil && s.devices[viaID]?.online == true
             s.devices[d.id] = d

@@ -40,6 +40,8 @@ public struct DeviceClient: Sendable, Equatable {
     /// An FCM registration's app id and the device of the subscription it travels over.
     package var appID: String?
     package var via: Int64?
+    /// An FCM registration's `web` object as the client last sent it (JSON).
+    package var web: String?
 
     package init(kind: ClientKind, id: String, channelID: String?) {
         self.kind = kind
@@ -64,6 +66,7 @@ public struct DeviceClient: Sendable, Equatable {
         w.key("channel"); w.value(channel)
         w.key("app_id"); w.value(appID)
         w.key("via"); w.value(via.map { JSONValue.number(JSONNumber($0)) } ?? .null)
+        if let web { w.key("web"); w.value(web) }
         w.endObject()
         return w.string
     }
@@ -82,6 +85,7 @@ public struct DeviceClient: Sendable, Equatable {
         channel = o["channel"]?.stringValue
         appID = o["app_id"]?.stringValue
         via = o["via"]?.numberValue?.int64
+        web = o["web"]?.stringValue
     }
 }
 

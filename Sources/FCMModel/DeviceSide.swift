@@ -44,12 +44,15 @@ public struct FCMWebRegistration: Sendable, Equatable {
     package var auth: String
     public var endpoint: String
     package var p256dh: String
+    /// The `web` object as the client sent it (JSON), which `GET` answers.
+    package var asSent: String?
 
-    public init(applicationPubKey: String?, auth: String, endpoint: String, p256dh: String) {
+    public init(applicationPubKey: String?, auth: String, endpoint: String, p256dh: String, asSent: String? = nil) {
         self.applicationPubKey = applicationPubKey
         self.auth = auth
         self.endpoint = endpoint
         self.p256dh = p256dh
+        self.asSent = asSent
     }
 }
 

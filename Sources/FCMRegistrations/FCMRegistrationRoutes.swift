@@ -108,7 +108,9 @@ public struct FCMRegistrationRoutes: Sendable {
             }
             switch r.method {
             case "GET":
-                return Self.registration(token: device.token, projectID: projectID, web: Self.webJSON(sub))
+                // The object as the client last sent it (a store from before kept only the keys).
+                let asSent = device.client?.web.flatMap { try? JSONParser.parse($0) }
+                return Self.registration(token: device.token, projectID: projectID, web: asSent ?? Self.webJSON(sub))
             case "PATCH":
                 guard let web = body?["web"]?.objectValue else { throw .argument("web is required") }
                 let (registration, subscription) = try Self.web(web)
@@ -258,7 +260,7 @@ public struct FCMRegistrationRoutes: Sendable {
             throw .argument("Request contains an invalid argument: web.endpoint (not a push endpoint the mock serves)")
         }
         return (FCMWebRegistration(applicationPubKey: key.map(unpadded), auth: unpadded(try field("auth")), endpoint: endpoint,
-                                   p256dh: unpadded(try field("p256dh"))), id)
+                                   p256dh: unpadded(try field("p256dh")), asSent: JSONValue.object(o).serialized()), id)
     }
 
     /// The subscription id of a push endpoint: the last segment after `/fcm/send/`, `/wp/` or

@@ -150,9 +150,11 @@ final class GCMTests: XCTestCase {
         let fis = try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue)
         let headers = api + [("x-goog-firebase-installations-auth", fis)]
         let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA==","endpoint":"https://fcm.googleapis.com/fcm/send/\#(wp)","p256dh":"\#(key)"}}"#
+        var answered = ""
         func registerFCM() throws -> String {
             let r = try server.client().postJSON("/v1/projects/demo-project/registrations", web, headers: headers)
             XCTAssertEqual(r.status, 200, r.text)
+            answered = r.text
             return try XCTUnwrap(r.object?["token"]?.stringValue)
         }
         func send(_ token: String) throws -> String? {
@@ -168,6 +170,10 @@ final class GCMTests: XCTestCase {
         XCTAssertEqual(first.count, 153, first)
         XCTAssertTrue(first.hasPrefix("cAbCdEfGhIjKlMnOpQrStU:APA91b"), first)
         XCTAssertEqual(try registerFCM(), first, "the same installation and endpoint again")
+        // GET answers the object the POST answered: `web` as sent (its keys padded as they came).
+        let got = try server.client().request("GET", "/v1/projects/demo-project/registrations/\(first)", headers: headers)
+        XCTAssertEqual(got.text, answered)
+        XCTAssertEqual(got.object?["web"]?.objectValue?["auth"]?.stringValue, "Lw6xhutboQsc_bM3TxwZUA==")
         XCTAssertEqual(try send(first), "ok")
         let path = "/v1/projects/demo-project/registrations/\(pathEncode(first))"
         XCTAssertEqual(try server.client().request("DELETE", path, headers: headers).text, "{}")
