@@ -99,8 +99,10 @@ extension Engine {
                 s.rememberAcknowledged(mid.micros, clientID: client.row.id)
             }
             flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
-            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            // The statuses first: what the replaced connection had is `pending` again, then `sent`
+            // once written on this one.
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
             published.insert(("client.connected", s.renderClient(client)), at: 0)
             return (ClientHello(clientID: client.row.id, isNew: isNew, replaced: replaced, orders: orders), submit(writes))
         }
@@ -147,8 +149,8 @@ extension Engine {
         waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
         var room = maxUnackedPerConnection - conn.unacked.count
         for (d, e) in waiting {
-            if e.expiresAt <= now || e.isNotice {
-                // A notice of deleted messages is FCM's, not autopush's: nothing to write.
+            if e.expiresAt <= now || (e.isNotice && client.kind == .autopush) {
+                // A notice of deleted messages is FCM's (an MCS stanza), not autopush's: nothing to write there.
                 changes.append((e.deliveryID, "expired"))
                 s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
                 published.append(("message.expired", EventJSON.delivery(
@@ -399,15 +401,8 @@ extension Engine {
                 writes.append(Writes.setOnline(device: deviceID, false, at: now, flushHeld: false))
             }
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("client"); w.raw(s.renderClient(client))
-            w.key("connection_id"); w.value(connectionID)
-            w.key("code"); w.value(Int64(code))
-            w.key("reason"); w.value(reason)
-            w.key("at"); w.value(rfc3339(millis: now))
-            w.endObject()
-            published.append(("client.closed", w.string))
+            published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
+                                                                      code: code, reason: reason, at: now)))
             return writes.isEmpty ? nil : submit(writes)
         }
         if let ticket { try? commitControl(ticket) }
@@ -434,8 +429,8 @@ extension Engine {
             if d.online {
                 flushHeld(of: link.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             }
-            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
             published.insert(("device.updated", s.render(d, now: now)), at: 0)
             return .success((d, submit(writes)))
         }
@@ -489,25 +484,30 @@ extension Engine {
             guard let c = s.realClients[id] else { throw .notFound("client '\(id)' does not exist") }
             return (c.devices.compactMap { s.devices[$0]?.token }, c.connection?.info.id, c.kind)
         }
-        // The FCM registrations made over its devices are unregistered: their subscription is gone.
-        let riders = state.withLock { s in
-            tokens.flatMap { t in s.tokenIndex[t].map { s.fcmRiders[$0] ?? [] } ?? [] }.compactMap { s.devices[$0]?.token }
-        }
-        for t in riders { _ = try? unregister(t) }
+        // Its devices go (the FCM registrations made over them are unregistered: their
+        // subscription is gone), and their tokens answer NotRegistered from now on.
         for t in tokens { try deleteDevice(t) }
-        let ticket = state.withLock { s -> Store.Ticket in
-            if let c = s.realClients.removeValue(forKey: id), let conn = c.connection {
+        let now = clock.nowMillis()
+        let reason = "the client was deleted"
+        let (ticket, closed) = state.withLock { s -> (Store.Ticket, String?) in
+            var closed: String?
+            if var c = s.realClients.removeValue(forKey: id), let conn = c.connection {
                 for d in conn.unacked { s.forgetClientDelivery(d) }
+                // As a connection's end shows it (the room's own report of the close finds no client).
+                c.connection = nil
+                closed = EventJSON.clientClosed(client: s.renderClient(c), connectionID: conn.info.id, code: kind == .autopush ? 1000 : 0,
+                                                reason: reason, at: now)
             }
             for (token, r) in s.gcmRegistrations where r.client == id { s.gcmRegistrations[token] = nil }
             s.gcmRegistrationKeys = s.gcmRegistrationKeys.filter { s.gcmRegistrations[$0.value] != nil }
             s.forgetAcknowledged(clientID: id)
-            return submit([Writes.deleteClients([id])])
+            s.retiredTokens.formUnion(tokens)
+            return (submit([Writes.deleteClients([id]), Writes.retireTokens(tokens)]), closed)
         }
         try commitControl(ticket)
+        if let closed { events.publish([("client.closed", closed)]) }
         if let connection {
-            dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection,
-                                                      reason: "the client was deleted")]))
+            dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection, reason: reason)]))
         }
         return connection
     }
@@ -566,6 +566,20 @@ extension EngineState {
 }
 
 extension EventJSON {
+    /// `client.closed`: the client (as the clients API shows it), the connection, the close's code
+    /// and reason.
+    static func clientClosed(client: String, connectionID: String, code: Int, reason: String, at: Int64) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("client"); w.raw(client)
+        w.key("connection_id"); w.value(connectionID)
+        w.key("code"); w.value(Int64(code))
+        w.key("reason"); w.value(reason)
+        w.key("at"); w.value(rfc3339(millis: at))
+        w.endObject()
+        return w.string
+    }
+
     /// A delivery event of a real client's delivery: with its `client_delivery`.
     static func clientDelivery(messageID: String, token: String?, status: String, at: Int64, clientDelivery: String) -> String {
         delivery(messageID: messageID, token: token, status: status, at: at) { w in

@@ -211,10 +211,12 @@ extension Engine {
         let r = entry.row
         let effective = Render.effective(r, platform: .web, blocks: rooms.recordBlocks)
         let device = try? device(w.deviceToken)
-        let plaintext = make(effective.objectValue?["webpush"]?.objectValue, device?.senderID ?? "", r.collapseKey, w.version)
+        let sent = r.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue?["webpush"]?.objectValue
+        let plaintext = make(effective.objectValue?["webpush"]?.objectValue, sent, device?.senderID ?? "", r.collapseKey, w.version)
         let keys = state.withLock { s in device.flatMap { s.webPush[$0.id] } }
         guard let keys, let sealed = encryption.encrypt(Array(plaintext.utf8), keys.publicKey, keys.auth) else { return nil }
         let relay = FCMRelay(body: sealed.body, salt: sealed.salt, dh: sealed.dh)
+        let now = clock.nowMillis()
         state.withLock { s in
             s.fcmRelays[mid.micros] = relay
             if var cd = s.clientDeliveries[mid.micros] {
@@ -222,6 +224,11 @@ extension Engine {
                 cd.encryption = encryption.name
                 cd.via = w.token
                 s.clientDeliveries[mid.micros] = cd
+                // The entry shows them while `sent` too: recorded before the write that carries
+                // them (an acknowledgement's record comes after it).
+                guard cd.ack == nil, cd.rejection == nil else { return }
+                let update = ClientDeliveryUpdate(id: mid.micros, status: "sent", deliveredAt: nil, stored: cd.stored())
+                submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in notifyChanged() }
             }
         }
         return relay

@@ -171,9 +171,12 @@ extension Engine {
             if !ctx.dryRun, let payload = ctx.relay { s.clientPayloads[mid] = payload }
             if !ctx.dryRun, target.online, let carrier = s.carrier(of: target), let conn = carrier.connection,
                conn.unacked.count < maxUnackedPerConnection, s.stored[target.id]?.isEmpty ?? true {
-                let fault = faultsArmed.load(ordering: .relaxed)
-                    ? s.faults.fireClientFault(transport: carrier.kind.faultTransport, senderID: target.senderID, token: target.token)?.action
+                let fired = faultsArmed.load(ordering: .relaxed)
+                    ? s.faults.fireClientFault(transport: carrier.kind.faultTransport, senderID: target.senderID, token: target.token)
                     : nil
+                let fault = fired?.action
+                // On the record as every fault that fired (its recipient's and the message's `fault`).
+                if let fired { row.fault = fired.id }
                 if fault == .closeConnection {
                     // The fault closes the connection instead: the push stays held for the next one.
                     p.clientOrders.close.append(ClientClose(transport: carrier.kind, clientID: carrier.row.id, connectionID: conn.info.id,
@@ -346,8 +349,11 @@ extension Engine {
         } else if let d = s.device(token: token) {
             device = d
         } else {
-            // The key of a deleted group is no token: never registered on first use.
-            guard unknownTokens == .register, !s.retiredGroupKeys.contains(token) else { return .failed(.notRegistered, nil, nil) }
+            // The key of a deleted group is no token, nor is a deleted real client's: never
+            // registered on first use.
+            guard unknownTokens == .register, !s.retiredGroupKeys.contains(token), !s.retiredTokens.contains(token) else {
+                return .failed(.notRegistered, nil, nil)
+            }
             // A well-formed unknown token becomes a new online device of the sending project.
             device = Device(id: s.nextDeviceID, token: token, fid: s.newInstallationID(), senderID: senderID,
                             app: req.options.restrictedPackageName ?? "unknown.app", platform: .android,

@@ -99,6 +99,7 @@ extension Engine {
             s.groups.removeAll()
             s.groupKeyByName.removeAll()
             s.retiredGroupKeys.removeAll()
+            s.retiredTokens.removeAll()
             s.upstream.removeAll()
             s.upstreamOrder.removeAll()
             credentials.withLock { c in

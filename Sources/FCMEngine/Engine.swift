@@ -247,6 +247,8 @@ struct EngineState: Sendable {
     var groupKeyByName: [String: String] = [:]
     /// Notification keys of deleted groups (a send to one answers NotRegistered).
     var retiredGroupKeys: Set<String> = []
+    /// Tokens of deleted real clients' devices (a send to one answers NotRegistered).
+    var retiredTokens: Set<String> = []
     /// Upstream messages by id, in creation order.
     var upstream: [String: UpstreamMessage] = [:]
     var upstreamOrder: [String] = []
@@ -488,6 +490,7 @@ struct EngineState: Sendable {
                 s.insert(DeviceGroup(key: key, name: name, senderID: sender, members: [], createdAt: createdAt))
             }, member: { key, device in s.groups[key]?.members.append(device) })
             try load.retiredGroupKeys { s.retiredGroupKeys.insert($0) }
+            try load.retiredTokens { s.retiredTokens.insert($0) }
             // Upstream messages that were on a connection when the process stopped are queued
             // again: their connection is gone.
             try load.upstream { r in

@@ -7,8 +7,9 @@ public import FCMCore
 // `Engine.setRelayEncryption`), so the engine links no crypto and speaks no wire.
 
 /// The text an FCM registration is sent for a message, made by the room that owns FCM's web
-/// messages: from the send's effective `webpush` block, its sender, collapse key and message id.
-public typealias RelayPayload = @Sendable (_ webpush: JSONObject?, _ senderID: String, _ collapseKey: String?,
+/// messages: from the send's effective `webpush` block (and the block as sent, for what the
+/// effective payload leaves out), its sender, collapse key and message id.
+public typealias RelayPayload = @Sendable (_ webpush: JSONObject?, _ sent: JSONObject?, _ senderID: String, _ collapseKey: String?,
                                            _ messageID: String) -> String
 
 /// How the Web Push room encrypts an FCM payload for a subscription (`aesgcm`, a fresh key and

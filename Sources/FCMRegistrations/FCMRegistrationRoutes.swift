@@ -24,15 +24,18 @@ public struct FCMRegistrationRoutes: Sendable {
 
     /// FCM's JSON for a web client (`data`, `notification`, `fcmOptions`, `from`, `priority`,
     /// `collapse_key`, `fcmMessageId`), made from the send's effective `webpush` block: what an
-    /// FCM registration's push carries before it is encrypted.
-    static func webMessage(_ web: JSONObject?, senderID: String, collapseKey: String?, messageID: String) -> String {
+    /// FCM registration's push carries before it is encrypted. `fcmOptions` comes with the
+    /// block's `fcm_options` as sent: the effective `link`, and `analytics_label`, which the
+    /// effective payload leaves out.
+    static func webMessage(_ web: JSONObject?, sent: JSONObject?, senderID: String, collapseKey: String?, messageID: String) -> String {
         var payload = JSONObject()
         if let data = web?["data"]?.objectValue, data.count > 0 { payload["data"] = .object(data) }
         if let n = web?["notification"], !n.isNull { payload["notification"] = n }
-        if let o = web?["fcm_options"]?.objectValue {
+        let effective = web?["fcm_options"]?.objectValue, asSent = sent?["fcm_options"]?.objectValue
+        if effective != nil || asSent != nil {
             var fcm = JSONObject()
-            if let link = o["link"] { fcm["link"] = link }
-            if let label = o["analytics_label"] { fcm["analytics_label"] = label }
+            if let link = effective?["link"] ?? asSent?["link"] { fcm["link"] = link }
+            if let label = asSent?["analytics_label"] ?? effective?["analytics_label"] { fcm["analytics_label"] = label }
             payload["fcmOptions"] = .object(fcm)
         }
         payload["from"] = .string(senderID)

@@ -253,6 +253,9 @@ enum Migrations {
         // in most commits of a send over MCS or autopush. Only the start looked them up, and the
         // start reads every held delivery anyway (`heldDeliveries`).
         "DROP INDEX deliveries_sent;",
+        // 21: the tokens of a deleted real client's devices: a send to one answers NotRegistered
+        // (not a new device by `--unknown-tokens register`), until a reset.
+        "CREATE TABLE retired_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;",
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -55,6 +55,12 @@ extension Writes {
         }
     }
 
+    /// Remembers the tokens of a deleted real client's devices (a send to one is NotRegistered
+    /// until a reset).
+    public static func retireTokens(_ tokens: [String]) -> WriteOp {
+        { c in try each(c, "INSERT OR IGNORE INTO retired_tokens(token) VALUES (?)", tokens.lazy.map { [.text($0)] }) }
+    }
+
     /// Deletes a group; its key is remembered (a send to it is NotRegistered until a reset).
     public static func deleteGroup(_ key: String) -> WriteOp {
         { c in

@@ -72,6 +72,11 @@ public struct StoreLoader {
         }
     }
 
+    /// Tokens of deleted real clients' devices.
+    public func retiredTokens(_ token: (String) -> Void) throws(StoreError) {
+        try c.query("SELECT token FROM retired_tokens") { (r: Statement) throws(StoreError) in token(r.text(0) ?? "") }
+    }
+
     /// Keys of deleted device groups.
     public func retiredGroupKeys(_ key: (String) -> Void) throws(StoreError) {
         try c.query("SELECT key FROM retired_groups") { (r: Statement) throws(StoreError) in key(r.text(0) ?? "") }

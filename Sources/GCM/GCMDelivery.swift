@@ -71,15 +71,19 @@ public final class GCMDelivery: MCSDelegate {
         deliver(hello.orders)
     }
 
-    public func acknowledged(throughServerPacket n: Int, on connection: MCSConnection) {
+    public func acknowledged(throughServerPacket n: Int, carriedBy tag: MCSTag, ext: Int32?, on connection: MCSConnection) {
         let versions = connections.withLock { c -> [String] in
-            guard var s = c[connection.id] else { return [] }
+            guard var s = c[connection.id], s.written.keys.contains(where: { $0 <= n }) else { return [] }
             let done = s.written.keys.filter { $0 <= n }.sorted()
             let out = done.compactMap { s.written.removeValue(forKey: $0) }
             c[connection.id] = s
             return out
         }
-        acknowledge(versions, by: "stream_ack", on: connection)
+        guard !versions.isEmpty else { return }
+        var frame = [("tag", tag.protoName)]
+        if let ext { frame.append(("ext", String(ext))) }
+        frame.append(("last_stream_id_received", String(n)))
+        acknowledge(versions, by: "stream_ack", frame: frame, on: connection)
     }
 
     public func selectiveAck(ids: [String], on connection: MCSConnection) {
@@ -88,7 +92,8 @@ public final class GCMDelivery: MCSDelegate {
             s.written = s.written.filter { !ids.contains($0.value) }
             c[connection.id] = s
         }
-        acknowledge(ids, by: "selective_ack", on: connection)
+        acknowledge(ids, by: "selective_ack", frame: [("tag", "IqStanza"), ("ext", String(Extension.selectiveAck)), ("persistent_ids", ids.joined(separator: ","))],
+                    on: connection)
     }
 
     public func heartbeat(on connection: MCSConnection) {
@@ -104,15 +109,23 @@ public final class GCMDelivery: MCSDelegate {
         engine.clientClosed(clientID: user, connectionID: connection.id, code: 0, reason: reason)
     }
 
-    private func acknowledge(_ versions: [String], by: String, on connection: MCSConnection) {
+    /// Records the acknowledgements one client frame made: one `info` line for the frame (as
+    /// docs/real-clients.md shows it: `tag=IqStanza ext=13 last_stream_id_received=2`, with how
+    /// many deliveries it settled), one `debug` line for each delivery.
+    private func acknowledge(_ versions: [String], by: String, frame: [(String, String)], on connection: MCSConnection) {
         guard let user = connection.user, !versions.isEmpty else { return }
         var more = ClientOrders()
+        var settled = 0
         for v in versions {
             guard let r = try? engine.clientAcknowledged(clientID: user, connectionID: connection.id, version: v, code: nil, nack: false, by: by),
                   r.known else { continue }
-            log.info("mcs", [("dir", "in"), ("conn", connection.id), ("android_id", user), ("ack", by), ("persistent_id", v)])
+            settled += 1
+            log.log(.debug, "mcs", [("dir", "in"), ("conn", connection.id), ("android_id", user), ("ack", by), ("persistent_id", v)])
             more.writes += r.orders.writes
             more.close += r.orders.close
+        }
+        if settled > 0 {
+            log.info("mcs", [("dir", "in"), ("conn", connection.id), ("android_id", user)] + frame + [("delivered", String(settled))])
         }
         deliver(more)
     }

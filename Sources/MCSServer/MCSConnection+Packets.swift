@@ -38,13 +38,13 @@ extension MCSConnection {
         case .heartbeatPing:
             guard let ping = decode(payload, as: HeartbeatPing.self) else { return false }
             countClientPacket(heartbeatAt: delegate.nowMillis(), answer: true)
-            acknowledge(ping.lastStreamIDReceived)
+            acknowledge(ping.lastStreamIDReceived, tag)
             delegate.heartbeat(on: self)
             return true
         case .heartbeatAck:
             guard let ack = decode(payload, as: HeartbeatAck.self) else { return false }
             countClientPacket(heartbeatAt: delegate.nowMillis())
-            acknowledge(ack.lastStreamIDReceived)
+            acknowledge(ack.lastStreamIDReceived, tag)
             delegate.heartbeat(on: self)
             return true
         case .iqStanza:
@@ -55,13 +55,13 @@ extension MCSConnection {
                 selective = s.ids
             }
             countClientPacket()
-            acknowledge(iq.lastStreamIDReceived)
+            acknowledge(iq.lastStreamIDReceived, tag, ext: iq.extension?.id)
             if let selective { delegate.selectiveAck(ids: selective, on: self) }
             return true
         case .dataMessageStanza:
             guard let d = decode(payload, as: DataMessageStanza.self) else { return false }
             countClientPacket()
-            acknowledge(d.lastStreamIDReceived)
+            acknowledge(d.lastStreamIDReceived, tag)
             return true  // upstream messages are read and ignored
         case .close:
             guard decode(payload, as: Close.self) != nil else { return false }
@@ -123,8 +123,8 @@ extension MCSConnection {
         }
     }
 
-    private func acknowledge(_ n: Int32?) {
+    private func acknowledge(_ n: Int32?, _ tag: MCSTag, ext: Int32? = nil) {
         guard let n, n > 0 else { return }
-        loop.delegate.acknowledged(throughServerPacket: Int(n), on: self)
+        loop.delegate.acknowledged(throughServerPacket: Int(n), carriedBy: tag, ext: ext, on: self)
     }
 }

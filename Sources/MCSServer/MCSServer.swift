@@ -24,8 +24,9 @@ public protocol MCSDelegate: AnyObject, Sendable {
     /// The LoginResponse of an accepted login is queued (server packet 1); sends may follow.
     func loggedIn(_ connection: MCSConnection)
     /// A client packet carried `last_stream_id_received` = `n`: the client has every server
-    /// packet up to n (a StreamAck, a heartbeat, any stanza).
-    func acknowledged(throughServerPacket n: Int, on connection: MCSConnection)
+    /// packet up to n (a StreamAck, a heartbeat, any stanza). `tag` is that packet's, `ext` its
+    /// IQ extension's id (13 for a StreamAck).
+    func acknowledged(throughServerPacket n: Int, carriedBy tag: MCSTag, ext: Int32?, on connection: MCSConnection)
     /// A SelectiveAck (IQ extension 12) listed these persistent ids.
     func selectiveAck(ids: [String], on connection: MCSConnection)
     /// A HeartbeatPing (already answered) or a HeartbeatAck arrived.

@@ -53,6 +53,20 @@ public enum MCSTag: UInt8, Sendable, CaseIterable {
     case iqStanza = 7
     case dataMessageStanza = 8
     case streamErrorStanza = 10
+
+    /// The message's name in mcs.proto (log lines say `tag=IqStanza`).
+    public var protoName: String {
+        switch self {
+        case .heartbeatPing: "HeartbeatPing"
+        case .heartbeatAck: "HeartbeatAck"
+        case .loginRequest: "LoginRequest"
+        case .loginResponse: "LoginResponse"
+        case .close: "Close"
+        case .iqStanza: "IqStanza"
+        case .dataMessageStanza: "DataMessageStanza"
+        case .streamErrorStanza: "StreamErrorStanza"
+        }
+    }
 }
 
 /// The version byte each side writes before its first packet.

@@ -438,9 +438,24 @@ final class AutopushTests: XCTestCase {
         try waitFor("disconnected") { try get("/api/v1/clients/\(uaid)")["connected"] == .bool(false) }
 
         let (again, _) = try hello(uaid: uaid)
+        let token = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        let events = try SSEClient(port: server.port)
+        XCTAssertEqual(try events.status(), 200)
         XCTAssertEqual(try server.client().request("DELETE", "/api/v1/clients/\(uaid)").status, 204)
         XCTAssertNotNil(try again.waitForClose())
         XCTAssertEqual(try push(endpoint).status, 410)
+        // Its devices are gone, and their tokens are no unknown tokens to register: NotRegistered.
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").status, 404)
+        let send = try server.client().postJSON("/fcm/send", #"{"to":"\#(token)","data":{"a":"b"}}"#,
+                                                headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+        XCTAssertEqual(send.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue, "NotRegistered", send.text)
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").status, 404, "not registered by the send")
+        var closed = ""
+        while closed.isEmpty, let e = try events.next(timeout: 5) {
+            if e.event == "client.closed" { closed = e.data }
+        }
+        XCTAssertTrue(closed.contains(#""reason":"the client was deleted""#), closed)
+        XCTAssertTrue(closed.contains(#""connected":false"#), closed)
     }
 
     func testHeldOnlineFalseWhileConnectedThenReleased() throws {
@@ -488,6 +503,9 @@ final class AutopushTests: XCTestCase {
         let mid = try messageID(r)
         XCTAssertNotNil(try ws.waitForClose())
         XCTAssertEqual(try entry(token, mid)["status"]?.stringValue, "pending")
+        // The fault that fired is on the record, as every fault's.
+        let faultID = try XCTUnwrap(f.object?["id"]?.stringValue, f.text)
+        XCTAssertEqual(try get("/api/v1/messages/\(pathEncode(mid))")["fault"]?.stringValue, faultID)
         let (again, _) = try hello(uaid: uaid)
         XCTAssertEqual(try again.nextJSON()["version"] as? String, mid)
 
@@ -498,6 +516,42 @@ final class AutopushTests: XCTestCase {
         XCTAssertEqual(late.status, 201)
         XCTAssertEqual(try again.nextJSON()["version"] as? String, try messageID(late))
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3)
+        XCTAssertEqual(try get("/api/v1/messages/\(pathEncode(try messageID(late)))")["fault"]?.stringValue, delay.object?["id"]?.stringValue)
+    }
+
+    /// An FCM registration over this channel: the entry shows what the mock encrypted (`via`,
+    /// `encryption`, `plaintext`) while it is `sent`, before any ack, and after.
+    func testAnFCMRegistrationsEntryShowsWhatWasEncryptedWhileSent() throws {
+        let (ws, _) = try hello()
+        let endpoint = try register(ws)
+        let channelToken = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        let api = [("x-goog-api-key", "any")]
+        let inst = try server.client().postJSON("/v1/projects/demo-project/installations",
+                                                #"{"fid":"dAbCdEfGhIjKlMnOpQrStU","appId":"1:123456789012:web:abc","authVersion":"FIS_v2"}"#,
+                                                headers: api)
+        let fis = try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue, inst.text)
+        let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA","endpoint":"\#(endpoint)","p256dh":"\#(vapidKey.publicKey.base64URL)"}}"#
+        let reg = try server.client().postJSON("/v1/projects/demo-project/registrations", web,
+                                               headers: api + [("x-goog-firebase-installations-auth", fis)])
+        let token = try XCTUnwrap(reg.object?["token"]?.stringValue, reg.text)
+        let send = try server.client().postJSON("/fcm/send", #"{"to":"\#(token)","data":{"k":"v"}}"#,
+                                                headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+        let mid = try XCTUnwrap(send.object?["results"]?.arrayValue?.first?.objectValue?["message_id"]?.stringValue, send.text)
+        let note = try XCTUnwrap(try ws.nextJSON() as [String: Any])
+        XCTAssertEqual(note["version"] as? String, mid)
+        XCTAssertEqual((note["headers"] as? [String: String])?["encoding"], "aesgcm")
+        var cd: JSONObject?
+        try waitFor("the entry shows the encryption while sent") {
+            cd = try entry(token, mid)["client_delivery"]?.objectValue
+            return cd?["encryption"]?.stringValue == "aesgcm"
+        }
+        XCTAssertEqual(try entry(token, mid)["status"]?.stringValue, "sent")
+        XCTAssertEqual(cd?["via"]?.stringValue, channelToken)
+        XCTAssertTrue(cd?["plaintext"]?.objectValue?["fcmMessageId"]?.stringValue == mid, "\(String(describing: cd))")
+        XCTAssertEqual(cd?["ack"], .null)
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(mid)","code":100}]}"#)
+        try waitFor("delivered") { try entry(token, mid)["status"]?.stringValue == "delivered" }
+        XCTAssertEqual(try entry(token, mid)["client_delivery"]?.objectValue?["encryption"]?.stringValue, "aesgcm")
     }
 
     func testEventsSayConnectedSentDeliveredAndClosed() throws {

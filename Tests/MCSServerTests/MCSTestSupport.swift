@@ -39,7 +39,7 @@ final class RecordingDelegate: MCSDelegate {
         log.withLock { $0.loggedIn.append(connection.id) }
         onLoggedIn(connection)
     }
-    func acknowledged(throughServerPacket n: Int, on connection: MCSConnection) {
+    func acknowledged(throughServerPacket n: Int, carriedBy tag: MCSTag, ext: Int32?, on connection: MCSConnection) {
         log.withLock { $0.acks.append((connection.id, n)) }
     }
     func selectiveAck(ids: [String], on connection: MCSConnection) {

@@ -6,11 +6,12 @@ register3, FCM registrations and legacy sends refuse what Google refuses.
 """
 
 import secrets
+import time
 
 import pytest
 import requests
 
-from fcmclient import (RawMcs, login_request, pb_bytes, pb_fields, pb_varint, raw_checkin,
+from fcmclient import (RawMcs, login_request, pb_bytes, pb_fields, pb_int, pb_varint, raw_checkin,
                        raw_register)
 from firefox import wait_entry
 from mocksupport import APP_A, KEY_A, PROJECT_A, SENDER_A
@@ -132,6 +133,73 @@ def test_a_raw_client_that_does_not_ack_gets_the_same_bytes_after_logging_in_aga
     finally:
         second.close()
     assert tag == TAG_DATA and again == sent, (tag, again, sent)
+
+
+def raw_login(mock, android_id, security_token):
+    conn = RawMcs(mock.mcs_port, mock.ca)
+    conn.send_packet(TAG_LOGIN_REQUEST, login_request(android_id, security_token), version=True)
+    tag, body = conn.packet()
+    assert tag == TAG_LOGIN_RESPONSE and 3 not in pb_fields(body), (tag, pb_fields(body))
+    return conn
+
+
+def test_a_newer_login_takes_over_what_was_written_and_it_reads_sent(mock_mcs):
+    """§3.5: a newer login of the same android id closes the older connection and writes again
+    what it had unacknowledged: the entry is `sent` on the new connection (`sends` 2)."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    first = raw_login(mock_mcs, android_id, security_token)
+    try:
+        res = legacy_send(mock_mcs, {"to": token, "data": {"taken": "over"}})
+        message_id = res["results"][0]["message_id"]
+        tag, sent = first.packet()
+        assert tag == TAG_DATA, (tag, sent)
+        second = raw_login(mock_mcs, android_id, security_token)
+        try:
+            tag, again = second.packet()
+            assert tag == TAG_DATA and pb_fields(again)[9] == [message_id.encode()], (tag, pb_fields(again))
+            entry = wait_entry(mock_mcs, token, message_id, "sent")
+            cd = entry["client_delivery"]
+            assert cd["sends"] == 2 and cd["ack"] is None, cd
+        finally:
+            second.close()
+    finally:
+        first.close()
+
+
+def test_a_deleted_messages_notice_is_written_at_login(mock_mcs):
+    """§3.6: more than 100 held for an offline registration are dropped for one
+    `deleted_messages` notice, written over MCS at the next login (`message_type`,
+    `total_deleted`, never encrypted) and `delivered` by its SelectiveAck."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    for i in range(101):
+        assert legacy_send(mock_mcs, {"to": token, "data": {"i": str(i)}})["success"] == 1
+    held = mock_mcs.inbox(token, status="pending")
+    notices = [e for e in held if e.get("message_type") == "deleted_messages"]
+    assert len(notices) == 1 and notices[0]["total_deleted"] == 101, held[:3]
+    notice_id = notices[0]["message_id"]
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        tag, body = conn.packet()
+        assert tag == TAG_DATA, (tag, body)
+        f = pb_fields(body)
+        assert f[9] == [notice_id.encode()] and f[3] == [SENDER_A.encode()], f
+        pairs = [(p[1][0].decode(), p[2][0].decode()) for p in (pb_fields(a) for a in f.get(7, []))]
+        assert pairs == [("message_type", "deleted_messages"), ("total_deleted", "101")], pairs
+        assert 21 not in f, "a notice carries no raw_data"
+        # IqStanza{type SET, id "", extension{id 12, data SelectiveAck{id}}}
+        conn.send_packet(7, pb_int(2, 1) + pb_bytes(3, b"") + pb_bytes(7, pb_int(1, 12) + pb_bytes(2, pb_bytes(1, notice_id))))
+        entry = wait_entry(mock_mcs, token, notice_id, "delivered")
+        assert entry["client_delivery"]["ack"]["by"] == "selective_ack", entry
+        # One info line for the frame, as docs/events.md shows it.
+        line = f"info mcs dir=in conn={entry['client_delivery']['connection_id']} android_id={android_id} tag=IqStanza ext=12 persistent_ids={notice_id} delivered=1"
+        deadline = time.monotonic() + 5
+        while line not in mock_mcs.stderr_tail(200_000) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert line in mock_mcs.stderr_tail(200_000), mock_mcs.stderr_tail(2000)
+    finally:
+        conn.close()
 
 
 def test_a_multicast_to_two_registrations_of_one_raw_client_writes_each_its_stanza(mock_mcs):

@@ -122,6 +122,24 @@ def test_receives_a_topic_send_after_subscribe_to_topic(mock_mcs, fm_client, sdk
     assert payload["fcmMessageId"] == persistent_id, payload
 
 
+def test_receives_fcm_options_with_the_link_and_the_analytics_label(mock_mcs, fm_client, sdk):
+    """§3.6: `fcmOptions` carries `webpush.fcm_options` as sent, `link` and `analytics_label`
+    (firebase-admin's WebpushFCMOptions has no label: the v1 request is sent as JSON, with the
+    same service account's access token)."""
+    bearer = sdk.app.credential.get_access_token().access_token
+    options = {"link": "https://example.test/match/" + secrets.token_hex(3), "analytics_label": "spring-push"}
+    body = {"message": {"token": fm_client.token, "data": {"n": secrets.token_hex(4)},
+                        "webpush": {"fcm_options": options}}}
+    resp = mock_mcs.http.post(f"{mock_mcs.base_url}/v1/projects/{PROJECT_A}/messages:send", json=body, timeout=15,
+                              headers={"Authorization": f"Bearer {bearer}"})
+    assert resp.status_code == 200, (resp.status_code, resp.text)
+    message_id = resp.json()["name"].rsplit("/", 1)[1]
+    payload, _ = fm_client.by_message_id(message_id)
+    assert payload["fcmOptions"] == options, payload
+    entry = wait_entry(mock_mcs, fm_client.token, message_id, "delivered", firefox=fm_client)
+    assert_delivered_by_selective_ack(entry, message_id, fm_client)
+
+
 def test_receives_a_legacy_send_to_its_token(mock_mcs, fm_client):
     data = {"legacy": secrets.token_hex(4)}
     res = legacy_send(mock_mcs, {"to": fm_client.token, "data": data})
