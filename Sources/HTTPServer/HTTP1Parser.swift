@@ -393,6 +393,7 @@ enum HTTP1Answer {
     static func reason(_ status: Int) -> String {
         switch status {
         case 100: return "Continue"
+        case 101: return "Switching Protocols"
         case 200: return "OK"
         case 201: return "Created"
         case 202: return "Accepted"

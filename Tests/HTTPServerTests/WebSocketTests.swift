@@ -17,6 +17,7 @@ final class WebSocketTests: XCTestCase {
         let c = try RawWebSocket(port: server.port)
         let a = c.upgrade(extra: extra)
         XCTAssertEqual(a?.status, 101, a?.head ?? "no answer", file: file, line: line)
+        XCTAssertTrue(a?.head.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n") ?? false, a?.head ?? "no answer", file: file, line: line)
         return c
     }
 
