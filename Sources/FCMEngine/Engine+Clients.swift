@@ -261,6 +261,7 @@ extension Engine {
             link.unregisterCode = code
             d.client = link
             d.state = .unregistered
+            d.lastSeenAt = now
             s.devices[id] = d
             var changes: [(Int64, String)] = []
             for e in s.stored.removeValue(forKey: id) ?? [] {
@@ -271,7 +272,7 @@ extension Engine {
                     token: d.token, status: "dropped", at: now)))
             }
             published.insert(("device.updated", s.render(d, now: now)), at: 0)
-            var writes = [Writes.unregister(device: id), Writes.setDeviceClient(device: id, link.stored)]
+            var writes = [Writes.unregister(device: id, at: now), Writes.setDeviceClient(device: id, link.stored)]
             // Why they were dropped, shown as the entries' `error_detail`.
             if !changes.isEmpty {
                 writes.append(Writes.setClientDeliveries(changes.map {

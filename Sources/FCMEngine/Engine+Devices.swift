@@ -215,14 +215,17 @@ extension Engine {
         return device
     }
 
-    /// The app was uninstalled: later sends get `NotRegistered`.
+    /// The app was uninstalled: later sends get `NotRegistered` (APNs: `Unregistered` with this
+    /// moment, the device's `last_seen_at`).
     public func unregister(_ token: String) throws(EngineError) -> Device {
+        let now = clock.nowMillis()
         let result: Result<(Device, Store.Ticket), EngineError> = state.withLock { s in
             guard var d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
+            if d.state != .unregistered { d.lastSeenAt = now }
             d.state = .unregistered
             s.devices[d.id] = d
-            let id = d.id
-            return .success((d, submit([Writes.unregister(device: id)])))
+            let (id, at) = (d.id, d.lastSeenAt)
+            return .success((d, submit([Writes.unregister(device: id, at: at)])))
         }
         let (device, ticket) = try result.get()
         try commitControl(ticket)

@@ -164,8 +164,9 @@ extension Engine {
                 guard let id = r.device, var d = s.devices[id], d.state == .registered else { continue }
                 ended.append(id)
                 d.state = .unregistered
+                d.lastSeenAt = now
                 s.devices[id] = d
-                writes.append(Writes.unregister(device: id))
+                writes.append(Writes.unregister(device: id, at: now))
                 published.append(("device.updated", s.render(d, now: now)))
                 // What it held can never reach it now.
                 var changes: [(Int64, String)] = []

@@ -197,6 +197,11 @@ extension Configuration {
             guard let p = UnknownTokenPolicy(rawValue: v) else { throw ConfigurationError("\(n) must be register or reject, got '\(v)'") }
             c.unknownTokens = p
         },
+        ServeOption(flag: "--auto-register", value: nil, environment: "FCM_MOCK_AUTO_REGISTER", defaultText: "true",
+                    help: "the same as --unknown-tokens register (true, the default) or reject (false): the name the contracts use") {
+            c, v, n throws(ConfigurationError) in
+            c.unknownTokens = try bool(v, n) ? .register : .reject
+        },
         ServeOption(flag: "--apns-environment", value: "sandbox|production", environment: "FCM_MOCK_APNS_ENVIRONMENT", defaultText: "sandbox",
                     help: "the APNs environment of a request whose host is not one of Apple's (api.push.apple.com is production, the others sandbox)") {
             c, v, n throws(ConfigurationError) in

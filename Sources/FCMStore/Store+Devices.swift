@@ -131,8 +131,9 @@ public enum Writes {
         { c in try c.run("UPDATE devices SET apns_expires_at = ? WHERE id = ?", [.optional(at), .int(id)]) }
     }
 
-    public static func unregister(device id: Int64) -> WriteOp {
-        { c in try c.run("UPDATE devices SET state = 'unregistered' WHERE id = ?", [.int(id)]) }
+    /// The app was uninstalled (its token retired) at `at`: the device's last sighting.
+    public static func unregister(device id: Int64, at: Int64) -> WriteOp {
+        { c in try c.run("UPDATE devices SET state = 'unregistered', last_seen_at = ? WHERE id = ?", [.int(at), .int(id)]) }
     }
 
     /// A token rotated: the new device takes the old one's subscriptions and group places.

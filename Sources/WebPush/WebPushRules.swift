@@ -83,15 +83,16 @@ public struct WebPushHeaders: Sendable, Equatable {
                               authorization: value("authorization"))
     }
 
-    /// A `TTL` value: decimal digits only, at most 18 of them (so it fits), not negative.
+    /// A `TTL` value: decimal digits only, not negative; one too large for 64 bits counts as the
+    /// largest (it is lowered to the most the service keeps, as any large one).
     static func ttl(_ text: String) throws(WebPushError) -> Int64 {
         if text.hasPrefix("-"), text.utf8.count > 1, text.utf8.dropFirst().allSatisfy(isDigit) {
             throw WebPushError(.invalidTTL, "TTL \(quoted(text)) is negative")
         }
-        guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy(isDigit), let n = Int64(text) else {
+        guard !text.isEmpty, text.utf8.allSatisfy(isDigit) else {
             throw WebPushError(.invalidTTL, "TTL \(quoted(text)) is not a whole number of seconds")
         }
-        return n
+        return Int64(text) ?? Int64.max
     }
 
     /// A `Topic`: 1 to 32 characters of the base64url alphabet (RFC 8030 §5.4).

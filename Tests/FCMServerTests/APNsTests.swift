@@ -106,6 +106,8 @@ final class APNsTests: XCTestCase {
             ("BadTopic", try send(headers: [("apns-topic", t), ("apns-push-type", "voip")])),
             ("BadCollapseId", try send(headers: [("apns-topic", t), ("apns-collapse-id", String(repeating: "c", count: 65))])),
             ("DuplicateHeaders", try send(headers: [("apns-topic", t), ("apns-topic", t)])),
+            // The provider token twice (each valid): the header sent twice, not an invalid token.
+            ("DuplicateHeaders", try send(headers: [("apns-topic", t), ("authorization", "bearer " + token())])),
             ("MissingDeviceToken", try send(path: "/3/device/")),
             ("BadDeviceToken", try send(path: "/3/device/xyz")),
             ("TopicDisallowed", try send(headers: [("apns-topic", "com.other.app")])),
@@ -363,12 +365,16 @@ final class APNsTests: XCTestCase {
         // Apple's production host: the device's token is a sandbox one.
         assertReason(try send(path: "/3/device/\(token)", headers: [("apns-topic", topic), ("host", "api.push.apple.com")]),
                      400, "BadDeviceToken")
-        // Uninstalled: 410 with when the device was last seen.
-        let seen = try XCTUnwrap(server.client().get("/api/v1/devices/demo-ios-1").object?["last_seen_at"]?.stringValue)
+        // Uninstalled: 410 with when it became invalid (the unregistering, its last sighting).
+        let before = try XCTUnwrap(parseRFC3339(try XCTUnwrap(server.client().get("/api/v1/devices/demo-ios-1").object?["last_seen_at"]?.stringValue)))
+        XCTAssertEqual(try server.client().post("/api/v1/clock", #"{"advance_s":5}"#).status, 200)
         XCTAssertEqual(try server.client().post("/api/v1/devices/demo-ios-1:unregister").status, 200)
+        let seen = try XCTUnwrap(server.client().get("/api/v1/devices/demo-ios-1").object?["last_seen_at"]?.stringValue)
+        let at = try XCTUnwrap(parseRFC3339(seen))
+        XCTAssertGreaterThanOrEqual(at, before + 5_000, "the moment of the unregistering, on the mock's clock")
         let gone = try send(path: "/3/device/\(token)")
         XCTAssertEqual(gone.status, 410)
-        XCTAssertEqual(gone.body, #"{"reason":"Unregistered","timestamp":\#(try XCTUnwrap(parseRFC3339(seen)))}"#)
+        XCTAssertEqual(gone.body, #"{"reason":"Unregistered","timestamp":\#(at)}"#)
     }
 
     func testTheRecordKeepsTheRequestItsKeyAndAnswerAndAnOfflineDeviceGetsItLater() throws {

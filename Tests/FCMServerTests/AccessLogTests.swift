@@ -2,6 +2,7 @@
 import HTTPServer
 import FCMCore
 @testable import FCMEngine
+import FCMModel
 import FCMServer
 import FCMTesting
 import Foundation
@@ -104,6 +105,11 @@ final class AccessLogTests: XCTestCase {
     }
 
     func testFormatFromEnvironment() throws {
+        // `--auto-register` (the contracts' name) is `--unknown-tokens register`; `=false` rejects.
+        XCTAssertEqual(try Configuration.parse(arguments: [], environment: [:]).unknownTokens, .register)
+        XCTAssertEqual(try Configuration.parse(arguments: ["--auto-register"], environment: [:]).unknownTokens, .register)
+        XCTAssertEqual(try Configuration.parse(arguments: ["--auto-register=false"], environment: [:]).unknownTokens, .reject)
+        XCTAssertEqual(try Configuration.parse(arguments: [], environment: ["FCM_MOCK_AUTO_REGISTER": "false"]).unknownTokens, .reject)
         XCTAssertEqual(try Configuration.parse(arguments: [], environment: ["FCM_MOCK_LOG_FORMAT": "json"]).logFormat, "json")
         XCTAssertThrowsError(try Configuration.parse(arguments: [], environment: ["FCM_MOCK_LOG_FORMAT": "xml"]))
         XCTAssertEqual(try Configuration.parse(arguments: ["--log-format", "text"], environment: ["FCM_MOCK_LOG_FORMAT": "json"]).logFormat,

@@ -51,7 +51,8 @@ final class WebPushRulesTests: XCTestCase {
         let enc = ("Content-Encoding", "aes128gcm")
         let table: [(String?, WebPushErrorKind?, Int64?)] = [
             (nil, .missingTTL, nil), ("", .invalidTTL, nil), ("-1", .invalidTTL, nil), ("1.5", .invalidTTL, nil),
-            ("abc", .invalidTTL, nil), ("+5", .invalidTTL, nil), ("0x10", .invalidTTL, nil), ("9999999999999999999", .invalidTTL, nil),
+            ("abc", .invalidTTL, nil), ("+5", .invalidTTL, nil), ("0x10", .invalidTTL, nil), ("9999999999999999999", nil, 2_419_200),
+            ("99999999999999999999999999999999", nil, 2_419_200),
             ("0", nil, 0), ("60", nil, 60), (" 60 ", nil, 60), ("2419200", nil, 2_419_200), ("2419201", nil, 2_419_200),
             ("999999999999999999", nil, 2_419_200),
         ]
