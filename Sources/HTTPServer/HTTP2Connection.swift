@@ -9,7 +9,8 @@ import Synchronization
 /// The bounds of every HTTP/2 connection (RFC 9113 settings and the known attacks).
 public struct HTTP2Limits: Sendable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS: streams beyond it are refused (RST_STREAM REFUSED_STREAM).
-    public var maxConcurrentStreams: UInt32 = 128
+    /// 1,000, as Apple's APNs advertises (apns.md §1; clients size their concurrency by it).
+    public var maxConcurrentStreams: UInt32 = 1000
     /// SETTINGS_MAX_HEADER_LIST_SIZE (RFC 9113's size: name + value + 32 per field); a bigger
     /// request is answered 431 without reaching the handler, and a header block (HEADERS and its
     /// CONTINUATION frames) of more than this plus one frame ends the connection.

@@ -182,21 +182,21 @@ final class HTTP2FramingTests: XCTestCase {
         // its excess streams are refused, the connection goes on. (After the acknowledgement,
         // libnghttp2 treats a client over the limit as broken: GOAWAY PROTOCOL_ERROR.)
         let c = try H2RawClient(port: server.port)
-        for i in 0..<130 { c.sendRequest(Int32(2 * i + 1), "GET", "/wait") }
-        // Streams 129 and 130 (ids 257 and 259) are refused; the 128 before them wait.
+        for i in 0..<1002 { c.sendRequest(Int32(2 * i + 1), "GET", "/wait") }
+        // Streams 1,001 and 1,002 (ids 2001 and 2003) are refused; the 1,000 before them wait.
         var others: [H2RawClient.Frame] = []
-        let answers = c.collect([257, 259], others: &others)
-        XCTAssertEqual(answers[257]?.reset, 7, "REFUSED_STREAM")
-        XCTAssertEqual(answers[259]?.reset, 7, "REFUSED_STREAM")
+        let answers = c.collect([2001, 2003], others: &others)
+        XCTAssertEqual(answers[2001]?.reset, 7, "REFUSED_STREAM")
+        XCTAssertEqual(answers[2003]?.reset, 7, "REFUSED_STREAM")
         XCTAssertFalse(others.contains { $0.type == H2RawClient.goAway })
         var waited = 0
-        while held.withLock({ $0.count }) < 128 && waited < 500 {
+        while held.withLock({ $0.count }) < 1000 && waited < 500 {
             usleep(10_000)
             waited += 1
         }
-        XCTAssertEqual(held.withLock { $0.count }, 128)
+        XCTAssertEqual(held.withLock { $0.count }, 1000)
         for r in held.withLock({ $0 }) { r.send(HTTPResponse(status: 204)) }
-        XCTAssertEqual(c.collect([1, 255])[255]?.status, 204)
+        XCTAssertEqual(c.collect([1, 1999])[1999]?.status, 204)
     }
 
     func testHeaderListOverTheLimitGets431() throws {
