@@ -22,7 +22,8 @@ extension ControlAPI {
         case "false": connected = false
         case let v?: throw .badRequest("connected must be true or false, got '\(v)'")
         }
-        return ok(Render.list(engine.clients(kind: kind, connected: connected), next: nil))
+        // Paged as every list (`limit`, `cursor`), oldest first.
+        return try paged(engine.clients(kind: kind, connected: connected), c.query) { $0 }
     }
 
     /// `GET /api/v1/clients/{id}`.

@@ -55,6 +55,9 @@ extension ControlAPI {
     /// `GET /api/v1/upstream`: what devices sent to their app servers.
     public func upstream(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let q = c.query
+        if let status = q["status"], !["queued", "sent", "acked"].contains(status) {
+            throw .badRequest("status must be queued, sent or acked")
+        }
         let list = engine.upstreamMessages(senderID: q["sender_id"], token: q["token"], status: q["status"])
         return try paged(list, q) { $0.json }
     }

@@ -419,6 +419,9 @@ final class AutopushTests: XCTestCase {
         let (ws, uaid) = try hello()
         let endpoint = try register(ws)
         let list = try XCTUnwrap(try get("/api/v1/clients?kind=autopush&connected=true")["items"]?.arrayValue)
+        // A list as every list: `limit` and `cursor` checked.
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/clients?limit=0").status, 400)
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/clients?cursor=%25%25junk").status, 400)
         let c = try XCTUnwrap(list.first?.objectValue)
         XCTAssertEqual(c["id"]?.stringValue, uaid)
         XCTAssertEqual(c["kind"]?.stringValue, "autopush")

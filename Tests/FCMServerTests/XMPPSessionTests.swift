@@ -97,6 +97,10 @@ final class XMPPSessionTests: ServerTestCase {
         second.sendDownstream(#"{"message_id":"up-1","message_type":"ack"}"#)
         XCTAssertEqual(try second.nextGCM()?["error"]?.stringValue, "BAD_ACK")
         XCTAssertEqual(items(try client.get("/api/v1/upstream?status=sent")).count, 1)
+        // A status no upstream message has is a bad filter, as on every list.
+        let bad = try client.get("/api/v1/upstream?status=bogus")
+        XCTAssertEqual(bad.status, 400, bad.text)
+        XCTAssertEqual(bad.object?["error"]?.objectValue?["message"]?.stringValue, "status must be queued, sent or acked")
         second.sendDownstream(#"{"to":"a1","message_id":"up-1","message_type":"ack"}"#)
         second.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
         XCTAssertEqual(try second.nextStanza()?.attributes["type"], "result")
