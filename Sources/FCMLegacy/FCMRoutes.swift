@@ -80,7 +80,7 @@ public struct FCMSendRoute: Sendable {
         var context = AdmissionContext(transport: .http, path: r.path, format: format, names: Self.refusalNames, raw: { raw })
         context.recorded = { recordID = $0 }
         if case .request(let request) = outcome, request.messageError == .invalidParameters, format == .plain {
-            // The plain-text answer (`Error=InvalidParameters`, status 200) cannot say that the
+            // The plain-text answer (`Error=InvalidParameters`, status 400) cannot say that the
             // body was JSON sent without its Content-Type; the log can.
             let looksJSON = raw.first { $0 != " " && $0 != "\n" && $0 != "\r" && $0 != "\t" } == "{"
             engine.notice("send answered Error=InvalidParameters", [
@@ -99,7 +99,8 @@ public struct FCMSendRoute: Sendable {
         switch admission {
         case .faulted(.status(let code, let retry, _)):
             var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
-            if let retry { answer.headers.append(("Retry-After", String(retry))) }
+            // "Unavailable" always says when to come back (fcm-legacy.md §1), 10 s unless the fault says.
+            if let retry = retry ?? (code == 503 ? Self.unavailableRetryAfter : nil) { answer.headers.append(("Retry-After", String(retry))) }
             return kept(answer)
         case .faulted:
             return .dropConnection
@@ -264,16 +265,23 @@ public struct FCMSendRoute: Sendable {
 
     /// Seeds Tables 7 and 8: `id=…` (plus `registration_id=…`) or `Error=…`; errors that mean
     /// "retry later" become HTTP 500/503, since the plain format cannot say so in its body.
+    /// Seconds a 503 asks the sender to wait when nothing says otherwise (as HTTP v1's).
+    static let unavailableRetryAfter: Int64 = 10
+
     static func plainResponse(_ result: SendResult) -> HTTPResponse {
         guard let r = result.results.first else {
             return HTTPResponse(status: 200, contentType: ContentType.text, body: "Error=MissingRegistration\n")
         }
         if let e = r.error {
             if let status = e.plainTextStatus {
-                return HTTPResponse(status: status, contentType: ContentType.text,
-                                    body: status == 503 ? "Service Unavailable\n" : "Internal Server Error\n")
+                var answer = HTTPResponse(status: status, contentType: ContentType.text,
+                                          body: status == 503 ? "Service Unavailable\n" : "Internal Server Error\n")
+                if status == 503 { answer.headers.append(("Retry-After", String(unavailableRetryAfter))) }
+                return answer
             }
-            return HTTPResponse(status: 200, contentType: ContentType.text, body: "Error=\(e.rawValue)\n")
+            // InvalidParameters is "400 + error" (the seeds' Table 9): a bad parameter, not a
+            // recipient's failure.
+            return HTTPResponse(status: e == .invalidParameters ? 400 : 200, contentType: ContentType.text, body: "Error=\(e.rawValue)\n")
         }
         var body = "id=\(r.messageID ?? "")\n"
         if let c = r.canonicalToken { body += "registration_id=\(c)\n" }

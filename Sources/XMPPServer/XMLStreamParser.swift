@@ -17,7 +17,7 @@ public enum XMLStreamError: Error, Equatable, Sendable {
     case invalidXML(String)
     /// Not well-formed XML (mismatched tags, invalid UTF-8), or well-formed but breaking
     /// Namespaces in XML 1.0: an undeclared prefix, a prefix bound to the empty name, a misused
-    /// `xml` or `xmlns` prefix, two colons in a name (`not-well-formed`).
+    /// `xml` or `xmlns` prefix, two colons in a name (`invalid-xml`, as fcm-legacy.md §5 has it).
     case notWellFormed(String)
     /// A stream header outside the stream namespace, or declaring a content namespace other than
     /// `jabber:client` (`invalid-namespace`).
@@ -35,10 +35,9 @@ public enum XMLStreamError: Error, Equatable, Sendable {
     public var streamError: (condition: String, text: String) {
         switch self {
         case .invalidXML(let why): ("invalid-xml", why)
-        // 4.9.3.13: "XML that violates the well-formedness rules of [XML] or [XML-NAMES]". Not
-        // `bad-format`, which the RFC keeps for when no more specific condition applies, nor
-        // `invalid-xml`, which is about validation against a schema (4.9.3.11).
-        case .notWellFormed(let why): ("not-well-formed", why)
+        // The contract (fcm-legacy.md §5: "Malformed XML → invalid-xml") over RFC 6120's
+        // `not-well-formed` (4.9.3.13): what CCS clients are tested against. The text says why.
+        case .notWellFormed(let why): ("invalid-xml", why)
         // 4.8.1 names this condition for a header outside the stream namespace; 4.9.3.10 adds a
         // content namespace that is not supported.
         case .invalidNamespace(let why): ("invalid-namespace", why)

@@ -43,7 +43,7 @@ final class DiagnosticsBinaryTests: XCTestCase {
 
         let plain = try c.request("POST", "/fcm/send", headers: [("Authorization", "key=\(DemoProject.serverKey)")],
                                   body: Array(#"{"to":"demo-android-1"}"#.utf8))
-        XCTAssertEqual(plain.status, 200)
+        XCTAssertEqual(plain.status, 400)
         XCTAssertEqual(plain.text, "Error=InvalidParameters\n")
         let hint = stderr(of: s, until: "InvalidParameters")
         XCTAssertTrue(hint.contains(" info send answered Error=InvalidParameters http.path=/fcm/send error_detail=Unknown parameter "), hint)

@@ -25,6 +25,10 @@ final class FaultTests: ServerTestCase {
         let rec = items(try client.get("/api/v1/messages?status=rejected")).first
         XCTAssertEqual(rec?["fault"]?.stringValue, id)
         XCTAssertEqual(rec?["http_status"]?.numberValue?.int64, 503)
+        // A 503 without `retry_after_s` still says when to come back (10 s), in JSON and plain text.
+        try addFault(#"{"then":{"status":503},"times":2}"#)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"a1"}"#).headers["retry-after"], "10")
+        XCTAssertEqual(try client.sendPlain("registration_id=a1").headers["retry-after"], "10")
         // 500 without Retry-After; plain-text requests get the same status.
         try addFault(#"{"then":{"status":500}}"#)
         let plain = try client.sendPlain("registration_id=a1")
@@ -44,7 +48,9 @@ final class FaultTests: ServerTestCase {
         XCTAssertEqual(rec?["fault"]?.stringValue, id)
         XCTAssertEqual(rec?["recipients"]?.arrayValue?[1].objectValue?["fault"]?.stringValue, id)
         // Plain text: Unavailable is HTTP 503, InternalServerError HTTP 500 (the body cannot say retry).
-        XCTAssertEqual(try client.sendPlain("registration_id=a2").status, 503)
+        let unavailable = try client.sendPlain("registration_id=a2")
+        XCTAssertEqual(unavailable.status, 503)
+        XCTAssertEqual(unavailable.headers["retry-after"], "10")
         XCTAssertEqual(try client.delete("/api/v1/faults/\(id)").status, 204)
         try addFault(#"{"then":{"error":"InternalServerError"},"times":1}"#)
         XCTAssertEqual(try client.sendPlain("registration_id=a1").status, 500)

@@ -170,7 +170,9 @@ final class SendTests: ServerTestCase {
         XCTAssertEqual(r.headers["content-type"], jsonType)
         XCTAssertEqual(r.object?["error"]?.stringValue, "InvalidParameters")
         XCTAssertEqual(r.object?["error_description"]?.stringValue, "Unknown parameter \"time_to_leave\"")
-        XCTAssertEqual(try client.sendPlain("registration_id=a1&priority=high").text, "Error=InvalidParameters\n")
+        let plain = try client.sendPlain("registration_id=a1&priority=high")
+        XCTAssertEqual(plain.status, 400, "InvalidParameters is 400 + error in plain text too")
+        XCTAssertEqual(plain.text, "Error=InvalidParameters\n")
     }
 
     // MARK: Plain text
@@ -198,7 +200,7 @@ final class SendTests: ServerTestCase {
         ]
         for (body, code) in rows {
             let r = try client.sendPlain(body)
-            XCTAssertEqual(r.status, 200, body)
+            XCTAssertEqual(r.status, code == "InvalidParameters" ? 400 : 200, body)
             XCTAssertEqual(r.text, "Error=\(code)\n", body)
         }
     }
@@ -214,7 +216,7 @@ final class SendTests: ServerTestCase {
             var headers = [("Authorization", "key=key-111")]
             if let ct { headers.append(("Content-Type", ct)) }
             let r = try client.request("POST", "/fcm/send", headers: headers, body: Array(#"{"to":"a1"}"#.utf8))
-            XCTAssertEqual(r.status, 200, "\(ct ?? "none")")
+            XCTAssertEqual(r.status, isJSON ? 200 : 400, "\(ct ?? "none")")
             if isJSON {
                 XCTAssertEqual(results(r).first?.keys, ["message_id"], "\(ct ?? "none"): \(r.text)")
             } else {

@@ -51,13 +51,13 @@ final class XMPPNamespaceTests: ServerTestCase {
     func testNamespaceErrorsEndOnlyTheirStream() throws {
         let healthy = try XMPPTestClient(port: xmppPort)
         try healthy.login(user: "111", password: "key-111")
-        let unbound = streamError("not-well-formed", "not namespace-well-formed: unbound prefix")
+        let unbound = streamError("invalid-xml", "not namespace-well-formed: unbound prefix")
         let gcm = #"<gcm xmlns="google:mobile:data">{"to":"a1","message_id":"refused"}</gcm>"#
         // Before authentication, after a valid header.
         let early: [(String, String)] = [
             ("<x:message/>", unbound),
             ("<message x:a='1'/>", unbound),
-            ("<message xmlns:x=''/>", streamError("not-well-formed", "not namespace-well-formed: must not undeclare prefix")),
+            ("<message xmlns:x=''/>", streamError("invalid-xml", "not namespace-well-formed: must not undeclare prefix")),
             ("<auth xmlns='urn:other' mechanism='PLAIN'>AGEAYg==</auth>",
              streamError("unsupported-stanza-type", "<auth> in the namespace urn:other is not understood here")),
             // In the content namespace, an <auth> is not SASL's.
@@ -77,7 +77,7 @@ final class XMPPNamespaceTests: ServerTestCase {
             ("<x:message>\(gcm)</x:message>", unbound),
             (#"<message><x:gcm>{"to":"a1","message_id":"refused"}</x:gcm></message>"#, unbound),
             ("<message xmlns:xml='urn:wrong'>\(gcm)</message>",
-             streamError("not-well-formed", "not namespace-well-formed: reserved prefix (xml) must not be undeclared or bound to another namespace name")),
+             streamError("invalid-xml", "not namespace-well-formed: reserved prefix (xml) must not be undeclared or bound to another namespace name")),
         ]
         for (bytes, expected) in late {
             let c = try XMPPTestClient(port: xmppPort)

@@ -107,7 +107,7 @@ final class XMPPTests: ServerTestCase {
     func testBadStreamsGetStreamErrorsAndOthersStayUp() throws {
         let healthy = try connected()
         let cases: [(String, String)] = [
-            (XMPPTestClient.header + "<message><a></b></message>", "not-well-formed"),
+            (XMPPTestClient.header + "<message><a></b></message>", "invalid-xml"),
             ("<!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\">]>" + XMPPTestClient.header, "restricted-xml"),
             (XMPPTestClient.header + #"<message id="1"><gcm xmlns="google:mobile:data">{}</gcm></message>"#, "not-authorized"),
             (#"<auth mechanism="PLAIN" xmlns="urn:ietf:params:xml:ns:xmpp-sasl">AGEAYg==</auth>"#, "invalid-xml"),

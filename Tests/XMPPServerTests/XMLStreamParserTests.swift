@@ -153,7 +153,7 @@ final class XMLStreamParserTests: XCTestCase {
             XCTAssertEqual($0 as? XMLStreamError, .invalidNamespace(rule + ", its prefix is not declared"))
         }
         XCTAssertEqual(XMLStreamError.invalidNamespace("x").streamError.condition, "invalid-namespace")
-        XCTAssertEqual(XMLStreamError.notWellFormed("x").streamError.condition, "not-well-formed")
+        XCTAssertEqual(XMLStreamError.notWellFormed("x").streamError.condition, "invalid-xml")
     }
 
     /// What real clients send keeps working, prefixes and all: names and attributes as written,
