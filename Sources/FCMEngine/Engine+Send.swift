@@ -114,6 +114,9 @@ extension Engine {
             if let exchange {
                 let response = exchange.answer(result)
                 message.answer = response.storedForm
+                // What the sender was answered: a v1 send whose one recipient failed is a 404,
+                // a 403, … not the 200 the room expected.
+                message.httpStatus = response.answeredStatus
                 message.headers = exchange.headers
                 result.response = response
             }

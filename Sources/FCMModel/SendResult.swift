@@ -75,4 +75,6 @@ public struct SendExchange: Sendable {
 /// it stores `storedForm` (status, content type and body, in the form the control API shows).
 public protocol KeptAnswer: Sendable {
     var storedForm: String { get }
+    /// The status the sender was answered (the record's `http_status`).
+    var answeredStatus: Int { get }
 }

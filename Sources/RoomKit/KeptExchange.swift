@@ -98,6 +98,7 @@ extension RecordedExchange {
 extension HTTPResponse: KeptAnswer {
     /// The answer in the stored form its record keeps.
     public var storedForm: String { RecordedExchange.answer(self) }
+    public var answeredStatus: Int { status }
 }
 
 extension Engine {

@@ -38,6 +38,9 @@ final class V1ErrorTests: V1TestCase {
                                 "SENDER_ID_MISMATCH", "UNREGISTERED"])
         let recipient = items(try client.get("/api/v1/messages?transport=http_v1")).last?["recipients"]?.arrayValue?.first?.objectValue
         XCTAssertEqual(recipient?["error"]?.stringValue, "UNREGISTERED")
+        // `http_status` is what the sender was answered, recipient errors included.
+        let statuses = items(try client.get("/api/v1/messages?transport=http_v1")).map { $0["http_status"]?.numberValue?.int64 }
+        XCTAssertEqual(statuses, [400, 400, 400, 401, 403, 404])
     }
 
     func testTheParsersRefusalsAreRecorded() throws {
