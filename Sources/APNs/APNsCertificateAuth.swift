@@ -73,7 +73,7 @@ public final class APNsCertificateAuth: Sendable {
     func authorize(_ r: HTTPRequest, environment: APNsEnvironment) throws(APNsError) -> APNsAuthorization {
         if let der = r.clientCertificate { return .certificate(try check(der, environment: environment)) }
         // Two provider tokens are no token to check: the header sent twice, as any other.
-        if r.headers.lazy.filter({ $0.name.utf8.count == 13 && $0.name.lowercased() == "authorization" }).count > 1 {
+        if r.headers.lazy.filter({ nameIs($0.name, "authorization") }).count > 1 {
             throw APNsError(.duplicateHeaders, "authorization was sent more than once")
         }
         return .token(try tokens.authorize(r.header("authorization")))

@@ -169,6 +169,6 @@ extension EngineState {
     mutating func remove(group key: String) {
         guard let g = groups.removeValue(forKey: key) else { return }
         groupKeyByName[g.senderID + "/" + g.name] = nil
-        retiredGroupKeys.insert(key)
+        retiredTokens.insert(key)
     }
 }

@@ -211,7 +211,7 @@ extension Engine {
         let r = entry.row
         let effective = Render.effective(r, platform: .web, blocks: rooms.recordBlocks)
         let device = try? device(w.deviceToken)
-        let sent = r.platforms.flatMap { try? JSONParser.parse($0) }?.objectValue?["webpush"]?.objectValue
+        let sent = r.platforms.flatMap(EffectivePayload.storedPlatforms)?.webpush
         let plaintext = make(effective.objectValue?["webpush"]?.objectValue, sent, device?.senderID ?? "", r.collapseKey, w.version)
         let keys = state.withLock { s in device.flatMap { s.webPush[$0.id] } }
         guard let keys, let sealed = encryption.encrypt(Array(plaintext.utf8), keys.publicKey, keys.auth) else { return nil }

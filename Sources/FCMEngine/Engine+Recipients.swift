@@ -351,7 +351,7 @@ extension Engine {
         } else {
             // The key of a deleted group is no token, nor is a deleted real client's: never
             // registered on first use.
-            guard unknownTokens == .register, !s.retiredGroupKeys.contains(token), !s.retiredTokens.contains(token) else {
+            guard unknownTokens == .register, !s.retiredTokens.contains(token) else {
                 return .failed(.notRegistered, nil, nil)
             }
             // A well-formed unknown token becomes a new online device of the sending project.

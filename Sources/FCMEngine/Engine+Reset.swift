@@ -98,7 +98,6 @@ extension Engine {
             s.deviceTopics.removeAll()
             s.groups.removeAll()
             s.groupKeyByName.removeAll()
-            s.retiredGroupKeys.removeAll()
             s.retiredTokens.removeAll()
             s.upstream.removeAll()
             s.upstreamOrder.removeAll()

@@ -245,9 +245,8 @@ struct EngineState: Sendable {
     /// Device groups by notification key, and keys by "sender/name".
     var groups: [String: DeviceGroup] = [:]
     var groupKeyByName: [String: String] = [:]
-    /// Notification keys of deleted groups (a send to one answers NotRegistered).
-    var retiredGroupKeys: Set<String> = []
-    /// Tokens of deleted real clients' devices (a send to one answers NotRegistered).
+    /// What a send answers NotRegistered instead of registering it, until a reset: the
+    /// notification keys of deleted groups and the tokens of deleted real clients' devices.
     var retiredTokens: Set<String> = []
     /// Upstream messages by id, in creation order.
     var upstream: [String: UpstreamMessage] = [:]
@@ -489,7 +488,6 @@ struct EngineState: Sendable {
             try load.groups({ key, name, sender, createdAt in
                 s.insert(DeviceGroup(key: key, name: name, senderID: sender, members: [], createdAt: createdAt))
             }, member: { key, device in s.groups[key]?.members.append(device) })
-            try load.retiredGroupKeys { s.retiredGroupKeys.insert($0) }
             try load.retiredTokens { s.retiredTokens.insert($0) }
             // Upstream messages that were on a connection when the process stopped are queued
             // again: their connection is gone.

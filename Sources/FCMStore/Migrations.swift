@@ -253,9 +253,14 @@ enum Migrations {
         // in most commits of a send over MCS or autopush. Only the start looked them up, and the
         // start reads every held delivery anyway (`heldDeliveries`).
         "DROP INDEX deliveries_sent;",
-        // 21: the tokens of a deleted real client's devices: a send to one answers NotRegistered
-        // (not a new device by `--unknown-tokens register`), until a reset.
-        "CREATE TABLE retired_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;",
+        // 21: what a send answers NotRegistered for instead of registering it as a new device
+        // (`--unknown-tokens register`), until a reset: the notification keys of deleted groups
+        // (`retired_groups` until now) and the tokens of a deleted real client's devices.
+        """
+        CREATE TABLE retired_tokens(token TEXT PRIMARY KEY) WITHOUT ROWID;
+        INSERT INTO retired_tokens(token) SELECT key FROM retired_groups;
+        DROP TABLE retired_groups;
+        """,
     ]
 
     static func run(on conn: SQLiteConnection) throws(StoreError) {

@@ -167,7 +167,7 @@ public enum Writes {
     public static func reset(keepsAny: Bool, removed: [Int64], restored: [(id: Int64, state: String, online: Bool)]) -> WriteOp {
         { c in
             // Unconditional DELETEs take SQLite's truncate path: fast whatever the row count.
-            try c.execute("DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_groups; DELETE FROM retired_tokens; DELETE FROM upstream;")
+            try c.execute("DELETE FROM subscriptions; DELETE FROM groups; DELETE FROM group_members; DELETE FROM retired_tokens; DELETE FROM upstream;")
             guard keepsAny else {
                 try c.execute("DELETE FROM devices")
                 return

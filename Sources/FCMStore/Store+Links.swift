@@ -55,8 +55,8 @@ extension Writes {
         }
     }
 
-    /// Remembers the tokens of a deleted real client's devices (a send to one is NotRegistered
-    /// until a reset).
+    /// Remembers tokens no send may register again (a send to one is NotRegistered until a
+    /// reset): a deleted real client's devices'.
     public static func retireTokens(_ tokens: [String]) -> WriteOp {
         { c in try each(c, "INSERT OR IGNORE INTO retired_tokens(token) VALUES (?)", tokens.lazy.map { [.text($0)] }) }
     }
@@ -66,7 +66,7 @@ extension Writes {
         { c in
             try c.run("DELETE FROM group_members WHERE key = ?", [.text(key)])
             try c.run("DELETE FROM groups WHERE key = ?", [.text(key)])
-            try c.run("INSERT OR IGNORE INTO retired_groups(key) VALUES (?)", [.text(key)])
+            try c.run("INSERT OR IGNORE INTO retired_tokens(token) VALUES (?)", [.text(key)])
         }
     }
 

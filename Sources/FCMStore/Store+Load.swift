@@ -72,14 +72,10 @@ public struct StoreLoader {
         }
     }
 
-    /// Tokens of deleted real clients' devices.
+    /// Tokens no send may register again: deleted groups' notification keys, deleted real
+    /// clients' devices' tokens.
     public func retiredTokens(_ token: (String) -> Void) throws(StoreError) {
         try c.query("SELECT token FROM retired_tokens") { (r: Statement) throws(StoreError) in token(r.text(0) ?? "") }
-    }
-
-    /// Keys of deleted device groups.
-    public func retiredGroupKeys(_ key: (String) -> Void) throws(StoreError) {
-        try c.query("SELECT key FROM retired_groups") { (r: Statement) throws(StoreError) in key(r.text(0) ?? "") }
     }
 
     /// Upstream messages in creation order (without the connection they were on: it is gone).

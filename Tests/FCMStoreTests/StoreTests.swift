@@ -32,6 +32,28 @@ final class StoreTests: XCTestCase {
         again.close()
     }
 
+    /// A store from before one table kept what sends may not register again keeps its deleted
+    /// groups' keys through the migration that moves them into `retired_tokens`.
+    func testRetiredGroupKeysMoveIntoRetiredTokens() throws {
+        let path = dir + "/old.sqlite"
+        do {
+            let c = try SQLiteConnection(path: path)
+            for step in Migrations.steps.dropLast() { try c.execute(step) }
+            try c.execute("PRAGMA user_version=\(Migrations.steps.count - 1)")
+            try c.run("INSERT INTO retired_groups(key) VALUES (?)", [.text("APA91b-a-deleted-group")])
+        }
+        let s = try Store(path: path)
+        var kept: [String] = []
+        try s.readSQL { (c: SQLiteConnection) throws(StoreError) in
+            try c.query("SELECT token FROM retired_tokens") { (r: Statement) throws(StoreError) in kept.append(r.text(0) ?? "") }
+        }
+        XCTAssertEqual(kept, ["APA91b-a-deleted-group"])
+        XCTAssertEqual(try s.readSQL { (c: SQLiteConnection) throws(StoreError) in
+            try c.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'retired_groups'")
+        }, 0)
+        s.close()
+    }
+
     func testConcurrentWritersAllCommitInSubmissionOrderPerThread() throws {
         let s = try makeStore()
         let threads = 16, perThread = 300
