@@ -64,12 +64,14 @@ public struct FCMSendRoute: Sendable {
         var raw: String { String(decoding: r.body.prefix(4096), as: UTF8.self) }
 
         // A Bearer token counts only with `access_token_auth: true`, as a header (what
-        // firebase-admin sends) or in the JSON body.
+        // firebase-admin sends) or in the JSON body. Then any token counts (fcm-legacy.md:
+        // "Bearer <anything>"): a valid credential for its own project, any other for the first.
         var inBody = false
         if case .request(let req) = outcome { inBody = req.accessTokenAuth }
         // The record keeps the answer its sender got and the headers it sent.
         let headers = RecordedExchange.headers(r)
-        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody) else {
+        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth || inBody,
+                                                   anyBearer: true) else {
             // Recorded when the store can; answered all the same.
             return engine.refused(RejectedRequest(senderID: nil, transport: .http, format: format, answeredStatus: 401,
                                                   error: "Unauthorized", detail: "missing or unknown server key", raw: raw),

@@ -38,16 +38,19 @@ public final class GoogleCredentials: Sendable {
     /// The sender id an `Authorization` header names: `key=<server key>`, or, where the request
     /// allows it (`access_token_auth`), a Bearer credential (an issued access token or a
     /// self-signed JWT: `senderID(bearer:)`), which maps to its project; with `--accept-any-key`,
-    /// any other non-empty Bearer token maps to the first project. `bearerAllowed` is only asked
-    /// for a Bearer header (a key, the common case, costs no look at other headers or the body).
-    public func senderID(authorization header: String?, bearerAllowed: @autoclosure () -> Bool) -> String? {
+    /// any other non-empty Bearer token maps to the first project, and so it does where the
+    /// protocol takes any Bearer token (`anyBearer`: fcm-legacy.md's `/fcm/send`, "Bearer
+    /// <anything>"). `bearerAllowed` is only asked for a Bearer header (a key, the common case,
+    /// costs no look at other headers or the body).
+    public func senderID(authorization header: String?, bearerAllowed: @autoclosure () -> Bool,
+                         anyBearer: Bool = false) -> String? {
         guard let header else { return nil }
         let value = header.drop { $0 == " " }
         if hasPrefixIgnoringCase(value.utf8, "key=") {
             return engine.senderID(forServerKey: String(value.dropFirst(4)).trimmingSpaces())
         }
         if let token = Self.bearerToken(header), bearerAllowed() {
-            return senderID(bearer: token) ?? (engine.acceptAnyKey ? engine.firstProjectID() : nil)
+            return senderID(bearer: token) ?? (engine.acceptAnyKey || anyBearer ? engine.firstProjectID() : nil)
         }
         return nil
     }

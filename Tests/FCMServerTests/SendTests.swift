@@ -123,8 +123,9 @@ final class SendTests: ServerTestCase {
         }
         // 401 wins over a broken body.
         XCTAssertEqual(try client.sendJSON("{broken", key: "nope").status, 401)
-        // firebase-admin's Bearer form (access_token_auth in the body or as a header) counts only
-        // for a real credential (V1AuthTests): a made-up token is refused like a wrong key.
+        // firebase-admin's Bearer form takes any token (fcm-legacy.md: "Bearer <anything>"), but
+        // only with access_token_auth, in the JSON body or as a header (what firebase-admin sends);
+        // a made-up token stands for the first project (V1AuthTests: a real one for its own).
         let bearer = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("Content-Type", "application/json")],
                                         body: Array(#"{"to":"a1","access_token_auth":true}"#.utf8))
         let header = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("access_token_auth", "true"),
@@ -132,10 +133,22 @@ final class SendTests: ServerTestCase {
                                         body: Array(#"{"to":"a1"}"#.utf8))
         let plain = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("access_token_auth", "true")],
                                        body: Array("registration_id=a1".utf8))
+        for r in [bearer, header] {
+            XCTAssertEqual(r.status, 200, r.text)
+            XCTAssertNil(singleError(r), r.text)
+        }
+        XCTAssertEqual(plain.status, 200)
+        XCTAssertTrue(plain.text.hasPrefix("id=0:"), plain.text)
+        XCTAssertEqual(singleError(try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer x"), ("access_token_auth", "true"),
+                                                                                    ("Content-Type", "application/json")],
+                                                      body: Array(#"{"to":"b1"}"#.utf8))), "MismatchSenderId", "b1 is not the first project's")
         let falseHeader = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer ya29.token"), ("access_token_auth", "false"),
                                                                            ("Content-Type", "application/json")],
                                              body: Array(#"{"to":"a1"}"#.utf8))
-        for r in [bearer, header, plain, falseHeader] {
+        let empty = try client.request("POST", "/fcm/send", headers: [("Authorization", "Bearer "), ("access_token_auth", "true"),
+                                                                     ("Content-Type", "application/json")],
+                                       body: Array(#"{"to":"a1"}"#.utf8))
+        for r in [falseHeader, empty] {
             XCTAssertEqual(r.status, 401)
             XCTAssertEqual(r.text, html)
         }
