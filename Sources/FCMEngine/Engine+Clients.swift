@@ -135,7 +135,8 @@ extension Engine {
     /// for unacknowledged deliveries; expires what ran out.
     func flushHeld(of clientID: String, now: Int64, orders: inout ClientOrders, updates: inout [ClientDeliveryUpdate],
                    changes: inout [(Int64, String)], events published: inout [(String, String)], state s: inout EngineState) {
-        guard let client = s.realClients[clientID], let conn = client.connection else { return }
+        // Nothing held anywhere: the common case after an acknowledgement.
+        guard !s.stored.isEmpty, let client = s.realClients[clientID], let conn = client.connection else { return }
         var waiting: [(device: Device, entry: StoredEntry)] = []
         let carried = s.carried(by: client)
         // Lists emptied here (or before) go.
@@ -193,12 +194,15 @@ extension Engine {
         s.clientDeliveries[e.deliveryID] = cd
         s.clientDeliveryDevice[e.deliveryID] = d.id
         s.realClients[clientID]?.connection?.unacked.append(e.deliveryID)
-        // An FCM registration's push travels on the registration its subscription is.
-        let carrier = d.client?.kind == .fcm ? d.client?.via.flatMap { s.devices[$0] } : d
+        // An FCM registration's push travels on the registration its subscription is. (A
+        // device's client is read once: each read copies it out of the device's box.)
+        let link = d.client
+        let carrier = link?.kind == .fcm ? link?.via.flatMap { s.devices[$0] } : d
+        let registration = link?.kind == .fcm ? carrier?.client : link
         let write = ClientWrite(transport: transport, clientID: clientID, connectionID: connectionID, deliveryID: e.deliveryID,
-                                version: version, token: carrier?.token ?? d.token, channelID: carrier?.client?.channelID,
-                                payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: d.client,
-                                deviceToken: d.token, registration: carrier?.client)
+                                version: version, token: carrier?.token ?? d.token, channelID: registration?.channelID,
+                                payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: link,
+                                deviceToken: d.token, registration: registration)
         return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, stored: cd.stored()))
     }
 
@@ -544,13 +548,12 @@ extension EngineState {
 
     /// Keeps the last deliveries a client acknowledged, so a nack after an ack 100 finds them.
     mutating func rememberAcknowledged(_ deliveryID: Int64, clientID: String) {
-        // Taken out while changed, so the array is not copied; the oldest leave 32 at a time.
+        // Changed in place, so the array is not copied; the oldest leave 32 at a time.
+        acknowledged[clientID, default: []].append(deliveryID)
+        guard let count = acknowledged[clientID]?.count, count > 2 * maxUnackedPerConnection + 32 else { return }
         var list = acknowledged.removeValue(forKey: clientID) ?? []
-        list.append(deliveryID)
-        if list.count > 2 * maxUnackedPerConnection + 32 {
-            for gone in list.prefix(32) { forgetClientDelivery(gone) }
-            list.removeFirst(32)
-        }
+        for gone in list.prefix(32) { forgetClientDelivery(gone) }
+        list.removeFirst(32)
         acknowledged[clientID] = list
     }
 

@@ -299,9 +299,9 @@ extension Engine {
             while j < rows.count && rows[j].id < id { j += 1 }
             guard j < rows.count, rows[j].id == id, let platform = rows[j].device.flatMap({ s.devices[$0] })?.platform else { continue }
             let r = rows[j]
-            orders.writes[i].entry = InboxEntry(row: InboxRow(message: message, delivery: r), status: r.status, platform: platform,
-                                                blocks: rooms.recordBlocks)
-            orders.writes[i].senderID = message.senderID
+            orders.writes[i] = orders.writes[i].carrying(
+                entry: InboxEntry(row: InboxRow(message: message, delivery: r), status: r.status, platform: platform, blocks: rooms.recordBlocks),
+                senderID: message.senderID)
         }
     }
 

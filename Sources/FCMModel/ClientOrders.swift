@@ -31,32 +31,33 @@ public struct ClientOrders: Sendable {
     }
 }
 
-/// A delivery to write on a client's connection.
-public struct ClientWrite: Sendable {
+/// A delivery to write on a client's connection. A class of constants: a write is handed along
+/// (orders, the room's queue, a fault's delay) without copying its strings and registrations.
+public final class ClientWrite: Sendable {
     /// The room that writes it (the connection's protocol).
-    package var transport: ClientKind
-    public var clientID: String
-    public var connectionID: String
-    public var deliveryID: Int64
+    package let transport: ClientKind
+    public let clientID: String
+    public let connectionID: String
+    public let deliveryID: Int64
     /// The message id the client acknowledges it by.
-    public var version: String
-    public var token: String
-    public var channelID: String?
+    public let version: String
+    public let token: String
+    public let channelID: String?
     /// What to write; nil after a restart (read it back with `Engine.clientRecordPayload(of:)`).
-    public var payload: ClientPayload?
+    public let payload: ClientPayload?
     /// A fault's delay before the write.
-    public var delayMillis: Int64?
+    public let delayMillis: Int64?
     /// The device it is for (a register3 registration's, an FCM registration's), and its token
     /// (whose inbox holds the entry).
-    public var device: DeviceClient?
-    public var deviceToken: String = ""
+    public let device: DeviceClient?
+    public let deviceToken: String
     /// The registration a push travels on over MCS: its `app` (the stanza's category), its
     /// `X-subtype`, its `sender`.
-    public var registration: DeviceClient?
+    public let registration: DeviceClient?
     /// The entry as the send that placed it made it, and its project's sender id: a write decided
     /// by a send carries them, so the room reads nothing back (nil for one re-sent from held).
-    public var entry: InboxEntry?
-    public var senderID: String?
+    public let entry: InboxEntry?
+    public let senderID: String?
 
     package init(transport: ClientKind, clientID: String, connectionID: String, deliveryID: Int64, version: String,
                  token: String, channelID: String? = nil, payload: ClientPayload? = nil, delayMillis: Int64? = nil,
@@ -76,6 +77,13 @@ public struct ClientWrite: Sendable {
         self.registration = registration
         self.entry = entry
         self.senderID = senderID
+    }
+
+    /// The same write carrying the entry its send made and its project's sender id.
+    package func carrying(entry: InboxEntry, senderID: String?) -> ClientWrite {
+        ClientWrite(transport: transport, clientID: clientID, connectionID: connectionID, deliveryID: deliveryID, version: version,
+                    token: token, channelID: channelID, payload: payload, delayMillis: delayMillis, device: device,
+                    deviceToken: deviceToken, registration: registration, entry: entry, senderID: senderID)
     }
 }
 
