@@ -54,6 +54,14 @@ extension Engine {
                 s.fixtureDevices[d.id] = nil
             }
             for d in changed { s.devices[d.id] = d }
+            if !removed.isEmpty {
+                // A kept device whose APNs token or fid a removed one held (a refreshed token's
+                // new device carries both) is found by them again.
+                for d in s.devices.values {
+                    if let apns = d.apnsToken, s.apnsIndex[apns] == nil { s.apnsIndex[apns] = d.id }
+                    if s.fidIndex[d.fid] == nil { s.fidIndex[d.fid] = d.id }
+                }
+            }
             var created: [Device] = []
             if let fixtures, s.devices.count < fixtures.count {
                 // A fixture device deleted since comes back under its old id, so lists keep the

@@ -310,6 +310,19 @@ final class APNsTests: XCTestCase {
         return try XCTUnwrap(d["apns_token"]?.stringValue)
     }
 
+    /// A refreshed iOS device's new token carries its APNs token; a reset drops the new device,
+    /// and the fixture device is found by its APNs token again and takes the sends to it.
+    func testAResetAfterARefreshGivesTheAPNsTokenBackToTheFixtureDevice() throws {
+        let token = try apnsToken(of: "demo-ios-1")
+        XCTAssertEqual(try server.client().post("/api/v1/devices/demo-ios-1:refresh", "").status, 200)
+        XCTAssertEqual(try server.client().post("/api/v1/reset", "").status, 204)
+        let found = items(try server.client().get("/api/v1/devices?apns_token=\(token)"))
+        XCTAssertEqual(found.map { $0["token"]?.stringValue }, ["demo-ios-1"])
+        XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices/demo-ios-1/messages")).count, 1)
+        XCTAssertEqual(items(try server.client().get("/api/v1/devices?apns_token=\(token)")).count, 1, "no second device")
+    }
+
     func testASendReachesTheIOSDeviceWithTheAPNsTransport() throws {
         let token = try apnsToken(of: "demo-ios-1")
         XCTAssertNoThrow(try APNsDeviceToken.check(token))
