@@ -78,9 +78,11 @@ extension Engine {
             }
             s.installations[fid] = nil
             s.installationAuth[row.authToken] = nil
-            return s.devices.values.filter { $0.client?.kind == .fcm && $0.client?.id == fid }.map(\.token)
+            return s.devices.values.filter { $0.client?.kind == .fcm && $0.client?.id == fid && $0.state == .registered }.map(\.token)
         }
-        for t in tokens { try? deleteDevice(t) }
+        // Its FCM registrations end as a DELETE of each would end them: unregistered, so sends
+        // to them answer NotRegistered (not forgotten, which would register them as new tokens).
+        for t in tokens { _ = try? unregister(t) }
         let ticket = state.withLock { _ in submit([Writes.deleteInstallation(fid)]) }
         do throws(EngineError) { try commitControl(ticket) } catch { throw .failed }
     }

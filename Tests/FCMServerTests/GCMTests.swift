@@ -196,6 +196,48 @@ final class GCMTests: XCTestCase {
         XCTAssertEqual(try send(second), "NotRegistered")
     }
 
+    /// Deleting an installation ends its FCM registrations as their own DELETE does: they are
+    /// `unregistered` and sends to them answer NotRegistered; its tokens then answer 401.
+    func testDeletingAnInstallationUnregistersItsFCMRegistrations() throws {
+        let auth = try checkin()
+        let key = try P256TestKey.publicBase64URL()
+        let subtype = "wp:receiver.push.com%233a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d6f"
+        let wp = String(try register("app=org.chromium.linux&device=\(auth.0)&sender=\(key)&X-subtype=\(subtype)", auth: auth).1.dropFirst(6))
+        let api = [("x-goog-api-key", "any")]
+        let inst = try server.client().postJSON("/v1/projects/demo-project/installations",
+                                                #"{"fid":"dAbCdEfGhIjKlMnOpQrStU","appId":"1:123456789012:web:abc","authVersion":"FIS_v2","sdkVersion":"w:0.4.5"}"#,
+                                                headers: api)
+        XCTAssertEqual(inst.status, 200, inst.text)
+        let fis = try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue)
+        let refresh = try XCTUnwrap(inst.object?["refreshToken"]?.stringValue)
+        let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA==","endpoint":"https://fcm.googleapis.com/fcm/send/\#(wp)","p256dh":"\#(key)"}}"#
+        let made = try server.client().postJSON("/v1/projects/demo-project/registrations", web,
+                                                headers: api + [("x-goog-firebase-installations-auth", fis)])
+        XCTAssertEqual(made.status, 200, made.text)
+        let token = try XCTUnwrap(made.object?["token"]?.stringValue)
+        func send() throws -> String? {
+            let r = try server.client().postJSON("/fcm/send", #"{"to":"\#(token)","data":{"a":"b"}}"#,
+                                                 headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+            return r.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue ?? r.object?["success"]?.numberValue?.text
+        }
+        XCTAssertEqual(try send(), "1")
+        let gone = try server.client().request("DELETE", "/v1/projects/demo-project/installations/dAbCdEfGhIjKlMnOpQrStU",
+                                               headers: api + [("Authorization", "FIS_v2 \(refresh)")])
+        XCTAssertEqual(gone.status, 200, gone.text)
+        XCTAssertEqual(gone.text, "{}")
+        let device = try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))")
+        XCTAssertEqual(device.status, 200, device.text)
+        XCTAssertEqual(device.object?["state"]?.stringValue, "unregistered")
+        XCTAssertEqual(device.object?["client"]?.objectValue?["kind"]?.stringValue, "fcm")
+        XCTAssertEqual(try send(), "NotRegistered")
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(wp)").object?["state"]?.stringValue, "registered",
+                       "the subscription it rode stays")
+        let again = try server.client().request("POST", "/v1/projects/demo-project/installations/dAbCdEfGhIjKlMnOpQrStU/authTokens:generate",
+                                                headers: api + [("Authorization", "FIS_v2 \(refresh)"), ("Content-Type", "application/json")],
+                                                body: Array("{}".utf8))
+        XCTAssertEqual(again.status, 401, again.text)
+    }
+
     func testRegister3FaultsAnswerInItsShape() throws {
         let auth = try checkin()
         let f = try server.client().postJSON("/api/v1/faults", #"{"when":{"path":"/c2dm/register3"},"then":{"error":"PHONE_REGISTRATION_ERROR"},"times":1}"#)
