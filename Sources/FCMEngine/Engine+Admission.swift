@@ -55,7 +55,7 @@ extension Engine {
         let hasStatus = context.names.refusedStatus != nil
         if !hasStatus, let refusal {
             try record(context, senderID: senderID, answeredStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
-                       detail: refusal.detail, fault: nil)
+                       detail: refusal.detail, fault: nil, target: target)
             return .refused(refusal, delay: nil)
         }
         var delay: DelayFault?
@@ -68,7 +68,7 @@ extension Engine {
             var status = 0
             if case .status(let code, _, _) = f, hasStatus { status = code }
             let (error, detail) = context.names.fault(f)
-            try record(context, senderID: senderID, answeredStatus: status, error: error, detail: detail, fault: f.fault)
+            try record(context, senderID: senderID, answeredStatus: status, error: error, detail: detail, fault: f.fault, target: target)
             return .faulted(f)
         default:
             break
@@ -76,21 +76,24 @@ extension Engine {
         if let refusal {
             try record(context, senderID: senderID, answeredStatus: context.names.recordedStatus, error: context.names.refusal(refusal),
                        detail: refusal.detail,
-                       fault: delay?.fault)
+                       fault: delay?.fault, target: target)
             return .refused(refusal, delay: delay)
         }
         guard let request else { preconditionFailure("a request without a refusal parsed") }
         return .proceed(request, senderID: senderID, delay: delay)
     }
 
-    /// The rejection record of a refused request.
+    /// The rejection record of a refused request, with the target it named when one was read
+    /// (so `?token=` and `?topic=` find a send a fault answered).
     private func record(_ context: AdmissionContext, senderID: String, answeredStatus: Int, error: String, detail: String,
-                        fault: String?) throws(StoreError) {
+                        fault: String?, target: SendTarget) throws(StoreError) {
         let raw = context.rawLimit.map { String(context.raw().prefix($0)) } ?? context.raw()
+        let named = target.value.map { (kind: target.kind, value: $0) }
         do throws(StoreError) {
             context.recorded(try recordRejected(RejectedRequest(senderID: senderID, transport: context.transport, format: context.format,
                                                                 answeredStatus: answeredStatus, error: error, detail: detail, raw: raw,
-                                                                fault: fault, clientMessageID: context.clientMessageID)))
+                                                                fault: fault, clientMessageID: context.clientMessageID,
+                                                                target: named)))
         } catch {
             if !context.recordIsBestEffort { throw error }
         }

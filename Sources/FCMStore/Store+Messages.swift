@@ -264,11 +264,14 @@ extension SQLiteConnection {
             args.append(.text(v))
         }
         if let (device, chunked, recent, token) = q.token {
+            // A refused request that named the token has no delivery: its record's target finds it.
             sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
-                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?)"
+                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?"
+                + " UNION SELECT id FROM messages WHERE status = 'rejected' AND target_kind = 'token' AND target_value = ?)"
             var ids = recent
             if let device { ids = try allInboxChunkIDs(device: device, through: chunked) + recent }
             args.append(.text("[" + ids.map(String.init).joined(separator: ",") + "]"))
+            args.append(.text(token))
             args.append(.text(token))
         }
         if let v = q.recordStatus { sql += " AND status = ?"; args.append(.text(v)) }

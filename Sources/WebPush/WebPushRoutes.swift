@@ -158,7 +158,7 @@ public struct WebPushRoutes: Sendable {
         }
         let refused = RejectedRequest(senderID: device.senderID, transport: .webpush, answeredStatus: status,
                                       error: status == 0 ? RequestFault.closedConnection : WebPushErrorKind.fault.rawValue,
-                                      detail: f.detail, fault: f.fault)
+                                      detail: f.detail, fault: f.fault, target: ("token", device.token))
         return engine.refused(refused, answer: answer, headers: RecordedExchange.headers(r))
     }
 

@@ -108,6 +108,24 @@ final class FaultTests: ServerTestCase {
         XCTAssertEqual(rec["http_status"]?.numberValue?.int64, 400)
     }
 
+    /// A request a fault answered keeps the target it named on its record, so the message
+    /// filters find it: `?token=` for a token (a closed connection too), `?topic=` for a topic.
+    func testARequestAFaultAnsweredIsFoundByItsTarget() throws {
+        try addFault(#"{"when":{"topic":"zz2"},"then":{"status":429,"retry_after_s":2},"times":1}"#)
+        XCTAssertEqual(try client.sendJSON(#"{"to":"/topics/zz2"}"#).status, 429)
+        let byTopic = items(try client.get("/api/v1/messages?topic=zz2&status=rejected"))
+        XCTAssertEqual(byTopic.count, 1)
+        XCTAssertEqual(byTopic.first?["target"]?.objectValue?["kind"]?.stringValue, "topic")
+        XCTAssertEqual(byTopic.first?["target"]?.objectValue?["value"]?.stringValue, "/topics/zz2")
+        try addFault(#"{"when":{"token":"a2"},"then":{"close_connection":true},"times":1}"#)
+        XCTAssertThrowsError(try client.sendJSON(#"{"to":"a2"}"#))
+        let byToken = items(try client.get("/api/v1/messages?token=a2&status=rejected"))
+        XCTAssertEqual(byToken.count, 1)
+        XCTAssertEqual(byToken.first?["error"]?.stringValue, "ConnectionClosed")
+        XCTAssertEqual(byToken.first?["target"]?.objectValue?["value"]?.stringValue, "a2")
+        XCTAssertEqual(items(try client.get("/api/v1/messages?token=a1&status=rejected")).count, 0, "another token's filter")
+    }
+
     /// A fault's topic matches like sends do: without regard to case.
     func testTopicFaultIgnoresCase() throws {
         XCTAssertEqual(try client.post("/api/v1/devices/a1/topics/news").status, 200)
