@@ -82,6 +82,29 @@ extension Engine {
     }
 }
 
+extension Engine {
+    /// The first fault naming app-server path `path` exactly (`when.path`: `/fcm/notification`, an
+    /// Instance ID path), for legacy HTTP or any transport, matching `senderID`, whose action
+    /// answers the whole request (a status, a delay, a dropped connection), fired. Only a fault
+    /// that names the path reaches these calls: faults on sends leave group and topic management
+    /// alone.
+    public func pathFault(path: String, senderID: String) -> RequestFault? {
+        guard mayHaveFaults else { return nil }
+        let f = state.withLock { s -> Fault? in
+            for i in s.faults.faults.indices {
+                let f = s.faults.faults[i]
+                guard f.path == path, f.matches(transport: .http, path: path, senderID: senderID, topic: nil) else { continue }
+                switch f.action {
+                case .status, .delay, .closeConnection: return s.faults.fire(i)
+                default: continue
+                }
+            }
+            return nil
+        }
+        return f.flatMap(RequestFault.init)
+    }
+}
+
 extension RequestFault {
     init?(_ f: Fault) {
         switch f.action {

@@ -15,13 +15,15 @@ public struct GroupRoutes: Sendable {
     }
 
     public func handle(_ r: HTTPRequest, _: PathParams, _ responder: HTTPResponder) {
-        responder.send(r.bodyTooLarge ? bodyTooLargeResponse : answer(r))
+        if r.bodyTooLarge { return responder.send(bodyTooLargeResponse) }
+        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
+            return responder.send(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))
+        }
+        // A fault naming this path answers the request as it would a send (after authentication).
+        PathFaults.answer(engine.pathFault(path: r.path, senderID: sender), to: responder) { answer(r, sender: sender) }
     }
 
-    private func answer(_ r: HTTPRequest) -> HTTPResponse {
-        guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: false) else {
-            return HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML)
-        }
+    private func answer(_ r: HTTPRequest, sender: String) -> HTTPResponse {
         guard let project = r.header("project_id")?.trimmingSpaces(), !project.isEmpty else {
             return error(400, "project_id header is missing")
         }

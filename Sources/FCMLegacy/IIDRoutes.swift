@@ -38,10 +38,12 @@ public struct IIDRoutes: Sendable {
         guard let sender = credentials.senderID(authorization: r.header("authorization"), bearerAllowed: r.accessTokenAuth) else {
             return responder.send(HTTPResponse(status: 401, contentType: ContentType.html, body: unauthorizedHTML))
         }
-        do throws(ControlError) {
-            responder.send(try handler(r, try params.decoded(), sender))
-        } catch {
-            responder.send(self.error(error.status, error.message))
+        PathFaults.answer(engine.pathFault(path: r.path, senderID: sender), to: responder) { () -> HTTPResponse in
+            do throws(ControlError) {
+                return try handler(r, try params.decoded(), sender)
+            } catch {
+                return self.error(error.status, error.message)
+            }
         }
     }
 

@@ -126,6 +126,47 @@ final class FaultTests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/messages?token=a1&status=rejected")).count, 0, "another token's filter")
     }
 
+    /// A fault naming a device-group or Instance ID path answers those requests as a send's:
+    /// a status (a 503 with Retry-After), a dropped connection, a delay; one without a path
+    /// leaves them alone.
+    func testAFaultNamingAGroupOrInstanceIDPathAnswersIt() throws {
+        func group() throws -> WireResponse {
+            try client.request("POST", "/fcm/notification",
+                               headers: [("Content-Type", "application/json"), ("Authorization", "key=key-111"), ("project_id", "111")],
+                               body: Array(#"{"operation":"create","notification_key_name":"g\#(UUID().uuidString.prefix(8))","registration_ids":["a1"]}"#.utf8))
+        }
+        func batchAdd() throws -> WireResponse {
+            try client.request("POST", "/iid/v1:batchAdd", headers: [("Content-Type", "application/json"), ("Authorization", "key=key-111")],
+                               body: Array(#"{"to":"/topics/news","registration_tokens":["a1"]}"#.utf8))
+        }
+        try addFault(#"{"then":{"status":500}}"#)
+        XCTAssertEqual(try group().status, 200, "a fault without a path is for sends")
+        XCTAssertEqual(try client.delete("/api/v1/faults").status, 204)
+
+        let id = try addFault(#"{"when":{"path":"/fcm/notification"},"then":{"status":503},"times":1}"#)
+        let refused = try group()
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.headers["retry-after"], "10")
+        XCTAssertEqual(refused.text, "Service Unavailable\n")
+        XCTAssertEqual(try group().status, 200, "used up")
+        XCTAssertEqual(items(try client.get("/api/v1/faults")).filter { $0["id"]?.stringValue == id }.count, 0)
+
+        try addFault(#"{"when":{"path":"/iid/v1:batchAdd"},"then":{"status":429,"retry_after_s":3},"times":1}"#)
+        let limited = try batchAdd()
+        XCTAssertEqual(limited.status, 429)
+        XCTAssertEqual(limited.headers["retry-after"], "3")
+        XCTAssertEqual(try batchAdd().text, #"{"results":[{}]}"#)
+        try addFault(#"{"when":{"path":"/iid/v1:batchAdd","sender_id":"222"},"then":{"status":500}}"#)
+        XCTAssertEqual(try batchAdd().status, 200, "another project's fault")
+
+        try addFault(#"{"when":{"path":"/iid/v1:batchAdd"},"then":{"close_connection":true},"times":1}"#)
+        XCTAssertThrowsError(try batchAdd(), "the connection is dropped without an answer")
+        try addFault(#"{"when":{"path":"/fcm/notification"},"then":{"delay_ms":300},"times":1}"#)
+        let started = Date()
+        XCTAssertEqual(try group().status, 200)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.3)
+    }
+
     /// A fault's topic matches like sends do: without regard to case.
     func testTopicFaultIgnoresCase() throws {
         XCTAssertEqual(try client.post("/api/v1/devices/a1/topics/news").status, 200)
