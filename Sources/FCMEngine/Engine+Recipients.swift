@@ -119,6 +119,9 @@ extension Engine {
                 if canonical {
                     result.canonicalToken = target.token
                     row.canonical = target.id
+                    // The token the sender named (a refreshed one's old token): the record shows
+                    // it, and `?token=` finds the send by it.
+                    row.token = token
                 }
                 result.messageID = ctx.dryRun ? "fake_message_id" : MessageID(micros: mid, suffix: ctx.suffix).description
                 place(target, mid, &row, options[target.platform], differs: options.differs, ctx, &p, state: &s)

@@ -258,7 +258,7 @@ extension Engine {
     static func summaryJSON(_ m: MessageRow, form: RecordForm, rows: [DeliveryRow], results: [RecipientResult], state s: EngineState) -> String {
         var w = JSONWriter()
         w.beginObject()
-        Render.recordHead(&w, m, form: form, recipients: rows.count) { rows[0].device.flatMap { s.devices[$0]?.token } ?? rows[0].token }
+        Render.recordHead(&w, m, form: form, recipients: rows.count) { rows[0].token ?? rows[0].device.flatMap { s.devices[$0]?.token } }
         w.key("status"); w.value(m.status)
         w.key("error"); w.value(m.error)
         w.key("fault"); w.value(m.fault)

@@ -11,7 +11,7 @@ extension Render {
         var w = JSONWriter()
         w.beginObject()
         let form = record.blocks.form(m.transport)
-        recordHead(&w, m, form: form, recipients: m.recipients) { recipients.first.flatMap { $0.device.flatMap { tokens[$0] } ?? $0.token } }
+        recordHead(&w, m, form: form, recipients: m.recipients) { recipients.first.flatMap { $0.token ?? $0.device.flatMap { tokens[$0] } } }
         w.key("options"); w.beginObject()
         w.key("collapse_key"); w.value(m.collapseKey)
         w.key("priority"); w.value(m.priority)
@@ -46,7 +46,8 @@ extension Render {
         w.key("recipients"); w.beginArray()
         for r in recipients {
             w.beginObject()
-            w.key("token"); w.value(r.device.flatMap { tokens[$0] } ?? r.token)
+            // The token the sender named: a device's own, or the old one it replaced.
+            w.key("token"); w.value(r.token ?? r.device.flatMap { tokens[$0] })
             w.key("message_id"); w.value(r.error == nil ? MessageID(micros: r.id, suffix: suffix).description : nil)
             w.key("status"); w.value(r.status)
             w.key("error"); w.value(r.error)

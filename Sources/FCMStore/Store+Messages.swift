@@ -88,7 +88,8 @@ public struct DeliveryRow: Sendable {
     public var id: Int64
     public var message: Int64
     public var device: Int64?
-    /// Only for recipients that are no device (malformed or rejected unknown tokens).
+    /// For recipients that are no device (malformed or rejected unknown tokens), and the token a
+    /// sender named for a device that now has another (`canonical`).
     public var token: String?
     public var status: String
     public var error: String?
@@ -266,7 +267,7 @@ extension SQLiteConnection {
         if let (device, chunked, recent, token) = q.token {
             // A refused request that named the token has no delivery: its record's target finds it.
             sql += " AND id IN (SELECT message FROM deliveries WHERE id IN (SELECT value FROM json_each(?))"
-                + " UNION SELECT message FROM deliveries WHERE device IS NULL AND token = ?"
+                + " UNION SELECT message FROM deliveries WHERE token = ?"
                 + " UNION SELECT id FROM messages WHERE status = 'rejected' AND target_kind = 'token' AND target_value = ?)"
             var ids = recent
             if let device { ids = try allInboxChunkIDs(device: device, through: chunked) + recent }

@@ -262,6 +262,17 @@ final class SendTests: ServerTestCase {
         // The new device got both; the old inbox none.
         XCTAssertEqual(items(try client.get("/api/v1/devices/\(newToken)/messages")).count, 2)
         XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).count, 0)
+        // The records name the token the sender used, the new one as canonical, and `?token=`
+        // finds them by either.
+        let byOld = items(try client.get("/api/v1/messages?token=a1"))
+        XCTAssertEqual(byOld.count, 2)
+        let single = try XCTUnwrap(byOld.first)
+        XCTAssertEqual(single["target"]?.objectValue?["value"]?.stringValue, "a1")
+        let recipient = try XCTUnwrap(single["recipients"]?.arrayValue?.first?.objectValue)
+        XCTAssertEqual(recipient["token"]?.stringValue, "a1")
+        XCTAssertEqual(recipient["canonical_token"]?.stringValue, newToken)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?token=\(newToken)")).count, 2)
+        XCTAssertEqual(items(try client.get("/api/v1/messages?token=a2")).count, 1)
     }
 
     func testDryRunValidatesAndStoresNothing() throws {
