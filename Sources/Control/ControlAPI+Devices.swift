@@ -29,7 +29,7 @@ extension ControlAPI {
         if let text = q["q"], text.utf8.count > Self.maxSearchBytes {
             throw .badRequest("q must be at most \(Self.maxSearchBytes) bytes")
         }
-        let found = engine.devices(senderID: q["sender_id"], app: q["app"], state: state, topic: q["topic"],
+        let found = engine.devices(senderID: q["sender_id"], app: q["app"], state: state, topic: q["topic"].map(Topics.name),
                                    containing: q["q"], afterID: try q.cursor() ?? 0, limit: limit + 1, client: try Self.clientFilter(q))
         let page = Array(found.items.prefix(limit))
         let next = found.items.count > limit ? page.last?.id : nil

@@ -13,7 +13,8 @@ extension ControlAPI {
         var f = MessageFilter()
         f.senderID = q["sender_id"]
         f.token = q["token"]
-        f.topic = q["topic"]
+        // A topic by its bare name or as a send addresses it (`/topics/news`).
+        f.topic = q["topic"].map(Topics.name)
         f.transport = q["transport"]
         if let t = f.transport, Transport(rawValue: t) == nil { throw .badRequest("transport must be http, http_v1, xmpp, apns or webpush") }
         f.v1Name = q["v1_name"]

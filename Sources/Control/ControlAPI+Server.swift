@@ -133,6 +133,9 @@ extension ControlAPI {
     public func setClock(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let body = try c.jsonBody()
         try body.allow(["advance_s", "reset"])
+        if try body.bool("reset") == true, try body.int("advance_s") != nil {
+            throw .badRequest("give advance_s or reset: true, not both")
+        }
         if try body.bool("reset") == true {
             engine.resetClock()
         } else if let n = try body.int("advance_s") {

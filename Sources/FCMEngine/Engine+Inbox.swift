@@ -178,7 +178,7 @@ extension Engine {
     public func inbox(_ token: String, status: String?, afterID: Int64, limit: Int,
                       newestFirst: Bool = false) throws(EngineError) -> (items: [InboxEntry], next: Int64?) {
         if let status, !inboxStatuses.contains(status) {
-            throw .badRequest("status must be one of delivered, pending, expired, collapsed, dropped, replaced, undecryptable, undeliverable, deleted")
+            throw .badRequest("status must be one of " + inboxStatusList.joined(separator: ", "))
         }
         let (device, index, platform) = try inboxIndex(of: token)
         let now = clock.nowMillis()

@@ -20,7 +20,10 @@ extension InboxEntry {
 }
 
 /// Inbox statuses (docs/spec/control-api.md "Inbox entries").
-let inboxStatuses: Set<String> = ["delivered", "sent", "client_rejected", "pending", "expired", "collapsed", "dropped", "replaced", "undecryptable", "undeliverable", "deleted"]
+/// The statuses a device's inbox entry can have, in the order error messages list them.
+let inboxStatusList = ["delivered", "pending", "sent", "client_rejected", "expired", "collapsed", "dropped", "replaced",
+                       "undecryptable", "undeliverable", "deleted"]
+let inboxStatuses = Set(inboxStatusList)
 
 extension Engine {
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page;
@@ -84,7 +87,7 @@ extension Engine {
             case "accepted", "rejected": q.recordStatus = st
             case _ where inboxStatuses.contains(st) || st == "failed": q.recipientStatus = st
             default:
-                throw .badRequest("status must be one of accepted, rejected, failed, delivered, pending, expired, collapsed, dropped, replaced")
+                throw .badRequest("status must be one of " + (["accepted", "rejected", "failed"] + inboxStatusList).joined(separator: ", "))
             }
         }
         return q

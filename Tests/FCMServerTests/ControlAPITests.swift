@@ -214,6 +214,9 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/projects")).count, 2)
         XCTAssertEqual(try client.get("/api/v1/clock").object?["offset_s"]?.numberValue?.int64, 0)
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":-1}"#).status, 400)
+        let both = try client.post("/api/v1/clock", #"{"advance_s":10,"reset":true}"#)
+        XCTAssertEqual(both.status, 400, "one or the other, not a silent reset")
+        XCTAssertTrue(both.text.contains("not both"), both.text)
         // Sends still work after a reset (unknown tokens register again).
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
     }

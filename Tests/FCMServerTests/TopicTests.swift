@@ -49,6 +49,15 @@ final class TopicTests: ServerTestCase {
         // The messages filter matches topics the same way, whatever case either side used.
         XCTAssertEqual(items(try client.get("/api/v1/messages?topic=news")).count, 2)
         XCTAssertEqual(items(try client.get("/api/v1/messages?topic=NeWs")).count, 2)
+        // As a send addresses it, too.
+        XCTAssertEqual(items(try client.get("/api/v1/messages?topic=/topics/news")).count, 2)
+        XCTAssertEqual(items(try client.get("/api/v1/devices?topic=/topics/news")).map { $0["token"]?.stringValue },
+                       items(try client.get("/api/v1/devices?topic=news")).map { $0["token"]?.stringValue })
+        XCTAssertFalse(items(try client.get("/api/v1/devices?topic=/topics/news")).isEmpty)
+        // A bad status names every status the filter takes.
+        let bad = try client.get("/api/v1/messages?status=bogus")
+        XCTAssertEqual(bad.status, 400)
+        for s in ["accepted", "rejected", "sent", "client_rejected", "undeliverable"] { XCTAssertTrue(bad.text.contains(s), bad.text) }
         XCTAssertNotNil(try client.sendJSON(#"{"to":"/topics/nobody"}"#).object?["message_id"]?.numberValue)
     }
 
