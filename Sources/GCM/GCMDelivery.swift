@@ -24,6 +24,11 @@ public final class GCMDelivery: MCSDelegate {
         let connection: MCSConnection
         /// Server packet number → version, for those not acknowledged yet.
         var written: [Int: String] = [:]
+        /// The highest server packet the client acknowledged by number, and the packet that did:
+        /// a write recorded only after its acknowledgement came back (the loop wrote the packet
+        /// and read the client's answer before the writing thread got the lock) settles at once.
+        var ackedThrough = 0
+        var ackedBy: (tag: MCSTag, ext: Int32?) = (.iqStanza, nil)
     }
 
     public init(engine: Engine, log: Log) {
@@ -72,18 +77,26 @@ public final class GCMDelivery: MCSDelegate {
     }
 
     public func acknowledged(throughServerPacket n: Int, carriedBy tag: MCSTag, ext: Int32?, on connection: MCSConnection) {
+        log.log(.debug, "mcs", [("dir", "in"), ("conn", connection.id), ("android_id", connection.user ?? ""), ("tag", tag.protoName),
+                                ("last_stream_id_received", String(n))])
         let versions = connections.withLock { c -> [String] in
-            guard var s = c[connection.id], s.written.keys.contains(where: { $0 <= n }) else { return [] }
+            guard var s = c[connection.id] else { return [] }
+            if n > s.ackedThrough { (s.ackedThrough, s.ackedBy) = (n, (tag, ext)) }
             let done = s.written.keys.filter { $0 <= n }.sorted()
             let out = done.compactMap { s.written.removeValue(forKey: $0) }
             c[connection.id] = s
             return out
         }
         guard !versions.isEmpty else { return }
+        acknowledge(versions, by: "stream_ack", frame: Self.frame(tag, ext, n), on: connection)
+    }
+
+    /// How an acknowledging packet shows in the log line (`tag=IqStanza ext=13 last_stream_id_received=2`).
+    static func frame(_ tag: MCSTag, _ ext: Int32?, _ n: Int) -> [(String, String)] {
         var frame = [("tag", tag.protoName)]
         if let ext { frame.append(("ext", String(ext))) }
         frame.append(("last_stream_id_received", String(n)))
-        acknowledge(versions, by: "stream_ack", frame: frame, on: connection)
+        return frame
     }
 
     public func selectiveAck(ids: [String], on connection: MCSConnection) {
@@ -94,6 +107,11 @@ public final class GCMDelivery: MCSDelegate {
         }
         acknowledge(ids, by: "selective_ack", frame: [("tag", "IqStanza"), ("ext", String(Extension.selectiveAck)), ("persistent_ids", ids.joined(separator: ","))],
                     on: connection)
+    }
+
+    public func nudged(_ connection: MCSConnection) {
+        log.log(.debug, "mcs", [("dir", "out"), ("conn", connection.id), ("android_id", connection.user ?? ""), ("tag", "HeartbeatPing"),
+                                ("why", "no packet since a push asked for an immediate ack")])
     }
 
     public func heartbeat(on connection: MCSConnection) {
@@ -155,12 +173,21 @@ public final class GCMDelivery: MCSDelegate {
             log.warning("mcs could not build a delivery", [("conn", w.connectionID), ("persistent_id", w.version)])
             return
         }
-        // Recorded before the write, so an ack coming back at once finds it.
+        // The packet number is known once queued, and the loop may write the packet and read its
+        // acknowledgement before this thread records it: under the one lock, either the
+        // acknowledgement finds the record or the record finds the acknowledgement.
         let n = connection.send(stanza)
         guard n > 0 else { return }
-        connections.withLock { $0[w.connectionID]?.written[n] = w.version }
+        let early = connections.withLock { c -> (tag: MCSTag, ext: Int32?, through: Int)? in
+            // Read field by field: a copy of the session held here would make the insert copy its table.
+            guard let through = c[w.connectionID]?.ackedThrough else { return nil }
+            if through >= n, let by = c[w.connectionID]?.ackedBy { return (by.tag, by.ext, through) }
+            c[w.connectionID]?.written[n] = w.version
+            return nil
+        }
         log.log(.debug, "mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
                          ("persistent_id", w.version), ("packet", String(n))])
+        if let early { acknowledge([w.version], by: "stream_ack", frame: Self.frame(early.tag, early.ext, early.through), on: connection) }
     }
 
     /// What a registration receives (docs/real-clients.md, "What a registration receives").

@@ -55,6 +55,9 @@ public final class MCSConnection: @unchecked Sendable {
         var heartbeatAt: Int64?
         /// On the loop's list of connections to flush (or posted to it).
         var scheduled = false
+        /// A data message asking for an immediate acknowledgement was queued since the loop last
+        /// took the outbox.
+        var ackAwaited = false
         var finished = false
 
         /// Queues a packet (the version byte before the first); its server packet number. Past
@@ -103,6 +106,9 @@ public final class MCSConnection: @unchecked Sendable {
     private let loginDeadline: UInt64
     /// Since when a write has waited for the client to read (nil: not waiting).
     private var blockedSince: UInt64?
+    /// When the server pings if the client stays silent after a write that asked for an
+    /// immediate acknowledgement (`MCSLimits.ackNudge`); nil when nothing waits for one.
+    private var nudgeDue: UInt64?
 
     init(fd: Int32, number: Int, loop: MCSLoop, now: UInt64) {
         self.fd = fd
@@ -138,6 +144,7 @@ public final class MCSConnection: @unchecked Sendable {
         queue { s in
             var m = stanza
             m.lastStreamIDReceived = Int32(clamping: s.clientCount)
+            if m.immediateAck == true { s.ackAwaited = true }
             return m
         }
     }
@@ -160,11 +167,12 @@ public final class MCSConnection: @unchecked Sendable {
 
     /// Queues the packet `make` builds on a logged-in connection that is not closing, and has
     /// the loop write it; its server packet number, or 0.
-    private func queue<M: MCSPacketMessage>(_ make: (Shared) -> M) -> Int {
+    private func queue<M: MCSPacketMessage>(_ make: (inout Shared) -> M) -> Int {
         let maxUnsent = loop.limits.maxUnsentBytes
         let (n, wake) = shared.withLock { s -> (Int, Bool) in
             guard s.phase == .loggedIn, s.closing == nil else { return (0, false) }
-            let n = s.enqueue(make(s), maxUnsent: maxUnsent)
+            let m = make(&s)
+            let n = s.enqueue(m, maxUnsent: maxUnsent)
             return (n, s.schedule())
         }
         if wake { loop.wake(self) }
@@ -249,6 +257,8 @@ public final class MCSConnection: @unchecked Sendable {
             switch r {
             case .bytes(let n):
                 lastReadNanos = now
+                // The client speaks after the write: whatever it sent carries its acknowledgement.
+                nudgeDue = nil
                 frames!.feed(scratch[0..<n])
                 while let event = frames!.next() {
                     if shared.withLock({ $0.closing != nil }) { return true }
@@ -305,11 +315,17 @@ public final class MCSConnection: @unchecked Sendable {
             // rest of a batch a blocked write holds.
             if shared.withLock({ $0.closing == .abort }) { return end("") }
             if written == writing.count {
-                let next = shared.withLock { s -> [UInt8] in
+                let (next, awaited) = shared.withLock { s -> ([UInt8], Bool) in
                     let taken = s.outbox
                     s.outbox = []
                     s.held = taken.count
-                    return taken
+                    defer { s.ackAwaited = false }
+                    return (taken, s.ackAwaited)
+                }
+                if awaited {
+                    let due = now &+ loop.limits.ackNudge.nanos
+                    nudgeDue = due
+                    loop.due(due)
                 }
                 writing = next
                 written = 0
@@ -369,7 +385,15 @@ public final class MCSConnection: @unchecked Sendable {
         if loggedInOnLoop {
             let due = lastReadNanos &+ limits.idleTimeout.nanos
             if now >= due { close(sendingClose: true, reason: "idle for \(limits.idleTimeout)") }
-            return now >= due ? nil : due
+            if now >= due { return nil }
+            guard let nudge = nudgeDue else { return due }
+            guard now >= nudge else { return Swift.min(due, nudge) }
+            // Silent since a write that asked for an immediate acknowledgement: a client can drop
+            // its stream acknowledgement (Chromium does while its own write is in flight); a
+            // HeartbeatPing is answered with a HeartbeatAck carrying `last_stream_id_received`.
+            nudgeDue = nil
+            if sendHeartbeatPing() > 0 { loop.delegate.nudged(self) }
+            return due
         }
         if now >= loginDeadline {
             close(sendingClose: false, reason: "no LoginRequest within \(limits.loginTimeout)")

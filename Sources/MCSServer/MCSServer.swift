@@ -37,6 +37,13 @@ public protocol MCSDelegate: AnyObject, Sendable {
     func closed(_ connection: MCSConnection, reason: String)
     /// The clock for `server_timestamp` and `lastHeartbeatAt`: epoch milliseconds.
     func nowMillis() -> Int64
+    /// The client stayed silent after a push that asked for an immediate acknowledgement, and
+    /// was sent a HeartbeatPing (`MCSLimits.ackNudge`).
+    func nudged(_ connection: MCSConnection)
+}
+
+extension MCSDelegate {
+    public func nudged(_ connection: MCSConnection) {}
 }
 
 /// The listener's limits; the defaults are the contract's (real-clients.md §3.5, §3.7).
@@ -53,15 +60,21 @@ public struct MCSLimits: Sendable {
     public var sendTimeout: Duration
     /// Bytes queued for a peer that does not read before it is disconnected.
     public var maxUnsentBytes: Int
+    /// How long a client may stay silent after a data message that asked for an immediate
+    /// acknowledgement before the server sends it a HeartbeatPing (whose HeartbeatAck carries
+    /// what the client received): once for each such silence.
+    public var ackNudge: Duration
 
     public init(loginTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(3600), maxConnections: Int = 1024,
-                maxPacketBytes: Int = 64 << 10, sendTimeout: Duration = .seconds(60), maxUnsentBytes: Int = 16 << 20) {
+                maxPacketBytes: Int = 64 << 10, sendTimeout: Duration = .seconds(60), maxUnsentBytes: Int = 16 << 20,
+                ackNudge: Duration = .seconds(2)) {
         self.loginTimeout = loginTimeout
         self.idleTimeout = idleTimeout
         self.maxConnections = maxConnections
         self.maxPacketBytes = maxPacketBytes
         self.sendTimeout = sendTimeout
         self.maxUnsentBytes = maxUnsentBytes
+        self.ackNudge = ackNudge
     }
 }
 

@@ -114,6 +114,32 @@ final class MCSServerTests: XCTestCase {
         XCTAssertEqual(try c.read(HeartbeatPing.self).lastStreamIDReceived, 4)
     }
 
+    /// A client silent after a data message that asked for an immediate acknowledgement gets a
+    /// HeartbeatPing once (Chromium can drop its stream ack); its HeartbeatAck acknowledges. A
+    /// client that answers, or a message that asked for no immediate ack, gets no ping.
+    func testASilentClientAfterAnImmediateAckWriteIsPingedOnce() throws {
+        try restart(limits: MCSLimits(ackNudge: .milliseconds(300)))
+        let (c, _) = try MCSTestClient.loggedIn(port: server.port)
+        XCTAssertTrue(delegate.wait { $0.loggedIn.count == 1 })
+        let conn = try XCTUnwrap(connection("m1"))
+        XCTAssertEqual(conn.send(DataMessageStanza(from: "1234", category: "app", persistentID: "0:1%x", immediateAck: true)), 2)
+        XCTAssertEqual(try c.read(DataMessageStanza.self).persistentID, "0:1%x")
+        let ping = try c.read(HeartbeatPing.self)
+        XCTAssertEqual(ping.lastStreamIDReceived, 1)
+        c.write(HeartbeatAck(lastStreamIDReceived: 3))
+        XCTAssertTrue(delegate.wait { $0.acks.map(\.1) == [3] })
+        // Answered at once: no ping.
+        XCTAssertEqual(conn.send(DataMessageStanza(from: "1234", category: "app", persistentID: "0:2%x", immediateAck: true)), 4)
+        XCTAssertEqual(try c.read(DataMessageStanza.self).persistentID, "0:2%x")
+        c.write(IqStanza(type: .set, id: "", extension: Extension(id: Extension.streamAck, data: []), lastStreamIDReceived: 4))
+        // No immediate ack asked: no ping either.
+        XCTAssertEqual(conn.send(DataMessageStanza(from: "1234", category: "app", persistentID: "0:3%x")), 5)
+        XCTAssertEqual(try c.read(DataMessageStanza.self).persistentID, "0:3%x")
+        Thread.sleep(forTimeInterval: 0.8)
+        XCTAssertEqual(conn.send(iq: IqStanza(type: .set, id: "x")), 6, "no ping was queued before it")
+        XCTAssertEqual(try c.read(IqStanza.self).id, "x")
+    }
+
     func testLoggedInCallbackMaySendAtOnce() throws {
         try restart(delegate: RecordingDelegate(onLoggedIn: { $0.send(DataMessageStanza(from: "1", category: "app", persistentID: "held")) }))
         let (c, _) = try MCSTestClient.loggedIn(port: server.port)

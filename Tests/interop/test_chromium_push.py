@@ -1,5 +1,5 @@
 """Chromium as a real Web Push receiver of the mock over FCM's device side (real-clients.md §3,
-§4, §5; §6 items 7, 8 and Chromium's half of 15): its GCM client checks in and registers with
+§4, §5; §6 items 7, 8 and 15, the last also with Firefox on the same server): its GCM client checks in and registers with
 the mock's /checkin and /c2dm/register3 and logs in over MCS (TLS, the mock's CA in its HOME's
 NSS database); a page at http://localhost:P/ subscribes with a VAPID key; pywebpush 2.5.0 sends to
 the subscription's endpoint, its origin replaced by the mock's (Debian's build reports
@@ -143,6 +143,43 @@ def test_unsubscribe_deletes_the_registration_and_the_endpoint_answers_410(mock_
 
 
 # -- 15 (Chromium's half): the clients list and the event stream ------------------------------------
+
+@pytest.mark.firefox
+def test_firefox_and_chromium_on_one_server_are_listed_and_each_push_is_on_the_event_stream(
+        mock_mcs, chromium_gcm, push_page, push_session, subscribed):
+    """§6 item 15 with both browsers on one server: the clients list shows Firefox (autopush)
+    and Chromium (gcm) connected with their user agents, and each push to either is
+    `message.sent` then `message.delivered` on the event stream."""
+    from firefox import Firefox, require_autopush
+    url = mock_mcs.base_url.replace("http://", "ws://", 1) + "/autopush"
+    require_autopush(url)
+    ff = Firefox(url)
+    try:
+        with EventStream(mock_mcs) as events:
+            ff.start()
+            ff_sub = Subscribed(mock_mcs, ff, push_page, push_session,
+                                "both-browsers-" + secrets.token_hex(3), new_vapid())
+            uaid = ff.uaid()
+            events.wait("client.connected", lambda d: uaid in json.dumps(d), timeout=30)
+            connected = {c["id"]: c for c in mock_mcs.api("GET", "/api/v1/clients")["items"] if c["connected"]}
+            fx = connected.get(uaid)
+            assert fx and fx["kind"] == "autopush" and "Firefox/" in fx["user_agent"], connected
+            android_id = subscribed.device["client"]["id"]
+            cr = connected.get(android_id)
+            assert cr and cr["kind"] == "gcm" and "HeadlessChrome/" in cr["user_agent"], connected
+            for sub, browser in ((subscribed, chromium_gcm), (ff_sub, ff)):
+                text = "one server, two browsers " + secrets.token_hex(4)
+                resp = sub.push(text)
+                assert resp.status_code == 201, (resp.status_code, resp.text)
+                message_id = location_id(resp)
+                sent = events.wait("message.sent", lambda d: d.get("message_id") == message_id)
+                assert sent["token"] == sub.token, sent
+                done = events.wait("message.delivered", lambda d: d.get("message_id") == message_id)
+                assert done["token"] == sub.token and done["status"] == "delivered", done
+                sub.page.wait_report(sub.scope, text, firefox=browser)
+    finally:
+        ff.close()
+
 
 def test_clients_list_chromium_and_events_follow_a_push_after_a_restart(mock_mcs, chromium_gcm,
                                                                       subscribed):

@@ -167,6 +167,39 @@ def test_a_newer_login_takes_over_what_was_written_and_it_reads_sent(mock_mcs):
         first.close()
 
 
+TAG_HEARTBEAT_PING, TAG_HEARTBEAT_ACK, TAG_IQ = 0, 1, 7
+
+
+def stream_ack(last_stream_id_received):
+    """Chromium's StreamAck: an IqStanza (type SET, id "") with extension 13 and no data."""
+    return (pb_int(2, 1) + pb_bytes(3, b"") + pb_bytes(7, pb_int(1, 13) + pb_bytes(2, b""))
+            + pb_int(10, last_stream_id_received))
+
+
+def test_an_acknowledgement_read_before_its_write_is_recorded_settles_it(mock_mcs):
+    """The connection's loop can write a push and read the client's StreamAck for it before the
+    thread that queued it records its packet number (Chromium answers in a few milliseconds): the
+    acknowledgement is kept, and the write settles when it is recorded. A client that acknowledges
+    server packet 3 before it comes puts the events in that order every time."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        conn.send_packet(TAG_IQ, stream_ack(3))
+        # Packets are handled in order: the HeartbeatAck (server packet 2) says the ack was read.
+        conn.send_packet(TAG_HEARTBEAT_PING, b"")
+        tag, _ = conn.packet()
+        assert tag == TAG_HEARTBEAT_ACK, tag
+        res = legacy_send(mock_mcs, {"to": token, "data": {"acked": "first"}})
+        message_id = res["results"][0]["message_id"]
+        tag, sent = conn.packet()
+        assert tag == TAG_DATA and pb_fields(sent)[9] == [message_id.encode()], (tag, pb_fields(sent))
+        entry = wait_entry(mock_mcs, token, message_id, "delivered")
+        assert entry["client_delivery"]["ack"]["by"] == "stream_ack", entry["client_delivery"]
+    finally:
+        conn.close()
+
+
 def test_a_deleted_messages_notice_is_written_at_login(mock_mcs):
     """§3.6: more than 100 held for an offline registration are dropped for one
     `deleted_messages` notice, written over MCS at the next login (`message_type`,
