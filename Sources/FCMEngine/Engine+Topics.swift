@@ -118,11 +118,10 @@ extension Engine {
         state.withLock { s in s.topicSubscribers.keys.sorted().compactMap { s.topic(key: $0) } }
     }
 
-    /// One topic's subscribers.
+    /// One topic's subscribers (none for a topic nobody subscribed to: a topic is only a name).
     public func topic(_ name: String) throws(EngineError) -> (name: String, subscribers: [String]) {
-        guard let t = state.withLock({ $0.topic(key: Topics.key(name)) }) else {
-            throw .notFound("topic '\(name)' has no subscribers")
-        }
-        return t
+        let bare = Topics.name(name)
+        guard Topics.isValidName(bare) else { throw .badRequest("topic name format is invalid: [a-zA-Z0-9-_.~%]{1,900}") }
+        return state.withLock({ $0.topic(key: Topics.key(bare)) }) ?? (bare, [])
     }
 }

@@ -49,6 +49,12 @@ final class TopicTests: ServerTestCase {
         // The messages filter matches topics the same way, whatever case either side used.
         XCTAssertEqual(items(try client.get("/api/v1/messages?topic=news")).count, 2)
         XCTAssertEqual(items(try client.get("/api/v1/messages?topic=NeWs")).count, 2)
+        // A topic nobody subscribed to is only a name: no subscribers, not a 404.
+        let none = try client.get("/api/v1/topics/nobody-here")
+        XCTAssertEqual(none.status, 200, none.text)
+        XCTAssertEqual(none.text, #"{"name":"nobody-here","subscribers":[],"count":0}"#)
+        XCTAssertEqual(try client.get("/api/v1/topics/bad%20name").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/topics/news").object?["count"]?.numberValue?.int64, 5, "a1, a2, a-offline, b1, gone")
         // As a send addresses it, too.
         XCTAssertEqual(items(try client.get("/api/v1/messages?topic=/topics/news")).count, 2)
         XCTAssertEqual(items(try client.get("/api/v1/devices?topic=/topics/news")).map { $0["token"]?.stringValue },
