@@ -80,12 +80,11 @@ public final class GCMDelivery: MCSDelegate {
         log.log(.debug, "mcs", [("dir", "in"), ("conn", connection.id), ("android_id", connection.user ?? ""), ("tag", tag.protoName),
                                 ("last_stream_id_received", String(n))])
         let versions = connections.withLock { c -> [String] in
-            guard var s = c[connection.id] else { return [] }
-            if n > s.ackedThrough { (s.ackedThrough, s.ackedBy) = (n, (tag, ext)) }
-            let done = s.written.keys.filter { $0 <= n }.sorted()
-            let out = done.compactMap { s.written.removeValue(forKey: $0) }
-            c[connection.id] = s
-            return out
+            guard let i = c.index(forKey: connection.id) else { return [] }
+            if n > c.values[i].ackedThrough { (c.values[i].ackedThrough, c.values[i].ackedBy) = (n, (tag, ext)) }
+            guard c.values[i].written.keys.contains(where: { $0 <= n }) else { return [] }
+            let done = c.values[i].written.keys.filter { $0 <= n }.sorted()
+            return done.compactMap { c.values[i].written.removeValue(forKey: $0) }
         }
         guard !versions.isEmpty else { return }
         acknowledge(versions, by: "stream_ack", frame: Self.frame(tag, ext, n), on: connection)
@@ -101,9 +100,10 @@ public final class GCMDelivery: MCSDelegate {
 
     public func selectiveAck(ids: [String], on connection: MCSConnection) {
         connections.withLock { c in
-            guard var s = c[connection.id] else { return }
-            s.written = s.written.filter { !ids.contains($0.value) }
-            c[connection.id] = s
+            guard let i = c.index(forKey: connection.id) else { return }
+            var gone: [Int] = []
+            for (n, version) in c.values[i].written where ids.contains(version) { gone.append(n) }
+            for n in gone { c.values[i].written[n] = nil }
         }
         acknowledge(ids, by: "selective_ack", frame: [("tag", "IqStanza"), ("ext", String(Extension.selectiveAck)), ("persistent_ids", ids.joined(separator: ","))],
                     on: connection)
@@ -179,10 +179,12 @@ public final class GCMDelivery: MCSDelegate {
         let n = connection.send(stanza)
         guard n > 0 else { return }
         let early = connections.withLock { c -> (tag: MCSTag, ext: Int32?, through: Int)? in
-            // Read field by field: a copy of the session held here would make the insert copy its table.
-            guard let through = c[w.connectionID]?.ackedThrough else { return nil }
-            if through >= n, let by = c[w.connectionID]?.ackedBy { return (by.tag, by.ext, through) }
-            c[w.connectionID]?.written[n] = w.version
+            // One lookup, and the session changed in place (a copy held here would make the
+            // insert copy its table).
+            guard let i = c.index(forKey: w.connectionID) else { return nil }
+            let through = c.values[i].ackedThrough
+            if through >= n { return (c.values[i].ackedBy.tag, c.values[i].ackedBy.ext, through) }
+            c.values[i].written[n] = w.version
             return nil
         }
         log.log(.debug, "mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
