@@ -15,13 +15,17 @@ and `fcm_mock_server` (one server for the session).
 """
 
 from ._client import FcmMock, find_binary
-from ._records import (ApnsCertificate, ApnsKey, ApnsMessage, ClientAck, ClientCheckin, ClientConnection,
-                       ClientDelivery, ClientRegistration, ClientRejection, Device, DeviceClient, Fault, Message,
-                       RealClient, WebPushMessage, endpoint_id)
+from ._records import (AccessToken, ApnsCertificate, ApnsKey, ApnsMessage, ClientAck, ClientCheckin,
+                       ClientConnection, ClientDelivery, ClientRegistration, ClientRejection, Clock, Device,
+                       DeviceClient, Fault, Group, Message, MessageRecord, Project, ProjectApp, RealClient,
+                       Recipient, ServiceAccount, Topic, UpstreamMessage, WebPushMessage, XmppConnection,
+                       endpoint_id)
 from .errors import ControlAPIError, FcmMockError
 
 __all__ = ["FcmMock", "find_binary", "Device", "Fault", "Message", "ApnsMessage", "WebPushMessage",
            "ApnsKey", "ApnsCertificate", "RealClient", "ClientConnection", "ClientCheckin",
            "ClientRegistration", "DeviceClient", "ClientDelivery", "ClientAck", "ClientRejection",
+           "Project", "ProjectApp", "ServiceAccount", "AccessToken", "MessageRecord", "Recipient",
+           "Topic", "Group", "Clock", "XmppConnection", "UpstreamMessage",
            "endpoint_id", "ControlAPIError", "FcmMockError"]
 __version__ = "0.1.0"

@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 import requests
 
-from ._records import ApnsCertificate, ApnsKey, Device, Fault, Message, RealClient, endpoint_id
+from ._records import (AccessToken, ApnsCertificate, ApnsKey, Clock, Device, Fault, Group, Message, MessageRecord,
+                       Project, RealClient, ServiceAccount, Topic, UpstreamMessage, XmppConnection, endpoint_id)
 from ._routing import APPLE, GOOGLE, HostSet, Routing
 from .errors import ControlAPIError, FcmMockError
 
@@ -415,6 +416,35 @@ class FcmMock:
         first: Dict[str, Any] = projects[0]
         return first
 
+    @property
+    def projects(self) -> List[Project]:
+        """Every project, in creation order (all pages)."""
+        return [Project.from_json(p) for p in self._all("/api/v1/projects")]
+
+    def project(self, project: str) -> Project:
+        """One project by its sender id or project id; ControlAPIError 404 when unknown."""
+        return Project.from_json(self._project(project))
+
+    def create_project(self, sender_id: str, *, project_id: Optional[str] = None,
+                       server_keys: Optional[Sequence[str]] = None,
+                       apps: Optional[Sequence[Mapping[str, Any]]] = None) -> Project:
+        """A new project (`POST /api/v1/projects`): `project_id` is `project-{sender_id}` unless
+        given; `apps` as the API takes them (`{"app": "com.example", "platform": "android"}`,
+        `"apns_credential"` for an iOS app). ControlAPIError 409 when the sender id, the project
+        id or a server key exists already."""
+        body: Dict[str, Any] = {"sender_id": sender_id}
+        if project_id is not None:
+            body["project_id"] = project_id
+        if server_keys is not None:
+            body["server_keys"] = list(server_keys)
+        if apps is not None:
+            body["apps"] = [dict(a) for a in apps]
+        return Project.from_json(self.api("POST", "/api/v1/projects", json_body=body))
+
+    def delete_project(self, project: str) -> None:
+        """Forgets the project (by sender id or project id); ControlAPIError 404 when unknown."""
+        self.api("DELETE", "/api/v1/projects/" + _seg(project))
+
     def subscribe(self, token: str, topic: str) -> Device:
         """Subscribes the device to `topic` as the client SDK would."""
         return Device.from_json(self.api("POST", f"/api/v1/devices/{_seg(token)}/topics/{_seg(topic)}"))
@@ -422,6 +452,24 @@ class FcmMock:
     def unsubscribe(self, token: str, topic: str) -> Device:
         """Removes the device's subscription to `topic`."""
         return Device.from_json(self.api("DELETE", f"/api/v1/devices/{_seg(token)}/topics/{_seg(topic)}"))
+
+    @property
+    def topics(self) -> List[Topic]:
+        """Every topic with subscribers (all pages)."""
+        return [Topic.from_json(t) for t in self._all("/api/v1/topics")]
+
+    def topic(self, name: str) -> Topic:
+        """One topic by its bare name (`news`); ControlAPIError 404 when nobody subscribes to it."""
+        return Topic.from_json(self.api("GET", "/api/v1/topics/" + _seg(name)))
+
+    @property
+    def groups(self) -> List[Group]:
+        """Every device group (all pages)."""
+        return [Group.from_json(g) for g in self._all("/api/v1/groups")]
+
+    def group(self, notification_key: str) -> Group:
+        """One device group by its notification key; ControlAPIError 404 when unknown."""
+        return Group.from_json(self.api("GET", "/api/v1/groups/" + _seg(notification_key)))
 
     def go_offline(self, token: str) -> Device:
         """New messages to the device wait as `pending`."""
@@ -435,6 +483,21 @@ class FcmMock:
         return Device.from_json(self.api("PATCH", "/api/v1/devices/" + _seg(token),
                                          json_body={"online": online}))
 
+    def unregister(self, token: str) -> Device:
+        """The app was uninstalled: later sends to the device get `NotRegistered`
+        (`UNREGISTERED` over HTTP v1). The device, `state` `unregistered`."""
+        return Device.from_json(self.api("POST", f"/api/v1/devices/{_seg(token)}:unregister"))
+
+    def refresh(self, token: str) -> Device:
+        """Rotates the device's token: the new device (its topics and groups moved to it). Sends
+        to the old token still reach it and report it as canonical; the old device's `state` is
+        `refreshed` and its `canonical_token` the new token."""
+        return Device.from_json(self.api("POST", f"/api/v1/devices/{_seg(token)}:refresh"))
+
+    def delete_device(self, token: str) -> None:
+        """Forgets the device: its token is unknown again."""
+        self.api("DELETE", "/api/v1/devices/" + _seg(token))
+
     def advance_clock(self, seconds: int) -> str:
         """Moves the mock's clock forward (held messages past their TTL expire at once); the new
         time, RFC 3339."""
@@ -443,6 +506,12 @@ class FcmMock:
     def reset_clock(self) -> None:
         """Returns the mock's clock to real time."""
         self.api("POST", "/api/v1/clock", json_body={"reset": True})
+
+    @property
+    def clock(self) -> Clock:
+        """The mock's time now and its offset from real time in seconds."""
+        now = self.api("GET", "/api/v1/clock")
+        return Clock(now=str(now["now"]), offset_s=int(now.get("offset_s") or 0))
 
     @contextlib.contextmanager
     def fault(self, then: Mapping[str, Any], *, when: Optional[Mapping[str, Any]] = None,
@@ -455,12 +524,21 @@ class FcmMock:
         if times is not None:
             body["times"] = times
         created = self.api("POST", "/api/v1/faults", json_body=body)
-        fault = Fault(id=str(created["id"]), raw=created)
+        fault = Fault.from_json(created)
         try:
             yield fault
         finally:
             with contextlib.suppress(ControlAPIError):  # a reset in the block removed it already
                 self.api("DELETE", "/api/v1/faults/" + _seg(fault.id))
+
+    @property
+    def faults(self) -> List[Fault]:
+        """Every fault in place, with how often each `fired` and the `times` it has left."""
+        return [Fault.from_json(f) for f in self._all("/api/v1/faults")]
+
+    def clear_faults(self) -> None:
+        """Removes every fault."""
+        self.api("DELETE", "/api/v1/faults")
 
     def service_account(self, project: Optional[str] = None) -> Path:
         """A new service account of `project` (the first project's when None), written as
@@ -469,6 +547,29 @@ class FcmMock:
         project = project or self._first_project_id()
         sa = self.api("POST", f"/api/v1/projects/{_seg(project)}/service-accounts", json_body={})
         return self._write_service_account(sa)
+
+    def service_accounts(self, project: Optional[str] = None) -> List[ServiceAccount]:
+        """The service accounts of `project` (the first project's when None), without their
+        private keys."""
+        project = project or self._first_project_id()
+        return [ServiceAccount.from_json(a) for a in
+                self._all(f"/api/v1/projects/{_seg(project)}/service-accounts")]
+
+    def delete_service_account(self, private_key_id: str, project: Optional[str] = None) -> None:
+        """Revokes the service account's key (its access tokens then get 401);
+        ControlAPIError 404 when `project` (the first project when None) has no such key."""
+        project = project or self._first_project_id()
+        self.api("DELETE", f"/api/v1/projects/{_seg(project)}/service-accounts/{_seg(private_key_id)}")
+
+    @property
+    def access_tokens(self) -> List[AccessToken]:
+        """The HTTP v1 access tokens issued since start or the last reset."""
+        return [AccessToken.from_json(t) for t in self._all("/api/v1/access-tokens")]
+
+    def revoke_access_token(self, token_id: str) -> None:
+        """Revokes an access token by its `id` (its requests then get 401); ControlAPIError 404
+        when unknown."""
+        self.api("DELETE", "/api/v1/access-tokens/" + _seg(token_id))
 
     def _write_service_account(self, sa: Mapping[str, Any]) -> Path:
         return self._write_secret(f"service-account-{sa['private_key_id']}.json", json.dumps(sa))
@@ -591,6 +692,68 @@ class FcmMock:
         self._apps.append(app)
         return app
 
+    # --- what app servers sent, upstream messages and XMPP connections ------------------------
+
+    def message_records(self, *, sender_id: Optional[str] = None, token: Optional[str] = None,
+                        topic: Optional[str] = None, transport: Optional[str] = None,
+                        status: Optional[str] = None, error: Optional[str] = None,
+                        since: Optional[str] = None, until: Optional[str] = None,
+                        limit: Optional[int] = None) -> List[MessageRecord]:
+        """The message records (what app servers sent, refused sends included) matching every
+        filter given, newest first: of the project `sender_id`, to `token`, to `topic`, over
+        `transport` (`http`, `http_v1`, `xmpp`, `apns`, `webpush`), of `status` (`accepted`,
+        `rejected`, or a recipient's: `delivered`, `pending`, `failed`, …), with `error` (its own
+        or a recipient's: `NotRegistered`, `UNREGISTERED`, …), accepted at or after `since` and
+        at or before `until` (RFC 3339, mock clock). Every page, or the newest `limit` records.
+        ControlAPIError 400 for a value the server does not take."""
+        params: Dict[str, Any] = {}
+        for key, value in (("sender_id", sender_id), ("token", token), ("topic", topic),
+                           ("transport", transport), ("status", status), ("error", error),
+                           ("since", since), ("until", until)):
+            if value is not None:
+                params[key] = value
+        return [MessageRecord.from_json(m) for m in self._all("/api/v1/messages", params, most=limit)]
+
+    def message_record(self, message_id: str) -> MessageRecord:
+        """One message record by its message id (any recipient's id of a multicast finds it);
+        ControlAPIError 404 when there is none."""
+        return MessageRecord.from_json(self.api("GET", "/api/v1/messages/" + _seg(message_id)))
+
+    def send_upstream(self, token: str, data: Mapping[str, Any], *, message_id: Optional[str] = None,
+                      time_to_live: Optional[int] = None) -> UpstreamMessage:
+        """The device sends `data` to its app server: `queued` until an XMPP connection of its
+        sender exists, then `sent` on one. ControlAPIError 404 for an unknown token."""
+        body: Dict[str, Any] = {"data": dict(data)}
+        if message_id is not None:
+            body["message_id"] = message_id
+        if time_to_live is not None:
+            body["time_to_live"] = time_to_live
+        return UpstreamMessage.from_json(self.api("POST", f"/api/v1/devices/{_seg(token)}/upstream",
+                                                  json_body=body))
+
+    def upstream(self, *, sender_id: Optional[str] = None, token: Optional[str] = None,
+                 status: Optional[str] = None) -> List[UpstreamMessage]:
+        """The upstream messages of the project `sender_id`, from `token`, of `status`
+        (`queued`, `sent`, `acked`), when given (all pages)."""
+        params = {k: v for k, v in (("sender_id", sender_id), ("token", token), ("status", status))
+                  if v is not None}
+        return [UpstreamMessage.from_json(u) for u in self._all("/api/v1/upstream", params)]
+
+    @property
+    def xmpp_connections(self) -> List[XmppConnection]:
+        """The app servers' open XMPP connections (all pages)."""
+        return [XmppConnection.from_json(c) for c in self._all("/api/v1/xmpp/connections")]
+
+    def drain_xmpp(self, connection_id: Optional[str] = None) -> List[XmppConnection]:
+        """Sends `CONNECTION_DRAINING` on the connection `connection_id`, or on every one when
+        None; a draining connection nacks new downstream messages and is closed once nothing is
+        pending. The connections drained. ControlAPIError 404 for a connection that is not open,
+        or is draining already."""
+        if connection_id is not None:
+            drained = self.api("POST", f"/api/v1/xmpp/connections/{_seg(connection_id)}:drain")
+            return [XmppConnection.from_json(drained)]
+        return [XmppConnection.from_json(c) for c in self.api("POST", "/api/v1/xmpp:drain")["items"]]
+
     # --- what devices received -------------------------------------------------------------------
 
     def messages(self, token: str, *, status: Optional[str] = None) -> List[Message]:
@@ -702,15 +865,17 @@ class FcmMock:
         lines += [f"  {m.summary()}" for m in entries]
         return "\n".join(lines)
 
-    def _all(self, path: str, params: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+    def _all(self, path: str, params: Optional[Mapping[str, Any]] = None, *,
+             most: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Every item of the list at `path` (page after page), or its first `most`."""
         items: List[Dict[str, Any]] = []
         query: Dict[str, Any] = dict(params or {})
-        query["limit"] = 1000
         while True:
+            query["limit"] = 1000 if most is None else max(1, min(1000, most - len(items)))
             page = self.api("GET", path, params=query)
             items += page["items"]
-            if not page.get("next"):
-                return items
+            if not page.get("next") or (most is not None and len(items) >= most):
+                return items if most is None else items[:most]
             query["cursor"] = page["next"]
 
 

@@ -173,7 +173,8 @@ class Message:
     platform's own form (docs/effective-payloads.md); `apns` and `webpush` are the typed views of
     an APNs send and of a Web Push request (None for the other transports); `client_delivery`
     says how a real client (Firefox, Chromium, firebase-messaging) was written to and what it
-    answered (None for a fake device). `raw` keeps the whole JSON entry."""
+    answered (None for a fake device). `expires_at` is when its TTL runs out (mock clock),
+    `collapse_key` and `priority` as the device got them. `raw` keeps the whole JSON entry."""
 
     message_id: str
     status: str
@@ -189,6 +190,9 @@ class Message:
     webpush: Optional[WebPushMessage]
     raw: Dict[str, Any] = field(repr=False, compare=False)
     client_delivery: Optional[ClientDelivery] = None
+    expires_at: Optional[str] = None
+    collapse_key: Optional[str] = None
+    priority: Optional[str] = None
 
     @classmethod
     def from_json(cls, entry: Dict[str, Any]) -> "Message":
@@ -213,6 +217,9 @@ class Message:
             webpush=WebPushMessage.from_json(webpush_block) if isinstance(webpush_block, dict) else None,
             raw=entry,
             client_delivery=ClientDelivery.from_json(delivery) if isinstance(delivery, dict) else None,
+            expires_at=entry.get("expires_at"),
+            collapse_key=entry.get("collapse_key"),
+            priority=entry.get("priority"),
         )
 
     @property
@@ -264,7 +271,8 @@ class Device:
     subscription, `web_push`, exactly as `PushSubscription.toJSON()` gives it
     (`{"endpoint","expirationTime","keys":{"p256dh","auth"}}`), for a Web Push library as it is.
     A device a real client made (a Firefox channel, a Chromium or firebase-messaging
-    registration) has `client`; a fake device has None."""
+    registration) has `client`; a fake device has None. `state` is `registered`, `unregistered`
+    or `refreshed`; a refreshed device's `canonical_token` is the token that replaced it."""
 
     token: str
     fid: Optional[str]
@@ -281,6 +289,9 @@ class Device:
     application_server_key: Optional[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
     client: Optional["DeviceClient"] = None
+    canonical_token: Optional[str] = None
+    created_at: Optional[str] = None
+    last_seen_at: Optional[str] = None
 
     @property
     def web_push_id(self) -> Optional[str]:
@@ -306,6 +317,9 @@ class Device:
             application_server_key=d.get("application_server_key"),
             raw=d,
             client=DeviceClient.from_json(d["client"]) if isinstance(d.get("client"), dict) else None,
+            canonical_token=d.get("canonical_token"),
+            created_at=d.get("created_at"),
+            last_seen_at=d.get("last_seen_at"),
         )
 
 
@@ -437,10 +451,258 @@ class RealClient:
 
 @dataclass(frozen=True)
 class Fault:
-    """An injected fault (docs/faults.md): its id and definition as the server answered it."""
+    """An injected fault (docs/faults.md): its id and definition as the server answered it,
+    `times` it may still fire (None: until deleted) and how often it `fired`."""
 
     id: str
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    when: Dict[str, Any] = field(default_factory=dict)
+    then: Dict[str, Any] = field(default_factory=dict)
+    times: Optional[int] = None
+    fired: int = 0
+    created_at: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, f: Dict[str, Any]) -> "Fault":
+        return cls(id=str(f["id"]), raw=f, when=dict(f.get("when") or {}), then=dict(f.get("then") or {}),
+                   times=_opt_int(f.get("times")), fired=int(f.get("fired") or 0), created_at=f.get("created_at"))
+
+
+@dataclass(frozen=True)
+class Recipient:
+    """One recipient of a message record: its token, the message id it got, its `status`
+    (`delivered`, `pending`, `failed`, `expired`, …), the FCM `error` when it failed, the
+    `canonical_token` of a refreshed device, and when it was delivered."""
+
+    token: str
+    message_id: Optional[str]
+    status: str
+    error: Optional[str]
+    canonical_token: Optional[str]
+    delivered_at: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, r: Dict[str, Any]) -> "Recipient":
+        return cls(token=str(r.get("token") or ""), message_id=r.get("message_id"), status=str(r.get("status") or ""),
+                   error=r.get("error"), canonical_token=r.get("canonical_token"),
+                   delivered_at=r.get("delivered_at"), raw=r)
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """What an app server sent (`GET /api/v1/messages/{id}`, docs/control-api.md#message-records),
+    as the mock recorded it, accepted or not: `status` `accepted` or `rejected` (then `error`
+    and `error_detail` say why); `transport` `http`, `http_v1`, `xmpp`, `apns` or `webpush`;
+    `target_kind` (`token`, `multicast`, `topic`, `condition`, `group`, `fid`, …) and
+    `target_value` what it was addressed to; `options` the send's options (`collapse_key`,
+    `priority`, `time_to_live`, …); `fault` the id of a fault that fired on it. `raw` keeps the
+    whole JSON record (the v1, APNs and Web Push blocks, `answer`, `headers`)."""
+
+    message_id: str
+    multicast_id: Optional[int]
+    sender_id: Optional[str]
+    transport: Optional[str]
+    format: Optional[str]
+    status: str
+    accepted_at: Optional[str]
+    target_kind: Optional[str]
+    target_value: Optional[str]
+    options: Dict[str, Any]
+    data: Optional[Dict[str, Any]]
+    notification: Optional[Dict[str, Any]]
+    error: Optional[str]
+    error_detail: Optional[str]
+    http_status: Optional[int]
+    fault: Optional[str]
+    recipients: List[Recipient]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, m: Dict[str, Any]) -> "MessageRecord":
+        target = m.get("target")
+        target = target if isinstance(target, dict) else {}
+        return cls(
+            message_id=str(m.get("message_id") or ""), multicast_id=_opt_int(m.get("multicast_id")),
+            sender_id=m.get("sender_id"), transport=m.get("transport"), format=m.get("format"),
+            status=str(m.get("status") or ""), accepted_at=m.get("accepted_at"),
+            target_kind=target.get("kind"), target_value=target.get("value"),
+            options=dict(m.get("options") or {}), data=m.get("data"), notification=m.get("notification"),
+            error=m.get("error"), error_detail=m.get("error_detail"), http_status=_opt_int(m.get("http_status")),
+            fault=m.get("fault"),
+            recipients=[Recipient.from_json(r) for r in m.get("recipients") or [] if isinstance(r, dict)],
+            raw=m,
+        )
+
+
+@dataclass(frozen=True)
+class ServiceAccount:
+    """A project's service account as the mock lists it (never its private key): the
+    `private_key_id` that revokes it, its `client_email`, `client_id` and `public_key` (PEM)."""
+
+    client_email: str
+    private_key_id: str
+    client_id: Optional[str]
+    public_key: Optional[str] = field(repr=False)
+    created_at: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, a: Dict[str, Any]) -> "ServiceAccount":
+        return cls(client_email=str(a.get("client_email") or ""), private_key_id=str(a.get("private_key_id") or ""),
+                   client_id=a.get("client_id"), public_key=a.get("public_key"), created_at=a.get("created_at"),
+                   raw=a)
+
+
+@dataclass(frozen=True)
+class ProjectApp:
+    """An app of a project: its id (package name, bundle id), `platform` (`android`, `ios`,
+    `web`) and `apns_credential` (`valid`, `missing`, `expired`)."""
+
+    app: str
+    platform: str
+    apns_credential: Optional[str]
+
+
+@dataclass(frozen=True)
+class Project:
+    """A Firebase project of the mock (`GET /api/v1/projects/{project}`): its `sender_id`, its
+    `project_id` (what HTTP v1 paths name), the legacy `server_keys`, its apps and its service
+    accounts."""
+
+    sender_id: str
+    project_id: str
+    server_keys: List[str]
+    apps: List[ProjectApp]
+    service_accounts: List[ServiceAccount]
+    created_at: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, p: Dict[str, Any]) -> "Project":
+        return cls(
+            sender_id=str(p["sender_id"]), project_id=str(p.get("project_id") or ""),
+            server_keys=[str(k) for k in p.get("server_keys") or []],
+            apps=[ProjectApp(app=str(a.get("app") or ""), platform=str(a.get("platform") or ""),
+                             apns_credential=a.get("apns_credential"))
+                  for a in p.get("apps") or [] if isinstance(a, dict)],
+            service_accounts=[ServiceAccount.from_json(a) for a in p.get("service_accounts") or []
+                              if isinstance(a, dict)],
+            created_at=p.get("created_at"), raw=p,
+        )
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """An HTTP v1 access token the mock issued (`GET /api/v1/access-tokens`): its `id` (what
+    revokes it), the first 12 characters of the token, who it was issued to and for what."""
+
+    id: str
+    token_prefix: Optional[str]
+    client_email: Optional[str]
+    project_id: Optional[str]
+    scope: Optional[str]
+    issued_at: Optional[str]
+    expires_at: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, t: Dict[str, Any]) -> "AccessToken":
+        return cls(id=str(t["id"]), token_prefix=t.get("token_prefix"), client_email=t.get("client_email"),
+                   project_id=t.get("project_id"), scope=t.get("scope"), issued_at=t.get("issued_at"),
+                   expires_at=t.get("expires_at"), raw=t)
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic with subscribers (`GET /api/v1/topics/{name}`): its bare name (`news`), the
+    subscribed tokens and how many there are."""
+
+    name: str
+    subscribers: List[str]
+    count: int
+
+    @classmethod
+    def from_json(cls, t: Dict[str, Any]) -> "Topic":
+        subscribers = [str(s) for s in t.get("subscribers") or []]
+        return cls(name=str(t["name"]), subscribers=subscribers, count=int(t.get("count") or len(subscribers)))
+
+
+@dataclass(frozen=True)
+class Group:
+    """A device group (`GET /api/v1/groups/{notification_key}`): its key, its name, its
+    project's sender id and its members' tokens."""
+
+    notification_key: str
+    notification_key_name: Optional[str]
+    sender_id: Optional[str]
+    members: List[str]
+    created_at: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, g: Dict[str, Any]) -> "Group":
+        return cls(notification_key=str(g["notification_key"]), notification_key_name=g.get("notification_key_name"),
+                   sender_id=g.get("sender_id"), members=[str(m) for m in g.get("members") or []],
+                   created_at=g.get("created_at"))
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The mock's clock (`GET /api/v1/clock`): `now` (RFC 3339) and how far it was moved ahead
+    of real time, `offset_s`."""
+
+    now: str
+    offset_s: int
+
+
+@dataclass(frozen=True)
+class XmppConnection:
+    """An app server's XMPP connection (`GET /api/v1/xmpp/connections`, docs/xmpp.md): its id,
+    the sender id it logged in as, its resource, how many downstream messages it has not acked,
+    whether it is `draining` and whether it is TLS."""
+
+    id: str
+    sender_id: Optional[str]
+    resource: Optional[str]
+    connected_at: Optional[str]
+    unacked: int
+    draining: bool
+    tls: bool
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, c: Dict[str, Any]) -> "XmppConnection":
+        return cls(id=str(c["id"]), sender_id=c.get("sender_id"), resource=c.get("resource"),
+                   connected_at=c.get("connected_at"), unacked=int(c.get("unacked") or 0),
+                   draining=bool(c.get("draining", False)), tls=bool(c.get("tls", False)), raw=c)
+
+
+@dataclass(frozen=True)
+class UpstreamMessage:
+    """A message a device sent to its app server (docs/xmpp.md): `status` `queued` (no XMPP
+    connection of its sender yet), `sent` (on `connection_id`, not acked) or `acked`."""
+
+    message_id: str
+    token: str
+    sender_id: Optional[str]
+    category: Optional[str]
+    data: Dict[str, Any]
+    time_to_live: Optional[int]
+    status: str
+    created_at: Optional[str]
+    sent_at: Optional[str]
+    acked_at: Optional[str]
+    connection_id: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, u: Dict[str, Any]) -> "UpstreamMessage":
+        return cls(
+            message_id=str(u["message_id"]), token=str(u.get("token") or ""), sender_id=u.get("sender_id"),
+            category=u.get("category"), data=dict(u.get("data") or {}), time_to_live=_opt_int(u.get("time_to_live")),
+            status=str(u.get("status") or ""), created_at=u.get("created_at"), sent_at=u.get("sent_at"),
+            acked_at=u.get("acked_at"), connection_id=u.get("connection_id"), raw=u,
+        )
 
 
 @dataclass(frozen=True)
