@@ -181,7 +181,11 @@ def test_topics_and_groups(mock):
     assert sorted((t.name, t.count) for t in mock.topics) == [("news", 2), ("sport", 1)]
     news = mock.topic("news")
     assert (news.name, sorted(news.subscribers), news.count) == ("news", ["demo-android-1", "demo-android-2"], 2)
-    not_found(mock.topic, "nobody-listens")
+    nobody = mock.topic("nobody-listens")
+    assert (nobody.name, nobody.subscribers, nobody.count) == ("nobody-listens", [], 0)
+    with pytest.raises(ControlAPIError) as bad:
+        mock.topic("bad name")
+    assert bad.value.status == 400, bad.value
 
     assert mock.groups == []
     made = requests.post(mock.base_url + "/fcm/notification", timeout=10,

@@ -459,7 +459,8 @@ class FcmMock:
         return [Topic.from_json(t) for t in self._all("/api/v1/topics")]
 
     def topic(self, name: str) -> Topic:
-        """One topic by its bare name (`news`); ControlAPIError 404 when nobody subscribes to it."""
+        """One topic by its bare name (`news`): no subscribers when nobody subscribes to it;
+        ControlAPIError 400 for a malformed name."""
         return Topic.from_json(self.api("GET", "/api/v1/topics/" + _seg(name)))
 
     @property

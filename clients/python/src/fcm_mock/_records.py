@@ -615,8 +615,8 @@ class AccessToken:
 
 @dataclass(frozen=True)
 class Topic:
-    """A topic with subscribers (`GET /api/v1/topics/{name}`): its bare name (`news`), the
-    subscribed tokens and how many there are."""
+    """A topic (`GET /api/v1/topics/{name}`): its bare name (`news`), the subscribed tokens and
+    how many there are (none for a topic nobody subscribes to)."""
 
     name: str
     subscribers: List[str]
