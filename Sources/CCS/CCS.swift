@@ -193,9 +193,10 @@ public final class CCS: XMPPDelegate {
 
     /// Sends CONNECTION_DRAINING to one connection (or all when `id` is nil); afterwards they take
     /// no new downstream messages, still take acks, and close once nothing is pending. Returns the
-    /// connections it drained.
+    /// connections it drained as the control API shows them, taken before an idle one closes (so
+    /// they read `draining: true`).
     @discardableResult
-    public func drain(_ id: String?) -> [XMPPConnection] {
+    public func drain(_ id: String?) -> [String] {
         let targets: [XMPPConnection] = links.withLock { ls in
             var out: [XMPPConnection] = []
             for (k, var l) in ls where (id == nil || k == id) && !l.draining {
@@ -205,11 +206,12 @@ public final class CCS: XMPPDelegate {
             }
             return out
         }
+        let shown = targets.map(connectionJSON)
         for c in targets {
             reply(c, [("message_type", .string("control")), ("control_type", .string("CONNECTION_DRAINING"))])
             finishDrainIfIdle(c)
         }
-        return targets
+        return shown
     }
 
     /// A draining connection with nothing in flight and nothing awaiting an ack is closed.

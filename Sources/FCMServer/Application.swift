@@ -151,7 +151,7 @@ public final class Application: Sendable {
                               readiness: readiness, autopush: AutopushRoom(engine: engine, log: log, idleSeconds: c.autopushIdleSeconds),
                               apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority, apnsTLS: c.httpsPort != nil,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },
-                              xmppDrain: { id in ccs.drain(id).map(ccs.connectionJSON) }, mcsStatus: mcsListening)
+                              xmppDrain: { id in ccs.drain(id) }, mcsStatus: mcsListening)
             do {
                 http = try Self.httpServer(c, tls: tls, log: log, engine: engine, handler: app.handle)
             } catch {
