@@ -17,7 +17,7 @@ public enum APNsRoom {
         return [("apns_id", apns?["apns_id"]?.stringValue), ("apns_unique_id", apns?["apns_unique_id"]?.stringValue)]
     }
     /// APNs records show their `apns` block and the fields above.
-    public static let recordForm = RecordForm(showsBlocks: true)
+    public static let recordForm = RecordForm(showsBlocks: true, inboxNamesTransport: true)
     /// Apple's store-and-forward and screen, for the engine to hold APNs notifications by.
     public static let holding = APNsStorage.rules
     public static let faultErrors = FaultErrors(transport: Transport.apns.rawValue, kind: "an APNs reason",

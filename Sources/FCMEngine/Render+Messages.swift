@@ -144,10 +144,12 @@ extension Render {
         w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
         // What the device received, in its platform's form (docs/effective-payloads.md).
         w.key("effective"); w.value(effective(r, platform: e.platform, blocks: e.blocks))
-        if let name = r.transport.flatMap({ e.blocks.form($0).inboxBlock }) {
-            // A request as its service saw it (Web Push: headers, VAPID, the plaintext).
+        if let form = r.transport.map({ e.blocks.form($0) }), form.inboxNamesTransport {
             w.key("transport"); w.value(r.transport)
-            w.key(name); w.value(r.platforms.flatMap(EffectivePayload.storedPlatforms)?.block(name).map(JSONValue.object) ?? .null)
+            if let name = form.inboxBlock {
+                // A request as its service saw it (Web Push: headers, VAPID, the plaintext).
+                w.key(name); w.value(r.platforms.flatMap(EffectivePayload.storedPlatforms)?.block(name).map(JSONValue.object) ?? .null)
+            }
         }
         w.endObject()
         return w.string

@@ -80,12 +80,17 @@ public struct RecordForm: Sendable {
     /// Its inbox entries show their transport and this stored platform block as the service saw
     /// the request (`webpush`).
     package var inboxBlock: String?
+    /// Its inbox entries show their transport at the top, beside `via.transport` (a room with a
+    /// wire of its own: APNs; implied by `inboxBlock`).
+    package var inboxNamesTransport: Bool
 
-    public init(showsBlocks: Bool = false, showsName: Bool = false, byClientMessageID: Bool = false, inboxBlock: String? = nil) {
+    public init(showsBlocks: Bool = false, showsName: Bool = false, byClientMessageID: Bool = false, inboxBlock: String? = nil,
+                inboxNamesTransport: Bool = false) {
         self.showsBlocks = showsBlocks
         self.showsName = showsName
         self.byClientMessageID = byClientMessageID
         self.inboxBlock = inboxBlock
+        self.inboxNamesTransport = inboxNamesTransport || inboxBlock != nil
     }
 }
 

@@ -343,6 +343,9 @@ final class APNsTests: XCTestCase {
         XCTAssertEqual(entry["status"]?.stringValue, "delivered", "\(entry)")
         XCTAssertEqual(entry["via"]?.objectValue?["transport"]?.stringValue, "apns", "\(entry)")
         let effective = try XCTUnwrap(entry["effective"]?.objectValue?["apns"]?.objectValue, "\(entry)")
+        // apns.md §5: the entry names its transport, as a Web Push one does (and `via` too).
+        XCTAssertEqual(entry["transport"]?.stringValue, "apns")
+        XCTAssertEqual(entry["via"]?.objectValue?["transport"]?.stringValue, "apns")
         XCTAssertEqual(effective["payload"]?.objectValue?["match"], .number(JSONNumber(7)))
         let headers = try XCTUnwrap(effective["headers"]?.objectValue)
         XCTAssertEqual(headers["apns-push-type"]?.stringValue, "alert")
