@@ -61,7 +61,8 @@ extension Engine {
             }
             let replaced = client.connection?.info.id
             let carried = client.connection?.unacked ?? []
-            client.connection = ClientConnection(info: connection, connectedAt: now)
+            // The hello (a LoginRequest) is the connection's first frame.
+            client.connection = ClientConnection(info: connection, connectedAt: now, lastFrameAt: now)
             client.row.lastConnectedAt = now
             client.row.userAgent = connection.userAgent ?? client.row.userAgent
             client.row.clientVersion = connection.clientVersion ?? client.row.clientVersion
@@ -328,6 +329,7 @@ extension Engine {
             s.clientDeliveries[deliveryID] = cd
             s.clientPayloads[deliveryID] = nil
             s.realClients[clientID]?.connection?.unacked.removeAll { $0 == deliveryID }
+            s.realClients[clientID]?.connection?.lastFrameAt = now
             s.rememberAcknowledged(deliveryID, clientID: clientID)
             var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, stored: cd.stored())]
             if !events.hasReaders {

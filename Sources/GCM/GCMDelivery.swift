@@ -86,7 +86,14 @@ public final class GCMDelivery: MCSDelegate {
             let done = c.values[i].written.keys.filter { $0 <= n }.sorted()
             return done.compactMap { c.values[i].written.removeValue(forKey: $0) }
         }
-        guard !versions.isEmpty else { return }
+        guard !versions.isEmpty else {
+            // A frame that settled nothing still shows the client alive (`last_frame_at`); a
+            // heartbeat says so itself.
+            if tag != .heartbeatPing && tag != .heartbeatAck, let user = connection.user {
+                engine.clientActive(clientID: user, connectionID: connection.id, heartbeat: false)
+            }
+            return
+        }
         acknowledge(versions, by: "stream_ack", frame: Self.frame(tag, ext, n), on: connection)
     }
 

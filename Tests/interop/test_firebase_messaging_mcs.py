@@ -180,7 +180,8 @@ def test_an_acknowledgement_read_before_its_write_is_recorded_settles_it(mock_mc
     """The connection's loop can write a push and read the client's StreamAck for it before the
     thread that queued it records its packet number (Chromium answers in a few milliseconds): the
     acknowledgement is kept, and the write settles when it is recorded. A client that acknowledges
-    server packet 3 before it comes puts the events in that order every time."""
+    server packet 3 before it comes puts the events in that order every time. The connection's
+    `last_frame_at` follows every frame (§4.1)."""
     android_id, security_token = raw_checkin(mock_mcs.base_url)
     token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
     conn = raw_login(mock_mcs, android_id, security_token)
@@ -196,6 +197,21 @@ def test_an_acknowledgement_read_before_its_write_is_recorded_settles_it(mock_mc
         assert tag == TAG_DATA and pb_fields(sent)[9] == [message_id.encode()], (tag, pb_fields(sent))
         entry = wait_entry(mock_mcs, token, message_id, "delivered")
         assert entry["client_delivery"]["ack"]["by"] == "stream_ack", entry["client_delivery"]
+        # §4.1: the connection shows the client's last frame (the login is the first).
+        c = mock_mcs.api("GET", f"/api/v1/clients/{android_id}")["connection"]
+        assert c["last_frame_at"] and c["last_frame_at"] >= c["connected_at"], c
+        assert c["last_heartbeat_at"] and c["last_frame_at"] >= c["last_heartbeat_at"], c
+        # A frame that settles nothing moves it too.
+        time.sleep(0.01)
+        conn.send_packet(TAG_IQ, stream_ack(3))
+        deadline = time.monotonic() + 5
+        while True:
+            later = mock_mcs.api("GET", f"/api/v1/clients/{android_id}")["connection"]
+            if later["last_frame_at"] > c["last_frame_at"]:
+                break
+            assert time.monotonic() < deadline, (c, later)
+            time.sleep(0.05)
+        assert later["last_heartbeat_at"] == c["last_heartbeat_at"], later
     finally:
         conn.close()
 
