@@ -81,6 +81,7 @@ final class WebSocketTests: XCTestCase {
         c.write("GET /ws HTTP/1.1\r\nHost: t\r\n\r\n")
         var a = try XCTUnwrap(c.readAnswer())
         XCTAssertEqual(a.status, 426)
+        XCTAssertTrue(a.head.hasPrefix("HTTP/1.1 426 Upgrade Required\r\n"), a.head)
         XCTAssertEqual(a.header("Upgrade"), "websocket")
         XCTAssertEqual(a.header("Connection"), "Upgrade")
         XCTAssertTrue(a.header("Content-Type")?.hasPrefix("text/plain") ?? false)
