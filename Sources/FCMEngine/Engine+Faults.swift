@@ -39,11 +39,13 @@ extension Engine {
             defer { faultsArmed.store(!s.faults.faults.isEmpty, ordering: .relaxed) }
             guard let id else {
                 s.faults.faults.removeAll()
+                s.faults.spent.removeAll()
                 return true
             }
             let before = s.faults.faults.count
             s.faults.faults.removeAll { $0.id == id }
-            return s.faults.faults.count < before
+            // A fault that fired its last time is gone from the list; deleting it succeeds.
+            return s.faults.faults.count < before || s.faults.spent.remove(id) != nil
         }
         if !found { throw .notFound("fault '\(id ?? "")' does not exist") }
     }

@@ -5,6 +5,9 @@ import FCMCore
 struct FaultTable: Sendable {
     var faults: [Fault] = []
     var nextID = 1
+    /// The ids of faults whose `times` ran out, until a reset: deleting one of them is not an
+    /// error (a test's clean-up deletes what it made, used or not).
+    var spent: Set<String> = []
 
     /// The first request-level fault (status, delay, close) matching this request, fired.
     mutating func fireRequestFault(transport: Transport, path: String, senderID: String?, tokens: [String], topic: String?) -> Fault? {
@@ -49,7 +52,12 @@ struct FaultTable: Sendable {
         faults[i].fired += 1
         let f = faults[i]
         if let r = faults[i].remaining {
-            if r <= 1 { faults.remove(at: i) } else { faults[i].remaining = r - 1 }
+            if r <= 1 {
+                faults.remove(at: i)
+                spent.insert(f.id)
+            } else {
+                faults[i].remaining = r - 1
+            }
         }
         return f
     }

@@ -22,6 +22,10 @@ final class FaultTests: ServerTestCase {
         // times: 1 → the next request is normal again, and the fault is gone.
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
         XCTAssertEqual(items(try client.get("/api/v1/faults")).count, 0)
+        // Used up, not unknown: a clean-up's DELETE of it succeeds (once).
+        XCTAssertEqual(try client.delete("/api/v1/faults/\(id)").status, 204)
+        XCTAssertEqual(try client.delete("/api/v1/faults/\(id)").status, 404)
+        XCTAssertEqual(try client.delete("/api/v1/faults/f999").status, 404)
         let rec = items(try client.get("/api/v1/messages?status=rejected")).first
         XCTAssertEqual(rec?["fault"]?.stringValue, id)
         XCTAssertEqual(rec?["http_status"]?.numberValue?.int64, 503)
