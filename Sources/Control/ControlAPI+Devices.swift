@@ -192,17 +192,25 @@ extension ControlAPI {
     /// A device from its JSON form (`POST /api/v1/devices` and fixtures).
     public static func deviceSpec(_ b: Body) throws(ControlError) -> DeviceSpec {
         try b.allow(["token", "sender_id", "app", "platform", "online", "fid", "apns_token", "apns_environment",
-                     "application_server_key"])
+                     "application_server_key", "state"])
         guard let sender = try b.string("sender_id") else { throw .badRequest("\(b.path)sender_id is required") }
         var environment: APNsEnvironment?
         if let e = try b.string("apns_environment") {
             guard let known = APNsEnvironment(rawValue: e) else { throw .badRequest("\(b.path)apns_environment must be sandbox or production") }
             environment = known
         }
-        return DeviceSpec(token: try b.string("token"), senderID: sender, app: try b.string("app"),
-                          platform: try b.platform("platform") ?? .android, online: try b.bool("online") ?? true,
-                          fid: try b.string("fid"), apnsToken: try b.string("apns_token"), apnsEnvironment: environment,
-                          applicationServerKey: try b.string("application_server_key"))
+        var spec = DeviceSpec(token: try b.string("token"), senderID: sender, app: try b.string("app"),
+                              platform: try b.platform("platform") ?? .android, online: try b.bool("online") ?? true,
+                              fid: try b.string("fid"), apnsToken: try b.string("apns_token"), apnsEnvironment: environment,
+                              applicationServerKey: try b.string("application_server_key"))
+        if let state = try b.string("state") {
+            // A refreshed device needs the device that replaced it: only the control call makes one.
+            guard let known = DeviceState(rawValue: state), known != .refreshed else {
+                throw .badRequest("\(b.path)state must be registered or unregistered")
+            }
+            spec.state = known
+        }
+        return spec
     }
 
     private func render(_ d: Device) -> String {

@@ -109,7 +109,7 @@ extension Engine {
             ?? project.apps.first(where: { $0.platform == spec.platform })?.app
             ?? project.apps.first?.app ?? "unknown.app"
         let d = Device(id: id ?? s.nextDeviceID, token: token, fid: spec.fid ?? s.newInstallationID(), senderID: spec.senderID,
-                       app: app, platform: spec.platform, state: .registered, canonicalID: nil, online: spec.online,
+                       app: app, platform: spec.platform, state: spec.state, canonicalID: nil, online: spec.online,
                        createdAt: now, lastSeenAt: now, givenAPNsToken: apnsToken, apnsEnvironment: spec.apnsEnvironment ?? .sandbox)
         if d.platform == .web,
            !s.attachWebPush(newWebPushSubscription(device: d.id, applicationServerKey: serverKey, relayed: relayed, state: s)) {

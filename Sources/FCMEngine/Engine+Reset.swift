@@ -43,7 +43,7 @@ extension Engine {
                     continue
                 }
                 var back = d
-                back.state = .registered
+                back.state = f.state
                 back.canonicalID = nil
                 back.online = f.online
                 if back != d { changed.append(back) }

@@ -36,6 +36,8 @@ public struct DeviceSpec: Sendable, Equatable {
     package var apnsEnvironment: APNsEnvironment? { get { rare?.value.apnsEnvironment } set { rareFields.apnsEnvironment = newValue } }
     /// A web device's VAPID key (base64url P-256 point): its subscription takes pushes signed by it only.
     package var applicationServerKey: String? { get { rare?.value.applicationServerKey } set { rareFields.applicationServerKey = newValue } }
+    /// `unregistered` for an uninstalled app's device (a fixture's, kept so by a reset); else registered.
+    public var state: DeviceState { get { rare?.value.state ?? .registered } set { rareFields.state = newValue } }
 }
 
 /// What a `DeviceSpec` seldom gives.
@@ -44,4 +46,5 @@ struct DeviceSpecRareFields: Sendable, Equatable {
     var apnsToken: String?
     var apnsEnvironment: APNsEnvironment?
     var applicationServerKey: String?
+    var state: DeviceState = .registered
 }

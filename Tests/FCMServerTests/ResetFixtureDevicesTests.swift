@@ -61,4 +61,36 @@ final class ResetFixtureDevicesTests: XCTestCase {
         XCTAssertEqual(try c.post("/api/v1/reset").status, 204)
         XCTAssertEqual(try state(), atStart, "made again from the files after a reset that kept none")
     }
+
+    /// A fixture device may be declared `unregistered` (an uninstalled app): it starts so, sends
+    /// to it answer NotRegistered, and a reset puts it back so; `refreshed` is refused.
+    func testAFixtureDeviceMayBeUnregistered() throws {
+        let fixture = #"""
+            {"projects":[{"sender_id":"701","server_keys":["k701"],"apps":[{"app":"com.seven","platform":"android"}]}],
+             "devices":[{"token":"gone-app","sender_id":"701","state":"unregistered"},{"token":"here","sender_id":"701"}]}
+            """#
+        let s = try TestServer(fixtures: [fixture])
+        defer { s.stop() }
+        let c = s.client()
+        func state(_ token: String) throws -> String? { try c.get("/api/v1/devices/" + token).object?["state"]?.stringValue }
+        XCTAssertEqual(try state("gone-app"), "unregistered")
+        XCTAssertEqual(try state("here"), "registered")
+        func send(_ token: String) throws -> String? {
+            let r = try c.postJSON("/fcm/send", #"{"to":"\#(token)"}"#, headers: [("Authorization", "key=k701")])
+            return r.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue
+        }
+        XCTAssertEqual(try send("gone-app"), "NotRegistered")
+        XCTAssertNil(try send("here"))
+        XCTAssertEqual(try c.post("/api/v1/devices/here:unregister").status, 200)
+        XCTAssertEqual(try c.post("/api/v1/reset").status, 204)
+        XCTAssertEqual(try state("gone-app"), "unregistered", "as its fixture declares it")
+        XCTAssertEqual(try state("here"), "registered")
+        // The control API takes the same field; a refreshed device cannot be declared.
+        let made = try c.post("/api/v1/devices", #"{"token":"made-gone","sender_id":"701","state":"unregistered"}"#)
+        XCTAssertEqual(made.status, 201, made.text)
+        XCTAssertEqual(made.object?["state"]?.stringValue, "unregistered")
+        let refused = try c.post("/api/v1/devices", #"{"sender_id":"701","state":"refreshed"}"#)
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertTrue(refused.text.contains("state must be registered or unregistered"), refused.text)
+    }
 }
