@@ -134,22 +134,42 @@ final class GCMTests: XCTestCase {
         XCTAssertEqual(try register("app=com.example.demo&device=\(auth.0)&sender=*&delete=true&appid=abc&scope=GCM", auth: auth).1, "token=")
     }
 
+    /// What firebase-messaging sets up before an FCM registration: a checkin, a `wp:` registration
+    /// (`subscription`, its token), an installation `fid` (its auth and refresh tokens), and the
+    /// FCM registration body (`web`) naming the subscription's endpoint.
+    struct FirebaseSetup {
+        let auth: (UInt64, UInt64)
+        let subtype: String
+        let subscription: String
+        let api: [(String, String)]
+        let fis: String
+        let refresh: String
+        let web: String
+        var headers: [(String, String)] { api + [("x-goog-firebase-installations-auth", fis)] }
+    }
+
+    func firebaseSetup(fid: String, subtypeID: String) throws -> FirebaseSetup {
+        let auth = try checkin()
+        let key = try P256TestKey.publicBase64URL()
+        let subtype = "wp:receiver.push.com%23" + subtypeID
+        let wp = String(try register("app=org.chromium.linux&device=\(auth.0)&sender=\(key)&X-subtype=\(subtype)", auth: auth).1.dropFirst(6))
+        let api = [("x-goog-api-key", "any")]
+        let inst = try server.client().postJSON("/v1/projects/demo-project/installations",
+                                                #"{"fid":"\#(fid)","appId":"1:123456789012:web:abc","authVersion":"FIS_v2","sdkVersion":"w:0.4.5"}"#,
+                                                headers: api)
+        XCTAssertEqual(inst.status, 200, inst.text)
+        let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA==","endpoint":"https://fcm.googleapis.com/fcm/send/\#(wp)","p256dh":"\#(key)"}}"#
+        return FirebaseSetup(auth: auth, subtype: subtype, subscription: wp, api: api,
+                             fis: try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue),
+                             refresh: try XCTUnwrap(inst.object?["refreshToken"]?.stringValue), web: web)
+    }
+
     /// An FCM registration (firebase-messaging's) over a `wp:` registration: deleted, it is a
     /// record (404 to its calls) and registering again makes a new token that sends reach; it
     /// ends with the subscription it travels over.
     func testAnFCMRegistrationEndsWhenDeletedAndWithItsSubscription() throws {
-        let auth = try checkin()
-        let key = try P256TestKey.publicBase64URL()
-        let subtype = "wp:receiver.push.com%233a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d6e"
-        let wp = String(try register("app=org.chromium.linux&device=\(auth.0)&sender=\(key)&X-subtype=\(subtype)", auth: auth).1.dropFirst(6))
-        let api = [("x-goog-api-key", "any")]
-        let inst = try server.client().postJSON("/v1/projects/demo-project/installations",
-                                                #"{"fid":"cAbCdEfGhIjKlMnOpQrStU","appId":"1:123456789012:web:abc","authVersion":"FIS_v2","sdkVersion":"w:0.4.5"}"#,
-                                                headers: api)
-        XCTAssertEqual(inst.status, 200, inst.text)
-        let fis = try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue)
-        let headers = api + [("x-goog-firebase-installations-auth", fis)]
-        let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA==","endpoint":"https://fcm.googleapis.com/fcm/send/\#(wp)","p256dh":"\#(key)"}}"#
+        let setup = try firebaseSetup(fid: "cAbCdEfGhIjKlMnOpQrStU", subtypeID: "3a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d6e")
+        let (auth, subtype, wp, headers, web) = (setup.auth, setup.subtype, setup.subscription, setup.headers, setup.web)
         var answered = ""
         func registerFCM() throws -> String {
             let r = try server.client().postJSON("/v1/projects/demo-project/registrations", web, headers: headers)
@@ -199,20 +219,9 @@ final class GCMTests: XCTestCase {
     /// Deleting an installation ends its FCM registrations as their own DELETE does: they are
     /// `unregistered` and sends to them answer NotRegistered; its tokens then answer 401.
     func testDeletingAnInstallationUnregistersItsFCMRegistrations() throws {
-        let auth = try checkin()
-        let key = try P256TestKey.publicBase64URL()
-        let subtype = "wp:receiver.push.com%233a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d6f"
-        let wp = String(try register("app=org.chromium.linux&device=\(auth.0)&sender=\(key)&X-subtype=\(subtype)", auth: auth).1.dropFirst(6))
-        let api = [("x-goog-api-key", "any")]
-        let inst = try server.client().postJSON("/v1/projects/demo-project/installations",
-                                                #"{"fid":"dAbCdEfGhIjKlMnOpQrStU","appId":"1:123456789012:web:abc","authVersion":"FIS_v2","sdkVersion":"w:0.4.5"}"#,
-                                                headers: api)
-        XCTAssertEqual(inst.status, 200, inst.text)
-        let fis = try XCTUnwrap(inst.object?["authToken"]?.objectValue?["token"]?.stringValue)
-        let refresh = try XCTUnwrap(inst.object?["refreshToken"]?.stringValue)
-        let web = #"{"web":{"applicationPubKey":null,"auth":"Lw6xhutboQsc_bM3TxwZUA==","endpoint":"https://fcm.googleapis.com/fcm/send/\#(wp)","p256dh":"\#(key)"}}"#
-        let made = try server.client().postJSON("/v1/projects/demo-project/registrations", web,
-                                                headers: api + [("x-goog-firebase-installations-auth", fis)])
+        let setup = try firebaseSetup(fid: "dAbCdEfGhIjKlMnOpQrStU", subtypeID: "3a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d6f")
+        let (wp, api, refresh) = (setup.subscription, setup.api, setup.refresh)
+        let made = try server.client().postJSON("/v1/projects/demo-project/registrations", setup.web, headers: setup.headers)
         XCTAssertEqual(made.status, 200, made.text)
         let token = try XCTUnwrap(made.object?["token"]?.stringValue)
         func send() throws -> String? {
