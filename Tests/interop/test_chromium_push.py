@@ -144,6 +144,17 @@ def test_unsubscribe_deletes_the_registration_and_the_endpoint_answers_410(mock_
 
 # -- 15 (Chromium's half): the clients list and the event stream ------------------------------------
 
+def push_sent_and_delivered(events, sub, text):
+    """Pushes `text` to subscription `sub` (201) and waits for its `message.sent` (for `sub`'s
+    token) and `message.delivered` events; the latter's data."""
+    resp = sub.push(text)
+    assert resp.status_code == 201, (resp.status_code, resp.text)
+    message_id = location_id(resp)
+    sent = events.wait("message.sent", lambda d: d.get("message_id") == message_id)
+    assert sent["token"] == sub.token, sent
+    return events.wait("message.delivered", lambda d: d.get("message_id") == message_id)
+
+
 @pytest.mark.firefox
 def test_firefox_and_chromium_on_one_server_are_listed_and_each_push_is_on_the_event_stream(
         mock_mcs, chromium_gcm, push_page, push_session, subscribed):
@@ -169,12 +180,7 @@ def test_firefox_and_chromium_on_one_server_are_listed_and_each_push_is_on_the_e
             assert cr and cr["kind"] == "gcm" and "HeadlessChrome/" in cr["user_agent"], connected
             for sub, browser in ((subscribed, chromium_gcm), (ff_sub, ff)):
                 text = "one server, two browsers " + secrets.token_hex(4)
-                resp = sub.push(text)
-                assert resp.status_code == 201, (resp.status_code, resp.text)
-                message_id = location_id(resp)
-                sent = events.wait("message.sent", lambda d: d.get("message_id") == message_id)
-                assert sent["token"] == sub.token, sent
-                done = events.wait("message.delivered", lambda d: d.get("message_id") == message_id)
+                done = push_sent_and_delivered(events, sub, text)
                 assert done["token"] == sub.token and done["status"] == "delivered", done
                 sub.page.wait_report(sub.scope, text, firefox=browser)
     finally:
@@ -198,11 +204,6 @@ def test_clients_list_chromium_and_events_follow_a_push_after_a_restart(mock_mcs
         events.wait("client.connected", lambda d: android_id in json.dumps(d), timeout=30)
         gcm_client(mock_mcs, android_id, chromium_gcm)
         text = "after a restart " + secrets.token_hex(4)
-        resp = subscribed.push(text)
-        assert resp.status_code == 201, (resp.status_code, resp.text)
-        message_id = location_id(resp)
-        sent = events.wait("message.sent", lambda d: d.get("message_id") == message_id)
-        assert sent["token"] == subscribed.token, sent
-        done = events.wait("message.delivered", lambda d: d.get("message_id") == message_id)
+        done = push_sent_and_delivered(events, subscribed, text)
         assert done["client_delivery"]["ack"]["by"] == "stream_ack", done
     subscribed.page.wait_report(subscribed.scope, text, firefox=chromium_gcm)
