@@ -309,8 +309,10 @@ extension Engine {
         let result: (ClientOrders, Void)? = state.withLock { s in
             guard var cd = s.clientDeliveries[deliveryID], cd.connectionID == connectionID, cd.version == version,
                   let deviceID = s.clientDeliveryDevice[deliveryID], let d = s.devices[deviceID],
-                  s.realClients[clientID]?.connection?.info.id == connectionID else { return nil }
-            let wasSent = s.realClients[clientID]?.connection?.unacked.contains(deliveryID) ?? false
+                  // The client looked up once (its id hashed once) and changed in place below.
+                  let ci = s.realClients.index(forKey: clientID),
+                  s.realClients.values[ci].connection?.info.id == connectionID else { return nil }
+            let wasSent = s.realClients.values[ci].connection?.unacked.contains(deliveryID) ?? false
             guard wasSent || (nack && cd.ack != nil && cd.rejection == nil) else { return nil }
             var status: String
             var deliveredAt: Int64?
@@ -328,8 +330,8 @@ extension Engine {
             }
             s.clientDeliveries[deliveryID] = cd
             s.clientPayloads[deliveryID] = nil
-            s.realClients[clientID]?.connection?.unacked.removeAll { $0 == deliveryID }
-            s.realClients[clientID]?.connection?.lastFrameAt = now
+            s.realClients.values[ci].connection?.unacked.removeAll { $0 == deliveryID }
+            s.realClients.values[ci].connection?.lastFrameAt = now
             s.rememberAcknowledged(deliveryID, clientID: clientID)
             var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, stored: cd.stored())]
             if !events.hasReaders {
@@ -551,12 +553,15 @@ extension EngineState {
     /// Keeps the last deliveries a client acknowledged, so a nack after an ack 100 finds them.
     mutating func rememberAcknowledged(_ deliveryID: Int64, clientID: String) {
         // Changed in place, so the array is not copied; the oldest leave 32 at a time.
-        acknowledged[clientID, default: []].append(deliveryID)
-        guard let count = acknowledged[clientID]?.count, count > 2 * maxUnackedPerConnection + 32 else { return }
-        var list = acknowledged.removeValue(forKey: clientID) ?? []
-        for gone in list.prefix(32) { forgetClientDelivery(gone) }
-        list.removeFirst(32)
-        acknowledged[clientID] = list
+        guard let i = acknowledged.index(forKey: clientID) else {
+            acknowledged[clientID] = [deliveryID]
+            return
+        }
+        acknowledged.values[i].append(deliveryID)
+        guard acknowledged.values[i].count > 2 * maxUnackedPerConnection + 32 else { return }
+        let gone = acknowledged.values[i].prefix(32)
+        acknowledged.values[i].removeFirst(32)
+        for id in gone { forgetClientDelivery(id) }
     }
 
     mutating func forgetAcknowledged(clientID: String) {
