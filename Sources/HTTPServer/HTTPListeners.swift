@@ -267,7 +267,7 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
         let session: TLSSession
         do {
             session = try TLSSession(serverOn: s.fd, credentials: credentials, protocols: protocols,
-                                     requestingClientCertificate: requestsClientCertificate)
+                                     requestingClientCertificate: requestsClientCertificate, handshakeSeconds: limits.handshakeSeconds)
         } catch {
             close(s.fd)
             return

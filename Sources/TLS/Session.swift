@@ -1,4 +1,6 @@
 import CGnuTLS
+import Dispatch
+import Platform
 
 #if canImport(Glibc)
     import Glibc
@@ -67,14 +69,14 @@ public final class TLSSession: @unchecked Sendable {
     /// certificate is not checked here: see `peerCertificate` and
     /// `LocalCertificateAuthority.hasIssued`.
     public init(serverOn fd: Int32, credentials: TLSCredentials, protocols: [String] = [],
-                requestingClientCertificate: Bool = false) throws(TLSError) {
+                requestingClientCertificate: Bool = false, handshakeSeconds: Int = TLSSession.handshakeSeconds) throws(TLSError) {
         var s: gnutls_session_t?
         var rc = gnutls_init(&s, UInt32(GNUTLS_SERVER) | UInt32(GNUTLS_NO_SIGNAL))
         guard rc >= 0, let s else { throw TLSError("gnutls_init", rc) }
         TLSPriorities.apply(to: s)
         gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials.credentials))
         gnutls_certificate_server_set_request(s, requestingClientCertificate ? GNUTLS_CERT_REQUEST : GNUTLS_CERT_IGNORE)
-        rc = Self.handshake(s, fd: fd, protocols: protocols, flags: GNUTLS_ALPN_SERVER_PRECEDENCE.rawValue)
+        rc = Self.handshake(s, fd: fd, protocols: protocols, flags: GNUTLS_ALPN_SERVER_PRECEDENCE.rawValue, seconds: handshakeSeconds)
         guard rc >= 0 else {
             gnutls_deinit(s)
             throw TLSError("TLS handshake failed", rc)
@@ -150,11 +152,11 @@ public final class TLSSession: @unchecked Sendable {
         rc = gnutls_server_name_set(s, GNUTLS_NAME_DNS, host, host.utf8.count)
         guard rc >= 0 else { return rc }
         if let checked { gnutls_session_set_verify_cert(s, checked, 0) }
-        return handshake(s, fd: fd, protocols: protocols, flags: 0)
+        return handshake(s, fd: fd, protocols: protocols, flags: 0, seconds: handshakeSeconds)
     }
 
     /// Offers `protocols` by ALPN, binds `s` to `fd` and handshakes; 0 or a GnuTLS error code.
-    private static func handshake(_ s: gnutls_session_t, fd: Int32, protocols: [String], flags: UInt32) -> Int32 {
+    private static func handshake(_ s: gnutls_session_t, fd: Int32, protocols: [String], flags: UInt32, seconds: Int) -> Int32 {
         var rc: Int32 = 0
         if !protocols.isEmpty {
             // GnuTLS copies the names: the buffers need not outlive the call.
@@ -172,12 +174,24 @@ public final class TLSSession: @unchecked Sendable {
             guard rc >= 0 else { return rc }
         }
         gnutls_transport_set_int2(s, fd, fd)
-        gnutls_handshake_set_timeout(s, 10_000)
+        gnutls_handshake_set_timeout(s, UInt32(seconds * 1000))
+        // The socket's receive time-out bounds each wait, and a peer that sends a byte now and
+        // then would renew it forever: past the deadline the socket is shut down, which ends the
+        // blocked read and the handshake with it. Under the lock, so the socket is still this
+        // handshake's (the caller closes it only after this returns).
+        let done = Locked(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) {
+            done.withLock { finished in if !finished { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) } }
+        }
+        defer { done.withLock { $0 = true } }
         repeat {
             rc = gnutls_handshake(s)
         } while rc < 0 && gnutls_error_is_fatal(rc) == 0
         return rc
     }
+
+    /// How long a handshake may take in all, however the peer paces its bytes.
+    public static let handshakeSeconds = 10
 
     /// The protocol chosen by ALPN, or nil when none was (the peer offered none, or none in
     /// common).

@@ -59,6 +59,32 @@ final class TLSSessionTests: XCTestCase {
         for fd in ends.fds { Glibc.close(fd) }
     }
 
+    /// A peer that sends a byte now and then renews the socket's receive time-out forever; the
+    /// handshake still ends at its deadline.
+    func testAHandshakeDribbledByteByByteEndsAtItsDeadline() throws {
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        defer { for fd in fds { Glibc.close(fd) } }
+        setReceiveTimeout(fds[0], seconds: 1)
+        let ended = Locked<Double?>(nil)
+        let started = Date()
+        let (serverFD, credentials) = (fds[0], credentials!)
+        spawnThread {
+            _ = try? TLSSession(serverOn: serverFD, credentials: credentials, handshakeSeconds: 2)
+            ended.withLock { $0 = Date().timeIntervalSince(started) }
+        }
+        // A ClientHello's first bytes, one every 0.4 s (more than the record needs never comes).
+        let hello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03] + [UInt8](repeating: 7, count: 32)
+        for b in hello where ended.withLock({ $0 }) == nil && Date().timeIntervalSince(started) < 8 {
+            var byte = b
+            _ = write(fds[1], &byte, 1)
+            Thread.sleep(forTimeInterval: 0.4)
+        }
+        let took = try XCTUnwrap(ended.withLock { $0 }, "still handshaking after 8 s")
+        XCTAssertGreaterThanOrEqual(took, 1.9)
+        XCTAssertLessThan(took, 4, "the deadline, not the dribble, ended it")
+    }
+
     func testHandshakeWithTheLocalCAAndBytesBothWays() throws {
         let ends = handshake()
         defer { close(ends) }
