@@ -94,6 +94,8 @@ final class HTTP1Connection: @unchecked Sendable {
     /// When the clock of the request head awaited started (nil: none awaited on a clock; see
     /// `updateHeadClock`), and the neighbours in the loop's list of such connections.
     private(set) var headSince: UInt64?
+    /// The clock runs for a request's body (its head came whole), not for a head.
+    private var clockOnBody = false
     weak var waitingPrevious: HTTP1Connection?
     var waitingNext: HTTP1Connection?
 
@@ -244,16 +246,24 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    /// Starts or stops the head's clock (`HTTP1Limits.headTimeoutMillis`): it runs while a new
+    /// Starts or stops the request's clock (`HTTP1Limits.headTimeoutMillis`): it runs while a new
     /// connection has sent no complete head yet, or bytes of a head wait with no answer owed
-    /// before them; a connection idle after its answers, with nothing sent, is not on it.
+    /// before them, and again, from the head's end, while its body arrives (a byte now and then
+    /// keeps no body open for ever); a connection idle after its answers, with nothing sent, is
+    /// not on it.
     func updateHeadClock() {
         var waiting = false
-        if case .head = phase, !closed, !noMoreRequests, slots.isEmpty, streaming == nil {
-            waiting = input.count > taken || nextSeq == 0
+        var onBody = false
+        if !closed, !noMoreRequests, slots.isEmpty, streaming == nil {
+            switch phase {
+            case .head: waiting = input.count > taken || nextSeq == 0
+            case .body, .chunked: (waiting, onBody) = (true, true)
+            }
         }
-        if waiting && headSince == nil {
+        if waiting && (headSince == nil || onBody != clockOnBody) {
+            if headSince != nil { loop.stopWaiting(self) }
             headSince = monotonicNanos()
+            clockOnBody = onBody
             loop.startWaiting(self)
         } else if !waiting && headSince != nil {
             headSince = nil
@@ -261,12 +271,12 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    /// The head's time is up: 408 when some of it came (then the connection closes), else a
+    /// The request's time is up: 408 when some of it came (then the connection closes), else a
     /// plain close (a client that said nothing gets no answer it did not ask for).
     func headTimedOut() {
         headSince = nil
         loop.stopWaiting(self)
-        if input.count > taken { refuse(.headTimeout) } else { closeNow() }
+        if clockOnBody { refuse(.bodyTimeout) } else if input.count > taken { refuse(.headTimeout) } else { closeNow() }
     }
 
     private func takeBody(_ bytes: UnsafeBufferPointer<UInt8>) {

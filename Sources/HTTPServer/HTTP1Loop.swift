@@ -14,8 +14,9 @@ public struct HTTP1Limits: Sendable {
     /// Milliseconds a request head has to arrive whole, counted from the connection's start (for
     /// its first request), or from the first byte of the head, or from the answer before it when
     /// that byte came earlier (pipelined). Past it: `408` and close when some of the head came,
-    /// a plain close when nothing did. An idle keep-alive connection (nothing sent since its last
-    /// answer) is not on this clock: it has the 300 s idle time-out.
+    /// a plain close when nothing did. A request's body has as long again, counted from its
+    /// head's end (then `408` and close). An idle keep-alive connection (nothing sent since its
+    /// last answer) is not on this clock: it has the 300 s idle time-out.
     public var headTimeoutMillis = 20_000
     /// Connections at once that are waiting for a request head on that clock (over all loops).
     /// One more closes the one that has waited longest, so clients that hold connections open

@@ -24,6 +24,8 @@ enum HTTP1Refusal: Error, Equatable {
     case unsupportedVersion
     /// The head did not arrive whole in time (408, `HTTP1Limits.headTimeoutMillis`).
     case headTimeout
+    /// The body did not arrive whole in as much time again from the head's end (408).
+    case bodyTimeout
 
     var status: Int {
         switch self {
@@ -31,7 +33,7 @@ enum HTTP1Refusal: Error, Equatable {
         case .headTooLarge: return 431
         case .unsupportedCoding: return 501
         case .unsupportedVersion: return 505
-        case .headTimeout: return 408
+        case .headTimeout, .bodyTimeout: return 408
         }
     }
 
@@ -42,6 +44,7 @@ enum HTTP1Refusal: Error, Equatable {
         case .unsupportedCoding: return "only the chunked transfer coding is supported\n"
         case .unsupportedVersion: return "only HTTP/1.0 and HTTP/1.1 are supported\n"
         case .headTimeout: return "request timeout: the request head did not arrive in time\n"
+        case .bodyTimeout: return "request timeout: the request body did not arrive in time\n"
         }
     }
 }

@@ -57,6 +57,33 @@ final class HTTP1SlowHeadTests: XCTestCase {
         XCTAssertEqual(kept.readAnswer()?.text, "/second", "an idle keep-alive connection stays open")
     }
 
+    /// A body has as long again from its head's end: a byte now and then keeps none open for
+    /// ever (408, the request's own text, then close); one that comes in time is answered.
+    func testABodyThatDoesNotArriveInTimeGets408() throws {
+        let server = try serve(headTimeoutMillis: 300)
+        let slow = try RawHTTP1(port: server.port)
+        let started = Date()
+        slow.write("POST /slow-body HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nabc")
+        for _ in 0..<3 {
+            usleep(100_000)
+            slow.write("d")
+        }
+        guard let a = slow.readAnswer() else { return XCTFail("no 408") }
+        XCTAssertEqual(a.status, 408, a.head)
+        XCTAssertEqual(a.text, "request timeout: the request body did not arrive in time\n")
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.29)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5)
+        assertClosed(slow, "after the 408")
+        // A head that took most of its time still leaves its body the whole period.
+        let late = try RawHTTP1(port: server.port)
+        late.write("POST /late HTTP/1.1\r\nHost: t\r\n")
+        usleep(200_000)
+        late.write("Content-Length: 3\r\n\r\n")
+        usleep(200_000)
+        late.write("xyz")
+        XCTAssertEqual(late.readAnswer()?.text, "/late")
+    }
+
     func testAConnectionThatSendsNothingIsClosedWithoutAnAnswer() throws {
         let server = try serve(headTimeoutMillis: 300)
         let silent = try RawHTTP1(port: server.port, seconds: 10)
