@@ -81,9 +81,13 @@ extension HTTP2Connection {
         guard let s = stream(id), !s.bodyTooLarge else { return }
         if s.requestBody.count + bytes.count > core.maxBodyBytes {
             s.bodyTooLarge = true
+            pendingBodyBytes -= s.requestBody.count
             s.requestBody = []
         } else {
             s.requestBody.append(contentsOf: bytes)
+            pendingBodyBytes += bytes.count
+            // Many streams each under the body limit still add up: the connection's own bound.
+            if pendingBodyBytes > limits.maxPendingBodyBytes { fatal = fatal ?? FCM_NGHTTP2_ENHANCE_YOUR_CALM }
         }
     }
 
@@ -130,6 +134,7 @@ extension HTTP2Connection {
             request.inBatch = true
             batchPending = true
         }
+        pendingBodyBytes -= s.requestBody.count
         s.requestBody = []
         s.method = request.method
         s.path = request.path
@@ -286,6 +291,7 @@ private let onStreamClose: nghttp2_on_stream_close_callback = { _, id, _, ud in
     let c = connection(ud)
     if let s = c.streams.removeValue(forKey: id) {
         s.body?.released()
+        c.pendingBodyBytes -= s.requestBody.count
         // An answer the client will never read (it reset the stream) is held no longer.
         if s.sent < s.out.count { c.unsentBytes -= s.out.count - s.sent }
     }

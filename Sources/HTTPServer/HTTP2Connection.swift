@@ -33,6 +33,12 @@ public struct HTTP2Limits: Sendable {
     /// handed to the handler, until the answers drain below it; so what a connection holds is this
     /// plus the answers of the requests already being handled, never one answer per stream.
     public var maxUnsentBytes = 4 << 20
+    /// Request body bytes one connection may hold over its streams still arriving (each stream
+    /// keeps up to the server's body limit); past it: GOAWAY ENHANCE_YOUR_CALM.
+    public var maxPendingBodyBytes = 16 << 20
+    /// Seconds a stream has from its HEADERS to its last byte of body; past it, RST_STREAM CANCEL
+    /// (a byte now and then keeps no request, and its buffer, for ever).
+    public var requestSeconds = 20
 
     public init() {}
 }
@@ -91,6 +97,10 @@ final class HTTP2Connection: @unchecked Sendable {
     var sawFrame = false
     /// Body bytes of submitted answers not yet given to nghttp2 (`limits.maxUnsentBytes`).
     var unsentBytes = 0
+    /// Body bytes held by streams not handed to the handler yet (`HTTP2Limits.maxPendingBodyBytes`).
+    var pendingBodyBytes = 0
+    /// When the streams' deadlines are next looked at (`HTTP2Limits.requestSeconds`).
+    private var nextRequestSweep: UInt64 = 0
     /// Complete requests waiting for the answers to drain below `limits.maxUnsentBytes`, in order.
     var waiting: [HTTP2Stream] = []
     private var goingAway = false
@@ -140,6 +150,7 @@ final class HTTP2Connection: @unchecked Sendable {
     /// The request of stream `s` is complete: handled now, or once the answers held unsent have
     /// drained below `limits.maxUnsentBytes` (after the requests already waiting).
     func requestComplete(_ s: HTTP2Stream) {
+        s.complete = true
         if waiting.isEmpty && hasRoomForAnswers {
             dispatch(s)
         } else {
@@ -215,6 +226,7 @@ final class HTTP2Connection: @unchecked Sendable {
                     while Glibc.read(wake.0, &sink, 64) > 0 {}
                 }
                 if fds[0].revents == 0 {
+                    cancelLateRequests(now: monotonicNanos())
                     let quiet = monotonicNanos() &- lastActivity
                     let allowed = sawFrame ? (streams.isEmpty ? limits.idleSeconds : limits.idleSeconds * 4) : limits.handshakeSeconds
                     if quiet > UInt64(allowed) * 1_000_000_000 {
@@ -228,11 +240,24 @@ final class HTTP2Connection: @unchecked Sendable {
             let n = buffer.withUnsafeMutableBytes { transport.read($0.baseAddress!, $0.count) }
             if n <= 0 { return }
             lastActivity = monotonicNanos()
+            if lastActivity >= nextRequestSweep { cancelLateRequests(now: lastActivity) }
             let rv = buffer.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, n) }
             if rv < 0 {
                 let limitBroken = rv == FCM_NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == FCM_NGHTTP2_ERR_FLOODED
                 fatal = fatal ?? (limitBroken ? FCM_NGHTTP2_ENHANCE_YOUR_CALM : FCM_NGHTTP2_PROTOCOL_ERROR)
             }
+        }
+    }
+
+    /// Resets the streams whose request has not arrived whole within `limits.requestSeconds`
+    /// (looked at once a second at most).
+    private func cancelLateRequests(now: UInt64) {
+        nextRequestSweep = now &+ 1_000_000_000
+        let allowed = UInt64(limits.requestSeconds) * 1_000_000_000
+        // A complete request waiting for its turn (the client has not read the answers before
+        // it) is not late: its bytes all came.
+        for s in streams.values where !s.complete && !s.dispatched && now &- s.startedAt > allowed {
+            nghttp2_submit_rst_stream(session, 0, s.id, FCM_NGHTTP2_CANCEL)
         }
     }
 
@@ -371,6 +396,8 @@ final class HTTP2Stream {
     var headersTooLarge = false
     var requestBody: [UInt8] = []
     var bodyTooLarge = false
+    /// The request has come whole (END_STREAM).
+    var complete = false
     var dispatched = false
     var responder: HTTPResponder?
     let startedAt = monotonicNanos()

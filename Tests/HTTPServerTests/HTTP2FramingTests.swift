@@ -174,6 +174,45 @@ final class HTTP2FramingTests: XCTestCase {
         XCTAssertEqual(answers[3]?.text, "POST /small  localhost ok")
     }
 
+    /// A request has `requestSeconds` from its HEADERS to its last body byte (RST_STREAM CANCEL
+    /// past it, however the bytes are paced), and the bodies a connection's open streams hold
+    /// are bounded all together (GOAWAY ENHANCE_YOUR_CALM), each one under the body limit.
+    func testSlowBodiesAreCancelledAndHeldBodiesAreBoundedPerConnection() throws {
+        var limits = HTTP2Limits()
+        limits.requestSeconds = 1
+        limits.maxPendingBodyBytes = 64 * 1024
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 32 * 1024, http2Limits: limits, handler: Self.echo)
+        try server.start()
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        let head = H2RawClient.request("POST", "/slow", extra: [("content-length", "100")])
+        XCTAssertTrue(c.write(H2RawClient.frameBytes(H2RawClient.headers, H2RawClient.endHeaders, 1, head)))
+        for _ in 0..<4 {
+            _ = c.write(H2RawClient.frameBytes(H2RawClient.data, 0, 1, [65]))
+            usleep(400_000)
+        }
+        c.sendRequest(3, "POST", "/quick", body: Array("ok".utf8))
+        let answers = c.collect([1, 3])
+        XCTAssertEqual(answers[1]?.reset, 8, "CANCEL")
+        XCTAssertEqual(answers[3]?.text, "POST /quick  localhost ok", "the connection goes on")
+
+        let many = try H2RawClient(port: server.port)
+        var sent = 0
+        for i in 0..<4 {
+            let id = Int32(2 * i + 1)
+            let h = H2RawClient.request("POST", "/held", extra: [("content-length", "30000")])
+            _ = many.write(H2RawClient.frameBytes(H2RawClient.headers, H2RawClient.endHeaders, id, h))
+            _ = many.write(H2RawClient.frameBytes(H2RawClient.data, 0, id, [UInt8](repeating: 66, count: 16_000)))
+            _ = many.write(H2RawClient.frameBytes(H2RawClient.data, 0, id, [UInt8](repeating: 66, count: 13_000)))
+            sent += 29_000
+        }
+        XCTAssertGreaterThan(sent, limits.maxPendingBodyBytes)
+        XCTAssertEqual(many.readUntilGoAway()?.errorCode, 11, "ENHANCE_YOUR_CALM")
+        let fresh = try H2RawClient(port: server.port)
+        fresh.sendRequest(1, "GET", "/still-up")
+        XCTAssertEqual(fresh.collect([1])[1]?.status, 200)
+    }
+
     func testStreamsBeyondTheConcurrencyLimitAreRefused() throws {
         let held = Locked<[HTTPResponder]>([])
         let server = try start { _, responder in held.withLock { $0.append(responder) } }
