@@ -39,6 +39,10 @@ struct WebSocketReader {
     /// A fragmented text message is open (its first frame came without FIN).
     private var inMessage = false
     private var message: [UInt8] = []
+    /// Frames of the open message so far: bounded too (`maxFragments`), since empty continuation
+    /// frames add no bytes and would keep a message open for ever.
+    private var fragments = 0
+    static let maxFragments = 1024
     private var utf8 = UTF8Validator()
     /// Payload bytes of a frame being skipped (closing state) not yet arrived.
     private var skipLeft: UInt64 = 0
@@ -167,9 +171,14 @@ struct WebSocketReader {
         guard utf8.feed(payload) else { return .failure(code: 1007, reason: "text is not valid UTF-8") }
         if !h.fin {
             inMessage = true
+            fragments += 1
+            guard fragments <= Self.maxFragments else {
+                return .failure(code: 1009, reason: "a message in more than \(Self.maxFragments) fragments")
+            }
             message.append(contentsOf: payload)
             return .fragment
         }
+        fragments = 0
         guard utf8.isComplete else { return .failure(code: 1007, reason: "text is not valid UTF-8") }
         let whole: [UInt8]
         if inMessage {

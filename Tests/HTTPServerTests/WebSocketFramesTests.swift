@@ -55,6 +55,17 @@ final class WebSocketFramesTests: XCTestCase {
         XCTAssertEqual(events(bytes), [.fragment, .ping(Array("hb".utf8)), .fragment, .pong, .text("price: € 5!")])
     }
 
+    /// Empty continuation frames add no bytes: a message is also bounded in frames (1009 past
+    /// 1,024), and the count starts again with each message.
+    func testAMessageInTooManyFragmentsIs1009() {
+        var atTheBound = text("a", fin: false)
+        for _ in 1..<WebSocketReader.maxFragments { atTheBound += frame(0, [], fin: false) }
+        let whole = events(atTheBound + frame(0, Array("b".utf8)) + text("next"))
+        XCTAssertEqual(whole.filter { $0 != .fragment }, [.text("ab"), .text("next")])
+        let over = events(atTheBound + frame(0, [], fin: false))
+        XCTAssertEqual(over.last, .failure(code: 1009, reason: "a message in more than 1024 fragments"))
+    }
+
     func testEachProtocolErrorIsA1002FromTheHeaderAlone() {
         let cases: [(String, [UInt8])] = [
             ("unmasked", frame(1, Array("x".utf8), masked: false)),
