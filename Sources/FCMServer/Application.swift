@@ -121,7 +121,8 @@ public final class Application: Sendable {
             let xmpp: XMPPServer
             do {
                 xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
-                                      loginTimeout: c.xmppLoginTimeout, maxConnections: c.xmppMaxConnections, delegate: ccs)
+                                      loginTimeout: c.xmppLoginTimeout, stanzaTimeout: c.xmppStanzaTimeout,
+                                      maxConnections: c.xmppMaxConnections, delegate: ccs)
             } catch {
                 // The HTTP listeners open after this one: a port of theirs that is taken too is
                 // named now, so one run tells everything that is in the way.

@@ -62,6 +62,8 @@ public struct Configuration: Sendable {
     /// Seconds an XMPP client has to authenticate and bind before it is disconnected
     /// (`connection-timeout`); no flag sets it, tests lower it.
     public var xmppLoginTimeout = 30
+    /// Seconds an XMPP stanza has from its first byte to its last (no flag; tests lower it).
+    public var xmppStanzaTimeout = 30
     /// XMPP connections open at once, logged in or not (each holds a thread); no flag sets it,
     /// tests lower it.
     public var xmppMaxConnections = 5000

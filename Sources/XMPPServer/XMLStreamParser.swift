@@ -131,6 +131,9 @@ public final class XMLStreamParser {
         XML_SetStartDoctypeDeclHandler(parser, doctypeHandler)
     }
 
+    /// Bytes of a stanza (or a tag) in the making wait: fed past the last complete top-level item.
+    public var stanzaInTheMaking: Bool { fed > boundary }
+
     /// Feeds bytes; returns the events they completed.
     public func feed(_ bytes: [UInt8]) throws(XMLStreamError) -> [XMLStreamEvent] {
         if let failure { throw failure }

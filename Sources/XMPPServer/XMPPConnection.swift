@@ -291,12 +291,28 @@ public final class XMPPConnection: @unchecked Sendable {
             server.forget(self)
             if account != nil { server.delegate.closed(self) }
         }
-        let timedOut = { [self] in end(error: "connection-timeout", text: "log in and bind within \(server.loginTimeout) seconds") }
+        // Since when a stanza has been in the making (its first byte), and whether the socket's
+        // receive time-out is set for it (after login, reads otherwise wait for ever).
+        var stanzaSince: UInt64?
+        var stanzaClockSet = false
+        let stanzaNanos = UInt64(server.stanzaTimeout) * 1_000_000_000
+        let timedOut = { [self] in
+            if let deadline = loginDeadline, monotonicNanos() + 1_000_000 >= deadline {
+                return end(error: "connection-timeout", text: "log in and bind within \(server.loginTimeout) seconds")
+            }
+            end(error: "policy-violation", text: "a stanza must arrive whole within \(server.stanzaTimeout) seconds")
+        }
         while true {
-            if let deadline = loginDeadline {
-                let now = monotonicNanos()
+            let now = monotonicNanos()
+            var deadline = loginDeadline
+            if let since = stanzaSince { deadline = min(deadline ?? UInt64.max, since + stanzaNanos) }
+            if let deadline {
                 guard now + 1_000_000 < deadline else { return timedOut() }
                 setReceiveTimeout(fd, nanos: deadline - now)
+                stanzaClockSet = stanzaSince != nil
+            } else if stanzaClockSet {
+                setReceiveTimeout(fd, seconds: 0)
+                stanzaClockSet = false
             }
             let reader = tls
             let n = buf.withUnsafeMutableBytes { b in
@@ -319,6 +335,7 @@ public final class XMPPConnection: @unchecked Sendable {
                 for e in events where !handle(e, parser) { return }
                 chunk = parser.takeLeftover()
             }
+            stanzaSince = parser.stanzaInTheMaking ? (stanzaSince ?? monotonicNanos()) : nil
         }
     }
 

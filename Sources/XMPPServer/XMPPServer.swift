@@ -35,6 +35,8 @@ public final class XMPPServer: Sendable {
     let maxStanzaBytes: Int
     /// Seconds a client has to authenticate and bind after connecting.
     let loginTimeout: Int
+    /// Seconds a stanza has from its first byte to its last (a byte now and then keeps none open).
+    let stanzaTimeout: Int
     /// Connections open at once, logged in or not (each holds a thread); one more is refused.
     let maxConnections: Int
     let delegate: any XMPPDelegate
@@ -47,7 +49,7 @@ public final class XMPPServer: Sendable {
 
     /// Binds `host:port` at once (a busy port is reported before anything starts).
     public init(host: String, port: Int, domain: String = "gcm.googleapis.com", maxStanzaBytes: Int = 1 << 20,
-                tls: TLSCredentials? = nil, loginTimeout: Int = 30, maxConnections: Int = 5000,
+                tls: TLSCredentials? = nil, loginTimeout: Int = 30, stanzaTimeout: Int = 30, maxConnections: Int = 5000,
                 delegate: any XMPPDelegate) throws(SocketError) {
         self.tls = tls
         let (fd, bound) = try ListenSocket.open(host: host, port: port)
@@ -57,6 +59,7 @@ public final class XMPPServer: Sendable {
         self.domain = domain
         self.maxStanzaBytes = maxStanzaBytes
         self.loginTimeout = loginTimeout
+        self.stanzaTimeout = stanzaTimeout
         self.maxConnections = maxConnections
         self.delegate = delegate
     }

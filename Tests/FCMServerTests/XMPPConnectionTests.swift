@@ -135,6 +135,35 @@ final class XMPPLoginTimeoutTests: XCTestCase {
     }
 }
 
+/// After login a stanza has its own deadline from its first byte (lowered to 1 s here): a byte
+/// now and then keeps none open; whitespace between stanzas and an idle stream are not on it.
+final class XMPPStanzaTimeoutTests: XCTestCase {
+    func testAStanzaThatDoesNotArriveWholeInTimeEndsTheStream() throws {
+        let s = try TestServer(fixtures: [errorTableFixture]) { $0.xmppStanzaTimeout = 1 }
+        defer { s.stop() }
+        let slow = try XMPPTestClient(port: s.app.xmppPort)
+        _ = try slow.login(user: "111@fcm.googleapis.com", password: "key-111")
+        let idle = try XMPPTestClient(port: s.app.xmppPort)
+        _ = try idle.login(user: "111@fcm.googleapis.com", password: "key-111")
+        slow.send(#"<message id="z"><gcm xmlns="google:mobile:data">"#)
+        var closed = false
+        let started = Date()
+        for _ in 0..<40 where !closed {
+            usleep(100_000)
+            slow.send(" ")
+            idle.send(" ")  // whitespace between stanzas: a keep-alive, not a stanza
+            closed = slow.waitForClose(timeout: 0.01)
+        }
+        XCTAssertTrue(closed, "still open after 4 s")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3)
+        let said = String(decoding: slow.received, as: UTF8.self)
+        XCTAssertTrue(said.contains("<policy-violation xmlns=\"urn:ietf:params:xml:ns:xmpp-streams\"/>"), said)
+        XCTAssertTrue(said.contains("a stanza must arrive whole within 1 seconds"), said)
+        idle.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
+        XCTAssertEqual(try idle.nextStanza()?.attributes["type"], "result", "the idle stream stays")
+    }
+}
+
 /// Out of descriptors, the listener waits and goes on accepting (it stopped for good).
 final class XMPPDescriptorExhaustionTests: XCTestCase {
     func testListenerSurvivesRunningOutOfDescriptors() throws {
