@@ -22,7 +22,8 @@ public enum XMLStreamError: Error, Equatable, Sendable {
     /// A stream header outside the stream namespace, or declaring a content namespace other than
     /// `jabber:client` (`invalid-namespace`).
     case invalidNamespace(String)
-    /// A DOCTYPE or entity declaration (`restricted-xml`): refused, so no billion laughs and no
+    /// A DOCTYPE or entity declaration, a comment or a processing instruction (`restricted-xml`,
+    /// RFC 6120 11.1): refused, so no billion laughs and no
     /// external entities.
     case restrictedXML
     /// A stanza over the size limit (`policy-violation`).
@@ -41,7 +42,7 @@ public enum XMLStreamError: Error, Equatable, Sendable {
         // 4.8.1 names this condition for a header outside the stream namespace; 4.9.3.10 adds a
         // content namespace that is not supported.
         case .invalidNamespace(let why): ("invalid-namespace", why)
-        case .restrictedXML: ("restricted-xml", "DTDs and entity declarations are not allowed")
+        case .restrictedXML: ("restricted-xml", "DTDs, entity declarations, comments and processing instructions are not allowed")
         case .tooBig(let limit): ("policy-violation", "a stanza may not exceed \(limit) bytes")
         case .tooComplex(let why): ("policy-violation", why)
         }
@@ -129,6 +130,9 @@ public final class XMLStreamParser {
         // Refusing every DOCTYPE and entity declaration leaves nothing to expand: no billion
         // laughs, no external entities.
         XML_SetStartDoctypeDeclHandler(parser, doctypeHandler)
+        // RFC 6120 11.1: comments and processing instructions are restricted XML too.
+        XML_SetCommentHandler(parser, commentHandler)
+        XML_SetProcessingInstructionHandler(parser, processingInstructionHandler)
     }
 
     /// Bytes of a stanza (or a tag) in the making wait: fed past the last complete top-level item.
@@ -342,5 +346,13 @@ private let entityHandler: XML_EntityDeclHandler = { data, _, _, _, _, _, _, _, 
 }
 
 private let doctypeHandler: XML_StartDoctypeDeclHandler = { data, _, _, _, _ in
+    parserFrom(data)?.refuseDeclarations()
+}
+
+private let commentHandler: XML_CommentHandler = { data, _ in
+    parserFrom(data)?.refuseDeclarations()
+}
+
+private let processingInstructionHandler: XML_ProcessingInstructionHandler = { data, _, _ in
     parserFrom(data)?.refuseDeclarations()
 }

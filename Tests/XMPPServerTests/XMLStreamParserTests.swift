@@ -46,12 +46,16 @@ final class XMLStreamParserTests: XCTestCase {
             ("mismatched tags", nil, { $0 == .notWellFormed("mismatched tag") }),
             ("entity declaration", nil, { $0 == .restrictedXML }),
             ("doctype", nil, { $0 == .restrictedXML }),
+            ("comment between stanzas", nil, { $0 == .restrictedXML }),
+            ("processing instruction in a stanza", nil, { $0 == .restrictedXML }),
             ("invalid UTF-8", nil, { $0 == .notWellFormed("not well-formed (invalid token)") }),
         ]
         let inputs: [String: [UInt8]] = [
             "mismatched tags": Array((header + "<message><a></b></message>").utf8),
             "entity declaration": Array(("<!DOCTYPE x [<!ENTITY a \"aaaa\">]>" + header).utf8),
             "doctype": Array(("<!DOCTYPE stream>" + header).utf8),
+            "comment between stanzas": Array((header + "<message/><!-- hi --><message/>").utf8),
+            "processing instruction in a stanza": Array((header + "<message><?foo bar?></message>").utf8),
             "invalid UTF-8": Array((header + "<message>").utf8) + [0xFF, 0xFE] + Array("</message>".utf8),
         ]
         for (name, _, check) in cases {
@@ -63,6 +67,9 @@ final class XMLStreamParserTests: XCTestCase {
             XCTAssertThrowsError(try p.feed(Array("<x/>".utf8)))
         }
         _ = cases.map { $0.1 }
+        // The XML declaration before the stream is no processing instruction: clients send it.
+        let declared = XMLStreamParser()
+        XCTAssertNoThrow(try declared.feed(Array(("<?xml version='1.0'?>" + header + "<message/>").utf8)))
     }
 
     /// Feeds `input` split at every byte boundary (and byte by byte); the events of every way
