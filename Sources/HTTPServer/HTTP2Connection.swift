@@ -60,6 +60,9 @@ final class HTTP2Connection: @unchecked Sendable {
         /// Work handed back to the connection's thread (`HTTPResponder.continueOnConnection`).
         case run(@Sendable (_ inBatch: Bool) -> Void)
         case goAway
+        /// Made room for a new connection at the limit: GOAWAY with the idle notice, closed
+        /// within a second (as the idle time-out would).
+        case evict
         case stop
     }
 
@@ -97,6 +100,10 @@ final class HTTP2Connection: @unchecked Sendable {
     var sawFrame = false
     /// Body bytes of submitted answers not yet given to nghttp2 (`limits.maxUnsentBytes`).
     var unsentBytes = 0
+    /// Since when (monotonic nanoseconds) the connection has had no stream, for the connection
+    /// limit to choose whom to close (0: it has streams, or has not started). The connection's
+    /// thread writes it; `ServerCore.track` reads it.
+    let idleSince = Atomic<UInt64>(0)
     /// Body bytes held by streams not handed to the handler yet (`HTTP2Limits.maxPendingBodyBytes`).
     var pendingBodyBytes = 0
     /// When the streams' deadlines are next looked at (`HTTP2Limits.requestSeconds`).
@@ -216,6 +223,13 @@ final class HTTP2Connection: @unchecked Sendable {
             }
             if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 { return }
             if let d = stopDeadline, monotonicNanos() > d { return }
+            let idle = sawFrame && streams.isEmpty && waiting.isEmpty
+            let published = idleSince.load(ordering: .relaxed)
+            if idle && published == 0 {
+                idleSince.store(lastActivity, ordering: .relaxed)
+            } else if !idle && published != 0 {
+                idleSince.store(0, ordering: .relaxed)
+            }
             if !transport.hasBufferedData {
                 var fds = [pollfd(fd: transport.fd, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wake.0, events: Int16(POLLIN), revents: 0)]
@@ -329,6 +343,9 @@ final class HTTP2Connection: @unchecked Sendable {
                     body(core.afterBatch != nil)
                     batchPending = true
                 case .goAway: goAway()
+                case .evict:
+                    goAway(notice: limits.idleNotice)
+                    stopDeadline = stopDeadline ?? monotonicNanos() + 1_000_000_000
                 case .stop: stopNow()
                 }
             }

@@ -212,13 +212,26 @@ final class ServerCore: @unchecked Sendable {
     private let streams = Locked<[ObjectIdentifier: HTTPStream]>([:])
     private let http2 = Locked<[ObjectIdentifier: HTTP2Connection]>([:])
 
-    /// Records an open HTTP/2 connection; false when `max` are open already.
+    /// Records an open HTTP/2 connection. At `max` already, the one idle the longest (no stream)
+    /// is closed to make room, as its idle time-out would; false when every one has streams.
     func track(_ c: HTTP2Connection, max: Int) -> Bool {
-        http2.withLock { m -> Bool in
-            guard m.count < max else { return false }
+        let (taken, evicted) = http2.withLock { m -> (Bool, HTTP2Connection?) in
+            var oldest: HTTP2Connection?
+            if m.count >= max {
+                var since = UInt64.max
+                for other in m.values {
+                    let t = other.idleSince.load(ordering: .relaxed)
+                    if t != 0 && t < since { (oldest, since) = (other, t) }
+                }
+                guard let oldest else { return (false, nil) }
+                // No longer counted: its thread ends within a second.
+                m[ObjectIdentifier(oldest)] = nil
+            }
             m[ObjectIdentifier(c)] = c
-            return true
+            return (true, oldest)
         }
+        evicted?.post(.evict)
+        return taken
     }
 
     func untrack(_ c: HTTP2Connection) { _ = http2.withLock { $0.removeValue(forKey: ObjectIdentifier(c)) } }

@@ -213,6 +213,45 @@ final class HTTP2FramingTests: XCTestCase {
         XCTAssertEqual(fresh.collect([1])[1]?.status, 200)
     }
 
+    /// At the connection limit, the connection idle the longest (no stream) makes room for a new
+    /// one (GOAWAY, as its idle time-out would); when every one has streams, the new one is closed.
+    func testAtTheConnectionLimitTheLongestIdleMakesRoom() throws {
+        var limits = HTTP2Limits()
+        limits.maxConnections = 2
+        let held = Locked<[HTTPResponder]>([])
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024, http2Limits: limits) { r, responder in
+            if r.path == "/hold" { held.withLock { $0.append(responder) } } else { Self.echo(r, responder) }
+        }
+        try server.start()
+        defer { server.stop() }
+        let first = try H2RawClient(port: server.port)
+        first.sendRequest(1, "GET", "/one")
+        XCTAssertEqual(first.collect([1])[1]?.status, 200)
+        usleep(300_000)
+        let second = try H2RawClient(port: server.port)
+        second.sendRequest(1, "GET", "/two")
+        XCTAssertEqual(second.collect([1])[1]?.status, 200)
+        usleep(300_000)
+        let third = try H2RawClient(port: server.port)
+        third.sendRequest(1, "GET", "/three")
+        XCTAssertEqual(third.collect([1])[1]?.status, 200, "room was made")
+        XCTAssertNotNil(first.readUntilGoAway(), "the longest idle went")
+        second.sendRequest(3, "GET", "/two-again")
+        XCTAssertEqual(second.collect([3])[3]?.status, 200, "the other stays")
+        // Both busy: a new connection is closed at once.
+        second.sendRequest(5, "GET", "/hold")
+        third.sendRequest(3, "GET", "/hold")
+        var waited = 0
+        while held.withLock({ $0.count }) < 2 && waited < 200 {
+            usleep(10_000)
+            waited += 1
+        }
+        let fourth = try H2RawClient(port: server.port)
+        fourth.sendRequest(1, "GET", "/four")
+        XCTAssertNil(fourth.collect([1])[1]?.status, "no room: closed")
+        for r in held.withLock({ $0 }) { r.send(HTTPResponse(status: 204)) }
+    }
+
     func testStreamsBeyondTheConcurrencyLimitAreRefused() throws {
         let held = Locked<[HTTPResponder]>([])
         let server = try start { _, responder in held.withLock { $0.append(responder) } }
