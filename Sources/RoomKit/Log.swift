@@ -82,9 +82,10 @@ public struct Log: Sendable {
     }
 
     /// A server key safe to print: its last four characters, so a reader can tell keys apart, when
-    /// it is long enough for that to give nothing away; else `***`.
+    /// it is long enough for that to give nothing away; else `***`. A value with a comma is two
+    /// headers joined (`key=…, Bearer x`): its end may be another credential, so none is shown.
     public static func maskSecret(_ secret: Substring) -> String {
-        secret.count >= 16 ? "***" + secret.suffix(4) : "***"
+        secret.count >= 16 && !secret.contains(",") ? "***" + secret.suffix(4) : "***"
     }
 }
 
@@ -225,7 +226,7 @@ struct LogEntry: Sendable {
                 // The secret's length and last characters are shown: every byte counts.
                 guard v.allSatisfy(printable) else { return false }
                 appendLiteral("key=***", into: &out)
-                if v.count - 4 >= 16 { out.append(contentsOf: v[(v.count - 4)...]) }
+                if v.count - 4 >= 16 && !v.contains(UInt8(ascii: ",")) { out.append(contentsOf: v[(v.count - 4)...]) }
             } else if let space = v.firstIndex(of: 32) {
                 // The scheme, and the byte after the blank (a combining mark would make the
                 // blank part of another character).

@@ -40,7 +40,7 @@ final class AccessLineFormatTests: XCTestCase {
                                  "   key=AAAAfcmmock:demo-server-key", "Bearer s3cret-token-value", "s3cret", "Basic  x",
                                  "key=ключ-сервера-очень-длинный", "key=0123456789abcdé", "Bearer\ttab", "key=a\r\nbcdefghijklmnopq",
                                  "Bearer \u{301}x", "Bearé x", " \u{301}Bearer x", "Bearer x\u{301}é", "nospace\u{301}é",
-                                 "Bearer " + String(repeating: "e", count: 900), "   "]
+                                 "Bearer " + String(repeating: "e", count: 900), "   ", "key=AAAAfcmmock:demo-server-key, Bearer x"]
         for v in values {
             var out: [UInt8] = []
             LogEntry.appendMaskedCredential(v, into: &out)

@@ -102,6 +102,8 @@ final class AccessLogTests: XCTestCase {
         XCTAssertEqual(Log.maskCredential("KEY=short"), "key=***")
         XCTAssertEqual(Log.maskCredential("Bearer s3cret-token-value"), "Bearer ***")
         XCTAssertEqual(Log.maskCredential("s3cret"), "***")
+        // Two Authorization headers joined: the end may be the second one's secret.
+        XCTAssertEqual(Log.maskCredential("key=AAAAfcmmock:demo-server-key, Bearer x"), "key=***")
     }
 
     func testFormatFromEnvironment() throws {
