@@ -92,8 +92,18 @@ extension Fault {
                 f.action = .protocolError(name)
                 break
             }
-            guard let name, let code = FCMErrorCode(rawValue: name) else {
-                let others = protocolErrors.filter { $0.path == nil }.map { "or with when.transport \($0.transport) one of \($0.listName) (\($0.names.joined(separator: ", ")))" }
+            var named = name
+            if let n = name, let own = protocolErrors.first(where: { $0.path == nil && $0.aliases[n] != nil }) {
+                // A room's own name for an FCM error (HTTP v1's `UNAVAILABLE`): that error.
+                guard f.transport == own.transport else {
+                    throw .badRequest("then.error \(n) is \(own.kind): set when.transport to \(own.transport)")
+                }
+                named = own.aliases[n]
+            }
+            guard let name = named, let code = FCMErrorCode(rawValue: name) else {
+                let others = protocolErrors.filter { $0.path == nil }.map {
+                    "or with when.transport \($0.transport) one of \($0.listName) (\(($0.names + $0.aliases.keys.sorted()).joined(separator: ", ")))"
+                }
                 throw .badRequest((["then.error must be one of \(FCMErrorCode.allCases.map(\.rawValue).joined(separator: ", "))"] + others)
                     .joined(separator: ", "))
             }

@@ -108,13 +108,18 @@ public struct FaultErrors: Sendable {
     /// Set for a surface that is no send (register3): the errors go with `when.path` naming it,
     /// whatever the transport.
     package var path: String?
+    /// Names of the room's own for FCM's errors (HTTP v1's FcmErrors: `UNAVAILABLE` for
+    /// `Unavailable`): taken as those errors, which the room answers in its own form anyway.
+    package var aliases: [String: String]
 
-    public init(transport: String, kind: String, listName: String, names: [String], path: String? = nil) {
+    public init(transport: String, kind: String, listName: String, names: [String], path: String? = nil,
+                aliases: [String: String] = [:]) {
         self.transport = transport
         self.kind = kind
         self.listName = listName
         self.names = names
         self.path = path
+        self.aliases = aliases
     }
 }
 

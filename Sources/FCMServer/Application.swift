@@ -94,7 +94,7 @@ public final class Application: Sendable {
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
                                 rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields],
                                                                            received: APNsRoom.received, forms: Self.recordForms),
-                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors],
+                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors, V1Routes.faultErrors],
                                                  holding: [.apns: APNsRoom.holding]))
             // The one count of the whole table, before any request: later passes add what is new.
             try store.refreshHistory()

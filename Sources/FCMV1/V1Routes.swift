@@ -12,6 +12,14 @@ public import HTTPServer
 public struct V1Routes: Sendable {
     /// How v1 records show: the message's platform blocks, and the `name` it was answered with.
     public static let recordForm = RecordForm(showsBlocks: true, showsName: true)
+
+    /// HTTP v1's FcmError names a fault may give for the FCM errors they stand for (fcm-v1.md's
+    /// error table): a fault with `"when":{"transport":"http_v1"}` may say `UNAVAILABLE`.
+    public static let faultErrors = FaultErrors(
+        transport: Transport.httpV1.rawValue, kind: "an HTTP v1 FcmError", listName: "HTTP v1's FcmErrors", names: [],
+        aliases: ["UNAVAILABLE": "Unavailable", "INTERNAL": "InternalServerError", "QUOTA_EXCEEDED": "DeviceMessageRateExceeded",
+                  "UNREGISTERED": "NotRegistered", "SENDER_ID_MISMATCH": "MismatchSenderId",
+                  "THIRD_PARTY_AUTH_ERROR": "InvalidApnsCredential", "INVALID_ARGUMENT": "InvalidRegistration"])
     let engine: Engine
     let credentials: GoogleCredentials
     let maxBodyBytes: Int

@@ -118,6 +118,16 @@ final class V1ErrorTests: V1TestCase {
         assertV1(failed, 503, unavailable)
         try fault(#"{"then":{"error":"InternalServerError"},"times":1}"#)
         assertV1(try v1Send(#"{"message":{"topic":"news"}}"#), 500, V1Body.error(500, "Internal error encountered.", "INTERNAL", fcm: "INTERNAL"))
+        // v1's own FcmError names, with the v1 transport, stand for the same errors.
+        try fault(#"{"when":{"transport":"http_v1","token":"a1"},"then":{"error":"UNAVAILABLE"},"times":1}"#)
+        assertV1(try v1Send(#"{"message":{"token":"a1"}}"#), 503, unavailable)
+        try fault(#"{"when":{"transport":"http_v1"},"then":{"error":"UNREGISTERED"},"times":1}"#)
+        XCTAssertEqual(try v1Send(#"{"message":{"token":"a1"}}"#).status, 404)
+        let elsewhere = try client.post("/api/v1/faults", #"{"then":{"error":"QUOTA_EXCEEDED"}}"#)
+        XCTAssertEqual(elsewhere.status, 400)
+        XCTAssertTrue(elsewhere.text.contains("set when.transport to http_v1"), elsewhere.text)
+        let unknown = try client.post("/api/v1/faults", #"{"then":{"error":"NOPE"}}"#)
+        XCTAssertTrue(unknown.text.contains("HTTP v1's FcmErrors (INTERNAL, INVALID_ARGUMENT"), unknown.text)
         // A legacy fault does not touch v1, nor a v1 fault legacy.
         try fault(#"{"when":{"transport":"http"},"then":{"status":500},"times":1}"#)
         XCTAssertEqual(try v1Send(#"{"message":{"token":"a1"}}"#).status, 200)
@@ -130,7 +140,7 @@ final class V1ErrorTests: V1TestCase {
         XCTAssertThrowsError(try v1Send(#"{"message":{"token":"a1"}}"#))
         client = server.client()
         let records = items(try client.get("/api/v1/messages?transport=http_v1&status=rejected&limit=3"))
-        XCTAssertEqual(records.map { $0["error"]?.stringValue }, ["ConnectionClosed", "INTERNAL", "INTERNAL"])
+        XCTAssertEqual(records.map { $0["error"]?.stringValue }, ["ConnectionClosed", "INTERNAL", "UNREGISTERED"])
         XCTAssertEqual(try client.post("/api/v1/faults", #"{"when":{"transport":"smtp"},"then":{"status":500}}"#).status, 400)
     }
 
