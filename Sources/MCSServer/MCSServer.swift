@@ -67,7 +67,7 @@ public struct MCSLimits: Sendable {
 
     public init(loginTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(3600), maxConnections: Int = 1024,
                 maxPacketBytes: Int = 64 << 10, sendTimeout: Duration = .seconds(60), maxUnsentBytes: Int = 16 << 20,
-                ackNudge: Duration = .seconds(2)) {
+                ackNudge: Duration = .seconds(5)) {
         self.loginTimeout = loginTimeout
         self.idleTimeout = idleTimeout
         self.maxConnections = maxConnections
