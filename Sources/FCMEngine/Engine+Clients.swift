@@ -187,14 +187,16 @@ extension Engine {
     func markSent(_ e: StoredEntry, device d: Device, connection connectionID: String, clientID: String, now: Int64,
                   delay: Int64?, state s: inout EngineState) -> (ClientWrite, ClientDeliveryUpdate) {
         let version = MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description
-        let transport = s.realClients[clientID]?.kind ?? .autopush
+        // The client looked up once (its id hashed once) and changed in place.
+        let ci = s.realClients.index(forKey: clientID)
+        let transport = ci.map { s.realClients.values[$0].kind } ?? .autopush
         var cd = s.clientDeliveries[e.deliveryID]
             ?? ClientDelivery(kind: transport, connectionID: connectionID, version: version, firstSentAt: now, sends: 0, entry: e)
         cd.sends += 1
         cd.connectionID = connectionID
         s.clientDeliveries[e.deliveryID] = cd
         s.clientDeliveryDevice[e.deliveryID] = d.id
-        s.realClients[clientID]?.connection?.unacked.append(e.deliveryID)
+        if let ci { s.realClients.values[ci].connection?.unacked.append(e.deliveryID) }
         // An FCM registration's push travels on the registration its subscription is. (A
         // device's client is read once: each read copies it out of the device's box.)
         let link = d.client

@@ -150,7 +150,17 @@ public final class GCMDelivery: MCSDelegate {
             more.close += r.orders.close
         }
         if settled > 0 {
-            log.info("mcs", [("dir", "in"), ("conn", connection.id), ("android_id", user)] + frame + [("delivered", String(settled))])
+            log.info("mcs", {
+                // One array, sized once, for the line's fields.
+                var fields = [(String, String)]()
+                fields.reserveCapacity(frame.count + 4)
+                fields.append(("dir", "in"))
+                fields.append(("conn", connection.id))
+                fields.append(("android_id", user))
+                fields.append(contentsOf: frame)
+                fields.append(("delivered", String(settled)))
+                return fields
+            }())
         }
         deliver(more)
     }
