@@ -146,7 +146,6 @@ extension Engine {
             guard let d = s.devices[deviceID], d.online, let held = s.stored[deviceID] else { continue }
             for e in held { waiting.append((d, e)) }
         }
-        // Nothing held: the common case after an acknowledgement.
         guard !waiting.isEmpty else { return }
         waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
         var room = maxUnackedPerConnection - conn.unacked.count
@@ -561,7 +560,7 @@ extension EngineState {
         }
         acknowledged.values[i].append(deliveryID)
         guard acknowledged.values[i].count > 2 * maxUnackedPerConnection + 32 else { return }
-        let gone = acknowledged.values[i].prefix(32)
+        let gone = Array(acknowledged.values[i].prefix(32))  // a copy: the list is changed in place below
         acknowledged.values[i].removeFirst(32)
         for id in gone { forgetClientDelivery(id) }
     }

@@ -100,10 +100,7 @@ public struct FCMSendRoute: Sendable {
         func kept(_ answer: HTTPResponse) -> HTTPResponse { engine.keeping(answer, record: recordID, headers: headers) }
         switch admission {
         case .faulted(.status(let code, let retry, _)):
-            var answer = HTTPResponse(status: code, contentType: ContentType.text, body: Self.statusText(code) + "\n")
-            // "Unavailable" always says when to come back (fcm-legacy.md §1), 10 s unless the fault says.
-            if let retry = retry ?? (code == 503 ? Self.unavailableRetryAfter : nil) { answer.headers.append(("Retry-After", String(retry))) }
-            return kept(answer)
+            return kept(Self.faultStatus(code, retryAfter: retry))
         case .faulted:
             return .dropConnection
         case .refused(let refusal, let delay):
@@ -171,6 +168,14 @@ public struct FCMSendRoute: Sendable {
         case 429: return "Too Many Requests"
         default: return "Error \(code)"
         }
+    }
+
+    /// A status fault's answer: the status's reason in plain text; "Unavailable" always says when
+    /// to come back (fcm-legacy.md §1), 10 s unless the fault says.
+    static func faultStatus(_ code: Int, retryAfter retry: Int64?) -> HTTPResponse {
+        var answer = HTTPResponse(status: code, contentType: ContentType.text, body: statusText(code) + "\n")
+        if let retry = retry ?? (code == 503 ? unavailableRetryAfter : nil) { answer.headers.append(("Retry-After", String(retry))) }
+        return answer
     }
 
     /// Sends `answer`, `ms` later when a delay fault fired.

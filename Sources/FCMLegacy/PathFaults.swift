@@ -9,9 +9,7 @@ enum PathFaults {
     static func answer(_ fault: RequestFault?, to responder: HTTPResponder, otherwise answer: () -> HTTPResponse) {
         switch fault {
         case .status(let code, let retry, _)?:
-            var a = HTTPResponse(status: code, contentType: ContentType.text, body: FCMSendRoute.statusText(code) + "\n")
-            if let retry = retry ?? (code == 503 ? FCMSendRoute.unavailableRetryAfter : nil) { a.headers.append(("Retry-After", String(retry))) }
-            responder.send(a)
+            responder.send(FCMSendRoute.faultStatus(code, retryAfter: retry))
         case .drop?:
             responder.send(.dropConnection)
         case .delay(let ms, _)?:

@@ -18,9 +18,10 @@ public struct HTTP1Limits: Sendable {
     /// head's end (then `408` and close). An idle keep-alive connection (nothing sent since its
     /// last answer) is not on this clock: it has the 300 s idle time-out.
     public var headTimeoutMillis = 20_000
-    /// Connections at once that are waiting for a request head on that clock (over all loops).
-    /// One more closes the one that has waited longest, so clients that hold connections open
-    /// without sending a head cannot lock new clients out.
+    /// Connections at once that are waiting for a request head (or a body) on that clock (over
+    /// all loops). One more closes the one that has waited longest, without an answer, so
+    /// clients that hold connections open without sending a request cannot lock new clients out
+    /// (under such a flood, an upload in progress can be the one closed).
     public var maxWaitingForHead = 4096
     /// WebSocket connections open at once (over both ports): an upgrade past it is answered 503
     /// with `Retry-After` (see `WebSocketUpgrade.accept`).

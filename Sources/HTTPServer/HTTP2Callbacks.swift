@@ -259,6 +259,8 @@ private let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, ud i
     let c = connection(ud)
     let id = frame.pointee.hd.stream_id
     c.streams[id] = HTTP2Stream(id: id)
+    // Busy from now: the connection limit does not choose it as idle.
+    c.idleSince.store(0, ordering: .relaxed)
     return 0
 }
 

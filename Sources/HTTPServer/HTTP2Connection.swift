@@ -157,6 +157,8 @@ final class HTTP2Connection: @unchecked Sendable {
     /// The request of stream `s` is complete: handled now, or once the answers held unsent have
     /// drained below `limits.maxUnsentBytes` (after the requests already waiting).
     func requestComplete(_ s: HTTP2Stream) {
+        // A stream reset for being late is not handed over, whatever came after.
+        guard !s.cancelled else { return }
         s.complete = true
         if waiting.isEmpty && hasRoomForAnswers {
             dispatch(s)
@@ -254,12 +256,14 @@ final class HTTP2Connection: @unchecked Sendable {
             let n = buffer.withUnsafeMutableBytes { transport.read($0.baseAddress!, $0.count) }
             if n <= 0 { return }
             lastActivity = monotonicNanos()
-            if lastActivity >= nextRequestSweep { cancelLateRequests(now: lastActivity) }
             let rv = buffer.withUnsafeBufferPointer { nghttp2_session_mem_recv(session, $0.baseAddress, n) }
             if rv < 0 {
                 let limitBroken = rv == FCM_NGHTTP2_ERR_TOO_MANY_CONTINUATIONS || rv == FCM_NGHTTP2_ERR_FLOODED
                 fatal = fatal ?? (limitBroken ? FCM_NGHTTP2_ENHANCE_YOUR_CALM : FCM_NGHTTP2_PROTOCOL_ERROR)
             }
+            // After the read: a stream it completed is not late (the reset goes out before the
+            // next read, so nothing more of a cancelled stream is taken).
+            if lastActivity >= nextRequestSweep { cancelLateRequests(now: monotonicNanos()) }
         }
     }
 
@@ -270,7 +274,8 @@ final class HTTP2Connection: @unchecked Sendable {
         let allowed = UInt64(limits.requestSeconds) * 1_000_000_000
         // A complete request waiting for its turn (the client has not read the answers before
         // it) is not late: its bytes all came.
-        for s in streams.values where !s.complete && !s.dispatched && now &- s.startedAt > allowed {
+        for s in streams.values where !s.complete && !s.cancelled && !s.dispatched && now > s.startedAt && now - s.startedAt > allowed {
+            s.cancelled = true
             nghttp2_submit_rst_stream(session, 0, s.id, FCM_NGHTTP2_CANCEL)
         }
     }
@@ -345,7 +350,8 @@ final class HTTP2Connection: @unchecked Sendable {
                 case .goAway: goAway()
                 case .evict:
                     goAway(notice: limits.idleNotice)
-                    stopDeadline = stopDeadline ?? monotonicNanos() + 1_000_000_000
+                    // Idle when chosen; a stream that began since is answered before the close.
+                    if streams.isEmpty { stopDeadline = stopDeadline ?? monotonicNanos() + 1_000_000_000 }
                 case .stop: stopNow()
                 }
             }
@@ -415,6 +421,8 @@ final class HTTP2Stream {
     var bodyTooLarge = false
     /// The request has come whole (END_STREAM).
     var complete = false
+    /// Reset for not coming whole in time (`HTTP2Limits.requestSeconds`).
+    var cancelled = false
     var dispatched = false
     var responder: HTTPResponder?
     let startedAt = monotonicNanos()

@@ -56,7 +56,11 @@ extension MCSConnection {
             }
             countClientPacket()
             acknowledge(iq.lastStreamIDReceived, tag, ext: iq.extension?.id)
-            if let selective { delegate.selectiveAck(ids: selective, on: self) }
+            if let selective {
+                // firebase-messaging acknowledges by persistent id: it has what it names.
+                nudgeDue = nil
+                delegate.selectiveAck(ids: selective, on: self)
+            }
             return true
         case .dataMessageStanza:
             guard let d = decode(payload, as: DataMessageStanza.self) else { return false }
@@ -125,6 +129,7 @@ extension MCSConnection {
 
     private func acknowledge(_ n: Int32?, _ tag: MCSTag, ext: Int32? = nil) {
         guard let n, n > 0 else { return }
+        if Int(n) >= nudgePacket { nudgeDue = nil }
         loop.delegate.acknowledged(throughServerPacket: Int(n), carriedBy: tag, ext: ext, on: self)
     }
 }

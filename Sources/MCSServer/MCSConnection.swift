@@ -106,9 +106,12 @@ public final class MCSConnection: @unchecked Sendable {
     private let loginDeadline: UInt64
     /// Since when a write has waited for the client to read (nil: not waiting).
     private var blockedSince: UInt64?
-    /// When the server pings if the client stays silent after a write that asked for an
-    /// immediate acknowledgement (`MCSLimits.ackNudge`); nil when nothing waits for one.
-    private var nudgeDue: UInt64?
+    /// When the server pings if the client has not acknowledged a write that asked for an
+    /// immediate acknowledgement (`MCSLimits.ackNudge`), and the server packet that waits for it;
+    /// nil when nothing waits. A packet the client sent before it had the write (a heartbeat, an
+    /// earlier acknowledgement) does not count: only one reaching that packet, or a SelectiveAck.
+    var nudgeDue: UInt64?
+    var nudgePacket = 0
 
     init(fd: Int32, number: Int, loop: MCSLoop, now: UInt64) {
         self.fd = fd
@@ -257,8 +260,6 @@ public final class MCSConnection: @unchecked Sendable {
             switch r {
             case .bytes(let n):
                 lastReadNanos = now
-                // The client speaks after the write: whatever it sent carries its acknowledgement.
-                nudgeDue = nil
                 frames!.feed(scratch[0..<n])
                 while let event = frames!.next() {
                     if shared.withLock({ $0.closing != nil }) { return true }
@@ -315,16 +316,17 @@ public final class MCSConnection: @unchecked Sendable {
             // rest of a batch a blocked write holds.
             if shared.withLock({ $0.closing == .abort }) { return end("") }
             if written == writing.count {
-                let (next, awaited) = shared.withLock { s -> ([UInt8], Bool) in
+                let (next, awaited) = shared.withLock { s -> ([UInt8], Int?) in
                     let taken = s.outbox
                     s.outbox = []
                     s.held = taken.count
                     defer { s.ackAwaited = false }
-                    return (taken, s.ackAwaited)
+                    return (taken, s.ackAwaited ? s.serverCount : nil)
                 }
-                if awaited {
+                if let awaited {
                     let due = now &+ loop.limits.ackNudge.nanos
                     nudgeDue = due
+                    nudgePacket = awaited
                     loop.due(due)
                 }
                 writing = next
@@ -384,12 +386,14 @@ public final class MCSConnection: @unchecked Sendable {
         }
         if loggedInOnLoop {
             let due = lastReadNanos &+ limits.idleTimeout.nanos
-            if now >= due { close(sendingClose: true, reason: "idle for \(limits.idleTimeout)") }
-            if now >= due { return nil }
+            if now >= due {
+                close(sendingClose: true, reason: "idle for \(limits.idleTimeout)")
+                return nil
+            }
             guard let nudge = nudgeDue else { return due }
             guard now >= nudge else { return Swift.min(due, nudge) }
-            // Silent since a write that asked for an immediate acknowledgement: a client can drop
-            // its stream acknowledgement (Chromium does while its own write is in flight); a
+            // A write that asked for an immediate acknowledgement has none yet: a client can drop
+            // its stream acknowledgement (Chromium does when its socket is not ready to write); a
             // HeartbeatPing is answered with a HeartbeatAck carrying `last_stream_id_received`.
             nudgeDue = nil
             if sendHeartbeatPing() > 0 { loop.delegate.nudged(self) }

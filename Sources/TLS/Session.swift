@@ -156,7 +156,8 @@ public final class TLSSession: @unchecked Sendable {
     }
 
     /// Offers `protocols` by ALPN, binds `s` to `fd` and handshakes; 0 or a GnuTLS error code.
-    private static func handshake(_ s: gnutls_session_t, fd: Int32, protocols: [String], flags: UInt32, seconds: Int) -> Int32 {
+    private static func handshake(_ s: gnutls_session_t, fd: Int32, protocols: [String], flags: UInt32, seconds given: Int) -> Int32 {
+        let seconds = max(1, given)
         var rc: Int32 = 0
         if !protocols.isEmpty {
             // GnuTLS copies the names: the buffers need not outlive the call.

@@ -137,6 +137,8 @@ public final class XMLStreamParser {
 
     /// Bytes of a stanza (or a tag) in the making wait: fed past the last complete top-level item.
     public var stanzaInTheMaking: Bool { fed > boundary }
+    /// Where the last complete top-level item ended (in fed bytes): it moves with each stanza.
+    public var completedThrough: Int { boundary }
 
     /// Feeds bytes; returns the events they completed.
     public func feed(_ bytes: [UInt8]) throws(XMLStreamError) -> [XMLStreamEvent] {

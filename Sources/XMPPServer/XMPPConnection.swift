@@ -321,6 +321,7 @@ public final class XMPPConnection: @unchecked Sendable {
             if n < 0 && reader == nil && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return timedOut() }
             if n <= 0 { return }
+            let mark = parser.completedThrough
             var chunk = Array(buf[0..<n])
             // A chunk may go in twice: the parser pauses after `<auth>`, whose success restarts
             // the stream, and what followed in the same read (a client that did not wait for
@@ -335,7 +336,13 @@ public final class XMPPConnection: @unchecked Sendable {
                 for e in events where !handle(e, parser) { return }
                 chunk = parser.takeLeftover()
             }
-            stanzaSince = parser.stanzaInTheMaking ? (stanzaSince ?? monotonicNanos()) : nil
+            // The clock is the stanza's own: one that completed in this read starts it again for
+            // the next (a busy client's reads end mid-stanza all the time).
+            if !parser.stanzaInTheMaking {
+                stanzaSince = nil
+            } else if stanzaSince == nil || parser.completedThrough != mark {
+                stanzaSince = monotonicNanos()
+            }
         }
     }
 

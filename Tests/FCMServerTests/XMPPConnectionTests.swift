@@ -162,6 +162,28 @@ final class XMPPStanzaTimeoutTests: XCTestCase {
         idle.send(#"<iq type="get" id="p"><ping xmlns="urn:xmpp:ping"/></iq>"#)
         XCTAssertEqual(try idle.nextStanza()?.attributes["type"], "result", "the idle stream stays")
     }
+
+    /// A busy client's writes end in the middle of a stanza all the time: each stanza has its
+    /// own clock, so one that never pauses is not cut off.
+    func testStanzasSplitAcrossWritesForLongerThanTheDeadlineAreFine() throws {
+        let s = try TestServer(fixtures: [errorTableFixture]) { $0.xmppStanzaTimeout = 1 }
+        defer { s.stop() }
+        let busy = try XMPPTestClient(port: s.app.xmppPort)
+        _ = try busy.login(user: "111@fcm.googleapis.com", password: "key-111")
+        let started = Date()
+        var i = 0
+        busy.send(#"<iq type="get" id="p0">"#)
+        while Date().timeIntervalSince(started) < 2.5 {
+            usleep(100_000)
+            i += 1
+            // The end of one ping and the start of the next in one write.
+            busy.send(#"<ping xmlns="urn:xmpp:ping"/></iq><iq type="get" id="p\#(i)">"#)
+        }
+        busy.send(#"<ping xmlns="urn:xmpp:ping"/></iq>"#)
+        for n in 0...i {
+            XCTAssertEqual(try busy.nextStanza()?.attributes["id"], "p\(n)", "still served after \(n) pings")
+        }
+    }
 }
 
 /// Out of descriptors, the listener waits and goes on accepting (it stopped for good).

@@ -138,6 +138,12 @@ final class MCSServerTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.8)
         XCTAssertEqual(conn.send(iq: IqStanza(type: .set, id: "x")), 6, "no ping was queued before it")
         XCTAssertEqual(try c.read(IqStanza.self).id, "x")
+        // A packet that does not reach the write (sent before the client had it) leaves the ping due.
+        XCTAssertEqual(conn.send(DataMessageStanza(from: "1234", category: "app", persistentID: "0:4%x", immediateAck: true)), 7)
+        c.write(HeartbeatPing(lastStreamIDReceived: 6))
+        XCTAssertEqual(try c.read(DataMessageStanza.self).persistentID, "0:4%x")
+        XCTAssertEqual(try c.read(HeartbeatAck.self).lastStreamIDReceived, 4, "the client's own ping answered")
+        XCTAssertEqual(try c.read(HeartbeatPing.self).lastStreamIDReceived, 4, "then the server's")
     }
 
     func testLoggedInCallbackMaySendAtOnce() throws {
