@@ -68,40 +68,36 @@ extension Engine {
     /// `/checkin`, which no fault without a path reaches: a test's faults on sends leave the
     /// clients' registrations alone) whose action is a status or an error of the surface, fired.
     public func surfaceFault(path: String) -> RequestFault? {
-        guard mayHaveFaults else { return nil }
-        let f = state.withLock { s -> Fault? in
-            for i in s.faults.faults.indices {
-                let f = s.faults.faults[i]
-                guard f.path == path, f.transport == nil || f.transport == "any" else { continue }
-                switch f.action {
-                case .status, .protocolError: return s.faults.fire(i)
-                default: continue
-                }
+        faultNaming(path) { f in
+            guard f.transport == nil || f.transport == "any" else { return false }
+            switch f.action {
+            case .status, .protocolError: return true
+            default: return false
             }
-            return nil
         }
-        return f.flatMap(RequestFault.init)
     }
-}
 
-extension Engine {
     /// The first fault naming app-server path `path` exactly (`when.path`: `/fcm/notification`, an
     /// Instance ID path), for legacy HTTP or any transport, matching `senderID`, whose action
     /// answers the whole request (a status, a delay, a dropped connection), fired. Only a fault
     /// that names the path reaches these calls: faults on sends leave group and topic management
     /// alone.
     public func pathFault(path: String, senderID: String) -> RequestFault? {
+        faultNaming(path) { f in
+            guard f.matches(transport: .http, path: path, senderID: senderID, topic: nil) else { return false }
+            switch f.action {
+            case .status, .delay, .closeConnection: return true
+            default: return false
+            }
+        }
+    }
+
+    /// The first fault whose `when.path` is `path` itself and that `applies` takes, fired.
+    private func faultNaming(_ path: String, _ applies: (Fault) -> Bool) -> RequestFault? {
         guard mayHaveFaults else { return nil }
         let f = state.withLock { s -> Fault? in
-            for i in s.faults.faults.indices {
-                let f = s.faults.faults[i]
-                guard f.path == path, f.matches(transport: .http, path: path, senderID: senderID, topic: nil) else { continue }
-                switch f.action {
-                case .status, .delay, .closeConnection: return s.faults.fire(i)
-                default: continue
-                }
-            }
-            return nil
+            guard let i = s.faults.faults.firstIndex(where: { $0.path == path && applies($0) }) else { return nil }
+            return s.faults.fire(i)
         }
         return f.flatMap(RequestFault.init)
     }

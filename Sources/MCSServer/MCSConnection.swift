@@ -1,6 +1,7 @@
-// One MCS connection: what any thread may do (send, close, read its state) and what its loop
-// does for it (the handshake, reads, client packets, writes, the end), in one file because the
-// locking rules span both.
+// Long because: one MCS connection is what any thread may do (send, close, read its state) and
+// what its loop does for it (the handshake, reads, writes, time-outs and the acknowledgement
+// ping, the end), in one file because the locking rules span both; its client packets are in
+// MCSConnection+Packets.swift.
 
 import Protobuf
 import Platform

@@ -1,4 +1,5 @@
-"""Helpers for the client's own tests: legacy sends straight to the mock's wire protocol."""
+"""Helpers for the client's own tests: legacy sends straight to the mock's wire protocol, and
+one server a test module shares."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from typing import Any, Dict
 
 import pytest
 import requests
+
+from fcm_mock import FcmMock
 
 SERVER_KEY = "AAAAfcmmock:demo-server-key"
 
@@ -19,3 +22,11 @@ def legacy_send(base_url: str, body: Dict[str, Any]) -> requests.Response:
 @pytest.fixture
 def send():
     return legacy_send
+
+
+@pytest.fixture(scope="module")
+def module_mock():
+    """One server (the binary the tests were given) for a whole module."""
+    m = FcmMock.start()
+    yield m
+    m.close()

@@ -13,25 +13,18 @@ import pytest
 import requests
 
 from conftest import SERVER_KEY, legacy_send
-from fcm_mock import ControlAPIError, FcmMock
+from fcm_mock import ControlAPIError
 
 SENDER = "123456789012"
 STREAM = (b'<stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" '
           b'xmlns:stream="http://etherx.jabber.org/streams">')
 
 
-@pytest.fixture(scope="module")
-def server():
-    m = FcmMock.start()
-    yield m
-    m.close()
-
-
 @pytest.fixture
-def mock(server):
-    server.reset()
-    yield server
-    server.reset_clock()
+def mock(module_mock):
+    module_mock.reset()
+    yield module_mock
+    module_mock.reset_clock()
 
 
 def not_found(call, *args, **kwargs):

@@ -78,10 +78,8 @@ def push(endpoint: str, body: bytes = b"\x00" * 64) -> requests.Response:
 
 
 @pytest.fixture(scope="module")
-def mock():
-    m = FcmMock.start()
-    yield m
-    m.close()
+def mock(module_mock):
+    return module_mock
 
 
 @pytest.fixture
