@@ -128,7 +128,7 @@ public final class GCMDelivery: MCSDelegate {
 
     public func closed(_ connection: MCSConnection, reason: String) {
         connections.withLock { _ = $0.removeValue(forKey: connection.id) }
-        log.info("mcs connection closed", [("conn", connection.id), ("android_id", connection.user ?? ""), ("remote", connection.remote),
+        log.info("mcs connection closed", [("conn", connection.id), ("android_id", connection.loginRequest?.user ?? ""), ("remote", connection.remote),
                                            ("reason", reason)])
         guard let user = connection.user else { return }
         engine.clientClosed(clientID: user, connectionID: connection.id, code: 0, reason: reason)

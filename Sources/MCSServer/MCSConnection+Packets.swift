@@ -115,6 +115,7 @@ extension MCSConnection {
             let now = delegate.nowMillis()
             let wake = shared.withLock { s -> Bool in
                 guard s.closing == nil else { return false }
+                s.request = request  // so the close's log line names the android id
                 s.enqueue(LoginResponse(id: request.id, error: ErrorInfo(code: Int32(clamping: code), message: message),
                                         lastStreamIDReceived: Int32(clamping: s.clientCount), serverTimestamp: now), maxUnsent: maxUnsent)
                 s.enqueue(Close(), maxUnsent: maxUnsent)

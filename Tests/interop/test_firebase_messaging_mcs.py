@@ -5,6 +5,7 @@ receiving; a raw GCM client that does not acknowledge gets the same bytes after 
 register3, FCM registrations and legacy sends refuse what Google refuses.
 """
 
+import re
 import secrets
 import time
 
@@ -95,6 +96,15 @@ def test_a_login_without_auth_service_2_is_refused(mock_mcs, auth_service):
         assert tag == 4, f"a Close after the refusal, not tag {tag}"
         with pytest.raises(EOFError):
             conn.packet(timeout=5)
+        # Both log lines name the android id that was refused.
+        refused = f"info mcs login refused conn="
+        closed = re.compile(rf"info mcs connection closed conn=\S+ android_id={android_id} remote=\S+ reason=login refused: 401 ")
+        deadline = time.monotonic() + 5
+        while not closed.search(mock_mcs.stderr_tail(200_000)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        tail = mock_mcs.stderr_tail(200_000)
+        assert closed.search(tail), tail[-2000:]
+        assert f"android_id={android_id} " in tail[tail.index(refused):], tail[-2000:]
     finally:
         conn.close()
 
