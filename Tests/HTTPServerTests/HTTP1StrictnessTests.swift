@@ -153,6 +153,7 @@ final class HTTP1StrictnessTests: XCTestCase {
     func testAStreamBehindAnUnsentAnswerIsReleasedWhenTheClientLeaves() throws {
         try onEveryPort {
             let released = DispatchSemaphore(value: 0)
+            let handed = DispatchSemaphore(value: 0)
             let server = try serve { r, responder in
                 guard r.path == "/events" else {
                     return spawnThread {
@@ -165,10 +166,13 @@ final class HTTP1StrictnessTests: XCTestCase {
                 var answer = HTTPResponse(status: 200)
                 answer.stream = stream
                 responder.send(answer)
+                handed.signal()
             }
             let c = try RawHTTP1(server)
             c.write("GET /slow HTTP/1.1\r\nHost: t\r\n\r\nGET /events HTTP/1.1\r\nHost: t\r\n\r\n")
-            usleep(50_000)
+            // The client leaves once the stream exists (on a loaded machine the pipelined request
+            // may take longer than a fixed pause to be read, over TLS most of all).
+            XCTAssertEqual(handed.wait(timeout: .now() + 10), .success, "the pipelined /events was handed over")
             c.hangUp()
             XCTAssertEqual(released.wait(timeout: .now() + 5), .success, "the stream's producer was told its reader is gone")
         }
