@@ -16,10 +16,16 @@ public struct DeliveryOptions: Sendable, Equatable {
     /// Seconds the message may wait; 0: now or never.
     public var ttlSeconds: Int64
 
+    /// `ttlSeconds` is kept within 0 and `longestTTLSeconds`: a v1 send's `TTL` or
+    /// `apns-expiration` may be any 64-bit number, and a message's expiry in milliseconds must
+    /// not overflow.
     public init(collapseKey: String?, ttlSeconds: Int64) {
         self.collapseKey = collapseKey
-        self.ttlSeconds = ttlSeconds
+        self.ttlSeconds = min(max(ttlSeconds, 0), Self.longestTTLSeconds)
     }
+
+    /// A century: longer than any store will be asked to hold a message.
+    public static let longestTTLSeconds: Int64 = 100 * 365 * 86_400
 }
 
 /// The effective payload and delivery options of a send, per platform.
@@ -40,8 +46,10 @@ public enum EffectivePayload {
                                    ttlSeconds: a?["ttl"].flatMap(durationSeconds) ?? req.options.timeToLive)
         case .ios:
             let headers = p.apns?["headers"]?.objectValue
+            let now = floorSeconds(acceptedAtMillis)
+            // 0 (or any moment already past): now or never.
             let ttl = header(headers, "apns-expiration").flatMap(integer).map { expiration in
-                expiration == 0 ? 0 : max(0, expiration - floorSeconds(acceptedAtMillis))
+                expiration <= now ? 0 : expiration - now
             }
             return DeliveryOptions(collapseKey: header(headers, "apns-collapse-id")?.stringValue,
                                    ttlSeconds: ttl ?? SendOptions.defaultTimeToLive)
@@ -122,12 +130,12 @@ public enum EffectivePayload {
         guard parts.count == 2 else { return seconds }
         let fraction = parts[1]
         guard !fraction.isEmpty, fraction.count <= 9, fraction.allSatisfy(\.isASCIIDigit) else { return nil }
-        return fraction.contains { $0 != "0" } ? seconds + 1 : seconds
+        return fraction.contains { $0 != "0" } && seconds < .max ? seconds + 1 : seconds
     }
 
     /// Whole seconds of a time in milliseconds (rounded down, also before 1970).
     public static func floorSeconds(_ millis: Int64) -> Int64 {
-        millis >= 0 ? millis / 1000 : -((-millis + 999) / 1000)
+        millis / 1000 - (millis % 1000 < 0 ? 1 : 0)
     }
 }
 

@@ -144,6 +144,23 @@ final class EffectivePayloadTests: XCTestCase {
         XCTAssertEqual(ttl("1600000000"), 0, "in the past")
         XCTAssertEqual(ttl("1700086400"), 86_400)
         XCTAssertEqual(ttl("soon"), 2_419_200, "unreadable: the default")
+        // Any 64-bit number: no overflow, and a far future is held at most a century.
+        XCTAssertEqual(ttl("-9223372036854775808"), 0, "the earliest moment: in the past")
+        XCTAssertEqual(ttl("9223372036854775807"), DeliveryOptions.longestTTLSeconds)
+    }
+
+    func testExtremeTTLsAreKeptWithinACentury() {
+        func web(_ ttl: String) -> Int64 { options(v1(webpush: "{\"headers\":{\"TTL\":\"\(ttl)\"}}"), .web).ttlSeconds }
+        XCTAssertEqual(web("9223372036854775807"), DeliveryOptions.longestTTLSeconds)
+        XCTAssertEqual(web("-9223372036854775808"), 0)
+        XCTAssertEqual(DeliveryOptions(collapseKey: nil, ttlSeconds: .max).ttlSeconds, 100 * 365 * 86_400)
+        XCTAssertEqual(DeliveryOptions(collapseKey: nil, ttlSeconds: -5).ttlSeconds, 0)
+        XCTAssertEqual(EffectivePayload.durationSeconds(.string("9223372036854775807.5s")), .max, "rounding up stops at the top")
+        XCTAssertEqual(EffectivePayload.floorSeconds(.min), .min / 1000 - 1)
+        XCTAssertEqual(EffectivePayload.floorSeconds(-1), -1)
+        XCTAssertEqual(EffectivePayload.floorSeconds(-1000), -1)
+        XCTAssertEqual(EffectivePayload.floorSeconds(-1001), -2)
+        XCTAssertEqual(EffectivePayload.floorSeconds(1999), 1)
     }
 
     // MARK: - Web

@@ -76,4 +76,24 @@ final class V1BadInputTests: V1TestCase {
         _ = messageID(try v1Send(#"{"message":{"token":"a1","data":{"k":"fine"}}}"#))
         XCTAssertEqual(items(try client.get("/api/v1/devices/a1/messages")).count, 1)
     }
+
+    /// A v1 send's `apns-expiration` and Web Push `TTL` headers may be any 64-bit number: each
+    /// is delivered (the smallest as now or never, the largest held at most a century), and the
+    /// server goes on (such a send once stopped it on an overflow).
+    func testExtremeExpirationsAndTTLsAreDelivered() throws {
+        let web = try client.post("/api/v1/devices", #"{"token":"w-extreme","sender_id":"111","app":"com.a.web","platform":"web"}"#)
+        XCTAssertEqual(web.status, 201, web.text)
+        let sends = [("ios-ok", #""apns":{"headers":{"apns-expiration":"-9223372036854775808"}}"#),
+                     ("ios-ok", #""apns":{"headers":{"apns-expiration":"9223372036854775807"}}"#),
+                     ("w-extreme", #""webpush":{"headers":{"TTL":"9223372036854775807"}}"#),
+                     ("w-extreme", #""webpush":{"headers":{"TTL":"-9223372036854775808"}}"#)]
+        let century = Date().timeIntervalSince1970 + Double(DeliveryOptions.longestTTLSeconds)
+        for (token, block) in sends {
+            _ = messageID(try v1Send(#"{"message":{"token":"\#(token)",\#(block),"data":{"k":"v"}}}"#))
+            let entry = items(try client.get("/api/v1/devices/\(token)/messages")).first
+            XCTAssertEqual(entry?["status"]?.stringValue, "delivered", "\(block): \(entry.map { JSONValue.object($0).serialized() } ?? "")")
+            let expires = try XCTUnwrap(entry?["expires_at"]?.stringValue.flatMap(parseRFC3339))
+            XCTAssertLessThanOrEqual(Double(expires) / 1000, century + 60, block)
+        }
+    }
 }
