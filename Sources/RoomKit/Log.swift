@@ -284,7 +284,9 @@ struct LogTimestamp {
 final class LogWriter: @unchecked Sendable {
     static let shared = LogWriter()
     private let cond = ConditionLock()
-    private let writing = Locked<Void>(())
+    /// A plain lock (a `Locked<Void>` puts its empty value at the object's start, which
+    /// ThreadSanitizer takes for a race with the object's header).
+    private let writing = ConditionLock()
     private var pending: [LogEntry] = []
     private var started = false
     /// Only used inside `writing`.
@@ -301,7 +303,7 @@ final class LogWriter: @unchecked Sendable {
     }
 
     func flush() {
-        writing.withLock { _ in
+        writing.withLock {
             let batch = cond.withLock { () -> [LogEntry] in
                 defer { pending.removeAll(keepingCapacity: true) }
                 return pending
