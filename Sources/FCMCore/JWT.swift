@@ -77,10 +77,15 @@ public struct JWT: Sendable {
                    signature: signature)
     }
 
-    /// A claim that is a whole number of seconds (`iat`, `exp`), or nil.
+    /// A claim that is a whole number of seconds (`iat`, `exp`), or nil. Kept within
+    /// ±`secondsBound` (about 34,800 years either side of 1970), so the checks' sums, differences
+    /// and milliseconds cannot overflow however large the number a token carries; every such
+    /// time is far past or far ahead all the same.
     public func seconds(_ claim: String) -> Int64? {
-        claims[claim]?.numberValue?.int64
+        claims[claim]?.numberValue?.int64.map { min(max($0, -Self.secondsBound), Self.secondsBound) }
     }
+
+    public static let secondsBound: Int64 = 1 << 40
 }
 
 /// base64url without padding (RFC 4648 §5), as JWTs use it; padding is accepted too.

@@ -3,6 +3,8 @@
 
 /// RFC 3339 in UTC with milliseconds, `2024-05-30T12:34:56.789Z`.
 public func rfc3339(millis: Int64) -> String {
+    // Any 64-bit number: the arithmetic below stays in range within ±2^60 ms (36 million years).
+    let millis = min(max(millis, -(1 << 60)), 1 << 60)
     let secs = millis >= 0 ? millis / 1000 : (millis - 999) / 1000
     let ms = Int(millis - secs * 1000)
     let days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400

@@ -86,6 +86,10 @@ final class IDTests: XCTestCase {
         XCTAssertEqual(rfc3339(millis: 0), "1970-01-01T00:00:00.000Z")
         XCTAssertEqual(rfc3339(millis: 1_700_000_000_123), "2023-11-14T22:13:20.123Z")
         XCTAssertEqual(rfc3339(millis: 951_782_400_000), "2000-02-29T00:00:00.000Z")
+        // Every 64-bit number is written (the extremes as the ±2^60 ms they are kept within).
+        XCTAssertEqual(rfc3339(millis: .min), rfc3339(millis: -(1 << 60)))
+        XCTAssertEqual(rfc3339(millis: .max), rfc3339(millis: 1 << 60))
+        XCTAssertEqual(rfc3339(millis: .max), "36536598-01-28T21:54:06.976Z")
         // Against Foundation's formatter, over four centuries.
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

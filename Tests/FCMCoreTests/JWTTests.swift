@@ -17,6 +17,10 @@ final class JWTTests: XCTestCase {
         XCTAssertEqual(jwt.claims["iss"]?.stringValue, "a@b")
         XCTAssertEqual(jwt.seconds("exp"), 2)
         XCTAssertNil(jwt.seconds("nbf"))
+        // The 64-bit extremes are kept within ±2^40 s, so the checks' arithmetic cannot overflow.
+        let far = try JWT.parse(token(claims: #"{"iat":-9223372036854775808,"exp":9223372036854775807}"#))
+        XCTAssertEqual(far.seconds("iat"), -JWT.secondsBound)
+        XCTAssertEqual(far.seconds("exp"), JWT.secondsBound)
         XCTAssertEqual(jwt.signature, Array("sig".utf8))
         XCTAssertEqual(String(decoding: jwt.signingInput, as: UTF8.self), String(t[..<t.lastIndex(of: ".")!]))
     }

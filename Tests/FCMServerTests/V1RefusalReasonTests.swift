@@ -66,6 +66,24 @@ final class V1RefusalReasonTests: V1TestCase {
         XCTAssertTrue(try refused([("Authorization", "Bearer \(none)")]).hasSuffix("(alg none, not RS256)"))
     }
 
+    /// Times at the 64-bit limits in a self-signed JWT and in a token request's assertion are
+    /// refused for what they are (they once stopped the server on an overflow).
+    func testTimesAtTheLimitsAreRefusedNotFatal() throws {
+        let claims = #"{"iss":"\#(accountA.email)","sub":"\#(accountA.email)","aud":"https://fcm.googleapis.com/","#
+        let ancient = try jwt(accountA, claims: claims + #""iat":-9223372036854775808,"exp":-9223372036854775808}"#)
+        XCTAssertTrue(try refused([("Authorization", "Bearer \(ancient)")]).hasPrefix("self-signed JWT expired at -"))
+        let grant = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion="
+        let scope = #"{"iss":"\#(accountA.email)","scope":"https://www.googleapis.com/auth/firebase.messaging","aud":"https://oauth2.googleapis.com/token","#
+        for times in [#""iat":-9223372036854775808,"exp":9223372036854775807}"#, #""iat":-9223372036854775808,"exp":-9223372036854775807}"#] {
+            let assertion = try jwt(accountA, claims: scope + times)
+            let r = try client.request("POST", "/token", headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                       body: Array((grant + assertion).utf8))
+            XCTAssertEqual(r.status, 400, r.text)
+            XCTAssertEqual(r.object?["error"]?.stringValue, "invalid_grant", r.text)
+        }
+        _ = messageID(try v1Send(send))
+    }
+
     /// 403 and 404 keep Google's texts too; the record names both projects, or the missing one.
     func testAnotherProjectsCredentialNamesBothProjects() throws {
         let tokenB = try accessToken(try serviceAccount("demo-b"))
