@@ -261,7 +261,8 @@ public struct APNsRoutes: Sendable {
         req.options.collapseKey = headers.collapseID
         req.options.priority = headers.priority == 10 ? .high : .normal
         if let e = headers.expiration {
-            req.options.timeToLive = e == 0 ? 0 : max(0, e - now / 1000)
+            // 18 digits at most: a time that far ahead is held a century (the engine's longest).
+            req.options.timeToLive = e == 0 ? 0 : min(max(0, e - now / 1000), DeliveryOptions.longestTTLSeconds)
         } else {
             req.options.timeToLive = defaultTimeToLive
         }

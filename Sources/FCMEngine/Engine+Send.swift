@@ -57,7 +57,7 @@ extension Engine {
         case .missing, .topic, .condition: tokens = []
         }
         var ctx = SendContext(req: req, senderID: senderID, transport: transport, path: path, now: now,
-                              suffix: messageIDSuffix(senderID: senderID), expiresAt: now + req.options.timeToLive * 1000,
+                              suffix: messageIDSuffix(senderID: senderID), expiresAt: now + min(req.options.timeToLive, DeliveryOptions.longestTTLSeconds) * 1000,
                               wantEvents: events.hasReaders && !dryRun, tokens: tokens, byFID: byFID, undeliverable: undeliverable,
                               namePrefix: submission.namePrefix, errorNames: submission.errorNames,
                               answeredStatus: submission.answeredStatus ?? 0)

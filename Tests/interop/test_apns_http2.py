@@ -146,3 +146,21 @@ def test_a_send_reaches_the_ios_device_that_has_the_token(apns, key):
         p = client.post(base + "/3/device/" + device["apns_token"], headers=h, content=b'{"aps":{}}',
                         extensions={"sni_hostname": "api.push.apple.com"})
         assert_reason(p, 400, "BadDeviceToken")
+
+
+def test_the_largest_expiration_apple_reads_is_delivered_and_held_at_most_a_century(apns, key):
+    """`apns-expiration` of 18 digits (the most the header takes): delivered to an online device,
+    held a century at most for an offline one, and the server goes on (it once overflowed)."""
+    _, _, _, mock = apns
+    far = "999999999999999999"
+    for online in (True, False):
+        fcm = mock.create_device(platform="ios", app=TOPIC, online=online)
+        device = mock.device(fcm)
+        r = post(apns, key, path="/3/device/" + device["apns_token"],
+                 headers={"apns-topic": TOPIC, "apns-expiration": far})
+        assert (r.status_code, r.content) == (200, b"")
+        entry = mock.inbox(fcm)[0]
+        assert entry["status"] == ("delivered" if online else "pending"), entry
+        assert entry["effective"]["apns"]["headers"]["apns-expiration"] == far, entry
+        assert int(entry["expires_at"][:4]) <= time.gmtime().tm_year + 101, entry
+    assert mock.api("GET", "/api/v1/health")["status"] == "ok"
