@@ -61,4 +61,18 @@ extension WebPushTests {
             XCTAssertTrue(r.text.hasPrefix(#"{"code":401,"errno":109,"error":"Unauthorized","message":"the VAPID JWT expired 354"#), r.text)
         }
     }
+
+    /// An `exp` at the 64-bit limits is judged like any other (long expired, or too far ahead);
+    /// it once stopped the server on an overflow, before the push's signature was of any use.
+    func testAnExpAtTheLimitsIsRefusedAndTheServerGoesOn() throws {
+        let s = try subscribe(boundTo: vapidKey)
+        let body = try encrypt("hi", for: s)
+        let plain = "127.0.0.1:\(server.port)"
+        for exp in [Int64.min, Int64.max] {
+            let r = try push(s, host: plain, token: try jwt(exp: exp, sub: "mailto:limits\(exp)@example.com"), body: body, http2: false)
+            XCTAssertEqual(r.status, 401, r.text)
+            XCTAssertTrue(r.text.contains(#""errno":109"#), r.text)
+        }
+        XCTAssertEqual(try push(s, host: plain, token: try jwt(), body: body, http2: false).status, 201)
+    }
 }
