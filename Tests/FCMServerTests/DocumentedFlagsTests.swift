@@ -39,7 +39,8 @@ final class DocumentedFlagsTests: XCTestCase {
         "--no-sandbox": ["chromium", "Chromium"], "--no-first-run": ["chromium"], "--user-data-dir": ["chromium"],
         "--gcm-checkin-url": ["chromium"], "--gcm-registration-url": ["chromium"], "--gcm-mcs-endpoint": ["chromium"],
         "--gcm-": ["chromium"], "--autopush": ["bench/run.sh"], "--mcs": ["bench/run.sh"], "--inclusive": ["callgrind_annotate"],
-        "--simplified": ["swift-demangle"],
+        "--simplified": ["swift-demangle"], "--build-tests": ["swift build"], "--sanitize": ["swift build"],
+        "--fsize": ["prlimit"],
     ]
 
     func testTheTablesAreRead() {
