@@ -84,8 +84,10 @@ extension Engine {
             // What the replaced connection had unacknowledged goes out again first (same version),
             // but for what the client says it has.
             for deliveryID in carried { requeue(deliveryID, now: now, changes: &changes, state: &s) }
+            // Only this client's own deliveries: another client's persistent ids settle nothing.
+            let own = received.isEmpty ? [] : Set(s.carried(by: client))
             for version in received {
-                guard let mid = MessageID(version), let deviceID = s.clientDeliveryDevice[mid.micros],
+                guard let mid = MessageID(version), let deviceID = s.clientDeliveryDevice[mid.micros], own.contains(deviceID),
                       var cd = s.clientDeliveries[mid.micros], cd.version == version, cd.ack == nil,
                       let d = s.devices[deviceID] else { continue }
                 cd.ack = ("login", nil, now)

@@ -153,6 +153,42 @@ def raw_login(mock, android_id, security_token):
     return conn
 
 
+def test_another_clients_persistent_ids_at_login_settle_nothing(mock_mcs):
+    """A LoginRequest's `received_persistent_id` settles only the logging-in client's own
+    deliveries: a second android id naming the first's unacknowledged push leaves it `pending`,
+    and the first gets it at its next login."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    first = raw_login(mock_mcs, android_id, security_token)
+    res = legacy_send(mock_mcs, {"to": token, "data": {"raw": "mine"}})
+    message_id = res["results"][0]["message_id"]
+    tag, sent = first.packet()
+    assert tag == TAG_DATA, (tag, sent)
+    first.close()
+    wait_entry(mock_mcs, token, message_id, "pending")
+
+    other_id, other_token = raw_checkin(mock_mcs.base_url)
+    other = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    try:
+        other.send_packet(TAG_LOGIN_REQUEST, login_request(other_id, other_token, received=[message_id]), version=True)
+        tag, body = other.packet()
+        assert tag == TAG_LOGIN_RESPONSE and 3 not in pb_fields(body), (tag, pb_fields(body))
+        other.send_packet(0, b"")  # a HeartbeatPing: answered once the login is wholly handled
+        tag, _ = other.packet()
+        assert tag == 1, f"a HeartbeatAck, not tag {tag}"
+    finally:
+        other.close()
+    entry = [e for e in mock_mcs.inbox(token) if e["message_id"] == message_id][0]
+    assert entry["status"] == "pending", entry
+
+    again = raw_login(mock_mcs, android_id, security_token)
+    try:
+        tag, body = again.packet()
+    finally:
+        again.close()
+    assert tag == TAG_DATA and body == sent, (tag, body, sent)
+
+
 def test_a_newer_login_takes_over_what_was_written_and_it_reads_sent(mock_mcs):
     """§3.5: a newer login of the same android id closes the older connection and writes again
     what it had unacknowledged: the entry is `sent` on the new connection (`sends` 2)."""
