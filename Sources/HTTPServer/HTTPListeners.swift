@@ -254,9 +254,14 @@ final class TLSAcceptor: Acceptor, @unchecked Sendable {
                     continue
                 }
                 open.add(1, ordering: .relaxed)
-                spawnThread { [self] in
+                let started = trySpawnThread { [self] in
                     serve(s)
                     open.subtract(1, ordering: .relaxed)
+                }
+                if !started {
+                    // No thread to be had: this connection is refused, the server goes on.
+                    open.subtract(1, ordering: .relaxed)
+                    close(s.fd)
                 }
             }
         }

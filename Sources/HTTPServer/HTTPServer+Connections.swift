@@ -25,7 +25,12 @@ extension HTTPServer: ConnectionSink {
     func startHTTP2(_ transport: any HTTP2Transport) {
         configureConnectionSocket(transport.fd, seconds: http2Limits.handshakeSeconds)
         guard let c = newHTTP2Connection(transport) else { return }
-        spawnThread { c.run() }
+        // No thread to be had (a process or address-space limit): this connection is refused,
+        // the server goes on.
+        if !trySpawnThread({ c.run() }) {
+            core.untrack(c)
+            transport.close()
+        }
     }
 
     /// A registered connection, or nil (and the transport closed) past the connection limit or

@@ -7,6 +7,19 @@
 /// Starts a detached thread running `body` (a plain pthread: the server has no other use for
 /// Foundation's Thread, and not linking Foundation saves several megabytes of resident memory).
 public func spawnThread(_ body: @escaping @Sendable () -> Void) {
+    let rc = startThread(body)
+    if rc != 0 { fatalError("pthread_create failed: \(rc)") }
+}
+
+/// Starts a detached thread running `body`, or returns false when the system gives no more
+/// threads (a process or address-space limit): for a thread per connection, whose connection is
+/// then refused instead of the process stopping.
+public func trySpawnThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    startThread(body) == 0
+}
+
+/// `pthread_create`'s result; `body` runs only when it is 0.
+private func startThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
     final class Box: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
@@ -23,8 +36,8 @@ public func spawnThread(_ body: @escaping @Sendable () -> Void) {
         pthread_detach(tid)
     } else {
         Unmanaged<Box>.fromOpaque(arg).release()
-        fatalError("pthread_create failed: \(rc)")
     }
+    return rc
 }
 
 /// Runs `body` every `everyMillis` on its own thread until `stop()`.

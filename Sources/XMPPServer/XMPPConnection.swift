@@ -159,7 +159,12 @@ public final class XMPPConnection: @unchecked Sendable {
             lock.broadcast()  // a lingering flusher
         } else {
             flushing = true
-            spawnThread { [self] in flush() }
+            // No thread to be had (a process or address-space limit): this connection is dropped,
+            // the server goes on.
+            if !trySpawnThread({ [self] in flush() }) {
+                flushing = false
+                abandon()
+            }
         }
     }
 

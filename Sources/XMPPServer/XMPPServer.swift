@@ -98,7 +98,11 @@ public final class XMPPServer: Sendable {
                 }
                 switch admission {
                 case .open:
-                    spawnThread { conn.run() }
+                    // No thread to be had: this connection is refused, the server goes on.
+                    if !trySpawnThread({ conn.run() }) {
+                        state.withLock { _ = $0.connections.removeValue(forKey: conn.id) }
+                        close(c)
+                    }
                 case .stopped:
                     close(c)
                 case .full:

@@ -25,13 +25,13 @@ STARTUP_TIMEOUT_S = float(os.environ.get("FCM_MOCK_STARTUP_TIMEOUT", "20"))
 STOP_TIMEOUT_S = 10.0
 
 
-def _start(binary, fixtures_path, stderr_path, extra_args=()):
+def _start(binary, fixtures_path, stderr_path, extra_args=(), preexec_fn=None):
     cmd = [binary, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", ":memory:",
            "--fixtures", str(fixtures_path), *extra_args]
     stderr_file = open(stderr_path, "wb")
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=stderr_file)
+                                stderr=stderr_file, preexec_fn=preexec_fn)
     finally:
         stderr_file.close()
     return cmd, proc
@@ -73,8 +73,9 @@ def _drain(stream):
         pass
 
 
-def _serve(tmp_path_factory, extra_args=()):
-    """Runs one server for a module: yields its MockServer, then stops it (SIGTERM, exit 0)."""
+def _serve(tmp_path_factory, extra_args=(), preexec_fn=None):
+    """Runs one server for a module: yields its MockServer, then stops it (SIGTERM, exit 0).
+    `preexec_fn` runs in the child before the binary (to set a resource limit)."""
     binary = os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock")
     binary = os.path.abspath(binary)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -85,7 +86,7 @@ def _serve(tmp_path_factory, extra_args=()):
     fixtures_path.write_text(json.dumps(FIXTURES, indent=2))
     stderr_path = tmp / "stderr.log"
 
-    cmd, proc = _start(binary, fixtures_path, stderr_path, extra_args)
+    cmd, proc = _start(binary, fixtures_path, stderr_path, extra_args, preexec_fn)
     server = None
     try:
         line, other = _read_listening_line(proc, time.monotonic() + STARTUP_TIMEOUT_S)

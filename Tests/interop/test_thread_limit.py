@@ -1,0 +1,89 @@
+"""A server the system gives no more threads keeps serving: an XMPP or HTTP/2 connection that
+would need one more thread is refused (closed at once), the server goes on, and once connections
+end new ones are served again. The limit is the address space (RLIMIT_AS): the same binary's size
+once started, plus room for about two dozen 8 MiB thread stacks, so thread creation fails long
+before anything else runs short."""
+
+import resource
+import socket
+import time
+
+import pytest
+
+from conftest import _serve
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+STREAM_HEADER = (b'<stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" '
+                 b'xmlns:stream="http://etherx.jabber.org/streams">')
+
+
+def vm_size_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory, mock):
+    limit = (vm_size_kib(mock.proc.pid) + 200 * 1024) * 1024
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    yield from _serve(tmp_path_factory, preexec_fn=cap)
+
+
+def open_until_refused(host, port, first_bytes, most=300):
+    """Opens connections (each sending `first_bytes`) until the server closes three at once;
+    returns (open sockets, how many were refused)."""
+    socks, refused = [], 0
+    for _ in range(most):
+        s = socket.create_connection((host, port))
+        s.settimeout(0.2)
+        if first_bytes:
+            s.sendall(first_bytes)
+        try:
+            got = s.recv(64)
+        except socket.timeout:
+            got = None  # served, and waiting for more
+        except ConnectionResetError:
+            got = b""
+        if got == b"":
+            refused += 1
+            s.close()
+            if refused == 3:
+                break
+        else:
+            socks.append(s)
+    return socks, refused
+
+
+def served(host, port, first_bytes, expect):
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(first_bytes)
+        try:
+            return s.recv(200).startswith(expect)
+        except ConnectionResetError:
+            return False
+
+
+@pytest.mark.parametrize("kind", ["xmpp", "h2c"])
+def test_no_thread_to_be_had_refuses_the_connection_not_the_server(limited, kind):
+    host, port = (limited.xmpp_host, limited.xmpp_port) if kind == "xmpp" else ("127.0.0.1", int(limited.base_url.rsplit(":", 1)[1]))
+    first = b"" if kind == "xmpp" else H2_PREFACE
+    socks, refused = open_until_refused(host, port, first)
+    try:
+        assert refused == 3, f"{len(socks)} connections served and none refused: the limit was not reached"
+        assert len(socks) > 0, "not one connection was served"
+        assert limited.proc.poll() is None, limited.stderr_tail()
+        assert limited.api("GET", "/api/v1/health")["status"] == "ok"
+    finally:
+        for s in socks:
+            s.close()
+    # Their threads end with them; a new connection is served again.
+    deadline = time.monotonic() + 10
+    again = STREAM_HEADER if kind == "xmpp" else H2_PREFACE
+    expect = b"<stream:stream" if kind == "xmpp" else b"\x00\x00"
+    while not served(host, port, again, expect):
+        assert time.monotonic() < deadline, "no connection served after the others closed"
+        time.sleep(0.2)
+    assert limited.proc.poll() is None, limited.stderr_tail()
