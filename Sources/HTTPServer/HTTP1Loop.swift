@@ -448,7 +448,16 @@ final class OffLoopWorkers: @unchecked Sendable {
             started += 1
             return true
         }
-        if spawn { spawnThread { [self] in work() } }
+        guard spawn, !trySpawnThread({ [self] in work() }) else { return }
+        // No thread to be had (a process or address-space limit): a running one takes the job;
+        // with none running, what is queued runs here rather than never.
+        let orphans = lock.withLock { () -> [@Sendable () -> Void] in
+            started -= 1
+            guard started == 0 else { return [] }
+            defer { jobs.removeAll(keepingCapacity: true) }
+            return jobs
+        }
+        for j in orphans { j() }
     }
 
     /// Lets the threads end once the jobs queued are done.

@@ -39,7 +39,20 @@ public final class WorkerPool: @unchecked Sendable {
         }
         switch then {
         case .queued: break
-        case .spawn: spawnThread { [self] in work() }
+        case .spawn:
+            guard !trySpawnThread({ [self] in work() }) else { return }
+            // No thread to be had (a process or address-space limit): a running one takes the
+            // job; with none running, what is queued runs here rather than never.
+            let orphans = lock.withLock { () -> [@Sendable () -> Void] in
+                started -= 1
+                guard started == 0 else { return [] }
+                defer {
+                    jobs.removeAll(keepingCapacity: true)
+                    head = 0
+                }
+                return Array(jobs[head...])
+            }
+            for j in orphans { j() }
         case .runHere: job()
         }
     }

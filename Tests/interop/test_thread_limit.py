@@ -9,8 +9,10 @@ import socket
 import time
 
 import pytest
+import requests
 
 from conftest import _serve
+from mocksupport import KEY_A
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 STREAM_HEADER = (b'<stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" '
@@ -76,6 +78,12 @@ def test_no_thread_to_be_had_refuses_the_connection_not_the_server(limited, kind
         assert len(socks) > 0, "not one connection was served"
         assert limited.proc.poll() is None, limited.stderr_tail()
         assert limited.api("GET", "/api/v1/health")["status"] == "ok"
+        # A request with a large body is handled off the loop by threads started when first
+        # needed: with none to be had it is handled on the loop, and answered.
+        tokens = [f"thread-limit-{kind}-{i:04d}" for i in range(1000)]
+        r = requests.post(limited.base_url + "/fcm/send", headers={"Authorization": f"key={KEY_A}"},
+                          json={"registration_ids": tokens, "data": {"k": "v"}}, timeout=30)
+        assert r.status_code == 200 and len(r.json()["results"]) == 1000, r.text[:300]
     finally:
         for s in socks:
             s.close()
