@@ -4,15 +4,18 @@ end new ones are served again. The limit is the address space (RLIMIT_AS): the s
 once started, plus room for about two dozen 8 MiB thread stacks, so thread creation fails long
 before anything else runs short."""
 
+import os
 import resource
 import socket
 import time
 
 import pytest
 import requests
+from py_vapid import Vapid02
+from pywebpush import webpush
 
 from conftest import _serve
-from mocksupport import KEY_A
+from mocksupport import APP_A, KEY_A, SENDER_A
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 STREAM_HEADER = (b'<stream:stream to="fcm.googleapis.com" version="1.0" xmlns="jabber:client" '
@@ -30,6 +33,8 @@ def limited(tmp_path_factory, mock):
 
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # Every Web Push decryption through the pool, whose threads start when first needed.
+        os.environ["FCM_MOCK_WEBPUSH_HANDOFF"] = "all"
 
     yield from _serve(tmp_path_factory, preexec_fn=cap)
 
@@ -84,6 +89,18 @@ def test_no_thread_to_be_had_refuses_the_connection_not_the_server(limited, kind
         r = requests.post(limited.base_url + "/fcm/send", headers={"Authorization": f"key={KEY_A}"},
                           json={"registration_ids": tokens, "data": {"k": "v"}}, timeout=30)
         assert r.status_code == 200 and len(r.json()["results"]) == 1000, r.text[:300]
+        # The Web Push pool likewise: the push is decrypted on the thread that took it.
+        dev = limited.api("POST", "/api/v1/devices", expect=201,
+                          json={"sender_id": SENDER_A, "app": APP_A + ".web", "platform": "web"})
+        vapid = Vapid02()
+        vapid.generate_keys()
+        with requests.Session() as session:
+            session.trust_env = False
+            pushed = webpush(dev["web_push"], data=f"at the limit ({kind})", vapid_private_key=vapid,
+                             vapid_claims={"sub": "mailto:limit@example.com"}, requests_session=session, timeout=20)
+        assert pushed.status_code == 201, pushed.text
+        entry = limited.inbox(dev["token"])[0]
+        assert entry["status"] == "delivered" and entry["webpush"]["plaintext"] == f"at the limit ({kind})", entry
     finally:
         for s in socks:
             s.close()
