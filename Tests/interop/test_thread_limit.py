@@ -1,8 +1,9 @@
 """A server the system gives no more threads keeps serving: an XMPP or HTTP/2 connection that
-would need one more thread is refused (closed at once), the server goes on, and once connections
-end new ones are served again. The limit is the address space (RLIMIT_AS): the same binary's size
-once started, plus room for about two dozen 8 MiB thread stacks, so thread creation fails long
-before anything else runs short."""
+would need one more thread is refused (closed at once), work for threads started when first
+needed runs on the thread that asked, the server goes on, and once connections end new ones are
+served again. The limit is the address space (RLIMIT_AS): the same server's idle size plus room
+for a dozen 64 MiB thread stacks and 32 MiB more, so thread creation fails while the heap still
+has room."""
 
 import os
 import resource
@@ -27,16 +28,32 @@ def vm_size_kib(pid):
         return next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
 
 
-@pytest.fixture(scope="module")
-def limited(tmp_path_factory, mock):
-    limit = (vm_size_kib(mock.proc.pid) + 200 * 1024) * 1024
+STACK = 64 << 20  # each thread's stack (glibc takes RLIMIT_STACK as the default)
+MARGIN = 32 << 20  # left for the heap when the next stack does not fit
+THREADS = 12  # threads the limit leaves room for beyond an idle server's
 
-    def cap():
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        # Every Web Push decryption through the pool, whose threads start when first needed.
+
+def settings(limit=None):
+    """The child's settings before the binary runs: 64 MiB stacks and one malloc arena, so
+    thread stacks are the only large reservations and a failed one leaves at least MARGIN for
+    the heap; every Web Push decryption through the pool, whose threads start when first
+    needed; and the address-space limit when given."""
+    def apply():
+        resource.setrlimit(resource.RLIMIT_STACK, (STACK, STACK))
+        os.environ["MALLOC_ARENA_MAX"] = "1"
         os.environ["FCM_MOCK_WEBPUSH_HANDOFF"] = "all"
+        if limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return apply
 
-    yield from _serve(tmp_path_factory, preexec_fn=cap)
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory):
+    # The address space of the same server idle, with the same settings and no limit.
+    reference = _serve(tmp_path_factory, preexec_fn=settings())
+    idle = vm_size_kib(next(reference).proc.pid) * 1024
+    next(reference, None)
+    yield from _serve(tmp_path_factory, preexec_fn=settings(idle + THREADS * STACK + MARGIN))
 
 
 def open_until_refused(host, port, first_bytes, most=300):
