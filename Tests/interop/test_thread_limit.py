@@ -28,8 +28,11 @@ def vm_size_kib(pid):
         return next(int(line.split()[1]) for line in f if line.startswith("VmSize:"))
 
 
-STACK = 64 << 20  # each thread's stack (glibc takes RLIMIT_STACK as the default)
-MARGIN = 32 << 20  # left for the heap when the next stack does not fit
+_HARD_STACK = resource.getrlimit(resource.RLIMIT_STACK)[1]
+# Each thread's stack (glibc takes RLIMIT_STACK as the default), 64 MiB unless the hard limit is
+# lower; half of it is left for the heap when the next stack does not fit.
+STACK = 64 << 20 if _HARD_STACK == resource.RLIM_INFINITY else min(64 << 20, _HARD_STACK)
+MARGIN = STACK // 2
 THREADS = 12  # threads the limit leaves room for beyond an idle server's
 
 
@@ -39,7 +42,7 @@ def settings(limit=None):
     the heap; every Web Push decryption through the pool, whose threads start when first
     needed; and the address-space limit when given."""
     def apply():
-        resource.setrlimit(resource.RLIMIT_STACK, (STACK, STACK))
+        resource.setrlimit(resource.RLIMIT_STACK, (STACK, _HARD_STACK))
         os.environ["MALLOC_ARENA_MAX"] = "1"
         os.environ["FCM_MOCK_WEBPUSH_HANDOFF"] = "all"
         if limit is not None:
