@@ -168,7 +168,6 @@ struct LogEntry: Sendable {
     /// The fields of an access line in text form, written as bytes: the same text as
     /// `forEachField` gives, without the strings it makes (one line per request).
     static func appendAccessFields(_ a: HTTPAccess, into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + 96 + a.path.utf8.count)
         appendLiteral(" method=", into: &out)
         out.append(contentsOf: a.method.utf8)
         appendLiteral(" path=", into: &out)
@@ -289,6 +288,7 @@ final class LogWriter: @unchecked Sendable {
     private let writing = ConditionLock()
     private var pending: [LogEntry] = []
     private var started = false
+    static let linesPerWrite = 1000
     /// Only used inside `writing`.
     private var timestamp = LogTimestamp()
 
@@ -309,10 +309,18 @@ final class LogWriter: @unchecked Sendable {
                 return pending
             }
             guard !batch.isEmpty else { return }
+            // A thousand lines to a write: a backlog (stderr not read for a while) is written as
+            // it is formatted, in a buffer of one slice's size.
             var bytes: [UInt8] = []
-            bytes.reserveCapacity(batch.count * 128)
-            for e in batch { e.format(into: &bytes, clock: &timestamp) }
-            SystemIO.writeStderr(bytes)
+            bytes.reserveCapacity(min(batch.count, Self.linesPerWrite) * 128)
+            var start = 0
+            while start < batch.count {
+                let end = min(start + Self.linesPerWrite, batch.count)
+                bytes.removeAll(keepingCapacity: true)
+                for e in batch[start..<end] { e.format(into: &bytes, clock: &timestamp) }
+                SystemIO.writeStderr(bytes)
+                start = end
+            }
         }
     }
 
