@@ -3,6 +3,7 @@ import FCMEngine
 public import FCMModel
 import FCMCore
 public import HTTPServer
+import Platform
 
 /// `/api/v1/messages`, `/api/v1/upstream` and `/api/v1/events`: what was sent, both ways, and
 /// the stream of it.
@@ -34,10 +35,22 @@ extension ControlAPI {
             f.error = e
         }
         try searchTerms(q, into: &f)
-        let page = try engine.messageRecords(f, limit: try q.limit(), before: try q.cursor())
-        let list = Render.list(page.items.map(Render.messageRecord), next: page.next)
-        guard let total = page.total else { return ok(list) }
-        return ok(Render.withTotal(list, total: total, cap: f.totalCap ?? MessageFilter.defaultTotalCap))
+        let (filter, limit, cursor) = (f, try q.limit(), try q.cursor())
+        // Answered from a search thread: a filter found in few records walks the whole store
+        // (a slice at a time, so sends are not held up), which takes the loop's other
+        // connections' time if run on it.
+        let responder = c.responder
+        searches.run { [self] in
+            do throws(ControlError) {
+                let page = try engine.messageRecords(filter, limit: limit, before: cursor)
+                let list = Render.list(page.items.map(Render.messageRecord), next: page.next)
+                guard let total = page.total else { return responder.send(ok(list)) }
+                responder.send(ok(Render.withTotal(list, total: total, cap: filter.totalCap ?? MessageFilter.defaultTotalCap)))
+            } catch {
+                responder.send(Self.errorResponse(error))
+            }
+        }
+        return nil
     }
 
     /// `GET /api/v1/messages/{id}`, with `recipients=N` as on the list.

@@ -24,6 +24,9 @@ public struct ControlAPI: Sendable {
     public var apnsTLS = false
     /// Where MCS listens (`HOST:PORT`, nil without `--mcs-port`) and its connections, for health.
     public var mcsStatus: @Sendable () -> (String?, Int) = { (nil, 0) }
+    /// The threads that run message searches (`GET /api/v1/messages`), which may walk the whole
+    /// store: not on an HTTP/1.1 loop, whose other connections (app servers' sends) would wait.
+    let searches = WorkerPool(threads: 2)
 
     public init(engine: Engine, controlToken: String?, xmppConnections: @escaping @Sendable () -> [String],
                 xmppDrain: @escaping @Sendable (String?) -> [String], tlsCA: String?, readiness: Readiness) {

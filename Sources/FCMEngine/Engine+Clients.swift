@@ -353,12 +353,15 @@ extension Engine {
             }
             var writes = [Writes.setClientDeliveries(updates, settledAt: now)]
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            // The acknowledged delivery's inbox changed, and those of the client's devices when
+            // what it held was written (or expired) too.
+            let touched = updates.count == 1 && changes.isEmpty ? [deviceID] : [deviceID] + s.carried(by: s.realClients.values[ci])
             // Nobody waits for an acknowledgement's commit (the client is answered nothing): it
             // rides the next commit, and its events and long polls follow that commit.
             let events = published
             submitRiding(writes) { [self] error in
                 if error == nil { self.events.publish(events) }
-                notifyChanged()
+                notifyChanged(devices: touched)
             }
             return (orders, ())
         }

@@ -230,7 +230,10 @@ extension Engine {
                 // them (an acknowledgement's record comes after it).
                 guard cd.ack == nil, cd.rejection == nil else { return }
                 let update = ClientDeliveryUpdate(id: mid.micros, status: "sent", deliveredAt: nil, stored: cd.stored())
-                submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in notifyChanged() }
+                let device = s.clientDeliveryDevice[mid.micros]
+                submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in
+                    if let device { notifyChanged(devices: [device]) } else { notifyChanged() }
+                }
             }
         }
         return relay

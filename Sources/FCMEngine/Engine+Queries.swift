@@ -38,27 +38,72 @@ extension Engine {
         q.excluded = try f.excluded.map { (x: MessageFilter) throws(EngineError) -> MessageQuery in try messageQuery(x) }
         q.before = cursor
         q.limit = limit + 1
-        let now = clock.nowMillis()
+        // The records are searched a slice at a time, each in a read of its own, so a search that
+        // passes over most of the store (words found nowhere, `not_text` found everywhere)
+        // holds the store from sends no longer than a slice takes. A token's search reads its
+        // device's deliveries, not the store: one read.
+        let slice = q.token == nil ? Self.searchSlice : nil
+        var items: [MessageRecord] = []
+        var upper = cursor
+        var lastID: Int64?
+        var next: Int64?
         do {
-            return try store.read { (c: StoreReader) throws(StoreError) -> ([MessageRecord], Int64?, Int?) in
-                var rows = try c.messageRecords(q)
-                var next: Int64?
-                if rows.count > limit {
-                    rows.removeLast()
-                    next = rows.last?.id
+            while true {
+                let (found, last, start, full) = try store.readAfterCommits {
+                    (c: StoreReader) throws(StoreError) -> ([MessageRecord], Int64?, Int64?, Bool) in
+                    var part = q
+                    part.before = upper
+                    part.from = try slice.flatMap { (n: Int) throws(StoreError) in try c.messageSliceStart(before: upper, count: n) }
+                    part.limit = limit + 1 - items.count
+                    var rows = try c.messageRecords(part)
+                    let full = items.count + rows.count > limit
+                    if full { rows.removeLast() }
+                    let now = clock.nowMillis()
+                    return (try rows.map { (row: MessageRow) throws(StoreError) -> MessageRecord in
+                        try record(row, c, now: now, recipientsLimit: f.recipientsLimit, counts: f.recipientCounts)
+                    }, rows.last?.id, part.from, full)
                 }
-                // A first page with no next page is the whole answer: counted already.
-                var total: Int?
-                if let cap = f.totalCap {
-                    total = cursor == nil && next == nil ? min(rows.count, cap) : try c.messageCount(q, cap: cap)
+                items += found
+                if let last { lastID = last }
+                if full {
+                    // A full page: the next one starts below its last record.
+                    next = lastID
+                    break
                 }
-                return (try rows.map { (row: MessageRow) throws(StoreError) -> MessageRecord in
-                    try record(row, c, now: now, recipientsLimit: f.recipientsLimit, counts: f.recipientCounts)
-                }, next, total)
+                guard let start else { break }  // the slice reached the oldest record
+                upper = start
             }
+            // A first page with no next page is the whole answer: counted already.
+            var total: Int?
+            if let cap = f.totalCap {
+                total = cursor == nil && next == nil ? min(items.count, cap) : try countRecords(q, cap: cap)
+            }
+            return (items, next, total)
         } catch {
             throw .internal(error.description)
         }
+    }
+
+    /// Records a search takes from the store in one read.
+    static let searchSlice = 2_000
+
+    /// How many records match `q` (its cursor aside), up to `cap`: a slice at a time, as the
+    /// search.
+    private func countRecords(_ q: MessageQuery, cap: Int) throws(StoreError) -> Int {
+        var total = 0
+        var upper: Int64?
+        while total < cap {
+            let (n, start) = try store.readAfterCommits { (c: StoreReader) throws(StoreError) -> (Int, Int64?) in
+                var part = q
+                part.before = upper
+                part.from = q.token == nil ? try c.messageSliceStart(before: upper, count: Self.searchSlice) : nil
+                return (try c.messageCount(part, cap: cap - total), part.from)
+            }
+            total += n
+            guard let start else { break }
+            upper = start
+        }
+        return min(total, cap)
     }
 
     /// A filter as the store applies it (its cursor and limit aside).

@@ -279,12 +279,14 @@ extension Engine {
         var carried = p.clientOrders
         if !carried.writes.isEmpty { carryEntries(&carried, message, p.rows, state: s) }
         let orders = carried
+        let rows = p.rows
         submit(ops, wakeWriter: false) { [self] error in
             if error == nil {
                 events.publish(eventsToPublish)
                 dispatch(orders)
             }
-            notifyChanged()
+            // Only the recipients' inboxes changed (a failed commit changed none).
+            notifyChanged(devices: rows.lazy.compactMap(\.device))
             completion(error.map { .failure($0) } ?? .success(result))
         }
     }

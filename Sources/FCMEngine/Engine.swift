@@ -166,6 +166,12 @@ public final class Engine: Sendable {
         longPolls.poke()
     }
 
+    /// Wakes the long polls of these devices only (and those of devices not known yet): for the
+    /// changes that know which inboxes they touched (a send's commit, an acknowledgement).
+    func notifyChanged<S: Sequence<Int64>>(devices: S) {
+        longPolls.poke(devices: devices)
+    }
+
     /// Answers every long poll with what there is (before the HTTP server stops).
     public func beginShutdown() {
         expirySweeper.withLock { s in defer { s = nil }; return s }?.stop()

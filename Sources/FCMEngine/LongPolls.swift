@@ -2,33 +2,62 @@ import FCMCore
 import Platform
 
 /// Long polls waiting for something to change (inbox `wait`/`min`), answered without holding a
-/// thread each: one thread re-checks the waiting polls after every change and at their deadlines.
+/// thread each: one thread re-checks the waiting polls after the changes that may satisfy them and
+/// at their deadlines.
 ///
-/// `@unchecked Sendable`: `waiters`, `dirty`, `stopped` and `nextID` are only touched under `lock`.
+/// A poll watches one device. A change that names its devices (a send's commit, a client's
+/// acknowledgement) re-checks only the polls of those devices; any other change (the control API,
+/// the clock, a recovery) re-checks every poll. A poll whose device does not exist yet is
+/// re-checked on every change. However many polls wait, and however costly their checks (a
+/// `status` filter pages through the inbox in the store), the checks take at most a fifth of the
+/// time: after a round of checks that took `t`, the next round that a change asks for starts no
+/// sooner than `4t` later (a deadline is answered at once).
+///
+/// `@unchecked Sendable`: every stored property but `lock` is only touched under `lock`.
 final class LongPolls: @unchecked Sendable {
-    /// A waiting poll. `check(final)` answers the poll and returns true when it is satisfied, or
-    /// unconditionally when `final` (deadline passed or shutting down).
+    /// What a check found: the poll answered (satisfied, or `final`), or still waiting on a device
+    /// (nil: one that does not exist yet).
+    enum Check {
+        case answered
+        case waiting(device: Int64?)
+    }
+
+    /// A waiting poll. `check(final)` answers the poll when it is satisfied, or unconditionally
+    /// when `final` (deadline passed or shutting down).
     struct Waiter {
         let id: Int
         let deadline: UInt64
-        let check: @Sendable (_ final: Bool) -> Bool
+        /// The device it waits on, as of its last check (nil: not checked yet, or no such device).
+        var device: Int64?
+        let check: @Sendable (_ final: Bool) -> Check
     }
+
+    /// How much longer than a round of checks took the thread rests before the next one a change
+    /// asks for.
+    static let restFactor: UInt64 = 4
 
     private let lock = ConditionLock()
     private var waiters: [Waiter] = []
-    private var dirty = false
+    /// A change that named no devices came since the last round: every poll is re-checked.
+    private var changedAll = false
+    /// The devices changes named since the last round.
+    private var changedDevices: Set<Int64> = []
+    /// A poll was added since the last round (it has no device yet, so the round checks it).
+    private var added = false
     private var stopped = false
     private var nextID = 0
     private var started = false
+    /// No round for a change before this (monotonic nanoseconds).
+    private var restUntil: UInt64 = 0
 
     /// Adds a poll (after its caller found it not yet satisfied); it is checked once more at once,
     /// in case the change it waits for happened in between.
-    func add(deadline: UInt64, check: @escaping @Sendable (_ final: Bool) -> Bool) {
+    func add(deadline: UInt64, check: @escaping @Sendable (_ final: Bool) -> Check) {
         let (stopping, needsThread) = lock.withLock { () -> (Bool, Bool) in
             if stopped { return (true, false) }
             nextID += 1
-            waiters.append(Waiter(id: nextID, deadline: deadline, check: check))
-            dirty = true
+            waiters.append(Waiter(id: nextID, deadline: deadline, device: nil, check: check))
+            added = true
             defer { started = true }
             return (false, !started)
         }
@@ -40,11 +69,22 @@ final class LongPolls: @unchecked Sendable {
         lock.broadcast()
     }
 
-    /// Something changed: re-check every waiting poll.
+    /// Something changed that may concern any poll: re-check them all.
     func poke() {
         let any = lock.withLock { () -> Bool in
-            if !waiters.isEmpty { dirty = true }
+            if !waiters.isEmpty { changedAll = true }
             return !waiters.isEmpty
+        }
+        if any { lock.broadcast() }
+    }
+
+    /// Something changed in these devices' inboxes only: re-check their polls (and those of
+    /// devices not known yet). `devices` is not read when no poll waits.
+    func poke<S: Sequence<Int64>>(devices: S) {
+        let any = lock.withLock { () -> Bool in
+            if waiters.isEmpty { return false }
+            if !changedAll { changedDevices.formUnion(devices) }
+            return true
         }
         if any { lock.broadcast() }
     }
@@ -60,25 +100,55 @@ final class LongPolls: @unchecked Sendable {
         for w in all { _ = w.check(true) }
     }
 
+    /// Whether a round taken now would check `w` for a change (not for its deadline).
+    private func changed(_ w: Waiter) -> Bool {
+        guard let device = w.device else { return true }
+        return changedAll || changedDevices.contains(device)
+    }
+
     private func run() {
         while true {
-            let snapshot: [Waiter]? = lock.withLock {
+            // The polls to check this round, and whether each is at its deadline.
+            let due: [(Waiter, Bool)]? = lock.withLock {
                 while !stopped {
                     let now = monotonicNanos()
-                    if dirty || waiters.contains(where: { $0.deadline <= now }) { break }
-                    let next = waiters.map(\.deadline).min() ?? now + 3_600_000_000_000
+                    let changes = changedAll || added || !changedDevices.isEmpty
+                    if changes && now >= restUntil { break }
+                    if waiters.contains(where: { $0.deadline <= now }) { break }
+                    var next = waiters.map(\.deadline).min() ?? now + 3_600_000_000_000
+                    if changes { next = min(next, restUntil) }
                     lock.wait(untilMonotonicNanos: next)
                 }
                 if stopped { return nil }
-                dirty = false
-                return waiters
+                let now = monotonicNanos()
+                // A round for deadlines only, while resting, leaves the changes for the next.
+                let forChanges = now >= restUntil
+                var picked: [(Waiter, Bool)] = []
+                for w in waiters where w.deadline <= now || (forChanges && changed(w)) { picked.append((w, w.deadline <= now)) }
+                if forChanges {
+                    changedAll = false
+                    added = false
+                    changedDevices.removeAll(keepingCapacity: true)
+                }
+                return picked
             }
-            guard let snapshot else { return }
-            let now = monotonicNanos()
+            guard let due else { return }
+            let start = monotonicNanos()
             var answered = Set<Int>()
-            for w in snapshot where w.check(w.deadline <= now) { answered.insert(w.id) }
-            if !answered.isEmpty {
-                lock.withLock { waiters.removeAll { answered.contains($0.id) } }
+            var devices: [Int: Int64?] = [:]
+            for (w, final) in due {
+                switch w.check(final) {
+                case .answered: answered.insert(w.id)
+                case .waiting(let device): devices[w.id] = device
+                }
+            }
+            let end = monotonicNanos()
+            lock.withLock {
+                restUntil = end + (end - start) * Self.restFactor
+                if !answered.isEmpty { waiters.removeAll { answered.contains($0.id) } }
+                for i in waiters.indices {
+                    if let device = devices[waiters[i].id] { waiters[i].device = device }
+                }
             }
         }
     }

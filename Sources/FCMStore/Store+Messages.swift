@@ -117,6 +117,8 @@ public struct DeliveryRow: Sendable {
 public struct MessageQuery: Sendable {
     /// Rows with an id below this (the cursor).
     public var before: Int64?
+    /// Rows with an id at or above this (the lower end of a slice of the records).
+    public var from: Int64?
     public var senderID: String?
     public var transport: String?
     public var clientMessageID: String?
@@ -219,12 +221,18 @@ extension SQLiteConnection {
         return rows
     }
 
-    /// How many records match `q` (its cursor and limit aside), counting no further than `cap`:
-    /// the work is bounded however many records the store holds.
+    /// The lower end of the slice of `count` records below `before` (nil: from the newest): the
+    /// id of the `count`th record down, or nil when there are no more than `count` (the slice
+    /// reaches the oldest). On the primary key: no record is read.
+    public func messageSliceStart(before: Int64?, count: Int) throws(StoreError) -> Int64? {
+        try scalar("SELECT id FROM messages WHERE id < ? ORDER BY id DESC LIMIT 1 OFFSET ?",
+                   [.int(before ?? Int64.max), .int(Int64(count - 1))])
+    }
+
+    /// How many records match `q` (its limit aside, within its `before` and `from`), counting no
+    /// further than `cap`.
     public func messageCount(_ q: MessageQuery, cap: Int) throws(StoreError) -> Int {
-        var all = q
-        all.before = nil
-        let (sql, args) = try messageWhere(all)
+        let (sql, args) = try messageWhere(q)
         return Int(try scalar("SELECT count(*) FROM (SELECT 1 FROM messages WHERE " + sql + " LIMIT ?)", args + [.int(Int64(cap))]) ?? 0)
     }
 
@@ -248,6 +256,7 @@ extension SQLiteConnection {
         var sql = ""
         var args: [SQLValue] = []
         if let v = q.before { sql += " AND id < ?"; args.append(.int(v)) }
+        if let v = q.from { sql += " AND id >= ?"; args.append(.int(v)) }
         if let v = q.senderID { sql += " AND sender_id = ?"; args.append(.text(v)) }
         if let v = q.transport { sql += " AND transport = ?"; args.append(.text(v)) }
         if let v = q.clientMessageID { sql += " AND client_message_id = ?"; args.append(.text(v)) }
@@ -345,6 +354,16 @@ extension SQLiteConnection {
     }
 
     /// One delivery as an inbox entry.
+    /// One delivery row's status and expiry only: what a status filter needs to pass over an
+    /// entry without reading its message.
+    func deliveryStatus(_ deliveryID: Int64) throws(StoreError) -> (status: String, expiresAt: Int64)? {
+        let s = try statement("SELECT status, expires_at FROM deliveries WHERE id = ?")
+        defer { s.reset() }
+        try s.bind([.int(deliveryID)])
+        guard try s.step() else { return nil }
+        return (s.text(0) ?? "", s.int(1))
+    }
+
     public func inboxRow(_ deliveryID: Int64) throws(StoreError) -> InboxRow? {
         var row: InboxRow?
         try query("""

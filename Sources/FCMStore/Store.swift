@@ -39,6 +39,8 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 public final class Store: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let connectionLock = ConditionLock()
+    /// Commits waiting for `connectionLock` (`readAfterCommits`).
+    private let commitsWaiting = Atomic<Int>(0)
     private let queue = ConditionLock()
     private var pending: [Ticket] = []
     private var stopping = false
@@ -134,6 +136,18 @@ public final class Store: @unchecked Sendable {
     public func read<T: Sendable>(_ body: (StoreReader) throws(StoreError) -> T) throws(StoreError) -> T {
         try connectionLock.withLock { () throws(StoreError) -> T in try body(StoreReader(connection)) }
     }
+
+    /// `read`, for one of a series of reads (a search a slice at a time): commits waiting for the
+    /// connection go first. The lock favours the thread that just let it go, so a reader taking
+    /// it again at once would keep them out for the whole series. Waits at most
+    /// `commitsFirstMillis` for them.
+    public func readAfterCommits<T: Sendable>(_ body: (StoreReader) throws(StoreError) -> T) throws(StoreError) -> T {
+        let until = monotonicNanos() + Self.commitsFirstMillis * 1_000_000
+        while commitsWaiting.load(ordering: .acquiring) > 0 && monotonicNanos() < until { sched_yield() }
+        return try read(body)
+    }
+
+    static let commitsFirstMillis: UInt64 = 5
 
     /// Frees the connection's cached pages, after a load that filled the cache with pages the
     /// send path does not need (a large fixture's device rows: 1 MB of a 10,000-device file's).
@@ -294,7 +308,9 @@ public final class Store: @unchecked Sendable {
 
     /// Runs the tickets' writes in one transaction; returns why it failed (rolled back), or nil.
     private func transact(_ tickets: [Ticket]) -> StoreError? {
-        connectionLock.withLock {
+        commitsWaiting.add(1, ordering: .releasing)
+        return connectionLock.withLock {
+            commitsWaiting.subtract(1, ordering: .releasing)
             do {
                 // Prepared once and held (`execute` would parse them again for every batch).
                 try connection.run(.begin)

@@ -13,6 +13,11 @@ public struct StoreReader {
     /// Message rows matching `q`, newest first.
     public func messageRecords(_ q: MessageQuery) throws(StoreError) -> [MessageRow] { try c.messageRecords(q) }
 
+    /// Where the slice of `count` records below `before` starts (nil: at the oldest).
+    public func messageSliceStart(before: Int64?, count: Int) throws(StoreError) -> Int64? {
+        try c.messageSliceStart(before: before, count: count)
+    }
+
     /// How many rows match `q`, counted up to `cap`.
     public func messageCount(_ q: MessageQuery, cap: Int) throws(StoreError) -> Int { try c.messageCount(q, cap: cap) }
 
@@ -29,6 +34,11 @@ public struct StoreReader {
 
     /// A message's recipients (the first `limit` when given).
     public func recipients(of m: MessageRow, limit: Int?) throws(StoreError) -> [RecipientRow] { try c.recipients(of: m, limit: limit) }
+
+    /// One delivery's status and expiry (nothing of its message).
+    public func deliveryStatus(_ deliveryID: Int64) throws(StoreError) -> (status: String, expiresAt: Int64)? {
+        try c.deliveryStatus(deliveryID)
+    }
 
     /// One inbox entry's row by its delivery id.
     public func inboxRow(_ deliveryID: Int64) throws(StoreError) -> InboxRow? { try c.inboxRow(deliveryID) }

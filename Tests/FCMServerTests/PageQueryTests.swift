@@ -110,6 +110,45 @@ final class PageQueryTests: ServerTestCase {
         XCTAssertTrue(try client.get("/api/v1/messages?not_transport=smtp").text.contains("not_transport must list http, http_v1, xmpp, apns or webpush"))
     }
 
+    /// A search reads the store a slice of records at a time (`Engine.searchSlice`), so sends are
+    /// not held up by one that passes over everything: what it finds, its pages and its total are
+    /// the same across the slices' ends.
+    func testASearchOverManySlicesFindsPagesAndCountsAcrossTheirEnds() throws {
+        let slice = 2_000
+        let count = 2 * slice + 500
+        // The marked records: the newest, the oldest, and the three around each slice's end.
+        let marked: Set<Int> = [0, 1, count - slice - 1, count - slice, count - slice + 1,
+                                count - 2 * slice - 1, count - 2 * slice, count - 2 * slice + 1, count - 1]
+        var markedIDs: [String] = []
+        for i in 0..<count {
+            let word = marked.contains(i) ? "needle" : "filler"
+            let r = try client.sendJSON(#"{"to":"a1","data":{"w":"\#(word)","i":"\#(i)"}}"#, key: "key-111")
+            XCTAssertEqual(r.status, 200, r.text)
+            if marked.contains(i) { markedIDs.append(try XCTUnwrap(items(try client.get("/api/v1/messages?limit=1")).first?["message_id"]?.stringValue)) }
+        }
+        let newestFirst = Array(markedIDs.reversed())
+        XCTAssertEqual(try ids("/api/v1/messages?text=needle&limit=100"), newestFirst)
+        XCTAssertEqual(try ids("/api/v1/messages?not_text=filler&limit=100"), newestFirst)
+        // Two at a time, by the cursor, with the total on every page.
+        var seen: [String] = []
+        var cursor = ""
+        for _ in 0..<10 {
+            let r = try client.get("/api/v1/messages?text=needle&limit=2&total=true" + (cursor.isEmpty ? "" : "&cursor=\(cursor)"))
+            XCTAssertEqual(r.status, 200, r.text)
+            XCTAssertTrue(r.text.hasSuffix(#""total":\#(marked.count),"total_capped":false}"#), r.text)
+            seen += items(r).compactMap { $0["message_id"]?.stringValue }
+            guard let next = r.object?["next"]?.stringValue else { break }
+            cursor = next
+        }
+        XCTAssertEqual(seen, newestFirst)
+        // Counted up to a cap that falls in the second slice; found nowhere: an empty page.
+        XCTAssertTrue(try client.get("/api/v1/messages?text=filler&limit=1&total=3000").text.hasSuffix(#""total":3000,"total_capped":true}"#))
+        XCTAssertTrue(try client.get("/api/v1/messages?text=filler&limit=1&total=5000").text
+            .hasSuffix(#""total":\#(count - marked.count),"total_capped":false}"#))
+        XCTAssertEqual(try ids("/api/v1/messages?text=nowhere"), [])
+        XCTAssertEqual(try ids("/api/v1/messages?limit=100").count, 100)
+    }
+
     func testDeviceSearchPagesAndCounts() throws {
         // Searched without regard to case (fids are random base64url: no "." in them).
         let r = try client.get("/api/v1/devices?q=COM.A.IOS&total=true")
