@@ -25,15 +25,16 @@ STARTUP_TIMEOUT_S = float(os.environ.get("FCM_MOCK_STARTUP_TIMEOUT", "20"))
 STOP_TIMEOUT_S = 10.0
 
 
-def _start(binary, fixtures_path, stderr_path, extra_args=(), preexec_fn=None):
+def _start(binary, fixtures_path, stderr_path, extra_args=(), preexec_fn=None, stderr=None):
     cmd = [binary, "serve", "--http-port", "0", "--xmpp-port", "0", "--db", ":memory:",
            "--fixtures", str(fixtures_path), *extra_args]
-    stderr_file = open(stderr_path, "wb")
+    stderr_file = open(stderr_path, "wb") if stderr is None else None
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=stderr_file, preexec_fn=preexec_fn)
+                                stderr=stderr_file or stderr, preexec_fn=preexec_fn)
     finally:
-        stderr_file.close()
+        if stderr_file:
+            stderr_file.close()
     return cmd, proc
 
 
@@ -73,9 +74,11 @@ def _drain(stream):
         pass
 
 
-def _serve(tmp_path_factory, extra_args=(), preexec_fn=None):
+def _serve(tmp_path_factory, extra_args=(), preexec_fn=None, stderr=None):
     """Runs one server for a module: yields its MockServer, then stops it (SIGTERM, exit 0).
-    `preexec_fn` runs in the child before the binary (to set a resource limit)."""
+    `preexec_fn` runs in the child before the binary (to set a resource limit); `stderr`
+    (subprocess.PIPE) puts stderr on a pipe the test reads from `proc.stderr`, instead of the
+    log file `stderr_tail` reads."""
     binary = os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock")
     binary = os.path.abspath(binary)
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -86,7 +89,7 @@ def _serve(tmp_path_factory, extra_args=(), preexec_fn=None):
     fixtures_path.write_text(json.dumps(FIXTURES, indent=2))
     stderr_path = tmp / "stderr.log"
 
-    cmd, proc = _start(binary, fixtures_path, stderr_path, extra_args, preexec_fn)
+    cmd, proc = _start(binary, fixtures_path, stderr_path, extra_args, preexec_fn, stderr)
     server = None
     try:
         line, other = _read_listening_line(proc, time.monotonic() + STARTUP_TIMEOUT_S)
@@ -97,8 +100,11 @@ def _serve(tmp_path_factory, extra_args=(), preexec_fn=None):
                 pass
             status = ("still running" if proc.poll() is None
                       else f"exited with code {proc.returncode}")
-            with open(stderr_path, "r", errors="replace") as f:
-                err = f.read()[-4000:]
+            if stderr is None:
+                with open(stderr_path, "r", errors="replace") as f:
+                    err = f.read()[-4000:]
+            else:
+                err = "(on the test's pipe)"
             pytest.fail(
                 f"fcm-mock printed no 'listening http=... xmpp=...' line within "
                 f"{STARTUP_TIMEOUT_S:.0f}s ({status}).\n"
