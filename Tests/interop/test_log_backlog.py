@@ -8,6 +8,7 @@ lines were dropped."""
 import http.client
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -116,3 +117,34 @@ def test_unread_stderr_neither_wedges_the_server_nor_grows_it(unread):
         # Whatever happened, stderr is read so that the server can stop (it writes every line
         # before it exits).
         read_stderr()
+
+
+@pytest.fixture
+def never_read(tmp_path_factory):
+    """A server whose stderr is a pipe nobody ever reads."""
+    yield from _serve(tmp_path_factory, stderr=subprocess.PIPE)
+
+
+def test_sigterm_ends_a_server_whose_stderr_is_never_read(never_read):
+    """The lines left at exit are written within a few seconds or lost: a harness that never
+    drains the pipe still sees the server exit (it waited for a reader for ever)."""
+    proc = never_read.proc
+    host, port = never_read.base_url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=PROMPT_S)
+    for i in range(200):  # 1.4 MB of access lines: far more than a pipe holds
+        conn.request("GET", PATH)
+        r = conn.getresponse()
+        r.read()
+        assert r.status == 404, f"request {i}: {r.status}"
+    conn.close()
+    time.sleep(0.1)  # the writer is blocked on the full pipe
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail("fcm-mock did not exit within 20 s of SIGTERM with stderr unread")
+    assert code == 0
+    assert time.monotonic() - start < 10, f"exit took {time.monotonic() - start:.1f} s"
