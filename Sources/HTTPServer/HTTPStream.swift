@@ -7,7 +7,7 @@ import Synchronization
 /// `@unchecked Sendable`: all mutable state is reached under `state`'s lock.
 public final class HTTPStream: @unchecked Sendable {
     struct State {
-        var buffer: [UInt8] = []
+        var backlog = StreamBacklog()
         var finished = false
         var closed = false
         var suspended = false
@@ -21,7 +21,7 @@ public final class HTTPStream: @unchecked Sendable {
     public init() {}
 
     /// Bytes written but not yet handed to the connection.
-    public var buffered: Int { state.withLock { $0.buffer.count } }
+    public var buffered: Int { state.withLock { $0.backlog.count } }
 
     /// Runs `body` once when the connection behind the stream is gone.
     public func onClose(_ body: @escaping @Sendable () -> Void) {
@@ -37,7 +37,7 @@ public final class HTTPStream: @unchecked Sendable {
     public func write(_ bytes: [UInt8]) {
         let resume = state.withLock { s -> Resume in
             guard !s.finished, !s.closed else { return .nothing }
-            s.buffer.append(contentsOf: bytes)
+            s.backlog.append(bytes)
             return s.takeSuspended()
         }
         resume.run()
@@ -57,11 +57,9 @@ public final class HTTPStream: @unchecked Sendable {
     /// or `finish` calls `wake`.
     func nextBytes(max: Int) -> (bytes: ArraySlice<UInt8>, end: Bool) {
         state.withLock { s in
-            if !s.buffer.isEmpty {
-                let n = Swift.min(max, s.buffer.count)
-                let out = s.buffer[0..<n]
-                s.buffer.removeFirst(n)
-                return (out, s.finished && s.buffer.isEmpty)
+            if s.backlog.count > 0 {
+                let out = s.backlog.take(max: max)
+                return (out, s.finished && s.backlog.count == 0)
             }
             if s.finished || s.closed { return ([], true) }
             s.suspended = true
@@ -73,11 +71,61 @@ public final class HTTPStream: @unchecked Sendable {
     func released() {
         let hooks = state.withLock { s -> [@Sendable () -> Void] in
             s.closed = true
-            s.buffer = []
+            s.backlog = StreamBacklog()
             defer { s.onClose = [] }
             return s.onClose
         }
         for h in hooks { h() }
+    }
+}
+
+/// What a stream's producer wrote and its connection has not taken yet, as blocks of at most
+/// `blockBytes` (a write larger than that is a block of its own). One growing array doubled its
+/// capacity as it went: a reader 4 MiB behind had 8 MiB reserved, and every take copied all that
+/// stayed. Here what is held stays within a block of what is buffered, a block of 64 KiB is
+/// allocated with its own mapping (`SystemIO.mapLargeAllocations`) and so goes back to the system
+/// when dropped, and taking bytes copies nothing.
+struct StreamBacklog {
+    static let blockBytes = 64 * 1024
+    private var blocks: [[UInt8]] = []
+    /// Bytes of `blocks[0]` taken already.
+    private var taken = 0
+    /// Bytes held and not taken.
+    private(set) var count = 0
+
+    mutating func append(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        count += bytes.count
+        guard let last = blocks.indices.last, blocks[last].count + bytes.count <= Self.blockBytes else {
+            // Kept as written: the event bus hands every reader the same array, shared until one
+            // of them appends to it.
+            blocks.append(bytes)
+            return
+        }
+        let needed = blocks[last].count + bytes.count
+        if needed > blocks[last].capacity {
+            // Doubling as an array grows, but never past a block.
+            blocks[last].reserveCapacity(Swift.min(Swift.max(needed, 2 * blocks[last].capacity), Self.blockBytes))
+        }
+        blocks[last].append(contentsOf: bytes)
+    }
+
+    /// What the blocks have reserved, held or not (at most a block more than `count`, and what
+    /// writes larger than a block reserved past their size).
+    var reservedBytes: Int { blocks.reduce(0) { $0 + $1.capacity } }
+
+    /// Up to `max` bytes from the front (fewer at the end of a block), without copying.
+    mutating func take(max: Int) -> ArraySlice<UInt8> {
+        guard let first = blocks.first else { return [] }
+        let n = Swift.min(max, first.count - taken)
+        let out = first[taken..<(taken + n)]
+        taken += n
+        count -= n
+        if taken == first.count {
+            blocks.removeFirst()
+            taken = 0
+        }
+        return out
     }
 }
 

@@ -245,6 +245,47 @@ final class HTTP1StrictnessTests: XCTestCase {
     }
 }
 
+/// A stream's backlog on its own: bytes come out in order, and what it reserves stays within a
+/// block of what it holds (one growing array had 8 MiB reserved for a reader 4 MiB behind).
+final class StreamBacklogTests: XCTestCase {
+    func testBytesComeOutInOrderAndTheReserveStaysNearTheBytesHeld() {
+        var b = StreamBacklog()
+        var written: [UInt8] = []
+        var n = 0
+        while b.count < 4 << 20 {
+            let event = [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: 300 + n % 200)
+            b.append(event)
+            written += event
+            n += 1
+        }
+        XCTAssertEqual(b.count, written.count)
+        func assertNearHeld() {
+            XCTAssertLessThanOrEqual(b.reservedBytes, b.count + b.count / 50 + StreamBacklog.blockBytes,
+                                     "\(b.reservedBytes) bytes reserved for \(b.count)")
+        }
+        assertNearHeld()
+        var read: [UInt8] = []
+        while b.count > 0 {
+            read += b.take(max: 16 * 1024)
+            if read.count % (1 << 20) < 16 * 1024 { assertNearHeld() }
+        }
+        XCTAssertEqual(read, written)
+        XCTAssertEqual(b.reservedBytes, 0)
+        XCTAssertTrue(b.take(max: 10).isEmpty)
+    }
+
+    func testAWriteLargerThanABlockIsKeptWhole() {
+        var b = StreamBacklog()
+        b.append([1, 2, 3])
+        b.append([UInt8](repeating: 7, count: StreamBacklog.blockBytes + 1))
+        b.append([9])
+        XCTAssertEqual(Array(b.take(max: 100)), [1, 2, 3], "a take stops at the end of a block")
+        XCTAssertEqual(b.take(max: 1 << 20).count, StreamBacklog.blockBytes + 1)
+        XCTAssertEqual(Array(b.take(max: 100)), [9])
+        XCTAssertEqual(b.count, 0)
+    }
+}
+
 /// The head parser and the chunked decoder, without a socket.
 final class HTTP1ParserTests: XCTestCase {
     /// The head as one line: method, path, query, version, framing, keep-alive.
