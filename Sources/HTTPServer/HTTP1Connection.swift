@@ -398,6 +398,7 @@ final class HTTP1Connection: @unchecked Sendable {
             progressed = false
             if streaming != nil {
                 pullStream()
+                if closed { return }
                 if streaming != nil { break }
             }
             while streaming == nil, let first = slots.first, let r = first.response {
@@ -460,7 +461,7 @@ final class HTTP1Connection: @unchecked Sendable {
             stream.state.withLock { $0.wake = { [self] in loop.post(.resume(self)) } }
             loop.core.track(stream)
             pullStream()
-            return true
+            return !closed
         }
         HTTP1Answer.appendHead(status: r.status, headers: r.headers, length: r.body.count, chunked: false, close: close,
                                keepAlive10: !slot.chunkedOK, date: date, into: &output)
@@ -472,6 +473,11 @@ final class HTTP1Connection: @unchecked Sendable {
     /// Moves what the streaming answer has into `output` (chunked on HTTP/1.1).
     private func pullStream() {
         guard let (stream, chunked) = streaming else { return }
+        if stream.isCut {
+            // Its producer let the reader go: so does the connection, with what it still held.
+            closeNow()
+            return
+        }
         while output.count - sent < 256 * 1024 {
             let (bytes, end) = stream.nextBytes(max: 16 * 1024)
             if !bytes.isEmpty {

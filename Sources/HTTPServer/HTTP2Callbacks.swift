@@ -216,6 +216,8 @@ extension HTTP2Connection {
     func readBody(stream id: Int32, into buf: UnsafeMutablePointer<UInt8>, max: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
         guard let s = streams[id] else { return Int(FCM_NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) }
         if let body = s.body {
+            // Cut by its producer: the stream is reset (nghttp2 answers this with RST_STREAM).
+            if body.isCut { return Int(FCM_NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) }
             let (bytes, end) = body.nextBytes(max: max)
             if end { flags.pointee |= FCM_NGHTTP2_DATA_FLAG_EOF }
             if bytes.isEmpty && !end { return Int(FCM_NGHTTP2_ERR_DEFERRED) }

@@ -343,7 +343,15 @@ final class HTTP2Connection: @unchecked Sendable {
                 case .answer(let id, let r):
                     postedBytes.subtract(r.body.count, ordering: .relaxed)
                     submit(r, to: id)
-                case .resume(let id): if streams[id] != nil { nghttp2_session_resume_data(session, id) }
+                case .resume(let id):
+                    guard let s = streams[id] else { break }
+                    // A cut stream is reset at once: a reader that stopped reading has no window
+                    // left, so nghttp2 would not ask for its body again.
+                    if s.body?.isCut == true {
+                        nghttp2_submit_rst_stream(session, 0, id, FCM_NGHTTP2_CANCEL)
+                    } else {
+                        nghttp2_session_resume_data(session, id)
+                    }
                 case .run(let body):
                     body(core.afterBatch != nil)
                     batchPending = true

@@ -9,6 +9,8 @@ public final class HTTPStream: @unchecked Sendable {
     struct State {
         var backlog = StreamBacklog()
         var finished = false
+        /// Ended by `cut()`: nothing more is sent, the reader is let go.
+        var cut = false
         var closed = false
         var suspended = false
         /// Asks the stream's connection (its HTTP/1.1 loop or HTTP/2 thread) to read it again.
@@ -22,6 +24,9 @@ public final class HTTPStream: @unchecked Sendable {
 
     /// Bytes written but not yet handed to the connection.
     public var buffered: Int { state.withLock { $0.backlog.count } }
+
+    /// Whether `cut()` ended the stream (its connection lets the reader go, not ends the body).
+    var isCut: Bool { state.withLock { $0.cut } }
 
     /// Runs `body` once when the connection behind the stream is gone.
     public func onClose(_ body: @escaping @Sendable () -> Void) {
@@ -41,6 +46,25 @@ public final class HTTPStream: @unchecked Sendable {
             return s.takeSuspended()
         }
         resume.run()
+    }
+
+    /// Ends the stream at once, dropping what was not sent: its connection lets the reader go
+    /// (HTTP/1.1 closes the connection, HTTP/2 resets the stream). For a reader too far behind:
+    /// ended with `finish()` it would keep its whole backlog for as long as it stays connected
+    /// without reading.
+    public func cut() {
+        // The backlog comes out of the lock to be freed.
+        let (wake, _) = state.withLock { s -> ((@Sendable () -> Void)?, StreamBacklog) in
+            s.cut = true
+            s.finished = true
+            let backlog = s.backlog
+            s.backlog = StreamBacklog()
+            // Woken even when not suspended: a connection waiting for its socket to drain (a
+            // reader that stopped reading) would otherwise never look at the stream again.
+            s.suspended = false
+            return (s.wake, backlog)
+        }
+        wake?()
     }
 
     /// Ends the stream once what was written is sent.

@@ -226,6 +226,37 @@ final class HTTP1StrictnessTests: XCTestCase {
         }
     }
 
+    /// A stream cut by its producer while its client reads nothing (the event bus dropping a
+    /// reader too far behind): the connection closes at once with what it held, though its
+    /// socket never drains (nothing else would look at the stream again).
+    func testACutStreamClosesTheConnectionOfAClientThatReadsNothing() throws {
+        try onEveryPort {
+            let cut = DispatchSemaphore(value: 0)
+            let released = DispatchSemaphore(value: 0)
+            let server = try serve { _, responder in
+                let stream = HTTPStream()
+                stream.onClose { released.signal() }
+                var answer = HTTPResponse(status: 200)
+                answer.stream = stream
+                responder.send(answer)
+                spawnThread {
+                    // More than the sockets and the connection take: the rest waits in the stream.
+                    for _ in 0..<256 { stream.write([UInt8](repeating: 120, count: 64 * 1024)) }
+                    usleep(200_000)
+                    stream.cut()
+                    cut.signal()
+                }
+            }
+            let c = try RawHTTP1(server)
+            c.write("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+            XCTAssertEqual(cut.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(released.wait(timeout: .now() + 5), .success, "the connection let the stream go unread")
+            let rest = c.readUntilClosed()
+            XCTAssertTrue(rest.closed, "the connection closed")
+            XCTAssertLessThan(rest.bytes.count, 16 << 20, "what was cut was not sent")
+        }
+    }
+
     func testAStreamedAnswerToHTTP10EndsWithTheConnection() throws {
         try onEveryPort {
             let server = try serve { _, responder in

@@ -63,6 +63,41 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertEqual(received + rest.body, (0..<5000).map { UInt8(ascii: "a") + UInt8($0 % 26) })
     }
 
+    /// A streamed answer cut by its producer while the client's window is shut (a reader that
+    /// stopped reading; nghttp2 would not ask for its body again): the stream is reset at once.
+    func testACutStreamIsResetThoughTheClientsWindowIsShut() throws {
+        let stream = HTTPStream()
+        let released = DispatchSemaphore(value: 0)
+        stream.onClose { released.signal() }
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maxBodyBytes: 1024) { _, responder in
+            var answer = HTTPResponse(status: 200)
+            answer.stream = stream
+            responder.send(answer)
+        }
+        try server.start()
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port, preface: false)
+        c.write(Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8))
+        // SETTINGS_INITIAL_WINDOW_SIZE (0x4) = 1000: the stream's window is shut after 1000 bytes.
+        c.frame(H2RawClient.settings, 0, 0, [0, 4] + H2RawClient.uint32(1000))
+        c.sendRequest(1, "GET", "/events")
+        stream.write([UInt8](repeating: 120, count: 100_000))
+        var received = 0
+        while received < 1000, let f = c.readFrame() {
+            if f.type == H2RawClient.data { received += f.payload.count }
+            if f.type == H2RawClient.settings && f.flags & 1 == 0 { c.frame(H2RawClient.settings, 1, 0, []) }
+        }
+        XCTAssertEqual(received, 1000)
+        stream.cut()
+        var reset: H2RawClient.Frame?
+        while reset == nil, let f = c.readFrame() {
+            XCTAssertNotEqual(f.type, H2RawClient.data, "DATA after the cut")
+            if f.type == H2RawClient.rstStream && f.stream == 1 { reset = f }
+        }
+        XCTAssertNotNil(reset, "the cut stream was reset")
+        XCTAssertEqual(released.wait(timeout: .now() + 5), .success, "the stream was let go")
+    }
+
     func testARequestBodyLargerThanTheServersWindowIsLetIn() throws {
         let total = 300_000
         let server = try start(maxBody: 1 << 20)
