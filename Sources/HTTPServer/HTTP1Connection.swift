@@ -164,11 +164,13 @@ final class HTTP1Connection: @unchecked Sendable {
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
             // End of input (or an error): answers still owed are written, then the connection
-            // closes; with none owed it closes now.
+            // closes; with none owed it closes now. A stream being sent is never done: its reader
+            // closing is its leaving (an event-stream reader's place is free at once, not when a
+            // write fails).
             peerDone = true
             noMoreRequests = true
             closeWhenDone = true
-            if n < 0 || isIdle { closeNow() } else { loop.markDirty(self) }
+            if n < 0 || isIdle || streaming != nil { closeNow() } else { loop.markDirty(self) }
         }
     }
 

@@ -226,19 +226,31 @@ final class HTTP1StrictnessTests: XCTestCase {
         }
     }
 
+    /// A client that closes its connection while a stream is sent has left: the stream's
+    /// producer hears so at once, with nothing written (no failed write needed to find out).
+    func testAStreamsClientClosingIsItsLeaving() throws {
+        try onEveryPort {
+            let handed = DispatchSemaphore(value: 0)
+            let (server, released) = try streamServer { stream in
+                stream.write(Array("data: 1\n\n".utf8))
+                handed.signal()
+            }
+            let c = try RawHTTP1(server)
+            c.write("GET /events HTTP/1.1\r\nHost: t\r\n\r\n")
+            XCTAssertEqual(handed.wait(timeout: .now() + 10), .success)
+            XCTAssertNotNil(c.readHead())
+            c.hangUp()
+            XCTAssertEqual(released.wait(timeout: .now() + 2), .success, "the stream's producer was told its reader left")
+        }
+    }
+
     /// A stream cut by its producer while its client reads nothing (the event bus dropping a
     /// reader too far behind): the connection closes at once with what it held, though its
     /// socket never drains (nothing else would look at the stream again).
     func testACutStreamClosesTheConnectionOfAClientThatReadsNothing() throws {
         try onEveryPort {
             let cut = DispatchSemaphore(value: 0)
-            let released = DispatchSemaphore(value: 0)
-            let server = try serve { _, responder in
-                let stream = HTTPStream()
-                stream.onClose { released.signal() }
-                var answer = HTTPResponse(status: 200)
-                answer.stream = stream
-                responder.send(answer)
+            let (server, released) = try streamServer { stream in
                 spawnThread {
                     // More than the sockets and the connection take: the rest waits in the stream.
                     for _ in 0..<256 { stream.write([UInt8](repeating: 120, count: 64 * 1024)) }
@@ -255,6 +267,21 @@ final class HTTP1StrictnessTests: XCTestCase {
             XCTAssertTrue(rest.closed, "the connection closed")
             XCTAssertLessThan(rest.bytes.count, 16 << 20, "what was cut was not sent")
         }
+    }
+
+    /// A server answering every request with a stream, handed to `produce` once answered;
+    /// `released` is signalled when the stream's connection lets it go.
+    func streamServer(_ produce: @escaping @Sendable (HTTPStream) -> Void) throws -> (HTTPServer, released: DispatchSemaphore) {
+        let released = DispatchSemaphore(value: 0)
+        let server = try serve { _, responder in
+            let stream = HTTPStream()
+            stream.onClose { released.signal() }
+            var answer = HTTPResponse(status: 200)
+            answer.stream = stream
+            responder.send(answer)
+            produce(stream)
+        }
+        return (server, released)
     }
 
     func testAStreamedAnswerToHTTP10EndsWithTheConnection() throws {
