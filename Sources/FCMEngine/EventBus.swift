@@ -12,6 +12,8 @@ public protocol EventReader: AnyObject, Sendable {
     func write(_ bytes: [UInt8])
     /// Ends the stream once what was written is sent.
     func finish()
+    /// Ends the stream at once and lets the reader go, dropping what it was not sent.
+    func cut()
 }
 
 /// Live events for `GET /api/v1/events` (server-sent events).
@@ -26,6 +28,8 @@ public final class EventBus: Sendable {
     let maxBehindBytes: Int
     /// How often a comment line goes to every reader while any is connected.
     let keepaliveMillis: Int
+    /// A trim of the heap is under way or about to start (`releaseFreedMemory`).
+    private let trimming = Atomic<Bool>(false)
     /// Sends the comment; started with the first reader, stopped by `closeAll()`.
     private let keepalive = Mutex<(task: PeriodicTask?, closed: Bool)>((nil, false))
 
@@ -59,14 +63,45 @@ public final class EventBus: Sendable {
 
     private func sendKeepalive() {
         guard hasReaders else { return }
-        let line = Array(": keepalive\n\n".utf8)
-        for (_, s) in readers.withLock({ $0 }) { s.write(line) }
+        deliver(Array(": keepalive\n\n".utf8))
     }
 
     private func remove(_ id: ObjectIdentifier) {
-        if readers.withLock({ $0.removeValue(forKey: id) }) != nil {
-            count.wrappingSubtract(1, ordering: .relaxed)
+        readers.withLock { r in
+            if r.removeValue(forKey: id) != nil { count.wrappingSubtract(1, ordering: .relaxed) }
         }
+    }
+
+    /// Writes `bytes` to every reader, in the order they are called, dropping those too far
+    /// behind: a dropped reader's stream is cut, so what it was not sent goes at once (rather than
+    /// stay for as long as the reader stays connected without reading).
+    private func deliver(_ bytes: [UInt8]) {
+        var dropped = false
+        for (id, s) in readers.withLock({ $0 }) {
+            if s.buffered > maxBehindBytes {
+                // Too slow: let it go (it can reconnect) rather than hold memory for it.
+                s.cut()
+                remove(id)
+                dropped = true
+            } else {
+                s.write(bytes)
+            }
+        }
+        if dropped { releaseFreedMemory() }
+    }
+
+    /// Up to 4 MiB a dropped reader held went back to the heap: its free pages go to the system
+    /// now, not at the pruner's next trim (within 10 s). On a thread of its own, as trimming a
+    /// heap that freed much takes milliseconds (13 ms measured after freeing 128 MB), which a
+    /// publisher must not wait; drops close together share one trim.
+    private func releaseFreedMemory() {
+        guard !trimming.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let started = trySpawnThread { [self] in
+            trimming.store(false, ordering: .releasing)
+            SystemIO.releaseFreedMemory()
+        }
+        // No thread to be had: the pruner's trim will do.
+        if !started { trimming.store(false, ordering: .releasing) }
     }
 
     /// Sends events (name, JSON data) to every reader, in order.
@@ -78,15 +113,7 @@ public final class EventBus: Sendable {
             bytes.append(contentsOf: Array(data.utf8))
             bytes.append(contentsOf: [10, 10])
         }
-        for (id, s) in readers.withLock({ $0 }) {
-            if s.buffered > maxBehindBytes {
-                // Too slow: let it go (it can reconnect) rather than hold memory for it.
-                s.finish()
-                remove(id)
-            } else {
-                s.write(bytes)
-            }
-        }
+        deliver(bytes)
     }
 
     /// Ends every stream (at shutdown).

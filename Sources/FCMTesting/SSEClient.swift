@@ -9,9 +9,15 @@ public final class SSEClient {
     private var text: [UInt8] = []
     private var headersDone = false
 
-    /// Connects and sends the request; `headers` are extra request headers.
-    public init(port: Int, path: String = "/api/v1/events", headers: [(String, String)] = []) throws {
+    /// Connects and sends the request; `headers` are extra request headers. `receiveBuffer`
+    /// shrinks the socket's receive buffer (`SO_RCVBUF`): a reader that never reads then backs
+    /// up into the server after a few KiB, not after the megabytes the kernel would take.
+    public init(port: Int, path: String = "/api/v1/events", headers: [(String, String)] = [],
+                receiveBuffer: Int32? = nil) throws {
         fd = try connectLoopback(port: port)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var req = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (k, v) in headers { req += "\(k): \(v)\r\n" }
         req += "\r\n"

@@ -175,6 +175,14 @@ public final class BinaryServer {
     /// A client for the HTTP port.
     public func client() -> HTTPTestClient { HTTPTestClient(port: httpPort) }
 
+    /// The process's resident memory (`VmRSS` of /proc/PID/status), in bytes; nil once it is gone.
+    public var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kib = Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") else { return nil }
+        return kib * 1024
+    }
+
     /// Sends `signal` and waits for the process to exit; returns its exit status.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM) -> Int32 {

@@ -117,7 +117,6 @@ final class EventTests: ServerTestCase {
         XCTAssertEqual(try SSEClient(port: s.port, headers: [("Authorization", "Bearer t")]).status(), 200)
     }
 
-    /// The stream is open once the server counts the reader (no sleep: poll the count).
 }
 
 /// The bus alone: a reader that stops taking events is dropped, publishing never waits.
@@ -129,8 +128,71 @@ final class EventBusTests: XCTestCase {
         XCTAssertEqual(bus.readerCount, 1)
         for _ in 0..<20 { bus.publish([("message.accepted", String(repeating: "x", count: 100))]) }
         XCTAssertEqual(bus.readerCount, 0, "dropped once more than 1000 bytes were waiting")
+        XCTAssertEqual(slow.buffered, 0, "what it was not sent went with it")
         XCTAssertFalse(bus.hasReaders)
         bus.publish([("message.accepted", "{}")])  // no reader: nothing to do, no error
+    }
+
+}
+
+/// Readers that stop reading, through the binary: what they hold stays within the documented
+/// 4 MiB each, and goes back to the system once they are dropped, though they stay connected.
+final class EventBacklogMemoryTests: XCTestCase {
+    func testReadersThatStopReadingHoldAtMostTheirBoundAndGiveItBackWhenDropped() throws {
+        // A device in 100 topics: each change of it is one `device.updated` of about 10 KB (its
+        // topics listed; smaller than a block of a stream's backlog, so every reader holds copies
+        // of its own), and no record is stored, so the store does not grow meanwhile.
+        let dir = try temporaryDirectory("events-memory")
+        let topics = (0..<100).map { "\"topic-\($0)-\(String(repeating: "x", count: 80))\":[\"phone\"]" }.joined(separator: ",")
+        try (#"{"projects":[{"sender_id":"111","server_keys":["key-111"],"apps":[{"app":"com.a","platform":"android"}]}],"#
+            + #""devices":[{"token":"phone","sender_id":"111","app":"com.a","online":true}],"subscriptions":{"#
+            + topics + "}}").write(toFile: dir + "/f.json", atomically: true, encoding: .utf8)
+        let s = try BinaryServer(arguments: ["--db", ":memory:", "--fixtures", dir + "/f.json"])
+        defer { s.stop() }
+        let client = s.client()
+        func toggle(_ times: Int) throws {
+            for i in 0..<times {
+                XCTAssertEqual(try client.patch("/api/v1/devices/phone", i % 2 == 0 ? #"{"online":false}"# : #"{"online":true}"#).status, 200)
+            }
+        }
+        func readers() throws -> Int64 { try client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64 ?? -1 }
+        func openFiles() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(s.process.processIdentifier)/fd").count) ?? 0 }
+        // One reader that reads, so what building and sending events costs is in the baseline.
+        let live = try SSEClient(port: s.httpPort)
+        XCTAssertEqual(try live.status(), 200)
+        try toggle(20)
+        for _ in 0..<20 { XCTAssertEqual(try live.next()?.event, "device.updated") }
+        live.disconnect()
+        var count = try readers()
+        for _ in 0..<500 where count != 0 { usleep(10_000); count = try readers() }
+        XCTAssertEqual(count, 0, "a reader that closed its connection is gone")
+        let base = try XCTUnwrap(s.residentBytes)
+        let files = openFiles()
+
+        let n = 16
+        let stopped = try (0..<n).map { _ in try SSEClient(port: s.httpPort, receiveBuffer: 4096) }
+        for r in stopped { XCTAssertEqual(try r.status(), 200) }
+        for _ in 0..<500 where count != Int64(n) { usleep(10_000); count = try readers() }
+        XCTAssertEqual(count, Int64(n))
+        // 1,000 changes: about 10 MB to each reader, more than it may fall behind and the system
+        // takes in its sockets.
+        var peak = base
+        for _ in 0..<100 {
+            try toggle(10)
+            peak = max(peak, s.residentBytes ?? 0)
+        }
+        for _ in 0..<500 where count != 0 { usleep(10_000); count = try readers() }
+        XCTAssertEqual(count, 0, "every reader fell more than 4 MiB behind and was dropped")
+        let mib = 1 << 20
+        // Each reader held up to 4 MiB and one event more, its connection's 256 KiB beside.
+        XCTAssertLessThan(peak - base, n * 5 * mib + 16 * mib, "peak \((peak - base) / mib) MiB over \(base / mib) MiB with \(n) readers")
+        // Dropped, they stay connected but hold nothing: their backlogs went back at once (they
+        // stayed, about 4.5 MiB each, while their connections did).
+        var after = s.residentBytes ?? 0
+        for _ in 0..<30 where after - base > n * mib / 2 { usleep(100_000); after = s.residentBytes ?? 0 }
+        XCTAssertLessThan(after - base, n * mib / 2, "\((after - base) / mib) MiB over \(base / mib) MiB after the readers were dropped")
+        // And the server closed their connections (they still have to read what the system took).
+        XCTAssertEqual(openFiles(), files, "the dropped readers' connections are closed")
     }
 }
 
