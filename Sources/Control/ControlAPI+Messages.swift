@@ -76,10 +76,11 @@ extension ControlAPI {
         return try paged(list, q) { $0.json }
     }
 
-    /// `GET /api/v1/events`: server-sent events, open until the reader leaves.
+    /// `GET /api/v1/events`: server-sent events, open until the reader leaves; 503 `unavailable`
+    /// when the most readers the server takes are connected.
     public func events(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let stream = HTTPStream()
-        engine.events.subscribe(stream)
+        try engine.events.subscribe(stream)
         var answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream; charset=UTF-8"),
                                                          ("Cache-Control", "no-cache")])
         answer.stream = stream

@@ -1,4 +1,5 @@
 import FCMCore
+public import FCMModel
 import Platform
 import Synchronization
 
@@ -20,12 +21,20 @@ public protocol EventReader: AnyObject, Sendable {
 ///
 /// Publishing never waits for a reader: each reader's stream buffers what it has not taken yet,
 /// and a reader that falls more than `maxBehindBytes` behind (or went away) is dropped, so a slow
-/// or vanished reader cannot slow sends down.
+/// or vanished reader cannot slow sends down. At most `maxReaders` are connected at once, so
+/// readers that do not read hold at most `maxReaders` × `maxBehindBytes` between them.
 public final class EventBus: Sendable {
+    /// The web page holds one reader per open tab, a test suite one or a few: 64 is more than a
+    /// demanding user opens, and bounds what readers that stop reading can hold (64 × 4 MiB),
+    /// where any number of them could each hold 4 MiB before.
+    public static let defaultMaxReaders = 64
+
     private let readers = Locked<[ObjectIdentifier: any EventReader]>([:])
     private let count = Atomic<Int>(0)
     /// How far a reader may fall behind before it is dropped.
     let maxBehindBytes: Int
+    /// How many readers may be connected at once.
+    public let maxReaders: Int
     /// How often a comment line goes to every reader while any is connected.
     let keepaliveMillis: Int
     /// A trim of the heap is under way or about to start (`releaseFreedMemory`).
@@ -33,10 +42,11 @@ public final class EventBus: Sendable {
     /// Sends the comment; started with the first reader, stopped by `closeAll()`.
     private let keepalive = Mutex<(task: PeriodicTask?, closed: Bool)>((nil, false))
 
-    /// A bus dropping readers that fall `maxBehindBytes` behind.
-    init(maxBehindBytes: Int = 4 << 20, keepaliveMillis: Int = 15_000) {
+    /// A bus dropping readers that fall `maxBehindBytes` behind, taking at most `maxReaders`.
+    init(maxBehindBytes: Int = 4 << 20, keepaliveMillis: Int = 15_000, maxReaders: Int = defaultMaxReaders) {
         self.maxBehindBytes = maxBehindBytes
         self.keepaliveMillis = keepaliveMillis
+        self.maxReaders = maxReaders
     }
 
     /// Whether anyone listens (publishers skip building events when not).
@@ -45,11 +55,19 @@ public final class EventBus: Sendable {
     /// How many readers are connected.
     public var readerCount: Int { count.load(ordering: .relaxed) }
 
-    /// Adds a reader; it is removed when its connection goes.
-    public func subscribe(_ s: any EventReader) {
+    /// Adds a reader; it is removed when its connection goes. Refused (`unavailable`) when
+    /// `maxReaders` are connected already.
+    public func subscribe(_ s: any EventReader) throws(EngineError) {
         let id = ObjectIdentifier(s)
-        readers.withLock { $0[id] = s }
-        count.wrappingAdd(1, ordering: .relaxed)
+        let full = readers.withLock { r -> Int? in
+            guard r.count < maxReaders else { return r.count }
+            r[id] = s
+            count.wrappingAdd(1, ordering: .relaxed)
+            return nil
+        }
+        if let full {
+            throw .unavailable("\(full) event streams are open and the limit is \(maxReaders): close one (a page's tab, a test's reader) and connect again")
+        }
         s.onClose { [weak self] in self?.remove(id) }
         // A comment line first, so the client sees the stream is open before any event.
         s.write(Array(": fcm-mock events\n\n".utf8))

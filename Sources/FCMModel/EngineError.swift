@@ -10,6 +10,8 @@ public struct EngineError: Error, Sendable, Equatable {
         case conflict = "conflict"
         case payloadTooLarge = "payload_too_large"
         case `internal` = "internal"
+        /// A bounded resource is taken up (every event-stream reader's place); trying later works.
+        case unavailable = "unavailable"
     }
 
     public var code: Code
@@ -26,6 +28,7 @@ public struct EngineError: Error, Sendable, Equatable {
     package static func conflict(_ m: String) -> EngineError { EngineError(code: .conflict, message: m) }
     public static func payloadTooLarge(_ m: String) -> EngineError { EngineError(code: .payloadTooLarge, message: m) }
     public static func `internal`(_ m: String) -> EngineError { EngineError(code: .internal, message: m) }
+    public static func unavailable(_ m: String) -> EngineError { EngineError(code: .unavailable, message: m) }
 }
 
 /// Something a tester should be able to read in the log that the wire answer does not say (why

@@ -16,6 +16,7 @@ extension EngineError.Code {
         case .conflict: 409
         case .payloadTooLarge: 413
         case .internal: 500
+        case .unavailable: 503
         }
     }
 }

@@ -1,9 +1,10 @@
 import FCMCore
+import FCMModel
 @testable import FCMEngine
 import FCMServer
 import FCMTesting
 import Foundation
-import HTTPServer
+@testable import HTTPServer
 import XCTest
 
 /// `GET /api/v1/events` (server-sent events).
@@ -117,14 +118,52 @@ final class EventTests: ServerTestCase {
         XCTAssertEqual(try SSEClient(port: s.port, headers: [("Authorization", "Bearer t")]).status(), 200)
     }
 
+    /// Past the most readers the server takes, a reader is refused with 503 and the control API's
+    /// error, which says how many are open and the limit; once some close, new ones come in.
+    func testReadersPastTheLimitAreRefusedUntilSomeClose() throws {
+        let limit = EventBus.defaultMaxReaders
+        var readers: [SSEClient] = []
+        for _ in 0..<limit {
+            let r = try SSEClient(port: server.port)
+            XCTAssertEqual(try r.status(), 200)
+            readers.append(r)
+        }
+        waitForReaders(Int64(limit))
+        func refused(file: StaticString = #filePath, line: UInt = #line) throws {
+            // A short timeout: a stream that was accepted never ends its body.
+            let r = try HTTPTestClient(port: server.port, receiveTimeout: 5).get("/api/v1/events")
+            XCTAssertEqual(r.status, 503, file: file, line: line)
+            let error = r.object?["error"]?.objectValue
+            XCTAssertEqual(error?["code"]?.stringValue, "unavailable", file: file, line: line)
+            let message = error?["message"]?.stringValue ?? ""
+            XCTAssertTrue(message.contains("\(limit) event streams are open") && message.contains("the limit is \(limit)"),
+                          message, file: file, line: line)
+        }
+        try refused()
+        XCTAssertEqual(try client.get("/api/v1/health").object?["event_readers"]?.numberValue?.int64, Int64(limit),
+                       "a refused reader is not counted")
+        for r in readers.suffix(2) { r.disconnect() }
+        readers.removeLast(2)
+        waitForReaders(Int64(limit - 2))
+        for _ in 0..<2 {
+            let r = try SSEClient(port: server.port)
+            XCTAssertEqual(try r.status(), 200)
+            readers.append(r)
+        }
+        waitForReaders(Int64(limit))
+        try refused()
+        // The readers let in last get events as every other does.
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a1"}"#)))
+        XCTAssertEqual(try readers.last?.next()?.event, "message.accepted")
+    }
 }
 
 /// The bus alone: a reader that stops taking events is dropped, publishing never waits.
 final class EventBusTests: XCTestCase {
-    func testASlowReaderIsDroppedAtItsLimit() {
+    func testASlowReaderIsDroppedAtItsLimit() throws {
         let bus = EventBus(maxBehindBytes: 1000)
         let slow = HTTPStream()  // never handed to a connection: nothing drains it
-        bus.subscribe(slow)
+        try bus.subscribe(slow)
         XCTAssertEqual(bus.readerCount, 1)
         for _ in 0..<20 { bus.publish([("message.accepted", String(repeating: "x", count: 100))]) }
         XCTAssertEqual(bus.readerCount, 0, "dropped once more than 1000 bytes were waiting")
@@ -133,6 +172,20 @@ final class EventBusTests: XCTestCase {
         bus.publish([("message.accepted", "{}")])  // no reader: nothing to do, no error
     }
 
+    func testTheReaderPastTheLimitIsRefusedAndOneLeavingMakesRoom() throws {
+        let bus = EventBus(maxReaders: 2)
+        let first = HTTPStream(), second = HTTPStream()
+        try bus.subscribe(first)
+        try bus.subscribe(second)
+        XCTAssertThrowsError(try bus.subscribe(HTTPStream())) { e in
+            XCTAssertEqual((e as? EngineError)?.code, .unavailable)
+        }
+        XCTAssertEqual(bus.readerCount, 2)
+        first.released()  // its connection is gone
+        XCTAssertEqual(bus.readerCount, 1)
+        XCTAssertNoThrow(try bus.subscribe(HTTPStream()))
+        XCTAssertEqual(bus.readerCount, 2)
+    }
 }
 
 /// Readers that stop reading, through the binary: what they hold stays within the documented

@@ -133,7 +133,7 @@ final class RouterTests: XCTestCase {
     func testControlErrorCodes() {
         let codes = ControlError.Code.allCases.map { "\($0.rawValue) \($0.status)" }
         XCTAssertEqual(codes, ["bad_request 400", "unauthorized 401", "not_found 404", "conflict 409",
-                               "payload_too_large 413", "internal 500"])
+                               "payload_too_large 413", "internal 500", "unavailable 503"])
         XCTAssertEqual(ControlError.notFound("x").status, 404)
         XCTAssertEqual(ControlError.internal("x").code, .internal)
     }
