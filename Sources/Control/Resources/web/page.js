@@ -487,9 +487,18 @@ function connect() {
   };
   es.onerror = () => {
     live.textContent = "reconnecting…";
-    // The stream is retried by the browser; meanwhile, one cheap call says whether the server is there.
-    fetch("/api/v1/health").then(() => {}, () => fcm.offline.set(true));
-    if (es.readyState === EventSource.CLOSED) fcm.offline.set(true);
+    if (es.readyState !== EventSource.CLOSED) {
+      // The stream is retried by the browser; meanwhile, one cheap call says whether the server is there.
+      fetch("/api/v1/health").then(() => {}, () => fcm.offline.set(true));
+      return;
+    }
+    // Refused with an error (the server's 64 event readers are open, or it is stopping), which a
+    // browser never retries: a server that still answers is not unreachable, the page says why
+    // it is not live, and it tries the stream again itself.
+    fetch("/api/v1/health").then(r => r.json()).then(h => {
+      live.textContent = "not live: " + h.event_readers + " event streams open on the server; retrying every 10 s";
+    }).catch(() => fcm.offline.set(true));
+    setTimeout(connect, 10000);
   };
   const parse = e => { try { return JSON.parse(e.data); } catch (x) { return null; } };
   es.addEventListener("message.accepted", e => liveMessage(parse(e)));
