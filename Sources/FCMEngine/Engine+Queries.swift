@@ -42,7 +42,7 @@ extension Engine {
         // passes over most of the store (words found nowhere, `not_text` found everywhere)
         // holds the store from sends no longer than a slice takes. A token's search reads its
         // device's deliveries, not the store: one read.
-        let slice = q.token == nil ? Self.searchSlice : nil
+        let slice = Self.sliced(q) ? Self.searchSlice : nil
         var items: [MessageRecord] = []
         var upper = cursor
         var lastID: Int64?
@@ -87,6 +87,12 @@ extension Engine {
     /// Records a search takes from the store in one read.
     static let searchSlice = 2_000
 
+    /// Whether `q` is read a slice at a time: not when it names a token, kept or left out (its
+    /// device's deliveries are gathered for every read of it: once, not once a slice).
+    private static func sliced(_ q: MessageQuery) -> Bool {
+        q.token == nil && q.excluded.allSatisfy { $0.token == nil }
+    }
+
     /// How many records match `q` (its cursor aside), up to `cap`: a slice at a time, as the
     /// search.
     private func countRecords(_ q: MessageQuery, cap: Int) throws(StoreError) -> Int {
@@ -96,7 +102,7 @@ extension Engine {
             let (n, start) = try store.readAfterCommits { (c: StoreReader) throws(StoreError) -> (Int, Int64?) in
                 var part = q
                 part.before = upper
-                part.from = q.token == nil ? try c.messageSliceStart(before: upper, count: Self.searchSlice) : nil
+                part.from = Self.sliced(q) ? try c.messageSliceStart(before: upper, count: Self.searchSlice) : nil
                 return (try c.messageCount(part, cap: cap - total), part.from)
             }
             total += n

@@ -50,8 +50,9 @@ final class LongPolls: @unchecked Sendable {
     /// No round for a change before this (monotonic nanoseconds).
     private var restUntil: UInt64 = 0
 
-    /// Adds a poll (after its caller found it not yet satisfied); it is checked once more at once,
-    /// in case the change it waits for happened in between.
+    /// Adds a poll (after its caller found it not yet satisfied); it is checked once more in the
+    /// next round for changes (at once, unless the polls rest), in case the change it waits for
+    /// happened in between.
     func add(deadline: UInt64, check: @escaping @Sendable (_ final: Bool) -> Check) {
         let (stopping, needsThread) = lock.withLock { () -> (Bool, Bool) in
             if stopped { return (true, false) }
@@ -108,8 +109,9 @@ final class LongPolls: @unchecked Sendable {
 
     private func run() {
         while true {
-            // The polls to check this round, and whether each is at its deadline.
-            let due: [(Waiter, Bool)]? = lock.withLock {
+            // The polls to check this round, whether each is at its deadline, and whether the
+            // round is one for changes.
+            let due: ([(Waiter, Bool)], Bool)? = lock.withLock {
                 while !stopped {
                     let now = monotonicNanos()
                     let changes = changedAll || added || !changedDevices.isEmpty
@@ -130,9 +132,9 @@ final class LongPolls: @unchecked Sendable {
                     added = false
                     changedDevices.removeAll(keepingCapacity: true)
                 }
-                return picked
+                return (picked, forChanges)
             }
-            guard let due else { return }
+            guard let (due, forChanges) = due else { return }
             let start = monotonicNanos()
             var answered = Set<Int>()
             var devices: [Int: Int64?] = [:]
@@ -144,7 +146,9 @@ final class LongPolls: @unchecked Sendable {
             }
             let end = monotonicNanos()
             lock.withLock {
-                restUntil = end + (end - start) * Self.restFactor
+                // Only a round for changes rests: deadlines keep coming, and rounds for them alone
+                // would put changes off until the polls' deadlines.
+                if forChanges { restUntil = end + (end - start) * Self.restFactor }
                 if !answered.isEmpty { waiters.removeAll { answered.contains($0.id) } }
                 for i in waiters.indices {
                     if let device = devices[waiters[i].id] { waiters[i].device = device }

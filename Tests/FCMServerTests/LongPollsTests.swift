@@ -118,6 +118,38 @@ final class LongPollsTests: XCTestCase {
                                     "the second round came \(gap / 1_000_000) ms after a 50 ms one")
     }
 
+    /// Rounds for deadlines alone do not rest: polls whose deadlines come one after another, each
+    /// final check costly, put a satisfied poll off until they end.
+    func testDeadlinesOneAfterAnotherDoNotPutAChangeOff() {
+        let polls = LongPolls()
+        defer { polls.stop() }
+        let start = monotonicNanos()
+        // Thirty polls, a deadline every 40 ms from 0.2 s to 1.4 s, each answered in 20 ms.
+        let lastDeadline = start + 200_000_000 + 29 * 40_000_000
+        for i in 0..<30 {
+            polls.add(deadline: start + 200_000_000 + UInt64(i) * 40_000_000) { final in
+                guard final else { return .waiting(device: Int64(100 + i)) }
+                usleep(20_000)
+                return .answered
+            }
+        }
+        let satisfied = Locked(false)
+        let answeredAt = Locked<UInt64?>(nil)
+        polls.add(deadline: farDeadline()) { final in
+            guard final || satisfied.withLock({ $0 }) else { return .waiting(device: 7) }
+            answeredAt.withLock { $0 = monotonicNanos() }
+            return .answered
+        }
+        usleep(400_000)  // the deadline rounds are under way
+        satisfied.withLock { $0 = true }
+        polls.poke(devices: [7])
+        let until = Date().addingTimeInterval(10)
+        while answeredAt.withLock({ $0 }) == nil && Date() < until { usleep(2_000) }
+        let at = try? XCTUnwrap(answeredAt.withLock { $0 })
+        XCTAssertNotNil(at)
+        XCTAssertLessThan(at ?? .max, lastDeadline, "the change waited for the deadline rounds to end")
+    }
+
     func testStopAnswersEveryPollAndRefusesNewOnes() {
         let polls = LongPolls()
         let finals = Locked<[Bool]>([])
