@@ -49,6 +49,8 @@ final class LongPolls: @unchecked Sendable {
     private var started = false
     /// No round for a change before this (monotonic nanoseconds).
     private var restUntil: UInt64 = 0
+    /// The polls the round under way is checking.
+    private var checking: Set<Int> = []
 
     /// Adds a poll (after its caller found it not yet satisfied); it is checked once more in the
     /// next round for changes (at once, unless the polls rest), in case the change it waits for
@@ -92,10 +94,12 @@ final class LongPolls: @unchecked Sendable {
 
     /// Answers every waiting poll with what there is, and refuses to wait from now on.
     func stop() {
+        // Those a round is checking now are its to answer (once: a poll answered twice would
+        // write two answers).
         let all = lock.withLock { () -> [Waiter] in
             stopped = true
-            defer { waiters.removeAll() }
-            return waiters
+            defer { waiters.removeAll { !checking.contains($0.id) } }
+            return waiters.filter { !checking.contains($0.id) }
         }
         lock.broadcast()
         for w in all { _ = w.check(true) }
@@ -132,6 +136,7 @@ final class LongPolls: @unchecked Sendable {
                     added = false
                     changedDevices.removeAll(keepingCapacity: true)
                 }
+                checking = Set(picked.map(\.0.id))
                 return (picked, forChanges)
             }
             guard let (due, forChanges) = due else { return }
@@ -145,7 +150,10 @@ final class LongPolls: @unchecked Sendable {
                 }
             }
             let end = monotonicNanos()
-            lock.withLock {
+            let unanswered = lock.withLock { () -> [Waiter] in
+                checking = []
+                // Stopped meanwhile: what this round left waiting is answered now, by it.
+                if stopped { return due.map(\.0).filter { !answered.contains($0.id) } }
                 // Only a round for changes rests: deadlines keep coming, and rounds for them alone
                 // would put changes off until the polls' deadlines.
                 if forChanges { restUntil = end + (end - start) * Self.restFactor }
@@ -153,7 +161,9 @@ final class LongPolls: @unchecked Sendable {
                 for i in waiters.indices {
                     if let device = devices[waiters[i].id] { waiters[i].device = device }
                 }
+                return []
             }
+            for w in unanswered { _ = w.check(true) }
         }
     }
 }

@@ -150,6 +150,32 @@ final class LongPollsTests: XCTestCase {
         XCTAssertLessThan(at ?? .max, lastDeadline, "the change waited for the deadline rounds to end")
     }
 
+    /// A stop while a round checks a poll leaves that poll to the round: answered once, whether
+    /// the round's check answers it or leaves it waiting.
+    func testAStopDuringARoundAnswersEachPollOnce() {
+        let polls = LongPolls()
+        let answers = Locked<[String: [Bool]]>([:])
+        let inCheck = Locked(0)
+        for (name, satisfied) in [("met", true), ("unmet", false)] {
+            polls.add(deadline: farDeadline()) { final in
+                if !final {
+                    inCheck.withLock { $0 += 1 }
+                    usleep(200_000)
+                    guard satisfied else { return .waiting(device: 1) }
+                }
+                answers.withLock { $0[name, default: []].append(final) }
+                return .answered
+            }
+        }
+        let until = Date().addingTimeInterval(5)
+        while inCheck.withLock({ $0 }) == 0 && Date() < until { usleep(2_000) }
+        polls.stop()
+        let settle = Date().addingTimeInterval(5)
+        while answers.withLock({ $0.values.reduce(0) { $0 + $1.count } }) < 2 && Date() < settle { usleep(2_000) }
+        usleep(300_000)  // a second answer would have come by now
+        XCTAssertEqual(answers.withLock { $0 }, ["met": [false], "unmet": [true]])
+    }
+
     func testStopAnswersEveryPollAndRefusesNewOnes() {
         let polls = LongPolls()
         let finals = Locked<[Bool]>([])
