@@ -176,7 +176,9 @@ def test_device_actions_and_row_click(mock_any, browser):
     assert [u["data"] for u in mock.upstream(token)] == [{"greeting": "hi", "n": "2"}]
 
     browser.click("#device-view .pv-refresh")
-    browser.wait_for(f"(document.querySelector('#device-view .pv-token') || {{}}).textContent !== {json.dumps(token)}",
+    # While the fresh device loads, the view holds no device (no token at all): wait for its token.
+    browser.wait_for(f"(t => !!t && t !== {json.dumps(token)})"
+                     "((document.querySelector('#device-view .pv-token') || {}).textContent)",
                      what="the view to follow the new token")
     fresh = browser.eval("document.querySelector('#device-view .pv-token').textContent")
     assert mock.device(token)["state"] == "refreshed" and mock.device(fresh)["state"] == "registered"
