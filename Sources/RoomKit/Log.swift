@@ -50,20 +50,7 @@ public struct Log: Sendable {
     /// `exitFlushSeconds` for stderr to take them: when it is a pipe nobody reads (a test harness
     /// that never drains it), the rest is lost and the process ends all the same, instead of
     /// waiting for a reader for ever.
-    public static func flush() {
-        let done = Locked(false)
-        let finished = ConditionLock()
-        let started = trySpawnThread {
-            LogWriter.shared.flush()
-            finished.withLock { done.withLock { $0 = true } }
-            finished.broadcast()
-        }
-        guard started else { return LogWriter.shared.flush() }
-        let deadline = monotonicNanos() + UInt64(exitFlushSeconds * 1e9)
-        finished.withLock {
-            while !done.withLock({ $0 }) && monotonicNanos() < deadline { _ = finished.wait(untilMonotonicNanos: deadline) }
-        }
-    }
+    public static func flush() { LogWriter.shared.flush(within: exitFlushSeconds) }
 
     /// How long `flush()` waits for stderr at most.
     public static let exitFlushSeconds = 3.0

@@ -4,7 +4,7 @@ import Platform
 /// access-log line per request and per stanza) pays an array append per line on its own threads
 /// instead of formatting and a write system call. Lines reach stderr within about 5 ms; warnings
 /// and errors wake the writer at once and their caller waits (briefly) until they are written, and
-/// `Log.flush()` empties the queue before exit.
+/// `Log.flush()` has the queue written before exit (3 s at most).
 ///
 /// Stderr may stop being read (a pipe nobody drains): the writer then blocks in write(2), and
 /// what waits behind it is bounded (`queueLimit`). Lines past the bound are dropped and counted,
@@ -13,8 +13,8 @@ import Platform
 ///
 /// `@unchecked Sendable`: `pending`, `queuedBytes`, `dropped`, `droppedJSON`, `started`,
 /// `urgent`, `appended`, `written` and `writeStartedAt` are only touched inside `cond.withLock`;
-/// the write order is kept by `writing`, held from taking a batch until it is written, and
-/// `timestamp` is only used inside `writing`; `sink` and `limit` are immutable.
+/// only the writer thread (`run`) writes, so lines go out in order, and only it uses
+/// `timestamp`; `sink` and `limit` are immutable.
 final class LogWriter: @unchecked Sendable {
     static let shared = LogWriter()
     /// The most that may wait to be written, in bytes of formatted text (estimated before
@@ -34,9 +34,6 @@ final class LogWriter: @unchecked Sendable {
     static let stuckNanos: UInt64 = 10_000_000
 
     private let cond = ConditionLock()
-    /// A plain lock (a `Locked<Void>` puts its empty value at the object's start, which
-    /// ThreadSanitizer takes for a race with the object's header).
-    private let writing = ConditionLock()
     private let sink: @Sendable ([UInt8]) -> Void
     private let limit: Int
     private var pending: [LogEntry] = []
@@ -53,7 +50,7 @@ final class LogWriter: @unchecked Sendable {
     private var written: UInt64 = 0
     /// When the write(2) under way began (monotonic nanoseconds); 0 when none is.
     private var writeStartedAt: UInt64 = 0
-    /// Only used inside `writing`.
+    /// Only used by the writer thread.
     private var timestamp = LogTimestamp()
 
     /// A writer to `sink` (stderr unless a test gives its own) keeping at most `limit` bytes
@@ -89,26 +86,30 @@ final class LogWriter: @unchecked Sendable {
         if now, let sequence { waitUntilWritten(sequence) }
     }
 
-    /// Writes out every queued line on the calling thread (before exit; blocks while stderr does).
-    func flush() {
-        writing.withLock {
-            // A notice queued by a batch is written before returning.
-            while writeBatch() {}
+    /// Has the writer thread write every queued line now (a dropped-lines notice it queues
+    /// included), and waits until it has, `seconds` at most: before exit, when stderr may be a
+    /// pipe nobody reads, the rest is then lost rather than waited for for ever.
+    func flush(within seconds: Double) {
+        let deadline = monotonicNanos() + UInt64(seconds * 1e9)
+        cond.withLock { urgent = true }
+        cond.broadcast()
+        cond.withLock {
+            while written < appended && monotonicNanos() < deadline { _ = cond.wait(untilMonotonicNanos: deadline) }
         }
     }
 
     /// The number of lines dropped and not yet told, by level (for tests).
     var droppedCounts: [Int] { cond.withLock { dropped } }
 
-    /// Writes what is queued; returns true when lines had been dropped meanwhile and their notice
-    /// was queued after the batch. Call inside `writing`.
-    private func writeBatch() -> Bool {
+    /// Writes what is queued, then queues the dropped-lines notice if lines were dropped
+    /// meanwhile. On the writer thread only.
+    private func writeBatch() {
         let batch = cond.withLock { () -> [LogEntry] in
             urgent = false
             defer { pending.removeAll(keepingCapacity: true) }
             return pending
         }
-        guard !batch.isEmpty else { return false }
+        guard !batch.isEmpty else { return }
         // A thousand lines to a write: a backlog (stderr not read for a while) is written as it
         // is formatted, in a buffer of one slice's size.
         var bytes: [UInt8] = []
@@ -133,9 +134,9 @@ final class LogWriter: @unchecked Sendable {
         }
         // The batch's room is given back once it is written, so the queue and the batch in
         // hand together stay within the bound.
-        return cond.withLock { () -> Bool in
+        cond.withLock {
             queuedBytes -= size
-            return queueDroppedNotice()
+            queueDroppedNotice()
         }
     }
 
@@ -143,9 +144,9 @@ final class LogWriter: @unchecked Sendable {
     /// through; call inside `cond.withLock`. One line for a whole spell, whatever squeezed in
     /// meanwhile (a short line may fit where a long one did not); it may take the queue a few
     /// bytes past the bound.
-    private func queueDroppedNotice() -> Bool {
+    private func queueDroppedNotice() {
         let total = dropped.reduce(0, +)
-        guard total > 0 else { return false }
+        guard total > 0 else { return }
         var fields = [("dropped", String(total))]
         for level in [Log.Level.debug, .info, .warning, .error] where dropped[level.rawValue] > 0 {
             fields.append(("dropped." + level.name, String(dropped[level.rawValue])))
@@ -156,7 +157,6 @@ final class LogWriter: @unchecked Sendable {
         queuedBytes += notice.queuedSize
         appended += 1
         dropped = [0, 0, 0, 0]
-        return true
     }
 
     /// Waits until the entry numbered `sequence` is written, `urgentWaitNanos` at most, and not at
@@ -183,7 +183,7 @@ final class LogWriter: @unchecked Sendable {
                 let until = monotonicNanos() + 5_000_000
                 while !urgent && monotonicNanos() < until { _ = cond.wait(untilMonotonicNanos: until) }
             }
-            writing.withLock { _ = writeBatch() }
+            writeBatch()
         }
     }
 }

@@ -64,7 +64,7 @@ final class LogWriterTests: XCTestCase {
 
         sink.open()
         waitFor("the dropped-lines line") { sink.text.contains("log lines dropped") }
-        writer.flush()
+        writer.flush(within: 5)
         let lines = sink.text.split(separator: "\n").map(String.init)
         XCTAssertTrue(lines.first?.hasSuffix(" info first") == true, lines.first ?? "")
         XCTAssertEqual(lines.filter { $0.contains(" info line ") }.count, 14)
