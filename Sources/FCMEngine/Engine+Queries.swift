@@ -36,13 +36,9 @@ extension Engine {
         store.drain()
         var q = try messageQuery(f)
         q.excluded = try f.excluded.map { (x: MessageFilter) throws(EngineError) -> MessageQuery in try messageQuery(x) }
-        q.before = cursor
-        q.limit = limit + 1
         // The records are searched a slice at a time, each in a read of its own, so a search that
         // passes over most of the store (words found nowhere, `not_text` found everywhere)
-        // holds the store from sends no longer than a slice takes. A token's search reads its
-        // device's deliveries, not the store: one read.
-        let slice = Self.sliced(q) ? Self.searchSlice : nil
+        // holds the store from sends no longer than a slice takes (`slice(of:below:)`).
         var items: [MessageRecord] = []
         var upper = cursor
         var lastID: Int64?
@@ -51,9 +47,7 @@ extension Engine {
             while true {
                 let (found, last, start, full) = try store.readAfterCommits {
                     (c: StoreReader) throws(StoreError) -> ([MessageRecord], Int64?, Int64?, Bool) in
-                    var part = q
-                    part.before = upper
-                    part.from = try slice.flatMap { (n: Int) throws(StoreError) in try c.messageSliceStart(before: upper, count: n) }
+                    var part = try Self.slice(of: q, below: upper, c)
                     part.limit = limit + 1 - items.count
                     var rows = try c.messageRecords(part)
                     let full = items.count + rows.count > limit
@@ -87,10 +81,16 @@ extension Engine {
     /// Records a search takes from the store in one read.
     static let searchSlice = 2_000
 
-    /// Whether `q` is read a slice at a time: not when it names a token, kept or left out (its
-    /// device's deliveries are gathered for every read of it: once, not once a slice).
-    private static func sliced(_ q: MessageQuery) -> Bool {
-        q.token == nil && q.excluded.allSatisfy { $0.token == nil }
+    /// `q` within the slice of `searchSlice` records below `upper` (nil: from the newest); its
+    /// `from` is nil when the slice reaches the oldest. The whole of `q` when it names a token,
+    /// kept or left out: its device's deliveries are gathered for every read of it, so once, not
+    /// once a slice.
+    private static func slice(of q: MessageQuery, below upper: Int64?, _ c: StoreReader) throws(StoreError) -> MessageQuery {
+        var part = q
+        part.before = upper
+        guard q.token == nil && q.excluded.allSatisfy({ $0.token == nil }) else { return part }
+        part.from = try c.messageSliceStart(before: upper, count: searchSlice)
+        return part
     }
 
     /// How many records match `q` (its cursor aside), up to `cap`: a slice at a time, as the
@@ -100,9 +100,7 @@ extension Engine {
         var upper: Int64?
         while total < cap {
             let (n, start) = try store.readAfterCommits { (c: StoreReader) throws(StoreError) -> (Int, Int64?) in
-                var part = q
-                part.before = upper
-                part.from = Self.sliced(q) ? try c.messageSliceStart(before: upper, count: Self.searchSlice) : nil
+                let part = try Self.slice(of: q, below: upper, c)
                 return (try c.messageCount(part, cap: cap - total), part.from)
             }
             total += n
