@@ -396,12 +396,18 @@ extension Engine {
 
     /// Connection `connectionID` of a client closed (`reason`, as the room says): its devices go
     /// offline, what it had unacknowledged is held again (or expired), `client.closed` is
-    /// published. Nothing when the client has another connection by now.
+    /// published. When the client has another connection by now (a newer login replaced this
+    /// one), only `client.closed` is published: the newer connection carries its devices.
     public func clientClosed(clientID: String, connectionID: String, code: Int, reason: String) {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in
-            guard var client = s.realClients[clientID], let conn = client.connection, conn.info.id == connectionID else { return nil }
+            guard var client = s.realClients[clientID] else { return nil }
+            guard let conn = client.connection, conn.info.id == connectionID else {
+                published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
+                                                                          code: code, reason: reason, at: now)))
+                return nil
+            }
             client.connection = nil
             s.realClients[clientID] = client
             var writes: [WriteOp] = []

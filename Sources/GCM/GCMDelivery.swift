@@ -58,6 +58,9 @@ public final class GCMDelivery: MCSDelegate {
     public func loggedIn(_ connection: MCSConnection) {
         guard let request = connection.loginRequest else { return }
         let info = ClientConnectionInfo(id: connection.id, remote: connection.remote, tls: true, userAgent: nil, clientVersion: request.id)
+        // The session first: once the engine has the connection, a send may write on it before
+        // clientHello returns, and a write finds its connection here.
+        connections.withLock { $0[connection.id] = Session(connection: connection) }
         let hello: ClientHello?
         do {
             hello = try engine.clientHello(kind: .gcm, id: request.user, connection: info, received: request.receivedPersistentIDs, newID: nil)
@@ -65,11 +68,7 @@ public final class GCMDelivery: MCSDelegate {
             return connection.close(sendingClose: true, reason: "the store failed")
         }
         guard let hello else { return connection.close(sendingClose: true, reason: "the client was forgotten") }
-        let older = connections.withLock { c -> MCSConnection? in
-            let replaced = hello.replaced.flatMap { c[$0]?.connection }
-            c[connection.id] = Session(connection: connection)
-            return replaced
-        }
+        let older = connections.withLock { c in hello.replaced.flatMap { c[$0]?.connection } }
         log.info("mcs", [("dir", "in"), ("conn", connection.id), ("android_id", request.user), ("tag", "LoginRequest"),
                          ("received_persistent_ids", String(request.receivedPersistentIDs.count))])
         older?.close(sendingClose: true, reason: "replaced by a newer login of this android id")
@@ -224,11 +223,16 @@ public final class GCMDelivery: MCSDelegate {
         s.sent = accepted
         s.immediateAck = true
         var data: [AppData] = []
-        if let subtype = registration?.subtype { data.append(AppData(key: "subtype", value: subtype)) }
         if let total = entry.deletedMessages {
+            // A notice is the service's own: its two pairs alone, the registration's subtype not
+            // among them.
             data.append(AppData(key: "message_type", value: "deleted_messages"))
             data.append(AppData(key: "total_deleted", value: String(total)))
-        } else if w.device?.kind == .fcm {
+            s.appData = data
+            return s
+        }
+        if let subtype = registration?.subtype { data.append(AppData(key: "subtype", value: subtype)) }
+        if w.device?.kind == .fcm {
             // An FCM registration over this `wp:` one: FCM's JSON, encrypted by the mock as Google
             // does (`aesgcm`; salt and key padded, as firebase-messaging decodes them).
             guard let relay = engine.fcmRelay(for: w) else { return nil }

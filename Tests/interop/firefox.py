@@ -22,6 +22,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -585,7 +586,15 @@ class EventStream:
                 self.cond.wait(left)
 
     def close(self):
+        # The reader thread blocks in a read of the stream: shutting the socket down ends it at
+        # once (closing the response alone waits for the server's next bytes, a keep-alive
+        # comment up to 15 s later).
+        try:
+            self.resp.raw._fp.fp.raw._sock.shutdown(socket.SHUT_RDWR)
+        except (AttributeError, OSError):
+            pass
         self.resp.close()
+        self.thread.join(5)
 
     def __enter__(self):
         return self

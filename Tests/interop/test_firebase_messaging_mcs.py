@@ -7,6 +7,7 @@ register3, FCM registrations and legacy sends refuse what Google refuses.
 
 import re
 import secrets
+import threading
 import time
 
 import pytest
@@ -14,7 +15,7 @@ import requests
 
 from fcmclient import (RawMcs, login_request, pb_bytes, pb_fields, pb_int, pb_varint, raw_checkin,
                        raw_register)
-from firefox import wait_entry
+from firefox import EventStream, wait_entry
 from mocksupport import APP_A, KEY_A, PROJECT_A, SENDER_A
 
 pytestmark = [pytest.mark.firebase_messaging, pytest.mark.mcs]
@@ -190,27 +191,40 @@ def test_another_clients_persistent_ids_at_login_settle_nothing(mock_mcs):
 
 
 def test_a_newer_login_takes_over_what_was_written_and_it_reads_sent(mock_mcs):
-    """§3.5: a newer login of the same android id closes the older connection and writes again
-    what it had unacknowledged: the entry is `sent` on the new connection (`sends` 2)."""
+    """§3.5: a newer login of the same android id closes the older connection (`client.closed`
+    names it, §3.7) and writes again what it had unacknowledged: the entry is `sent` on the new
+    connection (`sends` 2)."""
     android_id, security_token = raw_checkin(mock_mcs.base_url)
     token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    events = EventStream(mock_mcs)
     first = raw_login(mock_mcs, android_id, security_token)
     try:
         res = legacy_send(mock_mcs, {"to": token, "data": {"taken": "over"}})
         message_id = res["results"][0]["message_id"]
         tag, sent = first.packet()
         assert tag == TAG_DATA, (tag, sent)
+        older = entry_connection(mock_mcs, token, message_id)
         second = raw_login(mock_mcs, android_id, security_token)
         try:
             tag, again = second.packet()
             assert tag == TAG_DATA and pb_fields(again)[9] == [message_id.encode()], (tag, pb_fields(again))
             entry = wait_entry(mock_mcs, token, message_id, "sent")
             cd = entry["client_delivery"]
-            assert cd["sends"] == 2 and cd["ack"] is None, cd
+            assert cd["sends"] == 2 and cd["ack"] is None and cd["connection_id"] != older, cd
+            closed = events.wait("client.closed", lambda e: e["connection_id"] == older)
+            assert closed["client"]["id"] == str(android_id), closed
+            assert closed["reason"] == "replaced by a newer login of this android id", closed
+            assert closed["client"]["connection"]["id"] == cd["connection_id"], closed
         finally:
             second.close()
     finally:
         first.close()
+        events.close()
+
+
+def entry_connection(mock, token, message_id):
+    """The connection the entry was last written on."""
+    return wait_entry(mock, token, message_id, "sent")["client_delivery"]["connection_id"]
 
 
 TAG_HEARTBEAT_PING, TAG_HEARTBEAT_ACK, TAG_IQ = 0, 1, 7
@@ -265,9 +279,11 @@ def test_an_acknowledgement_read_before_its_write_is_recorded_settles_it(mock_mc
 def test_a_deleted_messages_notice_is_written_at_login(mock_mcs):
     """§3.6: more than 100 held for an offline registration are dropped for one
     `deleted_messages` notice, written over MCS at the next login (`message_type`,
-    `total_deleted`, never encrypted) and `delivered` by its SelectiveAck."""
+    `total_deleted` and nothing else: not the registration's `subtype`; never encrypted) and
+    `delivered` by its SelectiveAck."""
     android_id, security_token = raw_checkin(mock_mcs.base_url)
-    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A,
+                         **{"X-subtype": "com.example.notices"})
     for i in range(101):
         assert legacy_send(mock_mcs, {"to": token, "data": {"i": str(i)}})["success"] == 1
     held = mock_mcs.inbox(token, status="pending")
@@ -354,3 +370,55 @@ def test_a_legacy_send_to_a_web_push_registration_is_invalid_registration(mock_m
     res = legacy_send(mock_mcs, {"to": wp_token, "data": {"never": "delivered"}})
     assert res["failure"] == 1 and res["results"][0]["error"] == "InvalidRegistration", res
     assert not [e for e in mock_mcs.inbox(wp_token) if e.get("data") == {"never": "delivered"}]
+
+
+def test_sends_racing_a_login_are_written_on_it(mock_mcs):
+    """§3.5: a send accepted while a login is being recorded is written on that connection (or
+    held and written at the login): none stays `sent` on a live connection without its packet.
+    Sends go on a thread without pause while the client logs in again and again; after each
+    login it reads and acknowledges for a while, then every message `sent` on the connection
+    must have come within 3 s."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    stop = threading.Event()
+    sent_ids = []
+
+    def sender():
+        s = requests.Session()
+        while not stop.is_set():
+            r = s.post(mock_mcs.base_url + "/fcm/send", json={"to": token, "data": {"n": str(len(sent_ids))}},
+                       headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+            assert r.status_code == 200, r.text
+            sent_ids.append(r.json()["results"][0]["message_id"])
+
+    def read_and_ack(conn, got, until, enough=lambda: False):
+        while time.monotonic() < until and not enough():
+            try:
+                tag, body = conn.packet(timeout=max(0.01, min(0.1, until - time.monotonic())))
+            except TimeoutError:
+                continue
+            if tag == TAG_DATA:
+                pid = pb_fields(body)[9][0]
+                got.add(pid.decode())
+                conn.send_packet(7, pb_int(2, 1) + pb_bytes(3, b"") + pb_bytes(7, pb_int(1, 12) + pb_bytes(2, pb_bytes(1, pid))))
+
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    try:
+        for _ in range(20):
+            conn = raw_login(mock_mcs, android_id, security_token)
+            try:
+                got = set()
+                read_and_ack(conn, got, time.monotonic() + 0.2)
+                connection = mock_mcs.api("GET", f"/api/v1/clients/{android_id}")["connection"]["id"]
+                on_it = {e["message_id"] for e in mock_mcs.inbox(token, status="sent")
+                         if e["client_delivery"]["connection_id"] == connection}
+                read_and_ack(conn, got, time.monotonic() + 3, lambda: on_it <= got)
+                missing = on_it - got
+                assert not missing, f"sent on {connection} but never written: {sorted(missing)}"
+            finally:
+                conn.close()
+    finally:
+        stop.set()
+        t.join(10)
+    assert len(sent_ids) > 20, len(sent_ids)
