@@ -66,10 +66,11 @@ extension Engine {
 extension Engine {
     /// The first fault naming surface `path` exactly (`when.path`: a device-side call as
     /// `/checkin`, which no fault without a path reaches: a test's faults on sends leave the
-    /// clients' registrations alone) whose action is a status or an error of the surface, fired.
+    /// clients' registrations alone), for HTTP or any transport (these surfaces are HTTP), whose
+    /// action is a status or an error of the surface, fired.
     public func surfaceFault(path: String) -> RequestFault? {
         faultNaming(path) { f in
-            guard f.transport == nil || f.transport == "any" else { return false }
+            guard f.names(transport: .http) else { return false }
             switch f.action {
             case .status, .protocolError: return true
             default: return false

@@ -32,12 +32,17 @@ public struct Fault: Sendable {
     /// The request-level part of `when`: transport, path, sender and topic (the token is checked
     /// per recipient, or against any recipient for request-level actions).
     package func matches(transport t: Transport, path p: String, senderID s: String?, topic: String?) -> Bool {
-        if let transport, transport != "any", transport != t.rawValue { return false }
+        guard names(transport: t) else { return false }
         if let path, path != p { return false }
         if let senderID, senderID != s { return false }
         // Topic names match without regard to case, as sends match subscribers.
         if let want = self.topic, Topics.key(want) != topic.map(Topics.key) { return false }
         return true
+    }
+
+    /// Whether `when.transport` takes transport `t`: `t` itself, `any`, or none given.
+    package func names(transport t: Transport) -> Bool {
+        transport == nil || transport == "any" || transport == t.rawValue
     }
 
     package init(id: String, action: Action, createdAt: Int64) {
