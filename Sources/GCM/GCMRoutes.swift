@@ -78,19 +78,23 @@ public struct GCMRoutes: Sendable {
         for (k, v) in form where fields[k] == nil { fields[k] = v }
         guard let app = fields["app"], !app.isEmpty else { return Self.error("INVALID_PARAMETERS") }
         if let device = fields["device"], device != androidID { return Self.error("INVALID_PARAMETERS") }
+        let delete = fields["delete"] == "true"
+        // A sender id (digits) or a VAPID key, kept as a registration keeps it (unpadded), so a
+        // delete names what a registration stored; `*` (every sender) only with `delete`.
         guard let sender = fields["sender"], !sender.isEmpty else { return Self.error("INVALID_SENDER") }
+        let key = engine.applicationServerKey(sender)
+        guard key != nil || sender.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || (delete && sender == "*") else {
+            return Self.error("INVALID_SENDER")
+        }
         let subtype = fields["X-subtype"]
         if subtype?.isEmpty == true { return Self.error("INVALID_PARAMETERS") }
         let instanceID = fields["appid"]
         let isInstanceID = instanceID != nil || fields["scope"] != nil || fields["X-scope"] != nil || fields["gmsv"] != nil
         do {
-            if fields["delete"] == "true" {
-                let gone = try engine.gcmUnregister(androidID: androidID, app: app, subtype: subtype, sender: sender == "*" ? nil : sender)
+            if delete {
+                let gone = try engine.gcmUnregister(androidID: androidID, app: app, subtype: subtype, sender: sender == "*" ? nil : key ?? sender)
                 return Self.text(200, isInstanceID ? "token=" + (gone.first ?? "") : "deleted=" + app, charset: true)
             }
-            guard sender != "*" else { return Self.error("INVALID_SENDER") }
-            let key = engine.applicationServerKey(sender)
-            guard key != nil || sender.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return Self.error("INVALID_SENDER") }
             var origin: String?
             if let subtype, subtype.hasPrefix("wp:") {
                 let scope = subtype.dropFirst(3).split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""

@@ -5,11 +5,16 @@ import Foundation
 import HTTPServer
 import XCTest
 
-/// The device side's HTTP surfaces: faults by transport (docs/real-clients.md).
+/// The device side's HTTP surfaces: faults by transport and register3's sender rules on
+/// `delete` (docs/real-clients.md).
 extension GCMTests {
     func fault(_ json: String) throws {
         let r = try server.client().postJSON("/api/v1/faults", json)
         XCTAssertEqual(r.status, 201, r.text)
+    }
+
+    func deviceState(_ token: String) throws -> String? {
+        try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").object?["state"]?.stringValue
     }
 
     /// The device-side surfaces are HTTP: a fault naming one with `when.transport` `http` fires
@@ -42,5 +47,30 @@ extension GCMTests {
         // Spent, they leave the surfaces alone again.
         _ = try checkin()
         XCTAssertTrue(try register("app=org.chromium.linux&sender=745476177629", auth: auth).1.hasPrefix("token="))
+    }
+
+    /// `delete=true` takes a sender as a registration does (`*` besides): anything else is
+    /// `Error=INVALID_SENDER`; a key deletes the registration made with it, padded or not.
+    func testRegister3DeleteChecksAndNormalisesTheSender() throws {
+        let auth = try checkin()
+        for form in ["app=com.example.demo&sender=abc&delete=true", "app=com.example.demo&sender=12ab&delete=true&appid=x&scope=GCM",
+                     "app=org.chromium.linux&sender=*"] {
+            let r = try server.client().request("POST", "/c2dm/register3", headers: [("Authorization", "AidLogin \(auth.0):\(auth.1)")],
+                                                body: Array(form.utf8))
+            XCTAssertEqual(r.status, 200, form)
+            XCTAssertEqual(r.text, "Error=INVALID_SENDER", form)
+            XCTAssertEqual(r.headers["content-type"], "text/plain; charset=UTF-8", form)
+        }
+        let key = try P256TestKey.publicBase64URL() + "="
+        let subtype = "wp:http://localhost:8300/%2318F2B1F7-5C6B-4E5A-8C9D-0123456789AB-V2"
+        let made = try register("app=org.chromium.linux&sender=\(key)&X-subtype=\(subtype)&appid=i1&scope=GCM", auth: auth).1
+        XCTAssertTrue(made.hasPrefix("token="), made)
+        let token = String(made.dropFirst(6))
+        // Padded as the registration was (`%3D` for `=`): the same registration.
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=\(key.dropLast())%3D&X-subtype=\(subtype)&delete=true&appid=i1&scope=GCM",
+                                    auth: auth).1, made)
+        XCTAssertEqual(try deviceState(token), "unregistered")
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=*&X-subtype=\(subtype)&delete=true", auth: auth).1,
+                       "deleted=org.chromium.linux")
     }
 }
