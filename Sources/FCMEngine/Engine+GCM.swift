@@ -72,11 +72,12 @@ extension Engine {
     // MARK: Registrations
 
     /// register3's GetToken: the token of this client's registration of `r.app`, subtype, Instance
-    /// ID app id and sender (the same again for the same request). A `wp:` subtype makes a `web`
-    /// device (the first project's: a Web Push subscription belongs to none) whose subscription
-    /// id is the token and whose endpoint `endpoint` writes from the token and the checkin's
-    /// channel; a configured project's sender id an `android` device of it; any other sender (as
-    /// Google's own) a token only.
+    /// ID app id and sender (the same again for the same request while its device is registered;
+    /// a new registration, token and device once the device was unregistered or deleted). A
+    /// `wp:` subtype makes a `web` device (the first project's: a Web Push subscription belongs
+    /// to none) whose subscription id is the token and whose endpoint `endpoint` writes from the
+    /// token and the checkin's channel; a configured project's sender id an `android` device of
+    /// it; any other sender (as Google's own) a token only.
     /// A new registration's token is `newToken()`'s (the room's form), made again while another
     /// registration or device has it.
     public func gcmRegister(_ r: GCMRegistration, newToken: () -> String,
@@ -85,7 +86,11 @@ extension Engine {
         let now = clock.nowMillis()
         var created: Device?
         let result: Result<(String, Store.Ticket?), EngineError> = state.withLock { s in
-            if let token = s.gcmRegistrationKeys[key], s.gcmRegistrations[token] != nil { return .success((token, nil)) }
+            // A token only, or one whose device still takes sends, is the same again. One whose
+            // device the control API ended (unregistered, deleted) is replaced: the client
+            // registering again is how it recovers, as from Google dropping a registration.
+            let old = s.gcmRegistrationKeys[key].flatMap { s.gcmRegistrations[$0] }
+            if let old, old.device.map({ s.devices[$0]?.state == .registered }) ?? true { return .success((old.token, nil)) }
             guard let client = s.realClients[r.androidID], client.kind == .gcm else { return .failure(.notFound("no checkin has this android id")) }
             var token = newToken()
             while s.gcmRegistrations[token] != nil || s.tokenIndex[token] != nil { token = newToken() }
@@ -129,6 +134,10 @@ extension Engine {
             if let deviceID, let d = s.devices[deviceID] {
                 s.realClients[r.androidID]?.devices.append(deviceID)
                 writes += deviceWrites([d], state: s)
+            }
+            if let old {
+                s.gcmRegistrations[old.token] = nil
+                writes.append(Writes.deleteGCMRegistrations([old.token]))
             }
             let row = GCMRegistrationRow(token: token, client: r.androidID, app: r.app, subtype: r.subtype, sender: r.sender,
                                          instanceID: r.instanceID, device: deviceID, createdAt: now)

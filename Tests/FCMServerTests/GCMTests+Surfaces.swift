@@ -5,8 +5,9 @@ import Foundation
 import HTTPServer
 import XCTest
 
-/// The device side's HTTP surfaces: faults by transport and register3's sender rules on
-/// `delete` (docs/real-clients.md).
+/// The device side's HTTP surfaces: faults by transport, register3's sender rules on `delete`,
+/// and a client registering again after the control API dropped its device
+/// (docs/real-clients.md).
 extension GCMTests {
     func fault(_ json: String) throws {
         let r = try server.client().postJSON("/api/v1/faults", json)
@@ -15,6 +16,14 @@ extension GCMTests {
 
     func deviceState(_ token: String) throws -> String? {
         try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").object?["state"]?.stringValue
+    }
+
+    /// A legacy send to `token`: "ok" or the recipient's error.
+    func legacySend(_ token: String) throws -> String? {
+        let r = try server.client().postJSON("/fcm/send", #"{"to":"\#(token)","data":{"a":"b"}}"#,
+                                             headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+        return r.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue
+            ?? (r.object?["success"]?.numberValue?.text == "1" ? "ok" : r.text)
     }
 
     /// The device-side surfaces are HTTP: a fault naming one with `when.transport` `http` fires
@@ -72,5 +81,55 @@ extension GCMTests {
         XCTAssertEqual(try deviceState(token), "unregistered")
         XCTAssertEqual(try register("app=org.chromium.linux&sender=*&X-subtype=\(subtype)&delete=true", auth: auth).1,
                        "deleted=org.chromium.linux")
+    }
+
+    /// A registration whose device the control API unregistered or deleted is no longer the
+    /// same again: the client registering again gets a new token whose device takes sends, the
+    /// old registration replaced, also after a restart.
+    func testRegisteringAgainAfterTheControlAPIDroppedTheDeviceRecovers() throws {
+        let dir = NSTemporaryDirectory() + "fcm-mock-gcm-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        server.stop()
+        server = try TestServer(db: dir + "/db.sqlite")
+        let auth = try checkin()
+        let android = "app=com.example.demo&device=\(auth.0)&sender=123456789012"
+        let web = "app=org.chromium.linux&sender=\(try P256TestKey.publicBase64URL())&X-subtype=wp:http://localhost:8300/%23A-V2"
+        func token(_ form: String) throws -> String {
+            let r = try register(form, auth: auth)
+            XCTAssertTrue(r.1.hasPrefix("token="), r.1)
+            return String(r.1.dropFirst(6))
+        }
+        let first = try token(android), firstWeb = try token(web)
+        XCTAssertEqual(try token(android), first)
+        for t in [first, firstWeb] {
+            XCTAssertEqual(try server.client().request("POST", "/api/v1/devices/\(pathEncode(t)):unregister").status, 200)
+        }
+        let second = try token(android), secondWeb = try token(web)
+        XCTAssertNotEqual(second, first)
+        XCTAssertNotEqual(secondWeb, firstWeb)
+        XCTAssertEqual(try token(android), second, "the same again while its device is registered")
+        XCTAssertEqual(try deviceState(second), "registered")
+        XCTAssertEqual(try legacySend(second), "ok")
+        XCTAssertEqual(try legacySend(first), "NotRegistered")
+        let d = try XCTUnwrap(server.client().request("GET", "/api/v1/devices/\(pathEncode(secondWeb))").object)
+        XCTAssertEqual(d["state"]?.stringValue, "registered")
+        XCTAssertEqual(d["web_push"]?.objectValue?["endpoint"]?.stringValue, "https://jmt17.google.com/fcm/send/\(secondWeb)")
+
+        XCTAssertEqual(try server.client().request("DELETE", "/api/v1/devices/\(pathEncode(second))").status, 204)
+        let third = try token(android)
+        XCTAssertNotEqual(third, second)
+        XCTAssertEqual(try legacySend(third), "ok")
+        func registrations() throws -> [String] {
+            let c = try XCTUnwrap(server.client().request("GET", "/api/v1/clients/\(auth.0)").object)
+            return (c["registrations"]?.arrayValue ?? []).compactMap { $0.objectValue?["token"]?.stringValue }.sorted()
+        }
+        XCTAssertEqual(try registrations(), [third, secondWeb].sorted(), "the replaced registrations are gone")
+
+        server.stop()
+        server = try TestServer(db: dir + "/db.sqlite")
+        XCTAssertEqual(try registrations(), [third, secondWeb].sorted())
+        XCTAssertEqual(try token(android), third)
+        XCTAssertEqual(try token(web), secondWeb)
     }
 }
