@@ -105,8 +105,9 @@ extension Engine {
     /// subscription `subscriptionID` (the room read it from the registration's endpoint). The
     /// same installation and endpoint again: the same token, its keys replaced. A new
     /// registration's token is `newToken(fid)`'s (the room's form), made again while another
-    /// device has it.
-    public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String,
+    /// device has it. `token` (a PATCH of that registration): that registration gets `web`,
+    /// whichever subscription it named before, and keeps its token.
+    public func fcmRegister(project: String, auth: String, web: FCMWebRegistration, subscriptionID: String, token given: String? = nil,
                             newToken: (_ fid: String) -> String) throws(FirebaseRefusal) -> Device {
         guard let p256dh = webPushOps?.publicKey(web.p256dh) else { throw .invalidField(.p256dh) }
         guard let authSecret = webPushOps?.authSecret(web.auth) else { throw .invalidField(.auth) }
@@ -124,9 +125,15 @@ extension Engine {
                 return .failure(.invalidField(.endpoint))
             }
             // One deleted (or whose subscription went) is a record now: registering again makes a new token.
-            let existing = s.devices.values.first {
-                $0.client?.kind == .fcm && $0.client?.id == inst.fid && $0.client?.via == viaID && $0.state == .registered
+            let isOwn = { (d: Device) in d.client?.kind == .fcm && d.client?.id == inst.fid && d.state == .registered }
+            let existing: Device?
+            if let given {
+                guard let d = s.device(token: given), isOwn(d) else { return .failure(.notFound) }
+                existing = d
+            } else {
+                existing = s.devices.values.first { isOwn($0) && $0.client?.via == viaID }
             }
+            let (formerVia, wasOnline) = (existing?.client?.via, existing?.online)
             var d: Device
             if let existing {
                 d = existing
@@ -151,6 +158,7 @@ extension Engine {
             link.web = web.asSent
             d.client = link
             d.online = s.carrier(of: d)?.connection != nil && s.devices[viaID]?.online == true
+            if let wasOnline, wasOnline != d.online { d.lastSeenAt = now }
             s.devices[d.id] = d
             if var sub = s.webPush[d.id] {
                 s.webPushIndex[sub.id] = nil
@@ -160,9 +168,15 @@ extension Engine {
                 sub.endpointOverride = web.endpoint
                 s.webPush[d.id] = sub
             }
-            if created { s.fcmRiders[viaID, default: []].append(d.id) }
-            let writes = created ? deviceWrites([d], state: s)
+            // Over another subscription now (a PATCH naming another endpoint): its pushes travel
+            // with that one, and end with it.
+            if formerVia != viaID {
+                if let formerVia { s.fcmRiders[formerVia]?.removeAll { $0 == d.id } }
+                s.fcmRiders[viaID, default: []].append(d.id)
+            }
+            var writes = created ? deviceWrites([d], state: s)
                 : [Writes.setDeviceClient(device: d.id, link.stored)] + (s.webPush[d.id].map { [Writes.saveWebPush([$0.row])] } ?? [])
+            if let wasOnline, wasOnline != d.online { writes.append(Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false)) }
             return .success((d, submit(writes + (created ? [Writes.setDeviceClient(device: d.id, link.stored)] : []))))
         }
         let (device, ticket) = try result.get()

@@ -117,8 +117,10 @@ public struct FCMRegistrationRoutes: Sendable {
             case "PATCH":
                 guard let web = body?["web"]?.objectValue else { throw .argument("web is required") }
                 let (registration, subscription) = try Self.web(web)
+                // This registration, whatever subscription it named: it keeps its token.
                 let d = try Self.mapped { () throws(FirebaseRefusal) in
-                    try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription, newToken: Self.newToken)
+                    try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription, token: device.token,
+                                           newToken: Self.newToken)
                 }
                 return Self.registration(token: d.token, projectID: projectID, web: .object(web))
             case "DELETE":

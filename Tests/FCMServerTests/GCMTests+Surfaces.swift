@@ -6,8 +6,8 @@ import HTTPServer
 import XCTest
 
 /// The device side's HTTP surfaces: faults by transport, register3's sender rules on `delete`,
-/// and a client registering again after the control API dropped its device
-/// (docs/real-clients.md).
+/// a client registering again after the control API dropped its device, and a PATCH of an FCM
+/// registration (docs/real-clients.md).
 extension GCMTests {
     func fault(_ json: String) throws {
         let r = try server.client().postJSON("/api/v1/faults", json)
@@ -131,5 +131,42 @@ extension GCMTests {
         XCTAssertEqual(try registrations(), [third, secondWeb].sorted())
         XCTAssertEqual(try token(android), third)
         XCTAssertEqual(try token(web), secondWeb)
+    }
+
+    /// A PATCH updates the registration at its path: the same token, the new `web`, travelling
+    /// over the subscription the new endpoint names (and ending with that one, not the former).
+    func testPatchingAnFCMRegistrationKeepsItsToken() throws {
+        let setup = try firebaseSetup(fid: "eAbCdEfGhIjKlMnOpQrStU", subtypeID: "3a0d1c8e-0b5e-4a43-9d0b-1f2a3b4c5d70")
+        let key = try P256TestKey.publicBase64URL()
+        let otherSubtype = "wp:receiver.push.com%2300000000-0b5e-4a43-9d0b-1f2a3b4c5d70"
+        let other = String(try register("app=org.chromium.linux&device=\(setup.auth.0)&sender=\(key)&X-subtype=\(otherSubtype)",
+                                        auth: setup.auth).1.dropFirst(6))
+        let made = try server.client().postJSON("/v1/projects/demo-project/registrations", setup.web, headers: setup.headers)
+        let token = try XCTUnwrap(made.object?["token"]?.stringValue)
+        let path = "/v1/projects/demo-project/registrations/\(pathEncode(token))"
+        let web = #"{"applicationPubKey":null,"auth":"AAECAwQFBgcICQoLDA0ODw","endpoint":"https://fcm.googleapis.com/fcm/send/\#(other)","p256dh":"\#(key)"}"#
+        let patched = try server.client().request("PATCH", path, headers: setup.headers, body: Array(#"{"web":\#(web)}"#.utf8))
+        XCTAssertEqual(patched.status, 200, patched.text)
+        XCTAssertEqual(patched.text, #"{"name":"projects/demo-project/registrations/\#(token)","token":"\#(token)","web":\#(web)}"#)
+        XCTAssertEqual(try server.client().request("GET", path, headers: setup.headers).text, patched.text)
+        let listed = try XCTUnwrap(server.client().request("GET", "/api/v1/devices?client_kind=fcm&client_id=eAbCdEfGhIjKlMnOpQrStU").object)
+        XCTAssertEqual(listed["items"]?.arrayValue?.count, 1, "no second device")
+        let d = try XCTUnwrap(server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").object)
+        XCTAssertEqual(d["client"]?.objectValue?["via"]?.stringValue, other)
+        XCTAssertEqual(d["client"]?.objectValue?["endpoint"]?.stringValue, "https://fcm.googleapis.com/fcm/send/\(other)")
+        XCTAssertEqual(d["web_push"]?.objectValue?["keys"]?.objectValue?["auth"]?.stringValue, "AAECAwQFBgcICQoLDA0ODw")
+
+        let nowhere = web.replacingOccurrences(of: other, with: "nothing-served-here")
+        let refused = try server.client().request("PATCH", path, headers: setup.headers, body: Array(#"{"web":\#(nowhere)}"#.utf8))
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertEqual(refused.text, #"{"error":{"code":400,"message":"Request contains an invalid argument: web.endpoint: no subscription the mock serves has this endpoint","status":"INVALID_ARGUMENT"}}"#)
+
+        // It travels over the new subscription: the former one ending leaves it, this one ending ends it.
+        XCTAssertEqual(try server.client().request("POST", "/api/v1/devices/\(pathEncode(setup.subscription)):unregister").status, 200)
+        XCTAssertEqual(try deviceState(token), "registered")
+        XCTAssertEqual(try legacySend(token), "ok")
+        XCTAssertEqual(try server.client().request("POST", "/api/v1/devices/\(pathEncode(other)):unregister").status, 200)
+        XCTAssertEqual(try deviceState(token), "unregistered")
+        XCTAssertEqual(try legacySend(token), "NotRegistered")
     }
 }
