@@ -383,6 +383,15 @@ def login_request(android_id, security_token, received=(), client_id="raw-mcs-1"
     return body + pb_int(17, 1)
 
 
+def raw_login(mock, android_id, security_token):
+    """A RawMcs logged in as `android_id` (its LoginResponse read and checked: no error)."""
+    conn = RawMcs(mock.mcs_port, mock.ca)
+    conn.send_packet(2, login_request(android_id, security_token), version=True)  # LoginRequest
+    tag, body = conn.packet()
+    assert tag == 3 and 3 not in pb_fields(body), (tag, pb_fields(body))  # LoginResponse, no error
+    return conn
+
+
 class RawMcs:
     """A TLS connection to the mock's MCS port that writes what it is told and reads packets."""
 

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from fcmclient import (RawMcs, login_request, pb_bytes, pb_fields, pb_int, pb_varint, raw_checkin,
-                       raw_register)
+                       raw_login, raw_register)
 from firefox import EventStream, wait_entry
 from mocksupport import APP_A, KEY_A, PROJECT_A, SENDER_A
 
@@ -144,14 +144,6 @@ def test_a_raw_client_that_does_not_ack_gets_the_same_bytes_after_logging_in_aga
     finally:
         second.close()
     assert tag == TAG_DATA and again == sent, (tag, again, sent)
-
-
-def raw_login(mock, android_id, security_token):
-    conn = RawMcs(mock.mcs_port, mock.ca)
-    conn.send_packet(TAG_LOGIN_REQUEST, login_request(android_id, security_token), version=True)
-    tag, body = conn.packet()
-    assert tag == TAG_LOGIN_RESPONSE and 3 not in pb_fields(body), (tag, pb_fields(body))
-    return conn
 
 
 def test_another_clients_persistent_ids_at_login_settle_nothing(mock_mcs):

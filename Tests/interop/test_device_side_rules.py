@@ -1,0 +1,301 @@
+"""FCM's device side, the rules a client meets only when something is off (real-clients.md
+§3.3 Installations and §3.4 FCM registrations: their errors; §3.1 checkin's; §4.3 the surfaces'
+faults; §3.5 the 100 unacknowledged deliveries a connection holds and a delayed MCS write).
+Raw HTTP and a raw MCS client against a server of this module's own (`mock_mcs`)."""
+
+import base64
+import json
+import os
+import secrets
+import time
+import uuid
+
+import pytest
+import requests
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from fcmclient import pb_bytes, pb_fields, pb_int, raw_checkin, raw_login, raw_register
+from firefox import wait_entry
+from mocksupport import APP_A, KEY_A, PROJECT_A, PROJECT_B, SENDER_A
+
+TAG_DATA = 8
+NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
+          "Please use API Key or other form of API consumer identity to call this API.")
+API = {"x-goog-api-key": "any-key"}
+FID = "dAbCdEfGhIjKlMnOpQrStU"
+
+
+def b64(raw):
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def p256dh():
+    key = ec.generate_private_key(ec.SECP256R1())
+    return b64(key.public_key().public_bytes(serialization.Encoding.X962,
+                                             serialization.PublicFormat.UncompressedPoint))
+
+
+def rpc_error(r, code, status, message=None):
+    """A google.rpc.Status answer: exactly `{"error":{"code","message","status"}}`."""
+    assert r.status_code == code, (r.status_code, r.text)
+    assert r.headers["content-type"].startswith("application/json"), r.headers
+    body = r.json()
+    assert list(body) == ["error"] and list(body["error"]) == ["code", "message", "status"], body
+    assert body["error"]["code"] == code and body["error"]["status"] == status, body
+    if message is not None:
+        assert body["error"]["message"] == message, body
+    return body["error"]["message"]
+
+
+def installations(mock, project=PROJECT_A):
+    return mock.base_url + f"/v1/projects/{project}/installations"
+
+
+def install(mock, project=PROJECT_A, fid=None):
+    """A new installation: (fid, refreshToken, authToken)."""
+    body = {"fid": fid or FID[:1] + secrets.token_urlsafe(16)[:21], "appId": f"1:{SENDER_A}:web:abc",
+            "authVersion": "FIS_v2", "sdkVersion": "w:0.6.4"}
+    r = requests.post(installations(mock, project), json=body, headers=API, timeout=10)
+    assert r.status_code == 200, r.text
+    j = r.json()
+    return j["fid"], j["refreshToken"], j["authToken"]["token"]
+
+
+def subscription(mock):
+    """A Chromium-style `wp:` registration over register3: its endpoint's path."""
+    android_id, security_token = raw_checkin(mock.base_url)
+    token = raw_register(mock.base_url, android_id, security_token, app="org.chromium.linux",
+                         sender=p256dh(), **{"X-subtype": f"wp:http://localhost:8300/#{uuid.uuid4()}-V2"})
+    return f"https://fcm.googleapis.com/fcm/send/{token}"
+
+
+def web(endpoint):
+    return {"web": {"applicationPubKey": None, "auth": b64(os.urandom(16)), "endpoint": endpoint,
+                    "p256dh": p256dh()}}
+
+
+def registrations(mock, project=PROJECT_A):
+    return mock.base_url + f"/v1/projects/{project}/registrations"
+
+
+# -- §3.3 Installations ------------------------------------------------------------------------------
+
+def test_installations_answer_and_refuse_as_google_does(mock_mcs):
+    body = {"fid": FID, "appId": f"1:{SENDER_A}:web:abc", "authVersion": "FIS_v2", "sdkVersion": "w:0.6.4"}
+    # The body is JSON whatever its Content-Type (firebase-messaging sends text/plain).
+    r = requests.post(installations(mock_mcs), data=json.dumps(body), timeout=10,
+                      headers={**API, "Content-Type": "text/plain"})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert list(j) == ["name", "fid", "refreshToken", "authToken"], j
+    assert j["name"] == f"projects/{PROJECT_A}/installations/{FID}" and j["fid"] == FID, j
+    assert list(j["authToken"]) == ["token", "expiresIn"] and j["authToken"]["expiresIn"] == "604800s", j
+
+    rpc_error(requests.post(installations(mock_mcs), json=body, timeout=10), 403, "PERMISSION_DENIED", NO_KEY)
+    rpc_error(requests.post(installations(mock_mcs, "no-such-project"), json=body, headers=API, timeout=10),
+              404, "NOT_FOUND")
+    rpc_error(requests.post(installations(mock_mcs), data="{not json", headers=API, timeout=10), 400, "INVALID_ARGUMENT")
+    rpc_error(requests.post(installations(mock_mcs), json={**body, "appId": None}, headers=API, timeout=10),
+              400, "INVALID_ARGUMENT")
+    no_app = dict(body)
+    del no_app["appId"]
+    rpc_error(requests.post(installations(mock_mcs), json=no_app, headers=API, timeout=10), 400, "INVALID_ARGUMENT")
+    rpc_error(requests.post(installations(mock_mcs), json={**body, "authVersion": "FIS_v1"}, headers=API, timeout=10),
+              400, "INVALID_ARGUMENT")
+
+
+def test_auth_tokens_are_generated_with_the_refresh_token_only(mock_mcs):
+    fid, refresh, _ = install(mock_mcs)
+    url = installations(mock_mcs) + f"/{fid}/authTokens:generate"
+    r = requests.post(url, json={"installation": {"sdkVersion": "w:0.6.4"}}, timeout=10,
+                      headers={**API, "Authorization": f"FIS_v2 {refresh}"})
+    assert r.status_code == 200, r.text
+    assert list(r.json()) == ["token", "expiresIn"] and r.json()["expiresIn"] == "604800s", r.json()
+    _, other_refresh, _ = install(mock_mcs)
+    rpc_error(requests.post(url, json={}, headers={**API, "Authorization": f"FIS_v2 {other_refresh}"}, timeout=10),
+              401, "UNAUTHENTICATED")
+    rpc_error(requests.delete(installations(mock_mcs) + f"/{fid}", headers={**API, "Authorization": f"FIS_v2 {other_refresh}"},
+                              timeout=10), 401, "UNAUTHENTICATED")
+    r = requests.delete(installations(mock_mcs) + f"/{fid}", headers={**API, "Authorization": f"FIS_v2 {refresh}"}, timeout=10)
+    assert r.status_code == 200 and r.json() == {}, r.text
+
+
+# -- §3.4 FCM registrations ----------------------------------------------------------------------------
+
+def test_registrations_refuse_as_google_does(mock_mcs):
+    _, _, auth = install(mock_mcs)
+    endpoint = subscription(mock_mcs)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), timeout=10,
+                            headers={"x-goog-firebase-installations-auth": auth}), 403, "PERMISSION_DENIED", NO_KEY)
+    rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), headers=API, timeout=10), 401, "UNAUTHENTICATED")
+    rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), timeout=10,
+                            headers={**API, "x-goog-firebase-installations-auth": "no-such-token"}), 401, "UNAUTHENTICATED")
+    # An installation of another project.
+    _, _, auth_b = install(mock_mcs, PROJECT_B)
+    rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), timeout=10,
+                            headers={**API, "x-goog-firebase-installations-auth": auth_b}), 403, "PERMISSION_DENIED")
+    bad_key = web(endpoint)
+    bad_key["web"]["p256dh"] = b64(b"\x04" + os.urandom(20))
+    assert "web.p256dh" in rpc_error(requests.post(registrations(mock_mcs), json=bad_key, headers=fis, timeout=10),
+                                     400, "INVALID_ARGUMENT")
+    assert "web.endpoint" in rpc_error(requests.post(registrations(mock_mcs), json=web("https://example.com/fcm/send/nothing-here"),
+                                                     headers=fis, timeout=10), 400, "INVALID_ARGUMENT")
+    rpc_error(requests.post(registrations(mock_mcs), data="{not json", headers=fis, timeout=10), 400, "INVALID_ARGUMENT")
+    rpc_error(requests.get(registrations(mock_mcs) + "/no-such-token", headers=fis, timeout=10), 404, "NOT_FOUND")
+
+    sent = web(endpoint)
+    r = requests.post(registrations(mock_mcs), json=sent, headers={**fis, "x-goog-firebase-installations-auth": "FIS " + auth},
+                      timeout=10)
+    assert r.status_code == 200, r.text
+    made = r.json()
+    assert list(made) == ["name", "token", "web"] and made["web"] == sent["web"], made
+    assert made["name"] == f"projects/{PROJECT_A}/registrations/{made['token']}", made
+    got = requests.get(registrations(mock_mcs) + "/" + made["token"], headers=fis, timeout=10)
+    assert got.status_code == 200 and got.json() == made, got.text
+
+
+# -- §3.1 checkin --------------------------------------------------------------------------------------
+
+def test_a_checkin_that_does_not_match_is_401_and_not_a_checkin_400(mock_mcs):
+    android_id, _ = raw_checkin(mock_mcs.base_url)
+    # AndroidCheckinRequest{id (2) = a known id, checkin (4) {chrome_build (13) {platform 3}},
+    # security_token (13, fixed64) = a wrong one}
+    wrong = (pb_int(2, android_id) + pb_bytes(4, pb_bytes(13, pb_int(1, 3)))
+             + b"\x69" + (12345).to_bytes(8, "little"))
+    r = requests.post(mock_mcs.base_url + "/checkin", data=wrong, timeout=10,
+                      headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 401 and r.headers["content-type"].startswith("text/plain"), (r.status_code, r.headers)
+    assert r.text == "the android id and security token do not match", r.text
+    r = requests.post(mock_mcs.base_url + "/checkin", data=b"\xff\xff\xff", timeout=10,
+                      headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 400, (r.status_code, r.text)
+    assert requests.get(mock_mcs.base_url + "/checkin", timeout=10).status_code == 405
+
+
+# -- §4.3 faults on the surfaces -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("transport", [None, "http", "any"])
+def test_status_faults_answer_each_surface_in_its_shape(mock_mcs, transport):
+    when = {} if transport is None else {"transport": transport}
+    mock_mcs.fault({**when, "path": "/checkin"}, {"status": 503, "retry_after_s": 7}, times=1)
+    r = requests.post(mock_mcs.base_url + "/checkin", data=b"", timeout=10,
+                      headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 503 and r.headers.get("Retry-After") == "7", (r.status_code, r.headers)
+    # The fault is spent: the next checkin is a checkin.
+    raw_checkin(mock_mcs.base_url)
+
+    mock_mcs.fault({**when, "path": "/v1/projects/*/installations"}, {"status": 429, "retry_after_s": 3}, times=1)
+    body = {"fid": FID, "appId": f"1:{SENDER_A}:web:abc", "authVersion": "FIS_v2", "sdkVersion": "w:0.6.4"}
+    r = requests.post(installations(mock_mcs), json=body, headers=API, timeout=10)
+    rpc_error(r, 429, "RESOURCE_EXHAUSTED")
+    assert r.headers.get("Retry-After") == "3", r.headers
+    fid, refresh, auth = install(mock_mcs)
+
+    mock_mcs.fault({**when, "path": "/v1/projects/*/registrations"}, {"status": 503}, times=1)
+    r = requests.post(registrations(mock_mcs), json=web(subscription(mock_mcs)), timeout=10,
+                      headers={**API, "x-goog-firebase-installations-auth": auth})
+    rpc_error(r, 503, "UNAVAILABLE")
+    assert "Retry-After" not in r.headers, r.headers
+
+
+def test_a_fault_of_another_transport_leaves_the_surfaces_alone(mock_mcs):
+    fault = mock_mcs.fault({"transport": "xmpp", "path": "/checkin"}, {"status": 503}, times=1)
+    try:
+        raw_checkin(mock_mcs.base_url)
+    finally:
+        mock_mcs.api("DELETE", f"/api/v1/faults/{fault['id']}", expect=204)
+
+
+# -- §3.5 what a connection holds ---------------------------------------------------------------------
+
+def send(mock, token, data):
+    r = requests.post(mock.base_url + "/fcm/send", json={"to": token, "data": data},
+                      headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+    assert r.status_code == 200 and r.json()["success"] == 1, r.text
+    return r.json()["results"][0]["message_id"]
+
+
+def data_packets(conn, want, timeout=10):
+    """The persistent ids of the next `want` DataMessageStanzas (other packets skipped)."""
+    ids = []
+    deadline = time.monotonic() + timeout
+    while len(ids) < want:
+        tag, body = conn.packet(timeout=max(0.01, deadline - time.monotonic()))
+        if tag == TAG_DATA:
+            ids.append(pb_fields(body)[9][0].decode())
+    return ids
+
+
+def quiet(conn, seconds):
+    """True when no DataMessageStanza comes within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            tag, _ = conn.packet(timeout=max(0.01, deadline - time.monotonic()))
+        except TimeoutError:
+            return True
+        if tag == TAG_DATA:
+            return False
+    return True
+
+
+def selective_ack(conn, *ids):
+    ack = b"".join(pb_bytes(1, i) for i in ids)
+    conn.send_packet(7, pb_int(2, 1) + pb_bytes(3, b"") + pb_bytes(7, pb_int(1, 12) + pb_bytes(2, ack)))
+
+
+def test_a_connection_holds_at_most_100_unacknowledged_and_an_ack_makes_room(mock_mcs):
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        sent = [send(mock_mcs, token, {"n": str(i)}) for i in range(103)]
+        written = data_packets(conn, 100)
+        assert written == sent[:100], "written in acceptance order"
+        assert quiet(conn, 1.0), "a 101st unacknowledged delivery was written"
+        held = {e["message_id"] for e in mock_mcs.inbox(token, status="pending")}
+        assert held == set(sent[100:]), held
+        client = mock_mcs.api("GET", f"/api/v1/clients/{android_id}")
+        assert client["connection"]["unacked"] == 100, client["connection"]
+        selective_ack(conn, *written[:2])
+        assert data_packets(conn, 2) == sent[100:102]
+        assert quiet(conn, 0.5)
+        selective_ack(conn, *written[2:])
+        assert data_packets(conn, 1) == sent[102:]
+        wait_entry(mock_mcs, token, sent[0], "delivered")
+    finally:
+        conn.close()
+
+
+def test_an_mcs_delay_fault_holds_the_write_not_the_answer(mock_mcs):
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        fault = mock_mcs.fault({"transport": "mcs", "token": token}, {"delay_ms": 1500}, times=1)
+        t0 = time.monotonic()
+        message_id = send(mock_mcs, token, {"late": "1"})
+        assert time.monotonic() - t0 < 1.0, "the sender waited for the delayed write"
+        assert quiet(conn, 0.8), "written before its delay"
+        assert data_packets(conn, 1, timeout=5) == [message_id]
+        assert time.monotonic() - t0 >= 1.5
+        selective_ack(conn, message_id)
+        wait_entry(mock_mcs, token, message_id, "delivered")
+        assert mock_mcs.message(message_id)["fault"] == fault["id"]
+    finally:
+        conn.close()
+
+
+# -- last: moves the module's clock -----------------------------------------------------------------
+
+def test_an_expired_installation_auth_token_is_unauthenticated(mock_mcs):
+    _, _, auth = install(mock_mcs)
+    endpoint = subscription(mock_mcs)
+    mock_mcs.api("POST", "/api/v1/clock", json={"advance_s": 604800 + 60})
+    try:
+        rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), timeout=10,
+                                headers={**API, "x-goog-firebase-installations-auth": auth}), 401, "UNAUTHENTICATED")
+    finally:
+        mock_mcs.api("POST", "/api/v1/clock", json={"reset": True})
