@@ -218,7 +218,9 @@ extension Engine {
     /// The encrypted push for FCM registration write `w`: the FCM registrations room's text for
     /// the message (`setRelayPayload`), encrypted by the Web Push room's function
     /// (`setRelayEncryption`) for the registration's keys; the same bytes again for a delivery
-    /// written before. The entry's `client_delivery` keeps the plaintext.
+    /// written before. The entry's `client_delivery` keeps the plaintext. A write whose
+    /// transport is `fcm` is one for a fake web device's subscription (`place`): the Web Push
+    /// room takes it there as a push.
     public func fcmRelay(for w: ClientWrite) -> FCMRelay? {
         guard let mid = MessageID(w.version) else { return nil }
         if let kept = state.withLock({ $0.fcmRelays[mid.micros] }) { return kept }
@@ -234,8 +236,10 @@ extension Engine {
         let relay = FCMRelay(body: sealed.body, salt: sealed.salt, dh: sealed.dh)
         let now = clock.nowMillis()
         state.withLock { s in
-            s.fcmRelays[mid.micros] = relay
+            // Kept for a real client's redelivery only: one handed to a fake device's
+            // subscription is written once.
             if var cd = s.clientDeliveries[mid.micros] {
+                s.fcmRelays[mid.micros] = relay
                 cd.plaintext = plaintext
                 cd.encryption = encryption.name
                 cd.via = w.token

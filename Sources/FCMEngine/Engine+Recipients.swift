@@ -170,6 +170,18 @@ extension Engine {
             return
         }
         if target.client != nil {
+            if !ctx.dryRun, let via = s.fakeSubscription(carrying: target) {
+                // An FCM registration over a fake web device's subscription: handed to that
+                // subscription's push service at once, the mock's own, which takes it there as any
+                // push (its TTL, its device online or not; the Web Push room decrypts it).
+                row.status = "delivered"
+                row.deliveredAt = now
+                p.clientOrders.writes.append(ClientWrite(transport: .fcm, clientID: "", connectionID: "", deliveryID: mid,
+                                                         version: MessageID(micros: mid, suffix: ctx.suffix).description,
+                                                         token: via.device.token, channelID: via.subscriptionID, device: target.client,
+                                                         deviceToken: target.token))
+                return
+            }
             // A real client: written on its connection at once when it can take it, else held.
             if !ctx.dryRun, let payload = ctx.relay { s.clientPayloads[mid] = payload }
             if !ctx.dryRun, target.online, let carrier = s.carrier(of: target), let conn = carrier.connection,

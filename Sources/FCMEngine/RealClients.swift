@@ -173,6 +173,14 @@ struct ClientDelivery: Sendable {
 extension EngineState {
     /// The client whose connection carries `d`'s pushes: its own, or for an FCM registration the
     /// client of the subscription it travels over.
+    /// The fake web device (no client of its own) whose subscription FCM registration `d`
+    /// travels over, with that subscription's id; nil for any other device.
+    func fakeSubscription(carrying d: Device) -> (device: Device, subscriptionID: String)? {
+        guard let link = d.client, link.kind == .fcm, let viaID = link.via, let via = devices[viaID], via.client == nil,
+              via.state == .registered, let sub = webPush[viaID] else { return nil }
+        return (via, sub.id)
+    }
+
     func carrier(of d: Device) -> RealClient? {
         guard let link = d.client else { return nil }
         if link.kind == .fcm { return link.via.flatMap { devices[$0]?.client }.flatMap { realClients[$0.id] } }

@@ -29,10 +29,13 @@ public struct WebPushRoutes: Sendable {
     /// busy connection would otherwise hold every push to a single core); `FCM_MOCK_WEBPUSH_HANDOFF=all`
     /// hands off those over HTTP/1.1 too (measured slower on loops as many as the cores).
     let handOff = WebPushHandOff(environment: SystemIO.environment()["FCM_MOCK_WEBPUSH_HANDOFF"])
+    /// FCM registrations' pushes over a fake web device's subscription, taken there as pushes.
+    let relays: FakeSubscriptionRelay
 
     public init(engine: Engine) {
         self.engine = engine
         vapid = VAPID(clock: engine.clock)
+        relays = FakeSubscriptionRelay(engine: engine, decryption: decryption)
         // FCM registrations' pushes go over a subscription encrypted as Google does (`aesgcm`, a
         // fresh key and salt each); the engine asks this room, which owns Web Push's crypto.
         engine.setRelayEncryption(name: "aesgcm") { plaintext, p256dh, auth in

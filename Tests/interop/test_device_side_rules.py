@@ -156,6 +156,66 @@ def test_registrations_refuse_as_google_does(mock_mcs):
     assert got.status_code == 200 and got.json() == made, got.text
 
 
+# -- §3.6 an FCM registration over a fake web device's subscription ---------------------------------
+
+def fake_web_device(mock, online=True):
+    token = mock.create_device(platform="web", app="https://app.example", online=online)
+    return mock.device(token)
+
+
+def test_an_fcm_registration_over_a_fake_web_device_is_decrypted_there_as_any_push(mock_mcs):
+    """§3.4/§3.6: an FCM registration may name a fake web device's `/wp/{id}`. FCM's sends to it
+    are encrypted (`aesgcm`, the registration's keys) and handed to that subscription, where the
+    mock decrypts them as any push: the fake device's entry shows the FCM payload. Its record is
+    `delivered` at once (handed on); the push itself follows the fake device's rules."""
+    w = fake_web_device(mock_mcs)
+    _, _, auth = install(mock_mcs)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    keys = w["web_push"]["keys"]
+    body = {"web": {"applicationPubKey": None, "auth": keys["auth"], "endpoint": w["web_push"]["endpoint"],
+                    "p256dh": keys["p256dh"]}}
+    r = requests.post(registrations(mock_mcs), json=body, headers=fis, timeout=10)
+    assert r.status_code == 200, r.text
+    token = r.json()["token"]
+    message_id = send(mock_mcs, token, {"hello": "fake"})
+    wait_entry(mock_mcs, token, message_id, "delivered")
+    pushes = mock_mcs.inbox(w["token"], wait=10, min_count=1)
+    assert len(pushes) == 1, pushes
+    push = pushes[0]
+    assert push["status"] == "delivered" and push["transport"] == "webpush", push
+    wp = push["webpush"]
+    assert wp["content_encoding"] == "aesgcm" and wp["decrypt_error"] is None, wp
+    plain = json.loads(wp["plaintext"])
+    assert plain["data"] == {"hello": "fake"} and plain["from"] == SENDER_A and plain["fcmMessageId"] == message_id, plain
+
+    # Registered with keys that are not the device's: the push is taken and would not decrypt there.
+    other = {"web": {**body["web"], "p256dh": p256dh()}}
+    _, _, auth2 = install(mock_mcs)
+    r = requests.post(registrations(mock_mcs), json=other, headers={**API, "x-goog-firebase-installations-auth": auth2}, timeout=10)
+    assert r.status_code == 200, r.text
+    send(mock_mcs, r.json()["token"], {"hello": "wrong keys"})
+    pushes = mock_mcs.inbox(w["token"], wait=10, min_count=2)
+    assert len(pushes) == 2, pushes
+    bad = [e for e in pushes if e["message_id"] != push["message_id"]][0]
+    assert bad["status"] == "undecryptable" and "does not authenticate" in bad["webpush"]["decrypt_error"], bad
+
+
+def test_an_fcm_registration_over_an_offline_fake_web_device_waits_with_it(mock_mcs):
+    w = fake_web_device(mock_mcs, online=False)
+    _, _, auth = install(mock_mcs)
+    keys = w["web_push"]["keys"]
+    body = {"web": {"applicationPubKey": None, "auth": keys["auth"], "endpoint": w["web_push"]["endpoint"],
+                    "p256dh": keys["p256dh"]}}
+    r = requests.post(registrations(mock_mcs), json=body, headers={**API, "x-goog-firebase-installations-auth": auth}, timeout=10)
+    assert r.status_code == 200, r.text
+    send(mock_mcs, r.json()["token"], {"held": "1"})
+    held = mock_mcs.inbox(w["token"], wait=10, min_count=1, status="pending")
+    assert len(held) == 1, held
+    mock_mcs.set_online(w["token"], True)
+    got = mock_mcs.inbox(w["token"], wait=10, min_count=1, status="delivered")
+    assert json.loads(got[0]["webpush"]["plaintext"])["data"] == {"held": "1"}, got
+
+
 # -- §3.1 checkin --------------------------------------------------------------------------------------
 
 def test_a_checkin_that_does_not_match_is_401_and_not_a_checkin_400(mock_mcs):
