@@ -20,6 +20,9 @@ public final class AutopushRoom: Sendable {
     let options: WebSocketOptions
     /// The session that speaks for each client now (one connection per uaid).
     let sessions = Mutex<[String: AutopushSession]>([:])
+    /// The open sessions by connection (`ws3`), from the upgrade on: a write decided while a
+    /// hello is being recorded names the new connection before the session speaks for its client.
+    let byConnection = Mutex<[String: AutopushSession]>([:])
     /// Sessions open, said hello or not.
     let open = Atomic<Int>(0)
 
@@ -70,8 +73,10 @@ public final class AutopushRoom: Sendable {
     /// Writes what the engine decided: pushes on their clients' connections, closes.
     func deliver(_ orders: ClientOrders) {
         let now = sessions.withLock { $0 }
+        let open = byConnection.withLock { $0 }
         for w in orders.writes {
-            guard let session = now[w.clientID] else { continue }
+            // The connection it was decided for (its session writes nothing for another).
+            guard let session = open[w.connectionID] ?? now[w.clientID] else { continue }
             if let ms = w.delayMillis, ms > 0 {
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { session.write(w) }
             } else {

@@ -40,6 +40,7 @@ final class AutopushSession: WebSocketHandler {
 
     func opened(_ ws: WebSocketConnection) {
         state.withLock { $0.ws = ws }
+        room.byConnection.withLock { $0["ws\(ws.id)"] = self }
         room.open.add(1, ordering: .relaxed)
         room.log.info("autopush connection opened", [("conn", "ws\(ws.id)"), ("remote", ws.remote), ("tls", String(ws.isSecure)),
                                                      ("user_agent", userAgent ?? "")])
@@ -54,6 +55,7 @@ final class AutopushSession: WebSocketHandler {
             return s.clientID
         }
         room.open.subtract(1, ordering: .relaxed)
+        room.byConnection.withLock { _ = $0.removeValue(forKey: "ws\(ws.id)") }
         room.log.info("autopush connection closed", [("conn", "ws\(ws.id)"), ("uaid", clientID ?? ""), ("code", String(code)), ("reason", reason)])
         guard let clientID else { return }
         room.release(self, clientID: clientID)
@@ -132,8 +134,9 @@ final class AutopushSession: WebSocketHandler {
             defer { s.waiting = [] }
             return s.waiting
         }
-        for w in hello.orders.writes + waiting { send(w, on: ws) }
-        room.deliver(ClientOrders(close: hello.orders.close))
+        // What was held goes out now, but for a fault's delay (the room's timer writes those).
+        for w in hello.orders.writes + waiting where (w.delayMillis ?? 0) <= 0 { send(w, on: ws) }
+        room.deliver(ClientOrders(writes: hello.orders.writes.filter { ($0.delayMillis ?? 0) > 0 }, close: hello.orders.close))
     }
 
     private func register(_ m: AutopushMessage.Incoming, clientID: String, _ ws: WebSocketConnection) {
@@ -196,8 +199,8 @@ final class AutopushSession: WebSocketHandler {
         }
         room.log.info("autopush", [("dir", "in"), ("conn", conn), ("uaid", clientID), ("messageType", type), ("channelID", channelID ?? ""),
                                    ("version", version), ("code", code.map(String.init) ?? "100")])
-        for w in result.orders.writes { send(w, on: ws) }
-        room.deliver(ClientOrders(close: result.orders.close))
+        for w in result.orders.writes where (w.delayMillis ?? 0) <= 0 { send(w, on: ws) }
+        room.deliver(ClientOrders(writes: result.orders.writes.filter { ($0.delayMillis ?? 0) > 0 }, close: result.orders.close))
     }
 
     /// The request's channel id, or nil after answering autopush's refusal (the connection stays).

@@ -164,6 +164,11 @@ extension Engine {
     }
 
     /// Token of a device id (for rendering deliveries).
+    /// Those of devices `ids` that are real clients' (`client` set).
+    func clientDevices<S: Sequence<Int64>>(among ids: S) -> Set<Int64> {
+        state.withLock { s in Set(ids.filter { s.devices[$0]?.client != nil }) }
+    }
+
     func tokens(for ids: [Int64]) -> [Int64: String] {
         state.withLock { s in
             var out: [Int64: String] = [:]

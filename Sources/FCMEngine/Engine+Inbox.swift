@@ -180,7 +180,7 @@ extension Engine {
         if let status, !inboxStatuses.contains(status) {
             throw .badRequest("status must be one of " + inboxStatusList.joined(separator: ", "))
         }
-        let (device, index, platform) = try inboxIndex(of: token)
+        let (device, index, platform, realClient) = try inboxIndex(of: token)
         let now = clock.nowMillis()
         do {
             return try store.read { (c: StoreReader) throws(StoreError) -> ([InboxEntry], Int64?) in
@@ -203,7 +203,9 @@ extension Engine {
                         return false
                     }
                     lastID = r.id
-                    items.append(InboxEntry(row: r, status: st, platform: platform, blocks: rooms.recordBlocks))
+                    var entry = InboxEntry(row: r, status: st, platform: platform, blocks: rooms.recordBlocks)
+                    entry.realClient = realClient
+                    items.append(entry)
                     return true
                 }
                 if newestFirst {
@@ -236,7 +238,7 @@ extension Engine {
     /// through the inbox: the same cost with ten entries as with a million. A message id that is
     /// not one of the device's entries (another device's, malformed, pruned) is `notFound`.
     public func inboxEntry(_ token: String, messageID: String) throws(EngineError) -> InboxEntry {
-        let (device, index, platform) = try inboxIndex(of: token)
+        let (device, index, platform, realClient) = try inboxIndex(of: token)
         let missing = EngineError.notFound("message '\(messageID)' is not in the inbox of device '\(token)'")
         guard let wanted = MessageID(messageID) else { throw missing }
         let id = wanted.micros
@@ -255,7 +257,9 @@ extension Engine {
                     }
                 }
                 guard held, let r = try c.inboxRow(id), r.suffix == wanted.suffix, let st = Self.inboxStatus(of: r, now: now) else { return nil }
-                return InboxEntry(row: r, status: st, platform: platform, blocks: rooms.recordBlocks)
+                var entry = InboxEntry(row: r, status: st, platform: platform, blocks: rooms.recordBlocks)
+                entry.realClient = realClient
+                return entry
             }
         } catch {
             throw .internal(error.description)
@@ -266,10 +270,10 @@ extension Engine {
 
     /// The device of `token`, a copy of its inbox index and its platform, as of now; `notFound`
     /// for an unknown token.
-    private func inboxIndex(of token: String) throws(EngineError) -> (device: Int64, index: DeviceInbox, platform: Platform) {
-        let found: (Int64, DeviceInbox, Platform)? = state.withLock { s in
+    private func inboxIndex(of token: String) throws(EngineError) -> (device: Int64, index: DeviceInbox, platform: Platform, realClient: Bool) {
+        let found: (Int64, DeviceInbox, Platform, Bool)? = state.withLock { s in
             guard let id = s.tokenIndex[token], let device = s.devices[id] else { return nil }
-            return (id, s.inbox[id] ?? DeviceInbox(), device.platform)
+            return (id, s.inbox[id] ?? DeviceInbox(), device.platform, device.client != nil)
         }
         guard let found else { throw .notFound("device '\(token)' does not exist") }
         return found

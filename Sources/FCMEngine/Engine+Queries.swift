@@ -190,6 +190,7 @@ extension Engine {
         let tokens = self.tokens(for: recipients.flatMap { [$0.device, $0.canonical].compactMap { $0 } })
         var out = MessageRecord(row: m, recipients: recipients, tokens: tokens, recipientsLimit: recipientsLimit,
                                 blocks: rooms.recordBlocks)
+        out.clientDevices = clientDevices(among: recipients.lazy.compactMap(\.device))
         if counts { out.recipientCounts = try c.recipientCounts(of: m, now: now) }
         return out
     }

@@ -18,6 +18,9 @@ extension Engine {
         var afterwards: (@Sendable () -> Void)?
         let now = clock.nowMillis()
         var orders = ClientOrders()
+        // The connections a reset that forgets clients closes: each ends as a connection's end
+        // shows it (the room's own report of the close finds no client).
+        var closed: [(String, String)] = []
         let ticket = state.withLock { s in
             var removed: [Device] = []
             var changed: [Device] = []
@@ -85,19 +88,7 @@ extension Engine {
             s.fcmRelays.removeAll()
             s.acknowledged.removeAll()
             for id in s.realClients.keys { s.realClients[id]?.connection?.unacked.removeAll() }
-            if !keepClients {
-                for c in s.realClients.values { if let conn = c.connection { orders.close.append(ClientClose(transport: c.kind, clientID: c.row.id, connectionID: conn.info.id,
-                                                                                              reason: "reset: the client was forgotten")) } }
-                clientWrites.append(Writes.deleteClients(Array(s.realClients.keys)))
-                clientWrites += s.installations.keys.map(Writes.deleteInstallation)
-                s.realClients.removeAll()
-                s.clientChannels.removeAll()
-                s.gcmRegistrations.removeAll()
-                s.gcmRegistrationKeys.removeAll()
-                s.installations.removeAll()
-                s.installationAuth.removeAll()
-                s.fcmRiders.removeAll()
-            }
+            if !keepClients { clientWrites += forgetClients(now: now, orders: &orders, closed: &closed, state: &s) }
             s.screens.removeAll()
             s.stats = SendStats()
             s.faults = FaultTable()
@@ -122,7 +113,32 @@ extension Engine {
         }
         try commitControl(ticket)
         afterwards?()
+        events.publish(closed)
         dispatch(orders)
+    }
+
+    /// A reset's `?clients=false`: every client forgotten with its registrations and
+    /// installations, its connection closed (`orders`) with the `client.closed` it makes
+    /// (`closed`); the store's writes returned.
+    private func forgetClients(now: Int64, orders: inout ClientOrders, closed: inout [(String, String)],
+                               state s: inout EngineState) -> [WriteOp] {
+        let reason = "reset: the client was forgotten"
+        for var c in s.realClients.values {
+            guard let conn = c.connection else { continue }
+            orders.close.append(ClientClose(transport: c.kind, clientID: c.row.id, connectionID: conn.info.id, reason: reason))
+            c.connection = nil
+            closed.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(c), connectionID: conn.info.id,
+                                                                   code: c.kind == .autopush ? 1000 : 0, reason: reason, at: now)))
+        }
+        let writes = [Writes.deleteClients(Array(s.realClients.keys))] + s.installations.keys.map(Writes.deleteInstallation)
+        s.realClients.removeAll()
+        s.clientChannels.removeAll()
+        s.gcmRegistrations.removeAll()
+        s.gcmRegistrationKeys.removeAll()
+        s.installations.removeAll()
+        s.installationAuth.removeAll()
+        s.fcmRiders.removeAll()
+        return writes
     }
 
     /// Returns the clock to real time. Rate-limit windows start afresh: what they counted was

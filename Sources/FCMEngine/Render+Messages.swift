@@ -57,7 +57,11 @@ extension Render {
             if let t = r.settledAt { w.key("settled_at"); w.value(rfc3339(millis: t)) }
             // A real client's delivery: its life on the connection (or why it was dropped).
             let (cd, detail) = ClientDelivery.shown(r.clientDelivery)
-            if let cd { w.key("client_delivery"); w.raw(cd) }
+            if let cd {
+                w.key("client_delivery"); w.raw(cd)
+            } else if let d = r.device, record.clientDevices.contains(d) {
+                w.key("client_delivery"); w.null()
+            }
             if let detail { w.key("error_detail"); w.value(detail) }
             w.endObject()
         }
@@ -127,7 +131,11 @@ extension Render {
         w.key("accepted_at"); w.value(rfc3339(millis: r.acceptedAt))
         w.key("delivered_at"); w.value(r.deliveredAt.map { rfc3339(millis: $0) })
         w.key("expires_at"); w.value(rfc3339(millis: r.expiresAt))
-        if let cd = clientDelivery { w.key("client_delivery"); w.raw(cd) }
+        if let cd = clientDelivery {
+            w.key("client_delivery"); w.raw(cd)
+        } else if e.realClient {
+            w.key("client_delivery"); w.null()
+        }
         w.key("collapse_key"); w.value(r.collapseKey)
         w.key("priority"); w.value(r.priority)
         w.key("via"); w.beginObject()

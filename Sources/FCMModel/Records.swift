@@ -7,6 +7,9 @@ public struct MessageRecord: Sendable {
     package let row: MessageRow
     package let recipients: [RecipientRow]
     package let tokens: [Int64: String]
+    /// Its recipients that are real clients' devices: each shows `client_delivery`, null until
+    /// its delivery is written on a connection.
+    package var clientDevices: Set<Int64> = []
     package let recipientsLimit: Int?
     /// Its recipients by status (`failed` for those with an error), when asked for.
     package var recipientCounts: [(String, Int64)]? = nil
@@ -33,6 +36,8 @@ public struct InboxEntry: Sendable {
     package let platform: Platform
     /// How its room's block reads back.
     package let blocks: RecordBlocks
+    /// A real client's device's entry: it shows `client_delivery`, null until written.
+    package var realClient = false
 
     package init(row: InboxRow, status: String, platform: Platform, blocks: RecordBlocks) {
         self.row = row

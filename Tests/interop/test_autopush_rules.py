@@ -1,0 +1,161 @@
+"""Autopush rules a raw WebSocket client meets (real-clients.md §2.4, §4.3): pushes decided
+while a `hello` is being recorded reach that connection, and a fault's delay holds the write of
+a push that waited for the client as it holds one written at once. No browser: the client is
+`websockets`, as Firefox speaks it."""
+
+import json
+import threading
+import time
+import urllib.parse
+import uuid
+
+import requests
+from websockets.sync.client import connect
+
+from firefox import EventStream
+from mocksupport import KEY_A
+
+HELLO = {"messageType": "hello", "broadcasts": {}, "use_webpush": True}
+
+
+class Channel:
+    """A raw autopush client with one channel: `hello(uaid)` opens a connection."""
+
+    def __init__(self, mock):
+        self.mock = mock
+        self.url = mock.base_url.replace("http://", "ws://", 1) + "/autopush"
+        self.ws = None
+        self.uaid = None
+        self.hello()
+        self.channel_id = str(uuid.uuid4())
+        self.ws.send(json.dumps({"messageType": "register", "channelID": self.channel_id}))
+        answer = json.loads(self.ws.recv(timeout=10))
+        assert answer["status"] == 200, answer
+        self.endpoint = answer["pushEndpoint"]
+        self.token = mock.api("GET", "/api/v1/devices", params={"web_push_id": self.endpoint.rsplit("/", 1)[1]})["items"][0]["token"]
+
+    def hello(self):
+        if self.ws is not None:
+            self.ws.close()
+        self.ws = connect(self.url, subprotocols=["push-notification"], open_timeout=10, close_timeout=0.2, proxy=None,
+                          legacy=True)
+        self.ws.send(json.dumps({**HELLO, "uaid": self.uaid} if self.uaid else HELLO))
+        greeting = json.loads(self.ws.recv(timeout=10))
+        assert greeting["messageType"] == "hello" and greeting["status"] == 200, greeting
+        self.uaid = greeting["uaid"]
+
+    def notifications(self, until, enough=lambda: False, ack=True, got=None):
+        """Versions of the notifications read until `until` (or `enough()`), each acknowledged
+        unless `ack` is false; appended to `got` when given, as they come."""
+        got = [] if got is None else got
+        while time.monotonic() < until and not enough():
+            try:
+                m = json.loads(self.ws.recv(timeout=max(0.01, min(0.1, until - time.monotonic()))))
+            except TimeoutError:
+                continue
+            if m.get("messageType") == "notification":
+                got.add(m["version"]) if isinstance(got, set) else got.append(m["version"])
+                if ack:
+                    self.ws.send(json.dumps({"messageType": "ack", "updates": [{"channelID": self.channel_id, "version": m["version"]}]}))
+        return got
+
+    def close(self):
+        self.ws.close()
+
+    def away(self):
+        """Closes the connection and waits until the mock shows the client disconnected."""
+        self.ws.close()
+        deadline = time.monotonic() + 10
+        while self.mock.api("GET", f"/api/v1/clients/{self.uaid}")["connected"]:
+            assert time.monotonic() < deadline, "the client still shows connected"
+            time.sleep(0.05)
+
+
+def push(session, endpoint):
+    r = session.post(endpoint, headers={"TTL": "600"}, timeout=10)
+    assert r.status_code == 201, (r.status_code, r.text)
+    return urllib.parse.unquote(r.headers["Location"].rsplit("/", 1)[1])
+
+
+def test_pushes_racing_a_hello_are_written_on_its_connection(mock):
+    """§2.4: a push decided while the hello is recorded goes on that connection (or is held and
+    written after the hello's answer); none stays `sent` on a live connection unwritten."""
+    c = Channel(mock)
+    stop = threading.Event()
+    sent = []
+
+    def sender():
+        s = requests.Session()
+        while not stop.is_set():
+            sent.append(push(s, c.endpoint))
+
+    senders = [threading.Thread(target=sender, daemon=True) for _ in range(3)]
+    for t in senders:
+        t.start()
+    try:
+        for _ in range(30):
+            c.hello()
+            got = set(c.notifications(time.monotonic() + 0.2))
+            connection = mock.api("GET", f"/api/v1/clients/{c.uaid}")["connection"]["id"]
+            on_it = {e["message_id"] for e in mock.inbox(c.token, status="sent")
+                     if e["client_delivery"]["connection_id"] == connection}
+            c.notifications(time.monotonic() + 3, lambda: on_it <= got, got=got)
+            missing = on_it - got
+            assert not missing, f"sent on {connection} but never written: {sorted(missing)}"
+    finally:
+        stop.set()
+        for t in senders:
+            t.join(10)
+        c.close()
+    assert len(sent) > 20, len(sent)
+
+
+def test_a_delay_fault_holds_the_write_of_a_push_that_waited_for_the_client(mock):
+    """§4.3: `{"delay_ms":N}` holds the write, also of a push held while the client was away and
+    written after its next hello."""
+    c = Channel(mock)
+    c.away()
+    version = push(requests.Session(), c.endpoint)
+    fault = mock.fault({"transport": "autopush", "token": c.token}, {"delay_ms": 1500}, times=1)
+    try:
+        t0 = time.monotonic()
+        c.hello()
+        assert c.notifications(time.monotonic() + 0.8, ack=False) == [], "written before its delay"
+        got = []
+        c.notifications(time.monotonic() + 5, lambda: version in got, got=got)
+        assert got == [version], got
+        assert time.monotonic() - t0 >= 1.5
+        assert fault["id"] not in mock.fault_ids(), "the fault was not spent"
+    finally:
+        c.close()
+
+
+def test_a_push_held_for_a_real_client_shows_client_delivery_null(mock):
+    """§4.2: a real client's entries and record recipients have `client_delivery`; one never
+    written on a connection shows it null."""
+    c = Channel(mock)
+    c.away()
+    version = push(requests.Session(), c.endpoint)
+    entry = mock.api("GET", f"/api/v1/devices/{c.token}/messages/{urllib.parse.quote(version, safe='')}")
+    assert entry["status"] == "pending" and "client_delivery" in entry and entry["client_delivery"] is None, entry
+    recipient = mock.message(version)["recipients"][0]
+    assert "client_delivery" in recipient and recipient["client_delivery"] is None, recipient
+    # A fake device's entries have none.
+    fake = mock.create_device(platform="android")
+    r = requests.post(mock.base_url + "/fcm/send", json={"to": fake, "data": {"x": "1"}},
+                      headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+    assert "client_delivery" not in mock.inbox(fake)[0], mock.inbox(fake)[0]
+    assert r.status_code == 200
+
+
+def test_a_reset_that_forgets_clients_publishes_each_close(mock):
+    """§4.1: `POST /api/v1/reset?clients=false` forgets clients and closes their connections;
+    each close publishes `client.closed`, as every close does. Last in the module: it resets."""
+    c = Channel(mock)
+    connection = mock.api("GET", f"/api/v1/clients/{c.uaid}")["connection"]["id"]
+    with EventStream(mock) as events:
+        mock.api("POST", "/api/v1/reset", params={"clients": "false"}, expect=204)
+        closed = events.wait("client.closed", lambda e: e["connection_id"] == connection)
+    assert closed["client"]["id"] == c.uaid and closed["client"]["connected"] is False, closed
+    assert closed["reason"] == "reset: the client was forgotten" and closed["code"] == 1000, closed
+    c.close()
