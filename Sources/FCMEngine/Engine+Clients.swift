@@ -83,7 +83,9 @@ extension Engine {
             var changes: [(Int64, String)] = []
             // What the replaced connection had unacknowledged goes out again first (same version),
             // but for what the client says it has.
-            for deliveryID in carried { requeue(deliveryID, now: now, changes: &changes, state: &s) }
+            for deliveryID in carried {
+                requeue(deliveryID, now: now, changes: &changes, dropped: &updates, events: &published, state: &s)
+            }
             // Only this client's own deliveries: another client's persistent ids settle nothing.
             let own = received.isEmpty ? [] : Set(s.carried(by: client))
             for version in received {
@@ -116,10 +118,21 @@ extension Engine {
     }
 
     /// Puts a delivery written on a connection that is gone back where its device holds it
-    /// (`pending`), or `expired` when its time ran out. The record of its sends stays.
-    private func requeue(_ deliveryID: Int64, now: Int64, changes: inout [(Int64, String)], state s: inout EngineState) {
+    /// (`pending`), or `expired` when its time ran out. The record of its sends stays. One whose
+    /// channel was unregistered meanwhile is `dropped`, as what the channel held (`dropped`
+    /// gets its record, `events` its event).
+    private func requeue(_ deliveryID: Int64, now: Int64, changes: inout [(Int64, String)], dropped: inout [ClientDeliveryUpdate],
+                         events published: inout [(String, String)], state s: inout EngineState) {
         guard let cd = s.clientDeliveries[deliveryID], let deviceID = s.clientDeliveryDevice[deliveryID] else { return }
         guard cd.ack == nil && cd.rejection == nil else { return }
+        if let d = s.devices[deviceID], d.state != .registered {
+            s.clientDeliveries[deliveryID] = nil
+            s.clientDeliveryDevice[deliveryID] = nil
+            s.clientPayloads[deliveryID] = nil
+            dropped.append(ClientDeliveryUpdate(id: deliveryID, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON))
+            published.append(("message.dropped", EventJSON.delivery(messageID: cd.version, token: d.token, status: "dropped", at: now)))
+            return
+        }
         if cd.entry.expiresAt <= now {
             changes.append((deliveryID, "expired"))
             s.clientDeliveries[deliveryID] = nil
@@ -412,7 +425,10 @@ extension Engine {
             s.realClients[clientID] = client
             var writes: [WriteOp] = []
             var changes: [(Int64, String)] = []
-            for deliveryID in conn.unacked { requeue(deliveryID, now: now, changes: &changes, state: &s) }
+            var dropped: [ClientDeliveryUpdate] = []
+            for deliveryID in conn.unacked {
+                requeue(deliveryID, now: now, changes: &changes, dropped: &dropped, events: &published, state: &s)
+            }
             s.forgetAcknowledged(clientID: clientID)
             for deviceID in s.carried(by: client) {
                 guard var d = s.devices[deviceID], d.online else { continue }
@@ -422,6 +438,7 @@ extension Engine {
                 writes.append(Writes.setOnline(device: deviceID, false, at: now, flushHeld: false))
             }
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
             published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
                                                                       code: code, reason: reason, at: now)))
             return writes.isEmpty ? nil : submit(writes)

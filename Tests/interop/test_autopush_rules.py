@@ -148,6 +148,24 @@ def test_a_push_held_for_a_real_client_shows_client_delivery_null(mock):
     assert r.status_code == 200
 
 
+def test_a_push_unacknowledged_when_its_channel_unregistered_is_dropped_not_sent_again(mock):
+    """§2.3: an unregistered channel's held notifications become `dropped` (`error_detail` `the
+    channel unregistered`); so does one written and not acknowledged when the channel went, once
+    its connection ends, instead of going out again on the next hello."""
+    c = Channel(mock)
+    version = push(requests.Session(), c.endpoint)
+    got = []
+    c.notifications(time.monotonic() + 5, lambda: version in got, ack=False, got=got)
+    assert got == [version], got
+    c.ws.send(json.dumps({"messageType": "unregister", "channelID": c.channel_id}))
+    c.away()
+    entry = mock.api("GET", f"/api/v1/devices/{c.token}/messages/{urllib.parse.quote(version, safe='')}")
+    assert entry["status"] == "dropped" and entry["error_detail"] == "the channel unregistered", entry
+    c.hello()
+    assert c.notifications(time.monotonic() + 1, ack=False) == [], "written again to an unregistered channel"
+    c.close()
+
+
 def test_a_reset_that_forgets_clients_publishes_each_close(mock):
     """§4.1: `POST /api/v1/reset?clients=false` forgets clients and closes their connections;
     each close publishes `client.closed`, as every close does. Last in the module: it resets."""
