@@ -410,41 +410,53 @@ extension Engine {
     /// Connection `connectionID` of a client closed (`reason`, as the room says): its devices go
     /// offline, what it had unacknowledged is held again (or expired), `client.closed` is
     /// published. When the client has another connection by now (a newer login replaced this
-    /// one), only `client.closed` is published: the newer connection carries its devices.
+    /// one), only `client.closed` is published: the newer connection carries its devices. One the
+    /// control API disconnected was closed here already (`disconnectClient`): nothing more.
     public func clientClosed(clientID: String, connectionID: String, code: Int, reason: String) {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in
-            guard var client = s.realClients[clientID] else { return nil }
+            if s.closedAhead.remove(connectionID) != nil { return nil }
+            guard let client = s.realClients[clientID] else { return nil }
             guard let conn = client.connection, conn.info.id == connectionID else {
                 published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
                                                                           code: code, reason: reason, at: now)))
                 return nil
             }
-            client.connection = nil
-            s.realClients[clientID] = client
-            var writes: [WriteOp] = []
-            var changes: [(Int64, String)] = []
-            var dropped: [ClientDeliveryUpdate] = []
-            for deliveryID in conn.unacked {
-                requeue(deliveryID, now: now, changes: &changes, dropped: &dropped, events: &published, state: &s)
-            }
-            s.forgetAcknowledged(clientID: clientID)
-            for deviceID in s.carried(by: client) {
-                guard var d = s.devices[deviceID], d.online else { continue }
-                d.online = false
-                d.lastSeenAt = now
-                s.devices[deviceID] = d
-                writes.append(Writes.setOnline(device: deviceID, false, at: now, flushHeld: false))
-            }
-            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
-            published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
-                                                                      code: code, reason: reason, at: now)))
+            let writes = connectionEnded(client, conn, code: code, reason: reason, now: now, events: &published, state: &s)
             return writes.isEmpty ? nil : submit(writes)
         }
         if let ticket { try? commitControl(ticket) }
         events.publish(published)
+    }
+
+    /// What a connection's end changes: the client without it, its devices offline, what was
+    /// unacknowledged held again (or expired, or dropped), `client.closed`; the store's writes.
+    private func connectionEnded(_ client: RealClient, _ conn: ClientConnection, code: Int, reason: String, now: Int64,
+                                 events published: inout [(String, String)], state s: inout EngineState) -> [WriteOp] {
+        let clientID = client.row.id, connectionID = conn.info.id
+        var client = client
+        client.connection = nil
+        s.realClients[clientID] = client
+        var writes: [WriteOp] = []
+        var changes: [(Int64, String)] = []
+        var dropped: [ClientDeliveryUpdate] = []
+        for deliveryID in conn.unacked {
+            requeue(deliveryID, now: now, changes: &changes, dropped: &dropped, events: &published, state: &s)
+        }
+        s.forgetAcknowledged(clientID: clientID)
+        for deviceID in s.carried(by: client) {
+            guard var d = s.devices[deviceID], d.online else { continue }
+            d.online = false
+            d.lastSeenAt = now
+            s.devices[deviceID] = d
+            writes.append(Writes.setOnline(device: deviceID, false, at: now, flushHeld: false))
+        }
+        if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+        if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
+        published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
+                                                                  code: code, reason: reason, at: now)))
+        return writes
     }
 
     /// `PATCH {"online"}` on a real client's device: held offline while its client stays
@@ -506,12 +518,27 @@ extension Engine {
     }
 
     /// Closes a client's connection (`backoff`: tell it to stay away); false when it has none.
+    /// The client shows it closed on return (its devices offline, what was unacknowledged held
+    /// again, `client.closed` published); the room closes the socket after, and its report of
+    /// the close changes nothing more.
     public func disconnectClient(_ id: String, backoff: Bool) throws(EngineError) -> Bool {
-        let (_, connection) = try clientConnection(id)
-        guard let connection else { return false }
-        let kind = try clientConnection(id).kind
-        dispatch(ClientOrders(close: [ClientClose(transport: kind, clientID: id, connectionID: connection, backoff: backoff,
-                                                  reason: backoff ? "disconnected by the control API, with back-off" : "disconnected by the control API")]))
+        let now = clock.nowMillis()
+        let reason = backoff ? "disconnected by the control API, with back-off" : "disconnected by the control API"
+        var published: [(String, String)] = []
+        let found: (ClientClose, Store.Ticket?)? = try state.withLock { s throws(EngineError) in
+            guard let client = s.realClients[id] else { throw .notFound("client '\(id)' does not exist") }
+            guard let conn = client.connection else { return nil }
+            // The close code the room sends: autopush's (4774 with back-off), none over MCS.
+            let code = client.kind == .autopush ? (backoff ? 4774 : 1000) : 0
+            let writes = connectionEnded(client, conn, code: code, reason: reason, now: now, events: &published, state: &s)
+            s.closedAhead.insert(conn.info.id)
+            return (ClientClose(transport: client.kind, clientID: id, connectionID: conn.info.id, backoff: backoff, reason: reason),
+                    writes.isEmpty ? nil : submit(writes))
+        }
+        guard let (close, ticket) = found else { return false }
+        if let ticket { try commitControl(ticket) }
+        events.publish(published)
+        dispatch(ClientOrders(close: [close]))
         return true
     }
 

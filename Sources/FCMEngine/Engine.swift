@@ -283,6 +283,9 @@ struct EngineState: Sendable {
     /// deliveries each client acknowledged lately (a nack may follow an ack).
     var clientDeliveryDevice: [Int64: Int64] = [:]
     var clientChannels: [String: Int64] = [:]
+    /// Connections the control API disconnected, closed in the engine before their room closes
+    /// them: the room's report of the close finds its connection here and changes nothing.
+    var closedAhead: Set<String> = []
     /// FCM registrations by the device of the subscription they travel over.
     var fcmRiders: [Int64: [Int64]] = [:]
     /// register3 registrations by token, and tokens by what makes a request the same again.

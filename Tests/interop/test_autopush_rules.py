@@ -10,6 +10,7 @@ import urllib.parse
 import uuid
 
 import requests
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from firefox import EventStream
@@ -163,6 +164,35 @@ def test_a_push_unacknowledged_when_its_channel_unregistered_is_dropped_not_sent
     assert entry["status"] == "dropped" and entry["error_detail"] == "the channel unregistered", entry
     c.hello()
     assert c.notifications(time.monotonic() + 1, ack=False) == [], "written again to an unregistered channel"
+    c.close()
+
+
+def test_disconnect_answers_the_client_closed_and_the_push_held(mock):
+    """§4.1: `:disconnect` closes the connection: its answer, and every read after it, show the
+    client without a connection; a push sent right after is held for the next hello; the
+    client's socket gets the close (4774 with back-off); one `client.closed`."""
+    c = Channel(mock)
+    connection = mock.api("GET", f"/api/v1/clients/{c.uaid}")["connection"]["id"]
+    with EventStream(mock) as events:
+        answer = mock.api("POST", f"/api/v1/clients/{c.uaid}:disconnect", json={"backoff": True})
+        assert answer["connected"] is False and answer["connection"] is None, answer
+        assert mock.device(c.token)["online"] is False
+        version = push(requests.Session(), c.endpoint)
+        entry = mock.api("GET", f"/api/v1/devices/{c.token}/messages/{urllib.parse.quote(version, safe='')}")
+        assert entry["status"] == "pending", entry
+        closed = events.wait("client.closed", lambda e: e["connection_id"] == connection)
+        assert closed["code"] == 4774 and closed["reason"] == "disconnected by the control API, with back-off", closed
+        try:
+            while True:
+                c.ws.recv(timeout=5)
+        except ConnectionClosed as e:
+            assert e.rcvd is not None and e.rcvd.code == 4774, e
+        time.sleep(0.3)
+        assert [e for n, e in events.events if n == "client.closed" and e["connection_id"] == connection] == [closed]
+    c.hello()
+    got = []
+    c.notifications(time.monotonic() + 5, lambda: version in got, got=got)
+    assert got == [version], got
     c.close()
 
 
