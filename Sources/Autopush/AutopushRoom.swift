@@ -84,7 +84,7 @@ public final class AutopushRoom: Sendable {
             }
         }
         for c in orders.close {
-            guard let session = now[c.clientID], session.connectionID == c.connectionID else { continue }
+            guard let session = open[c.connectionID] ?? now[c.clientID], session.connectionID == c.connectionID else { continue }
             session.close(code: c.backoff ? Self.backoffCode : 1000, reason: c.reason)
         }
     }

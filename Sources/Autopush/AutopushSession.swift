@@ -134,8 +134,10 @@ final class AutopushSession: WebSocketHandler {
             defer { s.waiting = [] }
             return s.waiting
         }
-        // What was held goes out now, but for a fault's delay (the room's timer writes those).
-        for w in hello.orders.writes + waiting where (w.delayMillis ?? 0) <= 0 { send(w, on: ws) }
+        // What was held goes out now, but for a fault's delay (the room's timer writes those);
+        // what waited for the answer has had its delay.
+        for w in hello.orders.writes where (w.delayMillis ?? 0) <= 0 { send(w, on: ws) }
+        for w in waiting { send(w, on: ws) }
         room.deliver(ClientOrders(writes: hello.orders.writes.filter { ($0.delayMillis ?? 0) > 0 }, close: hello.orders.close))
     }
 

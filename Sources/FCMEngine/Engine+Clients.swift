@@ -81,11 +81,6 @@ extension Engine {
             var orders = ClientOrders()
             var updates: [ClientDeliveryUpdate] = []
             var changes: [(Int64, String)] = []
-            // What the replaced connection had unacknowledged goes out again first (same version),
-            // but for what the client says it has.
-            for deliveryID in carried {
-                requeue(deliveryID, now: now, changes: &changes, dropped: &updates, events: &published, state: &s)
-            }
             // Only this client's own deliveries: another client's persistent ids settle nothing.
             let own = received.isEmpty ? [] : Set(s.carried(by: client))
             for version in received {
@@ -102,6 +97,11 @@ extension Engine {
                                                                                       at: now, clientDelivery: cd.json())))
                 }
                 s.rememberAcknowledged(mid.micros, clientID: client.row.id)
+            }
+            // What the replaced connection had unacknowledged goes out again first (same version),
+            // but for what the client says it has (settled just above).
+            for deliveryID in carried {
+                requeue(deliveryID, now: now, changes: &changes, dropped: &updates, events: &published, state: &s)
             }
             flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             // The statuses first: what the replaced connection had is `pending` again, then `sent`
@@ -125,19 +125,19 @@ extension Engine {
                          events published: inout [(String, String)], state s: inout EngineState) {
         guard let cd = s.clientDeliveries[deliveryID], let deviceID = s.clientDeliveryDevice[deliveryID] else { return }
         guard cd.ack == nil && cd.rejection == nil else { return }
-        if let d = s.devices[deviceID], d.state != .registered {
-            s.clientDeliveries[deliveryID] = nil
-            s.clientDeliveryDevice[deliveryID] = nil
-            s.clientPayloads[deliveryID] = nil
+        let device = s.devices[deviceID]
+        if device?.state != .registered {
+            // Its channel went (or its device was deleted) while it was on the connection.
+            s.forgetClientDelivery(deliveryID)
             dropped.append(ClientDeliveryUpdate(id: deliveryID, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON))
-            published.append(("message.dropped", EventJSON.delivery(messageID: cd.version, token: d.token, status: "dropped", at: now)))
+            if let d = device {
+                published.append(("message.dropped", EventJSON.delivery(messageID: cd.version, token: d.token, status: "dropped", at: now)))
+            }
             return
         }
         if cd.entry.expiresAt <= now {
             changes.append((deliveryID, "expired"))
-            s.clientDeliveries[deliveryID] = nil
-            s.clientDeliveryDevice[deliveryID] = nil
-            s.clientPayloads[deliveryID] = nil
+            s.forgetClientDelivery(deliveryID)
             return
         }
         var held = s.stored[deviceID] ?? []
@@ -158,7 +158,20 @@ extension Engine {
         // Lists emptied here (or before) go.
         defer { for deviceID in carried where s.stored[deviceID]?.isEmpty == true { s.stored[deviceID] = nil } }
         for deviceID in carried {
-            guard let d = s.devices[deviceID], d.online, let held = s.stored[deviceID] else { continue }
+            guard let d = s.devices[deviceID], let held = s.stored[deviceID] else { continue }
+            guard d.state == .registered else {
+                // Held for a channel that went (read back so after a restart): dropped, not written.
+                for e in held {
+                    s.forgetClientDelivery(e.deliveryID)
+                    updates.append(ClientDeliveryUpdate(id: e.deliveryID, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON))
+                    published.append(("message.dropped", EventJSON.delivery(
+                        messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
+                        token: d.token, status: "dropped", at: now)))
+                }
+                s.stored[deviceID] = []
+                continue
+            }
+            guard d.online else { continue }
             for e in held { waiting.append((d, e)) }
         }
         guard !waiting.isEmpty else { return }
@@ -536,9 +549,13 @@ extension Engine {
                     writes.isEmpty ? nil : submit(writes))
         }
         guard let (close, ticket) = found else { return false }
+        // Memory has the connection closed: the socket closes and the event goes out whatever
+        // the store says (a failure is still the answer).
+        defer {
+            events.publish(published)
+            dispatch(ClientOrders(close: [close]))
+        }
         if let ticket { try commitControl(ticket) }
-        events.publish(published)
-        dispatch(ClientOrders(close: [close]))
         return true
     }
 

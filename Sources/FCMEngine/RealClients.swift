@@ -177,7 +177,7 @@ extension EngineState {
     /// travels over, with that subscription's id; nil for any other device.
     func fakeSubscription(carrying d: Device) -> (device: Device, subscriptionID: String)? {
         guard let link = d.client, link.kind == .fcm, let viaID = link.via, let via = devices[viaID], via.client == nil,
-              via.state == .registered, let sub = webPush[viaID] else { return nil }
+              via.state == .registered, let sub = webPush[viaID], !sub.expired else { return nil }
         return (via, sub.id)
     }
 

@@ -13,7 +13,7 @@ import requests
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from firefox import EventStream
+from firefox import EventStream, wait_entry
 from mocksupport import KEY_A
 
 HELLO = {"messageType": "hello", "broadcasts": {}, "use_webpush": True}
@@ -160,8 +160,8 @@ def test_a_push_unacknowledged_when_its_channel_unregistered_is_dropped_not_sent
     assert got == [version], got
     c.ws.send(json.dumps({"messageType": "unregister", "channelID": c.channel_id}))
     c.away()
-    entry = mock.api("GET", f"/api/v1/devices/{c.token}/messages/{urllib.parse.quote(version, safe='')}")
-    assert entry["status"] == "dropped" and entry["error_detail"] == "the channel unregistered", entry
+    entry = wait_entry(mock, c.token, version, "dropped")
+    assert entry["error_detail"] == "the channel unregistered", entry
     c.hello()
     assert c.notifications(time.monotonic() + 1, ack=False) == [], "written again to an unregistered channel"
     c.close()
