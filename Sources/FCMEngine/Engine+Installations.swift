@@ -114,6 +114,9 @@ extension Engine {
         if let k = web.applicationPubKey, applicationServerKey(k) == nil { throw .invalidField(.applicationPubKey) }
         let now = clock.nowMillis()
         var created = false
+        // A PATCH that moves it onto a connected subscription: what it held, to write there.
+        var moved = ClientOrders()
+        var published: [(String, String)] = []
         let result: Result<(Device, Store.Ticket), FirebaseRefusal> = state.withLock { s in
             guard let p = s.project(named: project) else { return .failure(.unknownProject) }
             let inst: InstallationRow
@@ -177,11 +180,21 @@ extension Engine {
             var writes = created ? deviceWrites([d], state: s)
                 : [Writes.setDeviceClient(device: d.id, link.stored)] + (s.webPush[d.id].map { [Writes.saveWebPush([$0.row])] } ?? [])
             if let wasOnline, wasOnline != d.online { writes.append(Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false)) }
+            if formerVia != nil, formerVia != viaID, d.online, let carrier = s.carrier(of: d) {
+                // Moved onto a connected subscription: what it held goes out on that connection now.
+                var updates: [ClientDeliveryUpdate] = []
+                var changes: [(Int64, String)] = []
+                flushHeld(of: carrier.row.id, now: now, orders: &moved, updates: &updates, changes: &changes, events: &published, state: &s)
+                if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+                if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            }
             return .success((d, submit(writes + (created ? [Writes.setDeviceClient(device: d.id, link.stored)] : []))))
         }
         let (device, ticket) = try result.get()
         do throws(EngineError) { try commitControl(ticket) } catch { throw .failed }
         if created, events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
+        events.publish(published)
+        dispatch(moved)
         return device
     }
 

@@ -156,6 +156,31 @@ def test_registrations_refuse_as_google_does(mock_mcs):
     assert got.status_code == 200 and got.json() == made, got.text
 
 
+def test_a_patch_onto_a_connected_subscription_writes_what_the_registration_held(mock_mcs):
+    """§3.4: `PATCH` moves a registration onto the subscription its new endpoint names; what it
+    held while its old one's client was away goes out on the new one's connection at once."""
+    endpoint_away = subscription(mock_mcs)
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token_b = raw_register(mock_mcs.base_url, android_id, security_token, app="org.chromium.linux",
+                           sender=p256dh(), **{"X-subtype": f"wp:http://localhost:8300/#{uuid.uuid4()}-V2"})
+    _, _, auth = install(mock_mcs)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    r = requests.post(registrations(mock_mcs), json=web(endpoint_away), headers=fis, timeout=10)
+    assert r.status_code == 200, r.text
+    token = r.json()["token"]
+    message_id = send(mock_mcs, token, {"held": "1"})
+    wait_entry(mock_mcs, token, message_id, "pending")
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        r = requests.patch(registrations(mock_mcs) + "/" + token, json=web(f"https://fcm.googleapis.com/fcm/send/{token_b}"),
+                           headers=fis, timeout=10)
+        assert r.status_code == 200 and r.json()["token"] == token, r.text
+        assert data_packets(conn, 1) == [message_id]
+        wait_entry(mock_mcs, token, message_id, "sent")
+    finally:
+        conn.close()
+
+
 # -- §3.6 an FCM registration over a fake web device's subscription ---------------------------------
 
 def fake_web_device(mock, online=True):
