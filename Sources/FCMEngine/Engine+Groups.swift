@@ -43,7 +43,8 @@ extension Engine {
             // tokens a send listed in `failed_registration_ids`).
             let members = key.flatMap { s.groups[$0] }.map { Set($0.members) } ?? []
             let ids = tokens.compactMap { t -> Int64? in
-                guard var d = s.device(token: t), d.senderID == senderID else { return nil }
+                // A browser's Web Push subscription is no FCM registration: no group takes it.
+                guard var d = s.device(token: t), d.senderID == senderID, !d.isWebPushSubscription else { return nil }
                 // A refreshed token's place went to its new token: removing the old one removes that.
                 if operation == "remove", !members.contains(d.id) { d = s.current(d) }
                 guard d.state == .registered || (operation == "remove" && members.contains(d.id)) else { return nil }

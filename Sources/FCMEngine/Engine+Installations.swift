@@ -151,7 +151,9 @@ extension Engine {
                 // The installation's fid: the device answers for it (v1's `message.fid`).
                 if s.fidIndex[d.fid] == d.id { s.fidIndex[d.fid] = nil }
                 d.fid = inst.fid
-                if s.fidIndex[inst.fid] == nil { s.fidIndex[inst.fid] = d.id }
+                // `message.fid` names the installation's live registration: this one, unless an
+                // older one still takes sends.
+                if s.fidIndex[inst.fid].flatMap({ s.devices[$0] })?.state != .registered { s.fidIndex[inst.fid] = d.id }
                 created = true
             }
             var link = DeviceClient(kind: .fcm, id: inst.fid, channelID: nil)

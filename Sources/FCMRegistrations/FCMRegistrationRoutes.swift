@@ -30,7 +30,7 @@ public struct FCMRegistrationRoutes: Sendable {
     static func webMessage(_ web: JSONObject?, sent: JSONObject?, senderID: String, collapseKey: String?, messageID: String) -> String {
         var payload = JSONObject()
         if let data = web?["data"]?.objectValue, data.count > 0 { payload["data"] = .object(data) }
-        if let n = web?["notification"], !n.isNull { payload["notification"] = n }
+        if let n = web?["notification"]?.objectValue, n.count > 0 { payload["notification"] = .object(n) }
         let effective = web?["fcm_options"]?.objectValue, asSent = sent?["fcm_options"]?.objectValue
         if effective != nil || asSent != nil {
             var fcm = JSONObject()
@@ -41,7 +41,10 @@ public struct FCMRegistrationRoutes: Sendable {
         payload["from"] = .string(senderID)
         let urgency = web?["headers"]?.objectValue?["Urgency"]?.stringValue
         payload["priority"] = .string(urgency == "high" ? "high" : "normal")
-        payload["collapse_key"] = .string(collapseKey ?? "do_not_collapse")
+        // The web platform's collapse key: its effective `Topic` (a legacy send's `collapse_key`,
+        // an HTTP v1 send's `webpush.headers.Topic`; not `android.collapse_key`).
+        let topic = web.map { $0["headers"]?.objectValue?["Topic"]?.stringValue } ?? collapseKey
+        payload["collapse_key"] = .string(topic ?? "do_not_collapse")
         payload["fcmMessageId"] = .string(messageID)
         return JSONValue.object(payload).serialized()
     }

@@ -241,6 +241,141 @@ def test_an_fcm_registration_over_an_offline_fake_web_device_waits_with_it(mock_
     assert json.loads(got[0]["webpush"]["plaintext"])["data"] == {"held": "1"}, got
 
 
+# -- §3.6 what FCM's sends become for a registration ------------------------------------------------
+
+def app_data(body):
+    """A DataMessageStanza's `app_data` pairs (field 7: key 1, value 2), in order."""
+    return [(pb_fields(a)[1][0].decode(), pb_fields(a)[2][0].decode()) for a in pb_fields(body).get(7, [])]
+
+
+def v1(mock, message):
+    token = mock.api("POST", f"/api/v1/projects/{SENDER_A}/access-tokens", expect=201)["access_token"]
+    r = requests.post(f"{mock.base_url}/v1/projects/{PROJECT_A}/messages:send", json={"message": message},
+                      headers={"Authorization": "Bearer " + token}, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()["name"].rsplit("/", 1)[1]
+
+
+class RawFcmReceiver:
+    """A raw GCM client with a `wp:` registration, logged in over MCS, and an FCM registration
+    over it whose keys are this object's: `payload()` reads the next push and decrypts it."""
+
+    def __init__(self, mock):
+        import http_ece
+        self.ece = http_ece
+        self.mock = mock
+        android_id, security_token = raw_checkin(mock.base_url)
+        self.wp = raw_register(mock.base_url, android_id, security_token, app="org.chromium.linux", sender=p256dh(),
+                               **{"X-subtype": f"wp:receiver.push.com#{uuid.uuid4()}"})
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.auth = os.urandom(16)
+        self.fid, self.refresh, auth = install(mock)
+        self.fis = {**API, "x-goog-firebase-installations-auth": auth}
+        self.token = self.register()
+        self.conn = raw_login(mock, android_id, security_token)
+
+    def register(self):
+        public = self.key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+        body = {"web": {"applicationPubKey": None, "auth": b64(self.auth), "p256dh": b64(public),
+                        "endpoint": f"https://fcm.googleapis.com/fcm/send/{self.wp}"}}
+        r = requests.post(registrations(self.mock), json=body, headers=self.fis, timeout=10)
+        assert r.status_code == 200, r.text
+        return r.json()["token"]
+
+    def payload(self):
+        """The next push's FCM JSON, decrypted (`aesgcm`, salt and dh from its app_data)."""
+        while True:
+            tag, body = self.conn.packet()
+            if tag == TAG_DATA:
+                break
+        pairs = dict(app_data(body))
+        assert pairs["content-encoding"] == "aesgcm", pairs
+        salt = base64.urlsafe_b64decode(pairs["encryption"][len("salt="):])
+        dh = base64.urlsafe_b64decode(pairs["crypto-key"][len("dh="):])
+        plain = self.ece.decrypt(pb_fields(body)[21][0], salt=salt, dh=dh, private_key=self.key, auth_secret=self.auth,
+                                 version="aesgcm")
+        return json.loads(plain)
+
+    def close(self):
+        self.conn.close()
+
+
+@pytest.fixture
+def receiver(mock_mcs):
+    r = RawFcmReceiver(mock_mcs)
+    yield r
+    r.close()
+
+
+def test_the_fcm_payload_takes_the_web_platforms_collapse_key_and_leaves_out_an_empty_notification(mock_mcs, receiver):
+    """§3.6: `collapse_key` is the web effective payload's (HTTP v1: `webpush.headers.Topic`, not
+    `android.collapse_key`; legacy: `collapse_key`), `do_not_collapse` without one; `notification`
+    is absent when empty."""
+    message_id = v1(mock_mcs, {"token": receiver.token, "data": {"k": "v"}, "android": {"collapse_key": "android-only"},
+                               "webpush": {"headers": {"Topic": "web-topic"}}})
+    p = receiver.payload()
+    assert p["fcmMessageId"] == message_id and p["collapse_key"] == "web-topic", p
+    v1(mock_mcs, {"token": receiver.token, "data": {"k": "v"}, "android": {"collapse_key": "android-only"}})
+    assert receiver.payload()["collapse_key"] == "do_not_collapse"
+    r = requests.post(mock_mcs.base_url + "/fcm/send", json={"to": receiver.token, "collapse_key": "legacy-key",
+                                                             "data": {"k": "v"}, "notification": {}},
+                      headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+    assert r.status_code == 200 and r.json()["success"] == 1, r.text
+    p = receiver.payload()
+    assert list(p) == ["data", "from", "priority", "collapse_key", "fcmMessageId"] and p["collapse_key"] == "legacy-key", p
+
+
+def test_message_fid_names_the_installations_live_registration(mock_mcs, receiver):
+    """HTTP v1 `message.fid` reaches the installation's registration, also after the first was
+    deleted and the installation registered again."""
+    v1(mock_mcs, {"fid": receiver.fid, "data": {"n": "1"}})
+    assert receiver.payload()["data"] == {"n": "1"}
+    r = requests.delete(registrations(mock_mcs) + "/" + receiver.token, headers=receiver.fis, timeout=10)
+    assert r.status_code == 200, r.text
+    receiver.token = receiver.register()
+    v1(mock_mcs, {"fid": receiver.fid, "data": {"n": "2"}})
+    assert receiver.payload()["data"] == {"n": "2"}
+
+
+def test_a_device_group_takes_no_web_push_subscription(mock_mcs):
+    """§1: a browser's Web Push subscription is no FCM registration: a group refuses it as it
+    refuses any token that is none (`no valid registration ids`)."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    wp = raw_register(mock_mcs.base_url, android_id, security_token, app="org.chromium.linux", sender=p256dh(),
+                      **{"X-subtype": f"wp:http://localhost:8300/#{uuid.uuid4()}-V2"})
+    r = mock_mcs.group_request(json={"operation": "create", "notification_key_name": "wp-" + secrets.token_hex(4),
+                                     "registration_ids": [wp]})
+    assert r.status_code == 400 and "no valid registration ids" in r.text, (r.status_code, r.text)
+
+
+def test_an_android_registration_gets_the_notification_pairs_its_subtype_and_collapse_key(mock_mcs):
+    """§3.6: a `gcm` android registration's stanza: `subtype` first, the effective `data` pairs
+    (non-strings as JSON text), `gcm.n.e`=`1` and `gcm.notification.<field>`; `token` (6) the
+    collapse key; `from` the sender id; `category` the registration's `app`."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A,
+                         **{"X-subtype": "com.example.sub"})
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        r = requests.post(mock_mcs.base_url + "/fcm/send", json={"to": token, "collapse_key": "ck", "data": {"n": 1, "s": "x"},
+                                                                 "notification": {"title": "T", "body": "B"}},
+                          headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+        assert r.status_code == 200 and r.json()["success"] == 1, r.text
+        while True:
+            tag, body = conn.packet()
+            if tag == TAG_DATA:
+                break
+        f = pb_fields(body)
+        assert f[3] == [SENDER_A.encode()] and f[5] == [APP_A.encode()] and f[6] == [b"ck"], f
+        pairs = app_data(body)
+        assert pairs[0] == ("subtype", "com.example.sub"), pairs
+        assert ("n", "1") in pairs and ("s", "x") in pairs, pairs
+        n = pairs.index(("gcm.n.e", "1"))
+        assert pairs[n + 1:] == [("gcm.notification.title", "T"), ("gcm.notification.body", "B")], pairs
+    finally:
+        conn.close()
+
+
 # -- §3.1 checkin --------------------------------------------------------------------------------------
 
 def test_a_checkin_that_does_not_match_is_401_and_not_a_checkin_400(mock_mcs):
