@@ -84,9 +84,10 @@ extension Engine {
             // Only this client's own deliveries: another client's persistent ids settle nothing.
             let own = received.isEmpty ? [] : Set(s.carried(by: client))
             for version in received {
-                guard let mid = MessageID(version), let deviceID = s.clientDeliveryDevice[mid.micros], own.contains(deviceID),
-                      var cd = s.clientDeliveries[mid.micros], cd.version == version, cd.ack == nil,
-                      let d = s.devices[deviceID] else { continue }
+                guard let mid = MessageID(version),
+                      let (deviceID, found) = s.receivedDelivery(mid, version, among: own, client: client, connection: connection.id, now: now),
+                      found.ack == nil, let d = s.devices[deviceID] else { continue }
+                var cd = found
                 cd.ack = ("login", nil, now)
                 s.clientDeliveries[mid.micros] = cd
                 s.stored[deviceID]?.removeAll { $0.deliveryID == mid.micros }
@@ -639,6 +640,23 @@ extension EngineState {
 
     mutating func forgetAcknowledged(clientID: String) {
         for d in acknowledged.removeValue(forKey: clientID) ?? [] { forgetClientDelivery(d) }
+    }
+
+    /// The delivery a login names as received (`received_persistent_id`), among devices `own`: the
+    /// one memory has written, or after a restart (memory has no record of writes) one its device
+    /// holds under that version, given a record of its own.
+    func receivedDelivery(_ mid: MessageID, _ version: String, among own: Set<Int64>, client: RealClient, connection: String,
+                          now: Int64) -> (Int64, ClientDelivery)? {
+        if let deviceID = clientDeliveryDevice[mid.micros] {
+            guard own.contains(deviceID), let cd = clientDeliveries[mid.micros], cd.version == version else { return nil }
+            return (deviceID, cd)
+        }
+        for deviceID in own {
+            guard let e = stored[deviceID]?.first(where: { $0.deliveryID == mid.micros }), let d = devices[deviceID],
+                  MessageID(micros: mid.micros, suffix: messageIDSuffix(senderID: d.senderID)).description == version else { continue }
+            return (deviceID, ClientDelivery(kind: client.kind, connectionID: connection, version: version, firstSentAt: now, sends: 0, entry: e))
+        }
+        return nil
     }
 
     mutating func forgetClientDelivery(_ deliveryID: Int64) {

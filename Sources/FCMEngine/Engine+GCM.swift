@@ -90,7 +90,10 @@ extension Engine {
             // device the control API ended (unregistered, deleted) is replaced: the client
             // registering again is how it recovers, as from Google dropping a registration.
             let old = s.gcmRegistrationKeys[key].flatMap { s.gcmRegistrations[$0] }
-            if let old, old.device.map({ s.devices[$0]?.state == .registered }) ?? true { return .success((old.token, nil)) }
+            // (Its device by id and token: after a restart a deleted device's id may be another's.)
+            if let old, old.device.map({ id in s.devices[id].map { $0.state == .registered && $0.token == old.token } ?? false }) ?? true {
+                return .success((old.token, nil))
+            }
             guard let client = s.realClients[r.androidID], client.kind == .gcm else { return .failure(.notFound("no checkin has this android id")) }
             var token = newToken()
             while s.gcmRegistrations[token] != nil || s.tokenIndex[token] != nil { token = newToken() }

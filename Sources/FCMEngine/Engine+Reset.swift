@@ -33,7 +33,9 @@ extension Engine {
                     link.held = false
                     link.unregisterCode = nil
                     back.client = link
-                    back.online = s.realClients[link.id]?.connection != nil
+                    // Online while its connection lives: its client's, or for an FCM registration
+                    // that of the client whose subscription it travels over.
+                    back.online = s.carrier(of: back)?.connection != nil
                     if back != d {
                         changed.append(back)
                         clientWrites.append(Writes.setDeviceClient(device: d.id, link.stored))

@@ -378,8 +378,13 @@ struct EngineState: Sendable {
         if let p = projects[d.senderID], let a = p.apps.first(where: { $0.app == d.app }) { d.app = a.app }
         devices[d.id] = d
         tokenIndex[d.token] = d.id
-        // A refreshed token's new device shares the fid: the index keeps the first one.
-        if fidIndex[d.fid] == nil { fidIndex[d.fid] = d.id }
+        // A refreshed token's new device shares the fid: the index keeps the first one, unless
+        // that one no longer takes sends and this one does (an installation's FCM registration
+        // made again after the first was deleted, read back at start).
+        if let first = fidIndex[d.fid], devices[first]?.state == .registered || d.state != .registered {
+        } else {
+            fidIndex[d.fid] = d.id
+        }
         if let apns = d.apnsToken { apnsIndex[apns] = d.id }
     }
 

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import secrets
+import signal
 import time
 import uuid
 
@@ -15,9 +16,9 @@ import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from fcmclient import pb_bytes, pb_fields, pb_int, raw_checkin, raw_login, raw_register
+from fcmclient import RawMcs, login_request, pb_bytes, pb_fields, pb_int, raw_checkin, raw_login, raw_register
 from firefox import wait_entry
-from mocksupport import APP_A, KEY_A, PROJECT_A, PROJECT_B, SENDER_A
+from mocksupport import APP_A, KEY_A, PROJECT_A, PROJECT_B, SENDER_A, MockServer
 
 TAG_DATA = 8
 NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
@@ -376,6 +377,101 @@ def test_an_android_registration_gets_the_notification_pairs_its_subtype_and_col
         conn.close()
 
 
+# -- restarts on a file store ---------------------------------------------------------------------
+
+class FileStoreServer:
+    """A server of the test's own on a file store (`--db`, its CA beside it), to stop and start
+    again on the same file: `self.mock` is the running one."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.db = str(tmp_path / "store.sqlite")
+        self.runs = 0
+        self.mock = None
+        self.start()
+
+    def start(self):
+        import re
+        import conftest
+        self.runs += 1
+        fixtures = self.tmp / "fixtures.json"
+        fixtures.write_text(json.dumps(conftest.FIXTURES))
+        binary = os.path.abspath(os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock"))
+        _, proc = conftest._start(binary, fixtures, self.tmp / f"stderr-{self.runs}.log",
+                                  ("--https-port", "0", "--mcs-port", "0", "--db", self.db))
+        line, other = conftest._read_listening_line(proc, time.monotonic() + conftest.STARTUP_TIMEOUT_S)
+        assert line, other
+        addr = dict(re.findall(r"(\w+)=(\S+)", line))
+        self.mock = MockServer("http://" + addr["http"], proc, self.tmp / f"stderr-{self.runs}.log")
+        self.mock.mcs_port = int(addr["mcs"].rsplit(":", 1)[1])
+        self.mock.ca = self.mock.api("GET", "/api/v1/health")["tls_ca"]
+
+    def stop(self):
+        proc = self.mock.proc
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0, self.mock.stderr_tail(3000)
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def file_store(tmp_path):
+    server = FileStoreServer(tmp_path)
+    yield server
+    if server.mock.proc.poll() is None:
+        server.stop()
+
+
+def test_a_login_after_a_restart_settles_what_it_names_as_received(file_store):
+    """§3.5: a delivery written and not acknowledged when the server stopped is resent at the next
+    login unless the login's `received_persistent_id` names it; named, it is `delivered` by
+    `login`, also when the server restarted in between."""
+    mock = file_store.mock
+    android_id, security_token = raw_checkin(mock.base_url)
+    token = raw_register(mock.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    conn = raw_login(mock, android_id, security_token)
+    message_id = send(mock, token, {"before": "restart"})
+    assert data_packets(conn, 1) == [message_id]
+    conn.close()
+    file_store.restart()
+    mock = file_store.mock
+    conn = RawMcs(mock.mcs_port, mock.ca)
+    try:
+        conn.send_packet(2, login_request(android_id, security_token, received=[message_id]), version=True)
+        tag, body = conn.packet()
+        assert tag == 3 and 3 not in pb_fields(body), (tag, pb_fields(body))
+        assert quiet(conn, 1.0), "written again though the login named it received"
+        entry = wait_entry(mock, token, message_id, "delivered")
+        assert entry["client_delivery"]["ack"]["by"] == "login", entry
+    finally:
+        conn.close()
+
+
+def test_message_fid_and_register3_after_a_restart(file_store):
+    """After a restart: HTTP v1 `message.fid` still names the installation's live registration
+    (not one deleted before it), and register3 after the control API deleted a registration's
+    device answers a new token even when a new device took the old one's id."""
+    mock = file_store.mock
+    fid, _, auth = install(mock)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    first = requests.post(registrations(mock), json=web(subscription(mock)), headers=fis, timeout=10).json()["token"]
+    assert requests.delete(registrations(mock) + "/" + first, headers=fis, timeout=10).status_code == 200
+    second = requests.post(registrations(mock), json=web(subscription(mock)), headers=fis, timeout=10).json()["token"]
+    android_id, security_token = raw_checkin(mock.base_url)
+    old = raw_register(mock.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    mock.api("DELETE", f"/api/v1/devices/{old}", expect=204)
+    file_store.restart()
+    mock = file_store.mock
+    message_id = v1(mock, {"fid": fid, "data": {"k": "v"}})
+    assert mock.message(message_id)["recipients"][0]["token"] == second
+    mock.create_device()  # the next device id: the deleted one's, after a restart
+    new = raw_register(mock.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    assert new != old
+    send(mock, new, {"k": "v"})
+
+
 # -- §3.1 checkin --------------------------------------------------------------------------------------
 
 def test_a_checkin_that_does_not_match_is_401_and_not_a_checkin_400(mock_mcs):
@@ -519,3 +615,14 @@ def test_an_expired_installation_auth_token_is_unauthenticated(mock_mcs):
                                 headers={**API, "x-goog-firebase-installations-auth": auth}), 401, "UNAUTHENTICATED")
     finally:
         mock_mcs.api("POST", "/api/v1/clock", json={"reset": True})
+
+
+# -- last: resets the module's server ------------------------------------------------------------------
+
+def test_a_reset_keeps_an_fcm_registration_over_a_connected_client_reachable(mock_mcs, receiver):
+    """§4.1: a reset keeps real clients with their devices and connections: an FCM registration
+    over a client still logged in takes sends at once after it."""
+    mock_mcs.api("POST", "/api/v1/reset", expect=204)
+    assert mock_mcs.device(receiver.token)["online"] is True
+    v1(mock_mcs, {"token": receiver.token, "data": {"after": "reset"}})
+    assert receiver.payload()["data"] == {"after": "reset"}
