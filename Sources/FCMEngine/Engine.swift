@@ -381,10 +381,8 @@ struct EngineState: Sendable {
         // A refreshed token's new device shares the fid: the index keeps the first one, unless
         // that one no longer takes sends and this one does (an installation's FCM registration
         // made again after the first was deleted, read back at start).
-        if let first = fidIndex[d.fid], devices[first]?.state == .registered || d.state != .registered {
-        } else {
-            fidIndex[d.fid] = d.id
-        }
+        let keepsFirst = fidIndex[d.fid].map { devices[$0]?.state == .registered || d.state != .registered } ?? false
+        if !keepsFirst { fidIndex[d.fid] = d.id }
         if let apns = d.apnsToken { apnsIndex[apns] = d.id }
     }
 
