@@ -134,11 +134,8 @@ final class AutopushSession: WebSocketHandler {
             defer { s.waiting = [] }
             return s.waiting
         }
-        // What was held goes out now, but for a fault's delay (the room's timer writes those);
-        // what waited for the answer has had its delay.
-        for w in hello.orders.writes where (w.delayMillis ?? 0) <= 0 { send(w, on: ws) }
-        for w in waiting { send(w, on: ws) }
-        room.deliver(ClientOrders(writes: hello.orders.writes.filter { ($0.delayMillis ?? 0) > 0 }, close: hello.orders.close))
+        // What waited for the answer has had its fault's delay, if any.
+        write(hello.orders, then: waiting, on: ws)
     }
 
     private func register(_ m: AutopushMessage.Incoming, clientID: String, _ ws: WebSocketConnection) {
@@ -201,8 +198,7 @@ final class AutopushSession: WebSocketHandler {
         }
         room.log.info("autopush", [("dir", "in"), ("conn", conn), ("uaid", clientID), ("messageType", type), ("channelID", channelID ?? ""),
                                    ("version", version), ("code", code.map(String.init) ?? "100")])
-        for w in result.orders.writes where (w.delayMillis ?? 0) <= 0 { send(w, on: ws) }
-        room.deliver(ClientOrders(writes: result.orders.writes.filter { ($0.delayMillis ?? 0) > 0 }, close: result.orders.close))
+        write(result.orders, on: ws)
     }
 
     /// The request's channel id, or nil after answering autopush's refusal (the connection stays).
@@ -243,6 +239,15 @@ final class AutopushSession: WebSocketHandler {
             return ws
         }
         if let ws { send(w, on: ws) }
+    }
+
+    /// What the engine handed this connection's own message (a hello, an acknowledgement): its
+    /// writes now, then `more`, then those a fault delays and the closes through the room.
+    private func write(_ orders: ClientOrders, then more: [ClientWrite] = [], on ws: WebSocketConnection) {
+        let delayed = { (w: ClientWrite) in (w.delayMillis ?? 0) > 0 }
+        for w in orders.writes where !delayed(w) { send(w, on: ws) }
+        for w in more { send(w, on: ws) }
+        room.deliver(ClientOrders(writes: orders.writes.filter(delayed), close: orders.close))
     }
 
     private func send(_ w: ClientWrite, on ws: WebSocketConnection) {

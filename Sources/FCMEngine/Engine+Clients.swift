@@ -129,12 +129,7 @@ extension Engine {
         let device = s.devices[deviceID]
         if device?.state != .registered {
             // Its channel went (or its device was deleted) while it was on the connection.
-            s.forgetClientDelivery(deliveryID)
-            dropped.append(ClientDeliveryUpdate(id: deliveryID, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON))
-            if let d = device {
-                published.append(("message.dropped", EventJSON.delivery(messageID: cd.version, token: d.token, status: "dropped", at: now)))
-            }
-            return
+            return s.dropForGoneChannel(deliveryID, of: device, now: now, updates: &dropped, events: &published)
         }
         if cd.entry.expiresAt <= now {
             changes.append((deliveryID, "expired"))
@@ -162,13 +157,7 @@ extension Engine {
             guard let d = s.devices[deviceID], let held = s.stored[deviceID] else { continue }
             guard d.state == .registered else {
                 // Held for a channel that went (read back so after a restart): dropped, not written.
-                for e in held {
-                    s.forgetClientDelivery(e.deliveryID)
-                    updates.append(ClientDeliveryUpdate(id: e.deliveryID, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON))
-                    published.append(("message.dropped", EventJSON.delivery(
-                        messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
-                        token: d.token, status: "dropped", at: now)))
-                }
+                for e in held { s.dropForGoneChannel(e.deliveryID, of: d, now: now, updates: &updates, events: &published) }
                 s.stored[deviceID] = []
                 continue
             }
@@ -298,22 +287,14 @@ extension Engine {
             d.state = .unregistered
             d.lastSeenAt = now
             s.devices[id] = d
-            var changes: [(Int64, String)] = []
+            published.append(("device.updated", s.render(d, now: now)))
+            var dropped: [ClientDeliveryUpdate] = []
             for e in s.stored.removeValue(forKey: id) ?? [] {
-                changes.append((e.deliveryID, "dropped"))
-                s.clientPayloads[e.deliveryID] = nil
-                published.append(("message.dropped", EventJSON.delivery(
-                    messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
-                    token: d.token, status: "dropped", at: now)))
+                s.dropForGoneChannel(e.deliveryID, of: d, now: now, updates: &dropped, events: &published)
             }
-            published.insert(("device.updated", s.render(d, now: now)), at: 0)
             var writes = [Writes.unregister(device: id, at: now), Writes.setDeviceClient(device: id, link.stored)]
             // Why they were dropped, shown as the entries' `error_detail`.
-            if !changes.isEmpty {
-                writes.append(Writes.setClientDeliveries(changes.map {
-                    ClientDeliveryUpdate(id: $0.0, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON)
-                }, settledAt: now))
-            }
+            if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
             return (d, submit(writes))
         }
         guard let (device, ticket) = result else { return nil }
@@ -657,6 +638,19 @@ extension EngineState {
             return (deviceID, ClientDelivery(kind: client.kind, connectionID: connection, version: version, firstSentAt: now, sends: 0, entry: e))
         }
         return nil
+    }
+
+    /// Delivery `deliveryID` of device `d`, whose channel went (`d` nil: the device is gone):
+    /// `dropped`, as what the channel held, its record saying why (`updates`), `message.dropped`
+    /// published (`events`), and forgotten here.
+    mutating func dropForGoneChannel(_ deliveryID: Int64, of d: Device?, now: Int64, updates: inout [ClientDeliveryUpdate],
+                                     events: inout [(String, String)]) {
+        forgetClientDelivery(deliveryID)
+        updates.append(ClientDeliveryUpdate(id: deliveryID, status: "dropped", deliveredAt: nil, stored: ClientDelivery.droppedJSON))
+        guard let d else { return }
+        events.append(("message.dropped", EventJSON.delivery(
+            messageID: MessageID(micros: deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
+            token: d.token, status: "dropped", at: now)))
     }
 
     mutating func forgetClientDelivery(_ deliveryID: Int64) {
