@@ -654,7 +654,6 @@ extension EngineState {
     }
 
     mutating func forgetClientDelivery(_ deliveryID: Int64) {
-        fcmRelays[deliveryID] = nil
         clientDeliveries[deliveryID] = nil
         clientDeliveryDevice[deliveryID] = nil
         clientPayloads[deliveryID] = nil

@@ -238,7 +238,7 @@ extension Engine {
     /// room takes it there as a push.
     public func fcmRelay(for w: ClientWrite) -> FCMRelay? {
         guard let mid = MessageID(w.version) else { return nil }
-        if let kept = state.withLock({ $0.fcmRelays[mid.micros] }) { return kept }
+        if let kept = state.withLock({ $0.clientDeliveries[mid.micros]?.relay }) { return kept }
         guard let entry = w.entry ?? (try? inboxEntry(w.deviceToken, messageID: w.version)),
               let encryption = relayEncryption.withLock({ $0 }), let make = relayPayload.withLock({ $0 }) else { return nil }
         let r = entry.row
@@ -254,7 +254,7 @@ extension Engine {
             // Kept for a real client's redelivery only: one handed to a fake device's
             // subscription is written once.
             if var cd = s.clientDeliveries[mid.micros] {
-                s.fcmRelays[mid.micros] = relay
+                cd.relay = relay
                 cd.plaintext = plaintext
                 cd.encryption = encryption.name
                 cd.via = w.token

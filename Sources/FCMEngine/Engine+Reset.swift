@@ -87,7 +87,6 @@ extension Engine {
             s.clientDeliveries.removeAll()
             s.clientDeliveryDevice.removeAll()
             s.clientPayloads.removeAll()
-            s.fcmRelays.removeAll()
             s.acknowledged.removeAll()
             for id in s.realClients.keys { s.realClients[id]?.connection?.unacked.removeAll() }
             if !keepClients { clientWrites += forgetClients(now: now, orders: &orders, closed: &closed, state: &s) }

@@ -294,8 +294,6 @@ struct EngineState: Sendable {
     /// Firebase installations by fid, and fids by their auth token.
     var installations: [String: InstallationRow] = [:]
     var installationAuth: [String: String] = [:]
-    /// FCM registrations' pushes as encrypted, by delivery: a redelivery sends the same bytes.
-    var fcmRelays: [Int64: FCMRelay] = [:]
     var acknowledged: [String: [Int64]] = [:]
 
     func device(token: String) -> Device? {
@@ -492,9 +490,15 @@ struct EngineState: Sendable {
                 if h.wasSent { sentAtStop.append(h.id) }
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
                 let transport = h.transport.flatMap(Transport.init(rawValue:))
-                s.stored[h.device, default: []].append(StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
-                                                                  ownRules: transport.map { rooms.holding[$0] != nil } ?? false,
-                                                                  source: transport?.tag ?? 0))
+                let entry = StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
+                                        ownRules: transport.map { rooms.holding[$0] != nil } ?? false, source: transport?.tag ?? 0)
+                s.stored[h.device, default: []].append(entry)
+                // A real client's delivery written before goes on from its record: its next write
+                // counts as another send of it, with the same bytes.
+                if let cd = h.clientDelivery.flatMap({ ClientDelivery.restored($0, entry: entry) }) {
+                    s.clientDeliveries[h.id] = cd
+                    s.clientDeliveryDevice[h.id] = h.device
+                }
             }
             try load.subscriptions { device, topic, at in s.subscribe(device: device, topic: topic, at: at) }
             try load.groups({ key, name, sender, createdAt in

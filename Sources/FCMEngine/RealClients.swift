@@ -57,6 +57,9 @@ struct ClientDelivery: Sendable {
     var via: String? = nil
     var encryption: String? = nil
     var plaintext: String? = nil
+    /// The encrypted push the mock made for it (an FCM registration's), kept until acknowledged:
+    /// every write, after a restart too, carries the same bytes.
+    var relay: FCMRelay? = nil
 
     /// The object as events and reads show it (docs/real-clients.md, `client_delivery`).
     func json() -> String {
@@ -70,7 +73,8 @@ struct ClientDelivery: Sendable {
     /// times in epoch milliseconds, the plaintext as a string. It is written at each of a
     /// delivery's two recorded states (`sent`, then acknowledged), on the send's and the
     /// acknowledgement's hot paths: a third of the object's bytes, and no time formatted; reads
-    /// turn it back into the object (`shown`).
+    /// turn it back into the object (`shown`). An unacknowledged FCM registration's push adds
+    /// what the mock encrypted (ciphertext, salt and key, base64url), for a write after a restart.
     func stored() -> String {
         var w = JSONWriter(capacity: 160)
         w.beginArray()
@@ -88,13 +92,34 @@ struct ClientDelivery: Sendable {
             w.null(); w.null(); w.null()
         }
         w.value(via); w.value(encryption); w.value(plaintext)
+        if let relay, ack == nil, rejection == nil {
+            w.value(base64URLEncode(relay.body)); w.value(base64URLEncode(relay.salt)); w.value(base64URLEncode(relay.dh))
+        }
         w.endArray()
         return w.string
     }
 
+    /// A delivery's record read back at start (`stored()`'s array), to continue at its next
+    /// write: its sends, first write and, for an FCM registration, the push the mock encrypted.
+    /// `entry`: how its device holds it now.
+    static func restored(_ stored: String, entry: StoredEntry) -> ClientDelivery? {
+        guard stored.utf8.first == UInt8(ascii: "["), let a = (try? JSONParser.parse(stored))?.arrayValue, a.count >= 14,
+              let kind = a[0].stringValue, let connectionID = a[1].stringValue, let version = a[2].stringValue,
+              let firstSentAt = a[3].numberValue?.int64, let sends = a[4].numberValue?.int64 else { return nil }
+        var cd = ClientDelivery(kind: kind == ClientKind.autopush.transport ? .autopush : .gcm, connectionID: connectionID,
+                                version: version, firstSentAt: firstSentAt, sends: Int(sends), entry: entry,
+                                via: a[11].stringValue, encryption: a[12].stringValue, plaintext: a[13].stringValue)
+        if a.count == 17, let body = a[14].stringValue.flatMap({ base64URLDecode(Array($0.utf8)) }),
+           let salt = a[15].stringValue.flatMap({ base64URLDecode(Array($0.utf8)) }),
+           let dh = a[16].stringValue.flatMap({ base64URLDecode(Array($0.utf8)) }) {
+            cd.relay = FCMRelay(body: body, salt: salt, dh: dh)
+        }
+        return cd
+    }
+
     /// `stored()`'s array as the object `json()` writes; nil for anything else.
     static func expand(_ stored: String) -> String? {
-        guard let a = (try? JSONParser.parse(stored))?.arrayValue, a.count == 14,
+        guard let a = (try? JSONParser.parse(stored))?.arrayValue, a.count >= 14,
               let kind = a[0].stringValue, let connectionID = a[1].stringValue, let version = a[2].stringValue,
               let firstSentAt = a[3].numberValue?.int64, let sends = a[4].numberValue?.int64 else { return nil }
         let ack = a[5].stringValue.flatMap { by in a[7].numberValue?.int64.map { (by, a[6].numberValue?.int64, $0) } }
@@ -171,8 +196,6 @@ struct ClientDelivery: Sendable {
 
 /// A client as the control API shows it.
 extension EngineState {
-    /// The client whose connection carries `d`'s pushes: its own, or for an FCM registration the
-    /// client of the subscription it travels over.
     /// The fake web device (no client of its own) whose subscription FCM registration `d`
     /// travels over, with that subscription's id; nil for any other device.
     func fakeSubscription(carrying d: Device) -> (device: Device, subscriptionID: String)? {
@@ -181,6 +204,8 @@ extension EngineState {
         return (via, sub.id)
     }
 
+    /// The client whose connection carries `d`'s pushes: its own, or for an FCM registration the
+    /// client of the subscription it travels over.
     func carrier(of d: Device) -> RealClient? {
         guard let link = d.client else { return nil }
         if link.kind == .fcm { return link.via.flatMap { devices[$0]?.client }.flatMap { realClients[$0.id] } }

@@ -36,15 +36,17 @@ public struct StoreLoader {
 
     /// Deliveries an offline device holds, in order, with what their collapse key is worked
     /// out from; those a real client's connection had, unacknowledged, when the process stopped
-    /// (`wasSent`) are held again: the engine's start sets them `pending`.
+    /// (`wasSent`) are held again: the engine's start sets them `pending`. A delivery a real
+    /// client was written comes with its `client_delivery`, so its next write continues it.
     public func heldDeliveries(_ row: (HeldDelivery) -> Void) throws(StoreError) {
         try c.query("""
-            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport, d.status FROM deliveries d
+            SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport, d.status,
+            d.client_delivery FROM deliveries d
             JOIN messages m ON m.id = d.message WHERE d.status IN ('pending', 'sent') AND d.device IS NOT NULL ORDER BY d.id
             """) { (r: Statement) throws(StoreError) in
             row(HeldDelivery(id: r.int(0), device: r.int(1), message: r.int(2), collapseKey: r.text(3), expiresAt: r.int(4),
                              isNotice: r.text(5) == "deleted_messages", platforms: r.text(6), transport: r.text(7),
-                             wasSent: r.text(8) == "sent"))
+                             wasSent: r.text(8) == "sent", clientDelivery: r.text(9)))
         }
     }
 
@@ -119,11 +121,14 @@ public struct HeldDelivery: Sendable {
     /// Written on a real client's connection and not acknowledged (`sent`) when the process
     /// stopped.
     public var wasSent: Bool
+    /// A real client's delivery written before (`sent`, or held again after its connection
+    /// went): the record of its life on connections, as the engine stored it.
+    public var clientDelivery: String?
 
     public init(id: Int64, device: Int64, message: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool, platforms: String?,
-                transport: String? = nil, wasSent: Bool = false) {
+                transport: String? = nil, wasSent: Bool = false, clientDelivery: String? = nil) {
         self.id = id; self.device = device; self.message = message; self.collapseKey = collapseKey
         self.expiresAt = expiresAt; self.isNotice = isNotice; self.platforms = platforms; self.transport = transport
-        self.wasSent = wasSent
+        self.wasSent = wasSent; self.clientDelivery = clientDelivery
     }
 }

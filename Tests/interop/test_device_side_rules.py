@@ -265,7 +265,7 @@ class RawFcmReceiver:
         import http_ece
         self.ece = http_ece
         self.mock = mock
-        android_id, security_token = raw_checkin(mock.base_url)
+        self.android_id, self.security_token = android_id, security_token = raw_checkin(mock.base_url)
         self.wp = raw_register(mock.base_url, android_id, security_token, app="org.chromium.linux", sender=p256dh(),
                                **{"X-subtype": f"wp:receiver.push.com#{uuid.uuid4()}"})
         self.key = ec.generate_private_key(ec.SECP256R1())
@@ -283,12 +283,17 @@ class RawFcmReceiver:
         assert r.status_code == 200, r.text
         return r.json()["token"]
 
-    def payload(self):
-        """The next push's FCM JSON, decrypted (`aesgcm`, salt and dh from its app_data)."""
+    def stanza(self):
+        """The next DataMessageStanza's bytes."""
         while True:
             tag, body = self.conn.packet()
             if tag == TAG_DATA:
-                break
+                return body
+
+    def payload(self, body=None):
+        """The next push's FCM JSON (or stanza `body`'s), decrypted (`aesgcm`, salt and dh from its
+        app_data)."""
+        body = body or self.stanza()
         pairs = dict(app_data(body))
         assert pairs["content-encoding"] == "aesgcm", pairs
         salt = base64.urlsafe_b64decode(pairs["encryption"][len("salt="):])
@@ -447,6 +452,35 @@ def test_a_login_after_a_restart_settles_what_it_names_as_received(file_store):
         assert entry["client_delivery"]["ack"]["by"] == "login", entry
     finally:
         conn.close()
+
+
+def test_a_push_resent_after_a_restart_keeps_its_bytes_and_its_record(file_store):
+    """§3.5 and §3.6: what was written and not acknowledged when the server stopped goes out again
+    at the next login with the same persistent_id and bytes, an FCM registration's encrypted push
+    included (the same salt, key and ciphertext, not a new encryption), and its `client_delivery`
+    counts the second write: `sends` 2, `first_sent_at` the first write's."""
+    mock = file_store.mock
+    receiver = RawFcmReceiver(mock)
+    android_token = raw_register(mock.base_url, receiver.android_id, receiver.security_token, app=APP_A, sender=SENDER_A)
+    encrypted = v1(mock, {"token": receiver.token, "data": {"kept": "bytes"}})
+    plain = send(mock, android_token, {"plain": "data"})
+    first = {pb_fields(b)[9][0].decode(): b for b in (receiver.stanza(), receiver.stanza())}
+    assert set(first) == {encrypted, plain}, first
+    before = {m: wait_entry(mock, t, m, "sent")["client_delivery"] for t, m in ((receiver.token, encrypted), (android_token, plain))}
+    assert [cd["sends"] for cd in before.values()] == [1, 1], before
+    receiver.close()
+    file_store.restart()
+    mock = receiver.mock = file_store.mock
+    receiver.conn = raw_login(mock, receiver.android_id, receiver.security_token)
+    again = {pb_fields(b)[9][0].decode(): b for b in (receiver.stanza(), receiver.stanza())}
+    assert again == first, "written again with other bytes after the restart"
+    assert receiver.payload(again[encrypted])["data"] == {"kept": "bytes"}
+    for token, message_id in ((receiver.token, encrypted), (android_token, plain)):
+        cd = wait_entry(mock, token, message_id, "sent")["client_delivery"]
+        assert cd["sends"] == 2 and cd["first_sent_at"] == before[message_id]["first_sent_at"], (cd, before[message_id])
+    cd = wait_entry(mock, receiver.token, encrypted, "sent")["client_delivery"]
+    assert cd["encryption"] == "aesgcm" and cd["plaintext"]["data"] == {"kept": "bytes"}, cd
+    receiver.close()
 
 
 def test_message_fid_and_register3_after_a_restart(file_store):
