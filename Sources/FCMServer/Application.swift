@@ -148,7 +148,7 @@ public final class Application: Sendable {
             let mcsListening: @Sendable () -> (String?, Int) = { [mcs, gcm] in
                 (mcs.map { "\($0.host.contains(":") ? "[\($0.host)]" : $0.host):\($0.port)" }, mcs == nil ? 0 : gcm.openConnections)
             }
-            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, tlsCA: tlsCA,
+            let app = HTTPApp(engine: engine, controlToken: c.controlToken, maxBodyBytes: c.maxBodyBytes, log: log, tlsCA: tlsCA,
                               readiness: readiness, autopush: AutopushRoom(engine: engine, log: log, idleSeconds: c.autopushIdleSeconds),
                               apnsEnvironment: c.apnsEnvironment, apnsAuthority: apnsAuthority, apnsTLS: c.httpsPort != nil,
                               xmppConnections: { xmpp.connections.map(ccs.connectionJSON) },

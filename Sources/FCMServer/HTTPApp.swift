@@ -1,5 +1,5 @@
 public import Autopush
-import RoomKit
+public import RoomKit
 import APNs
 public import Control
 public import FCMEngine
@@ -15,8 +15,8 @@ public struct HTTPApp: Sendable {
     let router: Router<RouteHandler>
 
     /// The application over `engine`. `apnsAuthority` issues and recognizes APNs client
-    /// certificates (the local CA of `--https-port`).
-    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, tlsCA: String? = nil,
+    /// certificates (the local CA of `--https-port`). `log`: the server's, for the rooms made here.
+    public init(engine: Engine, controlToken: String?, maxBodyBytes: Int, log: Log = Log(), tlsCA: String? = nil,
                 readiness: Readiness = Readiness(ready: true), autopush: AutopushRoom? = nil, apnsEnvironment: APNsEnvironment = .sandbox,
                 apnsAuthority: LocalCertificateAuthority? = nil, apnsTLS: Bool = false,
                 xmppConnections: @escaping @Sendable () -> [String] = { [] },
@@ -39,7 +39,7 @@ public struct HTTPApp: Sendable {
                              token: TokenRoute(engine: engine),
                              apns: APNsRoutes(engine: engine, environment: apnsEnvironment, certificates: certificates),
                              apnsControl: APNsControl(engine: engine, certificates: certificates),
-                             autopush: autopush ?? AutopushRoom(engine: engine, log: Log()))
+                             autopush: autopush ?? AutopushRoom(engine: engine, log: log), log: log)
     }
 
     /// Answers one request through `responder` (now, or later for sends and long polls).

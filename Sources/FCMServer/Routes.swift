@@ -24,9 +24,9 @@ extension HTTPApp {
     /// token, `v1` the Bearer credential. A path nothing matches gets the plain-text `Not Found: PATH`.
     static func router(engine: Engine, maxBodyBytes: Int, credentials: GoogleCredentials, send: FCMSendRoute, groups: GroupRoutes, page: WebPageRoute, iid: IIDRoutes,
                        control: ControlAPI, token: TokenRoute, apns: APNsRoutes,
-                       apnsControl: APNsControl, autopush: AutopushRoom) -> Router<RouteHandler> {
+                       apnsControl: APNsControl, autopush: AutopushRoom, log: Log) -> Router<RouteHandler> {
         let v1 = V1Routes(engine: engine, credentials: credentials, maxBodyBytes: maxBodyBytes)
-        let webPush = WebPushRoutes(engine: engine)
+        let webPush = WebPushRoutes(engine: engine, log: log)
         let gcm = GCMRoutes(engine: engine)
         let firebase = FCMRegistrationRoutes(engine: engine)
         let fcm: [(String, String, RouteHandler)] = [

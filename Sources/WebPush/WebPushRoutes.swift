@@ -1,4 +1,4 @@
-import RoomKit
+public import RoomKit
 import FCMCore
 public import FCMEngine
 public import FCMModel
@@ -32,10 +32,10 @@ public struct WebPushRoutes: Sendable {
     /// FCM registrations' pushes over a fake web device's subscription, taken there as pushes.
     let relays: FakeSubscriptionRelay
 
-    public init(engine: Engine) {
+    public init(engine: Engine, log: Log) {
         self.engine = engine
         vapid = VAPID(clock: engine.clock)
-        relays = FakeSubscriptionRelay(engine: engine, decryption: decryption)
+        relays = FakeSubscriptionRelay(engine: engine, decryption: decryption, log: log)
         // FCM registrations' pushes go over a subscription encrypted as Google does (`aesgcm`, a
         // fresh key and salt each); the engine asks this room, which owns Web Push's crypto.
         engine.setRelayEncryption(name: "aesgcm") { plaintext, p256dh, auth in
