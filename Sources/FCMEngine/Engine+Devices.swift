@@ -229,6 +229,7 @@ extension Engine {
             if d.state != .unregistered { d.lastSeenAt = now }
             d.state = .unregistered
             s.devices[d.id] = d
+            if d.client?.kind == .fcm { s.fidFollowsLiveRegistration(leaving: d) }
             let (id, at) = (d.id, d.lastSeenAt)
             return .success((d, submit([Writes.unregister(device: id, at: at)])))
         }

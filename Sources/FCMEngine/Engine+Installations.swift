@@ -117,6 +117,7 @@ extension Engine {
         // A PATCH that moves it onto a connected subscription: what it held, to write there.
         var moved = ClientOrders()
         var published: [(String, String)] = []
+        var displaced: [String] = []
         let result: Result<(Device, Store.Ticket), FirebaseRefusal> = state.withLock { s in
             guard let p = s.project(named: project) else { return .failure(.unknownProject) }
             let inst: InstallationRow
@@ -137,6 +138,11 @@ extension Engine {
                 existing = s.devices.values.first { isOwn($0) && $0.client?.via == viaID }
             }
             let (formerVia, wasOnline) = (existing?.client?.via, existing?.online)
+            // A PATCH onto an endpoint this installation has another registration for takes that
+            // one's place (one registration per installation and endpoint): it is unregistered.
+            if given != nil, let existing, formerVia != viaID {
+                displaced = (s.fcmRiders[viaID] ?? []).compactMap { s.devices[$0] }.filter { isOwn($0) && $0.id != existing.id }.map(\.token)
+            }
             var d: Device
             if let existing {
                 d = existing
@@ -197,6 +203,7 @@ extension Engine {
         if created, events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
         events.publish(published)
         dispatch(moved)
+        for token in displaced { _ = try? unregister(token) }
         return device
     }
 

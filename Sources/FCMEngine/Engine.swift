@@ -305,6 +305,15 @@ struct EngineState: Sendable {
         fidIndex[fid].flatMap { devices[$0] }.map(current)
     }
 
+    /// FCM registration `d` no longer takes sends: when an installation's fid named it (v1's
+    /// `message.fid`), it names another registration of the installation still registered.
+    mutating func fidFollowsLiveRegistration(leaving d: Device) {
+        guard fidIndex[d.fid] == d.id,
+              let live = devices.values.first(where: { $0.fid == d.fid && $0.id != d.id && $0.state == .registered && $0.client?.kind == .fcm })
+        else { return }
+        fidIndex[d.fid] = live.id
+    }
+
     /// The device that now answers for `d`: through the tokens that replaced it (a refreshed
     /// token's canonical one), at most 64 steps; `d` itself when it was not refreshed.
     func current(_ d: Device) -> Device {

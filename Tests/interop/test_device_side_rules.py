@@ -182,6 +182,53 @@ def test_a_patch_onto_a_connected_subscription_writes_what_the_registration_held
         conn.close()
 
 
+def test_a_patch_onto_an_endpoint_the_installation_has_replaces_its_registration_there(mock_mcs):
+    """§3.4: an installation has one registration per endpoint ("the same installation and endpoint
+    again → the same token"). A `PATCH` moving one registration onto an endpoint another of the
+    same installation has takes that one's place: the other is `unregistered` (its sends
+    `NotRegistered`, its `GET` 404), and a later `POST` of that endpoint answers the moved token."""
+    endpoint_a, endpoint_b = subscription(mock_mcs), subscription(mock_mcs)
+    _, _, auth = install(mock_mcs)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    tokens = []
+    for endpoint in (endpoint_a, endpoint_b):
+        r = requests.post(registrations(mock_mcs), json=web(endpoint), headers=fis, timeout=10)
+        assert r.status_code == 200, r.text
+        tokens.append(r.json()["token"])
+    displaced, moved = tokens
+    r = requests.patch(registrations(mock_mcs) + "/" + moved, json=web(endpoint_a), headers=fis, timeout=10)
+    assert r.status_code == 200 and r.json()["token"] == moved, r.text
+    assert mock_mcs.device(displaced)["state"] == "unregistered"
+    assert mock_mcs.device(moved)["state"] == "registered"
+    r = requests.get(registrations(mock_mcs) + "/" + displaced, headers=fis, timeout=10)
+    rpc_error(r, 404, "NOT_FOUND")
+    r = requests.post(mock_mcs.base_url + "/fcm/send", json={"to": displaced, "data": {"a": "b"}},
+                      headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+    assert r.json()["results"] == [{"error": "NotRegistered"}], r.text
+    r = requests.post(registrations(mock_mcs), json=web(endpoint_a), headers=fis, timeout=10)
+    assert r.status_code == 200 and r.json()["token"] == moved, r.text
+
+
+def test_message_fid_reaches_the_live_registration_after_another_is_deleted(mock_mcs, receiver):
+    """§3.4 and v1's `message.fid`: an installation with two registrations, the first deleted:
+    sends to the fid reach the one still registered, not `UNREGISTERED`."""
+    first = receiver.token
+    endpoint = subscription(mock_mcs)
+    r = requests.post(registrations(mock_mcs), json=web(endpoint), headers=receiver.fis, timeout=10)
+    assert r.status_code == 200, r.text
+    second = r.json()["token"]
+    r = requests.delete(registrations(mock_mcs) + "/" + second, headers=receiver.fis, timeout=10)
+    assert r.status_code == 200, r.text
+    v1(mock_mcs, {"fid": receiver.fid, "data": {"to": "first"}})
+    assert receiver.payload()["data"] == {"to": "first"}
+    r = requests.post(registrations(mock_mcs), json=web(endpoint), headers=receiver.fis, timeout=10)
+    third = r.json()["token"]
+    r = requests.delete(registrations(mock_mcs) + "/" + first, headers=receiver.fis, timeout=10)
+    assert r.status_code == 200, r.text
+    message_id = v1(mock_mcs, {"fid": receiver.fid, "data": {"to": "third"}})
+    assert mock_mcs.inbox(third)[-1]["message_id"] == message_id
+
+
 # -- §3.6 an FCM registration over a fake web device's subscription ---------------------------------
 
 def fake_web_device(mock, online=True):
