@@ -104,11 +104,12 @@ extension Engine {
             for deliveryID in carried {
                 requeue(deliveryID, now: now, changes: &changes, dropped: &updates, events: &published, state: &s)
             }
-            flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+            let fired = flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             // The statuses first: what the replaced connection had is `pending` again, then `sent`
             // once written on this one.
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
             if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
             published.insert(("client.connected", s.renderClient(client)), at: 0)
             return (ClientHello(clientID: client.row.id, isNew: isNew, replaced: replaced, orders: orders), submit(writes))
         }
@@ -144,11 +145,14 @@ extension Engine {
     }
 
     /// Writes what a client's online devices hold, oldest first, up to the connection's room
-    /// for unacknowledged deliveries; expires what ran out.
+    /// for unacknowledged deliveries; expires what ran out. Returns the client faults that fired
+    /// on those writes (delivery, fault), for their records (`Writes.recordClientFaults`).
     func flushHeld(of clientID: String, now: Int64, orders: inout ClientOrders, updates: inout [ClientDeliveryUpdate],
-                   changes: inout [(Int64, String)], events published: inout [(String, String)], state s: inout EngineState) {
+                   changes: inout [(Int64, String)], events published: inout [(String, String)],
+                   state s: inout EngineState) -> [(delivery: Int64, fault: String)] {
+        var fired: [(delivery: Int64, fault: String)] = []
         // Nothing held anywhere: the common case after an acknowledgement.
-        guard !s.stored.isEmpty, let client = s.realClients[clientID], let conn = client.connection else { return }
+        guard !s.stored.isEmpty, let client = s.realClients[clientID], let conn = client.connection else { return fired }
         var waiting: [(device: Device, entry: StoredEntry)] = []
         let carried = s.carried(by: client)
         // Lists emptied here (or before) go.
@@ -164,7 +168,7 @@ extension Engine {
             guard d.online else { continue }
             for e in held { waiting.append((d, e)) }
         }
-        guard !waiting.isEmpty else { return }
+        guard !waiting.isEmpty else { return fired }
         waiting.sort { $0.entry.deliveryID < $1.entry.deliveryID }
         var room = maxUnackedPerConnection - conn.unacked.count
         for (d, e) in waiting {
@@ -178,8 +182,11 @@ extension Engine {
                 continue
             }
             guard room > 0 else { break }
-            let fault = faultsArmed.load(ordering: .relaxed)
-                ? s.faults.fireClientFault(transport: client.kind.faultTransport, senderID: d.senderID, token: d.token)?.action : nil
+            let firing = faultsArmed.load(ordering: .relaxed)
+                ? s.faults.fireClientFault(transport: client.kind.faultTransport, senderID: d.senderID, token: d.token) : nil
+            // On the record as a fault fired at the send is (the recipient's and the message's `fault`).
+            if let firing { fired.append((e.deliveryID, firing.id)) }
+            let fault = firing?.action
             if fault == .closeConnection {
                 // The fault closes the connection instead: what is held stays held.
                 orders.close.append(ClientClose(transport: client.kind, clientID: clientID, connectionID: conn.info.id,
@@ -198,6 +205,7 @@ extension Engine {
             published.append(("message.sent", EventJSON.clientDelivery(messageID: write.version, token: d.token, status: "sent", at: now,
                                                                          clientDelivery: cd.json())))
         }
+        return fired
     }
 
     /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted.
@@ -356,11 +364,13 @@ extension Engine {
             }
             var orders = ClientOrders()
             var changes: [(Int64, String)] = []
+            var fired: [(delivery: Int64, fault: String)] = []
             if wasSent {
-                flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+                fired = flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             }
             var writes = [Writes.setClientDeliveries(updates, settledAt: now)]
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+            if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
             // The acknowledged delivery's inbox changed, and those of the client's devices when
             // what it held was written (or expired) too.
             let touched = updates.count == 1 && changes.isEmpty ? [deviceID] : [deviceID] + s.carried(by: s.realClients.values[ci])
@@ -472,7 +482,8 @@ extension Engine {
             var updates: [ClientDeliveryUpdate] = []
             var changes: [(Int64, String)] = []
             if d.online {
-                flushHeld(of: link.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+                let fired = flushHeld(of: link.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+                if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
             }
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
             if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }

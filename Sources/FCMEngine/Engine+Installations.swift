@@ -192,9 +192,11 @@ extension Engine {
                 // Moved onto a connected subscription: what it held goes out on that connection now.
                 var updates: [ClientDeliveryUpdate] = []
                 var changes: [(Int64, String)] = []
-                flushHeld(of: carrier.row.id, now: now, orders: &moved, updates: &updates, changes: &changes, events: &published, state: &s)
+                let fired = flushHeld(of: carrier.row.id, now: now, orders: &moved, updates: &updates, changes: &changes, events: &published,
+                                      state: &s)
                 if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
                 if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+                if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
             }
             return .success((d, submit(writes + (created ? [Writes.setDeviceClient(device: d.id, link.stored)] : []))))
         }

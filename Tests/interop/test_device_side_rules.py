@@ -685,6 +685,36 @@ def test_an_mcs_delay_fault_holds_the_write_not_the_answer(mock_mcs):
         conn.close()
 
 
+def test_a_fault_on_a_held_push_written_at_login_is_on_its_record(mock_mcs):
+    """§4.3: a client fault fires on the write of a delivery, also one held while the client was
+    away and written at its next login; the message record and its recipient name the fault, as
+    for a push written at once (`close_connection` closes that login's connection instead, and the
+    push goes out at the next one)."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    message_id = send(mock_mcs, token, {"held": "1"})
+    wait_entry(mock_mcs, token, message_id, "pending")
+    fault = mock_mcs.fault({"transport": "mcs", "token": token}, {"close_connection": True}, times=1)
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    try:
+        conn.send_packet(2, login_request(android_id, security_token), version=True)
+        packets = []
+        with pytest.raises(Exception):
+            while True:
+                packets.append(conn.packet()[0])
+        assert TAG_DATA not in packets, packets
+    finally:
+        conn.close()
+    record = mock_mcs.message(message_id)
+    assert record["fault"] == fault["id"], record
+    assert [r.get("fault") for r in record["recipients"]] == [fault["id"]], record
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        assert data_packets(conn, 1) == [message_id]
+    finally:
+        conn.close()
+
+
 # -- last: moves the module's clock -----------------------------------------------------------------
 
 def test_an_expired_installation_auth_token_is_unauthenticated(mock_mcs):
