@@ -76,6 +76,22 @@ def set_scheme(browser, scheme, size):
     browser.command("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
 
 
+def client_badge(page, token):
+    """A device row's real-client badge (real-clients.md §4.4): its name, dot classes and title;
+    None for a fake device."""
+    return page.eval(f"""(() => {{ const b = document.querySelector('#devices tr[data-token={js(token)}] .client-badge');
+        return b && {{name: b.querySelector('.client-name').textContent, dot: b.querySelector('.client-dot').className,
+                     title: b.title}}; }})()""")
+
+
+def listed_client(page, client_id):
+    """The Clients list's line of client `client_id` once it shows: its name and text."""
+    li = f"#clients li[data-id={js(client_id)}]"
+    page.wait_for(f"!!document.querySelector({js(li)})", what=f"client {client_id} in the Clients list")
+    return {"name": page.eval(f"document.querySelector({js(li + ' .client-name')}).textContent"),
+            "text": page.eval(f"document.querySelector({js(li)}).textContent")}
+
+
 def open_page(browser, url):
     browser.command("Page.navigate", {"url": url})
     browser.wait_for("document.readyState === 'complete' && document.getElementById('messages').dataset.loaded === 'true'",

@@ -20,6 +20,7 @@ from chromium_push import rewritten
 from firefox import (EventStream, Subscribed, location_id, new_vapid, vapid_key, wait_device,
                      wait_entry)
 from mocksupport import q
+from scanpage import DESKTOP, client_badge, js, listed_client, open_page, set_scheme
 
 pytestmark = pytest.mark.chromium
 
@@ -110,6 +111,24 @@ def test_subscribe_registers_over_gcm_and_a_push_is_delivered_by_stream_ack(mock
     push_page.wait_report(subscribed.scope, text, firefox=chromium_gcm)
     entry = wait_entry(mock_mcs, token, message_id, "delivered", firefox=chromium_gcm)
     assert_delivered_by_stream_ack(entry, message_id)
+
+
+def test_the_page_shows_chromiums_device_and_client_with_a_chromium_badge(mock_mcs, chromium_gcm, subscribed, page):
+    """§4.4: a real client's device gets a badge naming it (Chromium, from its checkin's user agent
+    and its login's `chrome-` version) with a connected dot and the user agent on hover; the
+    Clients list names it too, with its MCS connection."""
+    client = subscribed.device["client"]
+    gcm_client(mock_mcs, client["id"], chromium_gcm)
+    set_scheme(page, "light", DESKTOP)
+    open_page(page, mock_mcs.base_url + "/")
+    page.wait_for(f"!!document.querySelector('#devices tr[data-token={js(subscribed.token)}] .client-badge')",
+                  what="Chromium's device with its badge")
+    b = client_badge(page, subscribed.token)
+    assert b["name"] == "Chromium" and "on" in b["dot"].split(), b
+    assert "user agent: " + client["user_agent"] in b["title"], b
+    listed = listed_client(page, client["id"])
+    assert listed["name"] == "Chromium", listed
+    assert re.search(r"m\d+ · \S+ · tls", listed["text"]), listed
 
 
 def test_aesgcm_push_reaches_the_worker(subscribed):

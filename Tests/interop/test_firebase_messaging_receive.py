@@ -18,6 +18,7 @@ from firebase_admin import messaging
 
 from firefox import wait_entry
 from mocksupport import KEY_A, PROJECT_A, SENDER_A, q
+from scanpage import DESKTOP, client_badge, js, listed_client, open_page, set_scheme
 from v1support import pointed
 
 pytestmark = pytest.mark.firebase_messaging
@@ -70,6 +71,22 @@ def assert_delivered_by_selective_ack(entry, message_id, client):
     assert cd["ack"]["by"] == "selective_ack", cd
     assert cd["encryption"] == "aesgcm", cd
     assert cd["via"] == client.credentials["gcm"]["token"], cd
+
+
+def test_the_page_shows_its_devices_and_client_as_firebase_messaging(mock_mcs, fm_client, page):
+    """§4.4: firebase-messaging's FCM registration and the `wp:` registration it travels over get a
+    firebase-messaging badge (its checkin's aiohttp user agent, a login version without `chrome-`)
+    with a connected dot; the Clients list names the client so too."""
+    wp = fm_client.credentials["gcm"]["token"]
+    android_id = mock_mcs.device(wp)["client"]["id"]
+    set_scheme(page, "light", DESKTOP)
+    open_page(page, mock_mcs.base_url + "/")
+    for token in (fm_client.token, wp):
+        page.wait_for(f"!!document.querySelector('#devices tr[data-token={js(token)}] .client-badge')",
+                      what=f"firebase-messaging's device {token[:12]}… with its badge")
+        b = client_badge(page, token)
+        assert b["name"] == "firebase-messaging" and "on" in b["dot"].split(), (token, b)
+    assert listed_client(page, android_id)["name"] == "firebase-messaging"
 
 
 # -- 9: registration and a v1 data message ------------------------------------------------------------

@@ -23,8 +23,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 import requests
 
-from scanpage import (DESKTOP, HOSTILE, assert_readable, chip, chip_finds_what_the_api_does, js, open_detail, open_page,
-                      row_cells, set_scheme)
+from scanpage import (DESKTOP, HOSTILE, assert_readable, chip, chip_finds_what_the_api_does, client_badge as badge, js, open_detail,
+                      open_page, row_cells, set_scheme)
 
 pytestmark = pytest.mark.usefixtures("page_shots")
 
@@ -151,13 +151,6 @@ def clients(mock):
 def open_desktop(page, mock, url="/"):
     set_scheme(page, "light", DESKTOP)
     open_page(page, mock.base_url + url)
-
-
-def badge(page, token):
-    """The device row's badge: its name, dot classes and title."""
-    return page.eval(f"""(() => {{ const b = document.querySelector('#devices tr[data-token={js(token)}] .client-badge');
-        return b && {{name: b.querySelector('.client-name').textContent, dot: b.querySelector('.client-dot').className,
-                     title: b.title}}; }})()""")
 
 
 def test_badges_dots_and_the_user_agent_as_text(mock, clients, page):
