@@ -9,6 +9,8 @@ One client serves the module (fcmclient.py, a child process); its messages are m
 `fcmMessageId`, the message id the mock names.
 """
 
+import json
+import re
 import secrets
 import time
 import warnings
@@ -18,7 +20,7 @@ from firebase_admin import messaging
 
 from firefox import wait_entry
 from mocksupport import KEY_A, PROJECT_A, SENDER_A, q
-from scanpage import DESKTOP, client_badge, js, listed_client, open_page, set_scheme
+from scanpage import DESKTOP, client_badge, js, listed_client, open_detail, open_page, set_scheme
 from v1support import pointed
 
 pytestmark = pytest.mark.firebase_messaging
@@ -87,6 +89,32 @@ def test_the_page_shows_its_devices_and_client_as_firebase_messaging(mock_mcs, f
         b = client_badge(page, token)
         assert b["name"] == "firebase-messaging" and "on" in b["dot"].split(), (token, b)
     assert listed_client(page, android_id)["name"] == "firebase-messaging"
+
+
+def test_the_page_shows_what_the_mock_encrypted_and_the_delivery_on_the_connection(mock_mcs, fm_client, sdk, page):
+    """§4.4: an `fcm` delivery's preview shows the JSON the mock encrypted for the registration;
+    its timeline the write on the MCS connection and the acknowledgement (the step's title names
+    the `persistent_id`)."""
+    marker = "shown " + secrets.token_hex(4)
+    message_id = v1_send(sdk, to_token(fm_client.token, data={"k": marker}))
+    fm_client.by_message_id(message_id)
+    entry = wait_entry(mock_mcs, fm_client.token, message_id, "delivered")
+    set_scheme(page, "light", DESKTOP)
+    open_detail(page, mock_mcs.base_url, message_id)
+    page.click("#detail .detail-tabs button[data-tab=Previews]")
+    page.wait_for("!!document.querySelector('#detail .pv-encrypted pre')", what="the JSON the mock encrypted")
+    shown = page.eval("document.querySelector('#detail .pv-encrypted pre').textContent")
+    assert json.loads(shown) == entry["client_delivery"]["plaintext"] and json.loads(shown)["data"]["k"] == marker, shown
+    assert page.eval("document.querySelector('#detail .pv-encrypted .pv-meta').textContent") == \
+        "encrypted by the mock (aesgcm) for the registration's keys:"
+    assert page.visible("#detail .pv-encrypted pre")
+    page.click("#detail .detail-tabs button[data-tab=Recipients]")
+    page.wait_for("!!document.querySelector('#detail .tab-panel[data-tab=Recipients] ol.timeline li.sent')", what="the timeline")
+    steps = page.eval("[...document.querySelectorAll('#detail .tab-panel[data-tab=Recipients] ol.timeline li')]"
+                      ".map(li => [li.querySelector('.what').textContent, li.title])")
+    assert steps[0][0] == "accepted" and steps[-1][0] == "delivered", steps
+    assert re.fullmatch(r"sent on m\d+ · acked after \d+ m?s", steps[1][0]), steps
+    assert steps[1][1] == "persistent_id " + message_id, steps
 
 
 # -- 9: registration and a v1 data message ------------------------------------------------------------

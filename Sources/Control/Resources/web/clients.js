@@ -81,7 +81,9 @@ function steps(r) {
     const after = between(cd.first_sent_at, ack.at);
     sent += " · acked" + (ack.code !== null && ack.code !== undefined ? " " + ack.code : "") + (after ? " after " + after : "");
   }
-  out.push({ what: sent, at: cd.first_sent_at, cls: "sent", title: "version " + str(cd.version) });
+  // What the client acknowledges it by: autopush's `version`, MCS's `persistent_id`.
+  const ackedBy = cd.kind === "mcs" ? "persistent_id " + str(cd.persistent_id) : "version " + str(cd.version);
+  out.push({ what: sent, at: cd.first_sent_at, cls: "sent", title: ackedBy });
   if (typeof cd.sends === "number" && cd.sends > 1) {
     out.push({ what: "re-sent after reconnect", at: null, cls: "resent", title: "written " + cd.sends + " times" });
   }

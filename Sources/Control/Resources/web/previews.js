@@ -263,6 +263,22 @@
     const entry = "effective" in given || "message_id" in given || "message_type" in given ? given : { effective: given };
     const i = Object.assign({}, info || {});
     if (!i.status) i.status = entry.status;
+    return withEncrypted(face(entry, i), entry);
+  }
+
+  // An FCM registration's delivery (real-clients.md): below its face, the JSON the mock encrypted
+  // for the registration's keys (the entry's `client_delivery.plaintext`), as the client decrypts it.
+  function withEncrypted(c, entry) {
+    const cd = isObject(entry.client_delivery) ? entry.client_delivery : null;
+    if (!c || !cd || cd.plaintext === null || cd.plaintext === undefined) return c;
+    const box = el("div", null, "pv-encrypted");
+    box.append(el("div", "encrypted by the mock (" + str(cd.encryption || "aesgcm") + ") for the registration's keys:", "pv-meta"),
+               el("pre", JSON.stringify(cd.plaintext, null, 1), "pv-json"));
+    c.append(box);
+    return c;
+  }
+
+  function face(entry, i) {
     const eff = isObject(entry.effective) ? entry.effective : null;
     const platform = (eff && eff.platform) || i.platform || "android";
     if (entry.message_type === "deleted_messages" || !eff) {
