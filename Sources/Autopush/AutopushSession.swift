@@ -57,7 +57,10 @@ final class AutopushSession: WebSocketHandler {
         room.open.subtract(1, ordering: .relaxed)
         room.byConnection.withLock { _ = $0.removeValue(forKey: "ws\(ws.id)") }
         room.log.info("autopush connection closed", [("conn", "ws\(ws.id)"), ("uaid", clientID ?? ""), ("code", String(code)), ("reason", reason)])
-        guard let clientID else { return }
+        guard let clientID else {
+            return room.engine.unnamedClientClosed(kind: .autopush, connectionID: "ws\(ws.id)", userAgent: userAgent, code: Int(code),
+                                                   reason: reason)
+        }
         room.release(self, clientID: clientID)
         room.engine.clientClosed(clientID: clientID, connectionID: "ws\(ws.id)", code: Int(code), reason: reason)
     }

@@ -435,6 +435,16 @@ extension Engine {
         events.publish(published)
     }
 
+    /// A connection that closed before it named its client (before autopush's `hello`, before an
+    /// MCS login was accepted; hostile input among them): `client.closed` all the same, its
+    /// `client` with `id` null (`EngineState.unnamedClient`). Nothing else changes.
+    public func unnamedClientClosed(kind: ClientKind, connectionID: String, userAgent: String?, code: Int, reason: String) {
+        guard events.hasReaders else { return }
+        let client = EngineState.unnamedClient(kind: kind, userAgent: userAgent)
+        events.publish([("client.closed", EventJSON.clientClosed(client: client, connectionID: connectionID, code: code, reason: reason,
+                                                                  at: clock.nowMillis()))])
+    }
+
     /// What a connection's end changes: the client without it, its devices offline, what was
     /// unacknowledged held again (or expired, or dropped), `client.closed`; the store's writes.
     private func connectionEnded(_ client: RealClient, _ conn: ClientConnection, code: Int, reason: String, now: Int64,

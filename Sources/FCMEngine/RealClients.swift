@@ -257,6 +257,24 @@ extension EngineState {
         return w.string
     }
 
+    /// The `client` of a connection that closed before it named one (before autopush's `hello`,
+    /// before an MCS login was accepted): the clients API's keys, `id` null, nothing known but its
+    /// kind and, for autopush, the upgrade's user agent.
+    static func unnamedClient(kind: ClientKind, userAgent: String?) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("id"); w.null()
+        w.key("kind"); w.value(kind.rawValue)
+        w.key("connected"); w.value(false)
+        w.key("connection"); w.null()
+        w.key("user_agent"); w.value(userAgent)
+        for key in ["client_version", "checkin", "created_at", "last_connected_at"] { w.key(key); w.null() }
+        w.key("devices"); w.beginArray(); w.endArray()
+        w.key("registrations"); w.beginArray(); w.endArray()
+        w.endObject()
+        return w.string
+    }
+
     /// A device's `client` object.
     func writeClient(_ w: inout JSONWriter, _ link: DeviceClient) {
         let carrier = link.kind == .fcm ? link.via.flatMap { devices[$0]?.client } : link

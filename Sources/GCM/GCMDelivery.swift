@@ -129,7 +129,9 @@ public final class GCMDelivery: MCSDelegate {
         connections.withLock { _ = $0.removeValue(forKey: connection.id) }
         log.info("mcs connection closed", [("conn", connection.id), ("android_id", connection.loginRequest?.user ?? ""), ("remote", connection.remote),
                                            ("reason", reason)])
-        guard let user = connection.user else { return }
+        guard let user = connection.user else {
+            return engine.unnamedClientClosed(kind: .gcm, connectionID: connection.id, userAgent: nil, code: 0, reason: reason)
+        }
         engine.clientClosed(clientID: user, connectionID: connection.id, code: 0, reason: reason)
     }
 

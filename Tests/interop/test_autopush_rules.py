@@ -196,6 +196,29 @@ def test_disconnect_answers_the_client_closed_and_the_push_held(mock):
     c.close()
 
 
+def test_a_connection_closed_before_hello_publishes_client_closed(mock):
+    """§2.5: every close publishes `client.closed`, also one before `hello`, when there is no
+    client to name yet: its `client` has the clients API's keys with `id` null, the kind and the
+    upgrade's user agent."""
+    url = mock.base_url.replace("http://", "ws://", 1) + "/autopush"
+    agent = "pre-hello-" + uuid.uuid4().hex[:8]
+    with EventStream(mock) as events:
+        for first, code, said in (({"messageType": "register", "channelID": str(uuid.uuid4())}, 1008, "register"),
+                                  (b"\x00binary", 1003, "binary")):
+            ws = connect(url, subprotocols=["push-notification"], user_agent_header=agent, open_timeout=10, close_timeout=2,
+                         proxy=None, legacy=True)
+            ws.send(first if isinstance(first, bytes) else json.dumps(first))
+            try:
+                while True:
+                    ws.recv(timeout=5)
+            except ConnectionClosed as e:
+                assert e.rcvd is not None and e.rcvd.code == code, e
+            closed = events.wait("client.closed", lambda e: e["client"]["user_agent"] == agent and e["code"] == code)
+            assert closed["client"]["id"] is None and closed["client"]["kind"] == "autopush", closed
+            assert closed["client"]["connected"] is False and closed["client"]["devices"] == [], closed
+            assert closed["connection_id"].startswith("ws") and said in closed["reason"], closed
+
+
 def test_a_reset_that_forgets_clients_publishes_each_close(mock):
     """§4.1: `POST /api/v1/reset?clients=false` forgets clients and closes their connections;
     each close publishes `client.closed`, as every close does. Last in the module: it resets."""

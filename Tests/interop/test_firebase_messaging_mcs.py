@@ -80,6 +80,23 @@ def test_a_70_kib_packet_is_closed(mock_mcs, fm_client):
     still_receives(mock_mcs, fm_client)
 
 
+def test_a_hostile_close_before_a_login_publishes_client_closed(mock_mcs):
+    """§3.7: each close emits `client.closed`, also one before a login named a client: its
+    `client` has `id` null and kind `gcm`, the reason the log's."""
+    with EventStream(mock_mcs) as events:
+        conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+        conn.send(b"\x28" + bytes([TAG_LOGIN_REQUEST]) + pb_varint(1) + b"\x00")
+        closed_silently(mock_mcs, conn, "version byte 40")
+        closed = events.wait("client.closed", lambda e: e["client"]["id"] is None and e["client"]["kind"] == "gcm")
+    assert re.fullmatch(r"m\d+", closed["connection_id"]) and closed["reason"], closed
+    assert closed["client"]["connected"] is False and closed["client"]["connection"] is None, closed
+    line = f"mcs connection closed conn={closed['connection_id']} "
+    deadline = time.monotonic() + 5
+    while line not in mock_mcs.stderr_tail(200_000) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert line in mock_mcs.stderr_tail(200_000), mock_mcs.stderr_tail(2000)
+
+
 @pytest.mark.parametrize("auth_service", [None, 1, 3])
 def test_a_login_without_auth_service_2_is_refused(mock_mcs, auth_service):
     """§3.5: the LoginRequest's `auth_service` must be 2 (ANDROID_ID), even with the right pair:
