@@ -484,15 +484,17 @@ extension Engine {
             guard var d = s.device(token: token), var link = d.client else { return .failure(.notFound("device '\(token)' does not exist")) }
             link.held = !online
             d.client = link
-            let connected = s.realClients[link.id]?.connection != nil
-            d.online = online && connected
+            // The client whose connection carries it (an FCM registration's: its subscription's).
+            let carrier = s.carrier(of: d)
+            d.online = online && carrier?.connection != nil
             d.lastSeenAt = now
             s.devices[d.id] = d
             var writes = [Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false), Writes.setDeviceClient(device: d.id, link.stored)]
             var updates: [ClientDeliveryUpdate] = []
             var changes: [(Int64, String)] = []
-            if d.online {
-                let fired = flushHeld(of: link.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+            if d.online, let carrier {
+                let fired = flushHeld(of: carrier.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published,
+                                      state: &s)
                 if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
             }
             if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }

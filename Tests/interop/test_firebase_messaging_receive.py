@@ -197,6 +197,23 @@ def test_receives_a_legacy_send_to_its_token(mock_mcs, fm_client):
     assert_delivered_by_selective_ack(entry, message_id, fm_client)
 
 
+def test_patch_online_holds_and_releases_its_registration_while_it_stays_connected(mock_mcs, fm_client, sdk):
+    """§1 and §4.1: `PATCH {"online":false}` holds what is sent to the FCM registration while
+    firebase-messaging stays connected; `{"online":true}` puts it back online and writes what it
+    held at once."""
+    held = mock_mcs.api("PATCH", f"/api/v1/devices/{q(fm_client.token)}", json={"online": False})
+    assert held["online"] is False and held["client"]["connected"] is True, held
+    data = {"held": secrets.token_hex(4)}
+    message_id = v1_send(sdk, to_token(fm_client.token, data=data))
+    wait_entry(mock_mcs, fm_client.token, message_id, "pending", firefox=fm_client)
+    released = mock_mcs.api("PATCH", f"/api/v1/devices/{q(fm_client.token)}", json={"online": True})
+    assert released["online"] is True, released
+    payload, _ = fm_client.by_message_id(message_id)
+    assert payload["data"] == data, payload
+    entry = wait_entry(mock_mcs, fm_client.token, message_id, "delivered", firefox=fm_client)
+    assert_delivered_by_selective_ack(entry, message_id, fm_client)
+
+
 # -- 11: redelivery after the connection closed ----------------------------------------------------------
 
 def test_a_closed_connection_holds_the_message_until_the_client_logs_in_again(mock_mcs, fm_client, sdk):
