@@ -78,7 +78,10 @@ public final class AutopushRoom: Sendable {
             // The connection it was decided for (its session writes nothing for another).
             guard let session = open[w.connectionID] ?? now[w.clientID] else { continue }
             if let ms = w.delayMillis, ms > 0 {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { session.write(w) }
+                // `sent` from when it is written (the engine says whether it is still wanted).
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { [engine] in
+                    if engine.delayedWriteDue(w) { session.write(w) }
+                }
             } else {
                 session.write(w)
             }

@@ -199,6 +199,8 @@ extension Engine {
             s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
             let (write, update) = markSent(e, device: d, connection: conn.info.id, clientID: clientID, now: now, delay: delay, state: &s)
             orders.writes.append(write)
+            // One a fault delays is `sent` when it is written (`delayedWriteDue`).
+            guard let update else { continue }
             updates.append(update)
             guard events.hasReaders else { continue }
             guard let cd = s.clientDeliveries[e.deliveryID] else { continue }
@@ -208,16 +210,19 @@ extension Engine {
         return fired
     }
 
-    /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted.
+    /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted. One a
+    /// fault delays (`delay`) is on the connection's unacknowledged list from now, but stays as it
+    /// was (`pending`, no send counted, no record: the update is nil) until the room writes it
+    /// (`delayedWriteDue`).
     func markSent(_ e: StoredEntry, device d: Device, connection connectionID: String, clientID: String, now: Int64,
-                  delay: Int64?, state s: inout EngineState) -> (ClientWrite, ClientDeliveryUpdate) {
+                  delay: Int64?, state s: inout EngineState) -> (ClientWrite, ClientDeliveryUpdate?) {
         let version = MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description
         // The client looked up once (its id hashed once) and changed in place.
         let ci = s.realClients.index(forKey: clientID)
         let transport = ci.map { s.realClients.values[$0].kind } ?? .autopush
         var cd = s.clientDeliveries[e.deliveryID]
             ?? ClientDelivery(kind: transport, connectionID: connectionID, version: version, firstSentAt: now, sends: 0, entry: e)
-        cd.sends += 1
+        if delay == nil { cd.sends += 1 }
         cd.connectionID = connectionID
         s.clientDeliveries[e.deliveryID] = cd
         s.clientDeliveryDevice[e.deliveryID] = d.id
@@ -231,7 +236,36 @@ extension Engine {
                                 version: version, token: carrier?.token ?? d.token, channelID: registration?.channelID,
                                 payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: link,
                                 deviceToken: d.token, registration: registration)
+        guard delay == nil else { return (write, nil) }
         return (write, ClientDeliveryUpdate(id: e.deliveryID, status: "sent", deliveredAt: nil, stored: cd.stored()))
+    }
+
+    /// The room is about to write `w`, which a fault delayed: true when it is still wanted (its
+    /// connection open, the delivery on it and not settled), the delivery then `sent` from now,
+    /// its send counted (the first write's time is now) and `message.sent` published.
+    public func delayedWriteDue(_ w: ClientWrite) -> Bool {
+        let now = clock.nowMillis()
+        return state.withLock { s in
+            guard var cd = s.clientDeliveries[w.deliveryID], cd.connectionID == w.connectionID, cd.ack == nil, cd.rejection == nil,
+                  let conn = s.realClients[w.clientID]?.connection, conn.info.id == w.connectionID, conn.unacked.contains(w.deliveryID)
+            else { return false }
+            if cd.sends == 0 { cd.firstSentAt = now }
+            cd.sends += 1
+            s.clientDeliveries[w.deliveryID] = cd
+            let device = s.clientDeliveryDevice[w.deliveryID]
+            var published: [(String, String)] = []
+            if events.hasReaders, let d = device.flatMap({ s.devices[$0] }) {
+                published.append(("message.sent", EventJSON.clientDelivery(messageID: w.version, token: d.token, status: "sent", at: now,
+                                                                             clientDelivery: cd.json())))
+            }
+            let sent = published
+            let update = ClientDeliveryUpdate(id: w.deliveryID, status: "sent", deliveredAt: nil, stored: cd.stored())
+            submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in
+                if let device { notifyChanged(devices: [device]) } else { notifyChanged() }
+                events.publish(sent)
+            }
+            return true
+        }
     }
 
     // MARK: Registrations

@@ -203,9 +203,14 @@ extension Engine {
                     if case .delay(let ms)? = fault { delay = ms }
                     let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: carrier.row.id, now: now,
                                                    delay: delay, state: &s)
+                    p.clientOrders.writes.append(write)
+                    // One a fault delays stays `pending` until it is written (`delayedWriteDue`).
+                    guard let update else {
+                        row.status = "pending"
+                        return
+                    }
                     row.status = "sent"
                     row.clientDelivery = update.stored
-                    p.clientOrders.writes.append(write)
                     return
                 }
             }

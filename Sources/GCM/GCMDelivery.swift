@@ -174,7 +174,10 @@ public final class GCMDelivery: MCSDelegate {
     func deliver(_ orders: ClientOrders) {
         for w in orders.writes {
             if let ms = w.delayMillis, ms > 0 {
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { [self] in write(w) }
+                // `sent` from when it is written (the engine says whether it is still wanted).
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(ms))) { [self] in
+                    if engine.delayedWriteDue(w) { write(w) }
+                }
             } else {
                 write(w)
             }

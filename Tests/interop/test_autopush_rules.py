@@ -111,24 +111,55 @@ def test_pushes_racing_a_hello_are_written_on_its_connection(mock):
     assert len(sent) > 20, len(sent)
 
 
+def entry_of(mock, token, version):
+    return mock.api("GET", f"/api/v1/devices/{token}/messages/{urllib.parse.quote(version, safe='')}")
+
+
 def test_a_delay_fault_holds_the_write_of_a_push_that_waited_for_the_client(mock):
     """§4.3: `{"delay_ms":N}` holds the write, also of a push held while the client was away and
-    written after its next hello."""
+    written after its next hello. §4.2: `sent` means written, so the push stays `pending` (no
+    `client_delivery`, no `message.sent`) until the delay ends."""
     c = Channel(mock)
     c.away()
     version = push(requests.Session(), c.endpoint)
     fault = mock.fault({"transport": "autopush", "token": c.token}, {"delay_ms": 1500}, times=1)
     try:
-        t0 = time.monotonic()
-        c.hello()
-        assert c.notifications(time.monotonic() + 0.8, ack=False) == [], "written before its delay"
-        got = []
-        c.notifications(time.monotonic() + 5, lambda: version in got, got=got)
-        assert got == [version], got
-        assert time.monotonic() - t0 >= 1.5
+        with EventStream(mock) as events:
+            t0 = time.monotonic()
+            c.hello()
+            assert c.notifications(time.monotonic() + 0.8, ack=False) == [], "written before its delay"
+            waiting = entry_of(mock, c.token, version)
+            assert waiting["status"] == "pending" and waiting["client_delivery"] is None, waiting
+            assert not [e for n, e in events.events if n == "message.sent" and e["message_id"] == version]
+            got = []
+            c.notifications(time.monotonic() + 5, lambda: version in got, got=got)
+            assert got == [version], got
+            assert time.monotonic() - t0 >= 1.5
+            sent = events.wait("message.sent", lambda e: e["message_id"] == version)
+            assert sent["client_delivery"]["sends"] == 1, sent
         assert fault["id"] not in mock.fault_ids(), "the fault was not spent"
+        assert mock.message(version)["fault"] == fault["id"]
     finally:
         c.close()
+
+
+def test_a_push_whose_delayed_write_outlived_its_connection_was_never_sent(mock):
+    """§4.3: a delayed write whose connection closed first is not written; the push stays
+    `pending` with no send counted, and the next hello writes it once (`sends` 1)."""
+    c = Channel(mock)
+    mock.fault({"transport": "autopush", "token": c.token}, {"delay_ms": 800}, times=1)
+    version = push(requests.Session(), c.endpoint)
+    c.away()
+    time.sleep(1.2)
+    held = entry_of(mock, c.token, version)
+    assert held["status"] == "pending" and held["client_delivery"] is None, held
+    c.hello()
+    got = []
+    c.notifications(time.monotonic() + 5, lambda: version in got, got=got)
+    assert got == [version], got
+    entry = wait_entry(mock, c.token, version, "delivered")
+    assert entry["client_delivery"]["sends"] == 1, entry
+    c.close()
 
 
 def test_a_push_held_for_a_real_client_shows_client_delivery_null(mock):

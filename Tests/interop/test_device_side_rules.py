@@ -676,10 +676,14 @@ def test_an_mcs_delay_fault_holds_the_write_not_the_answer(mock_mcs):
         message_id = send(mock_mcs, token, {"late": "1"})
         assert time.monotonic() - t0 < 1.0, "the sender waited for the delayed write"
         assert quiet(conn, 0.8), "written before its delay"
+        # `sent` means written: until then the delivery is `pending`, with no life on the connection.
+        waiting = [e for e in mock_mcs.inbox(token) if e["message_id"] == message_id][0]
+        assert waiting["status"] == "pending" and waiting["client_delivery"] is None, waiting
         assert data_packets(conn, 1, timeout=5) == [message_id]
         assert time.monotonic() - t0 >= 1.5
         selective_ack(conn, message_id)
-        wait_entry(mock_mcs, token, message_id, "delivered")
+        delivered = wait_entry(mock_mcs, token, message_id, "delivered")
+        assert delivered["client_delivery"]["sends"] == 1, delivered
         assert mock_mcs.message(message_id)["fault"] == fault["id"]
     finally:
         conn.close()
