@@ -42,9 +42,11 @@ class FcmClient:
     `localhost`, the name its certificate has), `ca_pem` the CA file (`tls_ca`)."""
 
     def __init__(self, base_url, mcs_port, ca_pem, project_id, sender_id,
-                 app_id=None, api_key="any-api-key", vapid_key=None):
+                 app_id=None, api_key="any-api-key", vapid_key=None, https_port=None):
         self.base_url = base_url
         self.mcs_port = mcs_port
+        # Given: the page's "Unmodified" block instead, Google's names sent to this HTTPS port.
+        self.https_port = https_port
         self.ca_pem = ca_pem
         self.config = {"project_id": project_id, "messaging_sender_id": sender_id,
                        "app_id": app_id or f"1:{sender_id}:web:0123456789abcdef",
@@ -69,7 +71,7 @@ class FcmClient:
         Returns the token."""
         assert self.proc is None, "firebase-messaging is already running"
         self.runs += 1
-        spec = {"mock": self.base_url, "mcs_port": self.mcs_port, "config": self.config,
+        spec = {"mock": self.base_url, "mcs_port": self.mcs_port, "https_port": self.https_port, "config": self.config,
                 "credentials": self.credentials,
                 "received_persistent_ids": [pid for _, pid in self.notifications] or None}
         spec_path = os.path.join(self.work, f"run{self.runs}.json")
@@ -220,15 +222,20 @@ def _child(spec_path):
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     out_lock = threading.Lock()
 
-    def doc_recipe(mock, mcs_port):
+    def doc_block(marker, line, replacement):
         import pathlib
         import re as _re
         doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "real-clients.md"
-        blocks = [b for b in _re.findall(r"^```python\n(.*?)^```$", doc.read_text(), _re.S | _re.M) if "fpc.MCS_HOST" in b]
-        assert len(blocks) == 1, f"docs/real-clients.md has {len(blocks)} firebase-messaging blocks"
-        line = 'MOCK, M = "http://127.0.0.1:8080", 5228'
+        blocks = [b for b in _re.findall(r"^```python\n(.*?)^```$", doc.read_text(), _re.S | _re.M) if marker in b]
+        assert len(blocks) == 1, f"docs/real-clients.md has {len(blocks)} blocks with {marker!r}"
         assert line in blocks[0], f"the recipe names {line!r}"
-        return blocks[0].replace(line, f"MOCK, M = {mock!r}, {int(mcs_port)}")
+        return blocks[0].replace(line, replacement)
+
+    def doc_recipe(mock, mcs_port, https_port):
+        if https_port is not None:
+            # "Unmodified": Google's names resolved to the mock's ports.
+            return doc_block("mtalk.google.com", "S, M = 8443, 5228", f"S, M = {int(https_port)}, {int(mcs_port)}")
+        return doc_block("fpc.MCS_HOST", 'MOCK, M = "http://127.0.0.1:8080", 5228', f"MOCK, M = {mock!r}, {int(mcs_port)}")
 
     def emit(**event):
         with out_lock:
@@ -239,7 +246,7 @@ def _child(spec_path):
 
     # docs/real-clients.md's block, as written but for this run's two values: the page's
     # recipe is what points the client at the mock.
-    exec(doc_recipe(spec["mock"], spec["mcs_port"]), {})
+    exec(doc_recipe(spec["mock"], spec["mcs_port"], spec.get("https_port")), {})
     cfg = FcmRegisterConfig(**spec["config"])
 
     def on_notification(payload, persistent_id, ctx):

@@ -214,6 +214,27 @@ def test_patch_online_holds_and_releases_its_registration_while_it_stays_connect
     assert_delivered_by_selective_ack(entry, message_id, fm_client)
 
 
+def test_the_unmodified_recipe_reaches_the_mock_under_googles_names(mock_mcs, sdk):
+    """§5 "Unmodified": firebase-messaging with Google's URLs as it has them, the names resolved to
+    the mock's HTTPS and MCS ports (docs/real-clients.md's block, run as written but for the two
+    ports), checks in, registers and receives an HTTP v1 send, `delivered` by `selective_ack`."""
+    from fcmclient import FcmClient
+    client = FcmClient(mock_mcs.base_url, mock_mcs.mcs_port, mock_mcs.ca, PROJECT_A, SENDER_A,
+                       https_port=mock_mcs.https_port)
+    try:
+        client.start()
+        dev = mock_mcs.device(client.token)
+        assert dev["client"]["kind"] == "fcm" and dev["client"]["connected"] is True, dev
+        data = {"unmodified": secrets.token_hex(4)}
+        message_id = v1_send(sdk, to_token(client.token, data=data))
+        payload, persistent_id = client.by_message_id(message_id)
+        assert payload["data"] == data and payload["from"] == SENDER_A and persistent_id == message_id, payload
+        entry = wait_entry(mock_mcs, client.token, message_id, "delivered", firefox=client)
+        assert_delivered_by_selective_ack(entry, message_id, client)
+    finally:
+        client.close()
+
+
 # -- 11: redelivery after the connection closed ----------------------------------------------------------
 
 def test_a_closed_connection_holds_the_message_until_the_client_logs_in_again(mock_mcs, fm_client, sdk):
