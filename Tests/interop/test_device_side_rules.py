@@ -703,9 +703,9 @@ def test_a_fault_on_a_held_push_written_at_login_is_on_its_record(mock_mcs):
     try:
         conn.send_packet(2, login_request(android_id, security_token), version=True)
         packets = []
-        with pytest.raises(Exception):
+        with pytest.raises(EOFError):
             while True:
-                packets.append(conn.packet()[0])
+                packets.append(conn.packet(timeout=5)[0])
         assert TAG_DATA not in packets, packets
     finally:
         conn.close()
