@@ -222,7 +222,11 @@ extension Engine {
         let transport = ci.map { s.realClients.values[$0].kind } ?? .autopush
         var cd = s.clientDeliveries[e.deliveryID]
             ?? ClientDelivery(kind: transport, connectionID: connectionID, version: version, firstSentAt: now, sends: 0, entry: e)
-        if delay == nil { cd.sends += 1 }
+        if delay == nil {
+            // A first write after one a fault delayed and a close undid: the first is now.
+            if cd.sends == 0 { cd.firstSentAt = now }
+            cd.sends += 1
+        }
         cd.connectionID = connectionID
         s.clientDeliveries[e.deliveryID] = cd
         s.clientDeliveryDevice[e.deliveryID] = d.id

@@ -161,7 +161,15 @@ def test_a_push_whose_delayed_write_outlived_its_connection_was_never_sent(mock)
     assert got == [version], got
     entry = wait_entry(mock, c.token, version, "delivered")
     assert entry["client_delivery"]["sends"] == 1, entry
+    # Its first write was at the hello, not when the delayed one was decided.
+    written_after = rfc3339_s(entry["client_delivery"]["first_sent_at"]) - rfc3339_s(entry["accepted_at"])
+    assert written_after >= 2.9, entry
     c.close()
+
+
+def rfc3339_s(text):
+    import datetime
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def test_a_push_held_for_a_real_client_shows_client_delivery_null(mock):
