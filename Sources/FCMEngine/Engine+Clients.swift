@@ -85,7 +85,8 @@ extension Engine {
             let own = received.isEmpty ? [] : Set(s.carried(by: client))
             for version in received {
                 guard let mid = MessageID(version),
-                      let (deviceID, found) = s.receivedDelivery(mid, version, among: own, client: client, connection: connection.id, now: now),
+                      let (deviceID, found) = s.receivedDelivery(mid, version, among: own, onWire: carried, client: client,
+                                                                 connection: connection.id, now: now),
                       found.ack == nil, let d = s.devices[deviceID] else { continue }
                 var cd = found
                 cd.ack = ("login", nil, now)
@@ -135,6 +136,11 @@ extension Engine {
         if cd.entry.expiresAt <= now {
             changes.append((deliveryID, "expired"))
             s.forgetClientDelivery(deliveryID)
+            if let d = device, events.hasReaders {
+                published.append(("message.expired", EventJSON.delivery(
+                    messageID: MessageID(micros: deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
+                    token: d.token, status: "expired", at: now)))
+            }
             return
         }
         var held = s.stored[deviceID] ?? []
@@ -176,6 +182,7 @@ extension Engine {
                 // A notice of deleted messages is FCM's (an MCS stanza), not autopush's: nothing to write there.
                 changes.append((e.deliveryID, "expired"))
                 s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
+                s.forgetClientDelivery(e.deliveryID)
                 published.append(("message.expired", EventJSON.delivery(
                     messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
                     token: d.token, status: "expired", at: now)))
@@ -194,7 +201,7 @@ extension Engine {
                 break
             }
             var delay: Int64?
-            if case .delay(let ms)? = fault { delay = ms }
+            if case .delay(let ms)? = fault, ms > 0 { delay = ms }
             room -= 1
             s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
             let (write, update) = markSent(e, device: d, connection: conn.info.id, clientID: clientID, now: now, delay: delay, state: &s)
@@ -246,30 +253,53 @@ extension Engine {
 
     /// The room is about to write `w`, which a fault delayed: true when it is still wanted (its
     /// connection open, the delivery on it and not settled), the delivery then `sent` from now,
-    /// its send counted (the first write's time is now) and `message.sent` published.
+    /// its send counted (the first write's time is now) and `message.sent` published. What
+    /// changed during the delay is applied as at any write: a delivery whose TTL ran out is
+    /// `expired`, one whose device went or was unregistered `dropped`, one whose device is held
+    /// offline held again; each leaves the connection's unacknowledged list, and false.
     public func delayedWriteDue(_ w: ClientWrite) -> Bool {
         let now = clock.nowMillis()
-        return state.withLock { s in
+        var settled: [(String, String)] = []
+        let due: Bool = state.withLock { s in
             guard var cd = s.clientDeliveries[w.deliveryID], cd.connectionID == w.connectionID, cd.ack == nil, cd.rejection == nil,
-                  let conn = s.realClients[w.clientID]?.connection, conn.info.id == w.connectionID, conn.unacked.contains(w.deliveryID)
+                  let ci = s.realClients.index(forKey: w.clientID), let conn = s.realClients.values[ci].connection,
+                  conn.info.id == w.connectionID, conn.unacked.contains(w.deliveryID)
             else { return false }
+            let device = s.clientDeliveryDevice[w.deliveryID].flatMap { s.devices[$0] }
+            if device?.state != .registered || cd.entry.expiresAt <= now || device?.online != true {
+                s.realClients.values[ci].connection?.unacked.removeAll { $0 == w.deliveryID }
+                var changes: [(Int64, String)] = []
+                var dropped: [ClientDeliveryUpdate] = []
+                requeue(w.deliveryID, now: now, changes: &changes, dropped: &dropped, events: &settled, state: &s)
+                var writes: [WriteOp] = []
+                if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+                if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
+                let published = settled
+                if !writes.isEmpty {
+                    submitRiding(writes) { [self] _ in
+                        if let device { notifyChanged(devices: [device.id]) } else { notifyChanged() }
+                        events.publish(published)
+                    }
+                }
+                return false
+            }
             if cd.sends == 0 { cd.firstSentAt = now }
             cd.sends += 1
             s.clientDeliveries[w.deliveryID] = cd
-            let device = s.clientDeliveryDevice[w.deliveryID]
             var published: [(String, String)] = []
-            if events.hasReaders, let d = device.flatMap({ s.devices[$0] }) {
+            if events.hasReaders, let d = device {
                 published.append(("message.sent", EventJSON.clientDelivery(messageID: w.version, token: d.token, status: "sent", at: now,
                                                                              clientDelivery: cd.json())))
             }
             let sent = published
             let update = ClientDeliveryUpdate(id: w.deliveryID, status: "sent", deliveredAt: nil, stored: cd.stored())
             submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in
-                if let device { notifyChanged(devices: [device]) } else { notifyChanged() }
+                if let device { notifyChanged(devices: [device.id]) } else { notifyChanged() }
                 events.publish(sent)
             }
             return true
         }
+        return due
     }
 
     // MARK: Registrations
@@ -687,10 +717,13 @@ extension EngineState {
     /// The delivery a login names as received (`received_persistent_id`), among devices `own`: the
     /// one memory has written, or after a restart (memory has no record of writes) one its device
     /// holds under that version, given a record of its own.
-    func receivedDelivery(_ mid: MessageID, _ version: String, among own: Set<Int64>, client: RealClient, connection: String,
-                          now: Int64) -> (Int64, ClientDelivery)? {
+    /// Only one still unsettled counts: held by its device, or on the connection the login
+    /// replaces (`onWire`); one settled since (expired, collapsed, deleted) stays so.
+    func receivedDelivery(_ mid: MessageID, _ version: String, among own: Set<Int64>, onWire: [Int64], client: RealClient,
+                          connection: String, now: Int64) -> (Int64, ClientDelivery)? {
         if let deviceID = clientDeliveryDevice[mid.micros] {
-            guard own.contains(deviceID), let cd = clientDeliveries[mid.micros], cd.version == version else { return nil }
+            guard own.contains(deviceID), let cd = clientDeliveries[mid.micros], cd.version == version,
+                  onWire.contains(mid.micros) || stored[deviceID]?.contains(where: { $0.deliveryID == mid.micros }) == true else { return nil }
             return (deviceID, cd)
         }
         for deviceID in own {

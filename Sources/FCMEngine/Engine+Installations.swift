@@ -117,7 +117,7 @@ extension Engine {
         // A PATCH that moves it onto a connected subscription: what it held, to write there.
         var moved = ClientOrders()
         var published: [(String, String)] = []
-        var displaced: [String] = []
+        var displaced: [Device] = []
         let result: Result<(Device, Store.Ticket), FirebaseRefusal> = state.withLock { s in
             guard let p = s.project(named: project) else { return .failure(.unknownProject) }
             let inst: InstallationRow
@@ -139,9 +139,16 @@ extension Engine {
             }
             let (formerVia, wasOnline) = (existing?.client?.via, existing?.online)
             // A PATCH onto an endpoint this installation has another registration for takes that
-            // one's place (one registration per installation and endpoint): it is unregistered.
+            // one's place (one registration per installation and endpoint): it is unregistered
+            // here, before anything it held could be written below.
             if given != nil, let existing, formerVia != viaID {
-                displaced = (s.fcmRiders[viaID] ?? []).compactMap { s.devices[$0] }.filter { isOwn($0) && $0.id != existing.id }.map(\.token)
+                for var other in (s.fcmRiders[viaID] ?? []).compactMap({ s.devices[$0] }) where isOwn(other) && other.id != existing.id {
+                    other.state = .unregistered
+                    other.lastSeenAt = now
+                    s.devices[other.id] = other
+                    s.fidFollowsLiveRegistration(leaving: other)
+                    displaced.append(other)
+                }
             }
             var d: Device
             if let existing {
@@ -187,6 +194,7 @@ extension Engine {
             }
             var writes = created ? deviceWrites([d], state: s)
                 : [Writes.setDeviceClient(device: d.id, link.stored)] + (s.webPush[d.id].map { [Writes.saveWebPush([$0.row])] } ?? [])
+            writes += displaced.map { Writes.unregister(device: $0.id, at: now) }
             if let wasOnline, wasOnline != d.online { writes.append(Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false)) }
             if formerVia != nil, formerVia != viaID, d.online, let carrier = s.carrier(of: d) {
                 // Moved onto a connected subscription: what it held goes out on that connection now.
@@ -205,7 +213,9 @@ extension Engine {
         if created, events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
         events.publish(published)
         dispatch(moved)
-        for token in displaced { _ = try? unregister(token) }
+        if events.hasReaders, !displaced.isEmpty {
+            events.publish(state.withLock { s in displaced.map { ("device.updated", s.render($0, now: now)) } })
+        }
         return device
     }
 
@@ -270,7 +280,10 @@ extension Engine {
                 s.clientDeliveries[mid.micros] = cd
                 // The entry shows them while `sent` too: recorded before the write that carries
                 // them (an acknowledgement's record comes after it).
-                guard cd.ack == nil, cd.rejection == nil else { return }
+                // Only while it is on the connection: one whose connection closed meanwhile is
+                // `pending` again, and stays so.
+                guard cd.ack == nil, cd.rejection == nil, cd.sends > 0,
+                      s.realClients[w.clientID]?.connection?.unacked.contains(mid.micros) == true else { return }
                 let update = ClientDeliveryUpdate(id: mid.micros, status: "sent", deliveredAt: nil, stored: cd.stored())
                 let device = s.clientDeliveryDevice[mid.micros]
                 submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in

@@ -200,7 +200,7 @@ extension Engine {
                     let entry = StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
                                             source: ctx.transport.tag)
                     var delay: Int64?
-                    if case .delay(let ms)? = fault { delay = ms }
+                    if case .delay(let ms)? = fault, ms > 0 { delay = ms }
                     let (write, update) = markSent(entry, device: target, connection: conn.info.id, clientID: carrier.row.id, now: now,
                                                    delay: delay, state: &s)
                     p.clientOrders.writes.append(write)

@@ -30,7 +30,18 @@ extension Engine {
                 }
                 return submit([Writes.setDeliveryStatuses([(id, "deleted")], at: now)])
             }
-            return nil
+            // Taken for a real client's connection, its write held by a fault's delay: still
+            // `pending` (nothing written), so still the sender's to take back.
+            guard let cd = s.clientDeliveries[id], cd.sends == 0, cd.ack == nil, !cd.entry.isNotice, cd.entry.source == transport.tag,
+                  let d = s.clientDeliveryDevice[id].flatMap({ s.devices[$0] }),
+                  messageIDSuffix(senderID: d.senderID) == messageID.suffix,
+                  let carrier = s.carrier(of: d), carrier.connection?.unacked.contains(id) == true else { return nil }
+            s.realClients[carrier.row.id]?.connection?.unacked.removeAll { $0 == id }
+            s.forgetClientDelivery(id)
+            if events.hasReaders {
+                event = ("message.deleted", EventJSON.delivery(messageID: messageID.description, token: d.token, status: "deleted", at: now))
+            }
+            return submit([Writes.setDeliveryStatuses([(id, "deleted")], at: now)])
         }
         guard let ticket else { return false }
         try commitControl(ticket)

@@ -305,11 +305,13 @@ struct EngineState: Sendable {
         fidIndex[fid].flatMap { devices[$0] }.map(current)
     }
 
-    /// FCM registration `d` no longer takes sends: when an installation's fid named it (v1's
-    /// `message.fid`), it names another registration of the installation still registered.
+    /// FCM registration `d` no longer takes sends (unregistered or deleted): when an
+    /// installation's fid named it (v1's `message.fid`), it names the installation's oldest
+    /// registration still registered, as a start's read-back does.
     mutating func fidFollowsLiveRegistration(leaving d: Device) {
         guard fidIndex[d.fid] == d.id,
-              let live = devices.values.first(where: { $0.fid == d.fid && $0.id != d.id && $0.state == .registered && $0.client?.kind == .fcm })
+              let live = devices.values.filter({ $0.fid == d.fid && $0.id != d.id && $0.state == .registered && $0.client?.kind == .fcm })
+                .min(by: { $0.id < $1.id })
         else { return }
         fidIndex[d.fid] = live.id
     }
@@ -403,6 +405,7 @@ struct EngineState: Sendable {
 
     /// Forgets a device and its token; its fid passes to the device that replaced it, if any.
     mutating func remove(_ d: Device) {
+        if d.client?.kind == .fcm { fidFollowsLiveRegistration(leaving: d) }
         let successor = current(d)
         devices[d.id] = nil
         tokenIndex[d.token] = nil

@@ -152,8 +152,6 @@ extension Writes {
         { c in try c.run("UPDATE devices SET client = ? WHERE id = ?", [.optional(json), .int(id)]) }
     }
 
-    /// Deliveries on real clients' connections: each one's status, its `client_delivery` and,
-    /// when given, when it was delivered.
     /// Faults that fired on the writes of held deliveries (delivery id, fault id): on the
     /// delivery, and on its message when none is there yet, as for a fault fired at the send.
     public static func recordClientFaults(_ fired: [(delivery: Int64, fault: String)]) -> WriteOp {
@@ -164,6 +162,8 @@ extension Writes {
         }
     }
 
+    /// Deliveries on real clients' connections: each one's status, its `client_delivery` and,
+    /// when given, when it was delivered.
     public static func setClientDeliveries(_ updates: [ClientDeliveryUpdate], settledAt: Int64) -> WriteOp {
         { c in
             try each(c, "UPDATE deliveries SET status = ?, client_delivery = ?, delivered_at = coalesce(?, delivered_at), settled_at = ? WHERE id = ?",

@@ -209,6 +209,39 @@ def test_a_patch_onto_an_endpoint_the_installation_has_replaces_its_registration
     assert r.status_code == 200 and r.json()["token"] == moved, r.text
 
 
+def test_a_displaced_registration_s_held_pushes_are_not_written_by_the_patch(mock_mcs):
+    """§3.4: the registration a `PATCH` displaces is unregistered before the moved one's held
+    pushes go out on the endpoint's connection: what the displaced one held is `dropped`, never
+    written; what the moved one held is written."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    wp = raw_register(mock_mcs.base_url, android_id, security_token, app="org.chromium.linux",
+                      sender=p256dh(), **{"X-subtype": f"wp:http://localhost:8300/#{uuid.uuid4()}-V2"})
+    endpoint_a, endpoint_b = f"https://fcm.googleapis.com/fcm/send/{wp}", subscription(mock_mcs)
+    _, _, auth = install(mock_mcs)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        tokens = []
+        for endpoint in (endpoint_a, endpoint_b):
+            r = requests.post(registrations(mock_mcs), json=web(endpoint), headers=fis, timeout=10)
+            assert r.status_code == 200, r.text
+            tokens.append(r.json()["token"])
+        displaced, moved = tokens
+        mock_mcs.api("PATCH", f"/api/v1/devices/{displaced}", json={"online": False})
+        gone = send(mock_mcs, displaced, {"to": "displaced"})
+        kept = send(mock_mcs, moved, {"to": "moved"})
+        wait_entry(mock_mcs, displaced, gone, "pending")
+        wait_entry(mock_mcs, moved, kept, "pending")
+        r = requests.patch(registrations(mock_mcs) + "/" + moved, json=web(endpoint_a), headers=fis, timeout=10)
+        assert r.status_code == 200, r.text
+        assert data_packets(conn, 1) == [kept]
+        assert quiet(conn, 0.5), "the displaced registration's push was written"
+        assert mock_mcs.device(displaced)["state"] == "unregistered"
+        wait_entry(mock_mcs, displaced, gone, "dropped")
+    finally:
+        conn.close()
+
+
 def test_message_fid_reaches_the_live_registration_after_another_is_deleted(mock_mcs, receiver):
     """§3.4 and v1's `message.fid`: an installation with two registrations, the first deleted:
     sends to the fid reach the one still registered, not `UNREGISTERED`."""
@@ -227,6 +260,12 @@ def test_message_fid_reaches_the_live_registration_after_another_is_deleted(mock
     assert r.status_code == 200, r.text
     message_id = v1(mock_mcs, {"fid": receiver.fid, "data": {"to": "third"}})
     assert mock_mcs.inbox(third)[-1]["message_id"] == message_id
+    # A registration the control API deletes hands the fid on as well.
+    r = requests.post(registrations(mock_mcs), json=web(subscription(mock_mcs)), headers=receiver.fis, timeout=10)
+    fourth = r.json()["token"]
+    mock_mcs.api("DELETE", f"/api/v1/devices/{third}", expect=204)
+    message_id = v1(mock_mcs, {"fid": receiver.fid, "data": {"to": "fourth"}})
+    assert mock_mcs.inbox(fourth)[-1]["message_id"] == message_id
 
 
 # -- §3.6 an FCM registration over a fake web device's subscription ---------------------------------
