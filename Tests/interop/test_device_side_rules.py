@@ -182,20 +182,25 @@ def test_a_patch_onto_a_connected_subscription_writes_what_the_registration_held
         conn.close()
 
 
+def one_installation_over(mock, *endpoints):
+    """A new installation with a registration over each endpoint: its headers and the tokens."""
+    _, _, auth = install(mock)
+    fis = {**API, "x-goog-firebase-installations-auth": auth}
+    tokens = []
+    for endpoint in endpoints:
+        r = requests.post(registrations(mock), json=web(endpoint), headers=fis, timeout=10)
+        assert r.status_code == 200, r.text
+        tokens.append(r.json()["token"])
+    return fis, tokens
+
+
 def test_a_patch_onto_an_endpoint_the_installation_has_replaces_its_registration_there(mock_mcs):
     """§3.4: an installation has one registration per endpoint ("the same installation and endpoint
     again → the same token"). A `PATCH` moving one registration onto an endpoint another of the
     same installation has takes that one's place: the other is `unregistered` (its sends
     `NotRegistered`, its `GET` 404), and a later `POST` of that endpoint answers the moved token."""
     endpoint_a, endpoint_b = subscription(mock_mcs), subscription(mock_mcs)
-    _, _, auth = install(mock_mcs)
-    fis = {**API, "x-goog-firebase-installations-auth": auth}
-    tokens = []
-    for endpoint in (endpoint_a, endpoint_b):
-        r = requests.post(registrations(mock_mcs), json=web(endpoint), headers=fis, timeout=10)
-        assert r.status_code == 200, r.text
-        tokens.append(r.json()["token"])
-    displaced, moved = tokens
+    fis, (displaced, moved) = one_installation_over(mock_mcs, endpoint_a, endpoint_b)
     r = requests.patch(registrations(mock_mcs) + "/" + moved, json=web(endpoint_a), headers=fis, timeout=10)
     assert r.status_code == 200 and r.json()["token"] == moved, r.text
     assert mock_mcs.device(displaced)["state"] == "unregistered"
@@ -217,16 +222,9 @@ def test_a_displaced_registration_s_held_pushes_are_not_written_by_the_patch(moc
     wp = raw_register(mock_mcs.base_url, android_id, security_token, app="org.chromium.linux",
                       sender=p256dh(), **{"X-subtype": f"wp:http://localhost:8300/#{uuid.uuid4()}-V2"})
     endpoint_a, endpoint_b = f"https://fcm.googleapis.com/fcm/send/{wp}", subscription(mock_mcs)
-    _, _, auth = install(mock_mcs)
-    fis = {**API, "x-goog-firebase-installations-auth": auth}
     conn = raw_login(mock_mcs, android_id, security_token)
     try:
-        tokens = []
-        for endpoint in (endpoint_a, endpoint_b):
-            r = requests.post(registrations(mock_mcs), json=web(endpoint), headers=fis, timeout=10)
-            assert r.status_code == 200, r.text
-            tokens.append(r.json()["token"])
-        displaced, moved = tokens
+        fis, (displaced, moved) = one_installation_over(mock_mcs, endpoint_a, endpoint_b)
         mock_mcs.api("PATCH", f"/api/v1/devices/{displaced}", json={"online": False})
         gone = send(mock_mcs, displaced, {"to": "displaced"})
         kept = send(mock_mcs, moved, {"to": "moved"})
