@@ -259,47 +259,42 @@ extension Engine {
     /// offline held again; each leaves the connection's unacknowledged list, and false.
     public func delayedWriteDue(_ w: ClientWrite) -> Bool {
         let now = clock.nowMillis()
-        var settled: [(String, String)] = []
-        let due: Bool = state.withLock { s in
+        var published: [(String, String)] = []
+        var device: Device?
+        // Committed before the room writes (this runs on a timer's thread, which may wait): a
+        // read of the record after the client has the push finds it `sent`.
+        let outcome: (due: Bool, ticket: Store.Ticket?) = state.withLock { s in
             guard var cd = s.clientDeliveries[w.deliveryID], cd.connectionID == w.connectionID, cd.ack == nil, cd.rejection == nil,
                   let ci = s.realClients.index(forKey: w.clientID), let conn = s.realClients.values[ci].connection,
                   conn.info.id == w.connectionID, conn.unacked.contains(w.deliveryID)
-            else { return false }
-            let device = s.clientDeliveryDevice[w.deliveryID].flatMap { s.devices[$0] }
+            else { return (false, nil) }
+            device = s.clientDeliveryDevice[w.deliveryID].flatMap { s.devices[$0] }
             if device?.state != .registered || cd.entry.expiresAt <= now || device?.online != true {
                 s.realClients.values[ci].connection?.unacked.removeAll { $0 == w.deliveryID }
                 var changes: [(Int64, String)] = []
                 var dropped: [ClientDeliveryUpdate] = []
-                requeue(w.deliveryID, now: now, changes: &changes, dropped: &dropped, events: &settled, state: &s)
+                requeue(w.deliveryID, now: now, changes: &changes, dropped: &dropped, events: &published, state: &s)
                 var writes: [WriteOp] = []
                 if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
                 if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
-                let published = settled
-                if !writes.isEmpty {
-                    submitRiding(writes) { [self] _ in
-                        if let device { notifyChanged(devices: [device.id]) } else { notifyChanged() }
-                        events.publish(published)
-                    }
-                }
-                return false
+                return (false, writes.isEmpty ? nil : submit(writes))
             }
             if cd.sends == 0 { cd.firstSentAt = now }
             cd.sends += 1
             s.clientDeliveries[w.deliveryID] = cd
-            var published: [(String, String)] = []
             if events.hasReaders, let d = device {
                 published.append(("message.sent", EventJSON.clientDelivery(messageID: w.version, token: d.token, status: "sent", at: now,
                                                                              clientDelivery: cd.json())))
             }
-            let sent = published
             let update = ClientDeliveryUpdate(id: w.deliveryID, status: "sent", deliveredAt: nil, stored: cd.stored())
-            submitRiding([Writes.setClientDeliveries([update], settledAt: now)]) { [self] _ in
-                if let device { notifyChanged(devices: [device.id]) } else { notifyChanged() }
-                events.publish(sent)
-            }
-            return true
+            return (true, submit([Writes.setClientDeliveries([update], settledAt: now)]))
         }
-        return due
+        guard let ticket = outcome.ticket else { return outcome.due }
+        // A write that cannot be recorded is not made (the store's recovery takes it from here).
+        do throws(EngineError) { try commitControl(ticket) } catch { return false }
+        if let device { notifyChanged(devices: [device.id]) } else { notifyChanged() }
+        events.publish(published)
+        return outcome.due
     }
 
     // MARK: Registrations

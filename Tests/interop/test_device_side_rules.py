@@ -718,6 +718,9 @@ def test_an_mcs_delay_fault_holds_the_write_not_the_answer(mock_mcs):
         assert waiting["status"] == "pending" and waiting["client_delivery"] is None, waiting
         assert data_packets(conn, 1, timeout=5) == [message_id]
         assert time.monotonic() - t0 >= 1.5
+        # Recorded before it was written: the client has it, the record says so at once.
+        written = [e for e in mock_mcs.inbox(token) if e["message_id"] == message_id][0]
+        assert written["status"] == "sent" and written["client_delivery"]["sends"] == 1, written
         selective_ack(conn, message_id)
         delivered = wait_entry(mock_mcs, token, message_id, "delivered")
         assert delivered["client_delivery"]["sends"] == 1, delivered
