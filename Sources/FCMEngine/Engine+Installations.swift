@@ -175,7 +175,9 @@ extension Engine {
             link.via = viaID
             link.web = web.asSent
             d.client = link
-            d.online = s.carrier(of: d)?.connection != nil && s.devices[viaID]?.online == true
+            // Online while the client its subscription travels over is connected, as at that
+            // client's login: a hold (`PATCH {"online":false}`) is each device's own.
+            d.online = s.carrier(of: d)?.connection != nil
             if let wasOnline, wasOnline != d.online { d.lastSeenAt = now }
             s.devices[d.id] = d
             if var sub = s.webPush[d.id] {

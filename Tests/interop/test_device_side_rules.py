@@ -240,6 +240,19 @@ def test_a_displaced_registration_s_held_pushes_are_not_written_by_the_patch(moc
         conn.close()
 
 
+def test_a_hold_on_a_subscription_is_not_a_hold_on_the_registration_over_it(mock_mcs, receiver):
+    """§4.1: `PATCH {"online":false}` holds the device it names. An FCM registration made over a
+    held `wp:` subscription whose client is connected is online, as at that client's login, and
+    what is sent to it is written."""
+    wp = mock_mcs.device(receiver.wp)
+    held = mock_mcs.api("PATCH", f"/api/v1/devices/{receiver.wp}", json={"online": False})
+    assert held["online"] is False and wp["client"]["connected"] is True, held
+    receiver.token = receiver.register()
+    assert mock_mcs.device(receiver.token)["online"] is True, mock_mcs.device(receiver.token)
+    v1(mock_mcs, {"token": receiver.token, "data": {"over": "a held subscription"}})
+    assert receiver.payload()["data"] == {"over": "a held subscription"}
+
+
 def test_message_fid_reaches_the_live_registration_after_another_is_deleted(mock_mcs, receiver):
     """§3.4 and v1's `message.fid`: an installation with two registrations, the first deleted:
     sends to the fid reach the one still registered, not `UNREGISTERED`."""
