@@ -261,6 +261,7 @@ extension Engine {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
         var device: Device?
+        var orders = ClientOrders()
         // Committed before the room writes (this runs on a timer's thread, which may wait): a
         // read of the record after the client has the push finds it `sent`.
         let outcome: (due: Bool, ticket: Store.Ticket?) = state.withLock { s in
@@ -274,9 +275,13 @@ extension Engine {
                 var changes: [(Int64, String)] = []
                 var dropped: [ClientDeliveryUpdate] = []
                 requeue(w.deliveryID, now: now, changes: &changes, dropped: &dropped, events: &published, state: &s)
+                // Its place among the connection's unacknowledged goes to what waits for room.
+                let fired = flushHeld(of: w.clientID, now: now, orders: &orders, updates: &dropped, changes: &changes,
+                                      events: &published, state: &s)
                 var writes: [WriteOp] = []
                 if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
                 if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
+                if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
                 return (false, writes.isEmpty ? nil : submit(writes))
             }
             if cd.sends == 0 { cd.firstSentAt = now }
@@ -292,8 +297,9 @@ extension Engine {
         guard let ticket = outcome.ticket else { return outcome.due }
         // A write that cannot be recorded is not made (the store's recovery takes it from here).
         do throws(EngineError) { try commitControl(ticket) } catch { return false }
-        if let device { notifyChanged(devices: [device.id]) } else { notifyChanged() }
+        if let device, orders.writes.isEmpty { notifyChanged(devices: [device.id]) } else { notifyChanged() }
         events.publish(published)
+        dispatch(orders)
         return outcome.due
     }
 

@@ -342,6 +342,8 @@ extension Engine {
                 var kept = entries
                 let expired = DeviceStorage.expire(&kept, now: now)
                 changes += expired
+                // A real client's delivery written before is settled: nothing of it to keep.
+                if !s.clientDeliveries.isEmpty { for ch in expired { s.forgetClientDelivery(ch.deliveryID) } }
                 if let d = s.devices[id] {
                     let suffix = messageIDSuffix(senderID: d.senderID)
                     for ch in expired {

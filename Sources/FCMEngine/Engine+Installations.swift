@@ -174,10 +174,13 @@ extension Engine {
             link.endpoint = web.endpoint
             link.via = viaID
             link.web = web.asSent
+            // The control API's hold stays: the client is not told of it, and registering again
+            // does not lift it.
+            link.held = existing?.client?.held ?? false
             d.client = link
-            // Online while the client its subscription travels over is connected, as at that
-            // client's login: a hold (`PATCH {"online":false}`) is each device's own.
-            d.online = s.carrier(of: d)?.connection != nil
+            // Online while the client its subscription travels over is connected and nothing holds
+            // it, as at that client's login: a hold (`PATCH {"online":false}`) is each device's own.
+            d.online = !link.held && s.carrier(of: d)?.connection != nil
             if let wasOnline, wasOnline != d.online { d.lastSeenAt = now }
             s.devices[d.id] = d
             if var sub = s.webPush[d.id] {
@@ -198,8 +201,9 @@ extension Engine {
                 : [Writes.setDeviceClient(device: d.id, link.stored)] + (s.webPush[d.id].map { [Writes.saveWebPush([$0.row])] } ?? [])
             writes += displaced.map { Writes.unregister(device: $0.id, at: now) }
             if let wasOnline, wasOnline != d.online { writes.append(Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false)) }
-            if formerVia != nil, formerVia != viaID, d.online, let carrier = s.carrier(of: d) {
-                // Moved onto a connected subscription: what it held goes out on that connection now.
+            if (formerVia != nil && formerVia != viaID) || wasOnline == false, d.online, let carrier = s.carrier(of: d) {
+                // Moved onto a connected subscription, or online again: what it held goes out on
+                // that connection now.
                 var updates: [ClientDeliveryUpdate] = []
                 var changes: [(Int64, String)] = []
                 let fired = flushHeld(of: carrier.row.id, now: now, orders: &moved, updates: &updates, changes: &changes, events: &published,

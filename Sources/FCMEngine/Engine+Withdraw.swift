@@ -11,6 +11,8 @@ extension Engine {
         let id = messageID.micros
         try expireDue()
         var event: (String, String)?
+        var orders = ClientOrders()
+        var released: [(String, String)] = []
         let ticket: Store.Ticket? = state.withLock { s in
             let now = clock.nowMillis()
             for (device, entries) in s.stored {
@@ -32,20 +34,32 @@ extension Engine {
             }
             // Taken for a real client's connection, its write held by a fault's delay: still
             // `pending` (nothing written), so still the sender's to take back.
+            // (On the connection it was decided for: the device may travel over another by now.)
             guard let cd = s.clientDeliveries[id], cd.sends == 0, cd.ack == nil, !cd.entry.isNotice, cd.entry.source == transport.tag,
                   let d = s.clientDeliveryDevice[id].flatMap({ s.devices[$0] }),
                   messageIDSuffix(senderID: d.senderID) == messageID.suffix,
-                  let carrier = s.carrier(of: d), carrier.connection?.unacked.contains(id) == true else { return nil }
-            s.realClients[carrier.row.id]?.connection?.unacked.removeAll { $0 == id }
+                  let clientID = s.realClients.first(where: { $0.value.connection?.info.id == cd.connectionID })?.key,
+                  s.realClients[clientID]?.connection?.unacked.contains(id) == true else { return nil }
+            s.realClients[clientID]?.connection?.unacked.removeAll { $0 == id }
             s.forgetClientDelivery(id)
             if events.hasReaders {
                 event = ("message.deleted", EventJSON.delivery(messageID: messageID.description, token: d.token, status: "deleted", at: now))
             }
-            return submit([Writes.setDeliveryStatuses([(id, "deleted")], at: now)])
+            // Its place among the connection's unacknowledged goes to what waits for room.
+            var changes: [(Int64, String)] = [(id, "deleted")]
+            var updates: [ClientDeliveryUpdate] = []
+            let fired = flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &released, state: &s)
+            var writes = [Writes.setDeliveryStatuses(changes, at: now)]
+            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+            return submit(writes)
         }
         guard let ticket else { return false }
         try commitControl(ticket)
         if let event { events.publish([event]) }
+        events.publish(released)
+        if !orders.writes.isEmpty { notifyChanged() }
+        dispatch(orders)
         return true
     }
 }

@@ -253,6 +253,20 @@ def test_a_hold_on_a_subscription_is_not_a_hold_on_the_registration_over_it(mock
     assert receiver.payload()["data"] == {"over": "a held subscription"}
 
 
+def test_registering_again_keeps_the_control_api_s_hold(mock_mcs, receiver):
+    """§1 and §4.1: a `PATCH {"online":false}` hold is not the client's to lift: the registration
+    registered again (the same installation and endpoint) stays held, and what it holds is written
+    once the control API releases it."""
+    mock_mcs.api("PATCH", f"/api/v1/devices/{receiver.token}", json={"online": False})
+    message_id = v1(mock_mcs, {"token": receiver.token, "data": {"held": "across"}})
+    assert receiver.register() == receiver.token
+    assert mock_mcs.device(receiver.token)["online"] is False, mock_mcs.device(receiver.token)
+    wait_entry(mock_mcs, receiver.token, message_id, "pending")
+    released = mock_mcs.api("PATCH", f"/api/v1/devices/{receiver.token}", json={"online": True})
+    assert released["online"] is True, released
+    assert receiver.payload()["data"] == {"held": "across"}
+
+
 def test_message_fid_reaches_the_live_registration_after_another_is_deleted(mock_mcs, receiver):
     """§3.4 and v1's `message.fid`: an installation with two registrations, the first deleted:
     sends to the fid reach the one still registered, not `UNREGISTERED`."""
