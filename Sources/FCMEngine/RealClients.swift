@@ -99,9 +99,10 @@ struct ClientDelivery: Sendable {
         return w.string
     }
 
-    /// A delivery's record read back at start (`stored()`'s array), to continue at its next
-    /// write: its sends, first write and, for an FCM registration, the push the mock encrypted.
-    /// `entry`: how its device holds it now.
+    /// A delivery's record read back (`stored()`'s array): at start, to continue at its next
+    /// write (its sends, first write and, for an FCM registration, the push the mock encrypted);
+    /// for reads, to show it (`expand`). `entry`: how its device holds it now. Nil for anything
+    /// else.
     static func restored(_ stored: String, entry: StoredEntry) -> ClientDelivery? {
         guard stored.utf8.first == UInt8(ascii: "["), let a = (try? JSONParser.parse(stored))?.arrayValue, a.count >= 14,
               let kind = a[0].stringValue, let connectionID = a[1].stringValue, let version = a[2].stringValue,
@@ -109,6 +110,8 @@ struct ClientDelivery: Sendable {
         var cd = ClientDelivery(kind: kind == ClientKind.autopush.transport ? .autopush : .gcm, connectionID: connectionID,
                                 version: version, firstSentAt: firstSentAt, sends: Int(sends), entry: entry,
                                 via: a[11].stringValue, encryption: a[12].stringValue, plaintext: a[13].stringValue)
+        cd.ack = a[5].stringValue.flatMap { by in a[7].numberValue?.int64.map { (by, a[6].numberValue?.int64.map(Int.init), $0) } }
+        cd.rejection = a[8].numberValue?.int64.flatMap { code in a[10].numberValue?.int64.map { (Int(code), a[9].stringValue ?? "", $0) } }
         if a.count == 17, let body = a[14].stringValue.flatMap({ base64URLDecode(Array($0.utf8)) }),
            let salt = a[15].stringValue.flatMap({ base64URLDecode(Array($0.utf8)) }),
            let dh = a[16].stringValue.flatMap({ base64URLDecode(Array($0.utf8)) }) {
@@ -119,13 +122,7 @@ struct ClientDelivery: Sendable {
 
     /// `stored()`'s array as the object `json()` writes; nil for anything else.
     static func expand(_ stored: String) -> String? {
-        guard let a = (try? JSONParser.parse(stored))?.arrayValue, a.count >= 14,
-              let kind = a[0].stringValue, let connectionID = a[1].stringValue, let version = a[2].stringValue,
-              let firstSentAt = a[3].numberValue?.int64, let sends = a[4].numberValue?.int64 else { return nil }
-        let ack = a[5].stringValue.flatMap { by in a[7].numberValue?.int64.map { (by, a[6].numberValue?.int64, $0) } }
-        let rejection = a[8].numberValue?.int64.flatMap { code in a[10].numberValue?.int64.map { (code, a[9].stringValue ?? "", $0) } }
-        return object(kind: kind, connectionID: connectionID, version: version, firstSentAt: firstSentAt, sends: sends, ack: ack,
-                      rejection: rejection, via: a[11].stringValue, encryption: a[12].stringValue, plaintext: a[13].stringValue)
+        restored(stored, entry: StoredEntry(deliveryID: 0, collapseKey: nil, expiresAt: 0))?.json()
     }
 
     /// The object's one writer (`plaintext`: JSON text, written as it is).
