@@ -108,9 +108,7 @@ extension Engine {
             let fired = flushHeld(of: client.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             // The statuses first: what the replaced connection had is `pending` again, then `sent`
             // once written on this one.
-            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
-            if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+            writes += clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now)
             published.insert(("client.connected", s.renderClient(client)), at: 0)
             return (ClientHello(clientID: client.row.id, isNew: isNew, replaced: replaced, orders: orders), submit(writes))
         }
@@ -217,6 +215,19 @@ extension Engine {
         return fired
     }
 
+    /// The store's writes for what happened to deliveries on real clients' connections, in the
+    /// order they must land: statuses first (`pending` again, `expired`), then the records of the
+    /// writes and acknowledgements (`sent` on a new connection comes after `pending`), then the
+    /// faults that fired on those writes.
+    func clientDeliveryWrites(changes: [(Int64, String)], updates: [ClientDeliveryUpdate],
+                              fired: [(delivery: Int64, fault: String)] = [], at now: Int64) -> [WriteOp] {
+        var writes: [WriteOp] = []
+        if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
+        if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+        if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+        return writes
+    }
+
     /// A delivery written (again) on connection `connectionID`: `sent`, its sends counted. One a
     /// fault delays (`delay`) is on the connection's unacknowledged list from now, but stays as it
     /// was (`pending`, no send counted, no record: the update is nil) until the room writes it
@@ -278,10 +289,7 @@ extension Engine {
                 // Its place among the connection's unacknowledged goes to what waits for room.
                 let fired = flushHeld(of: w.clientID, now: now, orders: &orders, updates: &dropped, changes: &changes,
                                       events: &published, state: &s)
-                var writes: [WriteOp] = []
-                if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-                if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
-                if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+                let writes = clientDeliveryWrites(changes: changes, updates: dropped, fired: fired, at: now)
                 return (false, writes.isEmpty ? nil : submit(writes))
             }
             if cd.sends == 0 { cd.firstSentAt = now }
@@ -437,9 +445,7 @@ extension Engine {
             if wasSent {
                 fired = flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             }
-            var writes = [Writes.setClientDeliveries(updates, settledAt: now)]
-            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+            let writes = clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now)
             // The acknowledged delivery's inbox changed, and those of the client's devices when
             // what it held was written (or expired) too.
             let touched = updates.count == 1 && changes.isEmpty ? [deviceID] : [deviceID] + s.carried(by: s.realClients.values[ci])
@@ -536,8 +542,7 @@ extension Engine {
             s.devices[deviceID] = d
             writes.append(Writes.setOnline(device: deviceID, false, at: now, flushHeld: false))
         }
-        if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-        if !dropped.isEmpty { writes.append(Writes.setClientDeliveries(dropped, settledAt: now)) }
+        writes += clientDeliveryWrites(changes: changes, updates: dropped, at: now)
         published.append(("client.closed", EventJSON.clientClosed(client: s.renderClient(client), connectionID: connectionID,
                                                                   code: code, reason: reason, at: now)))
         return writes
@@ -561,13 +566,12 @@ extension Engine {
             var writes = [Writes.setOnline(device: d.id, d.online, at: now, flushHeld: false), Writes.setDeviceClient(device: d.id, link.stored)]
             var updates: [ClientDeliveryUpdate] = []
             var changes: [(Int64, String)] = []
+            var fired: [(delivery: Int64, fault: String)] = []
             if d.online, let carrier {
-                let fired = flushHeld(of: carrier.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published,
-                                      state: &s)
-                if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+                fired = flushHeld(of: carrier.row.id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published,
+                                  state: &s)
             }
-            if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
+            writes += clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now)
             published.insert(("device.updated", s.render(d, now: now)), at: 0)
             return .success((d, submit(writes)))
         }

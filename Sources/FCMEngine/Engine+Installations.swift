@@ -208,9 +208,7 @@ extension Engine {
                 var changes: [(Int64, String)] = []
                 let fired = flushHeld(of: carrier.row.id, now: now, orders: &moved, updates: &updates, changes: &changes, events: &published,
                                       state: &s)
-                if !changes.isEmpty { writes.append(Writes.setDeliveryStatuses(changes, at: now)) }
-                if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
-                if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
+                writes += clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now)
             }
             return .success((d, submit(writes + (created ? [Writes.setDeviceClient(device: d.id, link.stored)] : []))))
         }

@@ -49,10 +49,7 @@ extension Engine {
             var changes: [(Int64, String)] = [(id, "deleted")]
             var updates: [ClientDeliveryUpdate] = []
             let fired = flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &released, state: &s)
-            var writes = [Writes.setDeliveryStatuses(changes, at: now)]
-            if !updates.isEmpty { writes.append(Writes.setClientDeliveries(updates, settledAt: now)) }
-            if !fired.isEmpty { writes.append(Writes.recordClientFaults(fired)) }
-            return submit(writes)
+            return submit(clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now))
         }
         guard let ticket else { return false }
         try commitControl(ticket)
