@@ -402,7 +402,7 @@ extension Engine {
         let deliveryID = mid.micros
         let now = clock.nowMillis()
         var published: [(String, String)] = []
-        let result: (ClientOrders, Void)? = state.withLock { s in
+        let result: (ClientOrders, Store.Ticket?)? = state.withLock { s in
             guard var cd = s.clientDeliveries[deliveryID], cd.connectionID == connectionID, cd.version == version,
                   let deviceID = s.clientDeliveryDevice[deliveryID], let d = s.devices[deviceID],
                   // The client looked up once (its id hashed once) and changed in place below.
@@ -449,6 +449,11 @@ extension Engine {
             // The acknowledged delivery's inbox changed, and those of the client's devices when
             // what it held was written (or expired) too.
             let touched = updates.count == 1 && changes.isEmpty ? [deviceID] : [deviceID] + s.carried(by: s.realClients.values[ci])
+            if !orders.writes.isEmpty || !changes.isEmpty {
+                // What waited for room is written now: committed first, as every write that is
+                // not a send's, so a read of its record once the client has it finds it `sent`.
+                return (orders, submit(writes))
+            }
             // Nobody waits for an acknowledgement's commit (the client is answered nothing): it
             // rides the next commit, and its events and long polls follow that commit.
             let events = published
@@ -456,9 +461,14 @@ extension Engine {
                 if error == nil { self.events.publish(events) }
                 notifyChanged(devices: touched)
             }
-            return (orders, ())
+            return (orders, nil)
         }
-        guard let (orders, _) = result else { return (false, ClientOrders()) }
+        guard let (orders, ticket) = result else { return (false, ClientOrders()) }
+        if let ticket {
+            // A write that cannot be recorded is not made (the store's recovery takes it from here).
+            do throws(EngineError) { try commitControl(ticket) } catch { return (true, ClientOrders()) }
+            events.publish(published)
+        }
         return (true, orders)
     }
 

@@ -10,6 +10,7 @@ import secrets
 import signal
 import time
 import uuid
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -722,6 +723,12 @@ def test_a_connection_holds_at_most_100_unacknowledged_and_an_ack_makes_room(moc
         assert client["connection"]["unacked"] == 100, client["connection"]
         selective_ack(conn, *written[:2])
         assert data_packets(conn, 2) == sent[100:102]
+        # Recorded before they were written: read at once, the records say so, and the
+        # acknowledgement that made room is recorded with them.
+        page = mock_mcs.api("GET", "/api/v1/devices/" + quote(token, safe="") + "/messages", params={"limit": 1000})
+        now = {e["message_id"]: e["status"] for e in page["items"]}
+        assert [now[m] for m in sent[100:103]] == ["sent", "sent", "pending"], now
+        assert [now[m] for m in written[:2]] == ["delivered", "delivered"], now
         assert quiet(conn, 0.5)
         selective_ack(conn, *written[2:])
         assert data_packets(conn, 1) == sent[102:]
