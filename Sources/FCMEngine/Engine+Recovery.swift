@@ -67,7 +67,8 @@ extension EngineState {
     ///   plus what is decided from now on, so a failed send is not counted;
     /// - an upstream message an XMPP connection holds (`sent`, with its connection): the store
     ///   reads it back as `queued` (at a start its connection is gone), but this connection is
-    ///   alive, has it on the wire and waits for its ack. One the store never got is gone.
+    ///   alive, has it on the wire and waits for its ack. One the store never got is gone;
+    /// - real clients' open connections (`keepingConnections`).
     ///
     /// Everything else (projects, devices, what offline devices hold, subscriptions, groups,
     /// upstream messages) is the store's. A state field added later is the store's unless it is
@@ -91,6 +92,45 @@ extension EngineState {
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {
             if let stored = s.upstream[id], stored.status == "queued" { s.upstream[id] = u }
         }
+        s.keepingConnections(of: self)
         return s
+    }
+
+    /// The store reads every real client as a start does: not connected, its devices offline,
+    /// what was on a connection held again. Their connections are alive, though: each stays its
+    /// client's, with what it has on the wire and not acknowledged (as the store knows it) and its
+    /// devices online or held as they were. What a failed commit took never reached a connection
+    /// (writes follow their commits), and an acknowledgement whose commit failed is held again.
+    mutating func keepingConnections(of before: EngineState) {
+        for (id, was) in before.realClients {
+            guard let conn = was.connection, var client = realClients[id] else { continue }
+            var kept = conn
+            kept.unacked = conn.unacked.filter { deliveryID in
+                guard let cd = before.clientDeliveries[deliveryID], let deviceID = before.clientDeliveryDevice[deliveryID],
+                      let i = stored[deviceID]?.firstIndex(where: { $0.deliveryID == deliveryID }) else { return false }
+                stored[deviceID]?.remove(at: i)
+                if stored[deviceID]?.isEmpty == true { stored[deviceID] = nil }
+                clientDeliveries[deliveryID] = cd
+                clientDeliveryDevice[deliveryID] = deviceID
+                clientPayloads[deliveryID] = before.clientPayloads[deliveryID]
+                return true
+            }
+            client.connection = kept
+            realClients[id] = client
+            for deviceID in carried(by: client) where devices[deviceID]?.state == .registered {
+                devices[deviceID]?.online = before.devices[deviceID]?.online ?? false
+            }
+            // What it acknowledged lately, for a nack that may follow: those the store has
+            // settled (one held again above keeps the store's record, without its ack).
+            let settled = (before.acknowledged[id] ?? []).filter { deliveryID in
+                guard clientDeliveries[deliveryID] == nil, let cd = before.clientDeliveries[deliveryID],
+                      let deviceID = before.clientDeliveryDevice[deliveryID] else { return false }
+                clientDeliveries[deliveryID] = cd
+                clientDeliveryDevice[deliveryID] = deviceID
+                return true
+            }
+            if !settled.isEmpty { acknowledged[id] = settled }
+        }
+        closedAhead = before.closedAhead
     }
 }
