@@ -219,8 +219,8 @@ extension CCS {
     }
 
     /// The delivery receipt of a message that asked for one: now when its device got it, later
-    /// (`awaitingDelivery`) when it holds it; none for a dry run or a message that reached no
-    /// device.
+    /// (`awaitingDelivery`) when it holds it or a real client has yet to acknowledge it; none for
+    /// a dry run or a message that reached no device.
     private func receipt(for first: RecipientResult, of sent: Sent) -> Receipt? {
         guard sent.wantsReceipt, let token = first.deliveredTo, let deliveryID = first.deliveryID, !sent.request.options.dryRun
         else { return nil }
@@ -228,7 +228,8 @@ extension CCS {
         if first.deliveryStatus == "delivered" {
             return Self.receipt(messageID: sent.messageID, token: token, category: category, at: engine.clock.nowMillis())
         }
-        if first.deliveryStatus == "pending" {
+        // Held by an offline device, or written to a real client that has not acknowledged it yet.
+        if first.deliveryStatus == "pending" || first.deliveryStatus == "sent" {
             let later = PendingReceipt(sender: sent.sender, messageID: sent.messageID, token: token, category: category)
             awaitingDelivery.withLock { $0[deliveryID] = later }
         }

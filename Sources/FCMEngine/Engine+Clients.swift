@@ -46,6 +46,7 @@ extension Engine {
                             newID: (() -> String)?) throws(EngineError) -> ClientHello? {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
+        var settled: [Int64] = []
         let result: (ClientHello, Store.Ticket)? = state.withLock { s in
             var isNew = false
             var client: RealClient
@@ -85,8 +86,7 @@ extension Engine {
             let own = received.isEmpty ? [] : Set(s.carried(by: client))
             for version in received {
                 guard let mid = MessageID(version),
-                      let (deviceID, found) = s.receivedDelivery(mid, version, among: own, onWire: carried, client: client,
-                                                                 connection: connection.id, now: now),
+                      let (deviceID, found) = s.receivedDelivery(mid, version, among: own, onWire: carried),
                       found.ack == nil, let d = s.devices[deviceID] else { continue }
                 var cd = found
                 cd.ack = ("login", nil, now)
@@ -99,6 +99,7 @@ extension Engine {
                                                                                       at: now, clientDelivery: cd.json())))
                 }
                 s.rememberAcknowledged(mid.micros, clientID: client.row.id)
+                settled.append(mid.micros)
             }
             // What the replaced connection had unacknowledged goes out again first (same version),
             // but for what the client says it has (settled just above).
@@ -115,6 +116,7 @@ extension Engine {
         guard let (hello, ticket) = result else { return nil }
         try commitControl(ticket)
         events.publish(published)
+        reachedLate(settled)
         return hello
     }
 
@@ -402,6 +404,7 @@ extension Engine {
         let deliveryID = mid.micros
         let now = clock.nowMillis()
         var published: [(String, String)] = []
+        var reached = false
         let result: (ClientOrders, Store.Ticket?)? = state.withLock { s in
             guard var cd = s.clientDeliveries[deliveryID], cd.connectionID == connectionID, cd.version == version,
                   let deviceID = s.clientDeliveryDevice[deliveryID], let d = s.devices[deviceID],
@@ -419,6 +422,7 @@ extension Engine {
                 cd.ack = (by, code ?? (by == "ack" ? 100 : nil), now)
                 status = "delivered"
                 deliveredAt = now
+                reached = true
             } else {
                 cd.ack = (by, code, now)
                 cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
@@ -457,8 +461,12 @@ extension Engine {
             // Nobody waits for an acknowledgement's commit (the client is answered nothing): it
             // rides the next commit, and its events and long polls follow that commit.
             let events = published
+            let late = reached ? [deliveryID] : []
             submitRiding(writes) { [self] error in
-                if error == nil { self.events.publish(events) }
+                if error == nil {
+                    self.events.publish(events)
+                    reachedLate(late)
+                }
                 notifyChanged(devices: touched)
             }
             return (orders, nil)
@@ -468,8 +476,16 @@ extension Engine {
             // A write that cannot be recorded is not made (the store's recovery takes it from here).
             do throws(EngineError) { try commitControl(ticket) } catch { return (true, ClientOrders()) }
             events.publish(published)
+            reachedLate(reached ? [deliveryID] : [])
         }
         return (true, orders)
+    }
+
+    /// Deliveries a real client acknowledged (committed): they reached their device now, as a
+    /// held one does when its device comes online (the XMPP room's delivery receipts wait for it).
+    func reachedLate(_ ids: [Int64]) {
+        guard !ids.isEmpty else { return }
+        lateDeliveries.withLock { $0 }?.call(ids)
     }
 
     /// Writes nobody waits for (a client's acknowledgement): queued for the next commit, a send's
@@ -729,24 +745,16 @@ extension EngineState {
         for d in acknowledged.removeValue(forKey: clientID) ?? [] { forgetClientDelivery(d) }
     }
 
-    /// The delivery a login names as received (`received_persistent_id`), among devices `own`: the
-    /// one memory has written, or after a restart (memory has no record of writes) one its device
-    /// holds under that version, given a record of its own.
-    /// Only one still unsettled counts: held by its device, or on the connection the login
-    /// replaces (`onWire`); one settled since (expired, collapsed, deleted) stays so.
-    func receivedDelivery(_ mid: MessageID, _ version: String, among own: Set<Int64>, onWire: [Int64], client: RealClient,
-                          connection: String, now: Int64) -> (Int64, ClientDelivery)? {
-        if let deviceID = clientDeliveryDevice[mid.micros] {
-            guard own.contains(deviceID), let cd = clientDeliveries[mid.micros], cd.version == version,
-                  onWire.contains(mid.micros) || stored[deviceID]?.contains(where: { $0.deliveryID == mid.micros }) == true else { return nil }
-            return (deviceID, cd)
-        }
-        for deviceID in own {
-            guard let e = stored[deviceID]?.first(where: { $0.deliveryID == mid.micros }), let d = devices[deviceID],
-                  MessageID(micros: mid.micros, suffix: messageIDSuffix(senderID: d.senderID)).description == version else { continue }
-            return (deviceID, ClientDelivery(kind: client.kind, connectionID: connection, version: version, firstSentAt: now, sends: 0, entry: e))
-        }
-        return nil
+    /// The delivery a login names as received (`received_persistent_id`), among devices `own`: one
+    /// written before (its record says so, after a restart too: `ClientDelivery.restored`) and
+    /// still unsettled: held by its device, or on the connection the login replaces (`onWire`).
+    /// One never written (held all along, or its write delayed by a fault) is not the client's
+    /// to settle; one settled since (expired, collapsed, deleted) stays so.
+    func receivedDelivery(_ mid: MessageID, _ version: String, among own: Set<Int64>, onWire: [Int64]) -> (Int64, ClientDelivery)? {
+        guard let deviceID = clientDeliveryDevice[mid.micros], own.contains(deviceID), let cd = clientDeliveries[mid.micros],
+              cd.version == version, cd.sends > 0,
+              onWire.contains(mid.micros) || stored[deviceID]?.contains(where: { $0.deliveryID == mid.micros }) == true else { return nil }
+        return (deviceID, cd)
     }
 
     /// Delivery `deliveryID` of device `d`, whose channel went (`d` nil: the device is gone):

@@ -213,6 +213,15 @@ extension Engine {
                     row.clientDelivery = update.stored
                     return
                 }
+            } else if target.online, options.ttlSeconds > 0, s.carrier(of: target)?.connection != nil {
+                // Connected, neither held nor offline: it waits only for room on the connection
+                // (behind what waits already), in order and kept whole. The storage rules
+                // (collapse, the 100 rule) are for a device held or disconnected.
+                row.status = "pending"
+                guard !ctx.dryRun else { return }
+                s.stored[target.id, default: []].append(StoredEntry(deliveryID: mid, collapseKey: options.collapseKey, expiresAt: row.expiresAt,
+                                                                    source: ctx.transport.tag))
+                return
             }
         } else if target.online {
             row.status = "delivered"
@@ -298,13 +307,13 @@ extension Engine {
         let orders = carried
         let rows = p.rows
         submit(ops, wakeWriter: false) { [self] error in
-            if error == nil {
-                events.publish(eventsToPublish)
-                dispatch(orders)
-            }
+            if error == nil { events.publish(eventsToPublish) }
             // Only the recipients' inboxes changed (a failed commit changed none).
             notifyChanged(devices: rows.lazy.compactMap(\.device))
+            // The sender's answer is made before the writes go out, so what it keeps for a
+            // delivery (the XMPP room's awaited receipts) is there before a client acknowledges it.
             completion(error.map { .failure($0) } ?? .success(result))
+            if error == nil { dispatch(orders) }
         }
     }
 

@@ -566,6 +566,33 @@ def test_a_login_after_a_restart_settles_what_it_names_as_received(file_store):
         conn.close()
 
 
+def test_a_login_naming_a_push_never_written_does_not_settle_it(mock_mcs):
+    """§3.5: a login's `received_persistent_id` settles what was written; a push held all along
+    (`PATCH {"online":false}`) is still the mock's to write, and is written once released."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    first = raw_login(mock_mcs, android_id, security_token)
+    first.close()
+    mock_mcs.api("PATCH", "/api/v1/devices/" + quote(token, safe=""), json={"online": False})
+    message_id = send(mock_mcs, token, {"held": "all along"})
+    conn = RawMcs(mock_mcs.mcs_port, mock_mcs.ca)
+    try:
+        conn.send_packet(2, login_request(android_id, security_token, received=[message_id]), version=True)
+        tag, body = conn.packet()
+        assert tag == 3 and 3 not in pb_fields(body), (tag, pb_fields(body))
+        conn.send_packet(0, b"")  # a HeartbeatPing: its ack comes after the login's work
+        assert conn.packet()[0] == 1
+        entry = wait_entry(mock_mcs, token, message_id, "pending")
+        assert entry["client_delivery"] is None, entry
+        mock_mcs.api("PATCH", "/api/v1/devices/" + quote(token, safe=""), json={"online": True})
+        assert data_packets(conn, 1) == [message_id]
+        selective_ack(conn, message_id)
+        entry = wait_entry(mock_mcs, token, message_id, "delivered")
+        assert entry["client_delivery"]["ack"]["by"] == "selective_ack" and entry["client_delivery"]["sends"] == 1, entry
+    finally:
+        conn.close()
+
+
 def test_a_push_resent_after_a_restart_keeps_its_bytes_and_its_record(file_store):
     """§3.5 and §3.6: what was written and not acknowledged when the server stopped goes out again
     at the next login with the same persistent_id and bytes, an FCM registration's encrypted push
@@ -733,6 +760,44 @@ def test_a_connection_holds_at_most_100_unacknowledged_and_an_ack_makes_room(moc
         selective_ack(conn, *written[2:])
         assert data_packets(conn, 1) == sent[102:]
         wait_entry(mock_mcs, token, sent[0], "delivered")
+    finally:
+        conn.close()
+
+
+def test_what_waits_for_room_on_a_connection_is_kept_whole(mock_mcs):
+    """§1: the storage rules (the 100 rule, collapse) are for a device held or disconnected. A
+    connected client's pushes that wait behind its 100 unacknowledged are all written, in order,
+    as acknowledgements make room: none dropped, none collapsed, no deleted_messages notice."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        sent = [send(mock_mcs, token, {"n": str(i)}) for i in range(100)]
+        r = requests.post(mock_mcs.base_url + "/fcm/send", json={"to": token, "collapse_key": "k", "data": {"c": "1"}},
+                          headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+        sent.append(r.json()["results"][0]["message_id"])
+        sent += [send(mock_mcs, token, {"n": str(i)}) for i in range(100, 201)]
+        r = requests.post(mock_mcs.base_url + "/fcm/send", json={"to": token, "collapse_key": "k", "data": {"c": "2"}},
+                          headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+        sent.append(r.json()["results"][0]["message_id"])
+        assert data_packets(conn, 100) == sent[:100]
+        page = mock_mcs.api("GET", "/api/v1/devices/" + quote(token, safe="") + "/messages", params={"limit": 1000})
+        statuses = {e["message_id"]: e["status"] for e in page["items"]}
+        assert len(page["items"]) == len(sent), "a notice or another entry was added"
+        assert {statuses[m] for m in sent[100:]} == {"pending"}, statuses
+        written, acked = sent[:100], 0
+        while True:
+            selective_ack(conn, *written[acked:])
+            acked = len(written)
+            if acked == len(sent):
+                break
+            more = data_packets(conn, min(100, len(sent) - acked))
+            assert more == sent[acked:acked + len(more)]
+            written += more
+        page = mock_mcs.api("GET", "/api/v1/devices/" + quote(token, safe="") + "/messages",
+                            params={"status": "delivered", "limit": 1000, "wait": 10, "min": len(sent)})
+        assert sorted(e["message_id"] for e in page["items"]) == sorted(sent)
+        assert quiet(conn, 0.3)
     finally:
         conn.close()
 

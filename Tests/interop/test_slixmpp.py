@@ -439,3 +439,49 @@ def test_upstream_message_is_received_and_acked(mock, when):
     assert settled["unacked"] == 0, settled
     # Closing the connection after the ack leaves it acked (an unacked one would be queued again).
     assert [(u["message_id"], u["status"]) for u in mock.upstream(token)] == [(uid, "acked")]
+
+
+def test_a_receipt_for_a_real_client_waits_for_its_acknowledgement(mock_mcs):
+    """A raw GCM client logged in over MCS (fcmclient.py): the message is written to it at once,
+    but it reaches the device when the client acknowledges it (real-clients.md §4.2), and so
+    the receipt comes then."""
+    from fcmclient import pb_bytes, pb_fields, pb_int, raw_checkin, raw_login, raw_register
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    conn = raw_login(mock_mcs, android_id, security_token)
+    mid = ccs_id("real")
+
+    def written():
+        while True:
+            tag, body = conn.packet(timeout=STEP_S)
+            if tag == 8:  # DataMessageStanza
+                return pb_fields(body)[9][0].decode()
+
+    def selective_ack(persistent_id):
+        ack = pb_int(2, 1) + pb_bytes(3, b"") + pb_bytes(7, pb_int(1, 12) + pb_bytes(2, pb_bytes(1, persistent_id)))
+        conn.send_packet(7, ack)
+
+    async def scenario():
+        async with ccs_session(mock_mcs) as client:
+            client.send_downstream({"to": token, "message_id": mid, "data": {"n": "1"},
+                                    "delivery_receipt_requested": True})
+            ack = await client.next_ccs()
+            persistent_id = await asyncio.to_thread(written)
+            await client.ping()
+            early = client.unread_ccs()  # written, not acknowledged: no receipt yet
+            await asyncio.to_thread(selective_ack, persistent_id)
+            _, receipt = await client.next_ccs_stanza()
+            return ack, early, persistent_id, receipt
+
+    try:
+        ack, early, persistent_id, receipt = run(scenario)
+    finally:
+        conn.close()
+    assert ack == {"message_type": "ack", "from": token, "message_id": mid}, ack
+    assert early == [], early
+    assert receipt["message_type"] == "receipt" and receipt["category"] == APP_A, receipt
+    assert receipt["data"]["original_message_id"] == mid, receipt
+    assert receipt["data"]["device_registration_id"] == token, receipt
+    assert receipt["data"]["message_status"] == "MESSAGE_SENT_TO_DEVICE", receipt
+    entry = mock_mcs.api("GET", f"/api/v1/devices/{q(token)}/messages/{q(persistent_id)}")
+    assert entry["status"] == "delivered", entry
