@@ -241,6 +241,10 @@ public final class GCMDelivery: MCSDelegate {
             // An FCM registration over this `wp:` one: FCM's JSON, encrypted by the mock as Google
             // does (`aesgcm`; salt and key padded, as firebase-messaging decodes them).
             guard let relay = engine.fcmRelay(for: w) else { return nil }
+            // From the subscription's sender (its VAPID key), as a relayed push: Chromium finds
+            // the subscription's keys by it, and decrypts nothing it finds none for
+            // (firebase-messaging reads the sender from the payload's `from`).
+            s.from = registration?.sender ?? sender
             data.append(AppData(key: "content-encoding", value: "aesgcm"))
             data.append(AppData(key: "encryption", value: "salt=" + Self.padded(relay.salt)))
             data.append(AppData(key: "crypto-key", value: "dh=" + Self.padded(relay.dh)))

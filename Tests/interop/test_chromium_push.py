@@ -19,7 +19,7 @@ import pytest
 from chromium_push import rewritten
 from firefox import (EventStream, Subscribed, location_id, new_vapid, vapid_key, wait_device,
                      wait_entry)
-from mocksupport import q
+from mocksupport import KEY_A, PROJECT_A, SENDER_A, q
 from scanpage import DESKTOP, client_badge, js, listed_client, open_page, set_scheme
 
 pytestmark = pytest.mark.chromium
@@ -140,6 +140,38 @@ def test_aesgcm_push_reaches_the_worker(subscribed):
     entry = wait_entry(subscribed.mock, subscribed.token, message_id, "delivered",
                        firefox=subscribed.firefox)
     assert_delivered_by_stream_ack(entry, message_id)
+
+
+# -- §1, §3.4, §3.6: an FCM registration over Chromium's subscription (Firebase's web SDK) ----------
+
+def test_an_fcm_registration_over_chromiums_subscription_reaches_its_worker(mock_mcs, subscribed):
+    """An installation and an FCM registration naming Chromium's subscription, as Firebase's web
+    SDK makes them: an FCM send to its token is encrypted by the mock with the subscription's
+    keys and written over Chromium's MCS connection from the subscription's sender (its VAPID
+    key: Chromium finds the keys by it); the service worker gets the FCM JSON."""
+    import requests
+    api = {"x-goog-api-key": "any-key"}
+    fid = "d" + secrets.token_hex(11)[:21]
+    r = requests.post(f"{mock_mcs.base_url}/v1/projects/{PROJECT_A}/installations", headers=api, timeout=10,
+                      json={"fid": fid, "appId": f"1:{SENDER_A}:web:abc", "authVersion": "FIS_v2", "sdkVersion": "w:0.6.4"})
+    assert r.status_code == 200, r.text
+    fis = {**api, "x-goog-firebase-installations-auth": r.json()["authToken"]["token"]}
+    keys = subscribed.sub["keys"]
+    r = requests.post(f"{mock_mcs.base_url}/v1/projects/{PROJECT_A}/registrations", headers=fis, timeout=10,
+                      json={"web": {"applicationPubKey": vapid_key(subscribed.vapid), "auth": keys["auth"],
+                                    "endpoint": subscribed.endpoint, "p256dh": keys["p256dh"]}})
+    assert r.status_code == 200, r.text
+    token = r.json()["token"]
+    nonce = "to Chromium through FCM " + secrets.token_hex(4)
+    r = requests.post(mock_mcs.base_url + "/fcm/send", json={"to": token, "data": {"hello": nonce}},
+                      headers={"Authorization": f"key={KEY_A}"}, timeout=10)
+    assert r.status_code == 200 and r.json()["success"] == 1, r.text
+    message_id = r.json()["results"][0]["message_id"]
+    entry = wait_entry(mock_mcs, token, message_id, "delivered", firefox=subscribed.firefox)
+    plaintext = entry["client_delivery"]["plaintext"]
+    assert plaintext["data"] == {"hello": nonce} and plaintext["from"] == SENDER_A, entry
+    subscribed.page.wait_report(subscribed.scope, json.dumps(plaintext, separators=(",", ":")),
+                                firefox=subscribed.firefox)
 
 
 # -- 8: unsubscribe ------------------------------------------------------------------------------

@@ -378,7 +378,8 @@ class RawFcmReceiver:
         self.ece = http_ece
         self.mock = mock
         self.android_id, self.security_token = android_id, security_token = raw_checkin(mock.base_url)
-        self.wp = raw_register(mock.base_url, android_id, security_token, app="org.chromium.linux", sender=p256dh(),
+        self.sender = p256dh()  # the subscription's VAPID key, as Chromium and firebase-messaging register
+        self.wp = raw_register(mock.base_url, android_id, security_token, app="org.chromium.linux", sender=self.sender,
                                **{"X-subtype": f"wp:receiver.push.com#{uuid.uuid4()}"})
         self.key = ec.generate_private_key(ec.SECP256R1())
         self.auth = os.urandom(16)
@@ -423,6 +424,18 @@ def receiver(mock_mcs):
     r = RawFcmReceiver(mock_mcs)
     yield r
     r.close()
+
+
+def test_an_fcm_registrations_push_comes_from_its_subscriptions_sender(mock_mcs, receiver):
+    """§3.6: the stanza of an FCM registration's push names the `wp:` subscription's sender in
+    `from` (3), as a relayed push does: Chromium finds the subscription's keys by it. The
+    project's sender id is the payload's `from`."""
+    message_id = send(mock_mcs, receiver.token, {"k": "v"})
+    body = receiver.stanza()
+    fields = pb_fields(body)
+    assert fields[9][0].decode() == message_id, fields
+    assert fields[3][0].decode() == receiver.sender, fields
+    assert receiver.payload(body)["from"] == SENDER_A
 
 
 def test_the_fcm_payload_takes_the_web_platforms_collapse_key_and_leaves_out_an_empty_notification(mock_mcs, receiver):
