@@ -76,12 +76,15 @@ extension Fault {
             // A room's own errors are answered as the room does (Apple's reasons over APNs,
             // InternalServerError, a name both have, included); another FCM error name keeps its
             // meaning and its room's mapping.
-            if let name, let own = protocolErrors.first(where: { $0.path != nil && $0.path == f.path && $0.names.contains(name) }) {
+            if let name, let own = protocolErrors.first(where: { f.path.map($0.covers) == true && $0.names.contains(name) }) {
                 f.action = .protocolError(name)
                 _ = own
                 break
             }
-            if let path = f.path, let own = protocolErrors.first(where: { $0.path == path }) {
+            if let path = f.path, let own = protocolErrors.first(where: { $0.covers(path) }) {
+                if own.names.isEmpty {
+                    throw .badRequest("then.error does not apply to when.path \(path): it takes then.status, then.delay_ms or then.close_connection")
+                }
                 throw .badRequest("then.error with when.path \(path) must be one of \(own.listName) (\(own.names.joined(separator: ", ")))")
             }
             if let name, let own = protocolErrors.first(where: { $0.path == nil && $0.names.contains(name) }),

@@ -64,17 +64,20 @@ extension Engine {
 }
 
 extension Engine {
-    /// The first fault naming surface `path` exactly (`when.path`: a device-side call as
-    /// `/checkin`, which no fault without a path reaches: a test's faults on sends leave the
-    /// clients' registrations alone), for HTTP or any transport (these surfaces are HTTP), whose
-    /// action is a status or an error of the surface, fired.
-    public func surfaceFault(path: String) -> RequestFault? {
-        faultNaming(path) { f in
-            guard f.names(transport: .http) else { return false }
-            switch f.action {
-            case .status, .protocolError: return true
-            default: return false
-            }
+    /// The first fault naming device-side surface `path` (`when.path`: its pattern, as `/checkin`
+    /// or `/v1/projects/*/installations`, or `named`, the surface as this call names it, its
+    /// project in place of `*`), which no fault without a path reaches (a test's faults on sends
+    /// leave the clients' registrations alone), for HTTP or any transport (these surfaces are
+    /// HTTP), fired. Its `when.sender_id` must be the call's `senderID` (register3's `sender`, the
+    /// project's of an Installations or registrations call; a checkin names none); a `when.token`
+    /// or `when.topic` names nothing these calls have. Any request-wide action: a status, an
+    /// error of the surface (register3's), a delay, a dropped connection.
+    public func surfaceFault(path: String, named: String? = nil, senderID: String?) -> RequestFault? {
+        faultNaming(path, or: named) { f in
+            guard f.names(transport: .http), f.token == nil, f.topic == nil else { return false }
+            if let want = f.senderID, want != senderID { return false }
+            if case .error = f.action { return false }
+            return true
         }
     }
 
@@ -93,11 +96,12 @@ extension Engine {
         }
     }
 
-    /// The first fault whose `when.path` is `path` itself and that `applies` takes, fired.
-    private func faultNaming(_ path: String, _ applies: (Fault) -> Bool) -> RequestFault? {
+    /// The first fault whose `when.path` is `path` itself (or `other`) and that `applies` takes, fired.
+    private func faultNaming(_ path: String, or other: String? = nil, _ applies: (Fault) -> Bool) -> RequestFault? {
         guard mayHaveFaults else { return nil }
         let f = state.withLock { s -> Fault? in
-            guard let i = s.faults.faults.firstIndex(where: { $0.path == path && applies($0) }) else { return nil }
+            guard let i = s.faults.faults.firstIndex(where: { ($0.path == path || ($0.path != nil && $0.path == other)) && applies($0) })
+            else { return nil }
             return s.faults.fire(i)
         }
         return f.flatMap(RequestFault.init)

@@ -7,15 +7,7 @@ import HTTPServer
 /// connection, or the normal answer after a delay.
 enum PathFaults {
     static func answer(_ fault: RequestFault?, to responder: HTTPResponder, otherwise answer: () -> HTTPResponse) {
-        switch fault {
-        case .status(let code, let retry, _)?:
-            responder.send(FCMSendRoute.faultStatus(code, retryAfter: retry))
-        case .drop?:
-            responder.send(.dropConnection)
-        case .delay(let ms, _)?:
-            responder.send(answer(), afterMillis: Int(ms))
-        default:
-            responder.send(answer())
-        }
+        // No error of their own: `Engine.pathFault` fires none there.
+        FaultAnswer.send(fault, to: responder, status: FCMSendRoute.faultStatus, error: { _ in answer() }, otherwise: answer)
     }
 }

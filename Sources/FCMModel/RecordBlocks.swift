@@ -106,11 +106,21 @@ public struct FaultErrors: Sendable {
     /// Their names, in the order an error message lists them.
     package var names: [String]
     /// Set for a surface that is no send (register3): the errors go with `when.path` naming it,
-    /// whatever the transport.
+    /// whatever the transport. No names: a surface without errors of its own (a checkin), where
+    /// `then.error` is refused.
     package var path: String?
     /// Names of the room's own for FCM's errors (HTTP v1's FcmErrors: `UNAVAILABLE` for
     /// `Unavailable`): taken as those errors, which the room answers in its own form anyway.
     package var aliases: [String: String]
+
+    /// Whether a fault's `when.path` `p` names this surface: `path` itself, or a call's form of a
+    /// pattern (`/v1/projects/demo-project/installations` for `/v1/projects/*/installations`).
+    package func covers(_ p: String) -> Bool {
+        guard let path else { return false }
+        if path == p { return true }
+        let (a, b) = (path.split(separator: "/", omittingEmptySubsequences: false), p.split(separator: "/", omittingEmptySubsequences: false))
+        return a.count == b.count && zip(a, b).allSatisfy { $0 == "*" ? !$1.isEmpty : $0 == $1 }
+    }
 
     public init(transport: String, kind: String, listName: String, names: [String], path: String? = nil,
                 aliases: [String: String] = [:]) {

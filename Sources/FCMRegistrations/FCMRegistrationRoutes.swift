@@ -2,7 +2,7 @@
 // registrations) share their checks (API key, installation auth), Google's error shape and the
 // JSON they answer.
 public import FCMEngine
-import FCMModel
+public import FCMModel
 public import HTTPServer
 import FCMCore
 import FCMStore
@@ -16,6 +16,12 @@ import RoomKit
 /// subscription its endpoint names.
 public struct FCMRegistrationRoutes: Sendable {
     let engine: Engine
+
+    /// Installations and registrations have no errors of their own for a fault: one naming them
+    /// takes a status (answered in Google's shape), a delay or a close.
+    public static let faultErrors = ["installations", "registrations"].map {
+        FaultErrors(transport: "http", kind: "", listName: "", names: [], path: "/v1/projects/*/" + $0)
+    }
 
     public init(engine: Engine) {
         self.engine = engine
@@ -53,7 +59,7 @@ public struct FCMRegistrationRoutes: Sendable {
 
     /// `POST /v1/projects/{project}/installations`.
     public func createInstallation(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        responder.send(answer(r, p, surface: "installations") { project, body throws(Refusal) in
+        respond(r, p, responder, surface: "installations") { project, body throws(Refusal) in
             guard let o = body else { throw .argument("the body must be a JSON object") }
             guard let appID = o["appId"]?.stringValue, !appID.isEmpty else { throw .argument("appId is required") }
             guard o["authVersion"]?.stringValue == "FIS_v2" else { throw .argument("authVersion must be FIS_v2") }
@@ -61,37 +67,37 @@ public struct FCMRegistrationRoutes: Sendable {
                 try engine.createInstallation(project: project, fid: o["fid"]?.stringValue, appID: appID, tokens: FirebaseTokens.new())
             }
             return Self.installation(row, projectID: engine.project(named: project)?.projectID ?? project)
-        })
+        }
     }
 
     /// `POST …/installations/{fid}/authTokens:generate` (`Authorization: FIS_v2 <refresh token>`).
     public func generateAuthToken(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        responder.send(answer(r, p, surface: "installations") { project, _ throws(Refusal) in
+        respond(r, p, responder, surface: "installations") { project, _ throws(Refusal) in
             let refresh = try Self.refreshToken(r)
             let row = try Self.mapped { () throws(FirebaseRefusal) in
                 try engine.refreshInstallation(project: project, fid: String(p["fid"] ?? ""), refreshToken: refresh,
                                                tokens: FirebaseTokens.new())
             }
             return Self.authToken(row)
-        })
+        }
     }
 
     /// `DELETE …/installations/{fid}` (`Authorization: FIS_v2 <refresh token>`): `{}`.
     public func deleteInstallation(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        responder.send(answer(r, p, surface: "installations") { project, _ throws(Refusal) in
+        respond(r, p, responder, surface: "installations") { project, _ throws(Refusal) in
             let refresh = try Self.refreshToken(r)
             try Self.mapped { () throws(FirebaseRefusal) in
                 try engine.deleteInstallation(project: project, fid: String(p["fid"] ?? ""), refreshToken: refresh)
             }
             return "{}"
-        })
+        }
     }
 
     // MARK: Registrations
 
     /// `POST /v1/projects/{project}/registrations`.
     public func createRegistration(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        responder.send(answer(r, p, surface: "registrations") { project, body throws(Refusal) in
+        respond(r, p, responder, surface: "registrations") { project, body throws(Refusal) in
             let auth = try Self.installationAuth(r)
             guard let web = body?["web"]?.objectValue else { throw .argument("web is required") }
             let (registration, subscription) = try Self.web(web)
@@ -99,12 +105,12 @@ public struct FCMRegistrationRoutes: Sendable {
                 try engine.fcmRegister(project: project, auth: auth, web: registration, subscriptionID: subscription, newToken: Self.newToken)
             }
             return Self.registration(token: d.token, projectID: engine.project(named: project)?.projectID ?? project, web: .object(web))
-        })
+        }
     }
 
     /// `GET`, `PATCH` (`{"web":{…}}`) and `DELETE` (`{}`) of `…/registrations/{token}`.
     public func registration(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        responder.send(answer(r, p, surface: "registrations") { project, body throws(Refusal) in
+        respond(r, p, responder, surface: "registrations") { project, body throws(Refusal) in
             let auth = try Self.installationAuth(r)
             // As sent, or percent-encoded (a token's `:` as `%3A`).
             guard let token = try? decode(p["token"] ?? "") else { throw .argument("bad percent-encoding in path") }
@@ -132,7 +138,7 @@ public struct FCMRegistrationRoutes: Sendable {
             default:
                 throw .status(405, "INVALID_ARGUMENT", "\(r.method) is not allowed on a registration")
             }
-        })
+        }
     }
 
     /// A new registration's token, as Google's: the installation's FID (22 characters), `:APA91b`,
@@ -179,17 +185,26 @@ public struct FCMRegistrationRoutes: Sendable {
         }
     }
 
+    /// Answers a call on `surface` as a fault naming it says (`when.path` its pattern,
+    /// `/v1/projects/*/installations`, or as this call names it, with its project; `when.sender_id`
+    /// the project's), else with `answer`.
+    func respond(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder, surface: String,
+                 _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) {
+        let project = String(p["project"] ?? "")
+        let fault = engine.surfaceFault(path: "/v1/projects/*/" + surface, named: "/v1/projects/\(project)/" + surface,
+                                        senderID: engine.project(named: project)?.senderID)
+        FaultAnswer.send(fault, to: responder, status: { code, retry in
+            var answer = Self.error(code, Self.statusName(code), fault?.detail ?? "")
+            if let retry { answer.headers.append(("Retry-After", String(retry))) }
+            return answer
+        }, error: { _ in Self.error(500, "INTERNAL", fault?.detail ?? "") }, otherwise: { answer(r, p, surface: surface, make) })
+    }
+
     /// The API key (any non-empty one: the mock has no API keys), the project, the body as JSON
     /// whatever its content type (firebase-messaging sends `text/plain`), then `make`.
     func answer(_ r: HTTPRequest, _ p: PathParams, surface: String,
                 _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) -> HTTPResponse {
         do throws(Refusal) {
-            if let f = engine.surfaceFault(path: "/v1/projects/*/" + surface) {
-                guard case .status(let code, let retry, _) = f else { throw .status(500, "INTERNAL", f.detail) }
-                var answer = Self.error(code, Self.statusName(code), f.detail)
-                if let retry { answer.headers.append(("Retry-After", String(retry))) }
-                return answer
-            }
             let key = r.header("x-goog-api-key") ?? r.rawQuery.first { $0.0 == "key" }?.1
             guard let key, !key.isEmpty else {
                 throw .status(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.")

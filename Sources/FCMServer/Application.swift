@@ -1,5 +1,6 @@
 import Autopush
 import GCM
+import FCMRegistrations
 import MCSServer
 import APNs
 import CCS
@@ -94,7 +95,8 @@ public final class Application: Sendable {
                                 eventKeepaliveMillis: c.eventKeepaliveMillis,
                                 rooms: RoomHooks(recordBlocks: RecordBlocks(APNsRoom.recordBlocks, fields: [Transport.apns.rawValue: APNsRoom.recordFields],
                                                                            received: APNsRoom.received, forms: Self.recordForms),
-                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors, V1Routes.faultErrors],
+                                                 faultErrors: [APNsRoom.faultErrors, GCMRoutes.faultErrors, GCMRoutes.checkinFaultErrors, V1Routes.faultErrors]
+                                                     + FCMRegistrationRoutes.faultErrors,
                                                  holding: [.apns: APNsRoom.holding]))
             // The one count of the whole table, before any request: later passes add what is new.
             try store.refreshHistory()

@@ -24,6 +24,9 @@ public struct GCMRoutes: Sendable {
                 "TOO_MANY_REGISTRATIONS", "SERVICE_NOT_AVAILABLE", "INTERNAL_SERVER_ERROR", "DEPRECATED_ENDPOINT"],
         path: "/c2dm/register3")
 
+    /// A checkin has no errors of its own: a fault naming it takes a status, a delay or a close.
+    public static let checkinFaultErrors = FaultErrors(transport: "http", kind: "", listName: "", names: [], path: checkinPath)
+
     static let checkinPath = "/checkin"
     static let registerPath = "/c2dm/register3"
 
@@ -35,21 +38,26 @@ public struct GCMRoutes: Sendable {
             return responder.send(HTTPResponse(status: 405, headers: [("Content-Type", ContentType.text), ("Allow", "POST")],
                                                body: Array("POST /checkin only".utf8)))
         }
-        if let f = engine.surfaceFault(path: Self.checkinPath) { return responder.send(Self.faulted(f, body: f.detail)) }
+        let fault = engine.surfaceFault(path: Self.checkinPath, senderID: nil)
+        FaultAnswer.send(fault, to: responder, status: { Self.faulted($0, $1, body: fault?.detail ?? "") },
+                         error: { _ in Self.text(500, fault?.detail ?? "") }, otherwise: { checkinAnswer(r) })
+    }
+
+    func checkinAnswer(_ r: HTTPRequest) -> HTTPResponse {
         // Plain sentences without a line end, as the contract gives them.
         guard !r.bodyTooLarge, let request = try? CheckinRequest(decoding: r.body) else {
-            return responder.send(Self.text(400, "the body is no AndroidCheckinRequest (checkin.proto)"))
+            return Self.text(400, "the body is no AndroidCheckinRequest (checkin.proto)")
         }
         let info = CheckinInfo(platform: request.platform, chromeVersion: request.chromeVersion, channel: request.channel,
                                userAgent: r.header("user-agent"))
         do {
             guard let pair = try engine.checkin(androidID: request.androidID, securityToken: request.securityToken, info: info) else {
-                return responder.send(Self.text(401, "the android id and security token do not match"))
+                return Self.text(401, "the android id and security token do not match")
             }
             let body = CheckinResponse.encode(androidID: pair.androidID, securityToken: pair.securityToken, timeMillis: engine.clock.nowMillis())
-            responder.send(HTTPResponse(status: 200, headers: [("Content-Type", "application/x-protobuf")], body: body))
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/x-protobuf")], body: body)
         } catch {
-            responder.send(Self.text(500, "the store failed"))
+            return Self.text(500, "the store failed")
         }
     }
 
@@ -61,11 +69,11 @@ public struct GCMRoutes: Sendable {
             return responder.send(HTTPResponse(status: 405, headers: [("Content-Type", ContentType.text), ("Allow", "POST")],
                                                body: Array("Error=INVALID_PARAMETERS".utf8)))
         }
-        if let f = engine.surfaceFault(path: Self.registerPath) {
-            if case .protocolError(let code, _) = f { return responder.send(Self.error(code)) }
-            return responder.send(Self.faulted(f, body: "Error=SERVICE_NOT_AVAILABLE"))
-        }
-        responder.send(answer(r))
+        // A fault's `when.sender_id` is the request's `sender`.
+        let sender = r.bodyTooLarge ? nil : FormBody.parse(r.body)?.first { $0.0 == "sender" }?.1
+        let fault = engine.surfaceFault(path: Self.registerPath, senderID: sender)
+        FaultAnswer.send(fault, to: responder, status: { Self.faulted($0, $1, body: "Error=SERVICE_NOT_AVAILABLE") },
+                         error: Self.error, otherwise: { answer(r) })
     }
 
     func answer(_ r: HTTPRequest) -> HTTPResponse {
@@ -149,8 +157,7 @@ public struct GCMRoutes: Sendable {
     }
 
     /// A fault's status, in the surface's shape (`Retry-After` when set).
-    static func faulted(_ f: RequestFault, body: String) -> HTTPResponse {
-        guard case .status(let code, let retry, _) = f else { return text(500, body, charset: true) }
+    static func faulted(_ code: Int, _ retry: Int64?, body: String) -> HTTPResponse {
         var answer = text(code, body, charset: true)
         if let retry { answer.headers.append(("Retry-After", String(retry))) }
         return answer

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from fcmclient import RawMcs, login_request, pb_bytes, pb_fields, pb_int, raw_checkin, raw_login, raw_register
 from firefox import wait_entry
-from mocksupport import APP_A, KEY_A, PROJECT_A, PROJECT_B, SENDER_A, MockServer
+from mocksupport import APP_A, KEY_A, PROJECT_A, PROJECT_B, SENDER_A, SENDER_B, MockServer
 
 TAG_DATA = 8
 NO_KEY = ("Method doesn't allow unregistered callers (callers without established identity). "
@@ -700,6 +700,64 @@ def test_status_faults_answer_each_surface_in_its_shape(mock_mcs, transport):
                       headers={**API, "x-goog-firebase-installations-auth": auth})
     rpc_error(r, 503, "UNAVAILABLE")
     assert "Retry-After" not in r.headers, r.headers
+
+
+def test_delay_and_close_faults_act_on_each_surface(mock_mcs):
+    """§4.3 with control-api.md's `then`: a delay answers the call late (and normally), a close
+    drops its connection without an answer, on every device-side surface."""
+    fid, refresh, auth = install(mock_mcs)
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    calls = {
+        "/checkin": lambda: raw_checkin(mock_mcs.base_url),
+        "/c2dm/register3": lambda: raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A),
+        "/v1/projects/*/installations": lambda: install(mock_mcs),
+        "/v1/projects/*/registrations": lambda: requests.post(
+            registrations(mock_mcs), json=web(subscription(mock_mcs)), timeout=10,
+            headers={**API, "x-goog-firebase-installations-auth": auth}).raise_for_status(),
+    }
+    for path, call in calls.items():
+        mock_mcs.fault({"path": path}, {"delay_ms": 600}, times=1)
+        started = time.monotonic()
+        call()
+        assert time.monotonic() - started >= 0.6, f"{path}: not delayed"
+        mock_mcs.fault({"path": path}, {"close_connection": True}, times=1)
+        with pytest.raises(requests.ConnectionError):
+            call()
+        call()  # the faults are spent
+    assert mock_mcs.fault_ids() == []
+
+
+def test_surface_faults_match_the_path_as_called_and_the_sender(mock_mcs):
+    """control-api.md: `when` fields given must match. A surface named with its project fires on
+    that project's calls only; register3's `when.sender_id` is its `sender`, an Installations
+    call's its project's; a checkin has no sender. `then.error` is register3's only."""
+    body = {"fid": FID, "appId": f"1:{SENDER_A}:web:abc", "authVersion": "FIS_v2", "sdkVersion": "w:0.6.4"}
+    concrete = mock_mcs.fault({"path": f"/v1/projects/{PROJECT_B}/installations"}, {"status": 503}, times=1)
+    install(mock_mcs)  # project A: untouched
+    r = requests.post(installations(mock_mcs, PROJECT_B), json=body, headers=API, timeout=10)
+    rpc_error(r, 503, "UNAVAILABLE")
+    assert concrete["id"] not in mock_mcs.fault_ids()
+
+    by_sender = mock_mcs.fault({"path": "/v1/projects/*/installations", "sender_id": SENDER_B}, {"status": 503}, times=1)
+    install(mock_mcs)
+    rpc_error(requests.post(installations(mock_mcs, PROJECT_B), json=body, headers=API, timeout=10), 503, "UNAVAILABLE")
+    assert by_sender["id"] not in mock_mcs.fault_ids()
+
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    other = mock_mcs.fault({"path": "/c2dm/register3", "sender_id": "999"}, {"error": "QUOTA_EXCEEDED"}, times=1)
+    raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+    r = requests.post(mock_mcs.base_url + "/c2dm/register3", data={"app": APP_A, "sender": "999", "device": str(android_id)},
+                      headers={"Authorization": f"AidLogin {android_id}:{security_token}"}, timeout=10)
+    assert (r.status_code, r.text) == (200, "Error=QUOTA_EXCEEDED"), (r.status_code, r.text)
+    assert other["id"] not in mock_mcs.fault_ids()
+    mock_mcs.fault({"path": "/checkin", "sender_id": SENDER_A}, {"status": 503}, times=1)
+    raw_checkin(mock_mcs.base_url)  # a checkin names no sender: the fault stays
+    mock_mcs.api("DELETE", "/api/v1/faults", expect=204)
+
+    for path in ("/checkin", "/v1/projects/*/installations", f"/v1/projects/{PROJECT_A}/registrations"):
+        r = requests.post(mock_mcs.base_url + "/api/v1/faults", json={"when": {"path": path}, "then": {"error": "Unavailable"}},
+                          timeout=10)
+        assert r.status_code == 400 and "then.error does not apply" in r.text, (path, r.status_code, r.text)
 
 
 def test_a_fault_of_another_transport_leaves_the_surfaces_alone(mock_mcs):
