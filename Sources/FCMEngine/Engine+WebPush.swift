@@ -85,6 +85,8 @@ extension Engine {
         if let ticket {
             try commitControl(ticket)
             if events.hasReaders { events.publish([("device.updated", renderDevice(device))]) }
+            // The FCM registrations over it end with it, as when it is deleted.
+            unregisterRiders(of: [device.id])
         }
         return device
     }

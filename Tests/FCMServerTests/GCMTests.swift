@@ -216,6 +216,20 @@ final class GCMTests: XCTestCase {
         XCTAssertEqual(try send(second), "NotRegistered")
     }
 
+    /// The control API's `web-push/expire` of the `wp:` registration an FCM registration travels
+    /// over ends the FCM registration too, as deleting it does: `unregistered`, NotRegistered.
+    func testAnFCMRegistrationEndsWhenItsSubscriptionIsExpired() throws {
+        let setup = try firebaseSetup(fid: "cZyXwVuTsRqPoNmLkJiHgF", subtypeID: "7c1e2d3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f")
+        let made = try server.client().postJSON("/v1/projects/demo-project/registrations", setup.web, headers: setup.headers)
+        let token = try XCTUnwrap(made.object?["token"]?.stringValue, made.text)
+        let expired = try server.client().postJSON("/api/v1/devices/\(pathEncode(setup.subscription))/web-push/expire", "")
+        XCTAssertEqual(expired.status, 200, expired.text)
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices/\(pathEncode(token))").object?["state"]?.stringValue, "unregistered")
+        let r = try server.client().postJSON("/fcm/send", #"{"to":"\#(token)","data":{"a":"b"}}"#,
+                                             headers: [("Authorization", "key=AAAAfcmmock:demo-server-key")])
+        XCTAssertEqual(r.object?["results"]?.arrayValue?.first?.objectValue?["error"]?.stringValue, "NotRegistered", r.text)
+    }
+
     /// Deleting an installation ends its FCM registrations as their own DELETE does: they are
     /// `unregistered` and sends to them answer NotRegistered; its tokens then answer 401.
     func testDeletingAnInstallationUnregistersItsFCMRegistrations() throws {
