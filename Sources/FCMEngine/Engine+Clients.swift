@@ -179,13 +179,15 @@ extension Engine {
         var room = maxUnackedPerConnection - conn.unacked.count
         for (d, e) in waiting {
             if e.expiresAt <= now || (e.isNotice && client.kind == .autopush) {
-                // A notice of deleted messages is FCM's (an MCS stanza), not autopush's: nothing to write there.
-                changes.append((e.deliveryID, "expired"))
+                // A notice of deleted messages is FCM's (an MCS stanza), not autopush's: there is
+                // nothing to write it as, so Firefox cannot take it (`undeliverable`).
+                let status = e.expiresAt <= now ? "expired" : "undeliverable"
+                changes.append((e.deliveryID, status))
                 s.stored[d.id]?.removeAll { $0.deliveryID == e.deliveryID }
                 s.forgetClientDelivery(e.deliveryID)
-                published.append(("message.expired", EventJSON.delivery(
+                published.append(("message." + status, EventJSON.delivery(
                     messageID: MessageID(micros: e.deliveryID, suffix: messageIDSuffix(senderID: d.senderID)).description,
-                    token: d.token, status: "expired", at: now)))
+                    token: d.token, status: status, at: now)))
                 continue
             }
             guard room > 0 else { break }
