@@ -235,7 +235,8 @@ extension EngineState {
         w.key("created_at"); w.value(rfc3339(millis: c.row.createdAt))
         w.key("last_connected_at"); w.value(c.row.lastConnectedAt.map { rfc3339(millis: $0) })
         w.key("devices"); w.beginArray()
-        for id in c.devices { if let d = devices[id] { w.value(d.token) } }
+        // Its own, then the FCM registrations that travel over them (`?client_id=` finds both).
+        for id in carried(by: c) { if let d = devices[id] { w.value(d.token) } }
         w.endArray()
         w.key("registrations"); w.beginArray()
         for r in gcmRegistrations.values.filter({ $0.client == c.row.id }).sorted(by: { ($0.createdAt, $0.token) < ($1.createdAt, $1.token) }) {

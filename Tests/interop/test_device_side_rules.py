@@ -438,6 +438,15 @@ def test_an_fcm_registrations_push_comes_from_its_subscriptions_sender(mock_mcs,
     assert receiver.payload(body)["from"] == SENDER_A
 
 
+def test_a_clients_devices_are_those_its_client_id_finds(mock_mcs, receiver):
+    """§4.1: the clients API's `devices` and `GET /api/v1/devices?client_id=` agree: the `wp:`
+    registration, then the FCM registration that travels over it."""
+    client = mock_mcs.api("GET", f"/api/v1/clients/{receiver.android_id}")
+    found = mock_mcs.api("GET", "/api/v1/devices", params={"client_id": str(receiver.android_id)})["items"]
+    assert client["devices"] == [receiver.wp, receiver.token], client
+    assert sorted(d["token"] for d in found) == sorted(client["devices"]), found
+
+
 def test_the_fcm_payload_takes_the_web_platforms_collapse_key_and_leaves_out_an_empty_notification(mock_mcs, receiver):
     """§3.6: `collapse_key` is the web effective payload's (HTTP v1: `webpush.headers.Topic`, not
     `android.collapse_key`; legacy: `collapse_key`), `do_not_collapse` without one; `notification`
