@@ -193,8 +193,8 @@ final class AutopushSession: WebSocketHandler {
     private func acknowledge(version: String, code: Int?, nack: Bool, channelID: String?, clientID: String, _ ws: WebSocketConnection) {
         let conn = "ws\(ws.id)"
         let type = nack ? "nack" : "ack"
-        guard let result = try? room.engine.clientAcknowledged(clientID: clientID, connectionID: conn, version: version, code: code,
-                                                               nack: nack), result.known else {
+        guard let result = try? room.engine.clientAcknowledged(clientID: clientID, connectionID: conn, versions: [version], code: code,
+                                                               nack: nack), !result.settled.isEmpty else {
             room.log.info("autopush ignored an acknowledgement of a version this connection did not send",
                           [("conn", conn), ("uaid", clientID), ("messageType", type), ("version", version)])
             return

@@ -395,92 +395,103 @@ extension Engine {
 
     // MARK: Acknowledgements
 
-    /// The client acknowledged (or, `nack`, refused) the delivery it knows as `version` on
-    /// `connectionID`: `code` nil or 100 delivered; 101, 102 and a nack's 301 to 303 rejected.
-    /// False when that connection never sent it (the room logs it and moves on). What waited for
-    /// room on the connection is returned to write.
+    /// The client acknowledged (or, `nack`, refused) the deliveries it knows as `versions` on
+    /// `connectionID` (one frame's: a stream ack covers several): `code` nil or 100 delivered; 101,
+    /// 102 and a nack's 301 to 303 rejected. Returns the versions that connection had sent and
+    /// that this settled (others are the room's to log and forget), and what waited for room on
+    /// the connection, to write.
     /// `by`: how (autopush's `ack`; MCS's `selective_ack`, `stream_ack`, `login`).
-    public func clientAcknowledged(clientID: String, connectionID: String, version: String, code: Int?, nack: Bool, by: String = "ack")
-        throws(EngineError) -> (known: Bool, orders: ClientOrders) {
-        guard let mid = MessageID(version) else { return (false, ClientOrders()) }
-        let deliveryID = mid.micros
+    public func clientAcknowledged(clientID: String, connectionID: String, versions: [String], code: Int?, nack: Bool, by: String = "ack")
+        throws(EngineError) -> (settled: [String], orders: ClientOrders) {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
-        var reached = false
+        var reached: [Int64] = []
+        var settled: [String] = []
         let result: (ClientOrders, Store.Ticket?)? = state.withLock { s in
-            guard var cd = s.clientDeliveries[deliveryID], cd.connectionID == connectionID, cd.version == version,
-                  let deviceID = s.clientDeliveryDevice[deliveryID], let d = s.devices[deviceID],
-                  // The client looked up once (its id hashed once) and changed in place below.
-                  let ci = s.realClients.index(forKey: clientID),
-                  s.realClients.values[ci].connection?.info.id == connectionID else { return nil }
-            let wasSent = s.realClients.values[ci].connection?.unacked.contains(deliveryID) ?? false
-            guard wasSent || (nack && cd.ack != nil && cd.rejection == nil) else { return nil }
-            var status: String
-            var deliveredAt: Int64?
-            if nack {
-                cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
-                status = "client_rejected"
-            } else if code == nil || code == 100 {
-                cd.ack = (by, code ?? (by == "ack" ? 100 : nil), now)
-                status = "delivered"
-                deliveredAt = now
-                reached = true
-            } else {
-                cd.ack = (by, code, now)
-                cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
-                status = "client_rejected"
+            // The client looked up once (its id hashed once) and changed in place below.
+            guard let ci = s.realClients.index(forKey: clientID), s.realClients.values[ci].connection?.info.id == connectionID
+            else { return nil }
+            var updates: [ClientDeliveryUpdate] = []
+            var touched: [Int64] = []
+            var madeRoom = false
+            for version in versions {
+                guard let mid = MessageID(version), var cd = s.clientDeliveries[mid.micros], cd.connectionID == connectionID,
+                      cd.version == version, let deviceID = s.clientDeliveryDevice[mid.micros], let d = s.devices[deviceID] else { continue }
+                let deliveryID = mid.micros
+                let wasSent = s.realClients.values[ci].connection?.unacked.contains(deliveryID) ?? false
+                guard wasSent || (nack && cd.ack != nil && cd.rejection == nil) else { continue }
+                var status: String
+                var deliveredAt: Int64?
+                if nack {
+                    cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
+                    status = "client_rejected"
+                } else if code == nil || code == 100 {
+                    cd.ack = (by, code ?? (by == "ack" ? 100 : nil), now)
+                    status = "delivered"
+                    deliveredAt = now
+                    reached.append(deliveryID)
+                } else {
+                    cd.ack = (by, code, now)
+                    cd.rejection = (code ?? 0, ClientDelivery.meaning(code ?? 0), now)
+                    status = "client_rejected"
+                }
+                s.clientDeliveries[deliveryID] = cd
+                s.clientPayloads[deliveryID] = nil
+                s.realClients.values[ci].connection?.unacked.removeAll { $0 == deliveryID }
+                s.rememberAcknowledged(deliveryID, clientID: clientID)
+                updates.append(ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, stored: cd.stored()))
+                if !events.hasReaders {
+                    // Nobody listens: no event to build.
+                } else if status == "delivered" {
+                    published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: status, at: now,
+                                                                                      clientDelivery: cd.json())))
+                } else {
+                    published.append(("message.client_rejected", EventJSON.clientRejected(messageID: version, token: d.token, at: now,
+                                                                                            code: code ?? 0)))
+                }
+                touched.append(deviceID)
+                settled.append(version)
+                madeRoom = madeRoom || wasSent
             }
-            s.clientDeliveries[deliveryID] = cd
-            s.clientPayloads[deliveryID] = nil
-            s.realClients.values[ci].connection?.unacked.removeAll { $0 == deliveryID }
+            guard !settled.isEmpty else { return nil }
             s.realClients.values[ci].connection?.lastFrameAt = now
-            s.rememberAcknowledged(deliveryID, clientID: clientID)
-            var updates = [ClientDeliveryUpdate(id: deliveryID, status: status, deliveredAt: deliveredAt, stored: cd.stored())]
-            if !events.hasReaders {
-                // Nobody listens: no event to build.
-            } else if status == "delivered" {
-                published.append(("message.delivered", EventJSON.clientDelivery(messageID: version, token: d.token, status: status, at: now,
-                                                                                  clientDelivery: cd.json())))
-            } else {
-                published.append(("message.client_rejected", EventJSON.clientRejected(messageID: version, token: d.token, at: now,
-                                                                                        code: code ?? 0)))
-            }
             var orders = ClientOrders()
             var changes: [(Int64, String)] = []
             var fired: [(delivery: Int64, fault: String)] = []
-            if wasSent {
+            if madeRoom {
                 fired = flushHeld(of: clientID, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
             }
             let writes = clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now)
-            // The acknowledged delivery's inbox changed, and those of the client's devices when
+            // The acknowledged deliveries' inboxes changed, and those of the client's devices when
             // what it held was written (or expired) too.
-            let touched = updates.count == 1 && changes.isEmpty ? [deviceID] : [deviceID] + s.carried(by: s.realClients.values[ci])
-            if !orders.writes.isEmpty || !changes.isEmpty {
+            if updates.count > settled.count || !changes.isEmpty { touched += s.carried(by: s.realClients.values[ci]) }
+            if !orders.writes.isEmpty || !changes.isEmpty, !store.isCommittingHere {
                 // What waited for room is written now: committed first, as every write that is
                 // not a send's, so a read of its record once the client has it finds it `sent`.
+                // (Not from within a commit, a send's write that found its acknowledgement in:
+                // no other commit could start while this one waits.)
                 return (orders, submit(writes))
             }
             // Nobody waits for an acknowledgement's commit (the client is answered nothing): it
             // rides the next commit, and its events and long polls follow that commit.
-            let events = published
-            let late = reached ? [deliveryID] : []
+            let (events, late, devices) = (published, reached, touched)
             submitRiding(writes) { [self] error in
                 if error == nil {
                     self.events.publish(events)
                     reachedLate(late)
                 }
-                notifyChanged(devices: touched)
+                notifyChanged(devices: devices)
             }
             return (orders, nil)
         }
-        guard let (orders, ticket) = result else { return (false, ClientOrders()) }
+        guard let (orders, ticket) = result else { return ([], ClientOrders()) }
         if let ticket {
             // A write that cannot be recorded is not made (the store's recovery takes it from here).
-            do throws(EngineError) { try commitControl(ticket) } catch { return (true, ClientOrders()) }
+            do throws(EngineError) { try commitControl(ticket) } catch { return (settled, ClientOrders()) }
             events.publish(published)
-            reachedLate(reached ? [deliveryID] : [])
+            reachedLate(reached)
         }
-        return (true, orders)
+        return (settled, orders)
     }
 
     /// Deliveries a real client acknowledged (committed): they reached their device now, as a

@@ -1,3 +1,4 @@
+import Dispatch
 import Platform
 import FCMCore
 import FCMModel
@@ -45,13 +46,45 @@ extension Engine {
     /// fail too, memory stays as it is (the queued tickets fail all the same).
     func recover(after error: StoreError, failQueued: () -> Void) {
         let loaded = try? EngineState.load(from: store, rooms: rooms)
-        state.withLock { s in
+        let kept: [String] = state.withLock { s in
             failQueued()
-            guard let loaded else { return }
+            guard let loaded else { return [] }
+            let before = s
             s = s.recovered(from: loaded.state, maxMid: loaded.maxMid)
+            let kept = s.keepingConnections(of: before)
             publishCredentials(s)
+            return kept
         }
         notifyChanged()
+        // What the kept connections' devices hold again goes out once this commit is over (on
+        // another thread: this one commits). A retry after a quarter second: should the store
+        // still fail, the next recovery tries again, not a busy loop.
+        if !kept.isEmpty {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) { [weak self] in self?.resumeClients(kept) }
+        }
+    }
+
+    /// Writes what the devices of clients `ids` hold, on their connections, up to each one's
+    /// room: after a recovery, which held again what the store had not recorded as written.
+    func resumeClients(_ ids: [String]) {
+        for id in ids {
+            let now = clock.nowMillis()
+            var published: [(String, String)] = []
+            var orders = ClientOrders()
+            let ticket: Store.Ticket? = state.withLock { s in
+                var updates: [ClientDeliveryUpdate] = []
+                var changes: [(Int64, String)] = []
+                let fired = flushHeld(of: id, now: now, orders: &orders, updates: &updates, changes: &changes, events: &published, state: &s)
+                let writes = clientDeliveryWrites(changes: changes, updates: updates, fired: fired, at: now)
+                return writes.isEmpty ? nil : submit(writes)
+            }
+            if let ticket {
+                // A write that cannot be recorded is not made (the store's recovery takes it from here).
+                do throws(EngineError) { try commitControl(ticket) } catch { return }
+            }
+            events.publish(published)
+            dispatch(orders)
+        }
     }
 }
 
@@ -68,7 +101,8 @@ extension EngineState {
     /// - an upstream message an XMPP connection holds (`sent`, with its connection): the store
     ///   reads it back as `queued` (at a start its connection is gone), but this connection is
     ///   alive, has it on the wire and waits for its ack. One the store never got is gone;
-    /// - real clients' open connections (`keepingConnections`).
+    ///
+    /// Real clients' open connections are put back after (`keepingConnections`).
     ///
     /// Everything else (projects, devices, what offline devices hold, subscriptions, groups,
     /// upstream messages) is the store's. A state field added later is the store's unless it is
@@ -92,30 +126,34 @@ extension EngineState {
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {
             if let stored = s.upstream[id], stored.status == "queued" { s.upstream[id] = u }
         }
-        s.keepingConnections(of: self)
         return s
     }
 
     /// The store reads every real client as a start does: not connected, its devices offline,
     /// what was on a connection held again. Their connections are alive, though: each stays its
-    /// client's, with what it has on the wire and not acknowledged (as the store knows it) and its
-    /// devices online or held as they were. What a failed commit took never reached a connection
-    /// (writes follow their commits), and an acknowledgement whose commit failed is held again.
-    mutating func keepingConnections(of before: EngineState) {
+    /// client's, with its devices online or held as they were, and with what the store records as
+    /// written on it and not acknowledged. A write the failed commit decided (or one that commit
+    /// would have recorded, released by an acknowledgement) was never made: writes follow their
+    /// commits. It is held again, and so is an acknowledged push whose record failed
+    /// (`Engine.resumeClients` writes them).
+    /// Returns the clients kept connected.
+    mutating func keepingConnections(of before: EngineState) -> [String] {
+        var kept: [String] = []
         for (id, was) in before.realClients {
             guard let conn = was.connection, var client = realClients[id] else { continue }
-            var kept = conn
-            kept.unacked = conn.unacked.filter { deliveryID in
-                guard let cd = before.clientDeliveries[deliveryID], let deviceID = before.clientDeliveryDevice[deliveryID],
+            var connection = conn
+            connection.unacked = conn.unacked.filter { deliveryID in
+                // The store's record of it: restored at the read (`ClientDelivery.restored`).
+                guard let cd = clientDeliveries[deliveryID], cd.connectionID == conn.info.id, cd.sends > 0,
+                      let deviceID = clientDeliveryDevice[deliveryID],
                       let i = stored[deviceID]?.firstIndex(where: { $0.deliveryID == deliveryID }) else { return false }
                 stored[deviceID]?.remove(at: i)
                 if stored[deviceID]?.isEmpty == true { stored[deviceID] = nil }
-                clientDeliveries[deliveryID] = cd
-                clientDeliveryDevice[deliveryID] = deviceID
                 clientPayloads[deliveryID] = before.clientPayloads[deliveryID]
                 return true
             }
-            client.connection = kept
+            kept.append(id)
+            client.connection = connection
             realClients[id] = client
             for deviceID in carried(by: client) where devices[deviceID]?.state == .registered {
                 devices[deviceID]?.online = before.devices[deviceID]?.online ?? false
@@ -132,5 +170,6 @@ extension EngineState {
             if !settled.isEmpty { acknowledged[id] = settled }
         }
         closedAhead = before.closedAhead
+        return kept
     }
 }

@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Platform
 import Synchronization
 
@@ -34,7 +35,7 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// backstop at 64 MiB of log, and then finds most frames already copied.
 ///
 /// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
-/// `connection` only inside `connectionLock`, `pending`/`stopping`/`committing` only inside
+/// `connection` only inside `connectionLock`, `pending`/`stopping`/`committing`/`committer` only inside
 /// `queue`; a ticket's outcome is written by its committer before it signals or completes it.
 public final class Store: @unchecked Sendable {
     private let connection: SQLiteConnection
@@ -44,8 +45,9 @@ public final class Store: @unchecked Sendable {
     private let queue = ConditionLock()
     private var pending: [Ticket] = []
     private var stopping = false
-    /// A batch is being committed (by the writer or a caller of `commitQueued`).
+    /// A batch is being committed (by the writer or a caller of `commitQueued`), on this thread.
     private var committing = false
+    private var committer: pthread_t?
     private let writerDone = DispatchSemaphore(value: 0)
     private let checkpointer: Checkpointer?
     /// The running count of message records and the tables resets set aside (`Store+Prune.swift`).
@@ -191,6 +193,7 @@ public final class Store: @unchecked Sendable {
         let batch: [Ticket]? = queue.withLock {
             guard !committing, !pending.isEmpty else { return nil }
             committing = true
+            committer = pthread_self()
             let b = pending
             pending.removeAll(keepingCapacity: true)
             return b
@@ -199,8 +202,15 @@ public final class Store: @unchecked Sendable {
         process(batch)
         queue.withLock {
             committing = false
+            committer = nil
             if !pending.isEmpty || stopping { queue.broadcast() }
         }
+    }
+
+    /// Whether the calling thread is committing a batch (in a ticket's completion, say): a wait
+    /// for another ticket there would never end, since nothing else commits until it returns.
+    public var isCommittingHere: Bool {
+        queue.withLock { committing && committer.map { pthread_equal($0, pthread_self()) != 0 } == true }
     }
 
     /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
@@ -242,6 +252,7 @@ public final class Store: @unchecked Sendable {
                 while committing || (pending.isEmpty && !stopping) { queue.wait() }
                 if pending.isEmpty { return nil }
                 committing = true
+                committer = pthread_self()
                 let b = pending
                 pending.removeAll(keepingCapacity: true)
                 return b
@@ -251,7 +262,10 @@ public final class Store: @unchecked Sendable {
                 return
             }
             process(batch)
-            queue.withLock { committing = false }
+            queue.withLock {
+                committing = false
+                committer = nil
+            }
         }
     }
 

@@ -139,16 +139,12 @@ public final class GCMDelivery: MCSDelegate {
     /// docs/real-clients.md shows it: `tag=IqStanza ext=13 last_stream_id_received=2`, with how
     /// many deliveries it settled), one `debug` line for each delivery.
     private func acknowledge(_ versions: [String], by: String, frame: [(String, String)], on connection: MCSConnection) {
-        guard let user = connection.user, !versions.isEmpty else { return }
-        var more = ClientOrders()
-        var settled = 0
-        for v in versions {
-            guard let r = try? engine.clientAcknowledged(clientID: user, connectionID: connection.id, version: v, code: nil, nack: false, by: by),
-                  r.known else { continue }
-            settled += 1
+        guard let user = connection.user, !versions.isEmpty,
+              let r = try? engine.clientAcknowledged(clientID: user, connectionID: connection.id, versions: versions, code: nil, nack: false, by: by)
+        else { return }
+        let settled = r.settled.count
+        for v in r.settled {
             log.log(.debug, "mcs", [("dir", "in"), ("conn", connection.id), ("android_id", user), ("ack", by), ("persistent_id", v)])
-            more.writes += r.orders.writes
-            more.close += r.orders.close
         }
         if settled > 0 {
             log.info("mcs", {
@@ -163,7 +159,7 @@ public final class GCMDelivery: MCSDelegate {
                 return fields
             }())
         }
-        deliver(more)
+        deliver(r.orders)
     }
 
     // MARK: Writes
@@ -210,7 +206,13 @@ public final class GCMDelivery: MCSDelegate {
         }
         log.log(.debug, "mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
                          ("persistent_id", w.version), ("packet", String(n))])
-        if let early { acknowledge([w.version], by: "stream_ack", frame: Self.frame(early.tag, early.ext, early.through), on: connection) }
+        if let early {
+            // Recorded off this thread: a send's write runs within its commit, and what the
+            // acknowledgement releases is committed before it is written.
+            DispatchQueue.global().async { [self] in
+                acknowledge([w.version], by: "stream_ack", frame: Self.frame(early.tag, early.ext, early.through), on: connection)
+            }
+        }
     }
 
     /// What a registration receives (docs/real-clients.md, "What a registration receives").

@@ -15,6 +15,34 @@ extension AutopushTests {
         try server.app.engine.store.readSQL { (c: SQLiteConnection) throws(StoreError) in try c.execute("PRAGMA query_only=\(refuse ? 1 : 0)") }
     }
 
+    /// An acknowledgement that makes room for a held push, whose commit fails: neither the push
+    /// it released (never written) nor the acknowledged one (its record failed) stays on the
+    /// connection; both are held again and written once the store takes writes, oldest first.
+    func testWhatAFailedAcknowledgementReleasedIsHeldAndWrittenAfter() throws {
+        let (ws, uaid) = try hello()
+        let endpoint = try register(ws)
+        let token = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        var versions: [String] = []
+        for _ in 0..<101 { versions.append(try messageID(try push(endpoint))) }
+        for _ in 0..<100 { XCTAssertNotNil(try ws.nextText()) }
+        let held = versions[100]
+        XCTAssertEqual(try entry(token, held)["status"]?.stringValue, "pending")
+
+        try refuseWrites(true)
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(versions[0])","code":100}]}"#)
+        try waitFor("the failed acknowledgement's recovery") {
+            try get("/api/v1/clients/\(uaid)")["connection"]?.objectValue?["unacked"] == .number(JSONNumber(99))
+        }
+        try refuseWrites(false)
+        // The acknowledged push comes again (its acknowledgement was not recorded), then, once
+        // acknowledged, the one it had made room for.
+        XCTAssertTrue(try XCTUnwrap(try ws.nextText()).contains(#""version":"\#(versions[0])""#))
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(versions[0])","code":100}]}"#)
+        XCTAssertTrue(try XCTUnwrap(try ws.nextText()).contains(#""version":"\#(held)""#))
+        XCTAssertEqual(try entry(token, held)["status"]?.stringValue, "sent")
+        XCTAssertEqual(try entry(token, versions[0])["client_delivery"]?.objectValue?["sends"], .number(JSONNumber(2)))
+    }
+
     func testAConnectedClientKeepsItsConnectionThroughAFailedCommit() throws {
         let (ws, uaid) = try hello()
         let endpoint = try register(ws)

@@ -32,6 +32,28 @@ final class StoreFailureHandlerTests: XCTestCase {
         var lateOutcome: String?
     }
 
+    /// A completion runs on the committing thread, which `isCommittingHere` tells (a wait there
+    /// would never end); other threads, and that thread after the commit, are told no.
+    func testIsCommittingHereIsTrueOnlyOnTheCommittingThread() throws {
+        let s = try Store(path: dir + "/c.sqlite")
+        try s.write([{ c in try c.execute("CREATE TABLE t(n INTEGER PRIMARY KEY)") }])
+        let seen = Mutex<(inside: Bool?, elsewhere: Bool?)>((nil, nil))
+        let t = s.submit([insert(1)], wakeWriter: false) { _ in
+            let other = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                seen.withLock { $0.elsewhere = s.isCommittingHere }
+                other.signal()
+            }
+            other.wait()
+            seen.withLock { $0.inside = s.isCommittingHere }
+        }
+        try s.wait(for: t)
+        XCTAssertEqual(seen.withLock { $0.inside }, true)
+        XCTAssertEqual(seen.withLock { $0.elsewhere }, false)
+        XCTAssertFalse(s.isCommittingHere)
+        s.close()
+    }
+
     func testHandlerRunsBeforeTheFailedAreToldAndFailsWhatIsQueued() throws {
         let s = try Store(path: dir + "/t.sqlite")
         try s.write([{ c in try c.execute("CREATE TABLE t(n INTEGER PRIMARY KEY)") }])
