@@ -438,6 +438,18 @@ def test_an_fcm_registrations_push_comes_from_its_subscriptions_sender(mock_mcs,
     assert receiver.payload(body)["from"] == SENDER_A
 
 
+def test_the_plaintext_is_on_the_entry_once_the_client_has_the_push(mock_mcs, receiver):
+    """§3.6: the entry shows what the mock encrypted (`client_delivery.plaintext`, `encryption`)
+    while it is `sent` too: a client that reads its entry as soon as it has the push finds them
+    (the record is committed right after the send's, not left for a later commit)."""
+    for n in range(5):
+        message_id = send(mock_mcs, receiver.token, {"n": str(n)})
+        assert pb_fields(receiver.stanza())[9][0].decode() == message_id
+        entry = mock_mcs.api("GET", "/api/v1/devices/" + quote(receiver.token, safe="") + "/messages/" + quote(message_id, safe=""))
+        cd = entry["client_delivery"]
+        assert cd["encryption"] == "aesgcm" and cd["plaintext"]["data"] == {"n": str(n)}, entry
+
+
 def test_a_clients_devices_are_those_its_client_id_finds(mock_mcs, receiver):
     """§4.1: the clients API's `devices` and `GET /api/v1/devices?client_id=` agree: the `wp:`
     registration, then the FCM registration that travels over it."""
