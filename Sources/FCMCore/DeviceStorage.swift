@@ -71,20 +71,20 @@ public enum DeviceStorage {
     /// - A fifth distinct collapse key evicts the key stored longest ago (`dropped`). FCM does not
     ///   say which key it drops; the oldest goes because the newest messages are the ones an app
     ///   most likely still wants, and it is the rule a test can predict.
+    /// - A real client's device can hold more than these rules leave (pushes that waited for room
+    ///   on its connection, or were written and unacknowledged when it ended, are held again
+    ///   whole): several of one key are all replaced, and keys are evicted whole, oldest first,
+    ///   until the new one makes four.
     /// - A 101st non-collapsible message makes the device discard everything it holds, the new
     ///   message included (`dropped`), as FCM documented.
     public static func store(_ new: StoredEntry, in entries: inout [StoredEntry], now: Int64) -> Held {
         var changes = expire(&entries, now: now)
         if let key = new.collapseKey {
-            if let i = entries.firstIndex(where: { $0.isFCM && $0.collapseKey == key }) {
-                changes.append(StatusChange(deliveryID: entries[i].deliveryID, status: "collapsed"))
-                entries.remove(at: i)
-            } else {
-                let keys = Set(entries.compactMap { $0.isFCM ? $0.collapseKey : nil })
-                if keys.count >= maxCollapseKeys, let i = entries.firstIndex(where: { $0.isFCM && $0.collapseKey != nil }) {
-                    changes.append(StatusChange(deliveryID: entries[i].deliveryID, status: "dropped"))
-                    entries.remove(at: i)
-                }
+            if remove(key, from: &entries, as: "collapsed", into: &changes) == 0 {
+                // The keys held, oldest first.
+                var keys: [String] = []
+                for e in entries where e.isFCM { if let k = e.collapseKey, !keys.contains(k) { keys.append(k) } }
+                while keys.count >= maxCollapseKeys { remove(keys.removeFirst(), from: &entries, as: "dropped", into: &changes) }
             }
             entries.append(new)
             return (changes, false, 0)
@@ -102,6 +102,19 @@ public enum DeviceStorage {
             return true
         }
         return (changes, true, purged)
+    }
+
+    /// Takes every FCM-held entry of collapse key `key` out, each with `status`; how many.
+    @discardableResult
+    private static func remove(_ key: String, from entries: inout [StoredEntry], as status: String, into changes: inout [StatusChange]) -> Int {
+        var n = 0
+        entries.removeAll { e in
+            guard e.isFCM, e.collapseKey == key else { return false }
+            changes.append(StatusChange(deliveryID: e.deliveryID, status: status))
+            n += 1
+            return true
+        }
+        return n
     }
 
     /// How many messages the device holds (what `pending` shows).

@@ -65,14 +65,14 @@ extension Engine {
 
 extension Engine {
     /// The first fault naming device-side surface `path` (`when.path`: its pattern, as `/checkin`
-    /// or `/v1/projects/*/installations`, or `named`, the surface as this call names it, its
-    /// project in place of `*`), which no fault without a path reaches (a test's faults on sends
+    /// or `/v1/projects/*/installations`, or one of `named`, the surface with this call's project
+    /// in place of `*`, by its id or its sender id), which no fault without a path reaches (a test's faults on sends
     /// leave the clients' registrations alone), for HTTP or any transport (these surfaces are
     /// HTTP), fired. Its `when.sender_id` must be the call's `senderID` (register3's `sender`, the
     /// project's of an Installations or registrations call; a checkin names none); a `when.token`
     /// or `when.topic` names nothing these calls have. Any request-wide action: a status, an
     /// error of the surface (register3's), a delay, a dropped connection.
-    public func surfaceFault(path: String, named: String? = nil, senderID: String?) -> RequestFault? {
+    public func surfaceFault(path: String, named: [String] = [], senderID: String?) -> RequestFault? {
         faultNaming(path, or: named) { f in
             guard f.names(transport: .http), f.token == nil, f.topic == nil else { return false }
             if let want = f.senderID, want != senderID { return false }
@@ -96,12 +96,13 @@ extension Engine {
         }
     }
 
-    /// The first fault whose `when.path` is `path` itself (or `other`) and that `applies` takes, fired.
-    private func faultNaming(_ path: String, or other: String? = nil, _ applies: (Fault) -> Bool) -> RequestFault? {
+    /// The first fault whose `when.path` is `path` itself (or one of `others`) and that `applies` takes, fired.
+    private func faultNaming(_ path: String, or others: [String] = [], _ applies: (Fault) -> Bool) -> RequestFault? {
         guard mayHaveFaults else { return nil }
         let f = state.withLock { s -> Fault? in
-            guard let i = s.faults.faults.firstIndex(where: { ($0.path == path || ($0.path != nil && $0.path == other)) && applies($0) })
-            else { return nil }
+            guard let i = s.faults.faults.firstIndex(where: { f in
+                f.path.map { $0 == path || others.contains($0) } == true && applies(f)
+            }) else { return nil }
             return s.faults.fire(i)
         }
         return f.flatMap(RequestFault.init)

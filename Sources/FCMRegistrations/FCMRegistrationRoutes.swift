@@ -191,8 +191,10 @@ public struct FCMRegistrationRoutes: Sendable {
     func respond(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder, surface: String,
                  _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) {
         let project = String(p["project"] ?? "")
-        let fault = engine.surfaceFault(path: "/v1/projects/*/" + surface, named: "/v1/projects/\(project)/" + surface,
-                                        senderID: engine.project(named: project)?.senderID)
+        // The project as the call names it, by its id or its sender id: a fault may name either.
+        let known = engine.project(named: project)
+        let names = Set([project] + [known?.projectID, known?.senderID].compactMap { $0 }).map { "/v1/projects/\($0)/" + surface }
+        let fault = engine.surfaceFault(path: "/v1/projects/*/" + surface, named: names, senderID: known?.senderID)
         FaultAnswer.send(fault, to: responder, status: { code, retry in
             var answer = Self.error(code, Self.statusName(code), fault?.detail ?? "")
             if let retry { answer.headers.append(("Retry-After", String(retry))) }

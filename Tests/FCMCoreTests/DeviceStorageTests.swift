@@ -28,6 +28,21 @@ final class DeviceStorageTests: XCTestCase {
         XCTAssertEqual(DeviceStorage.store(e(7, "c"), in: &held, now: 0).changes, [StatusChange(deliveryID: 3, status: "collapsed")])
     }
 
+    /// A real client's device may hold more than the rules leave (what waited for room on its
+    /// connection, or was unacknowledged when it ended, is held again whole): a newer message
+    /// replaces every held one of its key, and keys go whole, oldest first, down to four with it.
+    func testWhatIsHeldBeyondTheRulesIsCollapsedAndEvictedWhole() {
+        var held = [e(1, "same"), e(2, "same"), e(3), e(4, "same")]
+        let r = DeviceStorage.store(e(5, "same"), in: &held, now: 0)
+        XCTAssertEqual(r.changes, [1, 2, 4].map { StatusChange(deliveryID: $0, status: "collapsed") })
+        XCTAssertEqual(held.map(\.deliveryID), [3, 5])
+
+        held = [e(1, "a"), e(2, "b"), e(3, "a"), e(4, "c"), e(5, "d"), e(6, "e"), e(7, "f")]
+        let r2 = DeviceStorage.store(e(8, "g"), in: &held, now: 0)
+        XCTAssertEqual(r2.changes, [1, 3, 2, 4].map { StatusChange(deliveryID: $0, status: "dropped") })
+        XCTAssertEqual(held.map(\.deliveryID), [5, 6, 7, 8], "keys d, e, f and the new g: four")
+    }
+
     func testTheHundredAndFirstNonCollapsibleMessageDiscardsEverything() {
         var held: [StoredEntry] = [e(900, "k")]
         for i in 1...100 {

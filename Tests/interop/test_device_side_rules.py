@@ -758,6 +758,14 @@ def test_surface_faults_match_the_path_as_called_and_the_sender(mock_mcs):
     r = requests.post(installations(mock_mcs, PROJECT_B), json=body, headers=API, timeout=10)
     rpc_error(r, 503, "UNAVAILABLE")
     assert concrete["id"] not in mock_mcs.fault_ids()
+    # The project by its sender id names the same project as its id (control-api.md: `{project}`
+    # may be either), in the fault and in the call alike.
+    numbered = mock_mcs.fault({"path": f"/v1/projects/{SENDER_B}/installations"}, {"status": 503}, times=1)
+    rpc_error(requests.post(installations(mock_mcs, PROJECT_B), json=body, headers=API, timeout=10), 503, "UNAVAILABLE")
+    assert numbered["id"] not in mock_mcs.fault_ids()
+    named = mock_mcs.fault({"path": f"/v1/projects/{PROJECT_B}/installations"}, {"status": 503}, times=1)
+    rpc_error(requests.post(installations(mock_mcs, SENDER_B), json=body, headers=API, timeout=10), 503, "UNAVAILABLE")
+    assert named["id"] not in mock_mcs.fault_ids()
 
     by_sender = mock_mcs.fault({"path": "/v1/projects/*/installations", "sender_id": SENDER_B}, {"status": 503}, times=1)
     install(mock_mcs)
