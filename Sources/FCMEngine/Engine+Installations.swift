@@ -34,7 +34,7 @@ extension Engine {
                 id = s.newInstallationID()
                 while s.installations[id] != nil { id = s.newInstallationID() }
             }
-            if let old = s.installations[id] { s.installationAuth[old.authToken] = nil }
+            if let old = s.installations[id] { s.keepEarlierAuth(old, now: now) }
             let row = InstallationRow(fid: id, senderID: p.senderID, appID: appID, refreshToken: tokens.refresh,
                                       authToken: tokens.auth, authExpiresAt: now + tokens.authSeconds * 1000,
                                       createdAt: s.installations[id]?.createdAt ?? now)
@@ -57,7 +57,7 @@ extension Engine {
             guard var row = s.installations[fid], row.senderID == p.senderID, row.refreshToken == refreshToken else {
                 return .failure(.unauthenticated("the refresh token is not this installation's"))
             }
-            s.installationAuth[row.authToken] = nil
+            s.keepEarlierAuth(row, now: now)
             row.authToken = tokens.auth
             row.authExpiresAt = now + tokens.authSeconds * 1000
             s.installations[fid] = row
@@ -78,6 +78,7 @@ extension Engine {
             }
             s.installations[fid] = nil
             s.installationAuth[row.authToken] = nil
+            s.earlierAuth = s.earlierAuth.filter { $0.value.fid != fid }
             return s.devices.values.filter { $0.client?.kind == .fcm && $0.client?.id == fid && $0.state == .registered }.map(\.token)
         }
         // Its FCM registrations end as a DELETE of each would end them: unregistered, so sends
@@ -89,9 +90,9 @@ extension Engine {
 
     /// The installation an auth token stands for, of project `project`.
     func installation(auth: String, project: Project, now: Int64, state s: EngineState) -> Result<InstallationRow, FirebaseRefusal> {
-        guard let fid = s.installationAuth[auth], let row = s.installations[fid], row.authExpiresAt > now else {
-            return .failure(.missingAuthToken)
-        }
+        let current = s.installationAuth[auth].flatMap { s.installations[$0] }.flatMap { $0.authExpiresAt > now ? $0 : nil }
+        let earlier = s.earlierAuth[auth].flatMap { $0.expiresAt > now ? s.installations[$0.fid] : nil }
+        guard let row = current ?? earlier else { return .failure(.missingAuthToken) }
         guard row.senderID == project.senderID else {
             return .failure(.permissionDenied("the installation belongs to another project"))
         }
@@ -296,5 +297,15 @@ extension Engine {
             }
         }
         return relay
+    }
+}
+
+extension EngineState {
+    /// Installation `row`'s auth token, being replaced, stays good until it expires (a new one
+    /// does not revoke it); those that have expired go.
+    mutating func keepEarlierAuth(_ row: InstallationRow, now: Int64) {
+        installationAuth[row.authToken] = nil
+        earlierAuth = earlierAuth.filter { $0.value.expiresAt > now }
+        if row.authExpiresAt > now { earlierAuth[row.authToken] = (row.fid, row.authExpiresAt) }
     }
 }

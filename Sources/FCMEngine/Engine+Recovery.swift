@@ -95,7 +95,8 @@ extension EngineState {
     /// - the faults, the rate-limit windows, the message-id allocator (ids stay increasing: one a
     ///   failed send took is never reused), the fixture devices a reset puts back, and the next
     ///   device id (never lower than one already given);
-    /// - what iOS devices show by APNs collapse id (kept in memory only);
+    /// - what iOS devices show by APNs collapse id (kept in memory only), and installations'
+    ///   earlier auth tokens;
     /// - the send counts: counted again from the store when next asked for (ids up to `maxMid`),
     ///   plus what is decided from now on, so a failed send is not counted;
     /// - an upstream message an XMPP connection holds (`sent`, with its connection): the store
@@ -121,6 +122,7 @@ extension EngineState {
         s.webPushPath = webPushPath
         s.webPushOps = webPushOps
         s.takenSinceStart = takenSinceStart
+        s.earlierAuth = earlierAuth
         s.undecryptableSinceStart = undecryptableSinceStart
         s.stats = SendStats(floor: maxMid)
         for (id, u) in upstream where u.status == "sent" && u.connectionID != nil {

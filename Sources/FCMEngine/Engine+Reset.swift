@@ -138,6 +138,7 @@ extension Engine {
         s.gcmRegistrationKeys.removeAll()
         s.installations.removeAll()
         s.installationAuth.removeAll()
+        s.earlierAuth.removeAll()
         s.fcmRiders.removeAll()
         return writes
     }

@@ -294,6 +294,9 @@ struct EngineState: Sendable {
     /// Firebase installations by fid, and fids by their auth token.
     var installations: [String: InstallationRow] = [:]
     var installationAuth: [String: String] = [:]
+    /// Auth tokens installations were given before their current ones, good until they expire
+    /// (as Google's are), by token: memory only (a restart keeps each installation's current one).
+    var earlierAuth: [String: (fid: String, expiresAt: Int64)] = [:]
     var acknowledged: [String: [Int64]] = [:]
 
     func device(token: String) -> Device? {

@@ -123,6 +123,33 @@ def test_auth_tokens_are_generated_with_the_refresh_token_only(mock_mcs):
     assert r.status_code == 200 and r.json() == {}, r.text
 
 
+def test_an_earlier_auth_token_stays_good_until_it_expires(mock_mcs):
+    """§3.3/§3.4: a new auth token (`authTokens:generate`) does not revoke the one before it, as
+    Google's do not: both reach the installation's registration until they expire (the mock's
+    clock)."""
+    fid, refresh, first = install(mock_mcs)
+    r = requests.post(registrations(mock_mcs), json=web(subscription(mock_mcs)), timeout=10,
+                      headers={**API, "x-goog-firebase-installations-auth": first})
+    assert r.status_code == 200, r.text
+    token = r.json()["token"]
+    r = requests.post(installations(mock_mcs) + f"/{fid}/authTokens:generate", json={}, timeout=10,
+                      headers={**API, "Authorization": f"FIS_v2 {refresh}"})
+    assert r.status_code == 200, r.text
+    second = r.json()["token"]
+    assert second != first
+    for auth in (first, second):
+        r = requests.get(registrations(mock_mcs) + "/" + token, timeout=10,
+                         headers={**API, "x-goog-firebase-installations-auth": auth})
+        assert r.status_code == 200 and r.json()["token"] == token, r.text
+    mock_mcs.api("POST", "/api/v1/clock", json={"advance_s": 7 * 24 * 3600 + 1})
+    try:
+        for auth in (first, second):
+            rpc_error(requests.get(registrations(mock_mcs) + "/" + token, timeout=10,
+                                   headers={**API, "x-goog-firebase-installations-auth": auth}), 401, "UNAUTHENTICATED")
+    finally:
+        mock_mcs.api("POST", "/api/v1/clock", json={"reset": True})
+
+
 # -- §3.4 FCM registrations ----------------------------------------------------------------------------
 
 def test_registrations_refuse_as_google_does(mock_mcs):
