@@ -66,16 +66,19 @@ extension Engine {
 extension Engine {
     /// The first fault naming device-side surface `path` (`when.path`: its pattern, as `/checkin`
     /// or `/v1/projects/*/installations`, or one of `named`, the surface with this call's project
-    /// in place of `*`, by its id or its sender id), which no fault without a path reaches (a test's faults on sends
-    /// leave the clients' registrations alone), for HTTP or any transport (these surfaces are
-    /// HTTP), fired. Its `when.sender_id` must be the call's `senderID` (register3's `sender`, the
-    /// project's of an Installations or registrations call; a checkin names none); a `when.token`
-    /// or `when.topic` names nothing these calls have. Any request-wide action: a status, an
-    /// error of the surface (register3's), a delay, a dropped connection.
-    public func surfaceFault(path: String, named: [String] = [], senderID: String?) -> RequestFault? {
-        faultNaming(path, or: named) { f in
+    /// in place of `*`, by its id or its sender id), which no fault without a path reaches (a
+    /// test's faults on sends leave the clients' registrations alone), for HTTP or any transport
+    /// (these surfaces are HTTP), fired. Its `when.sender_id` must be the call's `senderID`
+    /// (register3's `sender`, the project's of an Installations or registrations call; a checkin
+    /// names none); a `when.token` or `when.topic` names nothing these calls have. Any
+    /// request-wide action: a status, an error of the surface (register3's), a delay, a dropped
+    /// connection. `named` and `senderID` are worked out only while a fault is in force.
+    public func surfaceFault(path: String, named: @autoclosure () -> [String] = [], senderID: @autoclosure () -> String?) -> RequestFault? {
+        guard mayHaveFaults else { return nil }
+        let sender = senderID()
+        return faultNaming(path, or: named()) { f in
             guard f.names(transport: .http), f.token == nil, f.topic == nil else { return false }
-            if let want = f.senderID, want != senderID { return false }
+            if let want = f.senderID, want != sender { return false }
             if case .error = f.action { return false }
             return true
         }

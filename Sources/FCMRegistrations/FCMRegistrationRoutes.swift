@@ -191,28 +191,30 @@ public struct FCMRegistrationRoutes: Sendable {
     func respond(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder, surface: String,
                  _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) {
         let project = String(p["project"] ?? "")
-        // The project as the call names it, by its id or its sender id: a fault may name either.
         let known = engine.project(named: project)
-        let names = Set([project] + [known?.projectID, known?.senderID].compactMap { $0 }).map { "/v1/projects/\($0)/" + surface }
-        let fault = engine.surfaceFault(path: "/v1/projects/*/" + surface, named: names, senderID: known?.senderID)
+        // The project as the call names it, by its id or its sender id: a fault may name either.
+        let fault = engine.surfaceFault(path: "/v1/projects/*/" + surface,
+                                        named: Set([project] + [known?.projectID, known?.senderID].compactMap { $0 })
+                                            .map { "/v1/projects/\($0)/" + surface },
+                                        senderID: known?.senderID)
         FaultAnswer.send(fault, to: responder, status: { code, retry in
             var answer = Self.error(code, Self.statusName(code), fault?.detail ?? "")
             if let retry { answer.headers.append(("Retry-After", String(retry))) }
             return answer
-        }, error: { _ in Self.error(500, "INTERNAL", fault?.detail ?? "") }, otherwise: { answer(r, p, surface: surface, make) })
+        }, error: { _ in Self.error(500, "INTERNAL", fault?.detail ?? "") }, otherwise: { answer(r, project: project, known: known != nil, make) })
     }
 
-    /// The API key (any non-empty one: the mock has no API keys), the project, the body as JSON
-    /// whatever its content type (firebase-messaging sends `text/plain`), then `make`.
-    func answer(_ r: HTTPRequest, _ p: PathParams, surface: String,
+    /// The API key (any non-empty one: the mock has no API keys), the project (`known`: the mock
+    /// has it), the body as JSON whatever its content type (firebase-messaging sends
+    /// `text/plain`), then `make`.
+    func answer(_ r: HTTPRequest, project: String, known: Bool,
                 _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) -> HTTPResponse {
         do throws(Refusal) {
             let key = r.header("x-goog-api-key") ?? r.rawQuery.first { $0.0 == "key" }?.1
             guard let key, !key.isEmpty else {
                 throw .status(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.")
             }
-            let project = String(p["project"] ?? "")
-            guard engine.project(named: project) != nil else { throw .status(404, "NOT_FOUND", "Requested entity was not found.") }
+            guard known else { throw .status(404, "NOT_FOUND", "Requested entity was not found.") }
             var body: JSONObject?
             if !r.body.isEmpty {
                 guard !r.bodyTooLarge, let v = try? JSONParser.parse(r.body) else { throw .argument("the body is not JSON") }

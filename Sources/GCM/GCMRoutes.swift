@@ -69,9 +69,9 @@ public struct GCMRoutes: Sendable {
             return responder.send(HTTPResponse(status: 405, headers: [("Content-Type", ContentType.text), ("Allow", "POST")],
                                                body: Array("Error=INVALID_PARAMETERS".utf8)))
         }
-        // A fault's `when.sender_id` is the request's `sender`.
-        let sender = r.bodyTooLarge ? nil : FormBody.parse(r.body)?.first { $0.0 == "sender" }?.1
-        let fault = engine.surfaceFault(path: Self.registerPath, senderID: sender)
+        // A fault's `when.sender_id` is the request's `sender` (read only while a fault is in force).
+        let fault = engine.surfaceFault(path: Self.registerPath,
+                                        senderID: r.bodyTooLarge ? nil : FormBody.parse(r.body)?.first { $0.0 == "sender" }?.1)
         FaultAnswer.send(fault, to: responder, status: { Self.faulted($0, $1, body: "Error=SERVICE_NOT_AVAILABLE") },
                          error: Self.error, otherwise: { answer(r) })
     }
