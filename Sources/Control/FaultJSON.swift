@@ -76,9 +76,8 @@ extension Fault {
             // A room's own errors are answered as the room does (Apple's reasons over APNs,
             // InternalServerError, a name both have, included); another FCM error name keeps its
             // meaning and its room's mapping.
-            if let name, let own = protocolErrors.first(where: { f.path.map($0.covers) == true && $0.names.contains(name) }) {
+            if let name, protocolErrors.contains(where: { f.path.map($0.covers) == true && $0.names.contains(name) }) {
                 f.action = .protocolError(name)
-                _ = own
                 break
             }
             if let path = f.path, let own = protocolErrors.first(where: { $0.covers(path) }) {

@@ -35,7 +35,7 @@ public typealias WriteOp = @Sendable (SQLiteConnection) throws -> Void
 /// backstop at 64 MiB of log, and then finds most frames already copied.
 ///
 /// `@unchecked Sendable` is safe because each mutable part is reached under one lock:
-/// `connection` only inside `connectionLock`, `pending`/`stopping`/`committing`/`committer` only inside
+/// `connection` only inside `connectionLock`, `pending`/`stopping`/`committer` only inside
 /// `queue`; a ticket's outcome is written by its committer before it signals or completes it.
 public final class Store: @unchecked Sendable {
     private let connection: SQLiteConnection
@@ -45,9 +45,9 @@ public final class Store: @unchecked Sendable {
     private let queue = ConditionLock()
     private var pending: [Ticket] = []
     private var stopping = false
-    /// A batch is being committed (by the writer or a caller of `commitQueued`), on this thread.
-    private var committing = false
+    /// The thread committing a batch now (the writer or a caller of `commitQueued`), if any.
     private var committer: pthread_t?
+    private var committing: Bool { committer != nil }
     private let writerDone = DispatchSemaphore(value: 0)
     private let checkpointer: Checkpointer?
     /// The running count of message records and the tables resets set aside (`Store+Prune.swift`).
@@ -192,7 +192,6 @@ public final class Store: @unchecked Sendable {
     public func commitQueued() {
         let batch: [Ticket]? = queue.withLock {
             guard !committing, !pending.isEmpty else { return nil }
-            committing = true
             committer = pthread_self()
             let b = pending
             pending.removeAll(keepingCapacity: true)
@@ -201,7 +200,6 @@ public final class Store: @unchecked Sendable {
         guard let batch else { return }
         process(batch)
         queue.withLock {
-            committing = false
             committer = nil
             if !pending.isEmpty || stopping { queue.broadcast() }
         }
@@ -210,7 +208,7 @@ public final class Store: @unchecked Sendable {
     /// Whether the calling thread is committing a batch (in a ticket's completion, say): a wait
     /// for another ticket there would never end, since nothing else commits until it returns.
     public var isCommittingHere: Bool {
-        queue.withLock { committing && committer.map { pthread_equal($0, pthread_self()) != 0 } == true }
+        queue.withLock { committer.map { pthread_equal($0, pthread_self()) != 0 } == true }
     }
 
     /// Blocks until `ticket` is committed; throws when the transaction that carried it failed.
@@ -251,7 +249,6 @@ public final class Store: @unchecked Sendable {
             let batch: [Ticket]? = queue.withLock {
                 while committing || (pending.isEmpty && !stopping) { queue.wait() }
                 if pending.isEmpty { return nil }
-                committing = true
                 committer = pthread_self()
                 let b = pending
                 pending.removeAll(keepingCapacity: true)
@@ -262,10 +259,7 @@ public final class Store: @unchecked Sendable {
                 return
             }
             process(batch)
-            queue.withLock {
-                committing = false
-                committer = nil
-            }
+            queue.withLock { committer = nil }
         }
     }
 
