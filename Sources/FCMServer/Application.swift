@@ -130,7 +130,7 @@ public final class Application: Sendable {
                 // named now, so one run tells everything that is in the way.
                 throw Self.listenError(error, listener: "XMPP", flag: "--xmpp-port",
                                        others: [("HTTP", "--http-port", c.httpPort)] + (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []),
-                                       host: c.host)
+                                       host: c.host, pickFree: Self.pickFree(c))
             }
             self.xmpp = xmpp
             let gcm = GCMDelivery(engine: engine, log: log)
@@ -142,7 +142,7 @@ public final class Application: Sendable {
                     mcs = try MCSServer(host: c.host, port: port, tls: tls, limits: limits, delegate: gcm)
                 } catch {
                     xmpp.stop()
-                    throw Self.listenError(error, listener: "MCS", flag: "--mcs-port", others: [], host: c.host)
+                    throw Self.listenError(error, listener: "MCS", flag: "--mcs-port", others: [], host: c.host, pickFree: Self.pickFree(c))
                 }
             } else {
                 mcs = nil
@@ -196,7 +196,7 @@ public final class Application: Sendable {
             // HTTP opens before HTTPS: when HTTP's port was the one, HTTPS's may be taken too.
             let others = !https ? (c.httpsPort.map { [("HTTPS", "--https-port", $0)] } ?? []) : []
             throw listenError(error, listener: https ? "HTTPS" : "HTTP", flag: https ? "--https-port" : "--http-port",
-                              others: others, host: c.host)
+                              others: others, host: c.host, pickFree: pickFree(c))
         }
     }
 
@@ -218,7 +218,9 @@ public final class Application: Sendable {
                 + "stop that one, or give another --db (or --db :memory:)"
             // Started twice with the same flags (`make run` twice), the ports are taken too:
             // say so now rather than after the next try.
-            let taken = [(c.httpPort, "--http-port"), (c.xmppPort, "--xmpp-port")].filter { isTaken(host: c.host, port: $0.0) }
+            let ports = [(c.httpPort, "--http-port"), (c.xmppPort, "--xmpp-port")] + [(c.httpsPort, "--https-port"), (c.mcsPort, "--mcs-port")]
+                .compactMap { port, flag in port.map { ($0, flag) } }
+            let taken = ports.filter { $0.0 != 0 && isTaken(host: c.host, port: $0.0) }
             if !taken.isEmpty {
                 line += "; " + taken.map { "\(c.host):\($0.0) (\($0.1))" }.joined(separator: " and ")
                     + (taken.count == 1 ? " is" : " are") + " taken too: give other ports (0 picks free ones)"
@@ -397,6 +399,12 @@ extension Application {
         }
     }
 
+    /// The flags that give every listener `c` opens a free port: `--http-port 0 --xmpp-port 0`,
+    /// and `--https-port 0`, `--mcs-port 0` when those listen.
+    static func pickFree(_ c: Configuration) -> String {
+        "--http-port 0 --xmpp-port 0" + (c.httpsPort == nil ? "" : " --https-port 0") + (c.mcsPort == nil ? "" : " --mcs-port 0")
+    }
+
     /// A listener that could not open, said so that the reader knows which port and what to do:
     /// `cannot listen on 127.0.0.1:8080 for HTTP (--http-port): Address already in use; …`.
     ///
@@ -404,8 +412,10 @@ extension Application {
     /// ports are in use too are named in the same line, so a second run does not find the next:
     /// `cannot listen on 127.0.0.1:5235 for XMPP (--xmpp-port) and 127.0.0.1:8080 for HTTP
     /// (--http-port): Address already in use; …`.
+    /// `pickFree`: the flags that give every listener of the run a free port.
     static func listenError(_ error: SocketError, listener: String, flag: String,
-                            others: [(String, String, Int)] = [], host: String = "") -> ConfigurationError {
+                            others: [(String, String, Int)] = [], host: String = "",
+                            pickFree: String = "--http-port 0 --xmpp-port 0") -> ConfigurationError {
         guard let (address, reason) = error.listening else { return ConfigurationError(error.description) }
         var taken = [(address, listener, flag)]
         if error.code == EADDRINUSE {
@@ -418,7 +428,7 @@ extension Application {
         var line = "cannot listen on " + taken.map { "\($0.0) for \($0.1) (\($0.2))" }.joined(separator: " and ") + ": \(reason)"
         if error.code == EADDRINUSE {
             let flags = taken.map { "\($0.2) N" }.joined(separator: ", ")
-            line += "; is another fcm-mock running? Give \(flags), or --http-port 0 --xmpp-port 0 to pick free ports"
+            line += "; is another fcm-mock running? Give \(flags), or \(pickFree) to pick free ports"
         }
         return ConfigurationError(line)
     }

@@ -87,9 +87,31 @@ final class DiagnosticsBinaryTests: XCTestCase {
         defer { s.stop() }
         let r = try runBinary(["serve", "--http-port", String(s.httpPort), "--xmpp-port", String(s.xmppPort), "--db", ":memory:"])
         XCTAssertEqual(r.status, 2)
-        XCTAssertEqual(r.stderr, "fcm-mock: cannot listen on 127.0.0.1:\(s.xmppPort) for XMPP (--xmpp-port) and 127.0.0.1:\(s.httpPort) "
+        // (After the line that says which CA the HTTPS port uses.)
+        XCTAssertEqual(r.stderr.split(separator: "\n").last.map { String($0) + "\n" }, "fcm-mock: cannot listen on 127.0.0.1:\(s.xmppPort) for XMPP (--xmpp-port) and 127.0.0.1:\(s.httpPort) "
                        + "for HTTP (--http-port): Address already in use; is another fcm-mock running? Give --xmpp-port N, "
                        + "--http-port N, or --http-port 0 --xmpp-port 0 to pick free ports\n")
+    }
+
+    /// A taken HTTPS port is named with its flag, and the way to free ports names it too; a
+    /// second server on the same store names the HTTPS port among the taken ones.
+    func testABusyHTTPSPortIsNamedWithItsFlag() throws {
+        let dir = try temporaryDirectory("busy-https")
+        let db = dir + "/store.sqlite"
+        let s = try BinaryServer(arguments: ["--db", db, "--https-port", "0", "--tls-dir", dir])
+        defer { s.stop() }
+        let https = try XCTUnwrap(s.httpsPort)
+        let r = try runBinary(["serve", "--http-port", "0", "--xmpp-port", "0", "--https-port", String(https), "--tls-dir", dir,
+                               "--db", ":memory:"])
+        XCTAssertEqual(r.status, 2)
+        // (After the line that says which CA the HTTPS port uses.)
+        XCTAssertEqual(r.stderr.split(separator: "\n").last.map { String($0) + "\n" }, "fcm-mock: cannot listen on 127.0.0.1:\(https) for HTTPS (--https-port): Address already in use; "
+                       + "is another fcm-mock running? Give --https-port N, or --http-port 0 --xmpp-port 0 --https-port 0 to pick free ports\n")
+        let again = try runBinary(["serve", "--http-port", "0", "--xmpp-port", "0", "--https-port", String(https), "--tls-dir", dir,
+                                   "--db", db])
+        XCTAssertEqual(again.status, 2)
+        XCTAssertTrue(again.stderr.hasSuffix("; 127.0.0.1:\(https) (--https-port) is taken too: give other ports (0 picks free ones)\n"),
+                      again.stderr)
     }
 
     /// The overview's first lines name the three protocols, and serve's help the path of each.
