@@ -94,7 +94,10 @@ extension Engine {
         switch try batch([token], topic: topic, subscribe: true, senderID: senderID).first {
         case .invalidArgument? where isWellFormedToken(token):
             throw .badRequest("device '\(token)' is a browser's Web Push subscription: it takes no topics")
-        case .notFound?, .invalidArgument?: throw .notFound("device '\(token)' does not exist")
+        case .notFound?, .invalidArgument?:
+            // An unregistered device is still listed: say why it takes no topic.
+            if let d = try? device(token), d.state == .unregistered { throw .notFound("device '\(token)' is unregistered: it takes no topics") }
+            throw .notFound("device '\(token)' does not exist")
         case .tooManyTopics?: throw .conflict("device '\(token)' already has \(Subscription.maxTopicsPerDevice) topics")
         default: return try device(token)
         }

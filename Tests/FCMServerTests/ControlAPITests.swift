@@ -97,6 +97,12 @@ final class ControlAPITests: ServerTestCase {
         let unreg = try client.post("/api/v1/devices/\(pathEncode(token)):unregister")
         XCTAssertEqual(unreg.object?["state"]?.stringValue, "unregistered")
         XCTAssertEqual(items(try client.get("/api/v1/devices?state=unregistered")).count, 1)
+        // It takes no topic, and the answer says why (it is still listed).
+        let topic = try client.post("/api/v1/devices/\(pathEncode(token))/topics/news")
+        XCTAssertEqual(topic.status, 404)
+        XCTAssertEqual(topic.object?["error"]?.objectValue?["message"]?.stringValue, "device '\(token)' is unregistered: it takes no topics")
+        XCTAssertEqual(try client.post("/api/v1/devices/nobody/topics/news").object?["error"]?.objectValue?["message"]?.stringValue,
+                       "device 'nobody' does not exist")
         XCTAssertEqual(try client.delete("/api/v1/devices/\(pathEncode(token))").status, 204)
         XCTAssertEqual(try client.get("/api/v1/devices/\(pathEncode(token))").status, 404)
         XCTAssertEqual(try client.delete("/api/v1/devices/\(pathEncode(token))").status, 404)
