@@ -42,9 +42,9 @@ public struct APNsRoutes: Sendable {
             return HTTPResponse(status: 505, contentType: ContentType.text,
                                 body: "APNs speaks HTTP/2 only: send this request over HTTP/2 (h2, or h2c with prior knowledge)\n")
         }
-        // The sender's id when it is one; a new one otherwise (a malformed one too: it is refused).
-        let given = r.header("apns-id")
-        let apnsID = given.flatMap { isCanonicalUUID($0) ? $0 : nil } ?? Self.newUUID()
+        // The request's id, echoed as Apple does ("the apns-id value from the request"), a
+        // malformed one too (refused `BadMessageId`); a new one when there is none.
+        let apnsID = r.header("apns-id") ?? Self.newUUID()
         let token: String
         do throws(APNsError) {
             token = try Self.deviceToken(path: r.path)
@@ -98,6 +98,9 @@ public struct APNsRoutes: Sendable {
             // phone cannot take it (recorded so, undeliverable, with the body as received: the
             // record's `raw_body` when it is text, and its `apns` block's either way).
             var submission = Submission(req, sender: device.senderID, transport: .apns, faultKey: r.path)
+            // Records name what the send refused by the reason answered, as the room's own refusals.
+            submission.errorNames = { Self.refusal($0, lastSeen: 0).reason.rawValue }
+            submission.errorDetails = { Self.refusal($0, lastSeen: 0).detail }
             submission.recordBlock = recorded
             submission.exchange = exchange
             if let asSent {

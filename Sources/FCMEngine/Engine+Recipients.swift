@@ -103,12 +103,15 @@ extension Engine {
             var result = RecipientResult()
             let outcome = resolveRecipient(token, wellFormed: wellFormed[i], req: ctx.req, senderID: ctx.senderID,
                                            transport: ctx.transport, path: ctx.path, state: &s, newDevices: &p.newDevices,
-                                           now: ctx.now, dryRun: ctx.dryRun, byFID: ctx.byFID)
+                                           now: ctx.now, dryRun: ctx.dryRun, registersUnknown: !(ctx.dryRun && ctx.dryRunNeedsKnownToken),
+                                           byFID: ctx.byFID)
             switch outcome {
             case .failed(let err, let deviceID, let fault):
                 result.error = err
                 if err == .invalidRegistration, let id = deviceID, s.devices[id]?.isWebPushSubscription == true {
                     p.errorDetail = "a Web Push subscription: reach it through its endpoint"
+                } else if err == .deviceMessageRateExceeded, let limit = deviceRate, fault == nil {
+                    p.errorDetail = "over the per-device rate: at most \(limit.count) message\(limit.count == 1 ? "" : "s") a device in \(limit.periodMillis) ms"
                 }
                 row.error = ctx.errorName(err)
                 row.fault = fault
@@ -256,8 +259,10 @@ extension Engine {
         guard !ctx.dryRun else { return }
         p.changes += stored.changes
         if stored.purged > 0 {
+            // The notice waits for the device however long it stays away (the engine's longest
+            // time to live): it is the service's word that messages were lost, not a message.
             let notice = Notice(id: s.ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
-                                total: stored.purged, expiresAt: now + SendOptions.defaultTimeToLive * 1000)
+                                total: stored.purged, expiresAt: now + DeliveryOptions.longestTTLSeconds * 1000)
             p.notices.append(notice)
             entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt, isNotice: true))
         }
@@ -280,7 +285,9 @@ extension Engine {
             timeToLive: req.options.timeToLive, restrictedPackageName: req.options.restrictedPackageName,
             flags: Self.flags(req.options), data: data, notification: notification,
             priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
-            error: sameError ? firstError?.rawValue : nil, errorDetail: req.messageErrorDetail ?? ctx.undeliverable ?? p.errorDetail,
+            error: sameError ? firstError?.rawValue : nil,
+            errorDetail: req.messageErrorDetail ?? ctx.undeliverable ?? p.errorDetail
+                ?? (sameError ? firstError.flatMap { e in ctx.errorDetails?(e) } : nil),
             // A plain-text body is kept even when accepted (the form fields are the request as
             // sent), and so is one the device cannot read.
             httpStatus: ctx.answeredStatus, raw: accepted && req.format != .plain && ctx.undeliverable == nil ? nil : raw(), recipients: p.rows.count,
@@ -363,7 +370,8 @@ extension Engine {
     /// The rules of seeds Table 9 for one token, in the order the mock checks them.
     private func resolveRecipient(_ token: String, wellFormed: Bool, req: SendRequest, senderID: String,
                                   transport: Transport, path: String, state s: inout EngineState,
-                                  newDevices: inout [Device], now: Int64, dryRun: Bool, byFID: Bool = false) -> RecipientOutcome {
+                                  newDevices: inout [Device], now: Int64, dryRun: Bool, registersUnknown: Bool = true,
+                                  byFID: Bool = false) -> RecipientOutcome {
         if let err = req.messageError { return .failed(err, s.tokenIndex[token], nil) }
         var device: Device
         if byFID {
@@ -381,8 +389,8 @@ extension Engine {
             device = d
         } else {
             // The key of a deleted group is no token, nor is a deleted real client's: never
-            // registered on first use.
-            guard unknownTokens == .register, !s.retiredTokens.contains(token) else {
+            // registered on first use; nor is one an HTTP v1 `validate_only` names.
+            guard unknownTokens == .register, registersUnknown, !s.retiredTokens.contains(token) else {
                 return .failed(.notRegistered, nil, nil)
             }
             // A well-formed unknown token becomes a new online device of the sending project.

@@ -62,6 +62,8 @@ extension Engine {
                               namePrefix: submission.namePrefix, errorNames: submission.errorNames,
                               answeredStatus: submission.answeredStatus ?? 0)
         ctx.relay = submission.relay
+        ctx.dryRunNeedsKnownToken = rules.dryRunNeedsKnownToken
+        ctx.errorDetails = submission.errorDetails
         // A push whose body would not decrypt is taken and settles `undecryptable`.
         ctx.undecryptable = submission.undecryptable
         let multicastID = newMulticastID()
@@ -154,12 +156,15 @@ extension Engine {
         var namePrefix: String?
         /// The room's names for FCM's errors.
         var errorNames: (@Sendable (FCMErrorCode) -> String)?
+        var errorDetails: (@Sendable (FCMErrorCode) -> String?)?
         /// The status the record of an accepted send keeps (0: none).
         var answeredStatus = 0
         /// Web Push: the body would not decrypt in the browser.
         var undecryptable = false
         /// What a real client is sent (a relayed push), kept until it acknowledges it.
         var relay: ClientPayload?
+        /// An unknown token fails a dry run even where a send would register it (`TargetRules`).
+        var dryRunNeedsKnownToken = false
         var dryRun: Bool { req.options.dryRun }
 
         /// An error as records and events name it: by the room's names (HTTP v1's FcmError

@@ -40,6 +40,9 @@ public struct Submission: Sendable {
     /// How the room's records and events name FCM's errors (HTTP v1's FcmError codes); nil:
     /// by FCM's own names (`NotRegistered`).
     public var errorNames: (@Sendable (FCMErrorCode) -> String)?
+    /// Why, in the room's words, for a record all of whose recipients failed alike (its
+    /// `error_detail`, where the engine has no reason of its own); nil: none.
+    public var errorDetails: (@Sendable (FCMErrorCode) -> String?)?
     /// Why an accepted send cannot reach a device: each delivery is `undeliverable`, the record
     /// (and each inbox entry) keeps the reason as `error_detail`, and the record the body as
     /// received (`body`, when it is text; the room's block keeps it otherwise).
@@ -77,10 +80,15 @@ public struct TargetRules: Sendable {
     package var groupsByToken = true
     /// Most `&&`/`||` a condition may have; nil: the server's `--max-condition-operators`.
     package var maxConditionOperators: Int?
+    /// A dry run fails an unknown token even where a send would register it (HTTP v1's
+    /// `validate_only`; a legacy `dry_run` is validated exactly as the send would be).
+    package var dryRunNeedsKnownToken = false
 
-    public init(tokensChecked: Bool = false, groupsByToken: Bool = true, maxConditionOperators: Int? = nil) {
+    public init(tokensChecked: Bool = false, groupsByToken: Bool = true, maxConditionOperators: Int? = nil,
+                dryRunNeedsKnownToken: Bool = false) {
         self.tokensChecked = tokensChecked
         self.groupsByToken = groupsByToken
         self.maxConditionOperators = maxConditionOperators
+        self.dryRunNeedsKnownToken = dryRunNeedsKnownToken
     }
 }

@@ -104,7 +104,8 @@ public struct V1Routes: Sendable {
             submission.byInstallationID = byFID
             submission.body = r.body.prefix(4096)
             // The parser checked the token and the condition by v1's rules; v1 has no device groups.
-            submission.targetRules = TargetRules(tokensChecked: true, groupsByToken: false, maxConditionOperators: Self.maxConditionOperators)
+            submission.targetRules = TargetRules(tokensChecked: true, groupsByToken: false, maxConditionOperators: Self.maxConditionOperators,
+                                                 dryRunNeedsKnownToken: true)
             submission.namePrefix = "projects/" + projectID + "/messages/"
             submission.errorNames = Self.errorName
             submission.exchange = SendExchange(headers: headers, answer: makeAnswer)

@@ -226,7 +226,9 @@ public final class GCMDelivery: MCSDelegate {
         s.id = w.version
         s.persistentID = w.version
         s.to = w.token
-        s.ttl = Int32(clamping: max(0, (entry.expiresAtMillis - accepted) / 1000))
+        // A `deleted_messages` notice never expires; it travels with FCM's default time to live.
+        s.ttl = entry.deletedMessages != nil ? Int32(SendOptions.defaultTimeToLive)
+            : Int32(clamping: max(0, (entry.expiresAtMillis - accepted) / 1000))
         s.sent = accepted
         s.immediateAck = true
         var data: [AppData] = []

@@ -33,6 +33,8 @@ struct PendingPush: Sendable {
         }
         var submission = Submission(req, sender: device.senderID, transport: .webpush, faultKey: path)
         submission.exchange = exchange
+        // Why a push the send refused was refused, in the words of the answer's message.
+        submission.errorDetails = { WebPushRoutes.refusal($0).message }
         // The record's status: 200, as every accepted HTTP send's.
         submission.answeredStatus = 200
         submission.commitNow = commitNow

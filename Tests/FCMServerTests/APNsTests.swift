@@ -82,11 +82,17 @@ final class APNsTests: XCTestCase {
         return Answer(status: status, headers: fields, body: parts.dropFirst().joined(separator: "\r\n\r\n"))
     }
 
-    func assertReason(_ a: Answer, _ status: Int, _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
+    /// `apnsID`: the `apns-id` the request sent, echoed; without one a new UUID.
+    func assertReason(_ a: Answer, _ status: Int, _ reason: String, apnsID: String? = nil,
+                      file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(a.status, status, a.body, file: file, line: line)
         XCTAssertEqual(a.body, #"{"reason":"\#(reason)"}"#, file: file, line: line)
         XCTAssertEqual(a.headers["content-type"], "application/json", file: file, line: line)
-        XCTAssertTrue(isCanonicalUUID(a.headers["apns-id"] ?? ""), "\(a.headers)", file: file, line: line)
+        if let apnsID {
+            XCTAssertEqual(a.headers["apns-id"], apnsID, file: file, line: line)
+        } else {
+            XCTAssertTrue(isCanonicalUUID(a.headers["apns-id"] ?? ""), "\(a.headers)", file: file, line: line)
+        }
     }
 
     func testEveryHeaderAndBodyReasonThroughTheServer() throws {
@@ -116,7 +122,8 @@ final class APNsTests: XCTestCase {
         ]
         let status = ["BadPath": 404, "MethodNotAllowed": 405, "MissingProviderToken": 403]
         for (reason, answer) in rows {
-            assertReason(answer, status[reason] ?? 400, reason)
+            // Every error echoes the request's apns-id, a malformed one too.
+            assertReason(answer, status[reason] ?? 400, reason, apnsID: reason == "BadMessageId" ? "not-a-uuid" : nil)
         }
         let large = #"{"aps":{"alert":""# + String(repeating: "x", count: 4097) + #""}}"#
         assertReason(try send(path: known, body: large), 413, "PayloadTooLarge")
@@ -420,6 +427,11 @@ final class APNsTests: XCTestCase {
         let token = try apnsToken(of: "demo-ios-1")
         XCTAssertEqual(try send(path: "/3/device/\(token)").status, 200)
         assertReason(try send(path: "/3/device/\(token)"), 429, "TooManyRequests")
+        // Recorded as answered: Apple's reason, and why.
+        let record = try XCTUnwrap(items(try server.client().get("/api/v1/messages?transport=apns")).first)
+        XCTAssertEqual(record["status"]?.stringValue, "rejected")
+        XCTAssertEqual(record["error"]?.stringValue, "TooManyRequests")
+        XCTAssertEqual(record["error_detail"]?.stringValue, "over the per-device rate: at most 1 message a device in 3600000 ms")
     }
 
     func testARefusedSendIsRecordedOnceWithItsReasonAndAnswer() throws {

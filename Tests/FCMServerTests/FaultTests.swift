@@ -217,6 +217,9 @@ final class RateLimitTests: XCTestCase {
         let c = s.client()
         for _ in 0..<3 { XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a1"}"#))) }
         XCTAssertEqual(singleError(try c.sendJSON(#"{"to":"a1"}"#)), "DeviceMessageRateExceeded")
+        let refused = try XCTUnwrap(items(try c.get("/api/v1/messages?limit=1")).first)
+        XCTAssertEqual(refused["error"]?.stringValue, "DeviceMessageRateExceeded")
+        XCTAssertEqual(refused["error_detail"]?.stringValue, "over the per-device rate: at most 3 messages a device in 3600000 ms")
         XCTAssertNil(singleError(try c.sendJSON(#"{"to":"a2"}"#)), "per device")
         XCTAssertEqual(try c.sendPlain("registration_id=a1").text, "Error=DeviceMessageRateExceeded\n")
         // The window slides on the mock's clock.

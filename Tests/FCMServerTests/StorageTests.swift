@@ -45,6 +45,10 @@ final class StorageTests: ServerTestCase {
         XCTAssertEqual(notice["total_deleted"]?.numberValue?.int64, 101)
         XCTAssertEqual(notice["status"]?.stringValue, "pending")
         XCTAssertEqual(try client.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 1)
+        // However long the device stays away (past the four weeks a message may wait), the notice waits.
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":2419201}"#).status, 200)
+        defer { _ = try? client.post("/api/v1/clock", #"{"reset":true}"#) }
+        XCTAssertEqual(try inbox("a-offline").last?["status"]?.stringValue, "pending")
         XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
         let online = try inbox("a-offline")
         XCTAssertEqual(online.last?["status"]?.stringValue, "delivered", "the notice reaches the device when it is back")

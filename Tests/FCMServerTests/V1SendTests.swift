@@ -78,6 +78,13 @@ final class V1SendTests: V1TestCase {
         XCTAssertEqual(try client.post("/api/v1/devices/a2:unregister").status, 200)
         assertV1(try v1Send(#"{"validate_only":true,"message":{"token":"a2"}}"#), 404, V1Body.unregistered)
         assertV1(try v1Send(#"{"validateOnly":true,"message":{"token":"b1"}}"#), 403, V1Body.senderMismatch)
+        // An unknown token fails too, though a send registers it on first use (the default
+        // `--unknown-tokens register`), and validating it registers nothing.
+        let unknown = "unknownToken" + String(repeating: "x", count: 140)
+        assertV1(try v1Send(#"{"validate_only":true,"message":{"token":"\#(unknown)"}}"#), 404, V1Body.unregistered)
+        XCTAssertEqual(try client.get("/api/v1/devices/\(unknown)").status, 404)
+        XCTAssertEqual(try v1Send(#"{"message":{"token":"\#(unknown)"}}"#).status, 200)
+        XCTAssertEqual(try client.get("/api/v1/devices/\(unknown)").object?["state"]?.stringValue, "registered")
     }
 
     func testAnFIDReachesItsDeviceAndFollowsARefresh() throws {

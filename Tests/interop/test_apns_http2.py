@@ -67,10 +67,14 @@ def post(apns, key, path=None, headers=None, body=b'{"aps":{"alert":"hi"}}', aut
     return r
 
 
-def assert_reason(r, status, reason):
+def assert_reason(r, status, reason, apns_id=None):
+    """`apns_id`: the one the request sent, echoed (a malformed one too); else a new UUID."""
     assert (r.status_code, r.content) == (status, b'{"reason":"%s"}' % reason.encode())
     assert r.headers["content-type"] == "application/json"
-    uuid.UUID(r.headers["apns-id"])
+    if apns_id is None:
+        uuid.UUID(r.headers["apns-id"])
+    else:
+        assert r.headers["apns-id"] == apns_id
 
 
 def test_header_rules_answer_apples_reasons(apns, key):
@@ -85,7 +89,7 @@ def test_header_rules_answer_apples_reasons(apns, key):
         ({"apns-topic": "com.not.the.teams"}, "TopicDisallowed"),
     ]
     for headers, reason in rows:
-        assert_reason(post(apns, key, headers=headers), 400, reason)
+        assert_reason(post(apns, key, headers=headers), 400, reason, headers.get("apns-id"))
 
 
 def test_paths_methods_tokens_and_payloads(apns, key):
