@@ -297,14 +297,23 @@ extension Engine {
     }
 
     /// Forgets a device entirely: its token is unknown again. Its past deliveries keep the token
-    /// as text so message records still say whom they addressed.
+    /// as text so message records still say whom they addressed; what it held is `deleted`.
     public func deleteDevice(_ token: String) throws(EngineError) {
         var deletedID: Int64 = 0
+        var published: [(String, String)] = []
         let result: Result<Store.Ticket, EngineError> = state.withLock { s in
+            let now = clock.nowMillis()  // under the lock: a clock reset cannot come in between
             guard let d = s.device(token: token) else { return .failure(.notFound("device '\(token)' does not exist")) }
             deletedID = d.id
             s.remove(d)
             let id = d.id
+            // What it held goes with it: `deleted` (not `pending` for ever on the records).
+            let held = (s.stored[id] ?? []).map { ($0.deliveryID, "deleted") }
+            if events.hasReaders {
+                let suffix = messageIDSuffix(senderID: d.senderID)
+                published = held.map { ("message.deleted", EventJSON.delivery(messageID: MessageID(micros: $0.0, suffix: suffix).description,
+                                                                              token: token, status: "deleted", at: now)) }
+            }
             if let link = d.client {
                 s.realClients[link.id]?.devices.removeAll { $0 == id }
                 if let via = link.via { s.fcmRiders[via]?.removeAll { $0 == id } }
@@ -321,10 +330,12 @@ extension Engine {
                 if g.members.isEmpty { s.remove(group: key); emptied.append(key) } else { s.insert(g); changedGroups.append(g) }
             }
             let (regroup, drop) = (changedGroups, emptied)
-            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup) + [Writes.deleteDevice(id, token: token, deliveries: deliveries)]
-                                   + s.deleteWebPush(device: id)))
+            return .success(submit(regroup.map(\.save) + drop.map(Writes.deleteGroup)
+                                   + (held.isEmpty ? [] : [Writes.setDeliveryStatuses(held, at: now)])
+                                   + [Writes.deleteDevice(id, token: token, deliveries: deliveries)] + s.deleteWebPush(device: id)))
         }
         try commitControl(try result.get())
+        events.publish(published)
         unregisterRiders(of: [deletedID])
     }
 

@@ -57,6 +57,19 @@ final class StorageTests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/messages?token=a-offline&limit=1000")).count, 101)
     }
 
+    /// A device deleted while it holds messages takes them with it: `deleted` on their records,
+    /// not `pending` for ever (nor counted among the pending).
+    func testDeletingADeviceDeletesWhatItHeld() throws {
+        let sent = try client.sendJSON(#"{"to":"a-offline","data":{"n":"1"}}"#)
+        let id = try XCTUnwrap(results(sent).first?["message_id"]?.stringValue)
+        XCTAssertEqual(try client.get("/api/v1/stats").object?["pending"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try client.delete("/api/v1/devices/a-offline").status, 204)
+        let record = try XCTUnwrap(try client.get("/api/v1/messages/\(pathEncode(id))").object)
+        XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "deleted")
+        XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["token"]?.stringValue, "a-offline")
+        XCTAssertEqual(try client.get("/api/v1/stats").object?["pending"]?.numberValue?.int64, 0)
+    }
+
     func testTTLExpiresWhenTheClockMoves() throws {
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":60,"data":{"k":"short"}}"#)))
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":3600,"data":{"k":"long"}}"#)))
