@@ -38,12 +38,13 @@ extension ControlAPI {
         return ok(try Self.flag(q, "total") ? Render.withTotal(list, total: found.total, cap: Int.max) : list)
     }
 
-    /// `?client_kind=`, `?client_id=`, `?connected=`: real clients' devices (docs/real-clients.md).
+    /// `?client_kind=`, `?client_id=`, `?connected=`: real clients' devices (docs/real-clients.md;
+    /// `client_kind=any`: every real client's, as for messages).
     static func clientFilter(_ q: Query) throws(ControlError) -> ClientFilter? {
         var kind: ClientKind?
-        if let k = q["client_kind"] {
+        if let k = q["client_kind"], k != "any" {
             guard let known = ClientKind(rawValue: k) else {
-                throw .badRequest("client_kind must be one of \(ClientKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw .badRequest("client_kind must be any or one of \(ClientKind.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             kind = known
         }
@@ -54,7 +55,7 @@ extension ControlAPI {
         case "false": connected = false
         case let v?: throw .badRequest("connected must be true or false, got '\(v)'")
         }
-        guard kind != nil || q["client_id"] != nil || connected != nil else { return nil }
+        guard q["client_kind"] != nil || q["client_id"] != nil || connected != nil else { return nil }
         return ClientFilter(kind: kind, id: q["client_id"], connected: connected)
     }
 

@@ -430,6 +430,10 @@ final class AutopushTests: XCTestCase {
         XCTAssertEqual(c["connection"]?.objectValue?["tls"], .bool(false))
         let devices = try XCTUnwrap(try get("/api/v1/devices?client_kind=autopush&client_id=\(uaid)")["items"]?.arrayValue)
         XCTAssertEqual(devices.count, 1)
+        // `any` keeps every real client's device, and only those (fake devices have no client).
+        let any = try XCTUnwrap(try get("/api/v1/devices?client_kind=any&limit=1000")["items"]?.arrayValue)
+        XCTAssertEqual(any.map { $0.objectValue?["token"] }, devices.map { $0.objectValue?["token"] })
+        XCTAssertEqual(try server.client().request("GET", "/api/v1/devices?client_kind=pigeon").status, 400)
         XCTAssertEqual(try server.client().request("GET", "/api/v1/clients/nope").status, 404)
         // A real client's device cannot be made through the control API.
         let made = try server.client().postJSON("/api/v1/devices", #"{"sender_id":"1234567890","platform":"web","client":{"kind":"autopush"}}"#)

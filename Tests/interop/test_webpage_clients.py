@@ -23,6 +23,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 import requests
 
+from fcmclient import raw_checkin, raw_register
 from scanpage import (DESKTOP, HOSTILE, assert_readable, chip, chip_finds_what_the_api_does, client_badge as badge, js, open_detail,
                       open_page, row_cells, set_scheme)
 
@@ -183,11 +184,20 @@ def test_badges_dots_and_the_user_agent_as_text(mock, clients, page):
 
 
 def test_clients_list_live_with_disconnect(mock, clients, page):
+    # A heartbeat first: the hover says when it came, and since when the client is connected.
+    uaid = clients["fx"].uaid
+    clients["fx"].ws.send("{}")
+    deadline = time.monotonic() + 10
+    while (conn := mock.api("GET", f"/api/v1/clients/{uaid}")["connection"])["last_heartbeat_at"] is None:
+        assert time.monotonic() < deadline, conn
+        time.sleep(0.05)
     open_desktop(page, mock)
-    li = f"#clients li[data-id={js(clients['fx'].uaid)}]"
+    li = f"#clients li[data-id={js(uaid)}]"
     page.wait_for(f"!!document.querySelector({js(li)})", what="the Clients list")
     text = page.eval(f"document.querySelector({js(li)}).textContent")
     assert re.search(r"ws\d+ · \S+ · no tls · unacked 1 · connected since \d+ (s|min) ago", text), text
+    hover = page.eval(f"document.querySelector({js(li + ' .client-ua')}).title")
+    assert "connected since " + conn["connected_at"] in hover and "last heartbeat: " + conn["last_heartbeat_at"] in hover, hover
     assert page.eval(f"document.querySelector({js(li + ' .client-ua')}).textContent") == FIREFOX_UA
     assert page.eval(f"document.querySelector({js(li + ' .client-name')}).textContent") == "Firefox"
     assert page.visible(li + " .client-disconnect")
@@ -238,7 +248,9 @@ def test_delivery_timelines(mock, clients, page):
     sent = recipients_timeline(page, mock, clients["sent"])
     assert re.fullmatch(r"sent on ws\d+", sent[1]) and sent[2] == "waiting for the client's ack", sent
     resent = recipients_timeline(page, mock, clients["resent"])
-    assert "re-sent after reconnect" in resent and resent[-1] == "delivered", resent
+    # Sent first on an earlier connection, then written again on the one that acknowledged it.
+    assert resent[1] == "sent" and resent[-1] == "delivered", resent
+    assert re.fullmatch(r"re-sent after reconnect on ws\d+ · acked 100 after \d+ (m?s|min)", resent[2]), resent
     # The Summary says why there is no plaintext.
     open_detail(page, mock.base_url, clients["acked"])
     facts = dict(page.eval("[...document.querySelectorAll('#detail .tab-panel[data-tab=Summary] dl.facts dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent])"))
@@ -267,18 +279,26 @@ def test_status_chips_and_the_client_chip(mock, clients, page):
     # The filters panel offers both.
     assert page.eval("[...document.querySelectorAll('#filters select[name=status] option')].map(o => o.value).filter(v => v === 'sent' || v === 'client_rejected').length") == 2
 
-    # `client:` keeps real clients' devices (any kind), and the Clients list to them.
+    # `client:` keeps real clients' devices (any kind: a GCM client's registration too), and
+    # the Clients list to them.
     mock.create_device()
+    android_id, security_token = raw_checkin(mock.base_url)
+    sender = mock.api("GET", "/api/v1/projects")["items"][0]["sender_id"]
+    gcm_token = raw_register(mock.base_url, android_id, security_token, app="com.example.gcm", sender=sender)
     open_desktop(page, mock)
     chip(page, "client:")
     page.wait_for("document.querySelectorAll('#chips li').length === 1", what="the client chip")
     assert page.eval("document.querySelector('#chips .chip-label').textContent") == "client:any"
     assert "client=any" in page.eval("location.search")
-    want = sorted(d["token"] for d in mock.api("GET", "/api/v1/devices?client_kind=autopush&limit=50")["items"])
+    every = mock.api("GET", "/api/v1/devices?client_kind=any&limit=1000")["items"]
+    assert gcm_token in [d["token"] for d in every] and {d["client"]["kind"] for d in every} == {"autopush", "gcm"}, every
+    want = sorted(d["token"] for d in every[:50])
     want = json.dumps(want, separators=(",", ":"))
     page.wait_for(f"JSON.stringify([...document.querySelectorAll('#devices tbody tr[data-token]')].map(r => r.dataset.token).sort()) === {js(want)}",
                   what="the devices table to keep real clients' devices")
     assert page.eval("[...document.querySelectorAll('#devices tbody tr[data-token]')].every(r => !!r.querySelector('.client-badge'))")
+    # Counted over every kind (the GCM client's registration among them).
+    assert page.eval("document.getElementById('device-range').textContent").endswith(f" of {len(every)}")
     # The messages too: those sent to real clients' devices, as the control API finds them.
     want_ids = sorted(m["message_id"] for m in mock.api("GET", "/api/v1/messages?client_kind=any&limit=100")["items"])
     assert want_ids, "the raw clients' pushes are records"
@@ -289,3 +309,8 @@ def test_status_chips_and_the_client_chip(mock, clients, page):
     assert page.eval("document.querySelector('#chips .chip-label').textContent") == "client:autopush"
     chip(page, "client:pigeon")
     page.wait_for("document.getElementById('error').textContent.startsWith('client: takes')", what="the refusal")
+    # It cannot be excluded: said, not taken the other way round (the refused text cleared first).
+    page.eval("document.getElementById('filter').value = ''")
+    chip(page, "-client:autopush")
+    page.wait_for("document.getElementById('error').textContent.startsWith('-client: cannot be excluded')", what="the refusal of -client:")
+    assert page.eval("document.querySelector('#chips .chip-label').textContent") == "client:autopush"

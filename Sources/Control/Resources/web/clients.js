@@ -31,12 +31,15 @@ function name(c) {
 // "3 s ago" (page.js), else the timestamp.
 function ago(iso) { return fcm.ago ? fcm.ago(iso) : str(iso); }
 // The hover text of a client: what it is, whether it is connected, its user agent and heartbeat.
+// A device's `client` has its connection's times itself; an item of /api/v1/clients has them
+// under `connection`.
 function describe(c) {
+  const conn = isObject(c.connection) ? c.connection : c;
   const lines = [name(c) + " (" + str(c.kind) + " " + str(c.id) + ")",
-    c.connected ? "connected" + (c.connected_at ? " since " + str(c.connected_at) : "") : "not connected",
+    c.connected ? "connected" + (conn.connected_at ? " since " + str(conn.connected_at) : "") : "not connected",
     "user agent: " + (c.user_agent ? str(c.user_agent) : "none sent")];
   if (c.client_version) lines.push("version: " + str(c.client_version));
-  lines.push("last heartbeat: " + (c.last_heartbeat_at ? str(c.last_heartbeat_at) : "none yet"));
+  lines.push("last heartbeat: " + (conn.last_heartbeat_at ? str(conn.last_heartbeat_at) : "none yet"));
   return lines.join("\n");
 }
 // The badge and dot of a client (a device's `client`, or an item of /api/v1/clients): a span
@@ -63,7 +66,8 @@ function between(from, to) {
 // A rejection's reason, shortened for its line ("the browser could not decrypt it" → "could not
 // decrypt"); the whole of it is the step's title.
 function shortReason(reason) {
-  return str(reason).replace(/^the browser /, "").replace(/ it$/, "");
+  // A reason's own parenthesis stays in the title: the line keeps one pair.
+  return str(reason).replace(/\s*\([^()]*\)$/, "").replace(/^the browser /, "").replace(/ it$/, "");
 }
 // A delivery's life on a real client's connection (a recipient's or an inbox entry's
 // `client_delivery`, with its `status`, `delivered_at`, `settled_at`) as timeline steps after
@@ -74,18 +78,23 @@ function steps(r) {
   const out = [];
   const ack = isObject(cd.ack) ? cd.ack : null;
   const rejection = isObject(cd.rejection) ? cd.rejection : null;
-  let sent = "sent on " + str(cd.connection_id);
+  // `connection_id` is the connection it was last written on: a delivery written again after a
+  // reconnect was first sent on an earlier one, and re-sent on that one.
+  const resent = typeof cd.sends === "number" && cd.sends > 1;
+  let last = (resent ? "re-sent after reconnect on " : "sent on ") + str(cd.connection_id);
   // The ack that took it (100, or none given); a rejecting ack (101, 102) is the rejection's step.
   const taking = ack && (ack.code === 100 || ack.code === null || ack.code === undefined);
   if (ack && (taking || !rejection)) {
     const after = between(cd.first_sent_at, ack.at);
-    sent += " · acked" + (ack.code !== null && ack.code !== undefined ? " " + ack.code : "") + (after ? " after " + after : "");
+    last += " · acked" + (ack.code !== null && ack.code !== undefined ? " " + ack.code : "") + (after ? " after " + after : "");
   }
   // What the client acknowledges it by: autopush's `version`, MCS's `persistent_id`.
   const ackedBy = cd.kind === "mcs" ? "persistent_id " + str(cd.persistent_id) : "version " + str(cd.version);
-  out.push({ what: sent, at: cd.first_sent_at, cls: "sent", title: ackedBy });
-  if (typeof cd.sends === "number" && cd.sends > 1) {
-    out.push({ what: "re-sent after reconnect", at: null, cls: "resent", title: "written " + cd.sends + " times" });
+  if (resent) {
+    out.push({ what: "sent", at: cd.first_sent_at, cls: "sent", title: ackedBy });
+    out.push({ what: last, at: null, cls: "resent", title: "written " + cd.sends + " times" });
+  } else {
+    out.push({ what: last, at: cd.first_sent_at, cls: "sent", title: ackedBy });
   }
   if (rejection) {
     out.push({ what: "rejected " + str(rejection.code) + " (" + shortReason(rejection.reason) + ")", at: rejection.at,
@@ -107,19 +116,32 @@ function line(r) {
   return s ? s.map(x => x.what).join(" → ") : "";
 }
 
-// The Clients list (`<ul id="clients">`): every real client with its connection and actions.
+// The Clients list (`<ul id="clients">`): every real client with its connection and actions,
+// the connected ones first (the API pages them oldest first, a hundred at a time: every page is
+// read, up to MOST clients).
 let kindFilter = null;
+const MOST = 1000;
 async function load() {
   const ul = document.getElementById("clients");
   if (!ul) return;
-  const p = new URLSearchParams();
-  if (kindFilter && kindFilter !== "any") p.set("kind", kindFilter);
-  let page;
-  try { page = await api("/clients" + (p.toString() ? "?" + p : "")); } catch (e) { return; }
+  const items = [];
+  let cursor = null, more = false;
+  try {
+    do {
+      const p = new URLSearchParams({ limit: "100" });
+      if (kindFilter && kindFilter !== "any") p.set("kind", kindFilter);
+      if (cursor) p.set("cursor", cursor);
+      const page = await api("/clients?" + p);
+      if (page && Array.isArray(page.items)) items.push(...page.items);
+      cursor = page && page.next ? page.next : null;
+      more = cursor !== null && items.length >= MOST;
+    } while (cursor && !more);
+  } catch (e) { return; }
   ul.textContent = "";
-  const items = page && Array.isArray(page.items) ? page.items : [];
   if (items.length === 0) ul.append(el("li", "none: a browser connecting to /autopush shows here", "muted"));
-  for (const c of items) ul.append(item(c));
+  const ordered = items.filter(c => c.connected).concat(items.filter(c => !c.connected));
+  for (const c of ordered) ul.append(item(c));
+  if (more) ul.append(el("li", "the first " + MOST.toLocaleString("en") + " clients only: GET /api/v1/clients lists them all", "muted"));
   if (fcm.offline) fcm.offline.sync();
 }
 function item(c) {
@@ -149,8 +171,13 @@ function item(c) {
   li.append(ua);
   if (conn) {
     const actions = el("div", null, "client-actions");
-    actions.append(button("disconnect", "client-disconnect", "closes its connection (1000); Firefox reconnects", c, false),
-                   " ", button("disconnect with back-off", "client-backoff", "closes it with 4774: Firefox stays away until it restarts", c, true));
+    if (c.kind === "autopush") {
+      actions.append(button("disconnect", "client-disconnect", "closes its connection (1000); Firefox reconnects", c, false),
+                     " ", button("disconnect with back-off", "client-backoff", "closes it with 4774: Firefox stays away until it restarts", c, true));
+    } else {
+      // MCS has no back-off close: the client reconnects when it will.
+      actions.append(button("disconnect", "client-disconnect", "closes its connection; the client logs in again when it will", c, false));
+    }
     li.append(actions);
   }
   return li;

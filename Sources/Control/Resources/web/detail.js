@@ -362,11 +362,13 @@ fcm.openMessage = function (id, from) {
 window.addEventListener("popstate", syncWithURL);
 window.addEventListener("hashchange", syncWithURL);
 document.addEventListener("keydown", e => { if (e.key === "Escape" && !panel.hidden) { e.preventDefault(); closePanel(); } });
-// Follow the open message as its recipients change.
+// Follow the open message as its recipients change (a client's connection that closes holds
+// again what it had not acknowledged, with no event of its own: read the open message again).
 for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected"]) {
   fcm.on(kind, d => {
     if (d && openID && openRecipients.has(d.message_id)) fcm.soon("detail", () => { if (openID) show(openID); });
   });
 }
+fcm.on("client.closed", () => { if (openID) fcm.soon("detail", () => { if (openID) show(openID); }); });
 syncWithURL();
 })();

@@ -108,6 +108,8 @@ function messageRow(m) {
   for (const r of m.recipients || []) if (r.message_id) owner.set(r.message_id, m.message_id);
   const tr = document.createElement("tr");
   tr.dataset.id = m.message_id;
+  // Written to a real client and not acknowledged: a connection that closes holds it again.
+  if (recipientSummary(m).some(p => p.status === "sent")) tr.dataset.sent = "true";
   tr.tabIndex = 0;
   tr.className = "message";
   const parts = recipientSummary(m);
@@ -279,8 +281,8 @@ async function loadDevices(page) {
   const p = new URLSearchParams({ limit: String(DEVICE_PAGE), total: "true" });
   const q = document.getElementById("device-search").value.trim();
   if (q) p.set("q", q);
-  // The search's `client:` chip: real clients' devices (`any`: every kind clients.js knows).
-  if (filters.client) p.set("client_kind", filters.client === "any" ? ((fcm.clients && fcm.clients.KINDS) || ["autopush"])[0] : filters.client);
+  // The search's `client:` chip: real clients' devices (`any`: every real client's).
+  if (filters.client) p.set("client_kind", filters.client);
   if (deviceCursors[index]) p.set("cursor", deviceCursors[index]);
   let answer;
   try { answer = await api("/devices?" + p); } catch (e) { showError(e); return; }
@@ -507,8 +509,12 @@ function connect() {
     es.addEventListener(kind, e => { const d = parse(e); if (d && d.message_id) soon("m:" + (owner.get(d.message_id) || d.message_id), () => refreshMessage(d.message_id)); soon("devices", loadDevices); });
   }
   es.addEventListener("device.created", () => soon("devices", loadDevices));
-  // A real client connecting or going: its devices' dots.
+  // A real client connecting or going: its devices' dots; what it had not acknowledged when
+  // its connection closed is held again (no event of its own): those rows are read again.
   for (const kind of ["client.connected", "client.closed"]) es.addEventListener(kind, () => soon("devices", loadDevices));
+  es.addEventListener("client.closed", () => {
+    for (const [id, tr] of shown) if (tr.dataset.sent === "true") soon("m:" + id, () => refreshMessage(id));
+  });
   es.addEventListener("device.updated", () => { soon("devices", loadDevices); soon("topics", loadTopics); soon("groups", loadGroups); });
   for (const kind of ["xmpp.connected", "xmpp.closed", "upstream.sent", "upstream.acked"]) {
     es.addEventListener(kind, () => soon("xmpp", loadXmpp));

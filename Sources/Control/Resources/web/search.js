@@ -113,7 +113,12 @@ function apply(filters, text) {
   const f = Object.assign({}, filters);
   for (const term of lex(text)) {
     let [name, value] = resolve(term);
-    if (term.neg && NEGATABLE.includes(name)) name = "not_" + name;
+    if (term.neg && !NEGATABLE.includes(name)) {
+      // Said, not taken the other way round.
+      throw new Error("-" + (LABELS[name] || name) + ": cannot be excluded (these can: " +
+                      NEGATABLE.map(n => "-" + (LABELS[n] || "word")).join(", ") + ")");
+    }
+    if (term.neg) name = "not_" + name;
     if (name === "text" || name.startsWith("not_")) {
       const list = items(name, f[name]);
       if (!list.includes(value)) list.push(value);
