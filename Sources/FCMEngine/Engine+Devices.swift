@@ -178,7 +178,8 @@ extension Engine {
     }
 
     /// Takes a device offline or brings it back; back online, everything it stored that has not
-    /// expired is delivered in acceptance order.
+    /// expired is delivered in acceptance order (`undeliverable` when its app was uninstalled:
+    /// unregistered meanwhile).
     public func setOnline(_ token: String, _ online: Bool) throws(EngineError) -> Device {
         if state.withLock({ $0.device(token: token)?.client != nil }) { return try setClientDeviceOnline(token, online) }
         let now = clock.nowMillis()
@@ -192,22 +193,27 @@ extension Engine {
             let flush = online && s.stored[d.id] != nil
             var flushed: [(String, String)] = []
             var replaced: [StatusChange] = []
+            // An uninstalled app (unregistered) gets nothing it was held: `undeliverable`.
+            let uninstalled = d.state == .unregistered
             if online {
                 let suffix = messageIDSuffix(senderID: d.senderID)
                 for e in s.stored[d.id] ?? [] {
-                    let status = e.expiresAt <= now ? "expired" : "delivered"
+                    let status = e.expiresAt <= now ? "expired" : uninstalled ? "undeliverable" : "delivered"
                     if status == "delivered" { deliveredIDs.append(e.deliveryID) }
-                    flushed.append((status == "expired" ? "message.expired" : "message.delivered", EventJSON.delivery(
+                    if uninstalled { replaced.append(StatusChange(deliveryID: e.deliveryID, status: status)) }
+                    flushed.append(("message." + status, EventJSON.delivery(
                         messageID: MessageID(micros: e.deliveryID, suffix: suffix).description, token: d.token, status: status, at: now)))
                 }
-                let shown = shownOnFlush(s.stored[d.id] ?? [], device: d, now: now, state: &s)
-                (replaced, flushed) = (shown.changes, flushed + shown.events)
+                if !uninstalled {
+                    let shown = shownOnFlush(s.stored[d.id] ?? [], device: d, now: now, state: &s)
+                    (replaced, flushed) = (shown.changes, flushed + shown.events)
+                }
                 s.stored[d.id] = nil
             }
             s.devices[d.id] = d
             let id = d.id
             pendingEvents = [("device.updated", s.render(d, now: now))] + flushed
-            var writes = [Writes.setOnline(device: id, online, at: now, flushHeld: flush)]
+            var writes = [Writes.setOnline(device: id, online, at: now, flushHeld: flush && !uninstalled)]
             if !replaced.isEmpty { writes.append(Writes.setDeliveryStatuses(replaced.map { ($0.deliveryID, $0.status) }, at: now)) }
             return .success((d, submit(writes)))
         }

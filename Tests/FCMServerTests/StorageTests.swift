@@ -70,6 +70,19 @@ final class StorageTests: ServerTestCase {
         XCTAssertEqual(try client.get("/api/v1/stats").object?["pending"]?.numberValue?.int64, 0)
     }
 
+    /// The app was uninstalled while the device was away: what it held is not shown when it comes
+    /// back (`undeliverable`), and what ran out of time meanwhile is `expired`, as ever.
+    func testAnUnregisteredDeviceBackOnlineGetsNothingItHeld() throws {
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","data":{"n":"1"}}"#)))
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":5,"data":{"n":"2"}}"#)))
+        XCTAssertEqual(try client.post("/api/v1/devices/a-offline:unregister").status, 200)
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":10}"#).status, 200)
+        defer { _ = try? client.post("/api/v1/clock", #"{"reset":true}"#) }
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        XCTAssertEqual(try inbox("a-offline").map { $0["status"]?.stringValue }, ["undeliverable", "expired"])
+        XCTAssertEqual(try client.get("/api/v1/stats").object?["pending"]?.numberValue?.int64, 0)
+    }
+
     func testTTLExpiresWhenTheClockMoves() throws {
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":60,"data":{"k":"short"}}"#)))
         XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":3600,"data":{"k":"long"}}"#)))
