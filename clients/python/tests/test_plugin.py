@@ -142,3 +142,27 @@ def test_help_lists_the_options(pytester):
     result.stdout.fnmatch_lines(["*--fcm-mock-bin=PATH*", "*--fcm-mock-url=URL*", "*reset before every test*",
                                  "*--fcm-mock-https-url=URL*", "*--fcm-mock-fixtures=FILE_OR_DIR*",
                                  "*--fcm-mock-https*"])
+
+
+def test_the_source_distribution_and_its_metadata(tmp_path):
+    """The sdist ships the tests with their conftest.py; the metadata names its classifiers and
+    the `pytest` extra the plugin's entry point is for."""
+    import shutil
+    import subprocess
+    import tarfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"
+    shutil.copytree(here, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".*cache"))
+    out = tmp_path / "dist"
+    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(out)!r})"],
+                   cwd=source, check=True, capture_output=True)
+    [sdist] = out.iterdir()
+    with tarfile.open(sdist) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+        info = tar.extractfile(next(n for n in tar.getnames() if n.endswith("/PKG-INFO"))).read().decode()
+    assert {"tests/conftest.py", "tests/test_client.py", "examples/notifier.py", "src/fcm_mock/py.typed"} <= names
+    assert "Provides-Extra: pytest" in info and "Classifier: Framework :: Pytest" in info
+    assert "Classifier: Typing :: Typed" in info
+
