@@ -166,3 +166,16 @@ def test_the_source_distribution_and_its_metadata(tmp_path):
     assert "Provides-Extra: pytest" in info and "Classifier: Framework :: Pytest" in info
     assert "Classifier: Typing :: Typed" in info
 
+
+def test_relative_fixtures_are_read_from_where_pytest_runs(pytester):
+    fixture = {"projects": [{"sender_id": "111111111111", "project_id": "mine", "server_keys": ["AAAAmine:key"],
+                             "apps": [{"app": "com.example.mine", "platform": "android"}]}],
+               "devices": [{"token": "mine-1", "sender_id": "111111111111", "app": "com.example.mine"}]}
+    pytester.mkdir("fixtures")
+    (pytester.path / "fixtures" / "mine.json").write_text(json.dumps(fixture))
+    pytester.makepyfile('''
+def test_mine(fcm_mock):
+    assert fcm_mock.device("mine-1").sender_id == "111111111111"
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--fcm-mock-fixtures", "fixtures/mine.json")
+    result.assert_outcomes(passed=1)

@@ -151,6 +151,26 @@ def test_an_acknowledged_push_is_delivered_with_its_client_delivery(mock, browse
     assert mock.messages(token, status="sent") == []
     assert mock.client(browser.uaid).connection.unacked == 0
 
+    # The record's recipient carries the same client_delivery (docs/real-clients.md 4.2).
+    [recipient] = mock.message_record(got.message_id).recipients
+    assert recipient.status == "delivered" and recipient.client_delivery == got.client_delivery
+    assert [r.message_id for r in mock.message_records(client_kind="autopush")] == [got.message_id]
+    assert [r.message_id for r in mock.message_records(client_kind="any")] == [got.message_id]
+    assert [d.token for d in mock.find_devices(client_kind="any")] == [token]
+    device = mock.device(token)
+    assert isinstance(device.sender_id, str) and isinstance(device.app, str)
+
+
+def test_a_settled_recipient_has_settled_at(mock):
+    phone = mock.create_device()
+    mock.go_offline(phone.token)
+    for n in ("1", "2"):
+        requests.post(mock.base_url + "/fcm/send", timeout=10, headers={"Authorization": "key=AAAAfcmmock:demo-server-key"},
+                      json={"to": phone.token, "data": {"n": n}, "collapse_key": "score"})
+    [collapsed] = mock.message_records(token=phone.token, status="collapsed")
+    [recipient] = collapsed.recipients
+    assert recipient.status == "collapsed" and recipient.settled_at and recipient.client_delivery is None
+
 
 def test_a_refused_push_is_client_rejected(mock, browser):
     channel, endpoint = browser.register()

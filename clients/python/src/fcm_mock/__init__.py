@@ -14,18 +14,21 @@ The pytest plugin (loaded on install) gives the fixtures `fcm_mock` (reset befor
 and `fcm_mock_server` (one server for the session).
 """
 
-from ._client import FcmMock, find_binary
-from ._records import (AccessToken, ApnsCertificate, ApnsKey, ApnsMessage, ClientAck, ClientCheckin,
-                       ClientConnection, ClientDelivery, ClientRegistration, ClientRejection, Clock, Device,
-                       DeviceClient, Fault, Group, Message, MessageRecord, Project, ProjectApp, RealClient,
-                       Recipient, ServiceAccount, Topic, UpstreamMessage, WebPushMessage, XmppConnection,
-                       endpoint_id)
-from .errors import ControlAPIError, FcmMockError
+from ._client import EventStream, FcmMock, find_binary
+from ._records import (AccessToken, ApnsCertificate, ApnsCertificateInfo, ApnsKey, ApnsKeyInfo, ApnsMessage,
+                       ApnsTeam, ClientAck, ClientCheckin, ClientConnection, ClientDelivery, ClientRegistration,
+                       ClientRejection, Clock, Device, DeviceClient, Event, Fault, Group, IssuedAccessToken, Message,
+                       MessageRecord, Project, ProjectApp, RealClient, Recipient, ServiceAccount, Stats,
+                       StatsSeries, Topic, UpstreamMessage, WebPushMessage, XmppConnection, endpoint_id)
+from .errors import (ConnectionFailed, ConnectTimedOut, ControlAPIError, FcmMockError, RequestTimedOut,
+                     TransportError)
 
 __all__ = ["FcmMock", "find_binary", "Device", "Fault", "Message", "ApnsMessage", "WebPushMessage",
            "ApnsKey", "ApnsCertificate", "RealClient", "ClientConnection", "ClientCheckin",
            "ClientRegistration", "DeviceClient", "ClientDelivery", "ClientAck", "ClientRejection",
            "Project", "ProjectApp", "ServiceAccount", "AccessToken", "MessageRecord", "Recipient",
            "Topic", "Group", "Clock", "XmppConnection", "UpstreamMessage",
-           "endpoint_id", "ControlAPIError", "FcmMockError"]
+           "ApnsKeyInfo", "ApnsTeam", "ApnsCertificateInfo", "IssuedAccessToken", "Stats", "StatsSeries",
+           "Event", "EventStream", "endpoint_id", "ControlAPIError", "FcmMockError", "TransportError",
+           "ConnectionFailed", "RequestTimedOut", "ConnectTimedOut"]
 __version__ = "0.1.0"

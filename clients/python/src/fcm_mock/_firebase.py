@@ -39,8 +39,13 @@ def make_app(mock: "FcmMock", project: str, unmodified: bool, name: Optional[str
         return app
 
     if mock._google is None:  # for as long as the FcmMock is open: the app outlives any block
-        mock._google = mock._routing(GOOGLE, "firebase_app(unmodified=True)")
-        mock._google.install()
+        routing = mock._routing(GOOGLE, "firebase_app(unmodified=True)")
+        try:
+            routing.install()  # FcmMockError while another mock has Google's names
+        except BaseException:
+            mock._routings.remove(routing)
+            raise
+        mock._google = routing
     # The service account is made through Google's own name, so its token_uri is Google's: the
     # same JSON as one downloaded from the console.
     with requests.Session() as s:

@@ -203,8 +203,8 @@ class Message:
         webpush_block = entry.get("webpush") if transport == "webpush" else None
         delivery = entry.get("client_delivery")
         return cls(
-            message_id=entry.get("message_id", ""),
-            status=entry.get("status", ""),
+            message_id=str(entry.get("message_id") or ""),
+            status=str(entry.get("status") or ""),
             transport=transport,
             target=via.get("target"),
             topic=via.get("topic"),
@@ -272,7 +272,10 @@ class Device:
     (`{"endpoint","expirationTime","keys":{"p256dh","auth"}}`), for a Web Push library as it is.
     A device a real client made (a Firefox channel, a Chromium or firebase-messaging
     registration) has `client`; a fake device has None. `state` is `registered`, `unregistered`
-    or `refreshed`; a refreshed device's `canonical_token` is the token that replaced it."""
+    or `refreshed`; a refreshed device's `canonical_token` is the token that replaced it.
+    `web_push_expired` is true once a web device's subscription ended
+    (`expire_web_push()`); `expires_at` is when an `ios` device's APNs token expires (mock clock,
+    `set_apns_token_expiry()`), None when it does not."""
 
     token: str
     fid: Optional[str]
@@ -292,6 +295,8 @@ class Device:
     canonical_token: Optional[str] = None
     created_at: Optional[str] = None
     last_seen_at: Optional[str] = None
+    web_push_expired: bool = False
+    expires_at: Optional[str] = None
 
     @property
     def web_push_id(self) -> Optional[str]:
@@ -302,12 +307,12 @@ class Device:
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Device":
         return cls(
-            token=d["token"],
+            token=str(d["token"]),
             fid=d.get("fid"),
-            sender_id=d.get("sender_id", ""),
-            app=d.get("app", ""),
-            platform=d.get("platform", ""),
-            state=d.get("state", ""),
+            sender_id=str(d.get("sender_id") or ""),
+            app=str(d.get("app") or ""),
+            platform=str(d.get("platform") or ""),
+            state=str(d.get("state") or ""),
             online=bool(d.get("online", False)),
             topics=list(d.get("topics") or []),
             pending=int(d.get("pending") or 0),
@@ -320,6 +325,8 @@ class Device:
             canonical_token=d.get("canonical_token"),
             created_at=d.get("created_at"),
             last_seen_at=d.get("last_seen_at"),
+            web_push_expired=bool(d.get("web_push_expired", False)),
+            expires_at=d.get("expires_at"),
         )
 
 
@@ -471,8 +478,11 @@ class Fault:
 @dataclass(frozen=True)
 class Recipient:
     """One recipient of a message record: its token, the message id it got, its `status`
-    (`delivered`, `pending`, `failed`, `expired`, …), the FCM `error` when it failed, the
-    `canonical_token` of a refreshed device, and when it was delivered."""
+    (`delivered`, `pending`, `failed`, `expired`, `sent`, `client_rejected`, …), the FCM `error`
+    when it failed, the `canonical_token` of a refreshed device, when it was delivered
+    (`delivered_at`) or settled by the storage rules (`settled_at`: `collapsed`, `dropped`,
+    `expired`, `replaced`), and for a real client's device `client_delivery`, as on its inbox
+    entry (docs/real-clients.md)."""
 
     token: str
     message_id: Optional[str]
@@ -481,12 +491,16 @@ class Recipient:
     canonical_token: Optional[str]
     delivered_at: Optional[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    settled_at: Optional[str] = None
+    client_delivery: Optional[ClientDelivery] = None
 
     @classmethod
     def from_json(cls, r: Dict[str, Any]) -> "Recipient":
+        delivery = r.get("client_delivery")
         return cls(token=str(r.get("token") or ""), message_id=r.get("message_id"), status=str(r.get("status") or ""),
                    error=r.get("error"), canonical_token=r.get("canonical_token"),
-                   delivered_at=r.get("delivered_at"), raw=r)
+                   delivered_at=r.get("delivered_at"), raw=r, settled_at=r.get("settled_at"),
+                   client_delivery=ClientDelivery.from_json(delivery) if isinstance(delivery, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -733,6 +747,147 @@ class ApnsCertificate:
     path: Path
     cert_path: Path
     key_path: Path
+
+
+@dataclass(frozen=True)
+class ApnsKeyInfo:
+    """An APNs signing key as the mock lists it (`GET /api/v1/apns/keys`), or one imported by its
+    public half (`import_apns_key`): never its private key."""
+
+    key_id: str
+    team_id: str
+    public_key_pem: Optional[str] = field(repr=False)
+    created_at: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, k: Dict[str, Any]) -> "ApnsKeyInfo":
+        return cls(key_id=str(k.get("key_id") or ""), team_id=str(k.get("team_id") or ""),
+                   public_key_pem=k.get("public_key_pem"), created_at=k.get("created_at"), raw=k)
+
+
+@dataclass(frozen=True)
+class ApnsTeam:
+    """An APNs team (`GET /api/v1/apns/teams`): its id and the bundle ids its keys may send to."""
+
+    team_id: str
+    bundle_ids: List[str]
+    created_at: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, t: Dict[str, Any]) -> "ApnsTeam":
+        return cls(team_id=str(t.get("team_id") or ""), bundle_ids=[str(b) for b in t.get("bundle_ids") or []],
+                   created_at=t.get("created_at"), raw=t)
+
+
+@dataclass(frozen=True)
+class ApnsCertificateInfo:
+    """An APNs client certificate as the mock lists it (`GET /api/v1/apns/certificates`), without
+    its private key: `id` (its serial number in hex) is what `delete_apns_certificate` revokes."""
+
+    id: str
+    bundle_id: str
+    topics: List[str]
+    environments: List[str]
+    created_at: Optional[str]
+    expires_at: Optional[str]
+    certificate_pem: Optional[str] = field(repr=False)
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, c: Dict[str, Any]) -> "ApnsCertificateInfo":
+        return cls(id=str(c.get("id") or ""), bundle_id=str(c.get("bundle_id") or ""),
+                   topics=[str(t) for t in c.get("topics") or []],
+                   environments=[str(e) for e in c.get("environments") or []],
+                   created_at=c.get("created_at"), expires_at=c.get("expires_at"),
+                   certificate_pem=c.get("certificate_pem"), raw=c)
+
+
+@dataclass(frozen=True)
+class IssuedAccessToken:
+    """An HTTP v1 access token issued by `POST /api/v1/projects/{project}/access-tokens`: the
+    token itself (`Authorization: Bearer …`), how long it lasts, and its `id` (what
+    `revoke_access_token` takes; `access_tokens` lists it)."""
+
+    access_token: str = field(repr=False)
+    expires_in: int
+    token_type: str
+    id: str
+    client_email: Optional[str]
+    project_id: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, t: Dict[str, Any]) -> "IssuedAccessToken":
+        return cls(access_token=str(t.get("access_token") or ""), expires_in=int(t.get("expires_in") or 0),
+                   token_type=str(t.get("token_type") or ""), id=str(t.get("id") or ""),
+                   client_email=t.get("client_email"), project_id=t.get("project_id"), raw=t)
+
+
+@dataclass(frozen=True)
+class Stats:
+    """The counters (`GET /api/v1/stats`): message records by status (`messages["accepted"]`,
+    `messages["rejected"]`), errors by code, the deliveries offline devices hold (`pending`), the
+    open XMPP connections and the devices."""
+
+    messages: Dict[str, int]
+    errors: Dict[str, int]
+    pending: int
+    xmpp_connections: int
+    devices: int
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, s: Dict[str, Any]) -> "Stats":
+        return cls(messages={str(k): int(v) for k, v in (s.get("messages") or {}).items()},
+                   errors={str(k): int(v) for k, v in (s.get("errors") or {}).items()},
+                   pending=int(s.get("pending") or 0), xmpp_connections=int(s.get("xmpp_connections") or 0),
+                   devices=int(s.get("devices") or 0), raw=s)
+
+
+@dataclass(frozen=True)
+class StatsSeries:
+    """Sends and errors per bucket (`GET /api/v1/stats/series`): `window` seconds in buckets of
+    `bucket` seconds, oldest first, the last ending with the mock clock's current second
+    (`end`)."""
+
+    start: str
+    end: str
+    window: int
+    bucket: int
+    sends: List[int]
+    errors: List[int]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, s: Dict[str, Any]) -> "StatsSeries":
+        return cls(start=str(s.get("start") or ""), end=str(s.get("end") or ""), window=int(s.get("window") or 0),
+                   bucket=int(s.get("bucket") or 0), sends=[int(n) for n in s.get("sends") or []],
+                   errors=[int(n) for n in s.get("errors") or []], raw=s)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of `GET /api/v1/events` (docs/events.md): its `type` (the SSE `event:`, such as
+    `message.delivered`, `device.created`, `client.connected`), `data` (its JSON) and the SSE
+    `id` when the server gave one."""
+
+    type: str
+    data: Any
+    id: Optional[str] = None
+
+    @property
+    def message_id(self) -> Optional[str]:
+        """The `message_id` of a message event's data (None for other events)."""
+        value = self.data.get("message_id") if isinstance(self.data, dict) else None
+        return str(value) if value is not None else None
+
+    @property
+    def token(self) -> Optional[str]:
+        """The device token the event concerns: a delivery event's `token`, a device event's."""
+        value = self.data.get("token") if isinstance(self.data, dict) else None
+        return str(value) if value is not None else None
 
 
 def endpoint_id(endpoint: str) -> str:

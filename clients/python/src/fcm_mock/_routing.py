@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .errors import FcmMockError
+
 
 @dataclass(frozen=True)
 class HostSet:
@@ -33,7 +35,8 @@ APPLE = HostSet(("api.push.apple.com", "api.sandbox.push.apple.com", "api.develo
                 (443, 2197), ("push.apple.com",))
 
 #: What routed names resolve to: 127.0.42.N, one N per routing in force, so two mocks can be
-#: routed at once; a connection to it on a routed port reaches that routing's mock.
+#: routed at once for different names (one Apple's, the other Google's); a connection to it on
+#: a routed port reaches that routing's mock. One name reaches one mock at a time.
 _VIRTUAL_NET = "127.0.42."
 _FIRST_HOST = 43
 
@@ -63,9 +66,20 @@ class Routing:
         self.address = ""
 
     def install(self) -> None:
+        """Puts the routing in force. A host name reaches one place at a time inside a process:
+        FcmMockError when another routing in force sends one of these names to another mock."""
         with _lock:
             if self in _active:
                 return
+            for other in _active:
+                shared = sorted(set(other.hosts.hosts) & set(self.hosts.hosts))
+                if shared and other.target != self.target:
+                    raise FcmMockError(
+                        f"{', '.join(shared)} already reach another fcm-mock in this process (its TLS listener at"
+                        f" {other.target[0]}:{other.target[1]}): host names route to one mock at a time, so this"
+                        f" one would take its traffic. Close that FcmMock (or leave its google_hosts()/apple_hosts()"
+                        f" block) first, or give the second mock's firebase-admin app the URLs of"
+                        f" firebase_app(unmodified=False)")
             used = {r.address for r in _active}
             self.address = next(a for a in (f"{_VIRTUAL_NET}{n}" for n in range(_FIRST_HOST, 255))
                                 if a not in used)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
+
+import requests
 
 
 class FcmMockError(Exception):
@@ -22,3 +24,79 @@ class ControlAPIError(FcmMockError):
         self.code = code
         self.message = message
         self.body = body
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Exception pickles its args, the message alone: rebuild from the fields instead
+        # (multiprocessing, pytest-xdist and other runners send exceptions between processes).
+        return (type(self), (self.method, self.path, self.status, self.code, self.message, self.body))
+
+
+class TransportError(FcmMockError, requests.RequestException):
+    """The mock could not be reached: the connection was refused or dropped, or the answer did
+    not come in time. `method` and `url` name the call, `cause` is what the HTTP library raised.
+    Also a `requests.RequestException` (and, as the cause was, a `requests.ConnectionError` or
+    `requests.Timeout`: `ConnectionFailed`, `RequestTimedOut`), so code written against the
+    exceptions of `requests` still catches it."""
+
+    def __init__(self, method: str, url: str, cause: BaseException) -> None:
+        super().__init__(f"{method} {url} failed: {self._what()}: {cause}")
+        self.method = method
+        self.url = url
+        self.cause = cause
+        self.__cause__ = cause
+        self.request = getattr(cause, "request", None)
+        self.response = getattr(cause, "response", None)
+
+    @staticmethod
+    def _what() -> str:
+        return "the mock could not be reached"
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (type(self), (self.method, self.url, _picklable(self.cause)))
+
+
+class ConnectionFailed(TransportError, requests.ConnectionError):
+    """The connection to the mock was refused, reset or closed (is it running at that URL?)."""
+
+    @staticmethod
+    def _what() -> str:
+        return "the mock could not be reached (connection refused, reset or closed)"
+
+
+class RequestTimedOut(TransportError, requests.Timeout):
+    """The mock did not answer in time (`FcmMock(timeout=…)`, or a wait's own time)."""
+
+    @staticmethod
+    def _what() -> str:
+        return "the mock did not answer in time"
+
+
+class ConnectTimedOut(ConnectionFailed, RequestTimedOut, requests.ConnectTimeout):
+    """The connection to the mock was not made in time."""
+
+    @staticmethod
+    def _what() -> str:
+        return "the connection to the mock was not made in time"
+
+
+def transport_error(method: str, url: str, cause: requests.RequestException) -> TransportError:
+    """The package's error for what `requests` raised calling `url`."""
+    if isinstance(cause, requests.ConnectTimeout):
+        return ConnectTimedOut(method, url, cause)
+    if isinstance(cause, requests.Timeout):
+        return RequestTimedOut(method, url, cause)
+    if isinstance(cause, requests.ConnectionError):
+        return ConnectionFailed(method, url, cause)
+    return TransportError(method, url, cause)
+
+
+def _picklable(cause: BaseException) -> BaseException:
+    """`cause`, or a plain stand-in with its text when it does not survive pickling (urllib3's
+    errors hold their connection pool)."""
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(cause))
+        return cause
+    except Exception:
+        return FcmMockError(f"{type(cause).__name__}: {cause}")

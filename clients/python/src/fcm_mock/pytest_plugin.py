@@ -9,12 +9,18 @@ Fixtures:
   server at `--fcm-mock-url` is reset too, so it must not be one that others use meanwhile.
   Real clients (a browser started once for the session) stay connected across the reset with
   their devices; a test that wants none calls `fcm_mock.reset(clients=False)`.
+
+A started server is stopped when the session ends, and also when pytest itself is ended by
+SIGTERM (a CI time-out, `timeout`, a container stop): the plugin stops it and lets the signal end
+pytest as before; on Linux the server also ends with the process that started it (SIGKILL).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Iterator, List, Optional
+import signal
+import threading
+from typing import Any, Iterator, List, Optional
 
 import pytest
 
@@ -33,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fcm-mock-https-url", default=os.environ.get("FCM_MOCK_HTTPS_URL"), metavar="URL",
                     help="the TLS listener of the server at --fcm-mock-url, https://HOST:PORT"
                          " (default: $FCM_MOCK_HTTPS_URL)")
+    group.addoption("--fcm-mock-cacert", default=os.environ.get("FCM_MOCK_CACERT"), metavar="PEM",
+                    help="the CA certificate that an https:// --fcm-mock-url is checked against, such as the"
+                         " mock's local CA (default: $FCM_MOCK_CACERT; else the system's CAs)")
     group.addoption("--fcm-mock-fixtures", action="append", default=None, metavar="FILE_OR_DIR",
                     help="fixtures for the started server (repeatable)")
     group.addoption("--fcm-mock-https", action="store_true", default=False,
@@ -47,7 +56,8 @@ def fcm_mock_server(request: pytest.FixtureRequest) -> Iterator[FcmMock]:
     url: Optional[str] = config.getoption("--fcm-mock-url")
     token = os.environ.get("FCM_MOCK_CONTROL_TOKEN") or None
     if url:
-        mock = FcmMock.connect(url, control_token=token, https_url=config.getoption("--fcm-mock-https-url"))
+        mock = FcmMock.connect(url, control_token=token, https_url=config.getoption("--fcm-mock-https-url"),
+                               verify=config.getoption("--fcm-mock-cacert") or None)
     else:
         binary: Optional[str] = config.getoption("--fcm-mock-bin")
         try:
@@ -61,10 +71,37 @@ def fcm_mock_server(request: pytest.FixtureRequest) -> Iterator[FcmMock]:
         fixtures: Optional[List[str]] = config.getoption("--fcm-mock-fixtures")
         mock = FcmMock.start(binary, fixtures=fixtures,
                              https=bool(config.getoption("--fcm-mock-https")), control_token=token)
+    previous = _stop_on_sigterm(mock)
     try:
         yield mock
     finally:
+        if previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
         mock.close()
+
+
+def _stop_on_sigterm(mock: FcmMock) -> Any:
+    """While the session runs, SIGTERM stops the server this run started, then ends pytest as
+    the signal would have (pytest has no handler of its own: without this, the server would
+    outlive it). Only when nobody else handles SIGTERM. The handler it replaced, or None."""
+    process = mock.process
+    if process is None or threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is not signal.SIG_DFL:
+        return None
+
+    def stop(signum: int, frame: Any) -> None:
+        try:
+            process.terminate()
+            process.wait(timeout=5)
+        except Exception:  # noqa: BLE001 - ending anyway
+            pass
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    return previous
 
 
 @pytest.fixture
