@@ -54,3 +54,86 @@ def test_block_passes(pytester, name, code):
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 1 and set(outcomes) <= {"passed", "warnings", "warning"}, \
         f"{name}:\n" + "\n".join(result.outlines[-40:])
+
+
+# --- the documented signatures and the examples' types -------------------------------------------
+
+CALL = re.compile(r"`(?:with )?(?:FcmMock\.)?([a-z_]+)\(([^`]*)\)")
+
+
+def documented_calls() -> list:
+    """(name, parameters) of every call docs/testing.md's table writes with its parameters."""
+    text = (ROOT / "docs/testing.md").read_text(encoding="utf-8")
+    calls = []
+    for row in text.splitlines():
+        if not row.startswith("| `"):
+            continue
+        first = row.split(" | ")[0]
+        for name, params in CALL.findall(first):
+            if params and params != "…":
+                calls.append((name, [p.strip() for p in params.split(",")]))
+    return calls
+
+
+def test_the_documented_signatures_are_the_codes():
+    import inspect
+
+    from fcm_mock import FcmMock
+
+    calls = documented_calls()
+    assert {"start", "connect", "create_device", "wait_for_messages", "fault", "apns_certificate"} <= \
+        {name for name, _ in calls}
+    for name, params in calls:
+        code = list(inspect.signature(getattr(FcmMock, name)).parameters.values())
+        if code and code[0].name in ("self", "cls"):
+            code = code[1:]
+        keyword_only = False
+        for i, param in enumerate(params):
+            if param in ("…", "*"):
+                keyword_only = keyword_only or param == "*"
+                continue
+            if param.startswith("**"):
+                assert any(p.kind is p.VAR_KEYWORD for p in code), f"{name}: no {param}"
+                continue
+            pname = param.split("=")[0]
+            found = [p for p in code if p.name == pname]
+            assert found, f"docs/testing.md writes {name}(…{pname}…), which the code does not take"
+            if keyword_only:
+                assert found[0].kind in (found[0].KEYWORD_ONLY, found[0].POSITIONAL_OR_KEYWORD), (name, pname)
+            else:
+                assert code.index(found[0]) == i and found[0].kind is found[0].POSITIONAL_OR_KEYWORD, \
+                    f"docs/testing.md passes {name}'s {pname} by position; the code takes it by keyword only"
+            if "=" in param:
+                assert found[0].default is not inspect.Parameter.empty, (name, pname)
+
+
+# Names the README's examples take from the reader's suite.
+README_STUBS = '''from typing import Any
+from fcm_mock import FcmMock
+def send_welcome(app: Any, *, fid: Any) -> None: ...
+def send_news(subscription: Any) -> None: ...
+class Browser:
+    subscription: Any
+    def subscribe(self) -> str: return ""
+'''
+
+
+def test_the_examples_type_check_under_mypy_strict(tmp_path):
+    """A typed suite copying an example must pass `mypy --strict`: Optional values (a fake
+    device's `client`, another transport's `apns`) are narrowed before use."""
+    import subprocess
+    import sys
+
+    files = []
+    for i, code in enumerate(python_blocks(ROOT / "clients/python/README.md")):
+        files.append(tmp_path / f"readme_{i}.py")
+        files[-1].write_text(README_STUBS + code)
+    for i, code in enumerate(python_blocks(ROOT / "docs/testing.md")):
+        files.append(tmp_path / f"testing_{i}.py")
+        files[-1].write_text(code)
+    assert len(files) == 7
+    run = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--ignore-missing-imports",
+                          "--allow-subclassing-any", "--allow-untyped-decorators", "--no-incremental",
+                          "--cache-dir", str(tmp_path / "cache"), *map(str, files)],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
