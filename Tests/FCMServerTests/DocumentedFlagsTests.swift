@@ -32,7 +32,7 @@ final class DocumentedFlagsTests: XCTestCase {
         "--map-root-user": ["unshare"], "--net": ["unshare"], "--mount": ["unshare"], "--bind": ["mount"],
         "--dns-result-order": ["Node"],
         "--fcm-mock-bin": ["pytest"], "--fcm-mock-url": ["pytest"], "--fcm-mock-fixtures": ["pytest"],
-        "--fcm-mock-https": ["pytest"], "--fcm-mock-https-url": ["pytest"], "--strict": ["mypy"], "--variant": ["debootstrap"],
+        "--fcm-mock-https": ["pytest"], "--fcm-mock-cacert": ["pytest"], "--fcm-mock-https-url": ["pytest"], "--strict": ["mypy"], "--variant": ["debootstrap"],
         "--build-arg": ["podman", "docker"], "--build-context": ["podman", "docker"],
         "--headless": ["firefox-esr", "chromium"], "--no-remote": ["firefox-esr"], "--profile": ["firefox-esr"],
         "--remote-debugging-port": ["firefox-esr", "chromium"], "--empty-password": ["certutil"],
