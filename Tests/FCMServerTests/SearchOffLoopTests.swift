@@ -38,7 +38,7 @@ final class SearchOffLoopTests: XCTestCase {
 
     private func write(_ fd: Int32, _ text: String) {
         let bytes = Array(text.utf8)
-        XCTAssertEqual(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }, bytes.count)
+        XCTAssertEqual(bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }, bytes.count)
     }
 
     /// Whether `fd` has bytes to read now.
