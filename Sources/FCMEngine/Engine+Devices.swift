@@ -313,8 +313,17 @@ extension Engine {
             deletedID = d.id
             s.remove(d)
             let id = d.id
-            // What it held goes with it: `deleted` (not `pending` for ever on the records).
-            let held = (s.stored[id] ?? []).map { ($0.deliveryID, "deleted") }
+            // What it held goes with it: `deleted` (not `pending` for ever on the records), and so
+            // does what a real client's connection has not acknowledged yet (not `sent` for ever).
+            var held = (s.stored[id] ?? []).map { ($0.deliveryID, "deleted") }
+            for (delivery, device) in s.clientDeliveryDevice where device == id && s.stored[id]?.contains(where: { $0.deliveryID == delivery }) != true {
+                if let cd = s.clientDeliveries[delivery],
+                   let holder = s.realClients.first(where: { $0.value.connection?.info.id == cd.connectionID })?.key {
+                    s.realClients[holder]?.connection?.unacked.removeAll { $0 == delivery }
+                }
+                held.append((delivery, "deleted"))
+            }
+            held.sort { $0.0 < $1.0 }
             if events.hasReaders {
                 let suffix = messageIDSuffix(senderID: d.senderID)
                 published = held.map { ("message.deleted", EventJSON.delivery(messageID: MessageID(micros: $0.0, suffix: suffix).description,
@@ -324,7 +333,7 @@ extension Engine {
                 s.realClients[link.id]?.devices.removeAll { $0 == id }
                 if let via = link.via { s.fcmRiders[via]?.removeAll { $0 == id } }
                 if let channel = link.channelID { s.clientChannels[channel] = nil }
-                for e in s.stored[id] ?? [] { s.forgetClientDelivery(e.deliveryID) }
+                for (delivery, _) in held { s.forgetClientDelivery(delivery) }
             }
             let deliveries = s.inbox.removeValue(forKey: id)?.recent ?? []
             s.stored[id] = nil

@@ -286,8 +286,8 @@ extension Engine {
             flags: Self.flags(req.options), data: data, notification: notification,
             priority: req.effectivePriority.rawValue, status: accepted ? "accepted" : "rejected",
             error: sameError ? firstError?.rawValue : nil,
-            errorDetail: req.messageErrorDetail ?? ctx.undeliverable ?? p.errorDetail
-                ?? (sameError ? firstError.flatMap { e in ctx.errorDetails?(e) } : nil),
+            errorDetail: req.messageErrorDetail ?? ctx.undeliverable
+                ?? (sameError ? p.errorDetail ?? firstError.flatMap { e in ctx.errorDetails?(e) } : nil),
             // A plain-text body is kept even when accepted (the form fields are the request as
             // sent), and so is one the device cannot read.
             httpStatus: ctx.answeredStatus, raw: accepted && req.format != .plain && ctx.undeliverable == nil ? nil : raw(), recipients: p.rows.count,

@@ -465,6 +465,23 @@ final class AutopushTests: XCTestCase {
         XCTAssertTrue(closed.contains(#""connected":false"#), closed)
     }
 
+    /// A push written and not acknowledged when its client (or its device) is deleted is
+    /// `deleted` on the records, not `sent` for ever; an ack that comes after settles nothing.
+    func testDeletingAClientDeletesWhatItHadNotAcknowledged() throws {
+        let (ws, uaid) = try hello()
+        let endpoint = try register(ws)
+        let sent = try push(endpoint)
+        XCTAssertEqual(sent.status, 201, sent.text)
+        let id = try messageID(sent)
+        let notification = try XCTUnwrap(try ws.nextText())
+        XCTAssertTrue(notification.contains(#""messageType":"notification""#), notification)
+        let token = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        try waitFor("sent") { try entry(token, id)["status"]?.stringValue == "sent" }
+        XCTAssertEqual(try server.client().request("DELETE", "/api/v1/clients/\(uaid)").status, 204)
+        let record = try get("/api/v1/messages/\(pathEncode(id))")
+        XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "deleted", "\(record)")
+    }
+
     func testHeldOnlineFalseWhileConnectedThenReleased() throws {
         let (ws, _) = try hello()
         let endpoint = try register(ws)
