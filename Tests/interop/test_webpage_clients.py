@@ -313,4 +313,32 @@ def test_status_chips_and_the_client_chip(mock, clients, page):
     page.eval("document.getElementById('filter').value = ''")
     chip(page, "-client:autopush")
     page.wait_for("document.getElementById('error').textContent.startsWith('-client: cannot be excluded')", what="the refusal of -client:")
+    page.eval("document.getElementById('error').textContent = ''; document.getElementById('filter').value = ''")
+    chip(page, "-client:")
+    page.wait_for("document.getElementById('error').textContent.startsWith('-client: cannot be excluded')", what="the refusal of a bare -client:")
     assert page.eval("document.querySelector('#chips .chip-label').textContent") == "client:autopush"
+
+
+def test_held_messages_follow_their_device_live(mock, page):
+    """What a device held turns `deleted` when the device is deleted, and `undeliverable` when it
+    comes back after its app was uninstalled: the open page's rows follow, no reload."""
+    from mocksupport import KEY_A
+    gone, uninstalled = mock.create_device(online=False), mock.create_device(online=False)
+    ids = {}
+    for token in (gone, uninstalled):
+        r = requests.post(mock.base_url + "/fcm/send", json={"to": token, "data": {"n": "1"}},
+                          headers={"Authorization": "key=" + KEY_A}, timeout=10)
+        assert r.status_code == 200, r.text
+        ids[token] = r.json()["results"][0]["message_id"]
+    open_desktop(page, mock)
+    for token in (gone, uninstalled):
+        page.wait_for(f"(document.querySelector('#messages tr[data-id={js(ids[token])}] td.recip') || {{}}).textContent === '1 pending'",
+                      what="the held message's row")
+    mock.api("DELETE", f"/api/v1/devices/{gone}", expect=204)
+    mock.api("POST", f"/api/v1/devices/{uninstalled}:unregister")
+    mock.api("PATCH", f"/api/v1/devices/{uninstalled}", json={"online": True})
+    page.wait_for(f"document.querySelector('#messages tr[data-id={js(ids[gone])}] td.recip').textContent === '1 deleted'",
+                  what="the deleted device's message shown deleted, live")
+    page.wait_for(f"document.querySelector('#messages tr[data-id={js(ids[uninstalled])}] td.recip').textContent === '1 undeliverable'",
+                  what="the uninstalled app's message shown undeliverable, live")
+

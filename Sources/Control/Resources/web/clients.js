@@ -121,26 +121,34 @@ function line(r) {
 // read, up to MOST clients).
 let kindFilter = null;
 const MOST = 1000;
+// Each load numbered: one that a newer load (or filter) overtook draws nothing.
+let loads = 0;
 async function load() {
   const ul = document.getElementById("clients");
   if (!ul) return;
+  const mine = ++loads, kind = kindFilter;
   const items = [];
-  let cursor = null, more = false;
+  let more = false;
   try {
-    do {
-      const p = new URLSearchParams({ limit: "100" });
-      if (kindFilter && kindFilter !== "any") p.set("kind", kindFilter);
-      if (cursor) p.set("cursor", cursor);
-      const page = await api("/clients?" + p);
-      if (page && Array.isArray(page.items)) items.push(...page.items);
-      cursor = page && page.next ? page.next : null;
-      more = cursor !== null && items.length >= MOST;
-    } while (cursor && !more);
+    // The connected ones first (all of them, up to MOST), then the others.
+    for (const connected of ["true", "false"]) {
+      let cursor = null;
+      do {
+        const p = new URLSearchParams({ limit: "100", connected });
+        if (kind && kind !== "any") p.set("kind", kind);
+        if (cursor) p.set("cursor", cursor);
+        const page = await api("/clients?" + p);
+        if (mine !== loads) return;
+        if (page && Array.isArray(page.items)) items.push(...page.items.slice(0, MOST - items.length));
+        cursor = page && page.next ? page.next : null;
+        more = cursor !== null && items.length >= MOST;
+      } while (cursor && !more);
+      if (items.length >= MOST) { more = true; break; }
+    }
   } catch (e) { return; }
   ul.textContent = "";
   if (items.length === 0) ul.append(el("li", "none: a browser connecting to /autopush shows here", "muted"));
-  const ordered = items.filter(c => c.connected).concat(items.filter(c => !c.connected));
-  for (const c of ordered) ul.append(item(c));
+  for (const c of items) ul.append(item(c));
   if (more) ul.append(el("li", "the first " + MOST.toLocaleString("en") + " clients only: GET /api/v1/clients lists them all", "muted"));
   if (fcm.offline) fcm.offline.sync();
 }

@@ -364,7 +364,8 @@ window.addEventListener("hashchange", syncWithURL);
 document.addEventListener("keydown", e => { if (e.key === "Escape" && !panel.hidden) { e.preventDefault(); closePanel(); } });
 // Follow the open message as its recipients change (a client's connection that closes holds
 // again what it had not acknowledged, with no event of its own: read the open message again).
-for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected"]) {
+for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected",
+                    "message.replaced", "message.deleted", "message.undeliverable"]) {
   fcm.on(kind, d => {
     if (d && openID && openRecipients.has(d.message_id)) fcm.soon("detail", () => { if (openID) show(openID); });
   });

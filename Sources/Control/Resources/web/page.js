@@ -505,7 +505,8 @@ function connect() {
   const parse = e => { try { return JSON.parse(e.data); } catch (x) { return null; } };
   es.addEventListener("message.accepted", e => liveMessage(parse(e)));
   es.addEventListener("message.rejected", e => liveMessage(parse(e)));
-  for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected"]) {
+  for (const kind of ["message.delivered", "message.expired", "message.collapsed", "message.dropped", "message.sent", "message.client_rejected",
+                      "message.replaced", "message.deleted", "message.undeliverable"]) {
     es.addEventListener(kind, e => { const d = parse(e); if (d && d.message_id) soon("m:" + (owner.get(d.message_id) || d.message_id), () => refreshMessage(d.message_id)); soon("devices", loadDevices); });
   }
   es.addEventListener("device.created", () => soon("devices", loadDevices));

@@ -47,7 +47,7 @@ function lex(text) {
     }
     if (value === "") continue;
     // `client:` alone: any real client.
-    if (!prefix && !quoted && value.toLowerCase() === "client:") { out.push({ neg: false, prefix: "client", value: "any", quoted }); continue; }
+    if (!prefix && !quoted && value.toLowerCase() === "client:") { out.push({ neg: m[1] === "-", prefix: "client", value: "any", quoted }); continue; }
     // A registration token may start with "-": one typed whole is the token (`-token:T` excludes one).
     if (m[1] === "-" && !prefix && !quoted && TOKEN.test("-" + value)) { out.push({ neg: false, prefix, value: "-" + value, quoted }); continue; }
     out.push({ neg: m[1] === "-", prefix, value, quoted });
