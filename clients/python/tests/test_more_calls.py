@@ -295,6 +295,8 @@ def test_an_unreachable_server_is_a_transport_error():
         with pytest.raises(RequestTimedOut) as timed_out:
             mock.api("GET", "/api/v1/devices/demo-android-1/messages", params={"wait": 2}, timeout=0.2)
         assert isinstance(timed_out.value, requests.Timeout) and isinstance(timed_out.value, FcmMockError)
+        # The cause's own class too: `except requests.ReadTimeout` written before still catches it.
+        assert isinstance(timed_out.value, requests.ReadTimeout)
         assert url + "/api/v1/devices/demo-android-1/messages" in str(timed_out.value)
         mock.process.terminate()
         mock.process.wait()
@@ -317,6 +319,21 @@ def test_errors_pickle():
     failed = ConnectionFailed("GET", "http://127.0.0.1:1/x", requests.ConnectionError("refused"))
     again = pickle.loads(pickle.dumps(failed))
     assert type(again) is ConnectionFailed and again.url == failed.url and str(again) == str(failed)
+
+
+def test_a_transport_error_is_also_of_the_causes_own_class():
+    from fcm_mock.errors import transport_error
+
+    causes = [requests.exceptions.ReadTimeout("slow"), requests.exceptions.SSLError("certificate verify failed"),
+              requests.exceptions.ProxyError("proxy"), requests.exceptions.ChunkedEncodingError("cut"),
+              requests.ConnectTimeout("late"), requests.ConnectionError("refused")]
+    for cause in causes:
+        e = transport_error("GET", "http://127.0.0.1:1/x", cause)
+        assert isinstance(e, type(cause)) and isinstance(e, TransportError) and isinstance(e, FcmMockError), type(e).__mro__
+        again = pickle.loads(pickle.dumps(e))
+        assert isinstance(again, type(cause)) and str(again) == str(e)
+    tls = transport_error("GET", "https://127.0.0.1:1/x", requests.exceptions.SSLError("certificate verify failed"))
+    assert isinstance(tls, ConnectionFailed) and "TLS" in str(tls) and "refused" not in str(tls)
 
 
 def test_a_second_mock_may_not_take_googles_names_from_the_first():

@@ -117,6 +117,12 @@ pytest_plugins = ["pytester"]
 
 
 def test_sigterm_to_pytest_stops_the_plugins_server(pytester):
+    # Without the kernel's PR_SET_PDEATHSIG (tested apart), so that only the plugin's own SIGTERM
+    # handler can stop the server here.
+    pytester.makeconftest(textwrap.dedent("""
+        import fcm_mock._client
+        fcm_mock._client._die_with_parent = lambda: None
+    """))
     pytester.makepyfile(textwrap.dedent("""
         import time
 

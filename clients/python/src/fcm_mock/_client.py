@@ -84,8 +84,9 @@ def _url_host(host: str) -> str:
 #: directory, since the server runs in a folder of its own.
 PATH_FLAGS = ("db", "tls_cert", "tls_key", "tls_dir")
 
-#: `tls.cert=` (a self-signed certificate made at start) or `tls.ca=` (the local CA) in the log.
-_TLS_LOG = re.compile(r"\btls\.(?:ca|cert)=(\S+)")
+#: `tls.cert=` (a self-signed certificate made at start) or `tls.ca=` (the local CA) in the log,
+#: as text or as JSON (`--log-format json`).
+_TLS_LOG = re.compile(r"\btls\.(?:ca|cert)=(\S+)|\"tls\.(?:ca|cert)\":\s*\"([^\"]+)\"")
 
 
 def _absolute(value: Any) -> str:
@@ -252,8 +253,13 @@ class FcmMock:
                 # listening line.
                 with open(err_path, "r", encoding="utf-8", errors="replace") as err_file:
                     made = _TLS_LOG.search(err_file.read())
-                if made:
-                    verify = made.group(1)
+                if not made:
+                    process.kill()
+                    process.wait()
+                    shutil.rmtree(workdir, ignore_errors=True)
+                    raise FcmMockError("start(http_tls=True): the server's log does not name the certificate it made "
+                                       "(a log level above warning hides it): give verify= the CA to trust, or tls_cert=")
+                verify = made.group(1) or made.group(2)
         mock = cls(f"{scheme}://{host}:{http_port}", https_url=https_url,
                    xmpp_port=_host_port(m.group("xmpp"))[1], process=process, workdir=workdir,
                    control_token=flags.get("control_token"),
@@ -1140,6 +1146,9 @@ class FcmMock:
                 if head.get("next"):
                     before += head["items"]
                     cursor = head["next"]
+                else:
+                    # Entries changed in between (left `status`): nothing to wait from yet.
+                    time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
     def _recent(self, token: str, transport: Optional[str] = None) -> str:
         """The device's newest messages (of `transport`, when given), for an assertion's
@@ -1207,6 +1216,9 @@ class EventStream:
             headers["Authorization"] = str(auth)
         try:
             conn.request("GET", path, headers=headers)
+            # The socket kept apart: the connection lets go of it (`sock` None) as soon as a
+            # response says it will close (an SSE stream through a proxy, say).
+            self._sock: Optional[socket.socket] = conn.sock
             self._response = conn.getresponse()
         except (OSError, http.client.HTTPException) as e:
             conn.close()
@@ -1259,8 +1271,8 @@ class EventStream:
             return
         self._closed = True
         with contextlib.suppress(OSError):
-            if self._conn.sock is not None:
-                self._conn.sock.shutdown(socket.SHUT_RDWR)
+            if self._sock is not None:
+                self._sock.shutdown(socket.SHUT_RDWR)
         self._conn.close()
         with contextlib.suppress(ValueError):
             self._mock._streams.remove(self)
@@ -1313,7 +1325,7 @@ class EventStream:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return None
-            sock = self._conn.sock
+            sock = self._sock
             if sock is None:
                 return None
             try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Type
 
 import requests
 
@@ -52,7 +52,8 @@ class TransportError(FcmMockError, requests.RequestException):
         return "the mock could not be reached"
 
     def __reduce__(self) -> Tuple[Any, ...]:
-        return (type(self), (self.method, self.url, _picklable(self.cause)))
+        # Rebuilt by `transport_error`: its class may be one made for the cause's own (below).
+        return (transport_error, (self.method, self.url, _picklable(self.cause)))
 
 
 class ConnectionFailed(TransportError, requests.ConnectionError):
@@ -79,15 +80,39 @@ class ConnectTimedOut(ConnectionFailed, RequestTimedOut, requests.ConnectTimeout
         return "the connection to the mock was not made in time"
 
 
-def transport_error(method: str, url: str, cause: requests.RequestException) -> TransportError:
-    """The package's error for what `requests` raised calling `url`."""
+def transport_error(method: str, url: str, cause: BaseException) -> TransportError:
+    """The package's error for what `requests` raised calling `url`: of the class that says what
+    went wrong (`ConnectionFailed`, `RequestTimedOut`, …) and, for a `requests` error, of the
+    cause's own class too, so every `except` written against `requests` (`ReadTimeout`,
+    `SSLError`, `ChunkedEncodingError`, …) still catches it."""
+    base: Type[TransportError]
     if isinstance(cause, requests.ConnectTimeout):
-        return ConnectTimedOut(method, url, cause)
-    if isinstance(cause, requests.Timeout):
-        return RequestTimedOut(method, url, cause)
-    if isinstance(cause, requests.ConnectionError):
-        return ConnectionFailed(method, url, cause)
-    return TransportError(method, url, cause)
+        base = ConnectTimedOut
+    elif isinstance(cause, requests.Timeout):
+        base = RequestTimedOut
+    elif isinstance(cause, requests.ConnectionError):
+        base = ConnectionFailed
+    else:
+        base = TransportError
+    return _with_cause_class(base, cause)(method, url, cause)
+
+
+_CAUSE_CLASSES: Dict[Tuple[type, type], Type[TransportError]] = {}
+
+
+def _with_cause_class(base: Type[TransportError], cause: BaseException) -> Type[TransportError]:
+    """`base`, or a subclass of it and of the cause's `requests` class (made once per pair)."""
+    kind = type(cause)
+    if not isinstance(cause, requests.RequestException) or issubclass(base, kind):
+        return base
+    made = _CAUSE_CLASSES.get((base, kind))
+    if made is None:
+        body: Dict[str, Any] = {"__module__": __name__, "__qualname__": base.__qualname__, "__doc__": base.__doc__}
+        if isinstance(cause, requests.exceptions.SSLError):
+            body["_what"] = staticmethod(lambda: "the TLS connection to the mock failed (is its CA trusted? `verify=`)")
+        made = type(base.__name__, (base, kind), body)
+        _CAUSE_CLASSES[(base, kind)] = made
+    return made
 
 
 def _picklable(cause: BaseException) -> BaseException:
