@@ -19,6 +19,12 @@ public enum SystemIO {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        // A file that was there keeps its mode through open: narrowed to `mode` before a byte is
+        // written (a private key written over a 0644 file must not stay readable by others).
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return false }
+        let now = UInt32(st.st_mode) & 0o777
+        if now & ~mode != 0, fchmod(fd, mode_t(now & mode)) != 0 { return false }
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }

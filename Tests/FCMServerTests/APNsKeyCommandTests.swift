@@ -15,6 +15,8 @@ final class APNsKeyCommandTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = dir + "/AuthKey.p8"
+        // A file already there, readable by all: the key written over it is the owner's only.
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644]))
         let r = try runBinary(["apns-key", "--server", url, "--team", "TEAM123456", "--bundle-id", "com.a", "--bundle-id", "com.b",
                                "--key-id", "KEY1234567", "--out", file])
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
