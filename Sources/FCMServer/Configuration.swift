@@ -215,7 +215,9 @@ extension Configuration {
             c.acceptAnyKey = try bool(v, n)
         },
         ServeOption(flag: "--control-token", value: "SECRET", environment: "FCM_MOCK_CONTROL_TOKEN", defaultText: "none (open)",
-                    help: "every /api/v1 call but health needs Authorization: Bearer SECRET") { c, v, _ throws(ConfigurationError) in
+                    help: "every /api/v1 call but health needs Authorization: Bearer SECRET") { c, v, n throws(ConfigurationError) in
+            // An empty one could never be sent: the control API would be closed for good.
+            guard !v.isEmpty else { throw ConfigurationError("\(n) must not be empty (leave it out for an open control API)") }
             c.controlToken = v
         },
         ServeOption(flag: "--device-rate", value: "N/PERIOD", environment: "FCM_MOCK_DEVICE_RATE", defaultText: "off",
@@ -294,7 +296,9 @@ extension Configuration {
     /// variables, variables over defaults.
     public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var c = Configuration()
-        for o in options {
+        // A flag given on the command line wins over its variable, a variable it would refuse too.
+        let given = Set(arguments.lazy.filter { $0.hasPrefix("--") }.map { String($0.split(separator: "=", maxSplits: 1)[0]) })
+        for o in options where !given.contains(o.flag) {
             guard let name = o.environment, let v = environment[name] else { continue }
             // An empty variable means "not set", except for switches, where it means false.
             if v.isEmpty && o.value != nil { continue }

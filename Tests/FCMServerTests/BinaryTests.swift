@@ -177,6 +177,14 @@ final class BinaryTests: XCTestCase {
         try bad.run()
         bad.waitUntilExit()
         XCTAssertEqual(bad.terminationStatus, 2)
+        // The flag wins over its variable, one the variable's value would refuse too.
+        let s3 = try BinaryServer(arguments: ["--http-port", "0"], environment: env)
+        XCTAssertEqual(try s3.client().get("/api/v1/health").status, 200)
+        s3.stop()
+        // An empty control token could never be sent: refused rather than a closed API.
+        let empty = try runBinary(["serve", "--control-token", "", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0"])
+        XCTAssertEqual(empty.status, 2)
+        XCTAssertEqual(empty.stderr, "fcm-mock: --control-token must not be empty (leave it out for an open control API)\n")
     }
 
     func testFixturesAreIdempotentAndSurviveRestart() throws {
