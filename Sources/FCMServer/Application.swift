@@ -80,6 +80,9 @@ public final class Application: Sendable {
             // already have its folder.
             SystemIO.makeDirectory("./data")
         }
+        // A store this start makes is removed again when the start fails (nothing half-made is
+        // left: a later start would find what a refused fixture file had written so far).
+        let newStore = c.dbPath != ":memory:" && SystemIO.kind(of: c.dbPath) == nil
         let lock = Locked(try Self.lockStore(c))
         storeLock = lock
         let store: Store
@@ -87,6 +90,7 @@ public final class Application: Sendable {
             store = try Store(path: c.dbPath, maxPageCount: c.storeMaxPages)
         } catch {
             Self.release(lock)
+            if newStore { Self.removeStore(c.dbPath) }
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
@@ -103,6 +107,7 @@ public final class Application: Sendable {
         } catch {
             store.close()
             Self.release(lock)
+            if newStore { Self.removeStore(c.dbPath) }
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
         // Why a credential was refused, and hints the wire answer cannot give: a log line each.
@@ -166,6 +171,7 @@ public final class Application: Sendable {
             store.close()
             Self.release(lock)
             if let madeCA { Self.removeCA(madeCA) }
+            if newStore { Self.removeStore(c.dbPath) }
             throw error
         }
     }
@@ -372,6 +378,11 @@ extension Application {
     }
 
     /// Removes a temporary local CA's folder: its four files, then the folder.
+    /// A store file this start made, with its write-ahead log and shared memory.
+    static func removeStore(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+
     static func removeCA(_ dir: String) {
         for f in ["ca.pem", "ca.key", "server.pem", "server.key"] { unlink(dir + "/" + f) }
         rmdir(dir)

@@ -48,7 +48,7 @@ case "help":
         print(Help.overview)
         exit(0)
     }
-    guard let text = Help.text(for: topic) else { fail("no command '\(topic)' (commands: serve, health, devices, messages, send, cert, version)") }
+    guard let text = Help.text(for: topic) else { fail("no command '\(topic)' (commands: serve, health, devices, messages, send, service-account, apns-key, apns-cert, apns-token, cert, version)") }
     print(text)
     exit(0)
 case "serve":

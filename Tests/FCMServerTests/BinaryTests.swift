@@ -146,6 +146,7 @@ final class BinaryTests: XCTestCase {
         let unknown = try runBinary(["help", "frobnicate"])
         XCTAssertEqual(unknown.status, 2)
         XCTAssertTrue(unknown.stderr.hasPrefix("fcm-mock: no command 'frobnicate'"), unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("service-account, apns-key, apns-cert, apns-token, cert"), unknown.stderr)
     }
 
     func testInvalidFixtureNamesFileAndPath() throws {
@@ -155,6 +156,12 @@ final class BinaryTests: XCTestCase {
         let r = try runBinary(["serve", "--fixtures", path, "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0"])
         XCTAssertEqual(r.status, 2)
         XCTAssertTrue(r.stderr.contains(path) && r.stderr.contains("$.devices[1]"), r.stderr)
+        // Nothing half-made: a store the refused start made is not left behind with the file's
+        // first project and device in it.
+        let db = tmp + "/refused.sqlite"
+        let onFile = try runBinary(["serve", "--fixtures", path, "--db", db, "--http-port", "0", "--xmpp-port", "0"])
+        XCTAssertEqual(onFile.status, 2)
+        for suffix in ["", "-wal", "-shm"] { XCTAssertFalse(FileManager.default.fileExists(atPath: db + suffix), db + suffix) }
     }
 
     func testEnvironmentVariablesAndFlagsWin() throws {
