@@ -126,23 +126,29 @@ public enum CLI {
     /// `health`: readiness first (every listener up, the store writing: what the image's
     /// HEALTHCHECK runs, so a server still starting is not yet healthy), then the health call.
     static func health(_ client: Client, server: String, json: Bool) -> Int32 {
-        guard let ready = client.request("GET", "/readyz") else {
-            print("unhealthy: no healthy answer from \(server)")
+        // Unhealthy: one line, or with --json one object (`{"status":"unhealthy","server","reason"}`).
+        func unhealthy(_ reason: String, line: String) -> Int32 {
+            if json {
+                print(JSONValue.object(JSONObject([("status", .string("unhealthy")), ("server", .string(server)),
+                                                   ("reason", .string(reason))])).serialized())
+            } else {
+                print(line)
+            }
             return 1
         }
+        guard let ready = client.request("GET", "/readyz") else {
+            return unhealthy("no answer", line: "unhealthy: no healthy answer from \(server)")
+        }
         if ready.status == 503, let reason = ready.object?["reason"]?.stringValue {
-            print("unhealthy: fcm-mock at \(server): \(reason)")
-            return 1
+            return unhealthy(reason, line: "unhealthy: fcm-mock at \(server): \(reason)")
         }
         let answer = client.request("GET", "/api/v1/health")
         guard let r = answer, r.status == 200, let o = r.object, o["status"]?.stringValue == "ok" else {
             // A server that answers 503 because it cannot write says why (`failing: <reason>`).
             if let store = answer?.object?["store"]?.stringValue, store != "ok" {
-                print("unhealthy: fcm-mock at \(server): store \(store)")
-            } else {
-                print("unhealthy: no healthy answer from \(server)")
+                return unhealthy("store " + store, line: "unhealthy: fcm-mock at \(server): store \(store)")
             }
-            return 1
+            return unhealthy("no healthy answer", line: "unhealthy: no healthy answer from \(server)")
         }
         if json { print(r.text) } else {
             print("ok: fcm-mock \(o["version"]?.stringValue ?? "?") at \(server), up \(o["uptime_s"]?.numberValue?.text ?? "?") s")

@@ -91,6 +91,10 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(dead.status, 1)
         XCTAssertEqual(dead.stdout.split(separator: "\n").count, 1)
         XCTAssertTrue(dead.stdout.hasPrefix("unhealthy"), dead.stdout)
+        // With --json, JSON either way.
+        let deadJSON = try runBinary(["health", "--json", "--server", "http://127.0.0.1:9"])
+        XCTAssertEqual(deadJSON.status, 1)
+        XCTAssertEqual(deadJSON.stdout, #"{"status":"unhealthy","server":"http://127.0.0.1:9","reason":"no answer"}"# + "\n")
         XCTAssertEqual(try runBinary(["devices", "--server", "http://127.0.0.1:9"]).status, 1)
         XCTAssertEqual(try runBinary(["devices", "--bogus"]).status, 2)
         XCTAssertEqual(try runBinary(["send", "--server", "http://127.0.0.1:9"]).status, 2, "send needs --to")
