@@ -1,4 +1,5 @@
 import FCMServer
+import FCMModel
 import FCMCore
 import HTTPServer
 import Platform
@@ -27,6 +28,9 @@ extension CLI {
     /// `apns-key`: an APNs signing key of a team, its `.p8` written (or printed) once.
     static func apnsKey(_ client: Client, server: String, options: [String: [String]], json: Bool) -> Int32 {
         guard let team = options["--team"]?.last else { return usage("apns-key needs --team TEAM_ID") }
+        for (flag, id) in [("--team", team)] + (options["--key-id"]?.last.map { [("--key-id", $0)] } ?? []) where !APNsTeam.isAppleID(id) {
+            return usage("\(flag) must be 10 uppercase letters or digits, got '\(id)'")
+        }
         var fields: [(String, JSONValue)] = [("team_id", .string(team)),
                                              ("bundle_ids", .array((options["--bundle-id"] ?? []).map { .string($0) }))]
         if let id = options["--key-id"]?.last { fields.append(("key_id", .string(id))) }
@@ -53,11 +57,14 @@ extension CLI {
     /// take).
     static func apnsCertificate(_ client: Client, server: String, options: [String: [String]], json: Bool) -> Int32 {
         guard let bundles = options["--bundle-id"], let first = bundles.first else { return usage("apns-cert needs --bundle-id BUNDLE_ID") }
+        if let e = options["--environment"]?.last, !["sandbox", "production", "both"].contains(e) {
+            return usage("--environment must be sandbox, production or both, got '\(e)'")
+        }
         var fields: [(String, JSONValue)] = [("bundle_id", .string(first)),
                                              ("environment", .string(options["--environment"]?.last ?? "sandbox"))]
         if bundles.count > 1 { fields.append(("bundle_ids", .array(bundles.dropFirst().map { .string($0) }))) }
         if let d = options["--days"]?.last {
-            guard let days = Int64(d) else { return usage("--days takes a whole number of days") }
+            guard let days = Int64(d), (1...3650).contains(days) else { return usage("--days takes a whole number of days, 1-3650") }
             fields.append(("days", .number(JSONNumber(days))))
         }
         guard let r = created(client, server: server, "/api/v1/apns/certificates", fields) else { return 1 }

@@ -182,6 +182,14 @@ public enum CLI {
 
     /// `messages`: a device's inbox (`--token`, long-polling with `--wait`) or the records.
     static func messages(_ client: Client, options: [String: [String]], json: Bool) -> Int32 {
+        // Bad values are bad options (exit 2), said here rather than by the server's 400.
+        if let l = options["--limit"]?.last, !(Int(l).map { (1...1000).contains($0) } ?? false) {
+            return usage("--limit must be a number 1-1000, got '\(l)'")
+        }
+        if let w = options["--wait"]?.last {
+            guard options["--token"] != nil else { return usage("--wait goes with --token (it long-polls a device's inbox)") }
+            guard let v = Double(w), v >= 0, v <= 60 else { return usage("--wait must be seconds 0-60, got '\(w)'") }
+        }
         var path: String
         if let t = options["--token"]?.last {
             path = "/api/v1/devices/\(FormBody.percentEncode(t))/messages?limit=\(FormBody.percentEncode(options["--limit"]?.last ?? "1000"))"

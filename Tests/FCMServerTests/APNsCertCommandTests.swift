@@ -34,10 +34,15 @@ final class APNsCertCommandTests: XCTestCase {
         XCTAssertEqual(o["topics"]?.arrayValue?.count, 6)
         XCTAssertNil(o["private_key_pem"])
         XCTAssertEqual(o["out"]?.stringValue, dir + "/two.pem")
-        // The server's refusal: exit 1 with its message; no --bundle-id: exit 2.
-        let bad = try runBinary(["apns-cert", "--server", url, "--bundle-id", "com.a", "--environment", "staging"])
+        // The server's refusal: exit 1 with its message (64 apps besides the first, over its 63).
+        let many = (1...64).flatMap { ["--bundle-id", "com.b\($0)"] }
+        let bad = try runBinary(["apns-cert", "--server", url, "--bundle-id", "com.a"] + many)
         XCTAssertEqual(bad.status, 1)
-        XCTAssertTrue(bad.stdout.contains("HTTP 400") && bad.stdout.contains("sandbox, production or both"), bad.stdout)
+        XCTAssertTrue(bad.stdout.contains("HTTP 400") && bad.stdout.contains("at most 63"), bad.stdout)
+        // A value the command checks itself is a bad option: exit 2; so is no --bundle-id.
+        let staging = try runBinary(["apns-cert", "--server", url, "--bundle-id", "com.a", "--environment", "staging"])
+        XCTAssertEqual(staging.status, 2)
+        XCTAssertTrue(staging.stderr.contains("sandbox, production or both"), staging.stderr)
         XCTAssertEqual(try runBinary(["apns-cert", "--server", url]).status, 2, "--bundle-id is required")
     }
 }

@@ -98,6 +98,14 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(try runBinary(["devices", "--server", "http://127.0.0.1:9"]).status, 1)
         XCTAssertEqual(try runBinary(["devices", "--bogus"]).status, 2)
         XCTAssertEqual(try runBinary(["send", "--server", "http://127.0.0.1:9"]).status, 2, "send needs --to")
+        // Bad option values are bad options (2), said before any request.
+        for args in [["messages", "--limit", "abc"], ["messages", "--limit", "0"], ["messages", "--token", "t", "--wait", "61"],
+                     ["messages", "--wait", "5"], ["apns-key", "--team", "abc"], ["apns-key", "--team", "TEAM123456", "--key-id", "short"],
+                     ["apns-cert", "--bundle-id", "com.a", "--environment", "dev"], ["apns-cert", "--bundle-id", "com.a", "--days", "0"]] {
+            let r = try runBinary(args + ["--server", "http://127.0.0.1:9"])
+            XCTAssertEqual(r.status, 2, "\(args): \(r.stdout)\(r.stderr)")
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(args): \(r.stderr)")
+        }
         // health never exits 2 (Docker's HEALTHCHECK reserves it): bad arguments are unhealthy too.
         for args in [["health", "--server", "ftp://x"], ["health", "--server"], ["health", "--bogus"]] {
             let r = try runBinary(args)
