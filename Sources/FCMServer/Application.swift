@@ -124,6 +124,12 @@ public final class Application: Sendable {
             self.tlsCA = tlsCA
             apnsCA = apnsAuthority.map { SystemIO.absolutePath($0.caCertificate) }
             madeCA = c.tlsDirectory == nil ? apnsAuthority.map { String($0.caCertificate.dropLast("/ca.pem".count)) } : nil
+            // A self-signed certificate (`--http-tls`/`--xmpp-tls` alone) lives in a temporary
+            // folder too: removed with the server, as the temporary CA is.
+            if madeCA == nil, tlsCA == nil, apnsAuthority == nil, c.tlsCert == nil, let path = tls?.certificatePath,
+               path.hasSuffix("/server.pem") {
+                madeCA = String(path.dropLast("/server.pem".count))
+            }
             temporaryCA = madeCA
             let xmpp: XMPPServer
             do {

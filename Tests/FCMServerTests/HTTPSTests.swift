@@ -90,6 +90,11 @@ final class HTTPSTests: XCTestCase {
         let log = String(decoding: s.takeStderr(waitingFor: "tls.cert="), as: UTF8.self)
         XCTAssertTrue(log.contains("tls.cert=") && log.contains("server.pem"), log)
         XCTAssertTrue(log.contains("http.tls=true"), log)
+        // Its temporary folder goes with the server.
+        let cert = try XCTUnwrap(log.components(separatedBy: "tls.cert=").dropFirst().first?.split(separator: " ").first.map(String.init))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: cert), cert)
+        XCTAssertEqual(s.stop(), 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: String(cert.dropLast("/server.pem".count))), cert)
     }
 
     func testEnvironmentAndBadInput() throws {
