@@ -377,8 +377,11 @@ extension Application {
         let credentials = try TLSCredentials(certificate: ca.serverCertificate, key: ca.serverKey)
         let path = SystemIO.absolutePath(ca.caCertificate)
         // A warning, so the path is logged at every level clients may need it at.
-        log.warning(created ? "made a local CA for --https-port (clients trust its ca.pem once)"
-                            : "using the local CA for --https-port (clients trust its ca.pem)",
+        // Named by the listeners that use it (MCS takes the HTTPS port's certificate).
+        let users = [c.httpsPort.map { _ in "--https-port" }, c.mcsPort.map { _ in "--mcs-port" }].compactMap { $0 }
+        let listeners = users.isEmpty ? "--https-port" : users.joined(separator: " and ")
+        log.warning(created ? "made a local CA for \(listeners) (clients trust its ca.pem once)"
+                            : "using the local CA for \(listeners) (clients trust its ca.pem)",
                     [("tls.ca", path)])
         return (credentials, path, ca)
     }

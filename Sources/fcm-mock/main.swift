@@ -105,6 +105,7 @@ log.info("fcm-mock \(fcmMockVersion) started", [("db", app.storeDescription), ("
                                                 ("http.port", String(app.httpPort)), ("http.tls", String(config.httpTLS)),
                                                 ("https.port", app.httpsPort.map(String.init) ?? "off"),
                                                 ("xmpp.port", String(app.xmppPort)), ("xmpp.tls", String(config.xmppTLS)),
+                                                ("mcs.port", app.mcsPort.map(String.init) ?? "off"),
                                                 ("store.limits", app.limitsDescription)])
 
 var received: Int32 = 0

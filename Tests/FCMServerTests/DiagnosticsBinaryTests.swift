@@ -68,17 +68,25 @@ final class DiagnosticsBinaryTests: XCTestCase {
         XCTAssertFalse(line.contains("not.a.token"), "the credential is never logged")
     }
 
-    /// The start-up line names the HTTPS port, or says it is off.
+    /// The start-up line names the HTTPS and MCS ports, or says they are off; the local CA's line
+    /// names the listeners that use it.
     func testStartedLineNamesTheHTTPSPort() throws {
         let dir = try temporaryDirectory("https-started")
         let s = try BinaryServer(arguments: ["--db", ":memory:", "--https-port", "0", "--tls-dir", dir])
         let https = try XCTUnwrap(s.httpsPort)
         let line = stderr(of: s, until: " started ")
         XCTAssertTrue(line.contains(" http.port=\(s.httpPort) http.tls=false https.port=\(https) xmpp.port=\(s.xmppPort) "), line)
+        XCTAssertTrue(line.contains(" mcs.port=off "), line)
         s.stop()
         let plain = try BinaryServer(arguments: ["--db", ":memory:"])
         defer { plain.stop() }
         XCTAssertTrue(stderr(of: plain, until: " started ").contains(" https.port=off "))
+        let mcsDir = try temporaryDirectory("mcs-started")
+        let mcs = try BinaryServer(arguments: ["--db", ":memory:", "--mcs-port", "0", "--tls-dir", mcsDir])
+        defer { mcs.stop() }
+        let mcsLine = stderr(of: mcs, until: " started ")
+        XCTAssertTrue(mcsLine.contains("made a local CA for --mcs-port (clients trust its ca.pem once)"), mcsLine)
+        XCTAssertTrue(mcsLine.contains(" https.port=off ") && !mcsLine.contains(" mcs.port=off "), mcsLine)
     }
 
     /// With XMPP's and HTTP's ports both taken, one run names both.
