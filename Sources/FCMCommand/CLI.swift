@@ -106,7 +106,10 @@ public enum CLI {
             i += 1
         }
         guard let endpoint = Endpoint(server) else { return bad("--server must be http://HOST:PORT or https://HOST:PORT, got '\(server)'") }
-        let client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
+        var client = Client(endpoint: endpoint, controlToken: token, caFile: caFile)
+        // A health check that waits longer than this is unhealthy (the other commands may
+        // long-poll a minute).
+        if command == "health" { client.receiveSeconds = 10 }
         switch command {
         case "health": return health(client, server: server, json: json)
         case "devices": return devices(client, json: json)
@@ -312,6 +315,8 @@ public enum CLI {
         let controlToken: String?
         /// The CA to trust for `https://` (else the system's trust store).
         var caFile: String? = nil
+        /// How long an answer may take to come (`messages --wait` long-polls up to 60 s).
+        var receiveSeconds = 75
 
         var url: String { "\(endpoint.tls ? "https" : "http")://\(endpoint.host):\(endpoint.port)" }
 
@@ -330,7 +335,7 @@ public enum CLI {
 
         func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> Response? {
             let security: HTTPClient.Security = endpoint.tls ? .tls(caFile.map { .caFile($0) } ?? .system) : .plain
-            let client = HTTPClient(host: endpoint.host, port: endpoint.port, security: security, receiveTimeout: 75)
+            let client = HTTPClient(host: endpoint.host, port: endpoint.port, security: security, receiveTimeout: receiveSeconds)
             var fields = [("Connection", "close")]
             if let controlToken, path.hasPrefix("/api/") { fields.append(("Authorization", "Bearer \(controlToken)")) }
             do {

@@ -85,6 +85,26 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(items(try s.client().get("/api/v1/projects/123456789012/service-accounts")).count, 2)
     }
 
+    /// A server that takes the connection and never answers is unhealthy after 10 s, not after
+    /// the minute and more the other commands wait (a CI readiness loop must not hang on it).
+    func testHealthGivesUpOnASilentServer() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &size) == 0 }
+        }
+        XCTAssertTrue(bound)
+        let started = Date()
+        let r = try runBinary(["health", "--server", "http://127.0.0.1:\(UInt16(bigEndian: addr.sin_port))"], timeout: 30)
+        XCTAssertEqual(r.status, 1, r.stdout)
+        XCTAssertTrue(r.stdout.hasPrefix("unhealthy"), r.stdout)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20)
+    }
+
     func testFailures() throws {
         // Nobody listens on this port: one line, exit 1.
         let dead = try runBinary(["health", "--server", "http://127.0.0.1:9"])
