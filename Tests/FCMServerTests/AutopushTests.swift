@@ -466,10 +466,18 @@ final class AutopushTests: XCTestCase {
     }
 
     /// A push written and not acknowledged when its client (or its device) is deleted is
-    /// `deleted` on the records, not `sent` for ever; an ack that comes after settles nothing.
+    /// `deleted` on the records, not `sent` for ever; one it acknowledged stays `delivered`.
     func testDeletingAClientDeletesWhatItHadNotAcknowledged() throws {
         let (ws, uaid) = try hello()
         let endpoint = try register(ws)
+        let taken = try push(endpoint)
+        XCTAssertEqual(taken.status, 201, taken.text)
+        let takenID = try messageID(taken)
+        let first = try XCTUnwrap(try ws.nextText())
+        let version = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])?["version"] as? String, first)
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(version)","code":100}]}"#)
+        let takenToken = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        try waitFor("delivered") { try entry(takenToken, takenID)["status"]?.stringValue == "delivered" }
         let sent = try push(endpoint)
         XCTAssertEqual(sent.status, 201, sent.text)
         let id = try messageID(sent)
@@ -480,6 +488,8 @@ final class AutopushTests: XCTestCase {
         XCTAssertEqual(try server.client().request("DELETE", "/api/v1/clients/\(uaid)").status, 204)
         let record = try get("/api/v1/messages/\(pathEncode(id))")
         XCTAssertEqual(record["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "deleted", "\(record)")
+        let kept = try get("/api/v1/messages/\(pathEncode(takenID))")
+        XCTAssertEqual(kept["recipients"]?.arrayValue?.first?.objectValue?["status"]?.stringValue, "delivered", "\(kept)")
     }
 
     func testHeldOnlineFalseWhileConnectedThenReleased() throws {
