@@ -82,15 +82,18 @@ public final class Application: Sendable {
         }
         // A store this start makes is removed again when the start fails (nothing half-made is
         // left: a later start would find what a refused fixture file had written so far).
-        let newStore = c.dbPath != ":memory:" && SystemIO.kind(of: c.dbPath) == nil
+        // (Nothing at the path at all: a dangling symbolic link is the user's, not new.)
+        var seen = stat()
+        let newStore = c.dbPath != ":memory:" && lstat(c.dbPath, &seen) != 0
         let lock = Locked(try Self.lockStore(c))
         storeLock = lock
         let store: Store
         do {
             store = try Store(path: c.dbPath, maxPageCount: c.storeMaxPages)
         } catch {
-            Self.release(lock)
+            // Removed while the lock is still held: no other server can have opened it.
             if newStore { Self.removeStore(c.dbPath) }
+            Self.release(lock)
             throw ConfigurationError("cannot use database '\(c.dbPath)': \(error.message)")
         }
         do {
@@ -106,8 +109,8 @@ public final class Application: Sendable {
             try store.refreshHistory()
         } catch {
             store.close()
-            Self.release(lock)
             if newStore { Self.removeStore(c.dbPath) }
+            Self.release(lock)
             throw ConfigurationError("cannot read database '\(c.dbPath)': \(error.message)")
         }
         // Why a credential was refused, and hints the wire answer cannot give: a log line each.
@@ -175,9 +178,9 @@ public final class Application: Sendable {
             }
         } catch {
             store.close()
+            if newStore { Self.removeStore(c.dbPath) }
             Self.release(lock)
             if let madeCA { Self.removeCA(madeCA) }
-            if newStore { Self.removeStore(c.dbPath) }
             throw error
         }
     }
@@ -386,12 +389,12 @@ extension Application {
         return (credentials, path, ca)
     }
 
-    /// Removes a temporary local CA's folder: its four files, then the folder.
     /// A store file this start made, with its write-ahead log and shared memory.
     static func removeStore(_ path: String) {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
     }
 
+    /// Removes a temporary local CA's (or self-signed certificate's) folder: its files, then the folder.
     static func removeCA(_ dir: String) {
         for f in ["ca.pem", "ca.key", "server.pem", "server.key"] { unlink(dir + "/" + f) }
         rmdir(dir)

@@ -296,8 +296,9 @@ extension Configuration {
     /// variables, variables over defaults.
     public static func parse(arguments: [String], environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var c = Configuration()
-        // A flag given on the command line wins over its variable, a variable it would refuse too.
-        let given = Set(arguments.lazy.filter { $0.hasPrefix("--") }.map { String($0.split(separator: "=", maxSplits: 1)[0]) })
+        // A flag given on the command line wins over its variable, a variable it would refuse too
+        // (and over the variable of a flag that sets the same thing).
+        let given = givenFlags(arguments)
         for o in options where !given.contains(o.flag) {
             guard let name = o.environment, let v = environment[name] else { continue }
             // An empty variable means "not set", except for switches, where it means false.
@@ -330,6 +331,27 @@ extension Configuration {
         }
         if (c.tlsCert == nil) != (c.tlsKey == nil) { throw ConfigurationError("--tls-cert and --tls-key go together") }
         return c
+    }
+
+    /// Flags that set the same thing: giving one stands for giving the others.
+    static let sameSetting: [[String]] = [["--unknown-tokens", "--auto-register"]]
+
+    /// The flags `arguments` gives, read as the parser reads them (a flag's value is no flag),
+    /// with the flags that set the same thing as one of them.
+    public static func givenFlags(_ arguments: [String]) -> Set<String> {
+        var given = Set<String>()
+        var i = 0
+        while i < arguments.count {
+            let a = arguments[i]
+            let flag = a.hasPrefix("--") ? String(a.split(separator: "=", maxSplits: 1)[0]) : a
+            if let o = options.first(where: { $0.flag == flag }) {
+                given.insert(flag)
+                if o.value != nil && !a.contains("=") { i += 1 }
+            }
+            i += 1
+        }
+        for group in sameSetting where !given.isDisjoint(with: group) { given.formUnion(group) }
+        return given
     }
 
     /// Where the local CA of `--https-port` lives: `--tls-dir`, else `tls/` in the store's

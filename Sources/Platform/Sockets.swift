@@ -57,10 +57,16 @@ public enum ListenSocket {
 /// Opens client TCP connections.
 public enum ConnectSocket {
     /// A socket connected to `host:port` (an IP literal or a name; the first address the resolver
-    /// gives), with `receiveTimeout` seconds on each receive when given (set before connecting).
+    /// gives), with `receiveTimeout` seconds on each receive when given (set before connecting),
+    /// and on the connect and each send too (Linux bounds `connect` by the send time-out: a
+    /// server whose accept queue is full would otherwise hold it for minutes).
     public static func open(host: String, port: Int, receiveTimeout: Int? = nil) throws(SocketError) -> Int32 {
         try newSocket(host: host, port: port, passive: false) { fd, ai throws(SocketError) in
-            if let receiveTimeout { setReceiveTimeout(fd, seconds: receiveTimeout) }
+            if let receiveTimeout {
+                setReceiveTimeout(fd, seconds: receiveTimeout)
+                var tv = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            }
             guard connect(fd, ai.ai_addr, ai.ai_addrlen) == 0 else {
                 let code = errno
                 throw SocketError("connect to \(host):\(port) failed: \(String(cString: strerror(code)))", code: code)

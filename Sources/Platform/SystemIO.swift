@@ -21,10 +21,11 @@ public enum SystemIO {
         defer { close(fd) }
         // A file that was there keeps its mode through open: narrowed to `mode` before a byte is
         // written (a private key written over a 0644 file must not stay readable by others).
+        // (A regular file only: a device such as /dev/null keeps its mode.)
         var st = stat()
         guard fstat(fd, &st) == 0 else { return false }
         let now = UInt32(st.st_mode) & 0o777
-        if now & ~mode != 0, fchmod(fd, mode_t(now & mode)) != 0 { return false }
+        if (st.st_mode & S_IFMT) == S_IFREG, now & ~mode != 0, fchmod(fd, mode_t(now & mode)) != 0 { return false }
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + off, $0.count - off) }

@@ -188,6 +188,16 @@ final class BinaryTests: XCTestCase {
         let s3 = try BinaryServer(arguments: ["--http-port", "0"], environment: env)
         XCTAssertEqual(try s3.client().get("/api/v1/health").status, 200)
         s3.stop()
+        // A flag's value is no flag, and a flag that sets the same thing as another wins over
+        // that one's variable too.
+        XCTAssertEqual(Configuration.givenFlags(["--control-token", "--db", "--unknown-tokens", "reject"]),
+                       ["--control-token", "--unknown-tokens", "--auto-register"])
+        var aliases = env
+        aliases["FCM_MOCK_HTTP_PORT"] = nil
+        aliases["FCM_MOCK_AUTO_REGISTER"] = "maybe"
+        let s4 = try BinaryServer(arguments: ["--unknown-tokens", "reject"], environment: aliases)
+        XCTAssertEqual(singleError(try s4.client().sendJSON(#"{"to":"never-seen"}"#, key: DemoProject.serverKey)), "NotRegistered")
+        s4.stop()
         // An empty control token could never be sent: refused rather than a closed API.
         let empty = try runBinary(["serve", "--control-token", "", "--db", ":memory:", "--http-port", "0", "--xmpp-port", "0"])
         XCTAssertEqual(empty.status, 2)
