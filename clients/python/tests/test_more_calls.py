@@ -332,6 +332,13 @@ def test_a_transport_error_is_also_of_the_causes_own_class():
         assert isinstance(e, type(cause)) and isinstance(e, TransportError) and isinstance(e, FcmMockError), type(e).__mro__
         again = pickle.loads(pickle.dumps(e))
         assert isinstance(again, type(cause)) and str(again) == str(e)
+    # A cause that does not pickle (urllib3's errors hold their pool) leaves the classes as they were.
+    import urllib3
+    pool = urllib3.HTTPConnectionPool("127.0.0.1", 1)
+    slow = transport_error("GET", "http://127.0.0.1:1/x",
+                           requests.exceptions.ReadTimeout(urllib3.exceptions.ReadTimeoutError(pool, "/x", "read timed out")))
+    again = pickle.loads(pickle.dumps(slow))
+    assert type(again).__mro__ == type(slow).__mro__ and isinstance(again, requests.ReadTimeout)
     tls = transport_error("GET", "https://127.0.0.1:1/x", requests.exceptions.SSLError("certificate verify failed"))
     assert isinstance(tls, ConnectionFailed) and "TLS" in str(tls) and "refused" not in str(tls)
 

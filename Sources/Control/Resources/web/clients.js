@@ -139,16 +139,21 @@ async function load() {
         if (cursor) p.set("cursor", cursor);
         const page = await api("/clients?" + p);
         if (mine !== loads) return;
-        if (page && Array.isArray(page.items)) items.push(...page.items.slice(0, MOST - items.length));
+        const got = page && Array.isArray(page.items) ? page.items : [];
+        const room = MOST - items.length;
+        items.push(...got.slice(0, room));
         cursor = page && page.next ? page.next : null;
-        more = cursor !== null && items.length >= MOST;
-      } while (cursor && !more);
-      if (items.length >= MOST) { more = true; break; }
+        // Cut short: this page did not fit, or pages follow once the list is full.
+        if (got.length > room || (cursor !== null && items.length >= MOST)) more = true;
+      } while (cursor && items.length < MOST);
+      if (items.length >= MOST) break;
     }
   } catch (e) { return; }
   ul.textContent = "";
   if (items.length === 0) ul.append(el("li", "none: a browser connecting to /autopush shows here", "muted"));
-  for (const c of items) ul.append(item(c));
+  // A client that went between the two passes is in both: drawn once.
+  const seen = new Set();
+  for (const c of items) { if (seen.has(c.id)) continue; seen.add(c.id); ul.append(item(c)); }
   if (more) ul.append(el("li", "the first " + MOST.toLocaleString("en") + " clients only: GET /api/v1/clients lists them all", "muted"));
   if (fcm.offline) fcm.offline.sync();
 }

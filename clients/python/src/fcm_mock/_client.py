@@ -1273,6 +1273,9 @@ class EventStream:
         with contextlib.suppress(OSError):
             if self._sock is not None:
                 self._sock.shutdown(socket.SHUT_RDWR)
+        # The response may own the socket by now (a stream that said it would close).
+        with contextlib.suppress(Exception):
+            self._response.close()
         self._conn.close()
         with contextlib.suppress(ValueError):
             self._mock._streams.remove(self)

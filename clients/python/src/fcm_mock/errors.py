@@ -52,8 +52,13 @@ class TransportError(FcmMockError, requests.RequestException):
         return "the mock could not be reached"
 
     def __reduce__(self) -> Tuple[Any, ...]:
-        # Rebuilt by `transport_error`: its class may be one made for the cause's own (below).
-        return (transport_error, (self.method, self.url, _picklable(self.cause)))
+        # Rebuilt with the same classes (its own, and the cause's `requests` class it was made
+        # for, below), even when the cause itself does not survive pickling.
+        base = next(b for b in type(self).__mro__ if b in (ConnectTimedOut, RequestTimedOut, ConnectionFailed, TransportError))
+        kind = type(self.cause) if isinstance(self.cause, requests.RequestException) else None
+        if type(self) in _CAUSE_CLASSES.values():
+            kind = next((b for b in type(self).__bases__ if b is not base), kind)
+        return (_rebuild, (base, kind, self.method, self.url, _picklable(self.cause)))
 
 
 class ConnectionFailed(TransportError, requests.ConnectionError):
@@ -98,6 +103,18 @@ def transport_error(method: str, url: str, cause: BaseException) -> TransportErr
 
 
 _CAUSE_CLASSES: Dict[Tuple[type, type], Type[TransportError]] = {}
+
+
+def _rebuild(base: Type[TransportError], kind: Optional[type], method: str, url: str,
+             cause: BaseException) -> TransportError:
+    """A pickled `TransportError` back, of the classes it had."""
+    cls: Type[TransportError] = base
+    if kind is not None and not issubclass(base, kind):
+        made = _CAUSE_CLASSES.get((base, kind))
+        if made is None:
+            made = _with_cause_class(base, kind.__new__(kind)) if issubclass(kind, requests.RequestException) else base
+        cls = made
+    return cls(method, url, cause)
 
 
 def _with_cause_class(base: Type[TransportError], cause: BaseException) -> Type[TransportError]:
