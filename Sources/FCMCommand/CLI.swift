@@ -81,7 +81,13 @@ public enum CLI {
         // Docker HEALTHCHECK gives exit code 2 a meaning of its own.
         func bad(_ message: String) -> Int32 {
             guard command == "health" else { return usage(message) }
-            print("unhealthy: \(message)")
+            // With --json (anywhere among the arguments), one JSON object, as when unhealthy.
+            if args.contains("--json") {
+                print(JSONValue.object(JSONObject([("status", .string("unhealthy")), ("server", .null),
+                                                   ("reason", .string(message))])).serialized())
+            } else {
+                print("unhealthy: \(message)")
+            }
             return 1
         }
         var i = 0
