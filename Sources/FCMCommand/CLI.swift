@@ -83,8 +83,7 @@ public enum CLI {
             guard command == "health" else { return usage(message) }
             // With --json (anywhere among the arguments), one JSON object, as when unhealthy.
             if args.contains("--json") {
-                print(JSONValue.object(JSONObject([("status", .string("unhealthy")), ("server", .null),
-                                                   ("reason", .string(message))])).serialized())
+                print(unhealthyJSON(server: nil, reason: message))
             } else {
                 print("unhealthy: \(message)")
             }
@@ -134,12 +133,17 @@ public enum CLI {
 
     /// `health`: readiness first (every listener up, the store writing: what the image's
     /// HEALTHCHECK runs, so a server still starting is not yet healthy), then the health call.
+    /// `health --json`'s answer when unhealthy: `{"status":"unhealthy","server","reason"}`.
+    static func unhealthyJSON(server: String?, reason: String) -> String {
+        JSONValue.object(JSONObject([("status", .string("unhealthy")), ("server", server.map { .string($0) } ?? .null),
+                                     ("reason", .string(reason))])).serialized()
+    }
+
     static func health(_ client: Client, server: String, json: Bool) -> Int32 {
         // Unhealthy: one line, or with --json one object (`{"status":"unhealthy","server","reason"}`).
         func unhealthy(_ reason: String, line: String) -> Int32 {
             if json {
-                print(JSONValue.object(JSONObject([("status", .string("unhealthy")), ("server", .string(server)),
-                                                   ("reason", .string(reason))])).serialized())
+                print(unhealthyJSON(server: server, reason: reason))
             } else {
                 print(line)
             }

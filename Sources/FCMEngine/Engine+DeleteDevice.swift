@@ -24,8 +24,8 @@ extension Engine {
             var holders: [String] = []
             if d.client != nil {
                 for (clientID, client) in s.realClients {
-                    guard let unacked = client.connection?.unacked, unacked.contains(where: { s.clientDeliveryDevice[$0] == id }) else { continue }
-                    let mine = unacked.filter { s.clientDeliveryDevice[$0] == id }
+                    let mine = client.connection?.unacked.filter { s.clientDeliveryDevice[$0] == id } ?? []
+                    guard !mine.isEmpty else { continue }
                     s.realClients[clientID]?.connection?.unacked.removeAll { s.clientDeliveryDevice[$0] == id }
                     held += mine.map { ($0, "deleted") }
                     holders.append(clientID)

@@ -99,7 +99,7 @@ def transport_error(method: str, url: str, cause: BaseException) -> TransportErr
         base = ConnectionFailed
     else:
         base = TransportError
-    return _with_cause_class(base, cause)(method, url, cause)
+    return _with_cause_class(base, type(cause))(method, url, cause)
 
 
 _CAUSE_CLASSES: Dict[Tuple[type, type], Type[TransportError]] = {}
@@ -108,24 +108,17 @@ _CAUSE_CLASSES: Dict[Tuple[type, type], Type[TransportError]] = {}
 def _rebuild(base: Type[TransportError], kind: Optional[type], method: str, url: str,
              cause: BaseException) -> TransportError:
     """A pickled `TransportError` back, of the classes it had."""
-    cls: Type[TransportError] = base
-    if kind is not None and not issubclass(base, kind):
-        made = _CAUSE_CLASSES.get((base, kind))
-        if made is None:
-            made = _with_cause_class(base, kind.__new__(kind)) if issubclass(kind, requests.RequestException) else base
-        cls = made
-    return cls(method, url, cause)
+    return _with_cause_class(base, kind)(method, url, cause)
 
 
-def _with_cause_class(base: Type[TransportError], cause: BaseException) -> Type[TransportError]:
-    """`base`, or a subclass of it and of the cause's `requests` class (made once per pair)."""
-    kind = type(cause)
-    if not isinstance(cause, requests.RequestException) or issubclass(base, kind):
+def _with_cause_class(base: Type[TransportError], kind: Optional[type]) -> Type[TransportError]:
+    """`base`, or a subclass of it and of a `requests` error class `kind` (made once per pair)."""
+    if kind is None or not issubclass(kind, requests.RequestException) or issubclass(base, kind):
         return base
     made = _CAUSE_CLASSES.get((base, kind))
     if made is None:
         body: Dict[str, Any] = {"__module__": __name__, "__qualname__": base.__qualname__, "__doc__": base.__doc__}
-        if isinstance(cause, requests.exceptions.SSLError):
+        if issubclass(kind, requests.exceptions.SSLError):
             body["_what"] = staticmethod(lambda: "the TLS connection to the mock failed (is its CA trusted? `verify=`)")
         made = type(base.__name__, (base, kind), body)
         _CAUSE_CLASSES[(base, kind)] = made
