@@ -5,6 +5,8 @@ public struct StoredEntry: Sendable, Equatable {
     public var expiresAt: Int64
     /// A `deleted_messages` notice: never counted against the limits, never dropped.
     public var isNotice = false
+    /// A notice's `total_deleted` (what every purge since the device went away discarded).
+    public var noticeTotal: Int32 = 0
     /// Held by the rules of the protocol it was sent through, not FCM's (APNs's: the APNs room's
     /// `APNsStorage`): outside FCM's limits.
     public var ownRules = false
@@ -12,12 +14,13 @@ public struct StoredEntry: Sendable, Equatable {
     /// a protocol's own rules and a sender's take-back compare it).
     public var source: UInt8 = 0
 
-    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, ownRules: Bool = false,
-                source: UInt8 = 0) {
+    public init(deliveryID: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool = false, noticeTotal: Int32 = 0,
+                ownRules: Bool = false, source: UInt8 = 0) {
         self.deliveryID = deliveryID
         self.collapseKey = collapseKey
         self.expiresAt = expiresAt
         self.isNotice = isNotice
+        self.noticeTotal = noticeTotal
         self.ownRules = ownRules
         self.source = source
     }

@@ -70,6 +70,8 @@ extension Engine {
         var newDevices: [Device] = []
         var changes: [StatusChange] = []
         var notices: [Notice] = []
+        /// Held notices whose total a purge raised: notice id, new total.
+        var noticeTotals: [(Int64, Int)] = []
         var events: [(String, String)] = []
         /// Writes to real clients' connections, made once the send is committed.
         var clientOrders = ClientOrders()
@@ -259,12 +261,20 @@ extension Engine {
         guard !ctx.dryRun else { return }
         p.changes += stored.changes
         if stored.purged > 0 {
-            // The notice waits for the device however long it stays away (the engine's longest
-            // time to live): it is the service's word that messages were lost, not a message.
-            let notice = Notice(id: s.ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
-                                total: stored.purged, expiresAt: now + DeliveryOptions.longestTTLSeconds * 1000)
-            p.notices.append(notice)
-            entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt, isNotice: true))
+            if let i = entries.firstIndex(where: \.isNotice) {
+                // A device that purged before and has not been back since gets one notice, of
+                // everything it lost (the app hears of deleted messages once, when it connects).
+                entries[i].noticeTotal = Int32(clamping: Int(entries[i].noticeTotal) + stored.purged)
+                p.noticeTotals.append((entries[i].deliveryID, Int(entries[i].noticeTotal)))
+            } else {
+                // The notice waits for the device however long it stays away (the engine's longest
+                // time to live): it is the service's word that messages were lost, not a message.
+                let notice = Notice(id: s.ids.reserve(1, nowMicros: clock.nowMicros()), device: target,
+                                    total: stored.purged, expiresAt: now + DeliveryOptions.longestTTLSeconds * 1000)
+                p.notices.append(notice)
+                entries.append(StoredEntry(deliveryID: notice.id, collapseKey: nil, expiresAt: notice.expiresAt, isNotice: true,
+                                           noticeTotal: Int32(clamping: stored.purged)))
+            }
         }
         s.stored[target.id] = entries
     }
@@ -300,6 +310,7 @@ extension Engine {
         let ops = [Writes.send(newDevices: p.newDevices.map(\.row), message: message, deliveries: p.rows,
                                notices: p.notices.map { $0.rows(transport: ctx.transport, answeredStatus: ctx.answeredStatus, now: ctx.now) },
                                statusChanges: p.changes.map { ($0.deliveryID, $0.status) }, changedAt: ctx.now)]
+            + p.noticeTotals.map { Writes.setNoticeTotal(notice: $0.0, total: $0.1) }
         var published: [(String, String)] = []
         if ctx.wantEvents {
             for d in p.newDevices { published.append(("device.created", s.render(d, now: ctx.now))) }

@@ -506,7 +506,7 @@ struct EngineState: Sendable {
                 let key = keys.key(h, platform: s.devices[h.device]?.platform)
                 let transport = h.transport.flatMap(Transport.init(rawValue:))
                 let entry = StoredEntry(deliveryID: h.id, collapseKey: key, expiresAt: h.expiresAt, isNotice: h.isNotice,
-                                        ownRules: transport.map { rooms.holding[$0] != nil } ?? false, source: transport?.tag ?? 0)
+                                        noticeTotal: Int32(clamping: h.noticeTotal), ownRules: transport.map { rooms.holding[$0] != nil } ?? false, source: transport?.tag ?? 0)
                 s.stored[h.device, default: []].append(entry)
                 // A real client's delivery written before goes on from its record: its next write
                 // counts as another send of it, with the same bytes.

@@ -101,6 +101,12 @@ extension Writes {
         }
     }
 
+    /// A device's held `deleted_messages` notice counts `total` messages now: a purge while it
+    /// held one adds to it instead of leaving a second.
+    public static func setNoticeTotal(notice id: Int64, total: Int) -> WriteOp {
+        { c in try c.run("UPDATE messages SET target_value = ? WHERE id = ?", [.text(String(total)), .int(id)]) }
+    }
+
     /// A record without recipients (a refused request).
     public static func insertMessage(_ row: MessageRow) -> WriteOp {
         { c in try c.insert(row) }

@@ -41,12 +41,13 @@ public struct StoreLoader {
     public func heldDeliveries(_ row: (HeldDelivery) -> Void) throws(StoreError) {
         try c.query("""
             SELECT d.id, d.device, d.message, m.collapse_key, d.expires_at, m.target_kind, m.platforms, m.transport, d.status,
-            d.client_delivery FROM deliveries d
+            d.client_delivery, m.target_value FROM deliveries d
             JOIN messages m ON m.id = d.message WHERE d.status IN ('pending', 'sent') AND d.device IS NOT NULL ORDER BY d.id
             """) { (r: Statement) throws(StoreError) in
             row(HeldDelivery(id: r.int(0), device: r.int(1), message: r.int(2), collapseKey: r.text(3), expiresAt: r.int(4),
                              isNotice: r.text(5) == "deleted_messages", platforms: r.text(6), transport: r.text(7),
-                             wasSent: r.text(8) == "sent", clientDelivery: r.text(9)))
+                             wasSent: r.text(8) == "sent", clientDelivery: r.text(9),
+                             noticeTotal: r.text(5) == "deleted_messages" ? Int64(r.text(10) ?? "") ?? 0 : 0))
         }
     }
 
@@ -114,6 +115,8 @@ public struct HeldDelivery: Sendable {
     public var expiresAt: Int64
     /// A `deleted_messages` notice.
     public var isNotice: Bool
+    /// A notice's `total_deleted`.
+    public var noticeTotal: Int64
     /// A v1 message's platform blocks as stored; nil for a legacy send.
     public var platforms: String?
     /// How it was sent (`apns`: held by Apple's rule).
@@ -126,9 +129,9 @@ public struct HeldDelivery: Sendable {
     public var clientDelivery: String?
 
     public init(id: Int64, device: Int64, message: Int64, collapseKey: String?, expiresAt: Int64, isNotice: Bool, platforms: String?,
-                transport: String? = nil, wasSent: Bool = false, clientDelivery: String? = nil) {
+                transport: String? = nil, wasSent: Bool = false, clientDelivery: String? = nil, noticeTotal: Int64 = 0) {
         self.id = id; self.device = device; self.message = message; self.collapseKey = collapseKey
         self.expiresAt = expiresAt; self.isNotice = isNotice; self.platforms = platforms; self.transport = transport
-        self.wasSent = wasSent; self.clientDelivery = clientDelivery
+        self.wasSent = wasSent; self.clientDelivery = clientDelivery; self.noticeTotal = noticeTotal
     }
 }

@@ -57,6 +57,35 @@ final class StorageTests: ServerTestCase {
         XCTAssertEqual(items(try client.get("/api/v1/messages?token=a-offline&limit=1000")).count, 101)
     }
 
+    /// A device that overflows twice before it is back has one notice of everything it lost,
+    /// also after a restart (the total is read back with what the device holds).
+    func testASecondPurgeRaisesTheHeldNoticeInsteadOfAddingOne() throws {
+        let dir = try temporaryDirectory("notice")
+        let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        let c1 = first.client()
+        for i in 1...202 {
+            XCTAssertNil(singleError(try c1.sendJSON("{\"to\":\"a-offline\",\"data\":{\"n\":\"\(i)\"}}")), "send \(i) is accepted")
+        }
+        let notices = items(try c1.get("/api/v1/devices/a-offline/messages?limit=1000")).filter { $0["message_type"] != nil }
+        XCTAssertEqual(notices.count, 1)
+        XCTAssertEqual(notices.first?["total_deleted"]?.numberValue?.int64, 202)
+        c1.disconnect()
+        first.stop()
+        // After a restart a third purge adds to the same notice.
+        let second = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")
+        defer { second.stop() }
+        let c2 = second.client()
+        for i in 1...101 { XCTAssertNil(singleError(try c2.sendJSON("{\"to\":\"a-offline\",\"data\":{\"n\":\"\(i)\"}}"))) }
+        XCTAssertEqual(try c2.get("/api/v1/devices/a-offline").object?["pending"]?.numberValue?.int64, 1)
+        XCTAssertEqual(try c2.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        let inbox = items(try c2.get("/api/v1/devices/a-offline/messages?limit=1000"))
+        let after = inbox.filter { $0["message_type"] != nil }
+        XCTAssertEqual(after.count, 1)
+        XCTAssertEqual(after.first?["total_deleted"]?.numberValue?.int64, 303)
+        XCTAssertEqual(after.first?["status"]?.stringValue, "delivered")
+        XCTAssertEqual(inbox.count(where: { $0["status"]?.stringValue == "dropped" }), 303)
+    }
+
     /// A device deleted while it holds messages takes them with it: `deleted` on their records,
     /// not `pending` for ever (nor counted among the pending).
     func testDeletingADeviceDeletesWhatItHeld() throws {
