@@ -232,6 +232,7 @@ extension CCS {
         if first.deliveryStatus == "pending" || first.deliveryStatus == "sent" {
             let later = PendingReceipt(sender: sent.sender, messageID: sent.messageID, token: token, category: category)
             awaitingDelivery.withLock { $0[deliveryID] = later }
+            pruneAwaitedIfDue()
         }
         return nil
     }

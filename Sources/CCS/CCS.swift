@@ -57,6 +57,11 @@ public final class CCS: XMPPDelegate {
     /// offline device, by delivery id.
     let queuedReceipts = Locked<[String: [Receipt]]>([:])
     let awaitingDelivery = Locked<[Int64: PendingReceipt]>([:])
+    /// How many receipts may wait before those whose delivery ended otherwise (expired,
+    /// collapsed, dropped, deleted: no receipt will ever be due) are let go; doubled past what
+    /// stays after each pruning, so a pruning's store reads cost a constant share of the sends.
+    let awaitingPruneAt = Atomic<Int>(CCS.awaitingPruneFloor)
+    static let awaitingPruneFloor = 1024
     /// Bumped by every reset (under `links`): a receipt made before one is not sent after it.
     let generation = Atomic<Int>(0)
 
@@ -160,6 +165,23 @@ public final class CCS: XMPPDelegate {
             sendReceipt(Self.receipt(messageID: d.messageID, token: d.token, category: d.category, at: now), sender: d.sender)
         }
     }
+
+    /// Lets go of awaited receipts whose delivery ended without reaching its device, once there
+    /// are `awaitingPruneAt` of them (the engine tells only of deliveries that arrive).
+    func pruneAwaitedIfDue() {
+        let due = awaitingDelivery.withLock { $0.count } >= awaitingPruneAt.load(ordering: .relaxed)
+        guard due else { return }
+        let ids = awaitingDelivery.withLock { Array($0.keys) }
+        let ended = engine.deliveriesEndedUndelivered(ids)
+        let left = awaitingDelivery.withLock { m in
+            for id in ended { m.removeValue(forKey: id) }
+            return m.count
+        }
+        awaitingPruneAt.store(max(Self.awaitingPruneFloor, left * 2), ordering: .relaxed)
+    }
+
+    /// How many delivery receipts wait for their message to reach its device.
+    package var awaitedReceiptCount: Int { awaitingDelivery.withLock { $0.count } }
 
     /// Receipts kept while the sender had no connection.
     func flushReceipts(_ sender: String) {

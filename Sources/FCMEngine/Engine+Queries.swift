@@ -26,6 +26,23 @@ let inboxStatusList = ["delivered", "pending", "sent", "client_rejected", "expir
 let inboxStatuses = Set(inboxStatusList)
 
 extension Engine {
+    /// Of the deliveries `ids`, those that ended without reaching their device (expired,
+    /// collapsed, dropped, deleted, rejected by a real client, ...) or are no longer stored: none
+    /// of them can be delivered from now on. Read from what is committed, so a delivery whose
+    /// `delivered` is on its way is never among them.
+    public func deliveriesEndedUndelivered(_ ids: some Sequence<Int64>) -> [Int64] {
+        (try? store.read { (c: StoreReader) throws(StoreError) -> [Int64] in
+            var ended: [Int64] = []
+            for id in ids {
+                switch try c.deliveryStatus(id)?.status {
+                case "pending", "sent", "delivered": break
+                default: ended.append(id)
+                }
+            }
+            return ended
+        }) ?? []
+    }
+
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page;
     /// `total` (when asked for) how many match, at most `MessageFilter.totalCap`.
     public func messageRecords(_ f: MessageFilter, limit: Int, before cursor: Int64?) throws(EngineError)

@@ -41,6 +41,8 @@ public final class Application: Sendable {
     let http: HTTPServer
     let xmpp: XMPPServer
     let ccs: CCS
+    /// How many XMPP delivery receipts wait for their message to reach its device (tests).
+    package var awaitedReceipts: Int { ccs.awaitedReceiptCount }
     /// Google's MCS for real GCM clients (`--mcs-port`), and the room behind it.
     let mcs: MCSServer?
     let gcm: GCMDelivery

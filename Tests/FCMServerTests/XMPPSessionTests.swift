@@ -58,6 +58,24 @@ final class XMPPSessionTests: ServerTestCase {
         XCTAssertEqual(try again.nextGCM()?["message_id"]?.stringValue, "dr2:m-2")
     }
 
+    /// A receipt awaited for a delivery that ends otherwise (here replaced by a newer message of
+    /// its collapse key) will never be due: such receipts are let go once a thousand wait, so a
+    /// long-running server does not keep them all; the one still held is kept and sent.
+    func testReceiptsOfDeliveriesThatEndedOtherwiseAreLetGo() throws {
+        let c = try connected()
+        for i in 1...1100 {
+            c.sendDownstream("{\"to\":\"a-offline\",\"message_id\":\"c-\(i)\",\"collapse_key\":\"k\",\"delivery_receipt_requested\":true}")
+            XCTAssertEqual(try c.nextGCM()?["message_type"]?.stringValue, "ack")
+        }
+        let waiting = server.app.awaitedReceipts
+        XCTAssertLessThan(waiting, 1024, "collapsed deliveries' receipts were let go")
+        XCTAssertGreaterThanOrEqual(waiting, 1)
+        XCTAssertEqual(try client.patch("/api/v1/devices/a-offline", #"{"online":true}"#).status, 200)
+        let receipt = try XCTUnwrap(try c.nextGCM())
+        XCTAssertEqual(receipt["message_id"]?.stringValue, "dr2:c-1100", "the held message's receipt is still sent")
+        XCTAssertEqual(server.app.awaitedReceipts, waiting - 1)
+    }
+
     /// A reset forgets the receipts a connection still owes or waits to send, so the next test
     /// does not get the last one's.
     func testResetForgetsReceipts() throws {
