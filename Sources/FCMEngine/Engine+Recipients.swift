@@ -135,9 +135,7 @@ extension Engine {
                 result.deliveredTo = target.token
             }
             if ctx.wantEvents, row.error == nil, let name = EventJSON.name(forStatus: row.status) {
-                p.events.append((name, EventJSON.delivery(
-                    messageID: MessageID(micros: mid, suffix: ctx.suffix).description,
-                    token: row.device.flatMap { s.devices[$0]?.token }, status: row.status, at: ctx.now)))
+                p.events.append((name, placedEvent(mid, status: row.status, token: row.device.flatMap { s.devices[$0]?.token }, ctx, state: s)))
             }
             p.results.append(result)
             p.rows.append(row)
@@ -148,12 +146,20 @@ extension Engine {
                                   canonical: nil, deliveredAt: nil, expiresAt: ctx.expiresAt)
             place(target, mid, &row, options[target.platform], differs: options.differs, ctx, &p, state: &s)
             if ctx.wantEvents, let name = EventJSON.name(forStatus: row.status) {
-                p.events.append((name, EventJSON.delivery(
-                    messageID: MessageID(micros: mid, suffix: ctx.suffix).description, token: target.token,
-                    status: row.status, at: ctx.now)))
+                p.events.append((name, placedEvent(mid, status: row.status, token: target.token, ctx, state: s)))
             }
             p.rows.append(row)
         }
+    }
+
+    /// A placed delivery's event: a push written to a real client (`message.sent`) carries its
+    /// `client_delivery` (connection, persistent id, first write), as its later writes' events do.
+    func placedEvent(_ mid: Int64, status: String, token: String?, _ ctx: SendContext, state s: EngineState) -> String {
+        let id = MessageID(micros: mid, suffix: ctx.suffix).description
+        if status == "sent", let cd = s.clientDeliveries[mid] {
+            return EventJSON.clientDelivery(messageID: id, token: token, status: status, at: ctx.now, clientDelivery: cd.json())
+        }
+        return EventJSON.delivery(messageID: id, token: token, status: status, at: ctx.now)
     }
 
     /// Delivers to an accepted device: at once when online, else by FCM's storage rules (Apple's

@@ -72,8 +72,20 @@ public struct GCMRoutes: Sendable {
         // A fault's `when.sender_id` is the request's `sender` (read only while a fault is in force).
         let fault = engine.surfaceFault(path: Self.registerPath,
                                         senderID: r.bodyTooLarge ? nil : FormBody.parse(r.body)?.first { $0.0 == "sender" }?.1)
-        FaultAnswer.send(fault, to: responder, status: { Self.faulted($0, $1, body: "Error=SERVICE_NOT_AVAILABLE") },
+        FaultAnswer.send(fault, to: responder, status: { Self.faulted($0, $1, body: "Error=" + Self.registerCode(forStatus: $0)) },
                          error: Self.error, otherwise: { answer(r) })
+    }
+
+    /// The `Error=` code a status fault on register3 answers with: the one that status means there
+    /// (401 is register3's own `AUTHENTICATION_FAILED`), `SERVICE_NOT_AVAILABLE` for the rest.
+    static func registerCode(forStatus status: Int) -> String {
+        switch status {
+        case 400: "INVALID_PARAMETERS"
+        case 401, 403: "AUTHENTICATION_FAILED"
+        case 429: "QUOTA_EXCEEDED"
+        case 500: "INTERNAL_SERVER_ERROR"
+        default: "SERVICE_NOT_AVAILABLE"
+        }
     }
 
     func answer(_ r: HTTPRequest) -> HTTPResponse {
@@ -90,7 +102,9 @@ public struct GCMRoutes: Sendable {
         // A sender id (digits) or a VAPID key, kept as a registration keeps it (unpadded), so a
         // delete names what a registration stored; `*` (every sender) only with `delete`.
         guard let sender = fields["sender"], !sender.isEmpty else { return Self.error("INVALID_SENDER") }
-        let key = engine.applicationServerKey(sender)
+        // A VAPID key in base64url only (Chromium's and firebase-messaging's alphabet; `=` forgiven).
+        let urlAlphabet = !sender.utf8.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }
+        let key = urlAlphabet ? engine.applicationServerKey(sender) : nil
         guard key != nil || sender.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || (delete && sender == "*") else {
             return Self.error("INVALID_SENDER")
         }

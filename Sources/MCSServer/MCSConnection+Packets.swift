@@ -130,7 +130,11 @@ extension MCSConnection {
 
     private func acknowledge(_ n: Int32?, _ tag: MCSTag, ext: Int32? = nil) {
         guard let n, n > 0 else { return }
-        if Int(n) >= nudgePacket { nudgeDue = nil }
-        loop.delegate.acknowledged(throughServerPacket: Int(n), carriedBy: tag, ext: ext, on: self)
+        // A client cannot have packets the server has not made yet: a count past them (a client
+        // that kept its counter from an earlier connection) acknowledges only those there are,
+        // never a push written later.
+        let through = min(Int(n), shared.withLock { $0.serverCount })
+        if through >= nudgePacket { nudgeDue = nil }
+        loop.delegate.acknowledged(throughServerPacket: through, carriedBy: tag, ext: ext, on: self)
     }
 }

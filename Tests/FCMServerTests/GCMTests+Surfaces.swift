@@ -59,7 +59,8 @@ extension GCMTests {
     }
 
     /// `delete=true` takes a sender as a registration does (`*` besides): anything else is
-    /// `Error=INVALID_SENDER`; a key deletes the registration made with it, padded or not.
+    /// `Error=INVALID_SENDER` (a key in standard base64 too); a key deletes the registration made
+    /// with it, padded or not.
     func testRegister3DeleteChecksAndNormalisesTheSender() throws {
         let auth = try checkin()
         for form in ["app=com.example.demo&sender=abc&delete=true", "app=com.example.demo&sender=12ab&delete=true&appid=x&scope=GCM",
@@ -70,6 +71,12 @@ extension GCMTests {
             XCTAssertEqual(r.text, "Error=INVALID_SENDER", form)
             XCTAssertEqual(r.headers["content-type"], "text/plain; charset=UTF-8", form)
         }
+        // A key in standard base64 (`+`, `/`) is no base64url key.
+        var urlKey = try P256TestKey.publicBase64URL()
+        while !urlKey.contains(where: { $0 == "-" || $0 == "_" }) { urlKey = try P256TestKey.publicBase64URL() }
+        let standard = urlKey.replacingOccurrences(of: "-", with: "%2B").replacingOccurrences(of: "_", with: "%2F")
+        XCTAssertEqual(try register("app=org.chromium.linux&sender=\(standard)&X-subtype=wp:http://localhost:8300/%23x-V2", auth: auth).1,
+                       "Error=INVALID_SENDER")
         let key = try P256TestKey.publicBase64URL() + "="
         let subtype = "wp:http://localhost:8300/%2318F2B1F7-5C6B-4E5A-8C9D-0123456789AB-V2"
         let made = try register("app=org.chromium.linux&sender=\(key)&X-subtype=\(subtype)&appid=i1&scope=GCM", auth: auth).1

@@ -183,6 +183,19 @@ def test_a_delay_fault_of_0_ms_writes_at_once_and_records_the_write(mock):
     c.close()
 
 
+def test_message_sent_of_a_push_written_at_once_carries_its_client_delivery(mock):
+    """docs/events.md: a real client's `message.sent` carries the entry's `client_delivery`, for a
+    push written the moment it is sent as for one written later."""
+    c = Channel(mock)
+    with EventStream(mock) as events:
+        version = push(requests.Session(), c.endpoint)
+        sent = events.wait("message.sent", lambda e: e["message_id"] == version)
+        cd = sent["client_delivery"]
+        assert cd["sends"] == 1 and cd["connection_id"] and cd["first_sent_at"], sent
+        assert cd == wait_entry(mock, c.token, version, "sent")["client_delivery"], sent
+    c.close()
+
+
 def test_what_changes_during_a_delayed_write_applies_to_it(mock):
     """§2.4 and §4.3: a delayed write is a write at its time: a push whose TTL ran out meanwhile
     is `expired` and not written; one its sender took back (`DELETE` of its `Location`) is

@@ -734,7 +734,16 @@ def test_status_faults_answer_each_surface_in_its_shape(mock_mcs, transport):
                       headers={"Content-Type": "application/x-protobuf"})
     assert r.status_code == 503 and r.headers.get("Retry-After") == "7", (r.status_code, r.headers)
     # The fault is spent: the next checkin is a checkin.
-    raw_checkin(mock_mcs.base_url)
+    android_id, token = raw_checkin(mock_mcs.base_url)
+
+    # register3's shape is `Error=<CODE>`, the code the status means there.
+    form = {"app": "org.chromium.linux", "sender": SENDER_A, "device": str(android_id)}
+    auth = {"Authorization": f"AidLogin {android_id}:{token}"}
+    for status, code in [(401, "AUTHENTICATION_FAILED"), (503, "SERVICE_NOT_AVAILABLE"), (500, "INTERNAL_SERVER_ERROR")]:
+        mock_mcs.fault({**when, "path": "/c2dm/register3"}, {"status": status}, times=1)
+        r = requests.post(mock_mcs.base_url + "/c2dm/register3", data=form, headers=auth, timeout=10)
+        assert (r.status_code, r.text) == (status, f"Error={code}"), (status, r.status_code, r.text)
+    assert raw_register(mock_mcs.base_url, android_id, token, app="org.chromium.linux", sender=SENDER_A)
 
     mock_mcs.fault({**when, "path": "/v1/projects/*/installations"}, {"status": 429, "retry_after_s": 3}, times=1)
     body = {"fid": FID, "appId": f"1:{SENDER_A}:web:abc", "authVersion": "FIS_v2", "sdkVersion": "w:0.6.4"}
