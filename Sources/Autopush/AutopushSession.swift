@@ -144,11 +144,16 @@ final class AutopushSession: WebSocketHandler {
     private func register(_ m: AutopushMessage.Incoming, clientID: String, _ ws: WebSocketConnection) {
         guard let channelID = checkedChannel(m, type: "register", ws) else { return }
         let conn = "ws\(ws.id)"
-        var key = m.string("key")
+        let key = m.string("key")
         if m.object["key"] != nil && key == nil {
             return refuse("register", channelID: channelID, status: 400, reason: "invalid key: key must be a string", clientID: clientID, ws)
         }
-        if key?.isEmpty == true { key = nil }
+        // Firefox leaves `key` out when there is none; an empty one, or one in standard base64,
+        // is no base64url P-256 point.
+        if let key, key.isEmpty || key.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }) {
+            return refuse("register", channelID: channelID, status: 400,
+                          reason: "invalid key: a P-256 public key is 65 bytes, 0x04 first, in base64url", clientID: clientID, ws)
+        }
         do {
             let device = try room.engine.clientRegister(clientID: clientID, channelID: channelID, key: key, senderID: target.senderID,
                                                         app: target.app, endpoint: { target.endpointPrefix + $0 })
@@ -181,22 +186,24 @@ final class AutopushSession: WebSocketHandler {
         for update in m.object["updates"]?.arrayValue ?? [] {
             guard let u = update.objectValue, let version = u["version"]?.stringValue else { continue }
             let code = u["code"]?.numberValue?.int64.map(Int.init)
-            acknowledge(version: version, code: code, nack: false, channelID: u["channelID"]?.stringValue, clientID: clientID, ws)
+            // An update names its channel: one naming another (or none) is not this version's ack.
+            acknowledge(version: version, code: code, nack: false, channelID: u["channelID"]?.stringValue ?? "", clientID: clientID, ws)
         }
     }
 
     private func nack(_ m: AutopushMessage.Incoming, clientID: String, _ ws: WebSocketConnection) {
         guard let version = m.string("version") else { return }
-        acknowledge(version: version, code: m.int("code"), nack: true, channelID: m.string("channelID"), clientID: clientID, ws)
+        // Firefox's nack names no channel.
+        acknowledge(version: version, code: m.int("code"), nack: true, channelID: nil, clientID: clientID, ws)
     }
 
     private func acknowledge(version: String, code: Int?, nack: Bool, channelID: String?, clientID: String, _ ws: WebSocketConnection) {
         let conn = "ws\(ws.id)"
         let type = nack ? "nack" : "ack"
         guard let result = try? room.engine.clientAcknowledged(clientID: clientID, connectionID: conn, versions: [version], code: code,
-                                                               nack: nack), !result.settled.isEmpty else {
-            room.log.info("autopush ignored an acknowledgement of a version this connection did not send",
-                          [("conn", conn), ("uaid", clientID), ("messageType", type), ("version", version)])
+                                                               nack: nack, channelID: channelID), !result.settled.isEmpty else {
+            room.log.info("autopush ignored an acknowledgement of a version this connection did not send on that channel",
+                          [("conn", conn), ("uaid", clientID), ("messageType", type), ("channelID", channelID ?? ""), ("version", version)])
             return
         }
         room.log.info("autopush", [("dir", "in"), ("conn", conn), ("uaid", clientID), ("messageType", type), ("channelID", channelID ?? ""),

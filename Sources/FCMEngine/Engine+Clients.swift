@@ -335,7 +335,12 @@ extension Engine {
             guard let client = s.realClients[clientID] else { return .failure(.unknownClient) }
             if let holder = s.clientChannels[channelID].flatMap({ s.devices[$0] }) {
                 guard holder.client?.id == clientID else { return .failure(.channelInUse) }
-                return .success((holder, nil))
+                // Registered again with another key (or none): the newest binding is the one its
+                // pushes are checked against, as the endpoint answered for it.
+                guard var sub = s.webPush[holder.id], sub.applicationServerKey != serverKey else { return .success((holder, nil)) }
+                sub.applicationServerKey = serverKey
+                s.webPush[holder.id] = sub
+                return .success((holder, submit([Writes.saveWebPush([sub.row])])))
             }
             let spec = DeviceSpec(token: nil, senderID: senderID, app: app, platform: .web, online: client.connection != nil,
                                   applicationServerKey: nil)
@@ -401,8 +406,10 @@ extension Engine {
     /// that this settled (others are the room's to log and forget), and what waited for room on
     /// the connection, to write.
     /// `by`: how (autopush's `ack`; MCS's `selective_ack`, `stream_ack`, `login`).
-    public func clientAcknowledged(clientID: String, connectionID: String, versions: [String], code: Int?, nack: Bool, by: String = "ack")
-        throws(EngineError) -> (settled: [String], orders: ClientOrders) {
+    /// `channelID`: the channel an autopush ack names, which must be the one the version was
+    /// written on (an FCM registration's push: the channel it travelled over); nil: none to check.
+    public func clientAcknowledged(clientID: String, connectionID: String, versions: [String], code: Int?, nack: Bool, by: String = "ack",
+                                   channelID: String? = nil) throws(EngineError) -> (settled: [String], orders: ClientOrders) {
         let now = clock.nowMillis()
         var published: [(String, String)] = []
         var reached: [Int64] = []
@@ -416,7 +423,8 @@ extension Engine {
             var madeRoom = false
             for version in versions {
                 guard let mid = MessageID(version), var cd = s.clientDeliveries[mid.micros], cd.connectionID == connectionID,
-                      cd.version == version, let deviceID = s.clientDeliveryDevice[mid.micros], let d = s.devices[deviceID] else { continue }
+                      cd.version == version, let deviceID = s.clientDeliveryDevice[mid.micros], let d = s.devices[deviceID],
+                      channelID == nil || (cd.via.flatMap { s.device(token: $0) } ?? d).client?.channelID == channelID else { continue }
                 let deliveryID = mid.micros
                 let wasSent = s.realClients.values[ci].connection?.unacked.contains(deliveryID) ?? false
                 guard wasSent || (nack && cd.ack != nil && cd.rejection == nil) else { continue }

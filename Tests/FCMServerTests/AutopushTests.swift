@@ -49,7 +49,9 @@ final class AutopushTests: XCTestCase {
     func register(_ ws: WebSocketTestClient, channel: String? = nil, key: String? = nil) throws -> String {
         let ch = channel ?? self.channel
         let k = key ?? vapidKey.publicKey.base64URL + "="  // Firefox pads it
-        ws.send(text: #"{"channelID":"\#(ch)","messageType":"register","key":"\#(k)"}"#)
+        // An empty `key` here leaves it out, as Firefox does without an applicationServerKey.
+        ws.send(text: k.isEmpty ? #"{"channelID":"\#(ch)","messageType":"register"}"#
+                                : #"{"channelID":"\#(ch)","messageType":"register","key":"\#(k)"}"#)
         let text = try XCTUnwrap(try ws.nextText())
         let endpoint = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["pushEndpoint"] as? String, text)
         XCTAssertEqual(text, #"{"messageType":"register","channelID":"\#(ch)","status":200,"pushEndpoint":"\#(endpoint)"}"#)
@@ -319,9 +321,16 @@ final class AutopushTests: XCTestCase {
         ws.send(text: #"{"messageType":"register","channelID":"5F3C1A9E-2B4D-4C6E-8F0A-1B2C3D4E5F60"}"#)
         XCTAssertEqual(try ws.nextText(),
                        #"{"messageType":"register","channelID":"5F3C1A9E-2B4D-4C6E-8F0A-1B2C3D4E5F60","status":401,"reason":"Bad UUID format, use lower case, dashed format"}"#)
-        ws.send(text: #"{"messageType":"register","channelID":"\#(channel)","key":"AAAA"}"#)
-        let bad = try XCTUnwrap(try ws.nextText())
-        XCTAssertTrue(bad.hasPrefix(#"{"messageType":"register","channelID":"\#(channel)","status":400,"reason":"invalid key: "#), bad)
+        // No P-256 point: too short, empty (Firefox leaves `key` out instead), or in standard
+        // base64 (`+`, `/`) rather than base64url.
+        var standard = vapidKey.publicKey.base64URL
+        while !standard.contains(where: { $0 == "-" || $0 == "_" }) { standard = try P256TestKey.publicBase64URL() }
+        standard = standard.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        for key in ["AAAA", "", standard] {
+            ws.send(text: #"{"messageType":"register","channelID":"\#(channel)","key":"\#(key)"}"#)
+            let bad = try XCTUnwrap(try ws.nextText())
+            XCTAssertTrue(bad.hasPrefix(#"{"messageType":"register","channelID":"\#(channel)","status":400,"reason":"invalid key: "#), bad)
+        }
         ws.send(text: "{}")
         XCTAssertEqual(try ws.nextText(), "{}")
         ws.send(text: #"{"messageType":"broadcast_subscribe","broadcasts":{"remote-settings/monitor_changes":"v1"}}"#)
@@ -330,6 +339,38 @@ final class AutopushTests: XCTestCase {
         // No key: a subscription without an applicationServerKey.
         let endpoint = try register(ws, channel: "11111111-2222-4333-8444-555555555555", key: "")
         XCTAssertEqual(try device(channelEndpoint: endpoint)["application_server_key"], .null)
+    }
+
+    /// An ack's update names its channel: one naming another channel of the uaid, or none, is not
+    /// that version's ack (ignored, the push stays `sent`); the right one settles it.
+    func testAnAckNamingAnotherChannelIsIgnored() throws {
+        let (ws, _) = try hello()
+        let endpoint = try register(ws)
+        let other = "22222222-3333-4444-8555-666666666666"
+        _ = try register(ws, channel: other)
+        let token = try XCTUnwrap(try device(channelEndpoint: endpoint)["token"]?.stringValue)
+        let mid = try messageID(try push(endpoint))
+        _ = try ws.nextText()
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(other)","version":"\#(mid)","code":100}]}"#)
+        ws.send(text: #"{"messageType":"ack","updates":[{"version":"\#(mid)","code":100}]}"#)
+        ws.send(text: "{}")
+        XCTAssertEqual(try ws.nextText(), "{}")
+        XCTAssertEqual(try entry(token, mid)["status"]?.stringValue, "sent")
+        ws.send(text: #"{"messageType":"ack","updates":[{"channelID":"\#(channel)","version":"\#(mid)","code":100}]}"#)
+        try waitFor("delivered") { try entry(token, mid)["status"]?.stringValue == "delivered" }
+    }
+
+    /// The same channel registered again with another key answers the same endpoint, now bound
+    /// to the newer key: pushes signed with the first are refused.
+    func testRegisteringAChannelAgainWithAnotherKeyBindsTheNewKey() throws {
+        let (ws, _) = try hello()
+        let endpoint = try register(ws)
+        XCTAssertEqual(try push(endpoint).status, 201)
+        XCTAssertTrue(try XCTUnwrap(try ws.nextText()).contains("notification"))
+        let newer = try P256PrivateKey()
+        XCTAssertEqual(try register(ws, key: newer.publicKey.base64URL), endpoint)
+        XCTAssertEqual(try device(channelEndpoint: endpoint)["application_server_key"]?.stringValue, newer.publicKey.base64URL)
+        XCTAssertEqual(try push(endpoint).status, 403, "signed with the key the channel no longer has")
     }
 
     func testClosesOfTheProtocol() throws {
