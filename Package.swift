@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "MCSServerTests", dependencies: ["MCSServer", "Platform", "Protobuf", "TLS"], swiftSettings: houseSettings),
         .testTarget(name: "FCMServerTests",
                     dependencies: ["APNs", "CCS", "Control", "FCMTesting", "FCMServer", "FCMEngine", "FCMModel", "FCMCommand", "FCMLegacy", "FCMStore",
-                                   "FCMCore", "FCMV1", "Platform", "RoomKit", "TLS", "WebPush", "Protobuf"],
+                                   "FCMCore", "FCMV1", "GCM", "MCSServer", "Platform", "RoomKit", "TLS", "WebPush", "Protobuf"],
                     swiftSettings: houseSettings),
     ],
     swiftLanguageModes: [.v6]

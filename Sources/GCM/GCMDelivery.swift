@@ -22,13 +22,7 @@ public final class GCMDelivery: MCSDelegate {
 
     struct Session {
         let connection: MCSConnection
-        /// Server packet number → version, for those not acknowledged yet.
-        var written: [Int: String] = [:]
-        /// The highest server packet the client acknowledged by number, and the packet that did:
-        /// a write recorded only after its acknowledgement came back (the loop wrote the packet
-        /// and read the client's answer before the writing thread got the lock) settles at once.
-        var ackedThrough = 0
-        var ackedBy: (tag: MCSTag, ext: Int32?) = (.iqStanza, nil)
+        var ledger = PacketLedger()
     }
 
     public init(engine: Engine, log: Log) {
@@ -80,10 +74,7 @@ public final class GCMDelivery: MCSDelegate {
                                 ("last_stream_id_received", String(n))])
         let versions = connections.withLock { c -> [String] in
             guard let i = c.index(forKey: connection.id) else { return [] }
-            if n > c.values[i].ackedThrough { (c.values[i].ackedThrough, c.values[i].ackedBy) = (n, (tag, ext)) }
-            guard c.values[i].written.keys.contains(where: { $0 <= n }) else { return [] }
-            let done = c.values[i].written.keys.filter { $0 <= n }.sorted()
-            return done.compactMap { c.values[i].written.removeValue(forKey: $0) }
+            return c.values[i].ledger.acknowledge(through: n, by: (tag, ext))
         }
         guard !versions.isEmpty else {
             // A frame that settled nothing still shows the client alive (`last_frame_at`); a
@@ -107,9 +98,7 @@ public final class GCMDelivery: MCSDelegate {
     public func selectiveAck(ids: [String], on connection: MCSConnection) {
         connections.withLock { c in
             guard let i = c.index(forKey: connection.id) else { return }
-            var gone: [Int] = []
-            for (n, version) in c.values[i].written where ids.contains(version) { gone.append(n) }
-            for n in gone { c.values[i].written[n] = nil }
+            c.values[i].ledger.forget(ids)
         }
         acknowledge(ids, by: "selective_ack", frame: [("tag", "IqStanza"), ("ext", String(Extension.selectiveAck)), ("persistent_ids", ids.joined(separator: ","))],
                     on: connection)
@@ -199,10 +188,7 @@ public final class GCMDelivery: MCSDelegate {
             // One lookup, and the session changed in place (a copy held here would make the
             // insert copy its table).
             guard let i = c.index(forKey: w.connectionID) else { return nil }
-            let through = c.values[i].ackedThrough
-            if through >= n { return (c.values[i].ackedBy.tag, c.values[i].ackedBy.ext, through) }
-            c.values[i].written[n] = w.version
-            return nil
+            return c.values[i].ledger.record(n, version: w.version)
         }
         log.log(.debug, "mcs", [("dir", "out"), ("conn", w.connectionID), ("android_id", w.clientID), ("tag", "DataMessageStanza"),
                          ("persistent_id", w.version), ("packet", String(n))])
@@ -283,5 +269,38 @@ public final class GCMDelivery: MCSDelegate {
     /// A value as app data carries it: a string as it is, anything else as JSON text.
     static func text(_ v: JSONValue) -> String {
         v.stringValue ?? v.serialized()
+    }
+}
+
+/// A connection's written, unacknowledged pushes by server packet number, and the highest packet
+/// the client acknowledged by number. The loop can write a packet and read the client's
+/// acknowledgement of it before the thread that queued it records its number: whichever of the
+/// two comes second settles the push (pure; the room keeps one per connection under its lock).
+struct PacketLedger {
+    /// Server packet number → version, for those not acknowledged yet.
+    private(set) var written: [Int: String] = [:]
+    /// The highest packet acknowledged by number, and the client packet that did.
+    private(set) var ackedThrough = 0
+    private(set) var ackedBy: (tag: MCSTag, ext: Int32?) = (.iqStanza, nil)
+
+    /// The client has every server packet through `n`: the versions recorded up to it, in packet
+    /// order, taken off the ledger.
+    mutating func acknowledge(through n: Int, by: (tag: MCSTag, ext: Int32?)) -> [String] {
+        if n > ackedThrough { (ackedThrough, ackedBy) = (n, by) }
+        guard written.keys.contains(where: { $0 <= n }) else { return [] }
+        return written.keys.filter { $0 <= n }.sorted().compactMap { written.removeValue(forKey: $0) }
+    }
+
+    /// Records `version` as written in packet `n`; when that packet was acknowledged already, it
+    /// is not kept and what acknowledged it is returned (the push is settled at once).
+    mutating func record(_ n: Int, version: String) -> (tag: MCSTag, ext: Int32?, through: Int)? {
+        if ackedThrough >= n { return (ackedBy.tag, ackedBy.ext, ackedThrough) }
+        written[n] = version
+        return nil
+    }
+
+    /// Versions a SelectiveAck named: off the ledger.
+    mutating func forget(_ ids: [String]) {
+        for (n, version) in written where ids.contains(version) { written[n] = nil }
     }
 }

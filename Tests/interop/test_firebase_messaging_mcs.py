@@ -245,12 +245,12 @@ def stream_ack(last_stream_id_received):
             + pb_int(10, last_stream_id_received))
 
 
-def test_an_acknowledgement_read_before_its_write_is_recorded_settles_it(mock_mcs):
-    """The connection's loop can write a push and read the client's StreamAck for it before the
-    thread that queued it records its packet number (Chromium answers in a few milliseconds): the
-    acknowledgement is kept, and the write settles when it is recorded. A client that acknowledges
-    server packet 3 before it comes puts the events in that order every time. The connection's
-    `last_frame_at` follows every frame (§4.1)."""
+def test_an_acknowledgement_ahead_of_the_packets_made_settles_only_those_there_are(mock_mcs):
+    """§3.5: a delivery written as server packet n is `delivered` by a client packet whose
+    `last_stream_id_received` reaches n. A count ahead of the packets the server has made (a client
+    that kept its counter from an earlier connection) cannot have received a push written later:
+    the push stays `sent` until a count that comes after it. The connection's `last_frame_at`
+    follows every frame (§4.1)."""
     android_id, security_token = raw_checkin(mock_mcs.base_url)
     token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
     conn = raw_login(mock_mcs, android_id, security_token)
@@ -264,6 +264,9 @@ def test_an_acknowledgement_read_before_its_write_is_recorded_settles_it(mock_mc
         message_id = res["results"][0]["message_id"]
         tag, sent = conn.packet()
         assert tag == TAG_DATA and pb_fields(sent)[9] == [message_id.encode()], (tag, pb_fields(sent))
+        time.sleep(0.3)
+        assert wait_entry(mock_mcs, token, message_id, "sent")["client_delivery"]["ack"] is None
+        conn.send_packet(TAG_IQ, stream_ack(3))
         entry = wait_entry(mock_mcs, token, message_id, "delivered")
         assert entry["client_delivery"]["ack"]["by"] == "stream_ack", entry["client_delivery"]
         # §4.1: the connection shows the client's last frame (the login is the first).
