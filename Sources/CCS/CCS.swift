@@ -168,17 +168,25 @@ public final class CCS: XMPPDelegate {
 
     /// Lets go of awaited receipts whose delivery ended without reaching its device, once there
     /// are `awaitingPruneAt` of them (the engine tells only of deliveries that arrive).
+    /// Called in a send's commit completion: the store reads run on a thread of their own, one
+    /// pruning at a time, so no commit waits for them.
     func pruneAwaitedIfDue() {
         let due = awaitingDelivery.withLock { $0.count } >= awaitingPruneAt.load(ordering: .relaxed)
-        guard due else { return }
-        let ids = awaitingDelivery.withLock { Array($0.keys) }
-        let ended = engine.deliveriesEndedUndelivered(ids)
-        let left = awaitingDelivery.withLock { m in
-            for id in ended { m.removeValue(forKey: id) }
-            return m.count
+        guard due, !pruning.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        DispatchQueue.global().async { [self] in
+            let ids = awaitingDelivery.withLock { Array($0.keys) }
+            let ended = engine.deliveriesEndedUndelivered(ids)
+            let left = awaitingDelivery.withLock { m in
+                for id in ended { m.removeValue(forKey: id) }
+                return m.count
+            }
+            awaitingPruneAt.store(max(Self.awaitingPruneFloor, left * 2), ordering: .relaxed)
+            pruning.store(false, ordering: .releasing)
         }
-        awaitingPruneAt.store(max(Self.awaitingPruneFloor, left * 2), ordering: .relaxed)
     }
+
+    /// A pruning of awaited receipts is under way.
+    private let pruning = Atomic<Bool>(false)
 
     /// How many delivery receipts wait for their message to reach its device.
     package var awaitedReceiptCount: Int { awaitingDelivery.withLock { $0.count } }

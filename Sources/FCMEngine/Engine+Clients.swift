@@ -249,15 +249,16 @@ extension Engine {
             if cd.sends == 0 { cd.firstSentAt = now }
             cd.sends += 1
         }
-        cd.connectionID = connectionID
-        s.clientDeliveries[e.deliveryID] = cd
-        s.clientDeliveryDevice[e.deliveryID] = d.id
-        if let ci { s.realClients.values[ci].connection?.unacked.append(e.deliveryID) }
         // An FCM registration's push travels on the registration its subscription is. (A
         // device's client is read once: each read copies it out of the device's box.)
         let link = d.client
         let carrier = link?.kind == .fcm ? link?.via.flatMap { s.devices[$0] } : d
         let registration = link?.kind == .fcm ? carrier?.client : link
+        cd.connectionID = connectionID
+        cd.channelID = registration?.channelID
+        s.clientDeliveries[e.deliveryID] = cd
+        s.clientDeliveryDevice[e.deliveryID] = d.id
+        if let ci { s.realClients.values[ci].connection?.unacked.append(e.deliveryID) }
         let write = ClientWrite(transport: transport, clientID: clientID, connectionID: connectionID, deliveryID: e.deliveryID,
                                 version: version, token: carrier?.token ?? d.token, channelID: registration?.channelID,
                                 payload: s.clientPayloads[e.deliveryID], delayMillis: delay, device: link,
@@ -331,16 +332,17 @@ extension Engine {
             serverKey = nil
         }
         let now = clock.nowMillis()
-        let result: Result<(Device, Store.Ticket?), ClientRefusal> = state.withLock { s in
+        // The device, the write that made it (or changed its key), and whether it is new.
+        let result: Result<(Device, Store.Ticket?, Bool), ClientRefusal> = state.withLock { s in
             guard let client = s.realClients[clientID] else { return .failure(.unknownClient) }
             if let holder = s.clientChannels[channelID].flatMap({ s.devices[$0] }) {
                 guard holder.client?.id == clientID else { return .failure(.channelInUse) }
                 // Registered again with another key (or none): the newest binding is the one its
                 // pushes are checked against, as the endpoint answered for it.
-                guard var sub = s.webPush[holder.id], sub.applicationServerKey != serverKey else { return .success((holder, nil)) }
+                guard var sub = s.webPush[holder.id], sub.applicationServerKey != serverKey else { return .success((holder, nil, false)) }
                 sub.applicationServerKey = serverKey
                 s.webPush[holder.id] = sub
-                return .success((holder, submit([Writes.saveWebPush([sub.row])])))
+                return .success((holder, submit([Writes.saveWebPush([sub.row])]), false))
             }
             let spec = DeviceSpec(token: nil, senderID: senderID, app: app, platform: .web, online: client.connection != nil,
                                   applicationServerKey: nil)
@@ -357,12 +359,12 @@ extension Engine {
             s.devices[d.id] = d
             s.clientChannels[channelID] = d.id
             s.realClients[clientID]?.devices.append(d.id)
-            return .success((d, submit(deviceWrites([d], state: s))))
+            return .success((d, submit(deviceWrites([d], state: s)), true))
         }
-        let (device, ticket) = try result.get()
+        let (device, ticket, created) = try result.get()
         if let ticket {
             do throws(EngineError) { try commitControl(ticket) } catch { throw .failed("the store failed") }
-            if events.hasReaders { events.publish([("device.created", renderDevice(device))]) }
+            if events.hasReaders { events.publish([(created ? "device.created" : "device.updated", renderDevice(device))]) }
         }
         return device
     }
@@ -406,7 +408,7 @@ extension Engine {
     /// that this settled (others are the room's to log and forget), and what waited for room on
     /// the connection, to write.
     /// `by`: how (autopush's `ack`; MCS's `selective_ack`, `stream_ack`, `login`).
-    /// `channelID`: the channel an autopush ack names, which must be the one the version was
+    /// `channelID`: the channel an autopush ack names, which must be the one the version was last
     /// written on (an FCM registration's push: the channel it travelled over); nil: none to check.
     public func clientAcknowledged(clientID: String, connectionID: String, versions: [String], code: Int?, nack: Bool, by: String = "ack",
                                    channelID: String? = nil) throws(EngineError) -> (settled: [String], orders: ClientOrders) {
@@ -424,7 +426,7 @@ extension Engine {
             for version in versions {
                 guard let mid = MessageID(version), var cd = s.clientDeliveries[mid.micros], cd.connectionID == connectionID,
                       cd.version == version, let deviceID = s.clientDeliveryDevice[mid.micros], let d = s.devices[deviceID],
-                      channelID == nil || (cd.via.flatMap { s.device(token: $0) } ?? d).client?.channelID == channelID else { continue }
+                      channelID == nil || cd.channelID == nil || cd.channelID == channelID else { continue }
                 let deliveryID = mid.micros
                 let wasSent = s.realClients.values[ci].connection?.unacked.contains(deliveryID) ?? false
                 guard wasSent || (nack && cd.ack != nil && cd.rejection == nil) else { continue }

@@ -30,17 +30,25 @@ extension Engine {
     /// collapsed, dropped, deleted, rejected by a real client, ...) or are no longer stored: none
     /// of them can be delivered from now on. Read from what is committed, so a delivery whose
     /// `delivered` is on its way is never among them.
-    public func deliveriesEndedUndelivered(_ ids: some Sequence<Int64>) -> [Int64] {
-        (try? store.read { (c: StoreReader) throws(StoreError) -> [Int64] in
-            var ended: [Int64] = []
-            for id in ids {
-                switch try c.deliveryStatus(id)?.status {
-                case "pending", "sent", "delivered": break
-                default: ended.append(id)
+    /// Read a slice at a time, commits going first between slices.
+    public func deliveriesEndedUndelivered(_ ids: [Int64]) -> [Int64] {
+        var ended: [Int64] = []
+        var start = 0
+        while start < ids.count {
+            let slice = ids[start..<min(ids.count, start + 256)]
+            start += slice.count
+            ended += (try? store.readAfterCommits { (c: StoreReader) throws(StoreError) -> [Int64] in
+                var found: [Int64] = []
+                for id in slice {
+                    switch try c.deliveryStatus(id)?.status {
+                    case "pending", "sent", "delivered": break
+                    default: found.append(id)
+                    }
                 }
-            }
-            return ended
-        }) ?? []
+                return found
+            }) ?? []
+        }
+        return ended
     }
 
     /// Message records, newest first, as JSON texts; `next` is the cursor of the following page;

@@ -267,9 +267,9 @@ extension Engine {
         guard !ctx.dryRun else { return }
         p.changes += stored.changes
         if stored.purged > 0 {
-            if let i = entries.firstIndex(where: \.isNotice) {
-                // A device that purged before and has not been back since gets one notice, of
-                // everything it lost (the app hears of deleted messages once, when it connects).
+            if let i = entries.firstIndex(where: { $0.isNotice && s.clientDeliveries[$0.deliveryID] == nil }) {
+                // One notice of all a device lost while away (the app hears of it once); one a
+                // real client was written keeps its bytes: a new notice tells of what came after.
                 entries[i].noticeTotal = Int32(clamping: Int(entries[i].noticeTotal) + stored.purged)
                 p.noticeTotals.append((entries[i].deliveryID, Int(entries[i].noticeTotal)))
             } else {

@@ -60,6 +60,9 @@ struct ClientDelivery: Sendable {
     /// The encrypted push the mock made for it (an FCM registration's), kept until acknowledged:
     /// every write, after a restart too, carries the same bytes.
     var relay: FCMRelay? = nil
+    /// The autopush channel it was last written on (memory only: unknown after a restart until
+    /// it is written again), which an ack must name.
+    var channelID: String? = nil
 
     /// The object as events and reads show it (docs/real-clients.md, `client_delivery`).
     func json() -> String {

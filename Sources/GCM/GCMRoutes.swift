@@ -102,8 +102,9 @@ public struct GCMRoutes: Sendable {
         // A sender id (digits) or a VAPID key, kept as a registration keeps it (unpadded), so a
         // delete names what a registration stored; `*` (every sender) only with `delete`.
         guard let sender = fields["sender"], !sender.isEmpty else { return Self.error("INVALID_SENDER") }
-        // A VAPID key in base64url only (Chromium's and firebase-messaging's alphabet; `=` forgiven).
-        let urlAlphabet = !sender.utf8.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }
+        // A VAPID key in base64url only (Chromium's and firebase-messaging's alphabet; `=` forgiven);
+        // a delete takes any, so a registration kept in another alphabet can still go.
+        let urlAlphabet = delete || !sender.utf8.contains { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }
         let key = urlAlphabet ? engine.applicationServerKey(sender) : nil
         guard key != nil || sender.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) || (delete && sender == "*") else {
             return Self.error("INVALID_SENDER")

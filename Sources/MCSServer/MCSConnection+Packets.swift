@@ -131,9 +131,10 @@ extension MCSConnection {
     private func acknowledge(_ n: Int32?, _ tag: MCSTag, ext: Int32? = nil) {
         guard let n, n > 0 else { return }
         // A client cannot have packets the server has not made yet: a count past them (a client
-        // that kept its counter from an earlier connection) acknowledges only those there are,
-        // never a push written later.
-        let through = min(Int(n), shared.withLock { $0.serverCount })
+        // that kept its counter from an earlier connection) is no count of this connection's
+        // packets, and acknowledges nothing.
+        let through = Int(n)
+        guard through <= shared.withLock({ $0.serverCount }) else { return }
         if through >= nudgePacket { nudgeDue = nil }
         loop.delegate.acknowledged(throughServerPacket: through, carriedBy: tag, ext: ext, on: self)
     }

@@ -245,11 +245,11 @@ def stream_ack(last_stream_id_received):
             + pb_int(10, last_stream_id_received))
 
 
-def test_an_acknowledgement_ahead_of_the_packets_made_settles_only_those_there_are(mock_mcs):
+def test_an_acknowledgement_ahead_of_the_packets_made_acknowledges_nothing(mock_mcs):
     """§3.5: a delivery written as server packet n is `delivered` by a client packet whose
     `last_stream_id_received` reaches n. A count ahead of the packets the server has made (a client
-    that kept its counter from an earlier connection) cannot have received a push written later:
-    the push stays `sent` until a count that comes after it. The connection's `last_frame_at`
+    that kept its counter from an earlier connection) is no count of this connection's packets:
+    a push written later stays `sent` until a count that comes after it. The connection's `last_frame_at`
     follows every frame (§4.1)."""
     android_id, security_token = raw_checkin(mock_mcs.base_url)
     token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
@@ -321,6 +321,41 @@ def test_a_deleted_messages_notice_is_written_at_login(mock_mcs):
         while line not in mock_mcs.stderr_tail(200_000) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert line in mock_mcs.stderr_tail(200_000), mock_mcs.stderr_tail(2000)
+    finally:
+        conn.close()
+
+
+def test_a_purge_after_the_notice_was_written_is_told_by_a_notice_of_its_own(mock_mcs):
+    """A second purge while a device is away raises the notice it holds, but not one the client
+    was written already (unacknowledged when its connection went): that one is written again
+    with the same bytes, and a new notice tells of what was lost after it."""
+    android_id, security_token = raw_checkin(mock_mcs.base_url)
+    token = raw_register(mock_mcs.base_url, android_id, security_token, app=APP_A, sender=SENDER_A)
+
+    def totals(body):
+        f = pb_fields(body)
+        pairs = dict((p[1][0].decode(), p[2][0].decode()) for p in (pb_fields(a) for a in f.get(7, [])))
+        return f[9][0].decode(), pairs.get("total_deleted")
+
+    for i in range(101):
+        assert legacy_send(mock_mcs, {"to": token, "data": {"i": str(i)}})["success"] == 1
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        tag, body = conn.packet()
+        assert tag == TAG_DATA, tag
+        first, total = totals(body)
+        assert total == "101", total
+    finally:
+        conn.close()
+    wait_entry(mock_mcs, token, first, "pending")
+    for i in range(101):
+        assert legacy_send(mock_mcs, {"to": token, "data": {"j": str(i)}})["success"] == 1
+    notices = [e for e in mock_mcs.inbox(token, status="pending") if e.get("message_type") == "deleted_messages"]
+    assert [(e["message_id"], e["total_deleted"]) for e in notices] == [(first, 101), (notices[-1]["message_id"], 101)], notices
+    conn = raw_login(mock_mcs, android_id, security_token)
+    try:
+        got = [totals(conn.packet()[1]) for _ in range(2)]
+        assert got == [(first, "101"), (notices[-1]["message_id"], "101")], got
     finally:
         conn.close()
 
