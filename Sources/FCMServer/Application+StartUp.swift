@@ -1,7 +1,9 @@
+import CCS
 import FCMModel
 import Platform
 import RoomKit
 import TLS
+import XMPPServer
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -56,6 +58,26 @@ extension Application {
             return false
         } catch {
             return error.code == EADDRINUSE
+        }
+    }
+
+    /// The XMPP listener on `--xmpp-port`. A run that picks its other ports (`--http-port 0`, say)
+    /// and leaves the XMPP port to its default takes a free one when the default is in use
+    /// (another fcm-mock started the same way): the started line names it, and a warning says so.
+    static func openXMPP(_ c: Configuration, tls: TLSCredentials?, delegate: CCS, log: Log) throws(SocketError) -> XMPPServer {
+        func open(_ port: Int) throws(SocketError) -> XMPPServer {
+            try XMPPServer(host: c.host, port: port, tls: tls, loginTimeout: c.xmppLoginTimeout, stanzaTimeout: c.xmppStanzaTimeout,
+                           maxConnections: c.xmppMaxConnections, delegate: delegate)
+        }
+        do {
+            return try open(c.xmppPort)
+        } catch {
+            let picksPorts = c.httpPort == 0 || c.httpsPort == 0 || c.mcsPort == 0
+            guard error.code == EADDRINUSE, !c.xmppPortGiven, picksPorts else { throw error }
+            let xmpp = try open(0)
+            log.warning("the default XMPP port is in use: listening on another (give --xmpp-port to choose)",
+                        [("default", "\(c.host):\(c.xmppPort)"), ("xmpp", "\(c.host):\(xmpp.port)")])
+            return xmpp
         }
     }
 

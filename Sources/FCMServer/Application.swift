@@ -138,9 +138,7 @@ public final class Application: Sendable {
             temporaryCA = madeCA
             let xmpp: XMPPServer
             do {
-                xmpp = try XMPPServer(host: c.host, port: c.xmppPort, tls: c.xmppTLS ? tls : nil,
-                                      loginTimeout: c.xmppLoginTimeout, stanzaTimeout: c.xmppStanzaTimeout,
-                                      maxConnections: c.xmppMaxConnections, delegate: ccs)
+                xmpp = try Self.openXMPP(c, tls: c.xmppTLS ? tls : nil, delegate: ccs, log: log)
             } catch {
                 // The HTTP listeners open after this one: a port of theirs that is taken too is
                 // named now, so one run tells everything that is in the way.

@@ -7,6 +7,8 @@ public struct Configuration: Sendable {
     public var host = "127.0.0.1"
     public var httpPort = 8080
     public var xmppPort = 5235
+    /// `--xmpp-port` (or its variable) was given: the port is the caller's, never another.
+    public var xmppPortGiven = false
     public var dbPath = "./data/fcm-mock.sqlite"
     /// `--store-max-pages`: the store file may hold at most this many pages (a test aid that
     /// fills the store like a full disk); nil: no cap.
@@ -147,6 +149,7 @@ extension Configuration {
         ServeOption(flag: "--xmpp-port", value: "PORT", environment: "FCM_MOCK_XMPP_PORT", defaultText: "5235",
                     help: "XMPP (CCS) port (0 picks a free port)") { c, v, n throws(ConfigurationError) in
             c.xmppPort = try port(v, n)
+            c.xmppPortGiven = true
         },
         ServeOption(flag: "--host", value: "ADDRESS", environment: "FCM_MOCK_HOST", defaultText: "127.0.0.1",
                     help: "address both listeners bind (0.0.0.0 for every interface)") { c, v, _ throws(ConfigurationError) in

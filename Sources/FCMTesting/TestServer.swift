@@ -74,11 +74,12 @@ public final class BinaryServer {
     /// `listening` line. `maxOpenFiles` lowers the process's descriptor limit (`ulimit -n`);
     /// `maxFileBytes` the size any file it writes may reach (`RLIMIT_FSIZE`: a write past it
     /// fails with EFBIG, as on a full disk).
+    /// `pickXMPPPort` false leaves the XMPP port to the server's default when `arguments` give none.
     public init(arguments: [String], environment: [String: String]? = nil, maxOpenFiles: Int? = nil,
-                maxFileBytes: Int? = nil, timeout: TimeInterval = 20) throws {
+                maxFileBytes: Int? = nil, timeout: TimeInterval = 20, pickXMPPPort: Bool = true) throws {
         var args = ["serve"]
         if !arguments.contains("--http-port") { args += ["--http-port", "0"] }
-        if !arguments.contains("--xmpp-port") { args += ["--xmpp-port", "0"] }
+        if pickXMPPPort && !arguments.contains("--xmpp-port") { args += ["--xmpp-port", "0"] }
         args += arguments
         let p = Process()
         if let maxOpenFiles {

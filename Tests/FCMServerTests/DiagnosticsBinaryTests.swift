@@ -101,6 +101,24 @@ final class DiagnosticsBinaryTests: XCTestCase {
                        + "--http-port N, or --http-port 0 --xmpp-port 0 to pick free ports\n")
     }
 
+    /// A run that picks its ports (`--http-port 0`) and leaves XMPP's to its default takes a free
+    /// one when 5235 is in use (another server started the same way), and says so; a port given
+    /// is never replaced.
+    func testATakenDefaultXMPPPortIsReplacedWhenTheRunPicksItsPorts() throws {
+        // 5235 taken here, or by whoever has it already.
+        let holder = try? ListenSocket.open(host: "127.0.0.1", port: 5235)
+        defer { if let holder { close(holder.0) } }
+        let s = try BinaryServer(arguments: ["--db", ":memory:"], pickXMPPPort: false)
+        defer { s.stop() }
+        XCTAssertNotEqual(s.xmppPort, 5235)
+        let err = String(decoding: s.takeStderr(waitingFor: "default XMPP port"), as: UTF8.self)
+        XCTAssertTrue(err.contains("the default XMPP port is in use: listening on another (give --xmpp-port to choose)"), err)
+        XCTAssertTrue(err.contains("xmpp=127.0.0.1:\(s.xmppPort)"), err)
+        let given = try runBinary(["serve", "--http-port", "0", "--xmpp-port", "5235", "--db", ":memory:"])
+        XCTAssertEqual(given.status, 2)
+        XCTAssertTrue(given.stderr.contains("cannot listen on 127.0.0.1:5235 for XMPP (--xmpp-port)"), given.stderr)
+    }
+
     /// A taken HTTPS port is named with its flag, and the way to free ports names it too; a
     /// second server on the same store names the HTTPS port among the taken ones.
     func testABusyHTTPSPortIsNamedWithItsFlag() throws {
