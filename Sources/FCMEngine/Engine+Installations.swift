@@ -224,6 +224,16 @@ extension Engine {
         return device
     }
 
+    /// Whether `auth` is a live auth token of an installation of `project`: who calls is checked
+    /// before what the call carries (401 before 400, as Google answers).
+    public func fcmAuthenticate(project: String, auth: String) throws(FirebaseRefusal) {
+        let now = clock.nowMillis()
+        try state.withLock { s throws(FirebaseRefusal) in
+            guard let p = s.project(named: project) else { throw .unknownProject }
+            if case .failure(let e) = installation(auth: auth, project: p, now: now, state: s) { throw e }
+        }
+    }
+
     /// An FCM registration by token, for its installation's auth token.
     public func fcmRegistration(project: String, auth: String, token: String) throws(FirebaseRefusal) -> (Device, WebPushSubscription) {
         let now = clock.nowMillis()

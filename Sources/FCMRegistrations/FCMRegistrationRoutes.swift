@@ -97,7 +97,7 @@ public struct FCMRegistrationRoutes: Sendable {
 
     /// `POST /v1/projects/{project}/registrations`.
     public func createRegistration(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        respond(r, p, responder, surface: "registrations") { project, body throws(Refusal) in
+        respond(r, p, responder, surface: "registrations", authenticate: installationCaller(r)) { project, body throws(Refusal) in
             let auth = try Self.installationAuth(r)
             guard let web = body?["web"]?.objectValue else { throw .argument("web is required") }
             let (registration, subscription) = try Self.web(web)
@@ -108,9 +108,18 @@ public struct FCMRegistrationRoutes: Sendable {
         }
     }
 
+    /// The check of a registrations call's caller: a live auth token of an installation of the
+    /// path's project.
+    func installationCaller(_ r: HTTPRequest) -> (_ project: String) throws(Refusal) -> Void {
+        { [engine] project throws(Refusal) in
+            let auth = try Self.installationAuth(r)
+            try Self.mapped { () throws(FirebaseRefusal) in try engine.fcmAuthenticate(project: project, auth: auth) }
+        }
+    }
+
     /// `GET`, `PATCH` (`{"web":{…}}`) and `DELETE` (`{}`) of `…/registrations/{token}`.
     public func registration(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder) {
-        respond(r, p, responder, surface: "registrations") { project, body throws(Refusal) in
+        respond(r, p, responder, surface: "registrations", authenticate: installationCaller(r)) { project, body throws(Refusal) in
             let auth = try Self.installationAuth(r)
             // As sent, or percent-encoded (a token's `:` as `%3A`).
             guard let token = try? decode(p["token"] ?? "") else { throw .argument("bad percent-encoding in path") }
@@ -188,7 +197,9 @@ public struct FCMRegistrationRoutes: Sendable {
     /// Answers a call on `surface` as a fault naming it says (`when.path` its pattern,
     /// `/v1/projects/*/installations`, or as this call names it, with its project; `when.sender_id`
     /// the project's), else with `answer`.
+    /// `authenticate`: who calls, checked before the body is read (401 before 400, as Google).
     func respond(_ r: HTTPRequest, _ p: PathParams, _ responder: HTTPResponder, surface: String,
+                 authenticate: ((_ project: String) throws(Refusal) -> Void)? = nil,
                  _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) {
         let project = String(p["project"] ?? "")
         let known = engine.project(named: project)
@@ -201,13 +212,13 @@ public struct FCMRegistrationRoutes: Sendable {
             var answer = Self.error(code, Self.statusName(code), fault?.detail ?? "")
             if let retry { answer.headers.append(("Retry-After", String(retry))) }
             return answer
-        }, error: { _ in Self.error(500, "INTERNAL", fault?.detail ?? "") }, otherwise: { answer(r, project: project, known: known != nil, make) })
+        }, error: { _ in Self.error(500, "INTERNAL", fault?.detail ?? "") }, otherwise: { answer(r, project: project, known: known != nil, authenticate: authenticate, make) })
     }
 
     /// The API key (any non-empty one: the mock has no API keys), the project (`known`: the mock
     /// has it), the body as JSON whatever its content type (firebase-messaging sends
     /// `text/plain`), then `make`.
-    func answer(_ r: HTTPRequest, project: String, known: Bool,
+    func answer(_ r: HTTPRequest, project: String, known: Bool, authenticate: ((_ project: String) throws(Refusal) -> Void)? = nil,
                 _ make: (_ project: String, _ body: JSONObject?) throws(Refusal) -> String) -> HTTPResponse {
         do throws(Refusal) {
             let key = r.header("x-goog-api-key") ?? r.rawQuery.first { $0.0 == "key" }?.1
@@ -215,6 +226,7 @@ public struct FCMRegistrationRoutes: Sendable {
                 throw .status(403, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.")
             }
             guard known else { throw .status(404, "NOT_FOUND", "Requested entity was not found.") }
+            try authenticate?(project)
             var body: JSONObject?
             if !r.body.isEmpty {
                 guard !r.bodyTooLarge, let v = try? JSONParser.parse(r.body) else { throw .argument("the body is not JSON") }

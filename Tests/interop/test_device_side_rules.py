@@ -161,6 +161,12 @@ def test_registrations_refuse_as_google_does(mock_mcs):
     rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), headers=API, timeout=10), 401, "UNAUTHENTICATED")
     rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), timeout=10,
                             headers={**API, "x-goog-firebase-installations-auth": "no-such-token"}), 401, "UNAUTHENTICATED")
+    # Who calls comes first: a bad body from an unknown installation is still 401, as Google answers.
+    for body in ({"web": {"p256dh": "x", "auth": "y", "endpoint": "z"}}, "{not json"):
+        rpc_error(requests.post(registrations(mock_mcs), timeout=10, **({"json": body} if isinstance(body, dict) else {"data": body}),
+                                headers={**API, "x-goog-firebase-installations-auth": "no-such-token"}), 401, "UNAUTHENTICATED")
+    rpc_error(requests.patch(registrations(mock_mcs) + "/any-token", data="{not json", timeout=10,
+                             headers={**API, "x-goog-firebase-installations-auth": "no-such-token"}), 401, "UNAUTHENTICATED")
     # An installation of another project.
     _, _, auth_b = install(mock_mcs, PROJECT_B)
     rpc_error(requests.post(registrations(mock_mcs), json=web(endpoint), timeout=10,
