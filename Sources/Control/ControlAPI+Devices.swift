@@ -9,6 +9,7 @@ extension ControlAPI {
     /// `GET /api/v1/devices`.
     public func devices(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let q = c.query
+        try q.allowOnly(Self.deviceListParameters)
         let state: DeviceState?
         if let s = q["state"] {
             guard let st = DeviceState(rawValue: s) else { throw .badRequest("state must be registered, unregistered or refreshed") }
@@ -37,6 +38,10 @@ extension ControlAPI {
         // Devices are counted in memory: the total is exact (10,000 devices: a fraction of a millisecond).
         return ok(try Self.flag(q, "total") ? Render.withTotal(list, total: found.total, cap: Int.max) : list)
     }
+
+    static let deviceListParameters: Set<String> = ["sender_id", "app", "state", "topic", "q", "total", "client_kind", "client_id",
+                                                     "connected", "apns_token", "web_push_id", "limit", "cursor"]
+    static let inboxParameters: Set<String> = ["status", "wait", "min", "order", "limit", "cursor"]
 
     /// `?client_kind=`, `?client_id=`, `?connected=`: real clients' devices (docs/real-clients.md;
     /// `client_kind=any`: every real client's, as for messages).
@@ -160,6 +165,7 @@ extension ControlAPI {
     /// `GET /api/v1/devices/{token}/messages`: the inbox, a long poll with `?wait=`.
     public func inbox(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let q = c.query
+        try q.allowOnly(Self.inboxParameters)
         let waitS = try q.double("wait") ?? 0
         guard (0...60).contains(waitS) else { throw .badRequest("wait must be 0 to 60 seconds") }
         let min = try q.int("min") ?? 1

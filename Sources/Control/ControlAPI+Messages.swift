@@ -11,6 +11,7 @@ extension ControlAPI {
     /// `GET /api/v1/messages`.
     public func messages(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {
         let q = c.query
+        try q.allowOnly(Self.messageListParameters)
         var f = MessageFilter()
         f.senderID = q["sender_id"]
         f.token = q["token"]
@@ -52,6 +53,12 @@ extension ControlAPI {
         }
         return nil
     }
+
+    static let messageListParameters: Set<String> = {
+        let filters = ["sender_id", "token", "topic", "transport", "status", "error", "app", "text"]
+        return Set(filters + filters.map { "not_" + $0 } + ["v1_name", "xmpp_message_id", "since", "until", "client_kind", "recipients",
+                                                            "recipient_counts", "total", "limit", "cursor"])
+    }()
 
     /// `GET /api/v1/messages/{id}`, with `recipients=N` as on the list.
     public func message(_ c: ControlCall) throws(ControlError) -> HTTPResponse? {

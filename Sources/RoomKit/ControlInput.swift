@@ -15,6 +15,15 @@ public struct Query: Sendable {
         }
     }
 
+    /// Refuses a query naming anything but `names` (and the control token's `access_token`): a
+    /// filter this call does not have, or a misspelt one, would otherwise be passed over and
+    /// the answer read as filtered.
+    public func allowOnly(_ names: Set<String>) throws(ControlError) {
+        let unknown = values.keys.filter { !names.contains($0) && $0 != "access_token" }.sorted()
+        guard let first = unknown.first else { return }
+        throw .badRequest("unknown query parameter '\(first)': this call takes \(names.sorted().joined(separator: ", "))")
+    }
+
     /// Whether `?name=true` (or a bare `?name`) is in the raw query.
     public static func flag(_ raw: [(String, String?)], _ name: String) -> Bool {
         raw.contains { $0.0 == name && ($0.1 == nil || $0.1 == "true" || $0.1 == "1") }

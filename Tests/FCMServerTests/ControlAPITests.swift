@@ -34,6 +34,15 @@ final class ControlAPITests: ServerTestCase {
         XCTAssertEqual(try client.get("/api/v1/messages?limit=1001").status, 400)
         XCTAssertEqual(try client.get("/api/v1/messages?cursor=abc").status, 400)
         XCTAssertEqual(try client.get("/api/v1/messages/not-an-id").status, 404)
+        // A filter the list does not have (or a misspelt one) is refused, not passed over.
+        for (path, name) in [("/api/v1/devices?platform=ios", "platform"), ("/api/v1/devices?online=false", "online"),
+                             ("/api/v1/messages?staus=pending", "staus"), ("/api/v1/devices/a1/messages?stauts=pending", "stauts")] {
+            let r = try client.get(path)
+            XCTAssertEqual(r.status, 400, path)
+            XCTAssertTrue(r.text.contains("unknown query parameter '\(name)': this call takes "), r.text)
+        }
+        XCTAssertEqual(try client.get("/api/v1/devices?state=registered&not_a_filter=&limit=5").status, 400)
+        XCTAssertEqual(try client.get("/api/v1/messages?not_status=pending&text=x&limit=5").status, 200)
     }
 
     func testProjects() throws {
