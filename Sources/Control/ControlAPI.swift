@@ -45,7 +45,9 @@ public struct ControlAPI: Sendable {
         do throws(ControlError) {
             if r.bodyTooLarge { throw .payloadTooLarge("request body is too large") }
             if let controlToken, !Self.openPaths.contains(r.path), !Self.authorized(r, controlToken) {
-                throw .unauthorized("this server needs Authorization: Bearer <control token>")
+                let given = r.header("authorization") != nil || (try? Query(r.rawQuery))?["access_token"] != nil
+                throw .unauthorized(given ? "the control token given is not this server's (Authorization: Bearer <control token>)"
+                                          : "this server needs Authorization: Bearer <control token>")
             }
             let query = try Query(r.rawQuery)
             let call = ControlCall(request: r, query: query, path: try params.decoded(), responder: responder)
@@ -74,12 +76,17 @@ public struct ControlAPI: Sendable {
     /// the web page's address can carry).
     /// The web page itself takes `?token=SECRET` (`queryName`).
     static func authorized(_ r: HTTPRequest, _ token: String, queryName: String = "access_token") -> Bool {
-        if r.header("authorization") == "Bearer " + token { return true }
+        // The scheme's name in any case (RFC 9110 §11.1), the token exactly.
+        if let h = r.header("authorization"), h.utf8.count == 7 + token.utf8.count, h.lowercased().hasPrefix("bearer "),
+           h.utf8.dropFirst(7).elementsEqual(token.utf8) { return true }
         return (try? Query(r.rawQuery))?[queryName] == token
     }
 
     static func errorResponse(_ error: ControlError) -> HTTPResponse {
-        HTTPResponse(status: error.status, contentType: ContentType.json, body: Render.error(error))
+        var r = HTTPResponse(status: error.status, contentType: ContentType.json, body: Render.error(error))
+        // A 401 names the scheme it wants (RFC 9110 §11.6.1).
+        if error.status == 401 { r.headers.append(("WWW-Authenticate", "Bearer realm=\"fcm-mock control API\"")) }
+        return r
     }
 
     /// A list the engine holds in memory, paged like every list (`limit`, `cursor`): the cursor

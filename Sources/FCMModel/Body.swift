@@ -28,10 +28,16 @@ public struct Body {
         return b
     }
 
+    /// A whole number, also written with a fraction or an exponent (`3600.0`, `1e3`: what a
+    /// test computing seconds in floating point sends); `1.5` is refused.
     public func int(_ k: String) throws(EngineError) -> Int64? {
         guard let v = object[k], !v.isNull else { return nil }
-        guard let n = v.numberValue, n.isInteger, let i = n.int64 else { throw .badRequest("\(path)\(k) must be an integer") }
-        return i
+        guard let n = v.numberValue else { throw .badRequest("\(path)\(k) must be an integer") }
+        if let i = n.int64 { return i }
+        guard !n.isInteger, let d = Double(n.text), d.rounded() == d, abs(d) < 9.0e15 else {
+            throw .badRequest("\(path)\(k) must be an integer")
+        }
+        return Int64(d)
     }
 
     public func array(_ k: String) throws(EngineError) -> [JSONValue]? {

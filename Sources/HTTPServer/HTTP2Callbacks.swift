@@ -178,7 +178,11 @@ extension HTTP2Connection {
             fields.append((name, v))
         }
         let hasBody: Bool
-        if let stream = r.stream {
+        if s.method == "HEAD" {
+            // The head of the answer a GET would have had: its length, no body.
+            if let stream = r.stream { stream.released() } else { fields.append(("content-length", String(r.body.count))) }
+            hasBody = false
+        } else if let stream = r.stream {
             s.body = stream
             let connection = self
             stream.state.withLock { $0.wake = { connection.post(.resume(id)) } }

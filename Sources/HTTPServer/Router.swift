@@ -179,7 +179,8 @@ extension RouteTable {
 }
 
 extension RouteTable.Entry {
-    func accepts(_ m: String) -> Bool { method == "*" || method == m }
+    /// A HEAD request takes a GET route: the same answer's head, without its body (RFC 9110 §9.3.2).
+    func accepts(_ m: String) -> Bool { method == "*" || method == m || (method == "GET" && m == "HEAD") }
 }
 
 /// One compiled path pattern (see `Router` and `RouteTable`).

@@ -27,7 +27,10 @@ final class RouterTests: XCTestCase {
         let cases: [(String, String, String, [String])] = [
             ("GET", "/fcm/send", "send-get", []),
             ("POST", "/fcm/send", "send", []),
-            ("HEAD", "/fcm/send", "send", []),
+            // HEAD takes the GET route (its answer's head, RFC 9110 §9.3.2).
+            ("HEAD", "/fcm/send", "send-get", []),
+            ("HEAD", "/a/tok", "a", ["tok"]),
+            ("HEAD", "/v/1/m:send", "404", []),
             ("POST", "/fcm/send/", "404", []),
             ("POST", "/fcm//send", "404", []),
             ("POST", "/x:verb", "literal-colon", []),

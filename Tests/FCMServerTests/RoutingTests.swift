@@ -200,10 +200,16 @@ final class RoutingTests: XCTestCase {
             HTTP/1.1 401 Unauthorized
             Connection: close
             Content-Type: application/json; charset=UTF-8
+            WWW-Authenticate: Bearer realm="fcm-mock control API"
             Content-Length: 101
 
             \(unauthorized)
             """)
+        // The scheme's name in any case; a wrong token is told apart from a missing one.
+        XCTAssertTrue(try Self.exchange(s.port, "GET", "/api/v1/devices", headers: [("Authorization", "bearer s3cret")])
+            .hasPrefix("HTTP/1.1 200 OK"))
+        let wrong = try Self.exchange(s.port, "GET", "/api/v1/devices", headers: [("Authorization", "Bearer s3crets")])
+        XCTAssertTrue(wrong.hasPrefix("HTTP/1.1 401 ") && wrong.contains("the control token given is not this server's"), wrong)
         // /api/v1/health is open, whatever the method.
         XCTAssertEqual(try Self.exchange(s.port, "POST", "/api/v1/health"), """
             HTTP/1.1 404 Not Found

@@ -160,6 +160,19 @@ final class StorageTests: ServerTestCase {
         XCTAssertEqual(try client.post("/api/v1/clock", #"{"reset":true}"#).status, 200)
     }
 
+    /// Seconds computed in floating point (`timedelta(hours=1).total_seconds()` is 3600.0) are
+    /// taken when whole; a fraction is refused.
+    func testClockAdvanceTakesAWholeNumberWrittenAsAFraction() throws {
+        defer { _ = try? client.post("/api/v1/clock", #"{"reset":true}"#) }
+        XCTAssertNil(singleError(try client.sendJSON(#"{"to":"a-offline","time_to_live":3000,"data":{"n":"1"}}"#)))
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":3600.0}"#).status, 200)
+        XCTAssertEqual(try inbox("a-offline").last?["status"]?.stringValue, "expired")
+        XCTAssertEqual(try client.post("/api/v1/clock", #"{"advance_s":1e3}"#).status, 200)
+        let half = try client.post("/api/v1/clock", #"{"advance_s":1.5}"#)
+        XCTAssertEqual(half.status, 400)
+        XCTAssertTrue(half.text.contains("advance_s must be an integer"), half.text)
+    }
+
     func testStateSurvivesARestartOfTheEngine() throws {
         let dir = try temporaryDirectory("storage")
         let first = try TestServer(fixtures: [errorTableFixture], db: dir + "/s.sqlite")

@@ -26,6 +26,24 @@ final class HTTP2FramingTests: XCTestCase {
         }
     }
 
+    /// A HEAD answer is the head alone: its fields with the length the body would have, the
+    /// stream ended on HEADERS, no DATA (RFC 9110 §9.3.2).
+    func testAHeadAnswerHasItsLengthAndNoBody() throws {
+        let server = try start(Self.echo)
+        defer { server.stop() }
+        let c = try H2RawClient(port: server.port)
+        c.sendRequest(1, "HEAD", "/h")
+        var others: [H2RawClient.Frame] = []
+        let a = try XCTUnwrap(c.collect([1], others: &others)[1])
+        XCTAssertEqual(a.status, 200)
+        XCTAssertEqual(a.headers.first { $0.0 == "content-length" }?.1, String("HEAD /h  localhost ".utf8.count))
+        XCTAssertTrue(a.body.isEmpty)
+        XCTAssertFalse(others.contains { $0.type == H2RawClient.data && $0.stream == 1 })
+        // The connection goes on.
+        c.sendRequest(3, "GET", "/g")
+        XCTAssertEqual(c.collect([3])[3]?.text, "GET /g  localhost ")
+    }
+
     func testManyConcurrentStreamsEachGetTheirOwnAnswer() throws {
         let server = try start(Self.echo)
         defer { server.stop() }
