@@ -22,21 +22,10 @@ final class ControlAPITests: ServerTestCase {
     /// the GET answer, its length and no body, over HTTP/1.1 (HTTP/2: HTTPServerTests).
     func testHeadAnswersTheGETsHeadWithoutItsBody() throws {
         for path in ["/readyz", "/livez", "/api/v1/health"] {
-            let fd = try connectLoopback(port: server.port)
-            defer { close(fd) }
-            let request = Array("HEAD \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
-            XCTAssertEqual(send(fd, request, request.count, Int32(MSG_NOSIGNAL)), request.count)
-            var answer: [UInt8] = []
-            var buf = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = recv(fd, &buf, buf.count, 0)
-                if n <= 0 { break }
-                answer += buf[0..<n]
-            }
-            let text = String(decoding: answer, as: UTF8.self)
+            let text = try RoutingTests.exchange(server.port, "HEAD", path)
             XCTAssertTrue(text.hasPrefix("HTTP/1.1 200 "), text)
-            XCTAssertTrue(text.hasSuffix("\r\n\r\n"), "no body: \(text)")
-            let length = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            XCTAssertTrue(text.hasSuffix("\n\n"), "no body: \(text)")
+            let length = text.split(separator: "\n").first { $0.lowercased().hasPrefix("content-length:") }
             XCTAssertNotEqual(length.map { $0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces) }, "0", text)
         }
     }
