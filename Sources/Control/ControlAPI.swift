@@ -77,7 +77,8 @@ public struct ControlAPI: Sendable {
     /// The web page itself takes `?token=SECRET` (`queryName`).
     static func authorized(_ r: HTTPRequest, _ token: String, queryName: String = "access_token") -> Bool {
         // The scheme's name in any case (RFC 9110 §11.1), the token exactly.
-        if let h = r.header("authorization"), h.utf8.count == 7 + token.utf8.count, h.lowercased().hasPrefix("bearer "),
+        if let h = r.header("authorization"), h.utf8.count == 7 + token.utf8.count,
+           h.utf8.prefix(6).map({ $0 | 0x20 }).elementsEqual("bearer".utf8), h.utf8.dropFirst(6).first == UInt8(ascii: " "),
            h.utf8.dropFirst(7).elementsEqual(token.utf8) { return true }
         return (try? Query(r.rawQuery))?[queryName] == token
     }

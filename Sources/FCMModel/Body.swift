@@ -28,16 +28,40 @@ public struct Body {
         return b
     }
 
-    /// A whole number, also written with a fraction or an exponent (`3600.0`, `1e3`: what a
-    /// test computing seconds in floating point sends); `1.5` is refused.
+    /// A whole number, also written with a fraction or an exponent (`3600.0`, `3.6e3`: what a
+    /// test computing seconds in floating point sends); `1.5` (or `3600.0000001`) is refused.
     public func int(_ k: String) throws(EngineError) -> Int64? {
         guard let v = object[k], !v.isNull else { return nil }
-        guard let n = v.numberValue else { throw .badRequest("\(path)\(k) must be an integer") }
-        if let i = n.int64 { return i }
-        guard !n.isInteger, let d = Double(n.text), d.rounded() == d, abs(d) < 9.0e15 else {
-            throw .badRequest("\(path)\(k) must be an integer")
+        guard let n = v.numberValue, let i = n.int64 ?? Self.whole(n.text) else { throw .badRequest("\(path)\(k) must be an integer") }
+        return i
+    }
+
+    /// The value of a JSON number's text when it is whole and fits in `Int64`, decided on its
+    /// decimal digits (never through a `Double`, which would round `3600.0000000000001` to 3600).
+    static func whole(_ text: String) -> Int64? {
+        var t = Substring(text)
+        let negative = t.first == "-"
+        if negative { t = t.dropFirst() }
+        var exponent = 0
+        if let e = t.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            guard let x = Int(t[t.index(after: e)...].drop { $0 == "+" }), abs(x) < 100 else { return nil }
+            exponent = x
+            t = t[..<e]
         }
-        return Int64(d)
+        let parts = t.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count <= 2 else { return nil }
+        let fraction = parts.count == 2 ? parts[1] : ""
+        var digits = Array((parts[0] + fraction).drop { $0 == "0" })
+        let shift = exponent - fraction.count
+        if shift >= 0 {
+            digits += Array(repeating: "0", count: digits.isEmpty ? 0 : shift)
+        } else {
+            let cut = min(-shift, digits.count)
+            guard digits.suffix(cut).allSatisfy({ $0 == "0" }) else { return nil }
+            digits.removeLast(cut)
+        }
+        guard digits.count <= 19, let magnitude = Int64(digits.isEmpty ? "0" : String(digits)) else { return nil }
+        return negative ? -magnitude : magnitude
     }
 
     public func array(_ k: String) throws(EngineError) -> [JSONValue]? {

@@ -128,7 +128,7 @@ public struct FCMRegistrationRoutes: Sendable {
                 try engine.fcmRegistration(project: project, auth: auth, token: token)
             }
             switch r.method {
-            case "GET":
+            case "GET", "HEAD":
                 // The object as the client last sent it (a store from before kept only the keys).
                 let asSent = device.client?.web.flatMap { try? JSONParser.parse($0) }
                 return Self.registration(token: device.token, projectID: projectID, web: asSent ?? Self.webJSON(sub))

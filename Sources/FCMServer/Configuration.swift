@@ -147,7 +147,7 @@ extension Configuration {
             c.httpPort = try port(v, n)
         },
         ServeOption(flag: "--xmpp-port", value: "PORT", environment: "FCM_MOCK_XMPP_PORT", defaultText: "5235",
-                    help: "XMPP (CCS) port (0 picks a free port)") { c, v, n throws(ConfigurationError) in
+                    help: "XMPP (CCS) port (0 picks a free port; not given while another port is 0: a free one when 5235 is taken)") { c, v, n throws(ConfigurationError) in
             c.xmppPort = try port(v, n)
             c.xmppPortGiven = true
         },

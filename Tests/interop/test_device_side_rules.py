@@ -189,6 +189,8 @@ def test_registrations_refuse_as_google_does(mock_mcs):
     assert made["name"] == f"projects/{PROJECT_A}/registrations/{made['token']}", made
     got = requests.get(registrations(mock_mcs) + "/" + made["token"], headers=fis, timeout=10)
     assert got.status_code == 200 and got.json() == made, got.text
+    head = requests.head(registrations(mock_mcs) + "/" + made["token"], headers=fis, timeout=10)
+    assert head.status_code == 200 and head.content == b"" and head.headers["Content-Length"] == str(len(got.content)), head
 
 
 def test_a_patch_onto_a_connected_subscription_writes_what_the_registration_held(mock_mcs):

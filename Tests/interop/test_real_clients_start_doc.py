@@ -31,11 +31,14 @@ def test_the_start_recipe_starts_twice_and_names_the_ca():
     binary = os.path.abspath(os.environ.get("FCM_MOCK_BIN", ".build/release/fcm-mock"))
     argv = serve.split()
     argv[0] = binary
+    # The block as a reader runs it: no FCM_MOCK_* variable of this run's (one naming the XMPP
+    # port would make it the caller's).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FCM_MOCK_")}
     procs = []
     try:
         seen = []
         for _ in range(2):
-            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
             procs.append(p)
             line = p.stdout.readline()
             assert line.startswith("listening "), line
@@ -43,7 +46,7 @@ def test_the_start_recipe_starts_twice_and_names_the_ca():
             assert set(got) == {"http", "xmpp", "https", "mcs"}, line
             seen.append(got)
         assert seen[0]["xmpp"] != seen[1]["xmpp"], seen
-        out = subprocess.run(["bash", "-c", ca_line + '\nprintf %s "$CA"'], env={**os.environ, "H": seen[1]["http"]},
+        out = subprocess.run(["bash", "-c", ca_line + '\nprintf %s "$CA"'], env={**env, "H": seen[1]["http"]},
                              capture_output=True, text=True, timeout=20)
         assert out.returncode == 0, out.stderr
         assert pathlib.Path(out.stdout).read_text().startswith("-----BEGIN CERTIFICATE-----"), out.stdout
