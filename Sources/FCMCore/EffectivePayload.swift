@@ -90,6 +90,23 @@ public enum EffectivePayload {
         ])
     }
 
+    /// The collapse key and priority of the device's own form, `effective` (what `payload`
+    /// gives, or a room's own form of it): an Android device's as its form says; an iPhone's from
+    /// its APNs headers (`apns-collapse-id`; `apns-priority` 10 is high); a browser's from its
+    /// Web Push headers (`Topic`; `Urgency` high is high). Nil for a form of no platform.
+    public static func entryOptions(_ effective: JSONObject) -> (collapseKey: String?, priority: String?)? {
+        func header(_ block: String, _ name: String) -> String? {
+            guard let headers = effective[block]?.objectValue?["headers"]?.objectValue else { return nil }
+            return headers.members.first { $0.key.lowercased() == name }?.value.stringValue
+        }
+        switch effective["platform"]?.stringValue {
+        case "android": return (effective["collapse_key"]?.stringValue, effective["priority"]?.stringValue)
+        case "ios": return (header("apns", "apns-collapse-id"), header("apns", "apns-priority") == "10" ? "high" : "normal")
+        case "web": return (header("webpush", "topic"), header("webpush", "urgency")?.lowercased() == "high" ? "high" : "normal")
+        default: return nil
+        }
+    }
+
     // MARK: - Helpers shared by the platform forms
 
     /// `base` with every member of `over` set on it (a shallow overlay); nil when both are nil.

@@ -129,9 +129,11 @@ public struct SendRequest: Sendable {
     /// APNs credential does not matter.
     public var goesThroughAPNs: Bool { notification != nil || options.contentAvailable }
 
-    /// Notification messages default to high priority, data messages to normal (seeds Table 1).
+    /// Notification messages default to high priority, data messages to normal (seeds Table 1);
+    /// a v1 message whose notification is only in its android block is a notification message
+    /// to an Android device.
     public var effectivePriority: Priority {
-        options.priority ?? (notification != nil ? .high : .normal)
+        options.priority ?? (notification != nil || platforms?.android?["notification"]?.objectValue != nil ? .high : .normal)
     }
 }
 

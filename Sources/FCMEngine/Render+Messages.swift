@@ -136,8 +136,13 @@ extension Render {
         } else if e.realClient {
             w.key("client_delivery"); w.null()
         }
-        w.key("collapse_key"); w.value(r.collapseKey)
-        w.key("priority"); w.value(r.priority)
+        // What the device received, in its platform's form (docs/effective-payloads.md); its
+        // collapse key and priority are the entry's (an iPhone's from its APNs headers, a
+        // browser's from its Web Push headers), not those of the message's Android form.
+        let effective = effective(r, platform: e.platform, blocks: e.blocks)
+        let (collapseKey, priority) = effective.objectValue.flatMap(EffectivePayload.entryOptions) ?? (r.collapseKey, r.priority)
+        w.key("collapse_key"); w.value(collapseKey)
+        w.key("priority"); w.value(priority)
         w.key("via"); w.beginObject()
         w.key("transport"); w.value(r.transport)
         w.key("target"); w.value(r.targetKind)
@@ -150,8 +155,7 @@ extension Render {
         w.endObject()
         w.key("data"); if let d = r.data { w.raw(d) } else { w.null() }
         w.key("notification"); if let n = r.notification { w.raw(n) } else { w.null() }
-        // What the device received, in its platform's form (docs/effective-payloads.md).
-        w.key("effective"); w.value(effective(r, platform: e.platform, blocks: e.blocks))
+        w.key("effective"); w.value(effective)
         if let form = r.transport.map({ e.blocks.form($0) }), form.inboxNamesTransport {
             w.key("transport"); w.value(r.transport)
             if let name = form.inboxBlock {

@@ -80,6 +80,24 @@ final class EffectiveV1EngineTests: XCTestCase {
         XCTAssertEqual(try statuses("web-off"), ["collapsed", "expired"])
     }
 
+    /// Each entry's `collapse_key` and `priority` are its device's: the Android form's, the APNs
+    /// headers' on an iPhone, the Web Push headers' in a browser (not the Android form's on all).
+    func testAnEntrysCollapseKeyAndPriorityAreItsPlatforms() throws {
+        let offline = ["and-off", "ios-off", "web-off"]
+        try send(v1(offline, n: 1, apnsHeaders: #"{"apns-collapse-id":"game","apns-priority":"5"}"#,
+                    android: #"{"collapse_key":"score","priority":"high"}"#, webpush: #"{"headers":{"Topic":"live","Urgency":"high"}}"#))
+        let entries = try offline.map { try XCTUnwrap(try inbox($0).last) }
+        XCTAssertEqual(entries.map { $0["collapse_key"]?.stringValue }, ["score", "game", "live"])
+        XCTAssertEqual(entries.map { $0["priority"]?.stringValue }, ["high", "normal", "high"])
+        // A notification only in the android block is a notification message there: high by default.
+        var r = SendRequest(format: .json, target: .token("and-off"))
+        r.platforms = PlatformConfigs(android: object(#"{"notification":{"title":"AT"}}"#), apns: nil, webpush: nil)
+        try send(r)
+        let notified = try XCTUnwrap(try inbox("and-off").last)
+        XCTAssertEqual(notified["priority"]?.stringValue, "high")
+        XCTAssertEqual(notified["effective"]?.objectValue?["priority"]?.stringValue, "high")
+    }
+
     func testApnsExpirationZeroIsNowOrNeverForIOSOnly() throws {
         try send(v1(["and-off", "ios-off", "ios-on", "web-off"], n: 1, apnsHeaders: #"{"apns-expiration":"0"}"#))
         XCTAssertEqual(try statuses("ios-off"), ["expired"], "an offline iOS device never sees it")
