@@ -75,7 +75,12 @@ public enum EffectivePayload {
     /// ones). `priority` is spelled `normal`/`high` as everywhere in the control API.
     public static func android(_ req: SendRequest) -> JSONObject {
         let a = req.platforms?.android
-        let data = overlay(req.data, a?["data"]?.objectValue)
+        // An app reads its data as strings (`RemoteMessage.getData()`): a legacy value that is
+        // none arrives as its JSON text, as over MCS.
+        let data = overlay(req.data, a?["data"]?.objectValue).map { d in
+            d.members.allSatisfy { $0.value.stringValue != nil } ? d
+                : JSONObject(d.members.map { ($0.key, .string($0.value.stringValue ?? $0.value.serialized())) })
+        }
         let notification = overlay(req.notification, a?["notification"]?.objectValue)
         let options = deliveryOptions(req, for: .android, acceptedAtMillis: 0)
         var priority = req.options.priority ?? (notification != nil ? .high : .normal)

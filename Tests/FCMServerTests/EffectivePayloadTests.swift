@@ -71,6 +71,15 @@ final class EffectiveDeliveryTests: ServerTestCase {
                        #"{"platform":"web","webpush":{"headers":{"TTL":"3600","Topic":"score","Urgency":"high"},"data":{"score":"3x1"},"notification":\#(notification)}}"#)
     }
 
+    /// An Android app reads its data as strings: a legacy value that is none arrives as its JSON
+    /// text (as over MCS); the entry's `data` stays the request's.
+    func testLegacyDataThatIsNoStringReachesAndroidAsText() throws {
+        try multicast(["and-on"], #""data":{"k":"v","n":5,"b":true,"o":{"x":1},"nul":null}"#)
+        let entry = try XCTUnwrap(try inbox("and-on").first)
+        XCTAssertEqual(entry["effective"]?.objectValue?["data"]?.serialized(), #"{"k":"v","n":"5","b":"true","o":"{\"x\":1}","nul":"null"}"#)
+        XCTAssertEqual(entry["data"]?.serialized(), #"{"k":"v","n":5,"b":true,"o":{"x":1},"nul":null}"#)
+    }
+
     func testLegacyBackgroundPushToIOS() throws {
         try multicast(["ios-on"], #""content_available":true,"data":{"sync":"1"}"#)
         let entry = try XCTUnwrap(try inbox("ios-on").first)
