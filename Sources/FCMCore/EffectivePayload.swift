@@ -55,8 +55,9 @@ public enum EffectivePayload {
                                    ttlSeconds: ttl ?? SendOptions.defaultTimeToLive)
         case .web:
             let headers = p.webpush?["headers"]?.objectValue
+            // At most 4 weeks, as a push service keeps a message (webpush.md: a longer TTL is lowered).
             return DeliveryOptions(collapseKey: header(headers, "Topic")?.stringValue,
-                                   ttlSeconds: header(headers, "TTL").flatMap(integer).map { max(0, $0) }
+                                   ttlSeconds: header(headers, "TTL").flatMap(integer).map { min(max(0, $0), SendOptions.defaultTimeToLive) }
                                        ?? SendOptions.defaultTimeToLive)
         }
     }

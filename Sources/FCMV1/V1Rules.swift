@@ -218,6 +218,7 @@ public enum V1Rules {
     }
 
     static func checkWebpush(_ webpush: JSONObject) throws(V1RuleError) {
+        if let data = webpush["data"]?.objectValue { try checkDataKeys(data, at: "message.webpush.data") }
         if let options = webpush["fcm_options"]?.objectValue {
             if let link = options["link"]?.stringValue, !isHTTPS(link) {
                 throw V1RuleError(message: "Invalid link: \"\(V1Decoder.clip(link))\"", field: "message.webpush.fcm_options.link",

@@ -98,6 +98,13 @@ final class EffectiveV1EngineTests: XCTestCase {
         XCTAssertEqual(notified["effective"]?.objectValue?["priority"]?.stringValue, "high")
     }
 
+    /// A Web Push `TTL` over 4 weeks keeps the message 4 weeks, as a push service would.
+    func testAWebTTLOverFourWeeksKeepsFourWeeks() throws {
+        try send(v1(["web-off"], n: 1, apnsHeaders: "{}", webpush: #"{"headers":{"TTL":"9999999"}}"#))
+        let entry = try XCTUnwrap(try inbox("web-off").last)
+        XCTAssertEqual(expiresAt(entry) - acceptedAt(entry), 2_419_200_000)
+    }
+
     func testApnsExpirationZeroIsNowOrNeverForIOSOnly() throws {
         try send(v1(["and-off", "ios-off", "ios-on", "web-off"], n: 1, apnsHeaders: #"{"apns-expiration":"0"}"#))
         XCTAssertEqual(try statuses("ios-off"), ["expired"], "an offline iOS device never sees it")

@@ -129,6 +129,8 @@ final class V1ParserTests: V1ParserTestCase {
             expectInvalid(message(#""data":{"ok":"1","\#(key)":"v"}"#), "Invalid data payload key: \(key)", field: "message.data")
             expectInvalid(message(#""android":{"data":{"\#(key)":"v"}}"#), "Invalid data payload key: \(key)",
                           field: "message.android.data")
+            expectInvalid(message(#""webpush":{"data":{"\#(key)":"v"}}"#), "Invalid data payload key: \(key)",
+                          field: "message.webpush.data")
         }
         for key in ["From", "fromage", "my_google", "collapse_key", "notifications"] {
             XCTAssertNotNil(expectSend(message(#""data":{"\#(key)":"v"}"#)), key)
