@@ -213,6 +213,11 @@ def test_search_prefixes_chips_and_url(mock, seeded, page):
         assert prefix in page.eval("document.getElementById('search-help').textContent"), prefix
     key(page, "Escape", "Escape", 27)
     assert not page.visible("#search-help")
+    # A registration token may start with "-" and holds a ":": typed whole it is the token, not
+    # an exclusion of a word (`-token:` excludes one).
+    dash = "-" + "A" * 21 + ":APA91b" + "x" * 40
+    assert json.loads(page.eval(f"JSON.stringify(fcm.search.apply({{}}, {js(dash)}))")) == {"device": dash}
+    assert json.loads(page.eval(f"JSON.stringify(fcm.search.apply({{}}, {js('-token:' + dash)}))")) == {"not_device": dash}
     # A term the page cannot take says why.
     page.click("#filter")
     type_text(page, "status:lost")

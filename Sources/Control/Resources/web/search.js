@@ -41,8 +41,11 @@ function lex(text) {
     const quoted = m[3] !== undefined;
     let value = quoted ? m[3] : m[4];
     if (prefix && !(prefix in PREFIXES)) {
-      // An unknown prefix is a word like any other (a URL typed in the box stays whole).
-      out.push({ neg: m[1] === "-", prefix: null, value: m[2] + ":" + value, quoted });
+      // An unknown prefix is a word like any other (a URL typed in the box stays whole), and a
+      // registration token (`<fid>:APA91b…`) one: typed whole with its leading "-", the token.
+      const word = m[2] + ":" + value;
+      if (m[1] === "-" && !quoted && TOKEN.test("-" + word)) { out.push({ neg: false, prefix: null, value: "-" + word, quoted }); continue; }
+      out.push({ neg: m[1] === "-", prefix: null, value: word, quoted });
       continue;
     }
     if (value === "") continue;
