@@ -102,8 +102,7 @@ public enum EffectivePayload {
     /// Web Push headers (`Topic`; `Urgency` high is high). Nil for a form of no platform.
     public static func entryOptions(_ effective: JSONObject) -> (collapseKey: String?, priority: String?)? {
         func header(_ block: String, _ name: String) -> String? {
-            guard let headers = effective[block]?.objectValue?["headers"]?.objectValue else { return nil }
-            return headers.members.first { $0.key.lowercased() == name }?.value.stringValue
+            Self.header(effective[block]?.objectValue?["headers"]?.objectValue, name)?.stringValue
         }
         switch effective["platform"]?.stringValue {
         case "android": return (effective["collapse_key"]?.stringValue, effective["priority"]?.stringValue)
